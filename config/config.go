@@ -1,0 +1,159 @@
+// Package config holds the server configuration (SPEC §2), its validation and
+// the canonical resource URI that OAuth bindings are keyed by (RFC 8707, RFC 9728).
+//
+// The package depends on nothing else in the module: every other package reads
+// servers through these types.
+package config
+
+import (
+	"encoding/json"
+	"slices"
+	"time"
+)
+
+// AuthKind names how requests to a server are authenticated.
+type AuthKind string
+
+// The auth kinds of SPEC §2.
+const (
+	AuthNone   AuthKind = "none"
+	AuthBearer AuthKind = "bearer"
+	AuthOAuth  AuthKind = "oauth"
+)
+
+// Binding is what an OAuth client id and its tokens are bound to (R3.10):
+// the canonical resource URI of the MCP server and the issuer of the
+// authorization server that issued them.
+type Binding struct {
+	Resource string `json:"resource"`
+	Issuer   string `json:"issuer"`
+}
+
+// IsZero reports whether no binding has been established yet.
+func (b Binding) IsZero() bool { return b.Resource == "" && b.Issuer == "" }
+
+// Auth is the auth section of a server config.
+//
+// Secrets (Token, ClientSecret) are never written in clear: the store seals
+// them and fills them back in on read. Access tokens are never part of the
+// config at all; they live in the in-memory session store (R3.11).
+type Auth struct {
+	Kind AuthKind `json:"kind"`
+
+	// Token is the bearer token (Kind == AuthBearer). Sealed at rest.
+	Token string `json:"token,omitempty"`
+
+	// ClientID is a pre-registered OAuth client id; empty means dynamic
+	// client registration (Kind == AuthOAuth).
+	ClientID string `json:"clientId,omitempty"`
+	// ClientSecret goes with a pre-registered ClientID. Sealed at rest.
+	ClientSecret string `json:"clientSecret,omitempty"`
+	// Scopes are the configured scopes, used only when neither the 401
+	// challenge nor the protected resource metadata names any (R3.9).
+	Scopes []string `json:"scopes,omitempty"`
+	// Binding is the resource + issuer the stored client id and tokens are
+	// bound to; nil before the first authorization.
+	Binding *Binding `json:"binding,omitempty"`
+	// RedirectPort is the loopback port of the redirect URI
+	// http://127.0.0.1:<port>/mcp-oauth; 0 means DefaultRedirectPort.
+	RedirectPort int `json:"redirectPort,omitempty"`
+}
+
+// DefaultRedirectPort is the loopback port of the OAuth redirect URI when
+// none is configured (RFC 8252 §7.3).
+const DefaultRedirectPort = 7717
+
+// Server is McpServerConfig of SPEC §2.
+type Server struct {
+	ID               string   `json:"id"`
+	Name             string   `json:"name"`
+	URL              string   `json:"url"`
+	Auth             Auth     `json:"auth"`
+	Enabled          bool     `json:"enabled"`
+	DisabledTools    []string `json:"disabledTools,omitempty"`
+	ConnectOnStartup bool     `json:"connectOnStartup"`
+	// ToolTimeout overrides the default 60 s tool call timeout (R4.5);
+	// zero means the default.
+	ToolTimeout Duration `json:"toolTimeout,omitempty"`
+}
+
+// Clone returns a deep copy, so callers can hand configs across goroutines.
+func (s Server) Clone() Server {
+	c := s
+	c.DisabledTools = slices.Clone(s.DisabledTools)
+	c.Auth.Scopes = slices.Clone(s.Auth.Scopes)
+	if s.Auth.Binding != nil {
+		b := *s.Auth.Binding
+		c.Auth.Binding = &b
+	}
+	return c
+}
+
+// ConnectionEqual reports whether two configs would produce the same
+// connection: same URL (path included) and the same auth material and
+// binding (R2.4). Name, enabled, disabledTools and timeouts do not matter.
+func ConnectionEqual(a, b Server) bool {
+	if a.ID != b.ID || a.URL != b.URL || a.Auth.Kind != b.Auth.Kind {
+		return false
+	}
+	switch a.Auth.Kind {
+	case AuthBearer:
+		return a.Auth.Token == b.Auth.Token
+	case AuthOAuth:
+		return a.Auth.ClientID == b.Auth.ClientID &&
+			a.Auth.ClientSecret == b.Auth.ClientSecret &&
+			ptrBindingEqual(a.Auth.Binding, b.Auth.Binding)
+	}
+	return true
+}
+
+func ptrBindingEqual(a, b *Binding) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return *a == *b
+}
+
+// ToolDisabled reports whether the tool is switched off (R5.2).
+func (s Server) ToolDisabled(tool string) bool { return slices.Contains(s.DisabledTools, tool) }
+
+// Duration is a time.Duration that reads and writes as a Go duration string
+// ("90s") in JSON, and also accepts a number of milliseconds.
+type Duration time.Duration
+
+// MarshalJSON writes the duration as a string such as "1m30s".
+func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(time.Duration(d).String()) }
+
+// UnmarshalJSON accepts "90s"-style strings and plain milliseconds.
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err == nil {
+		v, err := time.ParseDuration(s)
+		if err != nil {
+			return &FieldError{Field: "toolTimeout", Problem: "not a duration such as \"90s\": " + err.Error()}
+		}
+		*d = Duration(v)
+		return nil
+	}
+	var ms float64
+	if err := json.Unmarshal(b, &ms); err != nil {
+		return &FieldError{Field: "toolTimeout", Problem: "must be a duration string such as \"90s\" or milliseconds"}
+	}
+	*d = Duration(time.Duration(ms * float64(time.Millisecond)))
+	return nil
+}
+
+// FieldError is a validation failure of one field; Error() says which field,
+// what was wrong and, where it helps, what to do.
+type FieldError struct {
+	ServerID string // may be empty
+	Field    string
+	Problem  string
+}
+
+func (e *FieldError) Error() string {
+	if e.ServerID != "" {
+		return "server " + e.ServerID + ": " + e.Field + ": " + e.Problem
+	}
+	return e.Field + ": " + e.Problem
+}

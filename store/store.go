@@ -1,0 +1,81 @@
+// Package store keeps server configs and sealed secrets in the data
+// directory (SQLite, modernc.org/sqlite) and publishes a change feed that
+// also sees writes from other processes on the same directory.
+package store
+
+import (
+	"context"
+	"errors"
+
+	"github.com/remotemcp/remotemcp/config"
+)
+
+// Errors callers branch on.
+var (
+	// ErrNotFound: no server / secret with that key.
+	ErrNotFound = errors.New("not found")
+	// ErrDuplicate: AddServer with an id that already exists.
+	ErrDuplicate = errors.New("already exists")
+)
+
+// Secret purposes. The purpose and the binding go into the AES-GCM
+// associated data, so a sealed value can only be opened for the purpose and
+// binding it was sealed for (R3.10, R3.11).
+const (
+	PurposeBearer       = "bearer"        // bearer token of a server; binding = canonical resource
+	PurposeRefreshToken = "oauth-refresh" // OAuth refresh token; binding = resource + issuer
+	PurposeClientSecret = "oauth-client-secret"
+	PurposeRegistration = "oauth-registration" // DCR result (JSON); binding = resource + issuer
+)
+
+// SecretKey names one sealed secret.
+type SecretKey struct {
+	ServerID string
+	Purpose  string
+	Binding  config.Binding
+}
+
+// ChangeKind says what changed.
+type ChangeKind string
+
+// Change kinds.
+const (
+	ChangeServers ChangeKind = "servers" // some server config was added, changed or removed
+	ChangeSecrets ChangeKind = "secrets"
+	ChangeOther   ChangeKind = "other"
+)
+
+// Change is one event of the change feed. ServerID is empty when the store
+// cannot tell which server changed (e.g. a write by another process), in
+// which case subscribers re-read everything.
+type Change struct {
+	Kind     ChangeKind
+	ServerID string
+	Revision int64
+}
+
+// Store is the persistent state of remotemcp.
+//
+// Servers returned by ListServers/GetServer carry their bearer token and
+// client secret opened from the sealed secrets; writes seal them again.
+type Store interface {
+	ListServers(ctx context.Context) ([]config.Server, error)
+	GetServer(ctx context.Context, id string) (config.Server, error)
+	// AddServer validates and inserts; ErrDuplicate when the id exists.
+	AddServer(ctx context.Context, s config.Server) error
+	// UpdateServer validates and replaces an existing server; ErrNotFound if absent.
+	UpdateServer(ctx context.Context, s config.Server) error
+	// DeleteServer removes the server and all its secrets.
+	DeleteServer(ctx context.Context, id string) error
+
+	PutSecret(ctx context.Context, k SecretKey, value []byte) error
+	GetSecret(ctx context.Context, k SecretKey) ([]byte, error)
+	DeleteSecret(ctx context.Context, k SecretKey) error
+
+	// Subscribe delivers changes until ctx is done; the channel is closed then.
+	Subscribe(ctx context.Context) <-chan Change
+	// Revision is the store's monotonically increasing write counter.
+	Revision(ctx context.Context) (int64, error)
+
+	Close() error
+}
