@@ -1,0 +1,137 @@
+package manager
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"os"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/remotemcp/remotemcp/config"
+	"github.com/remotemcp/remotemcp/internal/testserver/fixture"
+	"github.com/remotemcp/remotemcp/store"
+)
+
+// env is a real SQLite store in a temp dir plus real MCP servers on
+// loopback.
+type env struct {
+	t     *testing.T
+	store *store.SQLite
+	m     *Manager
+}
+
+func newStore(t *testing.T, dir string) *store.SQLite {
+	t.Helper()
+	st, err := store.Open(context.Background(), dir, store.Options{PollInterval: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatalf("open store: %v", err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return st
+}
+
+func startServer(t *testing.T, o fixture.Options) *fixture.Server {
+	t.Helper()
+	s, err := fixture.Start(o)
+	if err != nil {
+		t.Fatalf("start test server: %v", err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func testLogger(t *testing.T) *slog.Logger {
+	if os.Getenv("REMOTEMCP_TEST_LOG") != "" {
+		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	return slog.New(slog.DiscardHandler)
+}
+
+func newEnv(t *testing.T, servers ...config.Server) *env {
+	t.Helper()
+	st := newStore(t, t.TempDir())
+	for _, s := range servers {
+		if err := st.AddServer(context.Background(), s); err != nil {
+			t.Fatalf("add server %s: %v", s.ID, err)
+		}
+	}
+	m := New(Options{Store: st, Logger: testLogger(t), BackoffBase: 20 * time.Millisecond, BackoffMax: 200 * time.Millisecond, HandshakeTimeout: 10 * time.Second})
+	t.Cleanup(func() { m.Close() })
+	return &env{t: t, store: st, m: m}
+}
+
+func (e *env) start() {
+	e.t.Helper()
+	if err := e.m.Start(context.Background()); err != nil {
+		e.t.Fatalf("start manager: %v", err)
+	}
+}
+
+func srvCfg(id, url string, startup bool) config.Server {
+	return config.Server{ID: id, Name: id, URL: url, Auth: config.Auth{Kind: config.AuthNone}, Enabled: true, ConnectOnStartup: startup}
+}
+
+func ctxT(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// waitFor polls cond until it holds or the deadline passes.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func (e *env) state(id string) State {
+	st, err := e.m.ServerStatusOf(id)
+	if err != nil {
+		return ""
+	}
+	return st.State
+}
+
+func (e *env) update(id string, f func(*config.Server)) {
+	e.t.Helper()
+	ctx := context.Background()
+	s, err := e.store.GetServer(ctx, id)
+	if err != nil {
+		e.t.Fatalf("get %s: %v", id, err)
+	}
+	f(&s)
+	if err := e.store.UpdateServer(ctx, s); err != nil {
+		e.t.Fatalf("update %s: %v", id, err)
+	}
+}
+
+// settle waits until no connect attempt or reconnect loop is in flight.
+func (m *Manager) settle(t *testing.T) {
+	t.Helper()
+	waitFor(t, "manager to settle", func() bool {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		for _, e := range m.entries {
+			e.mu.Lock()
+			busy := e.attempt != nil || e.loop != nil
+			e.mu.Unlock()
+			if busy {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+var argsEcho = json.RawMessage(`{"text":"hi"}`)
+
+var counter atomic.Int64
+
+func uniq() int64 { return counter.Add(1) }

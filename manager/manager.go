@@ -1,0 +1,857 @@
+// Package manager owns the per-server connection lifecycle: the state
+// machine, serialized connect / disconnect / reconnect with shared attempts
+// and disconnect barriers, reconciliation with the stored configs, lazy
+// connects, drift checks, reconnect with backoff and error attribution
+// (SPEC §2, R4.4, R5.1).
+//
+// Concurrency model. Each server has an entry with two locks: mu guards the
+// entry's fields and is never held across I/O; op serializes the I/O of
+// connect attempts and disconnects. An epoch counter is bumped by every
+// disconnect (explicit, reconcile or reconnect): an attempt remembers the
+// epoch it started in and may only commit while the epoch is unchanged, so
+// a disconnect is a barrier no earlier attempt can cross (R2.7, R2.9).
+package manager
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"net/http"
+	"slices"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/remotemcp/remotemcp/config"
+	"github.com/remotemcp/remotemcp/session"
+	"github.com/remotemcp/remotemcp/store"
+)
+
+// State is a server's lifecycle state (R5.1).
+type State string
+
+// States of the per-server state machine.
+const (
+	StateDisconnected State = "disconnected"
+	StateConnecting   State = "connecting"
+	StateReady        State = "ready"
+	StateError        State = "error"
+)
+
+// Errors callers branch on.
+var (
+	ErrUnknownServer = errors.New("no such server")
+	ErrDisabled      = errors.New("server is disabled")
+	// ErrSuperseded: the attempt was overtaken by a disconnect or config
+	// change before it could commit (R2.7, R2.9).
+	ErrSuperseded = errors.New("connect attempt superseded by a config change")
+	// ErrDisconnected: the attempt was cancelled by an explicit disconnect.
+	ErrDisconnected = errors.New("server was disconnected")
+	// ErrConfigDrift: the stored config changed during the handshake (R2.5).
+	ErrConfigDrift = errors.New("server config changed during the handshake; the session was discarded")
+	// ErrStaleConnection: an operation named a connection id that is no
+	// longer the server's current one (R2.9).
+	ErrStaleConnection = errors.New("stale connection id")
+	// ErrToolDisabled: the tool is switched off in disabledTools (R5.2).
+	ErrToolDisabled = errors.New("tool is disabled for this server")
+	// ErrNoOAuth: an oauth server but no OAuth provider configured.
+	ErrNoOAuth = errors.New("server uses OAuth but no OAuth provider is configured")
+	// ErrClosed: the manager was closed.
+	ErrClosed = errors.New("manager closed")
+)
+
+// DefaultToolTimeout is the tool call timeout without a per-server
+// toolTimeout (R4.5).
+const DefaultToolTimeout = 60 * time.Second
+
+// OAuthProvider gives the go-sdk OAuth handler of an oauth server. The
+// manager's handlers are non-interactive (R3.13).
+type OAuthProvider interface {
+	Handler(srv config.Server) auth.OAuthHandler
+}
+
+// ElicitInfo says where an elicitation request came from.
+type ElicitInfo struct {
+	ServerID, ConnectionID string
+}
+
+// Options configure a Manager.
+type Options struct {
+	Store store.Store
+	// HTTPClient is the base client for MCP traffic (no Timeout).
+	HTTPClient *http.Client
+	OAuth      OAuthProvider
+	// Elicit answers server questions; nil declines them.
+	Elicit func(ctx context.Context, info ElicitInfo, req *mcp.ElicitRequest) (*mcp.ElicitResult, error)
+	Logger *slog.Logger
+	// HandshakeTimeout bounds initialize + first listing (default 30 s).
+	HandshakeTimeout time.Duration
+	// BackoffBase and BackoffMax shape reconnect backoff (default 250 ms, 30 s).
+	BackoffBase, BackoffMax time.Duration
+	ClientName, ClientVersion string
+}
+
+// Manager owns all server connections. Create with New, then Start.
+type Manager struct {
+	o   Options
+	log *slog.Logger
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu      sync.Mutex
+	entries map[string]*entry
+	closed  bool
+	started bool
+
+	revMu   sync.Mutex
+	revCond *sync.Cond
+	rev     int64 // store revision fully reconciled
+
+	events broker
+}
+
+type entry struct {
+	id string
+	op sync.Mutex // serializes connect/disconnect I/O
+
+	mu         sync.Mutex
+	cfg        config.Server // latest stored config seen
+	removed    bool
+	state      State
+	reason     *Reason
+	sess       *session.Session
+	epoch      uint64
+	attempt    *attempt
+	catalog    *session.Catalog // last good, kept across reconnects
+	loop       *reconnectLoop // reconnect loop in flight, if any
+}
+
+type reconnectLoop struct{ cancel context.CancelFunc }
+
+type attempt struct {
+	epoch  uint64
+	cause  error // why a barrier cancelled it; set under entry.mu
+	ctx    context.Context
+	cancel context.CancelFunc
+	done   chan struct{}
+	err    error
+}
+
+// New makes a manager; nothing connects until Start.
+func New(o Options) *Manager {
+	if o.HTTPClient == nil {
+		o.HTTPClient = &http.Client{}
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.HandshakeTimeout == 0 {
+		o.HandshakeTimeout = 30 * time.Second
+	}
+	if o.BackoffBase == 0 {
+		o.BackoffBase = 250 * time.Millisecond
+	}
+	if o.BackoffMax == 0 {
+		o.BackoffMax = 30 * time.Second
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	m := &Manager{o: o, log: o.Logger, ctx: ctx, cancel: cancel, entries: map[string]*entry{}}
+	m.revCond = sync.NewCond(&m.revMu)
+	m.events.init()
+	return m
+}
+
+// Start loads the stored servers, connects those with enabled &&
+// connectOnStartup (R2.3; others wait for first use) and starts
+// reconciling stored changes (R2.4). It does not wait for connections.
+func (m *Manager) Start(ctx context.Context) error {
+	m.mu.Lock()
+	if m.started || m.closed {
+		m.mu.Unlock()
+		return errors.New("manager: Start called twice or after Close")
+	}
+	m.started = true
+	m.mu.Unlock()
+
+	// Subscribe before reading so no change between the read and the
+	// subscription is missed.
+	changes := m.o.Store.Subscribe(m.ctx)
+	rev, err := m.o.Store.Revision(ctx)
+	if err != nil {
+		return fmt.Errorf("manager: read store revision: %w", err)
+	}
+	servers, err := m.o.Store.ListServers(ctx)
+	if err != nil {
+		return fmt.Errorf("manager: load servers: %w", err)
+	}
+	m.mu.Lock()
+	for _, s := range servers {
+		m.entries[s.ID] = &entry{id: s.ID, cfg: s, state: StateDisconnected}
+	}
+	m.mu.Unlock()
+	for _, s := range servers {
+		if s.Enabled && s.ConnectOnStartup {
+			m.startConnect(m.entry(s.ID))
+		}
+	}
+	m.setRev(rev)
+	m.wg.Add(1)
+	go m.reconcileLoop(changes)
+	return nil
+}
+
+// Close disconnects everything and stops all goroutines.
+func (m *Manager) Close() error {
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		return nil
+	}
+	m.closed = true
+	entries := make([]*entry, 0, len(m.entries))
+	for _, e := range m.entries {
+		entries = append(entries, e)
+	}
+	m.mu.Unlock()
+	m.cancel()
+	for _, e := range entries {
+		m.disconnect(e, StateDisconnected, false, ErrClosed)
+	}
+	m.wg.Wait()
+	m.events.close()
+	m.revMu.Lock()
+	m.revCond.Broadcast()
+	m.revMu.Unlock()
+	return nil
+}
+
+func (m *Manager) entry(id string) *entry {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.entries[id]
+}
+
+func (m *Manager) lookup(id string) (*entry, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return nil, ErrClosed
+	}
+	e := m.entries[id]
+	if e == nil {
+		return nil, fmt.Errorf("%w %q (see \"remotemcp servers list\")", ErrUnknownServer, id)
+	}
+	return e, nil
+}
+
+// Connect connects a server, or joins the attempt in flight (R2.6), and
+// waits until it is ready or failed.
+func (m *Manager) Connect(ctx context.Context, id string) error {
+	_, err := m.ensure(ctx, id)
+	return err
+}
+
+// ensure returns the ready session, connecting lazily (R2.3). An attempt
+// overtaken by a config change is retried with the new config a few times.
+func (m *Manager) ensure(ctx context.Context, id string) (*session.Session, error) {
+	for try := 0; ; try++ {
+		e, err := m.lookup(id)
+		if err != nil {
+			return nil, err
+		}
+		e.mu.Lock()
+		if e.sess != nil {
+			s := e.sess
+			e.mu.Unlock()
+			return s, nil
+		}
+		if e.removed {
+			e.mu.Unlock()
+			return nil, fmt.Errorf("%w %q", ErrUnknownServer, id)
+		}
+		if !e.cfg.Enabled {
+			e.mu.Unlock()
+			return nil, fmt.Errorf("server %q: %w (run \"remotemcp servers enable %s\")", id, ErrDisabled, id)
+		}
+		a := m.startConnectLocked(e)
+		e.mu.Unlock()
+		select {
+		case <-a.done:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		if a.err == nil {
+			continue // loop picks the committed session up
+		}
+		if try < 3 && (errors.Is(a.err, ErrSuperseded) || errors.Is(a.err, ErrConfigDrift)) && !errors.Is(a.err, ErrDisconnected) {
+			continue
+		}
+		return nil, fmt.Errorf("server %q: connect: %w", id, a.err)
+	}
+}
+
+func (m *Manager) startConnect(e *entry) {
+	if e == nil {
+		return
+	}
+	e.mu.Lock()
+	if e.sess == nil && e.cfg.Enabled && !e.removed {
+		m.startConnectLocked(e)
+	}
+	e.mu.Unlock()
+}
+
+// startConnectLocked returns the attempt of the current epoch, starting
+// one if none is in flight (R2.6). e.mu must be held.
+func (m *Manager) startConnectLocked(e *entry) *attempt {
+	if a := e.attempt; a != nil && a.epoch == e.epoch {
+		return a
+	}
+	ctx, cancel := context.WithCancel(m.ctx)
+	a := &attempt{epoch: e.epoch, ctx: ctx, cancel: cancel, done: make(chan struct{})}
+	e.attempt = a
+	m.setState(e, StateConnecting, nil)
+	m.wg.Add(1)
+	go m.runAttempt(e, a)
+	return a
+}
+
+func (m *Manager) runAttempt(e *entry, a *attempt) {
+	defer m.wg.Done()
+	defer a.cancel()
+	err := m.attemptOnce(e, a)
+	e.mu.Lock()
+	if a.cause != nil && (err == nil || errors.Is(err, ErrSuperseded) || errors.Is(err, context.Canceled)) {
+		err = a.cause
+	}
+	if e.attempt == a {
+		e.attempt = nil
+		if err != nil && e.epoch == a.epoch {
+			r := Attribute(err)
+			m.setState(e, StateError, &r)
+		}
+	}
+	a.err = err
+	e.mu.Unlock()
+	close(a.done)
+}
+
+func (m *Manager) attemptOnce(e *entry, a *attempt) error {
+	e.op.Lock()
+	defer e.op.Unlock()
+	if !m.current(e, a) {
+		return ErrSuperseded
+	}
+	cfg, err := m.o.Store.GetServer(a.ctx, e.id)
+	if err != nil {
+		if errors.Is(err, store.ErrNotFound) {
+			return fmt.Errorf("%w %q", ErrUnknownServer, e.id)
+		}
+		return fmt.Errorf("read config: %w", err)
+	}
+	if !cfg.Enabled {
+		return ErrDisabled
+	}
+	opts := session.Options{
+		Server:        cfg,
+		HTTPClient:    m.o.HTTPClient,
+		ConnectionID:  session.NewConnectionID(),
+		ClientName:    m.o.ClientName,
+		ClientVersion: m.o.ClientVersion,
+		Logger:        m.log,
+		OnCatalog:     func(connID string, c *session.Catalog) { m.onCatalog(e, connID, c) },
+	}
+	if cfg.Auth.Kind == config.AuthOAuth {
+		if m.o.OAuth == nil {
+			return ErrNoOAuth
+		}
+		opts.OAuth = m.o.OAuth.Handler(cfg)
+	}
+	if m.o.Elicit != nil {
+		opts.Elicit = func(ctx context.Context, connID string, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			return m.o.Elicit(ctx, ElicitInfo{ServerID: e.id, ConnectionID: connID}, req)
+		}
+	}
+	hctx, cancel := context.WithTimeout(a.ctx, m.o.HandshakeTimeout)
+	sess, err := session.Connect(hctx, opts)
+	cancel()
+	if err != nil {
+		if a.ctx.Err() != nil && !m.current(e, a) {
+			return ErrSuperseded
+		}
+		return err
+	}
+	// R2.5: the config may have changed while we shook hands.
+	now, err := m.o.Store.GetServer(a.ctx, e.id)
+	if err != nil || !now.Enabled || !config.ConnectionEqual(now, cfg) {
+		sess.Close()
+		if err != nil && !errors.Is(err, store.ErrNotFound) {
+			return fmt.Errorf("re-read config after handshake: %w", err)
+		}
+		return ErrConfigDrift
+	}
+	e.mu.Lock()
+	if e.epoch != a.epoch || e.removed {
+		// R2.9: a late candidate never replaces the owner.
+		e.mu.Unlock()
+		sess.Close()
+		return ErrSuperseded
+	}
+	e.sess = sess
+	e.cfg = now
+	e.catalog = sess.Catalog()
+	m.setState(e, StateReady, nil)
+	e.mu.Unlock()
+	m.wg.Add(1)
+	go m.watch(e, sess)
+	return nil
+}
+
+func (m *Manager) current(e *entry, a *attempt) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.epoch == a.epoch && !e.removed
+}
+
+// watch waits for a ready session to end. If it was still the owner, the
+// server reconnects with backoff, keeping the last catalog meanwhile.
+func (m *Manager) watch(e *entry, sess *session.Session) {
+	defer m.wg.Done()
+	select {
+	case <-sess.Done():
+	case <-m.ctx.Done():
+		return
+	}
+	m.connectionLost(e, sess, sess.Err())
+}
+
+// connectionLost handles the end of a session that may still be the
+// owner. A stale session (already replaced or closed) changes nothing.
+func (m *Manager) connectionLost(e *entry, sess *session.Session, cause error) {
+	e.mu.Lock()
+	if e.sess != sess {
+		e.mu.Unlock()
+		return
+	}
+	e.sess = nil
+	e.epoch++
+	r := Attribute(cause)
+	r.Message = "connection lost, reconnecting: " + r.Message
+	m.setState(e, StateConnecting, &r)
+	ctx, cancel := context.WithCancel(m.ctx)
+	l := &reconnectLoop{cancel: cancel}
+	e.loop = l
+	epoch := e.epoch
+	e.mu.Unlock()
+	m.log.Info("connection lost; reconnecting", "server", e.id, "conn", sess.ConnectionID(), "err", cause)
+	m.wg.Add(2)
+	go func() {
+		defer m.wg.Done()
+		sess.Close()
+	}()
+	go m.reconnect(ctx, e, epoch, l)
+}
+
+func (m *Manager) reconnect(ctx context.Context, e *entry, epoch uint64, l *reconnectLoop) {
+	defer m.wg.Done()
+	defer func() {
+		e.mu.Lock()
+		if e.loop == l {
+			e.loop = nil
+		}
+		e.mu.Unlock()
+		l.cancel()
+	}()
+	for i := 0; ; i++ {
+		e.mu.Lock()
+		if e.epoch != epoch || e.removed || !e.cfg.Enabled {
+			e.mu.Unlock()
+			return
+		}
+		a := m.startConnectLocked(e)
+		e.mu.Unlock()
+		select {
+		case <-a.done:
+		case <-ctx.Done():
+			return
+		}
+		if a.err == nil || errors.Is(a.err, ErrSuperseded) || errors.Is(a.err, ErrDisconnected) || errors.Is(a.err, ErrDisabled) {
+			return
+		}
+		d := m.backoff(i)
+		m.log.Info("reconnect failed; retrying", "server", e.id, "in", d, "err", a.err)
+		t := time.NewTimer(d)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return
+		}
+	}
+}
+
+// backoff is capped exponential with full jitter.
+func (m *Manager) backoff(i int) time.Duration {
+	d := m.o.BackoffBase << min(i, 20)
+	if d <= 0 || d > m.o.BackoffMax {
+		d = m.o.BackoffMax
+	}
+	return d/2 + rand.N(d/2+1)
+}
+
+// Disconnect closes the server's session and cancels any attempt in
+// flight. It is a barrier: when it returns, no attempt started before it
+// can commit (R2.7).
+func (m *Manager) Disconnect(ctx context.Context, id string) error {
+	e, err := m.lookup(id)
+	if err != nil {
+		return err
+	}
+	m.disconnect(e, StateDisconnected, false, ErrDisconnected)
+	return nil
+}
+
+// Reconnect closes the current session behind a barrier and connects
+// again, keeping the last catalog until the new one commits.
+func (m *Manager) Reconnect(ctx context.Context, id string) error {
+	e, err := m.lookup(id)
+	if err != nil {
+		return err
+	}
+	m.disconnect(e, StateConnecting, true, ErrSuperseded)
+	_, err = m.ensure(ctx, id)
+	return err
+}
+
+func (m *Manager) disconnect(e *entry, to State, keepCatalog bool, cause error) {
+	e.mu.Lock()
+	e.epoch++
+	if a := e.attempt; a != nil {
+		a.cause = cause
+		a.cancel()
+		e.attempt = nil
+	}
+	if e.loop != nil {
+		e.loop.cancel()
+		e.loop = nil
+	}
+	sess := e.sess
+	e.sess = nil
+	if !keepCatalog {
+		e.catalog = nil
+	}
+	m.setState(e, to, nil)
+	e.mu.Unlock()
+	// Barrier: wait until the attempt that held op (if any) has seen the
+	// new epoch and closed its candidate.
+	e.op.Lock()
+	if sess != nil {
+		sess.Close()
+	}
+	e.op.Unlock()
+}
+
+// onCatalog commits a session's catalog refresh, unless the session is no
+// longer the owner (R2.9).
+func (m *Manager) onCatalog(e *entry, connID string, c *session.Catalog) {
+	e.mu.Lock()
+	if e.sess == nil || e.sess.ConnectionID() != connID {
+		e.mu.Unlock()
+		return
+	}
+	e.catalog = c
+	m.emitLocked(e)
+	e.mu.Unlock()
+}
+
+// CurrentConnection returns the server's ready connection id.
+func (m *Manager) CurrentConnection(id string) (string, bool) {
+	e := m.entry(id)
+	if e == nil {
+		return "", false
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.sess == nil {
+		return "", false
+	}
+	return e.sess.ConnectionID(), true
+}
+
+// sessionFor returns the session only if connID is still the current one.
+func (m *Manager) sessionFor(id, connID string) (*session.Session, error) {
+	e, err := m.lookup(id)
+	if err != nil {
+		return nil, err
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.sess == nil || e.sess.ConnectionID() != connID {
+		return nil, fmt.Errorf("server %q: connection %s: %w", id, connID, ErrStaleConnection)
+	}
+	return e.sess, nil
+}
+
+// CloseConnection closes the server's session only if connID is still the
+// current one; a stale id never closes the new session (R2.9).
+func (m *Manager) CloseConnection(id, connID string) error {
+	if _, err := m.sessionFor(id, connID); err != nil {
+		return err
+	}
+	e := m.entry(id)
+	e.mu.Lock()
+	if e.sess == nil || e.sess.ConnectionID() != connID {
+		e.mu.Unlock()
+		return fmt.Errorf("server %q: connection %s: %w", id, connID, ErrStaleConnection)
+	}
+	e.mu.Unlock()
+	m.disconnect(e, StateDisconnected, false, ErrDisconnected)
+	return nil
+}
+
+// CatalogOn returns the catalog of a specific connection (R2.9).
+func (m *Manager) CatalogOn(id, connID string) (*session.Catalog, error) {
+	s, err := m.sessionFor(id, connID)
+	if err != nil {
+		return nil, err
+	}
+	return s.Catalog(), nil
+}
+
+// Catalog returns the server's catalog, connecting lazily if needed
+// (R2.3). While a lost connection is being re-established, the last good
+// catalog is returned.
+func (m *Manager) Catalog(ctx context.Context, id string) (*session.Catalog, error) {
+	e, err := m.lookup(id)
+	if err != nil {
+		return nil, err
+	}
+	e.mu.Lock()
+	if e.sess == nil && e.catalog != nil && e.cfg.Enabled {
+		c := e.catalog
+		e.mu.Unlock()
+		return c, nil
+	}
+	e.mu.Unlock()
+	if _, err := m.ensure(ctx, id); err != nil {
+		return nil, err
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.catalog == nil {
+		return &session.Catalog{}, nil
+	}
+	return e.catalog, nil
+}
+
+// CallError is a tool call that failed without an answer from the server.
+type CallError struct {
+	ServerID, Tool string
+	// MaybeExecuted is true when the request may have reached the server;
+	// the call is never re-sent (R4.1).
+	MaybeExecuted bool
+	Err           error
+}
+
+func (e *CallError) Error() string {
+	s := fmt.Sprintf("call %s on server %q failed: %v", e.Tool, e.ServerID, e.Err)
+	if e.MaybeExecuted {
+		s += "; the call was not re-sent and may or may not have run on the server"
+	}
+	return s
+}
+
+func (e *CallError) Unwrap() error { return e.Err }
+
+// CallTool calls a tool once, connecting lazily. It applies the per-server
+// timeout (default 60 s) and never retries (R4.1).
+func (m *Manager) CallTool(ctx context.Context, id, tool string, args json.RawMessage, o session.CallOptions) (*mcp.CallToolResult, error) {
+	sess, err := m.ensure(ctx, id)
+	if err != nil {
+		return nil, &CallError{ServerID: id, Tool: tool, Err: err}
+	}
+	return m.callOn(ctx, id, sess, tool, args, o)
+}
+
+// CallToolOn calls a tool on a specific connection; a stale connection id
+// is refused without sending anything (R2.9).
+func (m *Manager) CallToolOn(ctx context.Context, id, connID, tool string, args json.RawMessage, o session.CallOptions) (*mcp.CallToolResult, error) {
+	sess, err := m.sessionFor(id, connID)
+	if err != nil {
+		return nil, &CallError{ServerID: id, Tool: tool, Err: err}
+	}
+	return m.callOn(ctx, id, sess, tool, args, o)
+}
+
+func (m *Manager) callOn(ctx context.Context, id string, sess *session.Session, tool string, args json.RawMessage, o session.CallOptions) (*mcp.CallToolResult, error) {
+	cfg := sess.Server()
+	if e := m.entry(id); e != nil {
+		e.mu.Lock()
+		cfg = e.cfg
+		e.mu.Unlock()
+	}
+	if cfg.ToolDisabled(tool) {
+		return nil, &CallError{ServerID: id, Tool: tool, Err: fmt.Errorf("%w (enable it with the settings page or \"remotemcp servers set\")", ErrToolDisabled)}
+	}
+	timeout := time.Duration(cfg.ToolTimeout)
+	if timeout <= 0 {
+		timeout = DefaultToolTimeout
+	}
+	cctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	res, err := sess.CallTool(cctx, tool, args, o)
+	if err == nil {
+		return res, nil
+	}
+	ce := &CallError{ServerID: id, Tool: tool, Err: err, MaybeExecuted: !errors.Is(err, session.ErrCancelledBeforeDispatch)}
+	switch {
+	case errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil:
+		ce.Err = fmt.Errorf("timed out after %s (raise the server's toolTimeout for long tools): %w", timeout, err)
+	case session.IsConnectionLost(err):
+		if e := m.entry(id); e != nil {
+			m.connectionLost(e, sess, err)
+		}
+	case !errors.Is(err, context.Canceled) && Attribute(err).Class == ClassNetwork:
+		// The request or its answer was lost on the wire; the session may
+		// be dead too (server restarted). Check it in the background.
+		m.probe(id, sess)
+	}
+	return nil, ce
+}
+
+// probe pings a session whose call failed on the network; if the session
+// is gone, reconnect.
+func (m *Manager) probe(id string, sess *session.Session) {
+	m.wg.Add(1)
+	go func() {
+		defer m.wg.Done()
+		ctx, cancel := context.WithTimeout(m.ctx, 10*time.Second)
+		defer cancel()
+		if err := sess.Ping(ctx); err != nil && m.ctx.Err() == nil {
+			if e := m.entry(id); e != nil {
+				m.connectionLost(e, sess, err)
+			}
+		}
+	}()
+}
+
+// Cancel cancels a call by operation id on the server's current
+// connection, or records it so the call is never admitted (R4.5).
+func (m *Manager) Cancel(id, operationID string) {
+	e := m.entry(id)
+	if e == nil {
+		return
+	}
+	e.mu.Lock()
+	s := e.sess
+	e.mu.Unlock()
+	if s != nil {
+		s.Cancel(operationID)
+	}
+}
+
+// GetPrompt gets a prompt, connecting lazily.
+func (m *Manager) GetPrompt(ctx context.Context, id, name string, args map[string]string) (*mcp.GetPromptResult, error) {
+	sess, err := m.ensure(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	return sess.GetPrompt(ctx, name, args)
+}
+
+// ReadResource reads a resource, connecting lazily.
+func (m *Manager) ReadResource(ctx context.Context, id, uri string) (*mcp.ReadResourceResult, error) {
+	sess, err := m.ensure(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	return sess.ReadResource(ctx, uri)
+}
+
+// ServerStatus is one server's state for display (CLI status, API).
+type ServerStatus struct {
+	ID               string   `json:"id"`
+	Name             string   `json:"name"`
+	URL              string   `json:"url"`
+	Enabled          bool     `json:"enabled"`
+	ConnectOnStartup bool     `json:"connectOnStartup"`
+	Auth             string   `json:"auth"`
+	State            State    `json:"state"`
+	Reason           *Reason  `json:"reason"`
+	ToolCount        int      `json:"toolCount"`
+	ConnectionID     string   `json:"connectionId,omitempty"`
+	DisabledTools    []string `json:"disabledTools,omitempty"`
+}
+
+func (e *entry) statusLocked() ServerStatus {
+	st := ServerStatus{
+		ID: e.id, Name: e.cfg.Name, URL: e.cfg.URL, Enabled: e.cfg.Enabled,
+		ConnectOnStartup: e.cfg.ConnectOnStartup, Auth: string(e.cfg.Auth.Kind),
+		State: e.state, DisabledTools: slices.Clone(e.cfg.DisabledTools),
+	}
+	if st.Auth == "" {
+		st.Auth = string(config.AuthNone)
+	}
+	if e.reason != nil {
+		r := *e.reason
+		st.Reason = &r
+	}
+	if e.catalog != nil {
+		st.ToolCount = len(e.catalog.Tools)
+	}
+	if e.sess != nil {
+		st.ConnectionID = e.sess.ConnectionID()
+	}
+	return st
+}
+
+// Status returns every server's status, sorted by id.
+func (m *Manager) Status() []ServerStatus {
+	m.mu.Lock()
+	entries := make([]*entry, 0, len(m.entries))
+	for _, e := range m.entries {
+		entries = append(entries, e)
+	}
+	m.mu.Unlock()
+	out := make([]ServerStatus, 0, len(entries))
+	for _, e := range entries {
+		e.mu.Lock()
+		if !e.removed {
+			out = append(out, e.statusLocked())
+		}
+		e.mu.Unlock()
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out
+}
+
+// ServerStatusOf returns one server's status.
+func (m *Manager) ServerStatusOf(id string) (ServerStatus, error) {
+	e, err := m.lookup(id)
+	if err != nil {
+		return ServerStatus{}, err
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.statusLocked(), nil
+}
+
+// setState changes state and publishes an event. e.mu must be held.
+func (m *Manager) setState(e *entry, s State, r *Reason) {
+	e.state = s
+	e.reason = r
+	m.emitLocked(e)
+}
+
+func (m *Manager) emitLocked(e *entry) {
+	st := e.statusLocked()
+	m.events.publish(Event{ServerID: e.id, Status: st, Removed: e.removed})
+}

@@ -1,0 +1,168 @@
+package manager
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/remotemcp/remotemcp/config"
+	"github.com/remotemcp/remotemcp/store"
+)
+
+// reconcileLoop applies stored changes to live sessions (R2.4), in store
+// order, one at a time: a config change is never applied out of order.
+func (m *Manager) reconcileLoop(changes <-chan store.Change) {
+	defer m.wg.Done()
+	for {
+		select {
+		case <-m.ctx.Done():
+			return
+		case c, ok := <-changes:
+			if !ok {
+				return
+			}
+			switch {
+			case c.Kind == store.ChangeServers && c.ServerID != "":
+				m.reconcileID(c.ServerID)
+			case c.Kind == store.ChangeServers || c.ServerID == "" && c.Namespace == "":
+				// Another process wrote, or the feed coalesced: re-read all.
+				m.reconcileAll()
+			}
+			m.setRev(c.Revision)
+		}
+	}
+}
+
+func (m *Manager) reconcileID(id string) {
+	cfg, err := m.o.Store.GetServer(m.ctx, id)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		m.reconcile(id, nil)
+	case err != nil:
+		m.log.Warn("reconcile: read config", "server", id, "err", err)
+	default:
+		m.reconcile(id, &cfg)
+	}
+}
+
+func (m *Manager) reconcileAll() {
+	servers, err := m.o.Store.ListServers(m.ctx)
+	if err != nil {
+		m.log.Warn("reconcile: list servers", "err", err)
+		return
+	}
+	seen := map[string]bool{}
+	for i := range servers {
+		seen[servers[i].ID] = true
+		m.reconcile(servers[i].ID, &servers[i])
+	}
+	m.mu.Lock()
+	var gone []string
+	for id := range m.entries {
+		if !seen[id] {
+			gone = append(gone, id)
+		}
+	}
+	m.mu.Unlock()
+	for _, id := range gone {
+		m.reconcile(id, nil)
+	}
+}
+
+// reconcile brings one server in line with its stored config (nil:
+// deleted). A change of URL or auth binding closes the old client behind
+// the disconnect barrier first, then restores the server per
+// connectOnStartup (R2.4).
+func (m *Manager) reconcile(id string, cfg *config.Server) {
+	if cfg == nil {
+		e := m.entry(id)
+		if e == nil {
+			return
+		}
+		m.disconnect(e, StateDisconnected, false, fmt.Errorf("%w %q: it was removed", ErrUnknownServer, id))
+		e.mu.Lock()
+		e.removed = true
+		m.emitLocked(e)
+		e.mu.Unlock()
+		m.mu.Lock()
+		if m.entries[id] == e {
+			delete(m.entries, id)
+		}
+		m.mu.Unlock()
+		return
+	}
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		return
+	}
+	e := m.entries[id]
+	fresh := e == nil
+	if fresh {
+		e = &entry{id: id, cfg: *cfg, state: StateDisconnected}
+		m.entries[id] = e
+	}
+	m.mu.Unlock()
+
+	e.mu.Lock()
+	old := e.cfg
+	live := e.sess != nil || e.attempt != nil || e.loop != nil
+	liveCfg := old
+	if e.sess != nil {
+		liveCfg = e.sess.Server()
+	}
+	e.cfg = *cfg
+	changed := !config.ConnectionEqual(liveCfg, *cfg)
+	e.mu.Unlock()
+
+	switch {
+	case !cfg.Enabled:
+		m.disconnect(e, StateDisconnected, false, ErrDisabled)
+	case live && changed:
+		m.disconnect(e, StateDisconnected, false, ErrSuperseded)
+		if cfg.ConnectOnStartup {
+			m.startConnect(e)
+		}
+	case !live && cfg.ConnectOnStartup && (fresh || !old.Enabled || changed):
+		m.startConnect(e)
+	default:
+		e.mu.Lock()
+		m.emitLocked(e)
+		e.mu.Unlock()
+	}
+}
+
+func (m *Manager) setRev(rev int64) {
+	m.revMu.Lock()
+	if rev > m.rev {
+		m.rev = rev
+	}
+	m.revCond.Broadcast()
+	m.revMu.Unlock()
+}
+
+// Sync waits until every store change up to now has been reconciled.
+func (m *Manager) Sync(ctx context.Context) error {
+	rev, err := m.o.Store.Revision(ctx)
+	if err != nil {
+		return err
+	}
+	stop := context.AfterFunc(ctx, func() {
+		m.revMu.Lock()
+		m.revCond.Broadcast()
+		m.revMu.Unlock()
+	})
+	defer stop()
+	m.revMu.Lock()
+	defer m.revMu.Unlock()
+	for m.rev < rev {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if m.ctx.Err() != nil {
+			return ErrClosed
+		}
+		m.revCond.Wait()
+	}
+	return nil
+}

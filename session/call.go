@@ -1,0 +1,184 @@
+package session
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// CallOptions carry what travels with one tool call.
+type CallOptions struct {
+	// OperationID identifies the call end to end (R4.5); it is also the
+	// progress token. Generated when empty.
+	OperationID string
+	// Progress receives the call's progress notifications.
+	Progress func(Progress)
+}
+
+// CallTool calls a tool once. It is never retried here: a failure after the
+// request may have reached the server is ambiguous (R4.1). args is passed
+// as is; the server does the final validation.
+func (s *Session) CallTool(ctx context.Context, name string, args json.RawMessage, o CallOptions) (*mcp.CallToolResult, error) {
+	if o.OperationID == "" {
+		o.OperationID = NewConnectionID()
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	op := &operation{cancel: cancel, progress: o.Progress, token: o.OperationID}
+
+	s.calls.Lock()
+	if s.cancels.take(o.OperationID) {
+		s.calls.Unlock()
+		return nil, ErrCancelledBeforeDispatch
+	}
+	if _, dup := s.ops[o.OperationID]; dup {
+		s.calls.Unlock()
+		return nil, fmt.Errorf("operation %s is already in flight", o.OperationID)
+	}
+	s.ops[o.OperationID] = op
+	s.calls.Unlock()
+	defer func() {
+		s.calls.Lock()
+		delete(s.ops, o.OperationID)
+		s.calls.Unlock()
+	}()
+
+	if s.Err() != nil {
+		return nil, fmt.Errorf("call %s: %w", name, s.Err())
+	}
+	var argv any
+	if len(args) > 0 {
+		argv = args
+	}
+	params := &mcp.CallToolParams{Name: name, Arguments: argv}
+	params.SetProgressToken(o.OperationID)
+	res, err := s.cs.CallTool(ctx, params)
+	if err != nil {
+		return nil, err
+	}
+	if err := ValidateCallResult(res); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// Cancel cancels the call with this operation id. When the call has not
+// been admitted yet, a short-lived record makes sure it never is (R4.5).
+// go-sdk sends notifications/cancelled when an in-flight call's context ends.
+func (s *Session) Cancel(operationID string) {
+	s.calls.Lock()
+	defer s.calls.Unlock()
+	if op, ok := s.ops[operationID]; ok {
+		op.cancel()
+		return
+	}
+	s.cancels.add(operationID)
+}
+
+func (s *Session) onProgress(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
+	if req == nil || req.Params == nil {
+		return
+	}
+	tok, ok := req.Params.ProgressToken.(string)
+	if !ok {
+		return
+	}
+	s.calls.Lock()
+	op := s.ops[tok]
+	s.calls.Unlock()
+	if op != nil && op.progress != nil {
+		op.progress(Progress{Progress: req.Params.Progress, Total: req.Params.Total, Message: req.Params.Message})
+	}
+}
+
+// GetPrompt fetches a prompt and validates the result (R2.10).
+func (s *Session) GetPrompt(ctx context.Context, name string, args map[string]string) (*mcp.GetPromptResult, error) {
+	res, err := s.cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: name, Arguments: args})
+	if err != nil {
+		return nil, err
+	}
+	if err := ValidatePromptResult(res); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// ReadResource reads a resource and validates the result (R2.10).
+func (s *Session) ReadResource(ctx context.Context, uri string) (*mcp.ReadResourceResult, error) {
+	res, err := s.cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: uri})
+	if err != nil {
+		return nil, err
+	}
+	if err := ValidateReadResult(res); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// Ping checks the session is alive.
+func (s *Session) Ping(ctx context.Context) error { return s.cs.Ping(ctx, nil) }
+
+// cancelRecords are the bounded, short-lived records of cancels that
+// arrived before their call (R4.5). Bounded so a flood of stray cancels
+// cannot grow memory; short-lived so an id reused much later is not hit.
+type cancelRecords struct {
+	mu    sync.Mutex
+	at    map[string]time.Time
+	order []string
+}
+
+const (
+	maxCancelRecords = 1024
+	cancelRecordTTL  = 2 * time.Minute
+)
+
+func (c *cancelRecords) init() { c.at = map[string]time.Time{} }
+
+func (c *cancelRecords) add(id string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	now := time.Now()
+	c.expire(now)
+	if _, ok := c.at[id]; !ok {
+		c.order = append(c.order, id)
+	}
+	c.at[id] = now
+	for len(c.order) > maxCancelRecords {
+		delete(c.at, c.order[0])
+		c.order = c.order[1:]
+	}
+}
+
+func (c *cancelRecords) take(id string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.expire(time.Now())
+	if _, ok := c.at[id]; ok {
+		delete(c.at, id)
+		return true
+	}
+	return false
+}
+
+func (c *cancelRecords) expire(now time.Time) {
+	for len(c.order) > 0 {
+		id := c.order[0]
+		t, ok := c.at[id]
+		if ok && now.Sub(t) < cancelRecordTTL {
+			return
+		}
+		delete(c.at, id)
+		c.order = c.order[1:]
+	}
+}
+
+// IsConnectionLost reports whether err means the connection (not just the
+// call) is gone, so the owner must reconnect.
+func IsConnectionLost(err error) bool {
+	return errors.Is(err, mcp.ErrSessionMissing) || errors.Is(err, mcp.ErrConnectionClosed)
+}

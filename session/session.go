@@ -1,0 +1,486 @@
+// Package session holds one go-sdk ClientSession per server over the
+// Streamable HTTP transport: the handshake, the connectionId, the catalog
+// with refresh generations, calls with operation ids and cancel records, and
+// run-time validation of everything the server sends back (R2.10, R4.4).
+package session
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/remotemcp/remotemcp/config"
+)
+
+// ProtocolVersion is the protocol revision we ask for. go-sdk's default
+// probes the 2026-07-28 draft first; we pin the released revision and accept
+// a server that negotiates 2025-06-18 (the floor).
+const ProtocolVersion = "2025-11-25"
+
+// acceptedVersions are the negotiated revisions we keep a session for.
+var acceptedVersions = map[string]bool{"2025-11-25": true, "2025-06-18": true}
+
+// Options configure one session.
+type Options struct {
+	Server config.Server
+	// HTTPClient is the shared base client; its Transport is wrapped per
+	// session. It must not set Timeout (it would kill SSE streams).
+	HTTPClient *http.Client
+	// OAuth is the handler of an oauth server; nil otherwise.
+	OAuth auth.OAuthHandler
+	// ConnectionID is unique per client instance (R2.9); generated when empty.
+	ConnectionID string
+	// OnCatalog is called (from a session goroutine) after every commit of a
+	// catalog category, with this session's connection id.
+	OnCatalog func(connID string, c *Catalog)
+	// Elicit answers a server's elicitation request. nil declines.
+	Elicit func(ctx context.Context, connID string, req *mcp.ElicitRequest) (*mcp.ElicitResult, error)
+	// ClientName is sent in initialize.
+	ClientName, ClientVersion string
+	Logger                    *slog.Logger
+}
+
+// Session is one live connection to a server. All methods are safe for
+// concurrent use.
+type Session struct {
+	connID string
+	srv    config.Server
+	cs     *mcp.ClientSession
+	raw    *rawToolSink
+	log    *slog.Logger
+	onCat  func(string, *Catalog)
+
+	ctx    context.Context // cancelled on Close; bounds refreshes
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	done   chan struct{} // closed when the connection ends
+	err    error         // why it ended (set before done closes)
+
+	mu      sync.Mutex
+	catalog *Catalog
+	gens    [numKinds]uint64 // newest refresh generation started, per kind
+	closed  bool
+
+	calls   sync.Mutex
+	ops     map[string]*operation // in-flight calls by operation id
+	cancels cancelRecords         // cancels that overtook their call (R4.5)
+}
+
+type operation struct {
+	cancel   context.CancelFunc
+	progress func(Progress)
+	token    string
+}
+
+// Progress is one progress notification of a call.
+type Progress struct {
+	Progress, Total float64
+	Message         string
+}
+
+// NewConnectionID returns a fresh random connection id.
+func NewConnectionID() string { return "c-" + rand.Text()[:16] }
+
+// Connect performs the full handshake (initialize, then the first listing of
+// every advertised category). A session is returned only when the whole
+// handshake succeeded (R2.8); on failure everything is closed.
+func Connect(ctx context.Context, o Options) (*Session, error) {
+	if o.HTTPClient == nil {
+		o.HTTPClient = &http.Client{}
+	}
+	if o.HTTPClient.Timeout != 0 {
+		return nil, errors.New("session: HTTP client must not set Timeout (it cuts SSE streams); use context deadlines")
+	}
+	if o.ConnectionID == "" {
+		o.ConnectionID = NewConnectionID()
+	}
+	log := o.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	base := o.HTTPClient.Transport
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	raw := newRawToolSink()
+	rt := &roundTripper{base: base, raw: raw, passAuthStatuses: o.OAuth != nil}
+	if o.Server.Auth.Kind == config.AuthBearer {
+		rt.bearer = o.Server.Auth.Token
+	}
+	hc := &http.Client{
+		Transport: rt,
+		Jar:       o.HTTPClient.Jar,
+		// Never follow a redirect with our headers attached: a redirecting
+		// MCP endpoint is an error the user must fix in the config.
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+
+	sctx, cancel := context.WithCancel(context.Background())
+	s := &Session{
+		connID:  o.ConnectionID,
+		srv:     o.Server.Clone(),
+		raw:     raw,
+		log:     log.With("server", o.Server.ID, "conn", o.ConnectionID),
+		onCat:   o.OnCatalog,
+		ctx:     sctx,
+		cancel:  cancel,
+		done:    make(chan struct{}),
+		catalog: &Catalog{},
+		ops:     map[string]*operation{},
+	}
+	s.cancels.init()
+
+	name, version := o.ClientName, o.ClientVersion
+	if name == "" {
+		name, version = "remotemcp", "dev"
+	}
+	copts := &mcp.ClientOptions{
+		Capabilities:                &mcp.ClientCapabilities{},
+		ToolListChangedHandler:      func(context.Context, *mcp.ToolListChangedRequest) { s.Refresh(KindTools) },
+		PromptListChangedHandler:    func(context.Context, *mcp.PromptListChangedRequest) { s.Refresh(KindPrompts) },
+		ResourceListChangedHandler:  func(context.Context, *mcp.ResourceListChangedRequest) { s.Refresh(KindResources, KindTemplates) },
+		ProgressNotificationHandler: s.onProgress,
+	}
+	if o.Elicit != nil {
+		connID := o.ConnectionID
+		copts.ElicitationHandler = func(ctx context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			if req.Params != nil && req.Params.Mode == "url" {
+				// URL mode is explicitly declined (R6.1).
+				return &mcp.ElicitResult{Action: "decline"}, nil
+			}
+			return o.Elicit(ctx, connID, req)
+		}
+	}
+	client := mcp.NewClient(&mcp.Implementation{Name: name, Version: version}, copts)
+	tr := &mcp.StreamableClientTransport{Endpoint: o.Server.URL, HTTPClient: hc, OAuthHandler: o.OAuth}
+	cs, err := client.Connect(ctx, tr, &mcp.ClientSessionOptions{ProtocolVersion: ProtocolVersion})
+	if err != nil {
+		cancel()
+		return nil, fmt.Errorf("initialize: %w", err)
+	}
+	s.cs = cs
+	ir := cs.InitializeResult()
+	if ir == nil || !acceptedVersions[ir.ProtocolVersion] {
+		v := "none"
+		if ir != nil {
+			v = ir.ProtocolVersion
+		}
+		cs.Close()
+		cancel()
+		return nil, fmt.Errorf("initialize: %w: server negotiated protocol version %q; remotemcp speaks 2025-11-25 and 2025-06-18", ErrValidation, v)
+	}
+
+	// The first listing is part of the handshake: a session without its
+	// catalog is not ready (R2.8).
+	caps := ir.Capabilities
+	for _, k := range AllKinds {
+		if !supported(caps, k) {
+			continue
+		}
+		if err := s.load(ctx, k); err != nil {
+			cs.Close()
+			cancel()
+			return nil, fmt.Errorf("list %s: %w", k, err)
+		}
+	}
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		werr := cs.Wait()
+		s.mu.Lock()
+		if s.err == nil {
+			s.err = werr
+			if s.err == nil {
+				s.err = mcp.ErrConnectionClosed
+			}
+		}
+		s.mu.Unlock()
+		close(s.done)
+		cancel()
+	}()
+	return s, nil
+}
+
+// ConnectionID is this client instance's unique id (R2.9).
+func (s *Session) ConnectionID() string { return s.connID }
+
+// Server is the config the session was made with.
+func (s *Session) Server() config.Server { return s.srv.Clone() }
+
+// ProtocolVersion is the negotiated protocol revision.
+func (s *Session) ProtocolVersion() string { return s.cs.InitializeResult().ProtocolVersion }
+
+// InitializeResult is the server's initialize answer.
+func (s *Session) InitializeResult() *mcp.InitializeResult { return s.cs.InitializeResult() }
+
+// Done is closed when the connection has ended (closed, session expired,
+// network gone).
+func (s *Session) Done() <-chan struct{} { return s.done }
+
+// Err says why the connection ended; nil while it is alive.
+func (s *Session) Err() error {
+	select {
+	case <-s.done:
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return s.err
+	default:
+		return nil
+	}
+}
+
+// Catalog returns the current committed catalog (never nil; do not modify).
+func (s *Session) Catalog() *Catalog {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.catalog
+}
+
+// Close ends the session and waits for its goroutines. Idempotent.
+func (s *Session) Close() error {
+	s.mu.Lock()
+	already := s.closed
+	s.closed = true
+	if s.err == nil {
+		s.err = ErrClosed
+	}
+	s.mu.Unlock()
+	if already {
+		s.wg.Wait()
+		return nil
+	}
+	s.cancel()
+	err := s.cs.Close()
+	s.wg.Wait()
+	if errors.Is(err, mcp.ErrConnectionClosed) || errors.Is(err, mcp.ErrSessionMissing) {
+		err = nil
+	}
+	return err
+}
+
+// Refresh starts a refresh of the given categories in the background. Each
+// refresh takes a new generation; only the newest generation of a category
+// may commit (R4.4).
+func (s *Session) Refresh(kinds ...Kind) {
+	for _, k := range kinds {
+		s.mu.Lock()
+		if s.closed {
+			s.mu.Unlock()
+			return
+		}
+		s.gens[k]++
+		gen := s.gens[k]
+		s.wg.Add(1)
+		s.mu.Unlock()
+		go func() {
+			defer s.wg.Done()
+			ctx, cancel := context.WithTimeout(s.ctx, 60*time.Second)
+			defer cancel()
+			s.refresh(ctx, k, gen)
+		}()
+	}
+}
+
+// RefreshNow refreshes the categories synchronously and returns the first
+// error; the commit rules are the same as Refresh.
+func (s *Session) RefreshNow(ctx context.Context, kinds ...Kind) error {
+	var first error
+	for _, k := range kinds {
+		s.mu.Lock()
+		s.gens[k]++
+		gen := s.gens[k]
+		s.mu.Unlock()
+		if err := s.refresh(ctx, k, gen); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+func (s *Session) load(ctx context.Context, k Kind) error {
+	s.mu.Lock()
+	s.gens[k]++
+	gen := s.gens[k]
+	s.mu.Unlock()
+	return s.refreshNotify(ctx, k, gen, false)
+}
+
+func (s *Session) refresh(ctx context.Context, k Kind, gen uint64) error {
+	return s.refreshNotify(ctx, k, gen, true)
+}
+
+func (s *Session) refreshNotify(ctx context.Context, k Kind, gen uint64, notify bool) error {
+	next, err := s.fetch(ctx, k)
+	s.mu.Lock()
+	if gen != s.gens[k] || s.closed && notify {
+		// A newer refresh of this category started: this result is stale
+		// and must not commit, even if it is the last to arrive.
+		s.mu.Unlock()
+		return err
+	}
+	c := *s.catalog
+	if err != nil {
+		// Keep the last good list: a failed refresh is never read as the
+		// server deleting its capabilities.
+		c.Errors[k] = err
+	} else {
+		c.Errors[k] = nil
+		c.Generations[k] = gen
+		switch k {
+		case KindTools:
+			c.Tools = next.tools
+		case KindPrompts:
+			c.Prompts = next.prompts
+		case KindResources:
+			c.Resources = next.resources
+		case KindTemplates:
+			c.Templates = next.templates
+		}
+	}
+	s.catalog = &c
+	s.mu.Unlock()
+	if notify && s.onCat != nil {
+		s.onCat(s.connID, &c)
+	}
+	if err != nil {
+		s.log.Warn("catalog refresh failed; keeping the last good list", "kind", k.String(), "err", err)
+	}
+	return err
+}
+
+type lists struct {
+	tools     []Tool
+	prompts   []*mcp.Prompt
+	resources []*mcp.Resource
+	templates []*mcp.ResourceTemplate
+}
+
+// maxPages bounds pagination against a server that repeats its cursor
+// (go-sdk's iterators have no guard).
+const maxPages = 1000
+
+func (s *Session) fetch(ctx context.Context, k Kind) (lists, error) {
+	var out lists
+	switch k {
+	case KindTools:
+		var tools []*mcp.Tool
+		cursor := ""
+		for page := 0; ; page++ {
+			if page == maxPages {
+				return out, validationErrorf("tools/list: more than %d pages", maxPages)
+			}
+			res, err := s.cs.ListTools(ctx, &mcp.ListToolsParams{Cursor: cursor})
+			if err != nil {
+				return out, err
+			}
+			if res == nil {
+				return out, validationErrorf("tools/list returned no result")
+			}
+			tools = append(tools, res.Tools...)
+			if res.NextCursor == "" || res.NextCursor == cursor {
+				break
+			}
+			cursor = res.NextCursor
+		}
+		if err := validateTools(tools); err != nil {
+			return out, err
+		}
+		out.tools = make([]Tool, len(tools))
+		for i, t := range tools {
+			raw, ok := s.raw.schema(t.Name)
+			if !ok || !sameJSON(raw, t.InputSchema) {
+				// Capture missed (or saw another page version): fall back
+				// to go-sdk's decoded form.
+				raw, _ = json.Marshal(t.InputSchema)
+			}
+			out.tools[i] = Tool{Tool: t, RawInputSchema: raw}
+		}
+	case KindPrompts:
+		cursor := ""
+		for page := 0; ; page++ {
+			if page == maxPages {
+				return out, validationErrorf("prompts/list: more than %d pages", maxPages)
+			}
+			res, err := s.cs.ListPrompts(ctx, &mcp.ListPromptsParams{Cursor: cursor})
+			if err != nil {
+				return out, err
+			}
+			if res == nil {
+				return out, validationErrorf("prompts/list returned no result")
+			}
+			out.prompts = append(out.prompts, res.Prompts...)
+			if res.NextCursor == "" || res.NextCursor == cursor {
+				break
+			}
+			cursor = res.NextCursor
+		}
+		if err := validatePrompts(out.prompts); err != nil {
+			return out, err
+		}
+	case KindResources:
+		cursor := ""
+		for page := 0; ; page++ {
+			if page == maxPages {
+				return out, validationErrorf("resources/list: more than %d pages", maxPages)
+			}
+			res, err := s.cs.ListResources(ctx, &mcp.ListResourcesParams{Cursor: cursor})
+			if err != nil {
+				return out, err
+			}
+			if res == nil {
+				return out, validationErrorf("resources/list returned no result")
+			}
+			out.resources = append(out.resources, res.Resources...)
+			if res.NextCursor == "" || res.NextCursor == cursor {
+				break
+			}
+			cursor = res.NextCursor
+		}
+		if err := validateResources(out.resources); err != nil {
+			return out, err
+		}
+	case KindTemplates:
+		cursor := ""
+		for page := 0; ; page++ {
+			if page == maxPages {
+				return out, validationErrorf("resources/templates/list: more than %d pages", maxPages)
+			}
+			res, err := s.cs.ListResourceTemplates(ctx, &mcp.ListResourceTemplatesParams{Cursor: cursor})
+			if err != nil {
+				return out, err
+			}
+			if res == nil {
+				return out, validationErrorf("resources/templates/list returned no result")
+			}
+			out.templates = append(out.templates, res.ResourceTemplates...)
+			if res.NextCursor == "" || res.NextCursor == cursor {
+				break
+			}
+			cursor = res.NextCursor
+		}
+		if err := validateTemplates(out.templates); err != nil {
+			return out, err
+		}
+	}
+	return out, nil
+}
+
+// sameJSON reports whether raw decodes to the same value as v.
+func sameJSON(raw json.RawMessage, v any) bool {
+	var a any
+	if json.Unmarshal(raw, &a) != nil {
+		return false
+	}
+	x, err1 := json.Marshal(a)
+	y, err2 := json.Marshal(v)
+	return err1 == nil && err2 == nil && string(x) == string(y)
+}

@@ -1,0 +1,197 @@
+package session
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+	"sync"
+)
+
+// roundTripper is the per-session HTTP layer under go-sdk's transport: it
+// adds the bearer header, turns refused statuses into *HTTPStatusError, and
+// captures the raw bytes of tools/list results so the tools' input schemas
+// reach the agent byte for byte (go-sdk decodes them into map[string]any).
+type roundTripper struct {
+	base http.RoundTripper
+	// bearer is the static bearer token; "" for none/oauth servers.
+	bearer string
+	// passAuthStatuses lets 401/403 through to go-sdk, which then calls the
+	// OAuthHandler; for other servers they become typed errors, because
+	// go-sdk would otherwise kill the connection with an untyped string.
+	passAuthStatuses bool
+	raw              *rawToolSink
+}
+
+func (rt *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
+	rpcMethod := ""
+	if req.Method == http.MethodPost && req.Body != nil && req.GetBody != nil {
+		if body, err := req.GetBody(); err == nil {
+			rpcMethod = peekMethod(body)
+		}
+	}
+	if rt.bearer != "" {
+		req = req.Clone(req.Context())
+		req.Header.Set("Authorization", "Bearer "+rt.bearer)
+	}
+	resp, err := rt.base.RoundTrip(req)
+	if err != nil {
+		return nil, err
+	}
+	if req.Method != http.MethodPost {
+		// GET (standalone SSE) and DELETE statuses are go-sdk's business:
+		// a 405 on GET means "no stream", a 404 means session missing.
+		return resp, nil
+	}
+	code := resp.StatusCode
+	switch {
+	case code == http.StatusNotFound:
+		// go-sdk turns a 404 on a request with a session id into
+		// ErrSessionMissing, which the manager reconnects on.
+		return resp, nil
+	case (code == http.StatusUnauthorized || code == http.StatusForbidden) && rt.passAuthStatuses:
+		return resp, nil
+	case code >= 300:
+		e := &HTTPStatusError{
+			StatusCode:      code,
+			RPCMethod:       rpcMethod,
+			WWWAuthenticate: resp.Header.Values("WWW-Authenticate"),
+			RetryAfter:      resp.Header.Get("Retry-After"),
+		}
+		io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+		resp.Body.Close()
+		return nil, e
+	}
+	if rpcMethod == "tools/list" && rt.raw != nil {
+		resp.Body = &captureBody{rc: resp.Body, sink: rt.raw}
+	}
+	return resp, nil
+}
+
+// peekMethod reads the JSON-RPC method of a request body (a copy).
+func peekMethod(rc io.ReadCloser) string {
+	defer rc.Close()
+	var msg struct {
+		Method string `json:"method"`
+	}
+	data, err := io.ReadAll(io.LimitReader(rc, 1<<20))
+	if err != nil || json.Unmarshal(data, &msg) != nil {
+		return ""
+	}
+	return msg.Method
+}
+
+// rawToolSink keeps the raw JSON of each tool of the latest tools/list
+// pages, keyed by tool name.
+type rawToolSink struct {
+	mu    sync.Mutex
+	tools map[string]json.RawMessage
+}
+
+func newRawToolSink() *rawToolSink { return &rawToolSink{tools: map[string]json.RawMessage{}} }
+
+func (s *rawToolSink) record(tools []json.RawMessage) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, t := range tools {
+		var head struct {
+			Name string `json:"name"`
+		}
+		if json.Unmarshal(t, &head) == nil && head.Name != "" {
+			s.tools[head.Name] = bytes.Clone(t)
+		}
+	}
+}
+
+// schema returns the raw inputSchema of a tool as the server sent it.
+func (s *rawToolSink) schema(name string) (json.RawMessage, bool) {
+	s.mu.Lock()
+	raw, ok := s.tools[name]
+	s.mu.Unlock()
+	if !ok {
+		return nil, false
+	}
+	var fields map[string]json.RawMessage
+	if json.Unmarshal(raw, &fields) != nil {
+		return nil, false
+	}
+	sch, ok := fields["inputSchema"]
+	return sch, ok
+}
+
+// captureBody parses the response stream (JSON or SSE) as go-sdk reads it,
+// before handing the bytes on, so the capture is recorded before go-sdk can
+// return the decoded result.
+type captureBody struct {
+	rc   io.ReadCloser
+	sink *rawToolSink
+	buf  []byte
+	done bool
+}
+
+const maxCapture = 16 << 20
+
+func (c *captureBody) Read(p []byte) (int, error) {
+	n, err := c.rc.Read(p)
+	if !c.done && n > 0 {
+		c.buf = append(c.buf, p[:n]...)
+		c.scan(false)
+		if len(c.buf) > maxCapture {
+			c.done, c.buf = true, nil
+		}
+	}
+	if err != nil && !c.done {
+		c.scan(true)
+	}
+	return n, err
+}
+
+func (c *captureBody) Close() error { return c.rc.Close() }
+
+// scan extracts complete messages: SSE events end with a blank line; a
+// plain JSON body is complete at EOF.
+func (c *captureBody) scan(eof bool) {
+	for {
+		trimmed := bytes.TrimLeft(c.buf, " \r\n\t")
+		if len(trimmed) > 0 && (trimmed[0] == '{' || trimmed[0] == '[') {
+			if eof {
+				c.take(trimmed)
+				c.buf = nil
+			}
+			return
+		}
+		i := bytes.Index(c.buf, []byte("\n\n"))
+		j := bytes.Index(c.buf, []byte("\r\n\r\n"))
+		end, skip := i, 2
+		if j >= 0 && (i < 0 || j < i) {
+			end, skip = j, 4
+		}
+		if end < 0 {
+			return
+		}
+		event := c.buf[:end]
+		c.buf = c.buf[end+skip:]
+		var data []byte
+		for _, line := range bytes.Split(event, []byte("\n")) {
+			line = bytes.TrimRight(line, "\r")
+			if rest, ok := bytes.CutPrefix(line, []byte("data:")); ok {
+				data = append(data, bytes.TrimPrefix(rest, []byte(" "))...)
+				data = append(data, '\n')
+			}
+		}
+		if len(data) > 0 {
+			c.take(data)
+		}
+	}
+}
+
+func (c *captureBody) take(msg []byte) {
+	var env struct {
+		Result *struct {
+			Tools []json.RawMessage `json:"tools"`
+		} `json:"result"`
+	}
+	if json.Unmarshal(msg, &env) == nil && env.Result != nil {
+		c.sink.record(env.Result.Tools)
+	}
+}
