@@ -7,6 +7,7 @@ package config
 
 import (
 	"encoding/json"
+	"math"
 	"slices"
 	"time"
 )
@@ -126,6 +127,11 @@ func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(time.Durat
 
 // UnmarshalJSON accepts "90s"-style strings and plain milliseconds.
 func (d *Duration) UnmarshalJSON(b []byte) error {
+	// encoding/json calls UnmarshalJSON for null too; null means "not set",
+	// as for every other optional field.
+	if string(b) == "null" {
+		return nil
+	}
 	var s string
 	if err := json.Unmarshal(b, &s); err == nil {
 		v, err := time.ParseDuration(s)
@@ -139,6 +145,11 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &ms); err != nil {
 		return &FieldError{Field: "toolTimeout", Problem: "must be a duration string such as \"90s\" or milliseconds"}
 	}
+	// Beyond ±292 years the conversion to time.Duration would wrap around
+	// to an arbitrary value instead of failing.
+	if ms > math.MaxInt64/float64(time.Millisecond) || ms < math.MinInt64/float64(time.Millisecond) {
+		return &FieldError{Field: "toolTimeout", Problem: "is out of range; use a duration such as \"90s\""}
+	}
 	*d = Duration(time.Duration(ms * float64(time.Millisecond)))
 	return nil
 }
@@ -151,6 +162,8 @@ type FieldError struct {
 	Problem  string
 }
 
+// Error returns "server <id>: <field>: <problem>", or without the server
+// part when the id is unknown.
 func (e *FieldError) Error() string {
 	if e.ServerID != "" {
 		return "server " + e.ServerID + ": " + e.Field + ": " + e.Problem

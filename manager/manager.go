@@ -93,7 +93,7 @@ type Options struct {
 	// HandshakeTimeout bounds initialize + first listing (default 30 s).
 	HandshakeTimeout time.Duration
 	// BackoffBase and BackoffMax shape reconnect backoff (default 250 ms, 30 s).
-	BackoffBase, BackoffMax time.Duration
+	BackoffBase, BackoffMax   time.Duration
 	ClientName, ClientVersion string
 }
 
@@ -122,16 +122,16 @@ type entry struct {
 	id string
 	op sync.Mutex // serializes connect/disconnect I/O
 
-	mu         sync.Mutex
-	cfg        config.Server // latest stored config seen
-	removed    bool
-	state      State
-	reason     *Reason
-	sess       *session.Session
-	epoch      uint64
-	attempt    *attempt
-	catalog    *session.Catalog // last good, kept across reconnects
-	loop       *reconnectLoop // reconnect loop in flight, if any
+	mu      sync.Mutex
+	cfg     config.Server // latest stored config seen
+	removed bool
+	state   State
+	reason  *Reason
+	sess    *session.Session
+	epoch   uint64
+	attempt *attempt
+	catalog *session.Catalog // last good, kept across reconnects
+	loop    *reconnectLoop   // reconnect loop in flight, if any
 }
 
 type reconnectLoop struct{ cancel context.CancelFunc }

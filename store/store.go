@@ -16,6 +16,19 @@ var (
 	ErrNotFound = errors.New("not found")
 	// ErrDuplicate: AddServer with an id that already exists.
 	ErrDuplicate = errors.New("already exists")
+	// ErrSealOpen: a sealed secret could not be opened: the key file is not
+	// the one it was sealed with, the blob was tampered with, or it was moved
+	// to another server, purpose or binding (the associated data differs).
+	// The error that wraps it names the secret.
+	ErrSealOpen = errors.New("cannot open sealed secret (wrong key file, tampered data, or a different binding)")
+	// ErrBearerRebind: UpdateServer was asked to move a bearer server to a
+	// URL with another canonical resource while keeping the old token. The
+	// token was issued for the old resource and must not follow the server
+	// (R3.10), so nothing is written; the caller must supply the token for
+	// the new URL (or an empty-token change of auth kind) explicitly.
+	ErrBearerRebind = errors.New("the server URL moved to another resource: supply the bearer token for the new URL again")
+	// ErrClosed: the store was closed.
+	ErrClosed = errors.New("store closed")
 )
 
 // Secret purposes. The purpose and the binding go into the AES-GCM
@@ -48,11 +61,25 @@ const (
 // Change is one event of the change feed. ServerID is empty when the store
 // cannot tell which server changed (e.g. a write by another process), in
 // which case subscribers re-read everything.
+//
+// A Change with neither ServerID nor Namespace (see RereadAll) means
+// "anything may have changed": another process wrote to the data directory,
+// or the subscriber fell behind and its pending events were coalesced.
 type Change struct {
 	Kind     ChangeKind
 	ServerID string
+	// Namespace is the KV namespace of a ChangeOther event from PutKV or
+	// DeleteKV; empty otherwise.
+	Namespace string
+	// Revision is the store revision after the write, or the revision the
+	// poller observed for changes of another process. Zero when unknown
+	// (a coalesced event).
 	Revision int64
 }
+
+// RereadAll reports whether the subscriber cannot tell what changed and
+// must re-read everything it caches from the store.
+func (c Change) RereadAll() bool { return c.ServerID == "" && c.Namespace == "" }
 
 // Store is the persistent state of remotemcp.
 //
