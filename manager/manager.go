@@ -92,6 +92,9 @@ type Options struct {
 	Logger *slog.Logger
 	// HandshakeTimeout bounds initialize + first listing (default 30 s).
 	HandshakeTimeout time.Duration
+	// CancelGrace is how long a disconnect lets a superseded handshake
+	// finish before cancelling it (default 2 s).
+	CancelGrace time.Duration
 	// BackoffBase and BackoffMax shape reconnect backoff (default 250 ms, 30 s).
 	BackoffBase, BackoffMax   time.Duration
 	ClientName, ClientVersion string
@@ -155,6 +158,9 @@ func New(o Options) *Manager {
 	}
 	if o.HandshakeTimeout == 0 {
 		o.HandshakeTimeout = 30 * time.Second
+	}
+	if o.CancelGrace == 0 {
+		o.CancelGrace = 2 * time.Second
 	}
 	if o.BackoffBase == 0 {
 		o.BackoffBase = 250 * time.Millisecond
@@ -534,9 +540,9 @@ func (m *Manager) Reconnect(ctx context.Context, id string) error {
 func (m *Manager) disconnect(e *entry, to State, keepCatalog bool, cause error) {
 	e.mu.Lock()
 	e.epoch++
-	if a := e.attempt; a != nil {
+	a := e.attempt
+	if a != nil {
 		a.cause = cause
-		a.cancel()
 		e.attempt = nil
 	}
 	if e.loop != nil {
@@ -550,6 +556,21 @@ func (m *Manager) disconnect(e *entry, to State, keepCatalog bool, cause error) 
 	}
 	m.setState(e, to, nil)
 	e.mu.Unlock()
+	if a != nil {
+		// The attempt can no longer commit (its epoch is gone). Let a
+		// handshake that is about to finish do so, so its candidate is
+		// closed with a DELETE the server sees; cancelled mid-initialize,
+		// the server would keep a session we never learned the id of.
+		// A stuck handshake is cancelled after the grace period.
+		t := time.NewTimer(m.o.CancelGrace)
+		select {
+		case <-a.done:
+		case <-t.C:
+		case <-m.ctx.Done():
+		}
+		t.Stop()
+		a.cancel()
+	}
 	// Barrier: wait until the attempt that held op (if any) has seen the
 	// new epoch and closed its candidate.
 	e.op.Lock()
