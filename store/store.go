@@ -71,9 +71,9 @@ type Change struct {
 	// Namespace is the KV namespace of a ChangeOther event from PutKV or
 	// DeleteKV; empty otherwise.
 	Namespace string
-	// Revision is the store revision after the write, or the revision the
-	// poller observed for changes of another process. Zero when unknown
-	// (a coalesced event).
+	// Revision is the store revision after the write; for a RereadAll
+	// change, the revision at which it was noticed (the poller's reading,
+	// or the write that overflowed a slow subscriber).
 	Revision int64
 }
 

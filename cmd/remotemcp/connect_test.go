@@ -1,0 +1,276 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/remotemcp/remotemcp/internal/testserver/fixture"
+)
+
+// deadURL is a loopback MCP URL where nothing listens.
+func deadURL(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return "http://" + addr + "/mcp"
+}
+
+func TestConnectToolsCall(t *testing.T) {
+	srv := startFixture(t, fixture.Options{})
+	c := newCLI(t)
+	c.ok("servers", "add", "fx", srv.URL(), "--lazy")
+
+	r := c.ok("connect", "fx")
+	if !strings.Contains(r.err, "connecting to fx ("+srv.URL()+")…") {
+		t.Fatalf("connect progress: %s", r)
+	}
+	if !strings.HasPrefix(r.out, "ready: 7 tools, 1 prompt, 2 resources") {
+		t.Fatalf("connect: %s", r)
+	}
+
+	// tools, table and JSON.
+	r = c.ok("tools")
+	if !strings.Contains(r.out, "SERVER") || !strings.Contains(r.out, "fx      echo    Returns its text argument.") {
+		t.Fatalf("tools:\n%s", r.out)
+	}
+	r = c.ok("tools", "--server", "fx", "--json")
+	var tools []struct {
+		Server      string          `json:"server"`
+		Name        string          `json:"name"`
+		Description string          `json:"description"`
+		InputSchema json.RawMessage `json:"inputSchema"`
+		Annotations json.RawMessage `json:"annotations"`
+	}
+	if err := json.Unmarshal([]byte(r.out), &tools); err != nil {
+		t.Fatalf("%v\n%s", err, r.out)
+	}
+	if len(tools) != 7 {
+		t.Fatalf("tools --json has %d tools, want 7", len(tools))
+	}
+	var echoSchema, schemaSchema json.RawMessage
+	for _, tl := range tools {
+		if tl.Server != "fx" || tl.Annotations == nil {
+			t.Errorf("tool %+v: want server fx and an annotations member", tl)
+		}
+		switch tl.Name {
+		case "echo":
+			echoSchema = tl.InputSchema
+		case "schema":
+			schemaSchema = tl.InputSchema
+		}
+	}
+	var compact bytes.Buffer
+	json.Compact(&compact, echoSchema)
+	if compact.String() != `{"type":"object","properties":{"text":{"type":"string"}},"required":["text"]}` {
+		t.Fatalf("echo inputSchema = %s", echoSchema)
+	}
+	// The raw schema is passed through unchanged (R4.1), $defs and all.
+	compact.Reset()
+	json.Compact(&compact, schemaSchema)
+	var want bytes.Buffer
+	json.Compact(&want, []byte(fixture.SchemaToolInputSchema))
+	if compact.String() != want.String() {
+		t.Fatalf("schema inputSchema =\n%s\nwant\n%s", compact.String(), want.String())
+	}
+
+	// call, both name forms.
+	if r = c.ok("call", "fx/echo", `{"text": "hello, world"}`); r.out != "hello, world\n" {
+		t.Fatalf("call echo: %s", r)
+	}
+	if r = c.ok("call", "mcp__fx__echo", `{"text": "via mcp name"}`); r.out != "via mcp name\n" {
+		t.Fatalf("call mcp__fx__echo: %s", r)
+	}
+	if r = c.run(`{"text": "from stdin"}`, "call", "fx/echo", "-"); r.code != 0 || r.out != "from stdin\n" {
+		t.Fatalf("call with stdin args: %s", r)
+	}
+	// Structured content is printed as JSON unless a text block already
+	// says the same.
+	if r = c.ok("call", "fx/add", `{"a": 1, "b": 2}`); r.out != "3\n{\n  \"sum\": 3\n}\n" {
+		t.Fatalf("call add: %q", r.out)
+	}
+	r = c.ok("call", "fx/add", `{"a": 1, "b": 2}`, "--json")
+	var res struct {
+		Content []struct {
+			Type string `json:"type"`
+			Text string `json:"text"`
+		} `json:"content"`
+		StructuredContent map[string]float64 `json:"structuredContent"`
+	}
+	if err := json.Unmarshal([]byte(r.out), &res); err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Content) != 1 || res.Content[0].Text != "3" || res.StructuredContent["sum"] != 3 {
+		t.Fatalf("call --json: %s", r.out)
+	}
+	// isError is an answer: exit 0, with a note.
+	r = c.ok("call", "fx/fail")
+	if r.out == "" || !strings.Contains(r.err, "reported an error (isError)") {
+		t.Fatalf("call fail: %s", r)
+	}
+	if r = c.ok("call", "fx/fail", "--json"); !strings.Contains(r.out, `"isError": true`) {
+		t.Fatalf("call fail --json: %s", r)
+	}
+	if n := srv.Executions("echo"); n != 3 {
+		t.Fatalf("echo ran %d times, want 3", n)
+	}
+
+	// A switched-off tool is refused before anything is sent.
+	c.ok("servers", "set", "fx", "--disable-tool", "echo")
+	c.fail(exitFail, `--enable-tool echo`, "call", "fx/echo", `{"text": "x"}`)
+	if r = c.ok("tools", "--server", "fx"); !strings.Contains(r.out, "(disabled) Returns its text argument.") {
+		t.Fatalf("tools with a disabled tool:\n%s", r.out)
+	}
+	if n := srv.Executions("echo"); n != 3 {
+		t.Fatalf("a disabled tool ran: %d executions", n)
+	}
+
+	// disconnect is truthful about having nothing to close.
+	if r = c.ok("disconnect", "fx"); !strings.Contains(r.out, "no live session") {
+		t.Fatalf("disconnect: %s", r)
+	}
+}
+
+func TestCallErrors(t *testing.T) {
+	srv := startFixture(t, fixture.Options{})
+	c := newCLI(t)
+	c.ok("servers", "add", "fx", srv.URL())
+	c.ok("servers", "add", "down", deadURL(t))
+	c.ok("servers", "add", "off", srv.URL(), "--disabled")
+
+	c.fail(exitFail, `no server "nope" is configured`, "call", "nope/echo", `{"text": "x"}`)
+	c.fail(exitFail, `no server "nope" is configured`, "call", "mcp__nope__echo")
+	c.fail(exitFail, `server fx has no tool "nosuch"`, "call", "fx/nosuch")
+	c.fail(exitFail, `server off is disabled; enable it with "remotemcp servers enable off"`, "call", "off/echo")
+	c.fail(exitUsage, "ARGS_JSON must be one JSON object", "call", "fx/echo", `[1]`)
+	c.fail(exitUsage, "ARGS_JSON must be one JSON object", "call", "fx/echo", `{"a":1} {}`)
+	c.fail(exitUsage, "must be SERVER/TOOL or mcp__SERVER__TOOL", "call", "echo")
+
+	r := c.fail(exitFail, "error (network)", "call", "down/echo", `{"text": "x"}`)
+	if !strings.Contains(r.err, "what to do: check that http://127.0.0.1:") {
+		t.Fatalf("no hint: %s", r)
+	}
+	if srv.TotalExecutions() != 0 {
+		t.Fatal("a failed call reached the fixture")
+	}
+}
+
+func TestConnectErrors(t *testing.T) {
+	srv := startFixture(t, fixture.Options{})
+	c := newCLI(t)
+	c.ok("servers", "add", "down", deadURL(t))
+	c.ok("servers", "add", "missing", strings.TrimSuffix(srv.URL(), "/mcp")+"/nothing-here")
+
+	r := c.fail(exitFail, "error (network): ", "connect", "down")
+	if !strings.Contains(r.err, "connecting to down (http://127.0.0.1:") || !strings.Contains(r.err, "what to do:") {
+		t.Fatalf("connect down: %s", r)
+	}
+	// session lets a 404 on initialize through untyped (it keeps 404 for
+	// go-sdk's session-missing logic), so it is not attributed to HTTP
+	// yet; the status text still reaches the user.
+	c.fail(exitFail, "Not Found", "connect", "missing")
+	c.ok("servers", "add", "oa", srv.URL(), "--oauth")
+	c.fail(exitFail, "OAuth sign-in is not available in this CLI yet", "connect", "oa")
+	c.fail(exitFail, `no server "nope" is configured`, "connect", "nope")
+	c.fail(exitFail, `no server "nope" is configured`, "disconnect", "nope")
+}
+
+// bearerAuth accepts only "Bearer token".
+func bearerAuth(token string) func(http.ResponseWriter, *http.Request) bool {
+	return func(w http.ResponseWriter, r *http.Request) bool {
+		if r.Header.Get("Authorization") != "Bearer "+token {
+			w.Header().Set("WWW-Authenticate", `Bearer error="invalid_token"`)
+			http.Error(w, "unauthorized", http.StatusUnauthorized)
+			return false
+		}
+		return true
+	}
+}
+
+func TestImportedBearerTokenIsUsed(t *testing.T) {
+	const token = "fixture-token-c0ffee-42"
+	srv := startFixture(t, fixture.Options{Authorize: bearerAuth(token)})
+	c := newCLI(t)
+	c.env["TOKEN"] = token
+	c.ok("servers", "import", writeFile(t, "claude.json", strings.Replace(claudeConfig, "%s", srv.URL(), 1)))
+	if c.dbContains(token) {
+		t.Fatal("token readable in the database file")
+	}
+
+	r := c.ok("--verbose", "call", "team-docs/echo", `{"text": "authorized"}`)
+	if r.out != "authorized\n" {
+		t.Fatalf("call with the imported token: %s", r)
+	}
+	if strings.Contains(r.err, token) {
+		t.Fatalf("--verbose logged the token:\n%s", r.err)
+	}
+
+	// A wrong token is attributed to auth, with what to do.
+	c.env["WRONG"] = "wrong-token-123456"
+	c.ok("servers", "set", "team-docs", "--bearer-env", "WRONG")
+	r = c.fail(exitFail, "error (auth", "connect", "team-docs")
+	if !strings.Contains(r.err, "--bearer-env") || strings.Contains(r.err, "wrong-token-123456") {
+		t.Fatalf("auth failure: %s", r)
+	}
+}
+
+func TestStatus(t *testing.T) {
+	srv := startFixture(t, fixture.Options{})
+	c := newCLI(t)
+	c.ok("servers", "add", "fx", srv.URL(), "--lazy")
+	c.ok("servers", "add", "down", deadURL(t))
+	c.ok("servers", "add", "off", srv.URL(), "--disabled")
+
+	r := c.ok("status", "--json", "--timeout", "5s")
+	var rows []serverRow
+	if err := json.Unmarshal([]byte(r.out), &rows); err != nil {
+		t.Fatalf("%v\n%s", err, r.out)
+	}
+	if len(rows) != 3 {
+		t.Fatalf("status rows: %s", r.out)
+	}
+	byID := map[string]serverRow{}
+	for _, row := range rows {
+		byID[row.ID] = row
+	}
+	if fx := byID["fx"]; fx.State != "ready" || fx.ToolCount != 7 || fx.Reason != nil {
+		t.Errorf("fx = %+v, want ready with 7 tools", fx)
+	}
+	if down := byID["down"]; down.State != "error" || down.Reason == nil || down.Reason.Class != "network" || down.Reason.Message == "" {
+		t.Errorf("down = %+v, want error with a network reason", down)
+	}
+	if off := byID["off"]; off.State != "disconnected" || off.Enabled {
+		t.Errorf("off = %+v, want disconnected and disabled", off)
+	}
+	if !strings.Contains(r.err, "connecting to 2 servers") {
+		t.Errorf("no progress on stderr: %s", r)
+	}
+
+	r = c.ok("status", "--timeout", "5s")
+	for _, want := range []string{"REASON", "ready", "error", "disabled", "network: "} {
+		if !strings.Contains(r.out, want) {
+			t.Errorf("status table lacks %q:\n%s", want, r.out)
+		}
+	}
+}
+
+func TestVersionAndUsage(t *testing.T) {
+	c := newCLI(t)
+	if r := c.ok("version"); !strings.HasPrefix(r.out, "remotemcp ") {
+		t.Fatalf("version: %s", r)
+	}
+	if r := c.ok("--version"); !strings.HasPrefix(r.out, "remotemcp ") {
+		t.Fatalf("--version: %s", r)
+	}
+	c.fail(exitUsage, "unknown flag: --nope", "servers", "list", "--nope")
+	c.fail(exitUsage, "usage: remotemcp connect ID", "connect")
+	c.fail(exitFail, `unknown command "frobnicate"`, "frobnicate")
+	c.fail(exitUsage, `unknown command "frobnicate" for "remotemcp servers"`, "servers", "frobnicate")
+}

@@ -1,0 +1,134 @@
+package main
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/remotemcp/remotemcp/internal/testserver/fixture"
+	"github.com/remotemcp/remotemcp/store"
+)
+
+// cli runs remotemcp commands in-process against one data directory, each
+// through a fresh root command (as a new process would).
+type cli struct {
+	t   *testing.T
+	dir string
+	env map[string]string
+}
+
+func newCLI(t *testing.T) *cli {
+	t.Helper()
+	return &cli{t: t, dir: t.TempDir(), env: map[string]string{}}
+}
+
+// result is what one command printed and its exit status.
+type result struct {
+	out, err string
+	code     int
+}
+
+func (r result) String() string {
+	return fmt.Sprintf("exit %d\n--- stdout:\n%s--- stderr:\n%s", r.code, r.out, r.err)
+}
+
+// run runs one command line with stdin as its standard input.
+func (c *cli) run(stdin string, args ...string) result {
+	c.t.Helper()
+	var out, errb bytes.Buffer
+	env := func(k string) (string, bool) { v, ok := c.env[k]; return v, ok }
+	code := run(c.t.Context(), append([]string{"--data-dir", c.dir}, args...),
+		Streams{In: strings.NewReader(stdin), Out: &out, Err: &errb}, env)
+	return result{out: out.String(), err: errb.String(), code: code}
+}
+
+// ok runs a command that must succeed.
+func (c *cli) ok(args ...string) result {
+	c.t.Helper()
+	r := c.run("", args...)
+	if r.code != 0 {
+		c.t.Fatalf("remotemcp %s: %s", strings.Join(args, " "), r)
+	}
+	return r
+}
+
+// fail runs a command that must fail with exit status code, and checks
+// that stderr contains want.
+func (c *cli) fail(code int, want string, args ...string) result {
+	c.t.Helper()
+	r := c.run("", args...)
+	if r.code != code {
+		c.t.Fatalf("remotemcp %s: want exit %d: %s", strings.Join(args, " "), code, r)
+	}
+	if !strings.Contains(r.err, want) {
+		c.t.Fatalf("remotemcp %s: stderr lacks %q: %s", strings.Join(args, " "), want, r)
+	}
+	return r
+}
+
+// dbFiles are the database files whose bytes tests compare and search.
+var dbFiles = []string{store.DBFileName, store.DBFileName + "-wal"}
+
+// dbHash fingerprints the database files of the data directory; a missing
+// file counts as empty but distinct from an existing empty one.
+func (c *cli) dbHash() string {
+	c.t.Helper()
+	h := sha256.New()
+	for _, name := range dbFiles {
+		b, err := os.ReadFile(filepath.Join(c.dir, name))
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			h.Write([]byte(name + ":absent;"))
+		case err != nil:
+			c.t.Fatal(err)
+		default:
+			h.Write([]byte(name + ":"))
+			h.Write(b)
+		}
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// dbContains reports whether any database file holds secret in its raw
+// bytes.
+func (c *cli) dbContains(secret string) bool {
+	c.t.Helper()
+	for _, name := range dbFiles {
+		b, err := os.ReadFile(filepath.Join(c.dir, name))
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			c.t.Fatal(err)
+		}
+		if bytes.Contains(b, []byte(secret)) {
+			return true
+		}
+	}
+	return false
+}
+
+// writeFile writes a file in a fresh temporary directory.
+func writeFile(t *testing.T, name, content string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// startFixture starts the MCP test server on loopback.
+func startFixture(t *testing.T, o fixture.Options) *fixture.Server {
+	t.Helper()
+	s, err := fixture.Start(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}

@@ -1,0 +1,156 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/remotemcp/remotemcp/internal/testserver/fixture"
+)
+
+func TestCellAndTextSanitize(t *testing.T) {
+	for _, tc := range []struct{ in, cell, text string }{
+		{"plain", "plain", "plain"},
+		{"a\tb\nc", "a b c", "a\tb\nc"},
+		{"red \x1b[31mtext", "red \uFFFD[31mtext", "red \uFFFD[31mtext"},
+		{"bidi \u202eevil", "bidi \uFFFDevil", "bidi \uFFFDevil"},
+		{"bell\a\r", "bell\uFFFD ", "bell\uFFFD\uFFFD"},
+	} {
+		if got := cell(tc.in); got != tc.cell {
+			t.Errorf("cell(%q) = %q, want %q", tc.in, got, tc.cell)
+		}
+		if got := text(tc.in); got != tc.text {
+			t.Errorf("text(%q) = %q, want %q", tc.in, got, tc.text)
+		}
+	}
+	if got := firstLine("\n  first line  \nsecond"); got != "first line" {
+		t.Errorf("firstLine = %q", got)
+	}
+}
+
+func TestLoggerRedacts(t *testing.T) {
+	var buf bytes.Buffer
+	log := newLogger(&buf, true)
+	log.Debug("request",
+		"Authorization", "Bearer s3cret-header",
+		"token", "s3cret-token",
+		"err", errors.New(`Post "https://x.example.com/mcp?access_token=s3cret-query": refused (Bearer s3cret-msg)`),
+		"url", "https://x.example.com/cb?code=s3cret-code&state=ok",
+		slog.Group("auth", "client_secret", "s3cret-group"),
+	)
+	out := buf.String()
+	if strings.Contains(out, "s3cret") {
+		t.Fatalf("secret in log:\n%s", out)
+	}
+	if !strings.Contains(out, "state=ok") || !strings.Contains(out, "[redacted]") {
+		t.Fatalf("redaction removed too much or nothing:\n%s", out)
+	}
+	buf.Reset()
+	newLogger(&buf, false).Info("quiet")
+	if buf.Len() != 0 {
+		t.Fatalf("info logged without --verbose: %s", buf.String())
+	}
+}
+
+func TestParseArgs(t *testing.T) {
+	for _, ok := range []string{`{}`, ` {"a": [1, {"b": null}]} `} {
+		if _, err := parseArgs(ok); err != nil {
+			t.Errorf("parseArgs(%s): %v", ok, err)
+		}
+	}
+	for _, bad := range []string{``, `null`, `[]`, `"s"`, `{`, `{} {}`, `{"a":1}x`} {
+		if _, err := parseArgs(bad); err == nil {
+			t.Errorf("parseArgs(%q) accepted", bad)
+		}
+	}
+}
+
+// Server ids may contain "__", so mcp__SERVER__TOOL is resolved against
+// the configured ids.
+func TestCallNameResolution(t *testing.T) {
+	srv := startFixture(t, fixture.Options{})
+	c := newCLI(t)
+	c.ok("servers", "add", "my__fx", srv.URL())
+	if r := c.ok("call", "mcp__my__fx__echo", `{"text": "resolved"}`); r.out != "resolved\n" {
+		t.Fatalf("call mcp__my__fx__echo: %s", r)
+	}
+	c.ok("servers", "add", "my", srv.URL())
+	c.fail(exitFail, "could belong to servers", "call", "mcp__my__fx__echo", `{"text": "x"}`)
+	if r := c.ok("call", "my__fx/echo", `{"text": "explicit"}`); r.out != "explicit\n" {
+		t.Fatalf("call my__fx/echo: %s", r)
+	}
+}
+
+// Several invocations at once share nothing (run with -race).
+func TestConcurrentInvocations(t *testing.T) {
+	srv := startFixture(t, fixture.Options{})
+	var wg sync.WaitGroup
+	for i := range 4 {
+		wg.Go(func() {
+			c := newCLI(t)
+			if r := c.run("", "servers", "add", "fx", srv.URL()); r.code != 0 {
+				t.Errorf("%d: add: %s", i, r)
+				return
+			}
+			if r := c.run("", "call", "fx/echo", `{"text": "hi"}`); r.code != 0 || r.out != "hi\n" {
+				t.Errorf("%d: call: %s", i, r)
+			}
+		})
+	}
+	wg.Wait()
+}
+
+func TestInterrupt(t *testing.T) {
+	srv := startFixture(t, fixture.Options{})
+	srv.SetHandshakeDelay(20 * time.Second)
+	c := newCLI(t)
+	c.ok("servers", "add", "slow", srv.URL())
+
+	ctx, cancel := context.WithCancel(t.Context())
+	time.AfterFunc(300*time.Millisecond, cancel)
+	var out, errb bytes.Buffer
+	start := time.Now()
+	code := run(ctx, []string{"--data-dir", c.dir, "connect", "slow"}, Streams{In: strings.NewReader(""), Out: &out, Err: &errb}, nil)
+	if code != exitInterrupted || !strings.Contains(errb.String(), "interrupted") {
+		t.Fatalf("interrupted connect: exit %d, stderr %s", code, errb.String())
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Fatalf("interrupt took %s", d)
+	}
+}
+
+func TestToolsPartialFailure(t *testing.T) {
+	srv := startFixture(t, fixture.Options{})
+	c := newCLI(t)
+	c.ok("servers", "add", "fx", srv.URL())
+	c.ok("servers", "add", "down", deadURL(t))
+	r := c.run("", "tools")
+	if r.code != exitFail || !strings.Contains(r.out, "echo") || !strings.Contains(r.err, "down: error (network)") {
+		t.Fatalf("tools with one server down: %s", r)
+	}
+}
+
+func TestInterruptCall(t *testing.T) {
+	srv := startFixture(t, fixture.Options{})
+	c := newCLI(t)
+	c.ok("servers", "add", "fx", srv.URL())
+
+	ctx, cancel := context.WithCancel(t.Context())
+	var out, errb bytes.Buffer
+	go func() {
+		// Cancel once the call is running on the server.
+		for srv.Executions("slow") == 0 && ctx.Err() == nil {
+			time.Sleep(10 * time.Millisecond)
+		}
+		cancel()
+	}()
+	code := run(ctx, []string{"--data-dir", c.dir, "call", "fx/slow", `{"ms": 20000}`}, Streams{In: strings.NewReader(""), Out: &out, Err: &errb}, nil)
+	if code != exitInterrupted || !strings.Contains(errb.String(), "interrupted") || !strings.Contains(errb.String(), "may or may not have run") {
+		t.Fatalf("interrupted call: exit %d, stderr %s", code, errb.String())
+	}
+}

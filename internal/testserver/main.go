@@ -1,0 +1,52 @@
+// Command testserver runs the remotemcp MCP test server (package fixture) on
+// its own, for manual testing of the client:
+//
+//	go run ./internal/testserver --addr 127.0.0.1:8931
+//
+// It prints the MCP endpoint URL on stdout and stops cleanly on SIGINT or
+// SIGTERM.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/remotemcp/remotemcp/internal/testserver/fixture"
+)
+
+func main() {
+	addr := flag.String("addr", "127.0.0.1:8931", "TCP address to listen on (port 0 picks a free port)")
+	path := flag.String("path", fixture.DefaultPath, "MCP endpoint path")
+	delay := flag.Duration("delay", 0, "delay applied to every tool call")
+	stateless := flag.Bool("stateless", false, "serve MCP without sessions")
+	flag.Parse()
+	if flag.NArg() > 0 {
+		fmt.Fprintf(os.Stderr, "testserver: unexpected arguments: %v\n", flag.Args())
+		os.Exit(2)
+	}
+	if err := run(*addr, *path, *delay, *stateless); err != nil {
+		fmt.Fprintln(os.Stderr, "testserver:", err)
+		os.Exit(1)
+	}
+}
+
+func run(addr, path string, delay time.Duration, stateless bool) error {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	srv, err := fixture.Start(fixture.Options{Addr: addr, Path: path, Stateless: stateless})
+	if err != nil {
+		return err
+	}
+	srv.SetDelay(delay)
+	fmt.Printf("remotemcp test server: MCP endpoint %s\n", srv.URL())
+
+	<-ctx.Done()
+	fmt.Fprintln(os.Stderr, "testserver: shutting down")
+	return srv.Close()
+}

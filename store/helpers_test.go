@@ -1,0 +1,156 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/hex"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/remotemcp/remotemcp/config"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+// testPoll keeps cross-process tests fast.
+const testPoll = 10 * time.Millisecond
+
+func openT(t *testing.T, dir string) *SQLite {
+	t.Helper()
+	s, err := Open(context.Background(), dir, Options{PollInterval: testPoll})
+	if err != nil {
+		t.Fatalf("Open(%s): %v", dir, err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// rawDB opens the database file directly, as an attacker with write
+// access to the data directory (or a newer remotemcp) would.
+func rawDB(t *testing.T, dir string) *sql.DB {
+	t.Helper()
+	db, err := sql.Open("sqlite", dsn(filepath.Join(dir, DBFileName)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+func execRaw(t *testing.T, dir string, stmts ...string) {
+	t.Helper()
+	db := rawDB(t, dir)
+	for _, q := range stmts {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// fileSums hashes the database file and its WAL (missing files hash as
+// "absent"), so a test can prove a refused operation wrote nothing.
+func fileSums(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	for _, name := range []string{DBFileName, DBFileName + "-wal"} {
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		if errors.Is(err, os.ErrNotExist) {
+			out[name] = "absent"
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		sum := sha256.Sum256(b)
+		out[name] = hex.EncodeToString(sum[:])
+	}
+	return out
+}
+
+func sameSums(t *testing.T, before, after map[string]string) {
+	t.Helper()
+	for k, v := range before {
+		if after[k] != v {
+			t.Errorf("%s changed: %s -> %s", k, v, after[k])
+		}
+	}
+}
+
+func checkpointT(t *testing.T, s *SQLite) {
+	t.Helper()
+	if err := s.checkpoint(context.Background()); err != nil {
+		t.Fatalf("checkpoint: %v", err)
+	}
+}
+
+// grepDir reports which files of the data directory contain needle.
+func grepDir(t *testing.T, dir string, needle string) []string {
+	t.Helper()
+	var hits []string
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if e.IsDir() {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if bytes.Contains(b, []byte(needle)) {
+			hits = append(hits, e.Name())
+		}
+	}
+	return hits
+}
+
+func bearerServer(id, url, token string) config.Server {
+	return config.Server{
+		ID: id, Name: "Bearer " + id, URL: url,
+		Auth:    config.Auth{Kind: config.AuthBearer, Token: token},
+		Enabled: true, ConnectOnStartup: true,
+	}
+}
+
+func noneServer(id, url string) config.Server {
+	return config.Server{ID: id, Name: id, URL: url, Auth: config.Auth{Kind: config.AuthNone}, Enabled: true}
+}
+
+// recv waits for the next change, failing after d.
+func recv(t *testing.T, ch <-chan Change, d time.Duration) Change {
+	t.Helper()
+	select {
+	case c, ok := <-ch:
+		if !ok {
+			t.Fatal("subscription closed")
+		}
+		return c
+	case <-time.After(d):
+		t.Fatalf("no change within %v", d)
+	}
+	return Change{}
+}
+
+// quiet asserts that no change arrives for d.
+func quiet(t *testing.T, ch <-chan Change, d time.Duration) {
+	t.Helper()
+	select {
+	case c := <-ch:
+		t.Fatalf("unexpected change %+v", c)
+	case <-time.After(d):
+	}
+}

@@ -1,0 +1,110 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+)
+
+// The kv table holds the records of later packages (host grants,
+// elicitation cards, ...) as JSON under a namespace, so they need no schema
+// migration of their own. KV values are NOT sealed: keep secrets in the
+// secrets API.
+
+// PutKV stores value (which must be valid JSON) under ns/key, replacing any
+// previous value, and publishes a ChangeOther with Namespace ns.
+func (s *SQLite) PutKV(ctx context.Context, ns, key string, value []byte) error {
+	if err := checkKV(ns, key); err != nil {
+		return fmt.Errorf("store: put kv %s/%s: %w", ns, key, err)
+	}
+	if !json.Valid(value) {
+		return fmt.Errorf("store: put kv %s/%s: value is not valid JSON", ns, key)
+	}
+	err := s.writeTx(ctx, func(tx *sql.Tx) (*Change, error) {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO kv (namespace, key, value, updated) VALUES (?, ?, ?, ?)
+			ON CONFLICT (namespace, key) DO UPDATE SET value = excluded.value, updated = excluded.updated`,
+			ns, key, string(value), nowMillis()); err != nil {
+			return nil, err
+		}
+		return &Change{Kind: ChangeOther, Namespace: ns}, nil
+	})
+	if err != nil {
+		return fmt.Errorf("store: put kv %s/%s: %w", ns, key, err)
+	}
+	return nil
+}
+
+// GetKV returns the value under ns/key; ErrNotFound if there is none.
+func (s *SQLite) GetKV(ctx context.Context, ns, key string) ([]byte, error) {
+	var v string
+	err := s.readTx(ctx, func(tx *sql.Tx) error {
+		return tx.QueryRowContext(ctx, `SELECT value FROM kv WHERE namespace = ? AND key = ?`, ns, key).Scan(&v)
+	})
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("store: get kv %s/%s: %w", ns, key, ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("store: get kv %s/%s: %w", ns, key, err)
+	}
+	return []byte(v), nil
+}
+
+// ListKV returns every key and value of a namespace (an empty map if none).
+func (s *SQLite) ListKV(ctx context.Context, ns string) (map[string][]byte, error) {
+	out := make(map[string][]byte)
+	err := s.readTx(ctx, func(tx *sql.Tx) error {
+		clear(out)
+		rows, err := tx.QueryContext(ctx, `SELECT key, value FROM kv WHERE namespace = ?`, ns)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var k, v string
+			if err := rows.Scan(&k, &v); err != nil {
+				return err
+			}
+			out[k] = []byte(v)
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: list kv %s: %w", ns, err)
+	}
+	return out, nil
+}
+
+// DeleteKV removes ns/key. Deleting a missing key is not an error and
+// publishes no change.
+func (s *SQLite) DeleteKV(ctx context.Context, ns, key string) error {
+	err := s.writeTx(ctx, func(tx *sql.Tx) (*Change, error) {
+		res, err := tx.ExecContext(ctx, `DELETE FROM kv WHERE namespace = ? AND key = ?`, ns, key)
+		if err != nil {
+			return nil, err
+		}
+		if n, err := res.RowsAffected(); err != nil {
+			return nil, err
+		} else if n == 0 {
+			return nil, nil
+		}
+		return &Change{Kind: ChangeOther, Namespace: ns}, nil
+	})
+	if err != nil {
+		return fmt.Errorf("store: delete kv %s/%s: %w", ns, key, err)
+	}
+	return nil
+}
+
+// checkKV insists on a namespace, because a Change without one means
+// "re-read everything" (Change.RereadAll).
+func checkKV(ns, key string) error {
+	switch {
+	case ns == "":
+		return errors.New("empty namespace")
+	case key == "":
+		return errors.New("empty key")
+	}
+	return nil
+}

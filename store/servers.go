@@ -1,0 +1,398 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/remotemcp/remotemcp/config"
+)
+
+// Server configs are stored as JSON without their secrets; the bearer token
+// and the OAuth client secret are sealed into the secrets table under the
+// server's canonical resource, and filled back in on read.
+
+// UpdateOptions modify UpdateServerWith.
+type UpdateOptions struct {
+	// RebindBearer confirms that the bearer token in the update is meant
+	// for the new URL although it equals the token of the old URL. Set it
+	// only after an explicit user action (the user re-entered the token
+	// for the new URL); without it UpdateServer refuses with
+	// ErrBearerRebind.
+	RebindBearer bool
+}
+
+// ListServers returns every server, oldest first, with its secrets opened.
+//
+// If some secret cannot be opened (ErrSealOpen: wrong key file, tampered
+// data), ListServers still returns all servers, with those secrets empty,
+// together with an error wrapping ErrSealOpen that names each of them, so
+// the caller can show the servers and ask for the secrets again.
+func (s *SQLite) ListServers(ctx context.Context) ([]config.Server, error) {
+	var (
+		out      []config.Server
+		sealErrs error
+	)
+	err := s.readTx(ctx, func(tx *sql.Tx) error {
+		out = nil
+		secrets, err := configSecrets(ctx, tx, "")
+		if err != nil {
+			return err
+		}
+		rows, err := tx.QueryContext(ctx, `SELECT id, config FROM servers ORDER BY created, rowid`)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		var errs []error
+		for rows.Next() {
+			var id, js string
+			if err := rows.Scan(&id, &js); err != nil {
+				return err
+			}
+			srv, err := decodeServer(id, js)
+			if err != nil {
+				return err
+			}
+			if err := s.fillSecrets(&srv, secrets); err != nil {
+				errs = append(errs, err)
+			}
+			out = append(out, srv)
+		}
+		sealErrs = errors.Join(errs...)
+		return rows.Err()
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: list servers: %w", err)
+	}
+	return out, sealErrs
+}
+
+// GetServer returns one server with its secrets opened; ErrNotFound if
+// there is none. Like ListServers, a secret that cannot be opened leaves
+// its field empty and GetServer returns the server with an error wrapping
+// ErrSealOpen.
+func (s *SQLite) GetServer(ctx context.Context, id string) (config.Server, error) {
+	var (
+		srv      config.Server
+		sealErrs error
+	)
+	err := s.readTx(ctx, func(tx *sql.Tx) error {
+		var js string
+		err := tx.QueryRowContext(ctx, `SELECT config FROM servers WHERE id = ?`, id).Scan(&js)
+		if errors.Is(err, sql.ErrNoRows) {
+			return ErrNotFound
+		}
+		if err != nil {
+			return err
+		}
+		if srv, err = decodeServer(id, js); err != nil {
+			return err
+		}
+		secrets, err := configSecrets(ctx, tx, id)
+		if err != nil {
+			return err
+		}
+		sealErrs = s.fillSecrets(&srv, secrets)
+		return nil
+	})
+	if err != nil {
+		return config.Server{}, fmt.Errorf("store: get server %q: %w", id, err)
+	}
+	return srv, sealErrs
+}
+
+// AddServer validates srv and inserts it, sealing its secrets; ErrDuplicate
+// when the id exists. Invalid input is refused before the database is
+// touched.
+func (s *SQLite) AddServer(ctx context.Context, srv config.Server) error {
+	rec, err := s.prepareServer(srv)
+	if err != nil {
+		return fmt.Errorf("store: add server %q: %w", srv.ID, err)
+	}
+	err = s.writeTx(ctx, func(tx *sql.Tx) (*Change, error) {
+		var one int
+		err := tx.QueryRowContext(ctx, `SELECT 1 FROM servers WHERE id = ?`, srv.ID).Scan(&one)
+		if err == nil {
+			return nil, ErrDuplicate
+		}
+		if !errors.Is(err, sql.ErrNoRows) {
+			return nil, err
+		}
+		now := nowMillis()
+		if _, err := tx.ExecContext(ctx, `INSERT INTO servers (id, config, created, updated) VALUES (?, ?, ?, ?)`,
+			srv.ID, rec.json, now, now); err != nil {
+			return nil, err
+		}
+		if err := insertSecrets(ctx, tx, rec.secrets, now); err != nil {
+			return nil, err
+		}
+		return &Change{Kind: ChangeServers, ServerID: srv.ID}, nil
+	})
+	if err != nil {
+		return fmt.Errorf("store: add server %q: %w", srv.ID, err)
+	}
+	return nil
+}
+
+// UpdateServer validates srv and replaces the stored server with the same
+// id; ErrNotFound if there is none. It is UpdateServerWith without options:
+// moving a bearer server to another canonical resource while keeping its
+// old token fails with ErrBearerRebind and writes nothing (R3.10).
+func (s *SQLite) UpdateServer(ctx context.Context, srv config.Server) error {
+	return s.UpdateServerWith(ctx, srv, UpdateOptions{})
+}
+
+// UpdateServerWith is UpdateServer with options.
+//
+// The secrets in srv replace the stored ones: a bearer token or client
+// secret left empty is deleted. Secrets of other purposes (OAuth refresh
+// tokens, registrations) are keyed by their binding and are left alone;
+// the OAuth layer never looks them up under another binding.
+func (s *SQLite) UpdateServerWith(ctx context.Context, srv config.Server, opts UpdateOptions) error {
+	rec, err := s.prepareServer(srv)
+	if err != nil {
+		return fmt.Errorf("store: update server %q: %w", srv.ID, err)
+	}
+	err = s.writeTx(ctx, func(tx *sql.Tx) (*Change, error) {
+		var js string
+		err := tx.QueryRowContext(ctx, `SELECT config FROM servers WHERE id = ?`, srv.ID).Scan(&js)
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil, ErrNotFound
+		}
+		if err != nil {
+			return nil, err
+		}
+		old, err := decodeServer(srv.ID, js)
+		if err != nil {
+			return nil, err
+		}
+		if !opts.RebindBearer {
+			if err := s.checkBearerRebind(ctx, tx, old, srv, rec.resource); err != nil {
+				return nil, err
+			}
+		}
+		now := nowMillis()
+		if _, err := tx.ExecContext(ctx, `DELETE FROM secrets WHERE server_id = ? AND purpose IN (?, ?)`,
+			srv.ID, PurposeBearer, PurposeClientSecret); err != nil {
+			return nil, err
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE servers SET config = ?, updated = ? WHERE id = ?`,
+			rec.json, now, srv.ID); err != nil {
+			return nil, err
+		}
+		if err := insertSecrets(ctx, tx, rec.secrets, now); err != nil {
+			return nil, err
+		}
+		return &Change{Kind: ChangeServers, ServerID: srv.ID}, nil
+	})
+	if err != nil {
+		return fmt.Errorf("store: update server %q: %w", srv.ID, err)
+	}
+	return nil
+}
+
+// checkBearerRebind refuses to carry the old bearer token of old over to a
+// URL with another canonical resource: the token was given for the old
+// resource, and the caller passing it back unchanged is the normal result
+// of editing only the URL in a form.
+func (s *SQLite) checkBearerRebind(ctx context.Context, tx *sql.Tx, old, srv config.Server, newResource string) error {
+	if old.Auth.Kind != config.AuthBearer || srv.Auth.Kind != config.AuthBearer || srv.Auth.Token == "" {
+		return nil
+	}
+	oldResource, err := config.CanonicalResource(old.URL)
+	if err == nil && oldResource == newResource {
+		return nil
+	}
+	k := SecretKey{ServerID: old.ID, Purpose: PurposeBearer, Binding: config.Binding{Resource: oldResource}}
+	var blob []byte
+	err = tx.QueryRowContext(ctx, `SELECT sealed FROM secrets WHERE server_id = ? AND purpose = ? AND resource = ? AND issuer = ?`,
+		k.ServerID, k.Purpose, k.Binding.Resource, k.Binding.Issuer).Scan(&blob)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	oldToken, err := s.sealer.open(k, blob)
+	if err != nil {
+		// The old token is unreadable, so the caller cannot have echoed
+		// it back: the token in srv is new.
+		return nil
+	}
+	if string(oldToken) == srv.Auth.Token {
+		return fmt.Errorf("url %q is a different resource than %q: %w", srv.URL, old.URL, ErrBearerRebind)
+	}
+	return nil
+}
+
+// DeleteServer removes the server and all its secrets; ErrNotFound if
+// there is none.
+func (s *SQLite) DeleteServer(ctx context.Context, id string) error {
+	err := s.writeTx(ctx, func(tx *sql.Tx) (*Change, error) {
+		res, err := tx.ExecContext(ctx, `DELETE FROM servers WHERE id = ?`, id)
+		if err != nil {
+			return nil, err
+		}
+		if n, err := res.RowsAffected(); err != nil {
+			return nil, err
+		} else if n == 0 {
+			return nil, ErrNotFound
+		}
+		// Its secrets go with it: ON DELETE CASCADE.
+		return &Change{Kind: ChangeServers, ServerID: id}, nil
+	})
+	if err != nil {
+		return fmt.Errorf("store: delete server %q: %w", id, err)
+	}
+	return nil
+}
+
+// serverRecord is a server ready to be written: JSON without secrets and
+// the sealed secrets.
+type serverRecord struct {
+	json     string
+	resource string
+	secrets  []sealedSecret
+}
+
+type sealedSecret struct {
+	key  SecretKey
+	blob []byte
+}
+
+// prepareServer validates srv and seals its secrets, all before a
+// transaction starts: a config that is refused never touches the file.
+func (s *SQLite) prepareServer(srv config.Server) (serverRecord, error) {
+	if s.closed.Load() {
+		return serverRecord{}, ErrClosed
+	}
+	if err := srv.Validate(); err != nil {
+		return serverRecord{}, fmt.Errorf("invalid config: %w", err)
+	}
+	resource, err := config.CanonicalResource(srv.URL)
+	if err != nil {
+		return serverRecord{}, fmt.Errorf("invalid config: %w", err)
+	}
+	rec := serverRecord{resource: resource}
+	add := func(purpose, value string) error {
+		k := SecretKey{ServerID: srv.ID, Purpose: purpose, Binding: config.Binding{Resource: resource}}
+		blob, err := s.sealer.seal(k, []byte(value))
+		if err != nil {
+			return err
+		}
+		rec.secrets = append(rec.secrets, sealedSecret{key: k, blob: blob})
+		return nil
+	}
+	// Only the secret of the configured kind is kept; a stray token on a
+	// server of another kind is dropped rather than stored.
+	switch srv.Auth.Kind {
+	case config.AuthBearer:
+		if srv.Auth.Token != "" {
+			if err := add(PurposeBearer, srv.Auth.Token); err != nil {
+				return serverRecord{}, err
+			}
+		}
+	case config.AuthOAuth:
+		if srv.Auth.ClientSecret != "" {
+			if err := add(PurposeClientSecret, srv.Auth.ClientSecret); err != nil {
+				return serverRecord{}, err
+			}
+		}
+	}
+	clean := srv.Clone()
+	clean.Auth.Token = ""
+	clean.Auth.ClientSecret = ""
+	js, err := json.Marshal(clean)
+	if err != nil {
+		return serverRecord{}, fmt.Errorf("encode config: %w", err)
+	}
+	rec.json = string(js)
+	return rec, nil
+}
+
+func decodeServer(id, js string) (config.Server, error) {
+	var srv config.Server
+	if err := json.Unmarshal([]byte(js), &srv); err != nil {
+		return config.Server{}, fmt.Errorf("decode stored config of server %q: %w", id, err)
+	}
+	srv.ID = id // the primary key is authoritative
+	return srv, nil
+}
+
+// configSecrets loads the sealed bearer tokens and client secrets, of one
+// server or (id == "") of all.
+func configSecrets(ctx context.Context, tx *sql.Tx, id string) (map[SecretKey][]byte, error) {
+	q := `SELECT server_id, purpose, resource, issuer, sealed FROM secrets WHERE purpose IN (?, ?)`
+	args := []any{PurposeBearer, PurposeClientSecret}
+	if id != "" {
+		q += ` AND server_id = ?`
+		args = append(args, id)
+	}
+	rows, err := tx.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := make(map[SecretKey][]byte)
+	for rows.Next() {
+		var k SecretKey
+		var blob []byte
+		if err := rows.Scan(&k.ServerID, &k.Purpose, &k.Binding.Resource, &k.Binding.Issuer, &blob); err != nil {
+			return nil, err
+		}
+		out[k] = blob
+	}
+	return out, rows.Err()
+}
+
+// fillSecrets opens the secrets of srv's configured kind, bound to the
+// canonical resource of its current URL, into srv. A secret sealed for
+// another resource is not used.
+func (s *SQLite) fillSecrets(srv *config.Server, secrets map[SecretKey][]byte) error {
+	var purpose string
+	switch srv.Auth.Kind {
+	case config.AuthBearer:
+		purpose = PurposeBearer
+	case config.AuthOAuth:
+		purpose = PurposeClientSecret
+	default:
+		return nil
+	}
+	resource, err := config.CanonicalResource(srv.URL)
+	if err != nil {
+		// Stored before the URL rules changed, perhaps. Without a resource
+		// nothing can be bound to it, so no secret is filled in.
+		return nil
+	}
+	k := SecretKey{ServerID: srv.ID, Purpose: purpose, Binding: config.Binding{Resource: resource}}
+	blob, ok := secrets[k]
+	if !ok {
+		return nil
+	}
+	v, err := s.sealer.open(k, blob)
+	if err != nil {
+		return err
+	}
+	if purpose == PurposeBearer {
+		srv.Auth.Token = string(v)
+	} else {
+		srv.Auth.ClientSecret = string(v)
+	}
+	return nil
+}
+
+func insertSecrets(ctx context.Context, tx *sql.Tx, secrets []sealedSecret, now int64) error {
+	for _, sec := range secrets {
+		k := sec.key
+		if _, err := tx.ExecContext(ctx, `INSERT INTO secrets (server_id, purpose, resource, issuer, sealed, updated)
+			VALUES (?, ?, ?, ?, ?, ?)
+			ON CONFLICT (server_id, purpose, resource, issuer) DO UPDATE SET sealed = excluded.sealed, updated = excluded.updated`,
+			k.ServerID, k.Purpose, k.Binding.Resource, k.Binding.Issuer, sec.blob, now); err != nil {
+			return fmt.Errorf("write %s: %w", describeKey(k), err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,477 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"net/url"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+)
+
+// DBFileName is the name of the database file inside the data directory.
+const DBFileName = "remotemcp.db"
+
+// Errors of Open that callers (the CLI) may want to explain differently.
+var (
+	// ErrNewerSchema: the database was written by a newer remotemcp.
+	ErrNewerSchema = errors.New("database written by a newer remotemcp")
+	// ErrCorrupt: the database file is not a (healthy) remotemcp SQLite
+	// database. It is never repaired, overwritten or re-created.
+	ErrCorrupt = errors.New("database file is corrupt or not a remotemcp database")
+)
+
+// applicationID marks the file as a remotemcp database (PRAGMA
+// application_id, "rmcp"), so Open refuses to migrate some other program's
+// SQLite file that happens to sit at the same path.
+const applicationID = 0x726d6370
+
+// busyTimeout is how long a statement waits for another connection's (or
+// process's) write lock before failing with SQLITE_BUSY.
+const busyTimeout = 5 * time.Second
+
+// DefaultPollInterval is how often the change feed looks for writes by
+// other processes when Options.PollInterval is zero.
+const DefaultPollInterval = 250 * time.Millisecond
+
+// Options tune Open.
+type Options struct {
+	// PollInterval is how often subscribers' poller checks the store
+	// revision for writes made by other processes; 0 means
+	// DefaultPollInterval.
+	PollInterval time.Duration
+	// Logger receives background problems (a failing poll); nil discards.
+	Logger *slog.Logger
+}
+
+// migrations is the schema history, oldest first. Migration i brings the
+// schema from version i to i+1 (PRAGMA user_version) and runs in its own
+// transaction. Append only: never edit a migration that has shipped.
+var migrations = [][]string{
+	// 1: initial schema.
+	{
+		`CREATE TABLE servers (
+			id      TEXT PRIMARY KEY NOT NULL,
+			config  TEXT NOT NULL, -- config.Server JSON without Token/ClientSecret
+			created INTEGER NOT NULL, -- unix milliseconds
+			updated INTEGER NOT NULL
+		) STRICT`,
+		`CREATE TABLE secrets (
+			server_id TEXT NOT NULL REFERENCES servers(id) ON DELETE CASCADE,
+			purpose   TEXT NOT NULL,
+			resource  TEXT NOT NULL,
+			issuer    TEXT NOT NULL,
+			sealed    BLOB NOT NULL, -- nonce || AES-256-GCM ciphertext
+			updated   INTEGER NOT NULL,
+			PRIMARY KEY (server_id, purpose, resource, issuer)
+		) STRICT, WITHOUT ROWID`,
+		`CREATE TABLE meta (
+			id       INTEGER PRIMARY KEY CHECK (id = 1),
+			revision INTEGER NOT NULL
+		) STRICT`,
+		`INSERT INTO meta (id, revision) VALUES (1, 0)`,
+		`CREATE TABLE kv (
+			namespace TEXT NOT NULL,
+			key       TEXT NOT NULL,
+			value     TEXT NOT NULL, -- JSON
+			updated   INTEGER NOT NULL,
+			PRIMARY KEY (namespace, key)
+		) STRICT, WITHOUT ROWID`,
+		fmt.Sprintf(`PRAGMA application_id = %d`, applicationID),
+	},
+}
+
+// SchemaVersion returns the database schema version this binary writes
+// (and the newest it can read).
+func SchemaVersion() int { return len(migrations) }
+
+// SQLite is the Store kept in <data dir>/remotemcp.db. It is safe for
+// concurrent use, and several processes (or several *SQLite in one process)
+// may open the same data directory.
+type SQLite struct {
+	dir          string
+	path         string
+	db           *sql.DB
+	sealer       *sealer
+	log          *slog.Logger
+	pollInterval time.Duration
+
+	// ctx is cancelled by Close; background queries use it.
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	// wmu serializes this process's write transactions, so they queue on a
+	// mutex instead of spinning in SQLite's busy handler against each other.
+	wmu sync.Mutex
+
+	closed    atomic.Bool
+	closeOnce sync.Once
+	closeErr  error
+
+	feed feed
+
+	locksMu sync.Mutex
+	locks   map[string]chan struct{} // in-process half of Lock, per name
+}
+
+var _ Store = (*SQLite)(nil)
+
+// Open opens (creating if needed) the store in dir: the SQLite database
+// remotemcp.db in WAL mode and the key file that seals secrets. The schema
+// is migrated to SchemaVersion().
+//
+// Open never damages what it finds: a file that is not a SQLite database,
+// or is corrupt, yields an error wrapping ErrCorrupt; a database of a newer
+// schema yields ErrNewerSchema; both leave the file untouched. A missing key
+// file is created only while the database holds no sealed secrets.
+func Open(ctx context.Context, dir string, opts Options) (*SQLite, error) {
+	if dir == "" {
+		return nil, errors.New("store: open: empty data directory")
+	}
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, fmt.Errorf("store: open: data directory: %w", err)
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("store: open: create data directory: %w", err)
+	}
+	path := filepath.Join(dir, DBFileName)
+	if err := checkHeader(path); err != nil {
+		return nil, err
+	}
+	// Create the file ourselves so it is 0600 (SQLite would use the umask);
+	// the -wal and -shm files inherit the database file's mode.
+	if f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600); err == nil {
+		f.Close()
+	} else if !errors.Is(err, fs.ErrExist) {
+		return nil, fmt.Errorf("store: open: create database %s: %w", path, err)
+	}
+
+	db, err := sql.Open("sqlite", dsn(path))
+	if err != nil {
+		return nil, fmt.Errorf("store: open database %s: %w", path, err)
+	}
+	db.SetMaxOpenConns(4)
+	db.SetMaxIdleConns(2)
+
+	s := &SQLite{
+		dir:          dir,
+		path:         path,
+		db:           db,
+		log:          opts.Logger,
+		pollInterval: opts.PollInterval,
+		locks:        make(map[string]chan struct{}),
+	}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	if s.pollInterval <= 0 {
+		s.pollInterval = DefaultPollInterval
+	}
+	s.feed.init()
+	if err := s.init(ctx); err != nil {
+		db.Close()
+		return nil, err
+	}
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	return s, nil
+}
+
+// dsn builds the driver DSN: a file: URI (so any byte of the path survives,
+// '?' included) with the per-connection pragmas. _txlock=immediate makes
+// every read-write transaction take the write lock up front, so two writers
+// never deadlock upgrading read locks; read-only transactions stay deferred.
+func dsn(path string) string {
+	u := url.URL{Scheme: "file", Path: filepath.ToSlash(path)}
+	q := url.Values{}
+	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", busyTimeout.Milliseconds()))
+	q.Add("_pragma", "foreign_keys(1)")
+	q.Set("_txlock", "immediate")
+	return "file:" + u.EscapedPath() + "?" + q.Encode()
+}
+
+// sqliteMagic starts every SQLite 3 database file.
+var sqliteMagic = []byte("SQLite format 3\x00")
+
+// checkHeader refuses a file that is not a SQLite database before SQLite
+// gets to open it, so nothing (not even a -wal file) is created next to it.
+func checkHeader(path string) error {
+	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("store: open database %s: %w", path, err)
+	}
+	defer f.Close()
+	hdr := make([]byte, 100) // the SQLite header is 100 bytes
+	n, err := io.ReadFull(f, hdr)
+	switch {
+	case n == 0 && (err == nil || errors.Is(err, io.EOF)):
+		return nil // an empty file is how SQLite starts a new database
+	case err != nil && !errors.Is(err, io.ErrUnexpectedEOF):
+		return fmt.Errorf("store: open database %s: read header: %w", path, err)
+	case n < len(hdr) || !bytes.Equal(hdr[:len(sqliteMagic)], sqliteMagic):
+		return corruptError(path, "not a SQLite database")
+	}
+	return nil
+}
+
+func corruptError(path, why string) error {
+	return fmt.Errorf("store: open database: %s: %s; the file was left untouched (move it aside to start afresh, or restore a backup): %w", path, why, ErrCorrupt)
+}
+
+// isCorrupt reports whether err is SQLite saying the file is damaged.
+func isCorrupt(err error) bool {
+	var se *sqlite.Error
+	if !errors.As(err, &se) {
+		return false
+	}
+	code := se.Code() & 0xff // primary result code
+	return code == sqlite3.SQLITE_CORRUPT || code == sqlite3.SQLITE_NOTADB
+}
+
+// init checks, migrates and unseals, in an order that never writes to a
+// file it is about to refuse.
+func (s *SQLite) init(ctx context.Context) error {
+	var version, appID int
+	err := s.db.QueryRowContext(ctx, `PRAGMA user_version`).Scan(&version)
+	if err == nil {
+		err = s.db.QueryRowContext(ctx, `PRAGMA application_id`).Scan(&appID)
+	}
+	if err != nil {
+		if isCorrupt(err) {
+			return corruptError(s.path, err.Error())
+		}
+		return fmt.Errorf("store: open database %s: read schema version: %w", s.path, err)
+	}
+	if appID != 0 && appID != applicationID {
+		return corruptError(s.path, fmt.Sprintf("application id %#x is not remotemcp's", appID))
+	}
+	if version > SchemaVersion() {
+		return s.newerError(version)
+	}
+	if version > 0 {
+		if err := s.quickCheck(ctx); err != nil {
+			return err
+		}
+	}
+
+	keyPath := filepath.Join(s.dir, keyFileName)
+	key, err := readKeyFile(keyPath)
+	keyMissing := errors.Is(err, fs.ErrNotExist)
+	if err != nil && !keyMissing {
+		return err
+	}
+	if keyMissing && version > 0 {
+		var n int
+		if err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM secrets`).Scan(&n); err != nil {
+			return fmt.Errorf("store: open database %s: count secrets: %w", s.path, err)
+		}
+		if n > 0 {
+			return fmt.Errorf("store: open: key file %s is missing but the database holds %d sealed secret(s); restore the key file from where you backed up the data directory (a new key cannot open them, so none was created)", keyPath, n)
+		}
+	}
+
+	// WAL is a persistent property of the file; setting it is the first
+	// write, done only once the file has passed the checks above.
+	var mode string
+	if err := s.db.QueryRowContext(ctx, `PRAGMA journal_mode = WAL`).Scan(&mode); err != nil {
+		return fmt.Errorf("store: open database %s: enable WAL: %w", s.path, err)
+	}
+	if err := s.migrate(ctx); err != nil {
+		return err
+	}
+
+	if keyMissing {
+		if key, err = createKeyFile(s.dir); err != nil {
+			return err
+		}
+	}
+	if s.sealer, err = newSealer(key); err != nil {
+		return err
+	}
+	return nil
+}
+
+func (s *SQLite) newerError(version int) error {
+	return fmt.Errorf("store: open: data directory %s was written by a newer remotemcp (schema %d > %d); upgrade remotemcp (the database was left untouched): %w", s.dir, version, SchemaVersion(), ErrNewerSchema)
+}
+
+func (s *SQLite) quickCheck(ctx context.Context) error {
+	rows, err := s.db.QueryContext(ctx, `PRAGMA quick_check`)
+	if err != nil {
+		if isCorrupt(err) {
+			return corruptError(s.path, err.Error())
+		}
+		return fmt.Errorf("store: open database %s: integrity check: %w", s.path, err)
+	}
+	defer rows.Close()
+	var problems []string
+	for rows.Next() {
+		var line string
+		if err := rows.Scan(&line); err != nil {
+			return fmt.Errorf("store: open database %s: integrity check: %w", s.path, err)
+		}
+		if line != "ok" {
+			problems = append(problems, line)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		if isCorrupt(err) {
+			return corruptError(s.path, err.Error())
+		}
+		return fmt.Errorf("store: open database %s: integrity check: %w", s.path, err)
+	}
+	if len(problems) > 0 {
+		return corruptError(s.path, fmt.Sprintf("integrity check failed: %v", problems))
+	}
+	return nil
+}
+
+// migrate applies the missing migrations, one transaction each. The version
+// is re-read inside each write transaction, so two processes opening a new
+// data directory at once apply every migration exactly once.
+func (s *SQLite) migrate(ctx context.Context) error {
+	for {
+		done, err := s.migrateOne(ctx)
+		if err != nil || done {
+			return err
+		}
+	}
+}
+
+func (s *SQLite) migrateOne(ctx context.Context) (done bool, err error) {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return false, fmt.Errorf("store: migrate %s: begin: %w", s.path, err)
+	}
+	defer tx.Rollback()
+	var version int
+	if err := tx.QueryRowContext(ctx, `PRAGMA user_version`).Scan(&version); err != nil {
+		return false, fmt.Errorf("store: migrate %s: read schema version: %w", s.path, err)
+	}
+	switch {
+	case version > SchemaVersion():
+		return false, s.newerError(version)
+	case version == SchemaVersion():
+		return true, nil
+	}
+	for i, stmt := range migrations[version] {
+		if _, err := tx.ExecContext(ctx, stmt); err != nil {
+			return false, fmt.Errorf("store: migrate %s to schema %d: statement %d: %w", s.path, version+1, i+1, err)
+		}
+	}
+	if _, err := tx.ExecContext(ctx, fmt.Sprintf(`PRAGMA user_version = %d`, version+1)); err != nil {
+		return false, fmt.Errorf("store: migrate %s to schema %d: set version: %w", s.path, version+1, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return false, fmt.Errorf("store: migrate %s to schema %d: commit: %w", s.path, version+1, err)
+	}
+	return false, nil
+}
+
+// Dir returns the data directory the store lives in.
+func (s *SQLite) Dir() string { return s.dir }
+
+// Revision returns the store's write counter. Every committed write, by
+// any process, increments it by exactly one.
+func (s *SQLite) Revision(ctx context.Context) (int64, error) {
+	if s.closed.Load() {
+		return 0, fmt.Errorf("store: revision: %w", ErrClosed)
+	}
+	var rev int64
+	if err := s.db.QueryRowContext(ctx, `SELECT revision FROM meta WHERE id = 1`).Scan(&rev); err != nil {
+		return 0, fmt.Errorf("store: revision: %w", err)
+	}
+	return rev, nil
+}
+
+// Close stops the change poller, closes every subscriber channel and the
+// database. It is idempotent; later calls return the first call's result.
+// Locks still held stay held until their unlock functions run.
+func (s *SQLite) Close() error {
+	s.closeOnce.Do(func() {
+		s.closed.Store(true)
+		s.cancel()
+		s.feed.close()
+		s.closeErr = s.db.Close()
+		if s.closeErr != nil {
+			s.closeErr = fmt.Errorf("store: close database: %w", s.closeErr)
+		}
+	})
+	return s.closeErr
+}
+
+// readTx runs fn in a read-only transaction, so everything fn reads comes
+// from one snapshot.
+func (s *SQLite) readTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	if s.closed.Load() {
+		return ErrClosed
+	}
+	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	if err := fn(tx); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
+
+// writeTx runs fn in a write transaction. If fn reports a change, the
+// revision is incremented in the same transaction, and after the commit
+// the change (with the new revision) goes to this process's subscribers.
+// A nil change from fn means nothing was modified: no revision, no event.
+func (s *SQLite) writeTx(ctx context.Context, fn func(tx *sql.Tx) (*Change, error)) error {
+	if s.closed.Load() {
+		return ErrClosed
+	}
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("begin: %w", err)
+	}
+	defer tx.Rollback()
+	ch, err := fn(tx)
+	if err != nil {
+		return err
+	}
+	if ch == nil {
+		return tx.Commit()
+	}
+	if err := tx.QueryRowContext(ctx, `UPDATE meta SET revision = revision + 1 WHERE id = 1 RETURNING revision`).Scan(&ch.Revision); err != nil {
+		return fmt.Errorf("bump revision: %w", err)
+	}
+	// Tell the poller this revision is ours before it can become visible,
+	// so it is not reported a second time as another process's write.
+	s.feed.markOwn(ch.Revision)
+	if err := tx.Commit(); err != nil {
+		s.feed.unmarkOwn(ch.Revision)
+		return fmt.Errorf("commit: %w", err)
+	}
+	s.feed.publish(*ch)
+	return nil
+}
+
+// checkpoint copies the WAL into the database file and truncates it. Tests
+// use it to compare the bytes of the database file.
+func (s *SQLite) checkpoint(ctx context.Context) error {
+	_, err := s.db.ExecContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`)
+	return err
+}
+
+func nowMillis() int64 { return time.Now().UnixMilli() }
