@@ -91,7 +91,7 @@ func Attribute(err error) Reason {
 			r.HTTPStatus = hs.StatusCode
 		}
 		return r
-	case errors.As(err, &fe), errors.Is(err, ErrDisabled), errors.Is(err, ErrUnknownServer), errors.Is(err, ErrNoOAuth):
+	case errors.As(err, &fe), errors.Is(err, ErrDisabled), errors.Is(err, ErrUnknownServer), errors.Is(err, ErrNoOAuth), errors.Is(err, ErrToolDisabled):
 		return Reason{Class: ClassConfig, Message: msg}
 	case errors.As(err, &hs):
 		if hs.StatusCode == 401 || hs.StatusCode == 403 {

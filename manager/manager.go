@@ -98,6 +98,10 @@ type Options struct {
 	// BackoffBase and BackoffMax shape reconnect backoff (default 250 ms, 30 s).
 	BackoffBase, BackoffMax   time.Duration
 	ClientName, ClientVersion string
+	// NoStartupConnect makes Start connect nothing: every server is lazy.
+	// One-shot CLI commands use it so a command about one server does not
+	// contact the others.
+	NoStartupConnect bool
 }
 
 // Manager owns all server connections. Create with New, then Start.
@@ -195,8 +199,13 @@ func (m *Manager) Start(ctx context.Context) error {
 		return fmt.Errorf("manager: read store revision: %w", err)
 	}
 	servers, err := m.o.Store.ListServers(ctx)
-	if err != nil {
+	if err != nil && !(errors.Is(err, store.ErrSealOpen) && servers != nil) {
 		return fmt.Errorf("manager: load servers: %w", err)
+	}
+	if err != nil {
+		// A secret that cannot be opened leaves that server without its
+		// token; it will fail with an auth error, the others still work.
+		m.log.Warn("some secrets could not be opened", "err", err)
 	}
 	m.mu.Lock()
 	for _, s := range servers {
@@ -204,7 +213,7 @@ func (m *Manager) Start(ctx context.Context) error {
 	}
 	m.mu.Unlock()
 	for _, s := range servers {
-		if s.Enabled && s.ConnectOnStartup {
+		if s.Enabled && s.ConnectOnStartup && !m.o.NoStartupConnect {
 			m.startConnect(m.entry(s.ID))
 		}
 	}

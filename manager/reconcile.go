@@ -35,6 +35,9 @@ func (m *Manager) reconcileLoop(changes <-chan store.Change) {
 
 func (m *Manager) reconcileID(id string) {
 	cfg, err := m.o.Store.GetServer(m.ctx, id)
+	if errors.Is(err, store.ErrSealOpen) {
+		err = nil // reconcile with what could be read; the token-less server fails to authenticate
+	}
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		m.reconcile(id, nil)
@@ -47,7 +50,7 @@ func (m *Manager) reconcileID(id string) {
 
 func (m *Manager) reconcileAll() {
 	servers, err := m.o.Store.ListServers(m.ctx)
-	if err != nil {
+	if err != nil && !(errors.Is(err, store.ErrSealOpen) && servers != nil) {
 		m.log.Warn("reconcile: list servers", "err", err)
 		return
 	}
@@ -120,10 +123,10 @@ func (m *Manager) reconcile(id string, cfg *config.Server) {
 		m.disconnect(e, StateDisconnected, false, ErrDisabled)
 	case live && changed:
 		m.disconnect(e, StateDisconnected, false, ErrSuperseded)
-		if cfg.ConnectOnStartup {
+		if cfg.ConnectOnStartup && !m.o.NoStartupConnect {
 			m.startConnect(e)
 		}
-	case !live && cfg.ConnectOnStartup && (fresh || !old.Enabled || changed):
+	case !live && cfg.ConnectOnStartup && !m.o.NoStartupConnect && (fresh || !old.Enabled || changed):
 		m.startConnect(e)
 	default:
 		e.mu.Lock()

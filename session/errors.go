@@ -30,6 +30,8 @@ func (e *HTTPStatusError) Error() string {
 		b.WriteString(": the server refused the credentials (check the bearer token, or run \"remotemcp auth login\" for OAuth servers)")
 	case http.StatusForbidden:
 		b.WriteString(": the server refused access")
+	case http.StatusNotFound:
+		b.WriteString(": no MCP endpoint at this URL (check the path, e.g. /mcp)")
 	case http.StatusTooManyRequests:
 		b.WriteString(": rate limited by the server")
 		if e.RetryAfter != "" {

@@ -45,9 +45,10 @@ func (rt *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	code := resp.StatusCode
 	switch {
-	case code == http.StatusNotFound:
+	case code == http.StatusNotFound && req.Header.Get("Mcp-Session-Id") != "":
 		// go-sdk turns a 404 on a request with a session id into
-		// ErrSessionMissing, which the manager reconnects on.
+		// ErrSessionMissing, which the manager reconnects on. Without a
+		// session id a 404 means a wrong endpoint path: typed below.
 		return resp, nil
 	case (code == http.StatusUnauthorized || code == http.StatusForbidden) && rt.passAuthStatuses:
 		return resp, nil

@@ -172,10 +172,8 @@ func TestConnectErrors(t *testing.T) {
 	if !strings.Contains(r.err, "connecting to down (http://127.0.0.1:") || !strings.Contains(r.err, "what to do:") {
 		t.Fatalf("connect down: %s", r)
 	}
-	// session lets a 404 on initialize through untyped (it keeps 404 for
-	// go-sdk's session-missing logic), so it is not attributed to HTTP
-	// yet; the status text still reaches the user.
-	c.fail(exitFail, "Not Found", "connect", "missing")
+	// A 404 without a session id is a wrong endpoint path, typed as HTTP.
+	c.fail(exitFail, "no MCP endpoint at this URL", "connect", "missing")
 	c.ok("servers", "add", "oa", srv.URL(), "--oauth")
 	c.fail(exitFail, "OAuth sign-in is not available in this CLI yet", "connect", "oa")
 	c.fail(exitFail, `no server "nope" is configured`, "connect", "nope")

@@ -1,0 +1,305 @@
+package session
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/remotemcp/remotemcp/config"
+	"github.com/remotemcp/remotemcp/internal/testserver/fixture"
+)
+
+func startFixture(t *testing.T, o fixture.Options) *fixture.Server {
+	t.Helper()
+	f, err := fixture.Start(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	return f
+}
+
+func connect(t *testing.T, f *fixture.Server, o Options) *Session {
+	t.Helper()
+	o.Server = config.Server{ID: "t", URL: f.URL(), Auth: config.Auth{Kind: config.AuthNone}, Enabled: true}
+	if o.Server.Auth.Kind == "" {
+		o.Server.Auth.Kind = config.AuthNone
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	s, err := Connect(ctx, o)
+	if err != nil {
+		t.Fatalf("connect: %v", err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// R4.1: the input schema reaches us byte for byte, although go-sdk decodes
+// it into a map.
+func TestRawInputSchemaBytesPreserved(t *testing.T) {
+	f := startFixture(t, fixture.Options{})
+	s := connect(t, f, Options{})
+	for _, tool := range s.Catalog().Tools {
+		if tool.Name == "schema" {
+			if !bytes.Equal(tool.RawInputSchema, []byte(fixture.SchemaToolInputSchema)) {
+				t.Fatalf("schema bytes changed:\n got %s\nwant %s", tool.RawInputSchema, fixture.SchemaToolInputSchema)
+			}
+			return
+		}
+	}
+	t.Fatal("schema tool not listed")
+}
+
+// R4.4: only the newest generation of a category commits, even when an
+// older refresh finishes last; a failed refresh keeps the last good list.
+func TestR4_4_OnlyNewestGenerationCommits(t *testing.T) {
+	// Stateless: no standalone stream, so no list_changed refresh races
+	// the generations this test sets by hand.
+	f := startFixture(t, fixture.Options{Stateless: true})
+	s := connect(t, f, Options{})
+	ctx := context.Background()
+	before := len(s.Catalog().Tools)
+
+	f.AddTool("late")
+	s.mu.Lock()
+	s.gens[KindTools] += 2 // a newer refresh has started meanwhile
+	stale := s.gens[KindTools] - 1
+	s.mu.Unlock()
+	s.refresh(ctx, KindTools, stale)
+	if n := len(s.Catalog().Tools); n != before {
+		t.Fatalf("a stale generation committed: %d tools, want %d", n, before)
+	}
+	if err := s.RefreshNow(ctx, KindTools); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(s.Catalog().Tools); n != before+1 {
+		t.Fatalf("newest generation did not commit: %d tools", n)
+	}
+	gen := s.Catalog().Generations[KindTools]
+
+	f.MalformedNext("tools/list")
+	if err := s.RefreshNow(ctx, KindTools); err == nil {
+		t.Fatal("malformed tools/list refresh succeeded")
+	}
+	c := s.Catalog()
+	if len(c.Tools) != before+1 || c.Generations[KindTools] != gen || c.Errors[KindTools] == nil {
+		t.Fatalf("failed refresh did not keep the last good list: %d tools, gen %d, err %v", len(c.Tools), c.Generations[KindTools], c.Errors[KindTools])
+	}
+	// Other categories are untouched by the tools failure.
+	if c.Errors[KindPrompts] != nil || len(c.Prompts) == 0 {
+		t.Fatalf("prompts affected by a tools failure: %v", c.Errors[KindPrompts])
+	}
+}
+
+// list_changed from the server triggers a background refresh that commits
+// and reports through OnCatalog with the session's connection id.
+func TestListChangedNotifiesOwner(t *testing.T) {
+	f := startFixture(t, fixture.Options{})
+	got := make(chan string, 10)
+	s := connect(t, f, Options{ConnectionID: "c-test", OnCatalog: func(id string, c *Catalog) { got <- id }})
+	deadline := time.Now().Add(5 * time.Second)
+	for f.StandaloneStreams() == 0 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	f.AddPrompt("extra")
+	select {
+	case id := <-got:
+		if id != "c-test" {
+			t.Fatalf("OnCatalog with %q", id)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no catalog commit after prompts list_changed")
+	}
+	found := false
+	for _, p := range s.Catalog().Prompts {
+		found = found || p.Name == "extra"
+	}
+	if !found {
+		t.Fatal("new prompt not in the catalog")
+	}
+}
+
+// HTTP statuses become typed errors (go-sdk gives strings only).
+func TestHTTPStatusTyped(t *testing.T) {
+	f := startFixture(t, fixture.Options{})
+	s := connect(t, f, Options{})
+	f.FailNextHTTP(503, 1)
+	_, err := s.CallTool(context.Background(), "echo", json.RawMessage(`{"text":"x"}`), CallOptions{})
+	var hs *HTTPStatusError
+	if !errors.As(err, &hs) || hs.StatusCode != 503 || hs.RPCMethod != "tools/call" {
+		t.Fatalf("err = %v, want HTTPStatusError 503 for tools/call", err)
+	}
+	if f.Executions("echo") != 0 {
+		t.Fatal("a refused request executed")
+	}
+	// The session survives a 5xx.
+	if _, err := s.CallTool(context.Background(), "echo", json.RawMessage(`{"text":"x"}`), CallOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestBearerHeaderAndRefusal(t *testing.T) {
+	f := startFixture(t, fixture.Options{Authorize: func(w http.ResponseWriter, r *http.Request) bool {
+		if r.Header.Get("Authorization") != "Bearer good" {
+			w.Header().Set("WWW-Authenticate", `Bearer error="invalid_token"`)
+			w.WriteHeader(401)
+			return false
+		}
+		return true
+	}})
+	srv := config.Server{ID: "t", URL: f.URL(), Auth: config.Auth{Kind: config.AuthBearer, Token: "bad"}, Enabled: true}
+	_, err := Connect(context.Background(), Options{Server: srv})
+	var hs *HTTPStatusError
+	if !errors.As(err, &hs) || hs.StatusCode != 401 || len(hs.WWWAuthenticate) != 1 {
+		t.Fatalf("err = %v, want a typed 401 with its challenge", err)
+	}
+	srv.Auth.Token = "good"
+	s, err := Connect(context.Background(), Options{Server: srv})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+}
+
+func TestCancelBeforeAdmission(t *testing.T) {
+	f := startFixture(t, fixture.Options{})
+	s := connect(t, f, Options{})
+	s.Cancel("op-1")
+	_, err := s.CallTool(context.Background(), "echo", json.RawMessage(`{"text":"x"}`), CallOptions{OperationID: "op-1"})
+	if !errors.Is(err, ErrCancelledBeforeDispatch) {
+		t.Fatalf("err = %v", err)
+	}
+	if f.Executions("echo") != 0 {
+		t.Fatal("a call cancelled before admission was sent")
+	}
+	// The record is used up: the id works again afterwards.
+	if _, err := s.CallTool(context.Background(), "echo", json.RawMessage(`{"text":"x"}`), CallOptions{OperationID: "op-1"}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestProgressRoutedByOperation(t *testing.T) {
+	f := startFixture(t, fixture.Options{})
+	s := connect(t, f, Options{})
+	var n int
+	done := make(chan struct{})
+	var updates = make(chan Progress, 100)
+	go func() {
+		defer close(done)
+		for range updates {
+			n++
+		}
+	}()
+	_, err := s.CallTool(context.Background(), "slow", json.RawMessage(`{"ms":450}`), CallOptions{OperationID: "op-p", Progress: func(p Progress) {
+		select {
+		case updates <- p:
+		default:
+		}
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(100 * time.Millisecond) // go-sdk delivers notifications asynchronously
+	close(updates)
+	<-done
+	if n == 0 {
+		t.Fatal("no progress delivered to the call")
+	}
+}
+
+func TestValidationRejects(t *testing.T) {
+	obj := map[string]any{"type": "object"}
+	cases := []struct {
+		name string
+		err  error
+	}{
+		{"empty tool name", validateTools([]*mcp.Tool{{Name: "", InputSchema: obj}})},
+		{"duplicate tool", validateTools([]*mcp.Tool{{Name: "a", InputSchema: obj}, {Name: "a", InputSchema: obj}})},
+		{"control char", validateTools([]*mcp.Tool{{Name: "a\x01", InputSchema: obj}})},
+		{"schema not object", validateTools([]*mcp.Tool{{Name: "a", InputSchema: "x"}})},
+		{"null tool", validateTools([]*mcp.Tool{nil})},
+		{"null prompt", validatePrompts([]*mcp.Prompt{nil})},
+		{"empty resource uri", validateResources([]*mcp.Resource{{URI: ""}})},
+		{"null content", ValidateCallResult(&mcp.CallToolResult{Content: []mcp.Content{nil}})},
+		{"nil result", ValidateCallResult(nil)},
+		{"prompt role", ValidatePromptResult(&mcp.GetPromptResult{Messages: []*mcp.PromptMessage{{Role: "system", Content: &mcp.TextContent{Text: "x"}}}})},
+		{"read nil contents", ValidateReadResult(&mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{nil}})},
+	}
+	for _, c := range cases {
+		if !errors.Is(c.err, ErrValidation) {
+			t.Errorf("%s: err = %v, want ErrValidation", c.name, c.err)
+		}
+	}
+	if err := validateTools([]*mcp.Tool{{Name: "ok", InputSchema: obj}}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// The capture parser sees JSON and SSE bodies, split at any point.
+func TestCaptureBodySplitReads(t *testing.T) {
+	tool := `{"name":"x","inputSchema":{"b":1,"a":{"$ref":"#/$defs/q"}}}`
+	bodies := map[string]string{
+		"json": `{"jsonrpc":"2.0","id":1,"result":{"tools":[` + tool + `]}}`,
+		"sse":  "event: message\r\ndata: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"tools\":[" + tool + "]}}\r\n\r\n",
+		"sse2": "id: 1\ndata: {\"jsonrpc\":\"2.0\",\ndata: \"id\":1,\"result\":{\"tools\":[" + tool + "]}}\n\n",
+	}
+	for name, body := range bodies {
+		for chunk := 1; chunk < 8; chunk++ {
+			sink := newRawToolSink()
+			cb := &captureBody{rc: io.NopCloser(&chunkReader{data: []byte(body), n: chunk}), sink: sink}
+			io.ReadAll(cb)
+			raw, ok := sink.schema("x")
+			if !ok || string(raw) != `{"b":1,"a":{"$ref":"#/$defs/q"}}` {
+				t.Fatalf("%s chunk %d: got %q", name, chunk, raw)
+			}
+		}
+	}
+}
+
+type chunkReader struct {
+	data []byte
+	n    int
+}
+
+func (c *chunkReader) Read(p []byte) (int, error) {
+	if len(c.data) == 0 {
+		return 0, io.EOF
+	}
+	n := min(c.n, len(p), len(c.data))
+	copy(p, c.data[:n])
+	c.data = c.data[n:]
+	return n, nil
+}
+
+// FuzzCaptureBody: the capture parser never panics on any body.
+func FuzzCaptureBody(f *testing.F) {
+	f.Add([]byte(`{"result":{"tools":[{"name":"a","inputSchema":{}}]}}`))
+	f.Add([]byte("data: {\"result\":{\"tools\":[1,2]}}\n\n"))
+	f.Add([]byte("data: \n\n\r\n\r\n{"))
+	f.Add([]byte(`{"result":{"tools":"x"}}`))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		sink := newRawToolSink()
+		cb := &captureBody{rc: io.NopCloser(bytes.NewReader(body)), sink: sink}
+		out, _ := io.ReadAll(cb)
+		if !bytes.Equal(out, body) {
+			t.Fatal("capture changed the bytes go-sdk reads")
+		}
+		sink.schema("a")
+	})
+}
+
+func TestConnectRefusesClientTimeout(t *testing.T) {
+	_, err := Connect(context.Background(), Options{HTTPClient: &http.Client{Timeout: time.Second}})
+	if err == nil || !strings.Contains(err.Error(), "Timeout") {
+		t.Fatalf("err = %v", err)
+	}
+}
