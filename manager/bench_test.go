@@ -43,7 +43,7 @@ func benchClient() *http.Client {
 // median latency ratio at concurrency 1 (goal ≤ 1.10) and throughput
 // ratio at concurrency 64 (goal ≥ 0.90).
 func BenchmarkToolCallVsBare(b *testing.B) {
-	f, err := fixture.Start(fixture.Options{})
+	f, err := fixture.Start(fixture.Options{NoRecord: true})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -80,17 +80,21 @@ func BenchmarkToolCallVsBare(b *testing.B) {
 
 	b.Run("latency-c1", func(b *testing.B) {
 		var tb, tm []time.Duration
-		for b.Loop() {
+		timed := func(call func() error) time.Duration {
 			t0 := time.Now()
-			if err := callBare(); err != nil {
+			if err := call(); err != nil {
 				b.Fatal(err)
 			}
-			t1 := time.Now()
-			if err := callMgr(); err != nil {
-				b.Fatal(err)
+			return time.Since(t0)
+		}
+		for i := 0; b.Loop(); i++ {
+			if i%2 == 0 {
+				tb = append(tb, timed(callBare))
+				tm = append(tm, timed(callMgr))
+			} else {
+				tm = append(tm, timed(callMgr))
+				tb = append(tb, timed(callBare))
 			}
-			tm = append(tm, time.Since(t1))
-			tb = append(tb, t1.Sub(t0))
 		}
 		mb, mm := median(tb), median(tm)
 		b.ReportMetric(float64(mb.Microseconds()), "bare-median-µs")
@@ -103,9 +107,15 @@ func BenchmarkToolCallVsBare(b *testing.B) {
 		const conc = 64
 		window := 500 * time.Millisecond
 		var rb, rm float64
-		for b.Loop() {
-			rb += throughput(conc, window, callBare)
-			rm += throughput(conc, window, callMgr)
+		for i := 0; b.Loop(); i++ {
+			// Alternate the order so neither side always runs second.
+			if i%2 == 0 {
+				rb += throughput(conc, window, callBare)
+				rm += throughput(conc, window, callMgr)
+			} else {
+				rm += throughput(conc, window, callMgr)
+				rb += throughput(conc, window, callBare)
+			}
 		}
 		b.ReportMetric(rb/float64(b.N), "bare-calls/s")
 		b.ReportMetric(rm/float64(b.N), "manager-calls/s")
@@ -143,7 +153,7 @@ func throughput(conc int, window time.Duration, call func() error) float64 {
 // with 100 sessions, against bare go-sdk sessions (goal ≤ 64 KiB).
 func BenchmarkIdleSessionHeap(b *testing.B) {
 	const n = 100
-	f, err := fixture.Start(fixture.Options{})
+	f, err := fixture.Start(fixture.Options{NoRecord: true})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -56,7 +56,11 @@ func (s *Session) CallTool(ctx context.Context, name string, args json.RawMessag
 		argv = args
 	}
 	params := &mcp.CallToolParams{Name: name, Arguments: argv}
-	params.SetProgressToken(o.OperationID)
+	if o.Progress != nil {
+		// The operation id doubles as the progress token; without a
+		// listener there is no reason to ask the server for progress.
+		params.SetProgressToken(o.OperationID)
+	}
 	res, err := s.cs.CallTool(ctx, params)
 	if err != nil {
 		return nil, err

@@ -24,10 +24,10 @@ type roundTripper struct {
 }
 
 func (rt *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
-	rpcMethod := ""
-	if req.Method == http.MethodPost && req.Body != nil && req.GetBody != nil {
+	listsTools := false
+	if rt.raw != nil && req.Method == http.MethodPost && req.GetBody != nil {
 		if body, err := req.GetBody(); err == nil {
-			rpcMethod = peekMethod(body)
+			listsTools = bodyHas(body, `"tools/list"`)
 		}
 	}
 	if rt.bearer != "" {
@@ -55,7 +55,7 @@ func (rt *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 	case code >= 300:
 		e := &HTTPStatusError{
 			StatusCode:      code,
-			RPCMethod:       rpcMethod,
+			RPCMethod:       rpcMethodOf(req),
 			WWWAuthenticate: resp.Header.Values("WWW-Authenticate"),
 			RetryAfter:      resp.Header.Get("Retry-After"),
 		}
@@ -63,14 +63,29 @@ func (rt *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 		resp.Body.Close()
 		return nil, e
 	}
-	if rpcMethod == "tools/list" && rt.raw != nil {
+	if listsTools {
 		resp.Body = &captureBody{rc: resp.Body, sink: rt.raw}
 	}
 	return resp, nil
 }
 
-// peekMethod reads the JSON-RPC method of a request body (a copy).
-func peekMethod(rc io.ReadCloser) string {
+// bodyHas reports whether a request body (a copy) contains s; a cheap
+// pre-filter on the hot path, where decoding every body would cost more.
+func bodyHas(rc io.ReadCloser, s string) bool {
+	defer rc.Close()
+	data, err := io.ReadAll(io.LimitReader(rc, 1<<20))
+	return err == nil && bytes.Contains(data, []byte(s))
+}
+
+// rpcMethodOf reads the JSON-RPC method of a request body, for errors.
+func rpcMethodOf(req *http.Request) string {
+	if req.Method != http.MethodPost || req.GetBody == nil {
+		return ""
+	}
+	rc, err := req.GetBody()
+	if err != nil {
+		return ""
+	}
 	defer rc.Close()
 	var msg struct {
 		Method string `json:"method"`
@@ -82,8 +97,8 @@ func peekMethod(rc io.ReadCloser) string {
 	return msg.Method
 }
 
-// rawToolSink keeps the raw JSON of each tool of the latest tools/list
-// pages, keyed by tool name.
+// rawToolSink keeps the raw inputSchema of each tool of the latest
+// tools/list pages, keyed by tool name.
 type rawToolSink struct {
 	mu    sync.Mutex
 	tools map[string]json.RawMessage
@@ -96,10 +111,13 @@ func (s *rawToolSink) record(tools []json.RawMessage) {
 	defer s.mu.Unlock()
 	for _, t := range tools {
 		var head struct {
-			Name string `json:"name"`
+			Name        string          `json:"name"`
+			InputSchema json.RawMessage `json:"inputSchema"`
 		}
-		if json.Unmarshal(t, &head) == nil && head.Name != "" {
-			s.tools[head.Name] = bytes.Clone(t)
+		if json.Unmarshal(t, &head) == nil && head.Name != "" && head.InputSchema != nil {
+			// The slice is shared with the catalog (read-only), so an idle
+			// session keeps one copy of each schema, not two.
+			s.tools[head.Name] = head.InputSchema
 		}
 	}
 }
@@ -107,17 +125,9 @@ func (s *rawToolSink) record(tools []json.RawMessage) {
 // schema returns the raw inputSchema of a tool as the server sent it.
 func (s *rawToolSink) schema(name string) (json.RawMessage, bool) {
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	raw, ok := s.tools[name]
-	s.mu.Unlock()
-	if !ok {
-		return nil, false
-	}
-	var fields map[string]json.RawMessage
-	if json.Unmarshal(raw, &fields) != nil {
-		return nil, false
-	}
-	sch, ok := fields["inputSchema"]
-	return sch, ok
+	return raw, ok
 }
 
 // captureBody parses the response stream (JSON or SSE) as go-sdk reads it,

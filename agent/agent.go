@@ -1,0 +1,642 @@
+// Package agent is the bridge between remote MCP servers and a host agent
+// (SPEC §4): each server tool becomes an [AgentTool], prompts become
+// /server:prompt commands, resources feed @ search, and everything a
+// server returns reaches the model as an untrusted, fenced [ContextBlock].
+//
+// The [Registry] is built from the manager's catalogs and rebuilt when a
+// catalog commits (R4.4). Every remote tool is a write tool that is never
+// retried (R4.1): each call goes through the host's [Approver], whatever
+// the server's annotations say, and is sent at most once, with one
+// operation id from the AgentTool down to the SDK (R4.5). Results are
+// validated and cut to a size budget (R4.6). Elicitation during a call is
+// handled by package elicit, whose admission gate the registry uses.
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/remotemcp/remotemcp/elicit"
+	"github.com/remotemcp/remotemcp/manager"
+	"github.com/remotemcp/remotemcp/session"
+)
+
+// Effects says what a tool may do to the world.
+type Effects string
+
+// Effects values. Without a per-server trust configuration every remote
+// tool is EffectsWrite (R4.1); EffectsRead exists for hosts that add one.
+const (
+	EffectsWrite Effects = "write"
+	EffectsRead  Effects = "read"
+)
+
+// RetryPolicy says whether a host may repeat a failed call on its own.
+type RetryPolicy string
+
+// RetryNever: a remote call that failed may have run; never repeat it.
+const RetryNever RetryPolicy = "never"
+
+// Annotations are the server's tool hints, kept for display only: they
+// never lower approval or retry risk (R4.1).
+type Annotations struct {
+	Title           string `json:"title,omitempty"`
+	ReadOnlyHint    bool   `json:"readOnlyHint,omitempty"`
+	DestructiveHint *bool  `json:"destructiveHint,omitempty"`
+	IdempotentHint  bool   `json:"idempotentHint,omitempty"`
+	OpenWorldHint   *bool  `json:"openWorldHint,omitempty"`
+}
+
+func annotationsOf(a *mcp.ToolAnnotations) *Annotations {
+	if a == nil {
+		return nil
+	}
+	out := &Annotations{Title: a.Title, ReadOnlyHint: a.ReadOnlyHint, IdempotentHint: a.IdempotentHint}
+	if a.DestructiveHint != nil {
+		v := *a.DestructiveHint
+		out.DestructiveHint = &v
+	}
+	if a.OpenWorldHint != nil {
+		v := *a.OpenWorldHint
+		out.OpenWorldHint = &v
+	}
+	return out
+}
+
+func (a *Annotations) clone() *Annotations {
+	if a == nil {
+		return nil
+	}
+	c := *a
+	if a.DestructiveHint != nil {
+		v := *a.DestructiveHint
+		c.DestructiveHint = &v
+	}
+	if a.OpenWorldHint != nil {
+		v := *a.OpenWorldHint
+		c.OpenWorldHint = &v
+	}
+	return &c
+}
+
+// AgentTool is one remote tool as the host offers it to the model.
+type AgentTool struct {
+	// Name is mcp__{serverId}__{tool}, sanitised to [A-Za-z0-9_-], at most
+	// 64 characters and unique in the registry (see ToolName).
+	Name        string `json:"name"`
+	Title       string `json:"title,omitempty"`
+	Description string `json:"description,omitempty"`
+	// InputSchema is the server's inputSchema exactly as it sent it: the
+	// model provider sees $ref, $defs and unknown keywords unchanged.
+	InputSchema json.RawMessage `json:"inputSchema"`
+	Effects     Effects         `json:"effects"`
+	Retry       RetryPolicy     `json:"retry"`
+	Annotations *Annotations    `json:"annotations,omitempty"`
+	ServerID    string          `json:"serverId"`
+	// ToolName is the server's own name of the tool.
+	ToolName string `json:"toolName"`
+}
+
+func (t AgentTool) clone() AgentTool {
+	t.InputSchema = slices.Clone(t.InputSchema)
+	t.Annotations = t.Annotations.clone()
+	return t
+}
+
+// Backend is what the registry needs from the manager; *manager.Manager
+// implements it.
+type Backend interface {
+	Status() []manager.ServerStatus
+	Subscribe(ctx context.Context) <-chan manager.Event
+	Catalog(ctx context.Context, id string) (*session.Catalog, error)
+	CatalogOn(id, connID string) (*session.Catalog, error)
+	CallTool(ctx context.Context, id, tool string, args json.RawMessage, o session.CallOptions) (*mcp.CallToolResult, error)
+	Cancel(id, operationID string)
+	GetPrompt(ctx context.Context, id, name string, args map[string]string) (*mcp.GetPromptResult, error)
+	ReadResource(ctx context.Context, id, uri string) (*mcp.ReadResourceResult, error)
+}
+
+var _ Backend = (*manager.Manager)(nil)
+
+// Options configure a Registry.
+type Options struct {
+	Backend Backend
+	// Approver decides every tool call (required).
+	Approver Approver
+	// Cards, when set, queues calls behind open elicitations and
+	// attributes elicitations to calls (see package elicit).
+	Cards *elicit.Cards
+	// ResultBudget is the size budget of one tool result, prompt or
+	// resource read in characters (DefaultResultBudget when zero).
+	ResultBudget int
+	// BinaryCost is what one binary item counts against the budget
+	// (DefaultBinaryCost when zero).
+	BinaryCost int
+	// MaxDescription caps a tool description in characters, since it is
+	// server text the model always sees (default 2048; negative: no cap).
+	MaxDescription int
+	// ListConcurrency bounds parallel first listings in Refresh (default 4).
+	ListConcurrency int
+	Logger          *slog.Logger
+}
+
+// Errors callers branch on.
+var (
+	// ErrCancelled: the call was cancelled through its context or Cancel.
+	ErrCancelled = errors.New("tool call cancelled")
+	// ErrClosed: the registry was closed.
+	ErrClosed = errors.New("agent registry closed")
+	// ErrUnknownCommand: no such /server:prompt command.
+	ErrUnknownCommand = errors.New("no such prompt command")
+	// ErrBadMention: a resource mention is not of the form @server:URI.
+	ErrBadMention = errors.New("resource mention must look like @server:URI")
+)
+
+// Registry is the host's view of all servers' capabilities. Create it with
+// New, then Start; Close stops it.
+type Registry struct {
+	o   Options
+	be  Backend
+	log *slog.Logger
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	snap atomic.Pointer[Snapshot]
+	subs snapBroker
+
+	buildMu sync.Mutex // serializes syncs; guards views and gen
+	views   map[string]*serverView
+	gen     uint64
+
+	opsMu   sync.Mutex
+	started bool
+	closed  bool
+	ops     map[string]*operation
+	cancels cancelRecords
+}
+
+// serverView is what the registry last saw of one server.
+type serverView struct {
+	enabled  bool
+	disabled []string
+	catalog  *session.Catalog // last good; kept while reconnecting (R4.4)
+	err      error
+}
+
+// New makes a registry with an empty snapshot.
+func New(o Options) (*Registry, error) {
+	if o.Backend == nil {
+		return nil, errors.New("agent: Options.Backend is required")
+	}
+	if o.Approver == nil {
+		return nil, errors.New("agent: Options.Approver is required: every remote tool call needs approval (R4.1)")
+	}
+	if o.ResultBudget <= 0 {
+		o.ResultBudget = DefaultResultBudget
+	}
+	if o.BinaryCost <= 0 {
+		o.BinaryCost = DefaultBinaryCost
+	}
+	if o.MaxDescription == 0 {
+		o.MaxDescription = 2048
+	}
+	if o.ListConcurrency <= 0 {
+		o.ListConcurrency = 4
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &Registry{o: o, be: o.Backend, log: o.Logger, ctx: ctx, cancel: cancel,
+		views: map[string]*serverView{}, ops: map[string]*operation{}}
+	r.cancels.init()
+	r.subs.init()
+	r.snap.Store(buildSnapshot(0, nil, o.MaxDescription))
+	return r, nil
+}
+
+// Start lists every enabled server (connecting lazy ones: this is their
+// first capability listing, R2.3), then follows the manager's events and
+// rebuilds the snapshot whenever a catalog commits or a server's state or
+// disabledTools change (R4.4). A server that cannot be listed is recorded
+// in Snapshot.Errors; Start fails only when ctx ends.
+func (r *Registry) Start(ctx context.Context) error {
+	r.opsMu.Lock()
+	if r.started || r.closed {
+		r.opsMu.Unlock()
+		return errors.New("agent: Start called twice or after Close")
+	}
+	r.started = true
+	r.opsMu.Unlock()
+	// Subscribe before the first listing so no commit in between is missed.
+	events := r.be.Subscribe(r.ctx)
+	if err := r.Refresh(ctx); err != nil {
+		return err
+	}
+	r.wg.Add(1)
+	go r.loop(events)
+	return nil
+}
+
+// Close stops following the manager. Calls in flight are not cancelled:
+// they belong to their callers.
+func (r *Registry) Close() error {
+	r.opsMu.Lock()
+	if r.closed {
+		r.opsMu.Unlock()
+		return nil
+	}
+	r.closed = true
+	r.opsMu.Unlock()
+	r.cancel()
+	r.wg.Wait()
+	r.subs.close()
+	return nil
+}
+
+func (r *Registry) loop(events <-chan manager.Event) {
+	defer r.wg.Done()
+	for {
+		select {
+		case <-r.ctx.Done():
+			return
+		case _, ok := <-events:
+			if !ok {
+				return
+			}
+			// Events are snapshots and the broker may drop some, so each
+			// batch re-reads the truth instead of trusting the event.
+		drain:
+			for {
+				select {
+				case _, ok := <-events:
+					if !ok {
+						break drain
+					}
+				default:
+					break drain
+				}
+			}
+			r.sync(r.ctx, false)
+		}
+	}
+}
+
+// Refresh re-reads every server now, connecting enabled servers that have
+// no catalog yet (the first capability listing of a lazy server).
+func (r *Registry) Refresh(ctx context.Context) error {
+	r.sync(ctx, true)
+	return ctx.Err()
+}
+
+// sync brings the views in line with the manager and publishes a new
+// snapshot when anything changed. It never connects unless listLazy: an
+// event loop that connected would retry a failing server forever.
+func (r *Registry) sync(ctx context.Context, listLazy bool) {
+	r.buildMu.Lock()
+	defer r.buildMu.Unlock()
+	statuses := r.be.Status()
+	changed := false
+	seen := map[string]bool{}
+	var lazy []string
+	for _, st := range statuses {
+		seen[st.ID] = true
+		v := r.views[st.ID]
+		if v == nil {
+			v = &serverView{}
+			r.views[st.ID] = v
+			changed = true
+		}
+		if v.enabled != st.Enabled || !slices.Equal(v.disabled, st.DisabledTools) {
+			v.enabled, v.disabled = st.Enabled, slices.Clone(st.DisabledTools)
+			changed = true
+		}
+		if !st.Enabled {
+			if v.catalog != nil || v.err != nil {
+				v.catalog, v.err = nil, nil
+				changed = true
+			}
+			continue
+		}
+		if st.ConnectionID != "" {
+			// Ready: read the committed catalog of exactly this connection,
+			// which never connects.
+			if c, err := r.be.CatalogOn(st.ID, st.ConnectionID); err == nil {
+				if c != v.catalog || v.err != nil {
+					v.catalog, v.err = c, nil
+					changed = true
+				}
+			}
+			continue
+		}
+		if listLazy {
+			lazy = append(lazy, st.ID)
+		}
+		// Not ready: keep the last good catalog; jitter is not deletion.
+	}
+	for id := range r.views {
+		if !seen[id] {
+			delete(r.views, id)
+			changed = true
+		}
+	}
+	if len(lazy) > 0 {
+		type res struct {
+			c   *session.Catalog
+			err error
+		}
+		out := make([]res, len(lazy))
+		g, gctx := errgroup.WithContext(ctx)
+		g.SetLimit(r.o.ListConcurrency)
+		for i, id := range lazy {
+			g.Go(func() error {
+				out[i].c, out[i].err = r.be.Catalog(gctx, id)
+				return nil
+			})
+		}
+		_ = g.Wait()
+		for i, id := range lazy {
+			v := r.views[id]
+			switch {
+			case out[i].err == nil:
+				v.catalog, v.err = out[i].c, nil
+			case v.catalog == nil:
+				v.err = out[i].err
+			}
+			changed = true
+		}
+	}
+	if !changed {
+		return
+	}
+	r.gen++
+	s := buildSnapshot(r.gen, r.views, r.o.MaxDescription)
+	r.snap.Store(s)
+	r.subs.publish(s)
+}
+
+// Snapshot returns the current snapshot (never nil).
+func (r *Registry) Snapshot() *Snapshot { return r.snap.Load() }
+
+// Subscribe delivers each new snapshot until ctx is done or the registry
+// closes. Only the newest matters, so a slow subscriber sees the latest
+// and skips the ones in between.
+func (r *Registry) Subscribe(ctx context.Context) <-chan *Snapshot { return r.subs.subscribe(ctx) }
+
+// Snapshot is an immutable view of the registry: accessors return copies.
+type Snapshot struct {
+	gen       uint64
+	tools     []AgentTool
+	byName    map[string]int
+	byTool    map[toolKey]int
+	disabled  map[string]toolKey // names of tools switched off
+	prompts   []PromptCommand
+	resources []ResourceEntry
+	servers   []string
+	errs      map[string]error
+}
+
+// Generation increases with every rebuild.
+func (s *Snapshot) Generation() uint64 { return s.gen }
+
+// Tools returns the tools, sorted by name.
+func (s *Snapshot) Tools() []AgentTool {
+	out := make([]AgentTool, len(s.tools))
+	for i, t := range s.tools {
+		out[i] = t.clone()
+	}
+	return out
+}
+
+// Tool returns the tool with this AgentTool name.
+func (s *Snapshot) Tool(name string) (AgentTool, bool) {
+	i, ok := s.byName[name]
+	if !ok {
+		return AgentTool{}, false
+	}
+	return s.tools[i].clone(), true
+}
+
+// ToolFor returns the AgentTool of a server's tool.
+func (s *Snapshot) ToolFor(serverID, tool string) (AgentTool, bool) {
+	i, ok := s.byTool[toolKey{serverID, tool}]
+	if !ok {
+		return AgentTool{}, false
+	}
+	return s.tools[i].clone(), true
+}
+
+// Prompts returns the /server:prompt commands, sorted.
+func (s *Snapshot) Prompts() []PromptCommand {
+	out := make([]PromptCommand, len(s.prompts))
+	for i, p := range s.prompts {
+		p.Arguments = slices.Clone(p.Arguments)
+		out[i] = p
+	}
+	return out
+}
+
+// Resources returns every resource and resource template.
+func (s *Snapshot) Resources() []ResourceEntry { return slices.Clone(s.resources) }
+
+// Servers returns the ids of the enabled servers in the snapshot.
+func (s *Snapshot) Servers() []string { return slices.Clone(s.servers) }
+
+// Errors returns, per server, why it could not be listed (servers whose
+// last listing failed and that have no earlier catalog).
+func (s *Snapshot) Errors() map[string]error { return maps.Clone(s.errs) }
+
+func buildSnapshot(gen uint64, views map[string]*serverView, maxDesc int) *Snapshot {
+	s := &Snapshot{gen: gen, byName: map[string]int{}, byTool: map[toolKey]int{},
+		disabled: map[string]toolKey{}, errs: map[string]error{}}
+	ids := slices.Sorted(maps.Keys(views))
+	type entry struct {
+		k toolKey
+		t session.Tool
+	}
+	var entries []entry
+	var keys []toolKey
+	for _, id := range ids {
+		v := views[id]
+		if !v.enabled {
+			continue
+		}
+		s.servers = append(s.servers, id)
+		if v.err != nil {
+			s.errs[id] = v.err
+		}
+		c := v.catalog
+		if c == nil {
+			continue
+		}
+		for _, t := range c.Tools {
+			if t.Tool == nil {
+				continue
+			}
+			k := toolKey{id, t.Name}
+			if slices.Contains(v.disabled, t.Name) {
+				s.disabled[ToolName(id, t.Name)] = k
+				continue
+			}
+			entries = append(entries, entry{k, t})
+			keys = append(keys, k)
+		}
+		for _, p := range c.Prompts {
+			if p != nil {
+				s.prompts = append(s.prompts, promptCommand(id, p))
+			}
+		}
+		for _, res := range c.Resources {
+			if res != nil {
+				s.resources = append(s.resources, ResourceEntry{ServerID: id, URI: res.URI, Name: res.Name,
+					Title: res.Title, Description: res.Description, MIMEType: res.MIMEType, Size: res.Size})
+			}
+		}
+		for _, tp := range c.Templates {
+			if tp != nil {
+				s.resources = append(s.resources, ResourceEntry{ServerID: id, URI: tp.URITemplate, Template: true,
+					Name: tp.Name, Title: tp.Title, Description: tp.Description, MIMEType: tp.MIMEType})
+			}
+		}
+	}
+	names := assignNames(keys)
+	for _, e := range entries {
+		at := AgentTool{
+			Name: names[e.k], Title: e.t.Title, Description: capText(e.t.Description, maxDesc),
+			InputSchema: slices.Clone(e.t.RawInputSchema), Effects: EffectsWrite, Retry: RetryNever,
+			Annotations: annotationsOf(e.t.Annotations), ServerID: e.k.server, ToolName: e.k.tool,
+		}
+		if at.Title == "" && at.Annotations != nil {
+			at.Title = at.Annotations.Title
+		}
+		if len(at.InputSchema) == 0 {
+			at.InputSchema = json.RawMessage(`{"type":"object"}`)
+		}
+		s.tools = append(s.tools, at)
+	}
+	slices.SortFunc(s.tools, func(a, b AgentTool) int { return strings.Compare(a.Name, b.Name) })
+	for i, t := range s.tools {
+		s.byName[t.Name] = i
+		s.byTool[toolKey{t.ServerID, t.ToolName}] = i
+	}
+	slices.SortFunc(s.prompts, func(a, b PromptCommand) int { return strings.Compare(a.Command, b.Command) })
+	return s
+}
+
+func capText(s string, n int) string {
+	if n < 0 || runeLen(s) <= n {
+		return s
+	}
+	return cutRunes(s, n) + " …[description truncated by remotemcp]"
+}
+
+// snapBroker delivers the newest snapshot to each subscriber.
+type snapBroker struct {
+	mu     sync.Mutex
+	subs   map[chan *Snapshot]struct{}
+	closed bool
+}
+
+func (b *snapBroker) init() { b.subs = map[chan *Snapshot]struct{}{} }
+
+func (b *snapBroker) publish(s *Snapshot) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for ch := range b.subs {
+		select { // replace a snapshot nobody read yet
+		case <-ch:
+		default:
+		}
+		ch <- s
+	}
+}
+
+func (b *snapBroker) subscribe(ctx context.Context) <-chan *Snapshot {
+	ch := make(chan *Snapshot, 1)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		close(ch)
+		return ch
+	}
+	b.subs[ch] = struct{}{}
+	context.AfterFunc(ctx, func() {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		if _, ok := b.subs[ch]; ok {
+			delete(b.subs, ch)
+			close(ch)
+		}
+	})
+	return ch
+}
+
+func (b *snapBroker) close() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.closed = true
+	for ch := range b.subs {
+		delete(b.subs, ch)
+		close(ch)
+	}
+}
+
+// cancelRecords remember cancels that arrived before their call, bounded
+// and short-lived like the session's (R4.5).
+type cancelRecords struct {
+	at    map[string]time.Time
+	order []string
+}
+
+const (
+	maxCancelRecords = 1024
+	cancelRecordTTL  = 2 * time.Minute
+)
+
+func (c *cancelRecords) init() { c.at = map[string]time.Time{} }
+
+func (c *cancelRecords) add(id string) {
+	now := time.Now()
+	c.expire(now)
+	if _, ok := c.at[id]; !ok {
+		c.order = append(c.order, id)
+	}
+	c.at[id] = now
+	for len(c.order) > maxCancelRecords {
+		delete(c.at, c.order[0])
+		c.order = c.order[1:]
+	}
+}
+
+func (c *cancelRecords) take(id string) bool {
+	c.expire(time.Now())
+	if _, ok := c.at[id]; ok {
+		delete(c.at, id)
+		return true
+	}
+	return false
+}
+
+func (c *cancelRecords) expire(now time.Time) {
+	for len(c.order) > 0 {
+		id := c.order[0]
+		if t, ok := c.at[id]; ok && now.Sub(t) < cancelRecordTTL {
+			return
+		}
+		delete(c.at, id)
+		c.order = c.order[1:]
+	}
+}

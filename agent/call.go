@@ -1,0 +1,429 @@
+package agent
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/remotemcp/remotemcp/elicit"
+	"github.com/remotemcp/remotemcp/manager"
+	"github.com/remotemcp/remotemcp/session"
+)
+
+// CallOptions carry what travels with one call.
+type CallOptions struct {
+	// OperationID names the call from the AgentTool down to the SDK (it is
+	// also the MCP progress token), so Cancel can reach it at every stage
+	// (R4.5). Generated when empty; it must be unique among calls in flight.
+	OperationID string
+	// Progress receives the server's progress notifications. Their
+	// Message is server text: show it as such.
+	Progress func(session.Progress)
+	// Timeout, when positive, bounds this call in addition to the server's
+	// toolTimeout (default 60 s); the shorter one wins.
+	Timeout time.Duration
+}
+
+// Outcome classifies how a call ended.
+type Outcome string
+
+// Call outcomes. Only OutcomeOK carries the server's answer (which may
+// still be a tool error, see ToolResult.IsError).
+const (
+	OutcomeOK               Outcome = "ok"
+	OutcomeDenied           Outcome = "denied"
+	OutcomeApprovalFailed   Outcome = "approval-failed"
+	OutcomeInvalidArguments Outcome = "invalid-arguments"
+	OutcomeUnavailable      Outcome = "unavailable"
+	OutcomeCancelled        Outcome = "cancelled"
+	OutcomeTimeout          Outcome = "timeout"
+	OutcomeFailed           Outcome = "failed"
+	// OutcomeInterrupted: the call was waiting for the person's answer to
+	// a server question when remotemcp shut down or restarted (R6.2).
+	OutcomeInterrupted Outcome = "interrupted"
+)
+
+// ToolResult is what a call gives back for the model. Message and Notes
+// are remotemcp's own (trusted) words; Content is the server's (untrusted)
+// output. Render puts them together.
+type ToolResult struct {
+	// Tool is the AgentTool name; ServerID and ToolName the server's.
+	Tool        string  `json:"tool"`
+	ServerID    string  `json:"serverId,omitempty"`
+	ToolName    string  `json:"toolName,omitempty"`
+	OperationID string  `json:"operationId"`
+	Outcome     Outcome `json:"outcome"`
+	// IsError is the server's isError for OutcomeOK, and true for every
+	// other outcome.
+	IsError bool `json:"isError"`
+	// MaybeExecuted is true when the request may have reached the server.
+	// The call is never re-sent (R4.1).
+	MaybeExecuted bool   `json:"maybeExecuted"`
+	Message       string `json:"message,omitempty"`
+	// Content is the server's output (or error text), fenced on Render.
+	Content []ContextBlock `json:"content,omitempty"`
+	// StructuredContent is the server's structured result, when it fitted
+	// the budget.
+	StructuredContent json.RawMessage `json:"structuredContent,omitempty"`
+	// Notes say what the size budget cut (R4.6).
+	Notes []string `json:"notes,omitempty"`
+	// Truncated is set when anything was cut; OriginalChars and ShownChars
+	// count the text (and structured content) before and after.
+	Truncated     bool `json:"truncated,omitempty"`
+	OriginalChars int  `json:"originalChars,omitempty"`
+	ShownChars    int  `json:"shownChars,omitempty"`
+}
+
+// Render returns the text to give the model: the trusted message, the
+// fenced server content, then the notes.
+func (r *ToolResult) Render() string {
+	var parts []string
+	if r.Message != "" {
+		parts = append(parts, r.Message)
+	}
+	for _, b := range r.Content {
+		parts = append(parts, b.Render())
+	}
+	parts = append(parts, r.Notes...)
+	if len(parts) == 0 {
+		return "[remotemcp: the tool returned no content]"
+	}
+	return strings.Join(parts, "\n\n")
+}
+
+// operation is a call in flight in the registry.
+type operation struct {
+	id, server string
+	cancel     context.CancelCauseFunc
+	dispatched bool // handed to the manager; guarded by Registry.opsMu
+}
+
+var errCancelledEarly = errors.New("cancelled before the call started")
+
+func newOperationID() string { return "op-" + rand.Text()[:20] }
+
+// Call runs one tool call: lookup, lenient argument parsing, approval,
+// admission behind open elicitations, one dispatch through the manager,
+// validation, and the size budget. It never retries.
+//
+// Call returns a ToolResult in every case, written so the model can read
+// why a call did not happen (denied, unknown, bad arguments, timeout …).
+// The error is non-nil only when the call was cancelled (wrapping
+// ErrCancelled, and the context's cause) or the registry is closed; a
+// ToolResult describing that is returned too.
+func (r *Registry) Call(ctx context.Context, name string, args json.RawMessage, o CallOptions) (*ToolResult, error) {
+	if o.OperationID == "" {
+		o.OperationID = newOperationID()
+	}
+	snap := r.Snapshot()
+	t, ok := snap.Tool(name)
+	if !ok {
+		res := &ToolResult{Tool: name, OperationID: o.OperationID, Outcome: OutcomeUnavailable, IsError: true}
+		if k, off := snap.disabled[name]; off {
+			res.ServerID, res.ToolName = k.server, k.tool
+			res.Message = fmt.Sprintf("Tool %q is disabled by the user for MCP server %q; the call was not sent.", name, k.server)
+		} else {
+			res.Message = fmt.Sprintf("There is no tool named %q (the server's tool list may have changed); the call was not sent.", name)
+		}
+		// Consume a cancel that overtook this call, so it cannot hit a
+		// later call that reuses the id.
+		r.opsMu.Lock()
+		r.cancels.take(o.OperationID)
+		r.opsMu.Unlock()
+		return res, nil
+	}
+	return r.call(ctx, t, args, o)
+}
+
+// Cancel cancels a call by operation id at whatever stage it is: waiting
+// for approval or admission (it is then never dispatched), or in flight
+// (the SDK sends notifications/cancelled). A cancel that arrives before
+// its call is remembered for a while, so the call is refused (R4.5).
+func (r *Registry) Cancel(operationID string) {
+	r.opsMu.Lock()
+	op := r.ops[operationID]
+	if op == nil {
+		r.cancels.add(operationID)
+		r.opsMu.Unlock()
+		return
+	}
+	dispatched, server := op.dispatched, op.server
+	r.opsMu.Unlock()
+	op.cancel(ErrCancelled)
+	if dispatched {
+		// The context already stops the call; this also covers the gap
+		// before the session has registered it.
+		r.be.Cancel(server, operationID)
+	}
+}
+
+func (r *Registry) begin(ctx context.Context, opID, server string) (context.Context, *operation, error) {
+	r.opsMu.Lock()
+	defer r.opsMu.Unlock()
+	if r.closed {
+		return nil, nil, ErrClosed
+	}
+	if r.cancels.take(opID) {
+		return nil, nil, errCancelledEarly
+	}
+	if _, dup := r.ops[opID]; dup {
+		return nil, nil, fmt.Errorf("operation %s is already in flight", opID)
+	}
+	cctx, cancel := context.WithCancelCause(ctx)
+	op := &operation{id: opID, server: server, cancel: cancel}
+	r.ops[opID] = op
+	return cctx, op, nil
+}
+
+func (r *Registry) end(op *operation) {
+	r.opsMu.Lock()
+	if r.ops[op.id] == op {
+		delete(r.ops, op.id)
+	}
+	r.opsMu.Unlock()
+	op.cancel(nil)
+}
+
+func (r *Registry) call(parent context.Context, t AgentTool, rawArgs json.RawMessage, o CallOptions) (*ToolResult, error) {
+	base := func(out Outcome) *ToolResult {
+		return &ToolResult{Tool: t.Name, ServerID: t.ServerID, ToolName: t.ToolName, OperationID: o.OperationID, Outcome: out, IsError: true}
+	}
+	ctx, op, err := r.begin(parent, o.OperationID, t.ServerID)
+	switch {
+	case errors.Is(err, errCancelledEarly):
+		return r.cancelled(base, nil, false)
+	case err != nil:
+		res := base(OutcomeFailed)
+		res.Message = fmt.Sprintf("The call of tool %q was not sent: %v.", t.Name, err)
+		return res, err
+	}
+	defer r.end(op)
+
+	args, err := ParseArguments(rawArgs)
+	if err != nil {
+		res := base(OutcomeInvalidArguments)
+		res.Message = fmt.Sprintf("The call of tool %q was not sent: its %v.", t.Name, err)
+		return res, nil
+	}
+
+	dec, err := r.o.Approver.Approve(ctx, ApprovalRequest{
+		Tool: t.clone(), Server: t.ServerID, Arguments: json.RawMessage(append([]byte(nil), args...)),
+		Annotations: t.Annotations.clone(), OperationID: o.OperationID,
+	})
+	switch {
+	case ctx.Err() != nil:
+		return r.cancelled(base, ctx, false)
+	case err != nil:
+		res := base(OutcomeApprovalFailed)
+		res.Message = fmt.Sprintf("The call of tool %q was not sent: approval could not be obtained (%v).", t.Name, err)
+		return res, nil
+	case !dec.Approved:
+		res := base(OutcomeDenied)
+		res.Message = fmt.Sprintf("The user denied this call of tool %q (MCP server %q); it was not run.", t.Name, t.ServerID)
+		if dec.Reason != "" {
+			res.Message += " The user's reason: " + dec.Reason
+		}
+		return res, nil
+	}
+
+	var adm *elicit.Admission
+	if r.o.Cards != nil {
+		adm, err = r.o.Cards.Admit(ctx, elicit.CallInfo{ServerID: t.ServerID, Tool: t.ToolName, OperationID: o.OperationID, Arguments: args})
+		if err != nil {
+			if ctx.Err() != nil {
+				return r.cancelled(base, ctx, false)
+			}
+			res := base(OutcomeFailed)
+			res.Message = fmt.Sprintf("The call of tool %q was not sent: %v.", t.Name, err)
+			return res, nil
+		}
+		defer adm.Finish()
+	}
+
+	r.opsMu.Lock()
+	if ctx.Err() != nil {
+		// Cancelled after admission but before dispatch: never send it.
+		r.opsMu.Unlock()
+		return r.cancelled(base, ctx, false)
+	}
+	op.dispatched = true
+	r.opsMu.Unlock()
+
+	cctx := ctx
+	if o.Timeout > 0 {
+		var cancel context.CancelFunc
+		cctx, cancel = context.WithTimeout(ctx, o.Timeout)
+		defer cancel()
+	}
+	res, err := r.be.CallTool(cctx, t.ServerID, t.ToolName, args, session.CallOptions{OperationID: o.OperationID, Progress: o.Progress})
+	var intr *elicit.Card
+	if adm != nil {
+		intr = adm.Finish()
+	}
+	if intr != nil {
+		// The person's answer never reached the server (R6.2): say so
+		// rather than pass on whatever the server made of the failure.
+		out := base(OutcomeInterrupted)
+		out.MaybeExecuted = true
+		out.Message = intr.FailureMessage()
+		return out, nil
+	}
+	if err != nil {
+		return r.callFailed(base, ctx, cctx, o.Timeout, t, err)
+	}
+	if err := session.ValidateCallResult(res); err != nil {
+		out := base(OutcomeFailed)
+		out.MaybeExecuted = true
+		out.Message = fmt.Sprintf("The call of tool %q ran, but the server's result was invalid and was dropped; the call was not re-sent.", t.Name)
+		out.Content = []ContextBlock{errorBlock(t, err)}
+		return out, nil
+	}
+	return r.toolResult(t, o.OperationID, res), nil
+}
+
+func (r *Registry) callFailed(base func(Outcome) *ToolResult, ctx, cctx context.Context, timeout time.Duration, t AgentTool, err error) (*ToolResult, error) {
+	maybe := true
+	var ce *manager.CallError
+	if errors.As(err, &ce) {
+		maybe = ce.MaybeExecuted
+	}
+	switch {
+	case errors.Is(err, session.ErrCancelledBeforeDispatch):
+		return r.cancelled(base, ctx, false)
+	case ctx.Err() != nil:
+		return r.cancelled(base, ctx, maybe)
+	case errors.Is(err, manager.ErrToolDisabled):
+		res := base(OutcomeUnavailable)
+		res.Message = fmt.Sprintf("Tool %q is disabled by the user for MCP server %q; the call was not sent.", t.Name, t.ServerID)
+		return res, nil
+	case cctx.Err() != nil && errors.Is(err, context.DeadlineExceeded):
+		res := base(OutcomeTimeout)
+		res.MaybeExecuted = true
+		res.Message = fmt.Sprintf("The call of tool %q timed out after %s. The server was told to stop, but the call may have partly run; it was not re-sent.", t.Name, timeout)
+		return res, nil
+	case errors.Is(err, context.DeadlineExceeded):
+		res := base(OutcomeTimeout)
+		res.MaybeExecuted = true
+		res.Message = fmt.Sprintf("The call of tool %q timed out (the server's tool timeout). The server was told to stop, but the call may have partly run; it was not re-sent.", t.Name)
+		res.Content = []ContextBlock{errorBlock(t, err)}
+		return res, nil
+	}
+	res := base(OutcomeFailed)
+	res.MaybeExecuted = maybe
+	if maybe {
+		res.Message = fmt.Sprintf("The call of tool %q failed without a result. It was not re-sent, and it may or may not have run on the server. The error follows.", t.Name)
+	} else {
+		res.Message = fmt.Sprintf("The call of tool %q failed before it was sent; it did not run. The error follows.", t.Name)
+	}
+	// Errors can carry server text (JSON-RPC error messages): fence them.
+	res.Content = []ContextBlock{errorBlock(t, err)}
+	return res, nil
+}
+
+func errorBlock(t AgentTool, err error) ContextBlock {
+	return ContextBlock{Provenance: Provenance{Server: t.ServerID, Kind: KindTool, Name: t.ToolName},
+		MIMEType: "text/plain", Text: err.Error(), fence: newFence()}
+}
+
+// cancelled builds the result and error of a cancelled call.
+func (r *Registry) cancelled(base func(Outcome) *ToolResult, ctx context.Context, dispatched bool) (*ToolResult, error) {
+	res := base(OutcomeCancelled)
+	res.MaybeExecuted = dispatched
+	if dispatched {
+		res.Message = fmt.Sprintf("The call of tool %q was cancelled while it ran. The server was told to stop, but the call may have partly run; it was not re-sent.", res.Tool)
+	} else {
+		res.Message = fmt.Sprintf("The call of tool %q was cancelled before it was sent; it did not run.", res.Tool)
+	}
+	err := fmt.Errorf("%w (operation %s)", ErrCancelled, res.OperationID)
+	if ctx != nil {
+		if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, ErrCancelled) {
+			err = fmt.Errorf("%w (operation %s): %w", ErrCancelled, res.OperationID, cause)
+		}
+	}
+	return res, err
+}
+
+// toolResult converts a validated server result under the size budget.
+func (r *Registry) toolResult(t AgentTool, opID string, res *mcp.CallToolResult) *ToolResult {
+	out := &ToolResult{Tool: t.Name, ServerID: t.ServerID, ToolName: t.ToolName, OperationID: opID,
+		Outcome: OutcomeOK, IsError: res.IsError, MaybeExecuted: true}
+	bu := newBudget(r.o.ResultBudget, r.o.BinaryCost)
+	prov := Provenance{Server: t.ServerID, Kind: KindTool, Name: t.ToolName}
+	hasText := false
+	for _, c := range res.Content {
+		if b, ok := bu.content(c, prov, ""); ok {
+			out.Content = append(out.Content, b)
+			hasText = hasText || !b.Binary()
+		}
+	}
+	var structNote string
+	if res.StructuredContent != nil {
+		out.StructuredContent, structNote = bu.structured(res.StructuredContent)
+		if out.StructuredContent != nil && !hasText {
+			// Nothing else for the model to read: show the JSON itself
+			// (already counted against the budget).
+			out.Content = append(out.Content, ContextBlock{Provenance: prov, MIMEType: "application/json",
+				Text: string(out.StructuredContent), fence: newFence()})
+		}
+	}
+	out.Notes = bu.notes()
+	if structNote != "" {
+		out.Notes = append(out.Notes, structNote)
+	}
+	out.Truncated, out.OriginalChars, out.ShownChars = bu.truncated, bu.originalChars, bu.shownChars
+	if res.IsError {
+		out.Message = fmt.Sprintf("Tool %q reported an error; its output follows.", t.Name)
+	}
+	return out
+}
+
+// Resend re-sends the tool call of an interrupted elicitation card, once,
+// after the person confirmed it is safe (elicit.Cards.ConfirmRetry, R6.2).
+// The call goes through approval and admission like any other. An error
+// means nothing was sent: no confirmation, already re-sent, no Cards, or
+// the tool is gone.
+func (r *Registry) Resend(ctx context.Context, cardID string, o CallOptions) (*ToolResult, error) {
+	cards := r.o.Cards
+	if cards == nil {
+		return nil, errors.New("agent: Resend needs Options.Cards")
+	}
+	card, err := cards.Get(ctx, cardID)
+	if err != nil {
+		return nil, err
+	}
+	if !card.RetryConfirmed {
+		return nil, fmt.Errorf("card %s: %w", cardID, elicit.ErrRetryNotConfirmed)
+	}
+	t, ok := r.Snapshot().ToolFor(card.ServerID, card.Tool)
+	if !ok {
+		return nil, fmt.Errorf("card %s: tool %q of server %q is not available any more; nothing was re-sent", cardID, card.Tool, card.ServerID)
+	}
+	if o.OperationID == "" {
+		o.OperationID = newOperationID()
+	}
+	if _, err := cards.ClaimResend(ctx, cardID, o.OperationID); err != nil {
+		return nil, err
+	}
+	return r.call(ctx, t, card.Arguments, o)
+}
+
+// InterruptedResult is the explicit failure the model gets for an
+// interrupted card found after a restart (elicit.Cards.Interrupted): the
+// answer never reached the server and nothing was re-sent (R6.2).
+func (r *Registry) InterruptedResult(card elicit.Card) *ToolResult {
+	name := ""
+	if card.Tool != "" {
+		name = ToolName(card.ServerID, card.Tool)
+	}
+	if t, ok := r.Snapshot().ToolFor(card.ServerID, card.Tool); ok {
+		name = t.Name
+	}
+	return &ToolResult{Tool: name, ServerID: card.ServerID, ToolName: card.Tool, OperationID: card.OperationID,
+		Outcome: OutcomeInterrupted, IsError: true, MaybeExecuted: true, Message: card.FailureMessage()}
+}

@@ -1,0 +1,114 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/remotemcp/remotemcp/session"
+)
+
+// PromptCommand is a server prompt offered as a /server:prompt command
+// (R4.2), with what a form needs to ask for its arguments.
+type PromptCommand struct {
+	// Command is "/" + serverId + ":" + the prompt name.
+	Command     string           `json:"command"`
+	ServerID    string           `json:"serverId"`
+	Name        string           `json:"name"`
+	Title       string           `json:"title,omitempty"`
+	Description string           `json:"description,omitempty"`
+	Arguments   []PromptArgument `json:"arguments,omitempty"`
+}
+
+// PromptArgument is one field of a prompt's form.
+type PromptArgument struct {
+	Name        string `json:"name"`
+	Title       string `json:"title,omitempty"`
+	Description string `json:"description,omitempty"`
+	Required    bool   `json:"required,omitempty"`
+}
+
+func promptCommand(server string, p *mcp.Prompt) PromptCommand {
+	pc := PromptCommand{Command: "/" + server + ":" + p.Name, ServerID: server, Name: p.Name, Title: p.Title, Description: p.Description}
+	for _, a := range p.Arguments {
+		if a != nil {
+			pc.Arguments = append(pc.Arguments, PromptArgument{Name: a.Name, Title: a.Title, Description: a.Description, Required: a.Required})
+		}
+	}
+	return pc
+}
+
+// PromptResult is a prompt's output, to attach to the user's message as
+// untrusted context (R4.2).
+type PromptResult struct {
+	Command string `json:"command"`
+	// Description is the server's description of this result (untrusted).
+	Description string         `json:"description,omitempty"`
+	Blocks      []ContextBlock `json:"blocks"`
+	Notes       []string       `json:"notes,omitempty"`
+}
+
+// Render returns the fenced messages followed by the budget notes.
+func (p *PromptResult) Render() string {
+	parts := []string{RenderBlocks(p.Blocks)}
+	parts = append(parts, p.Notes...)
+	return strings.Join(parts, "\n\n")
+}
+
+// ArgumentError is a prompt form filled in wrongly; it names the argument.
+type ArgumentError struct {
+	Command, Argument, Problem string
+}
+
+func (e *ArgumentError) Error() string {
+	return fmt.Sprintf("%s: argument %q %s", e.Command, e.Argument, e.Problem)
+}
+
+// GetPrompt runs a /server:prompt command. Required arguments are checked
+// here, so the form can point at the missing field before anything is
+// sent; each message of the result becomes an untrusted ContextBlock.
+func (r *Registry) GetPrompt(ctx context.Context, command string, args map[string]string) (*PromptResult, error) {
+	cmd := command
+	if !strings.HasPrefix(cmd, "/") {
+		cmd = "/" + cmd
+	}
+	snap := r.Snapshot()
+	i, ok := slices.BinarySearchFunc(snap.prompts, cmd, func(p PromptCommand, c string) int { return strings.Compare(p.Command, c) })
+	if !ok {
+		return nil, fmt.Errorf("%w %q", ErrUnknownCommand, command)
+	}
+	pc := snap.prompts[i]
+	for _, a := range pc.Arguments {
+		if a.Required && strings.TrimSpace(args[a.Name]) == "" {
+			return nil, &ArgumentError{Command: cmd, Argument: a.Name, Problem: "is required"}
+		}
+	}
+	for name := range args {
+		if !slices.ContainsFunc(pc.Arguments, func(a PromptArgument) bool { return a.Name == name }) {
+			return nil, &ArgumentError{Command: cmd, Argument: name, Problem: "is not an argument of this prompt"}
+		}
+	}
+	res, err := r.be.GetPrompt(ctx, pc.ServerID, pc.Name, args)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", cmd, err)
+	}
+	if err := session.ValidatePromptResult(res); err != nil {
+		return nil, fmt.Errorf("%s: %w", cmd, err)
+	}
+	out := &PromptResult{Command: cmd, Description: res.Description}
+	bu := newBudget(r.o.ResultBudget, r.o.BinaryCost)
+	prov := Provenance{Server: pc.ServerID, Kind: KindPrompt, Name: pc.Name}
+	for _, m := range res.Messages {
+		if m == nil || m.Content == nil {
+			continue
+		}
+		if b, ok := bu.content(m.Content, prov, string(m.Role)); ok {
+			out.Blocks = append(out.Blocks, b)
+		}
+	}
+	out.Notes = bu.notes()
+	return out, nil
+}

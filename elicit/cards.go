@@ -1,0 +1,938 @@
+// Package elicit turns a server's form-mode elicitation request into a
+// persistent interaction card that a person answers (R6.1), and makes sure
+// that after a restart nobody pretends an answer reached the server (R6.2).
+//
+// Flow. The manager's Elicit callback is [Cards.Handle]: it stores an
+// "mcp_elicitation" card (status pending) in the store's KV table, publishes
+// it to subscribers (the settings page, the CLI) and blocks until the
+// person calls [Cards.Answer], the request's context ends, the connection
+// that asked goes away, or the Cards are closed. Only then does the
+// original tool call continue. URL mode is always declined.
+//
+// Queueing (R4.5). While a card of a server is pending, new tool calls to
+// that server wait in [Cards.Admit] before they are sent; a waiting call
+// whose context is cancelled returns without ever being dispatched. Calls
+// wait because the person answers one question at a time, and because it
+// keeps attribution (below) unambiguous.
+//
+// Attribution. go-sdk hands the elicitation handler only the request: it
+// does not say which tools/call it belongs to. When exactly one admitted
+// call is in flight on the server, the card is attributed to it (tool,
+// operationId, arguments); otherwise the card records the server only and
+// cannot be re-sent by [Cards.ClaimResend]. Calls made around Cards (not
+// through Admit) are invisible to attribution.
+//
+// Restart (R6.2). A remote HTTP call cannot survive the process that made
+// it. [Open] closes every card left pending by a previous process, and
+// every answered card whose tool call never finished, as "interrupted",
+// with a reason that says the answer never reached the server (or that the
+// result was lost). The model is told so through [Card.FailureMessage]; the
+// tool is re-sent only after [Cards.ConfirmRetry], by exactly one
+// [Cards.ClaimResend].
+//
+// One Cards instance should own a data directory's cards at a time (the
+// daemon's). A second instance opened over the same store takes the
+// pending cards over as interrupted; the first one then no longer writes
+// them.
+package elicit
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/remotemcp/remotemcp/manager"
+	"github.com/remotemcp/remotemcp/store"
+)
+
+// Namespace is the store KV namespace of the cards.
+const Namespace = "mcp_elicitation"
+
+// DefaultRetention is how long finished cards are kept when
+// Options.Retention is zero.
+const DefaultRetention = 7 * 24 * time.Hour
+
+// Status is a card's state.
+type Status string
+
+// Card states. Only pending cards can be answered.
+const (
+	StatusPending   Status = "pending"
+	StatusAccepted  Status = "accepted"
+	StatusDeclined  Status = "declined"
+	StatusCancelled Status = "cancelled"
+	// StatusInterrupted: the process that held the tool call ended before
+	// the call finished (R6.2).
+	StatusInterrupted Status = "interrupted"
+)
+
+// Action is the person's answer to a card.
+type Action string
+
+// The answers of MCP elicitation.
+const (
+	ActionAccept  Action = "accept"
+	ActionDecline Action = "decline"
+	ActionCancel  Action = "cancel"
+)
+
+// Response is an answer to a card. Content is only used with accept.
+type Response struct {
+	Action  Action         `json:"action"`
+	Content map[string]any `json:"content,omitempty"`
+}
+
+// Card is one server question, as stored under Namespace/ID.
+type Card struct {
+	ID           string `json:"id"`
+	ServerID     string `json:"server"`
+	ConnectionID string `json:"connectionId,omitempty"`
+	// Tool, OperationID and Arguments identify the tool call the question
+	// belongs to; empty when it could not be attributed (see the package
+	// comment).
+	Tool        string          `json:"tool,omitempty"`
+	OperationID string          `json:"operationId,omitempty"`
+	Arguments   json.RawMessage `json:"arguments,omitempty"`
+	// Message and RequestedSchema come from the server: untrusted text,
+	// to be shown to the person as such.
+	Message         string          `json:"message"`
+	RequestedSchema json.RawMessage `json:"requestedSchema,omitempty"`
+	Created         time.Time       `json:"created"`
+	Updated         time.Time       `json:"updated"`
+	Status          Status          `json:"status"`
+	// Reason says why a card was cancelled or interrupted.
+	Reason string `json:"reason,omitempty"`
+	// Response is the person's answer (accepted/declined/cancelled cards).
+	Response *Response `json:"response,omitempty"`
+	// Settled is set once the tool call the card belongs to has finished
+	// in the process that made the card: its outcome reached the caller.
+	Settled bool `json:"settled,omitempty"`
+	// RetryConfirmed: the person confirmed that re-sending is safe.
+	RetryConfirmed bool `json:"retryConfirmed,omitempty"`
+	// Resent: the tool was re-sent once, with ResendOperationID.
+	Resent            bool   `json:"resent,omitempty"`
+	ResendOperationID string `json:"resendOperationId,omitempty"`
+	// Owner is the Cards instance allowed to write the card.
+	Owner string `json:"owner"`
+}
+
+// Form parses the card's requested schema.
+func (c Card) Form() (*Form, error) { return ParseForm(c.RequestedSchema) }
+
+// FailureMessage is the explicit failure the model gets for an interrupted
+// card (R6.2): the answer never reached the server (or the result was
+// lost), nothing was re-sent, and a re-send needs the person's
+// confirmation. Empty for other states.
+func (c Card) FailureMessage() string {
+	if c.Status != StatusInterrupted {
+		return ""
+	}
+	what := fmt.Sprintf("The call of tool %q on MCP server %q", c.Tool, c.ServerID)
+	if c.Tool == "" {
+		what = fmt.Sprintf("A tool call on MCP server %q", c.ServerID)
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s failed: it was interrupted while the server was asking the user a question (%s). ", what, c.Reason)
+	if c.Response == nil {
+		b.WriteString("The user's answer never reached the server. ")
+	}
+	b.WriteString("The call's outcome is unknown: it may have partly run on the server. It was not re-sent")
+	switch {
+	case c.Resent:
+		b.WriteString(" automatically; the user confirmed a re-send, which has been made once.")
+	case c.Tool == "":
+		b.WriteString(".")
+	default:
+		b.WriteString(", and it will only be re-sent after the user confirms that doing so is safe.")
+	}
+	return b.String()
+}
+
+// Errors callers branch on.
+var (
+	ErrUnknownCard       = errors.New("no such elicitation card")
+	ErrNotPending        = errors.New("elicitation card is not pending")
+	ErrNotInterrupted    = errors.New("only an interrupted card can be retried")
+	ErrNotAttributed     = errors.New("the card is not attributed to a tool call, so there is nothing to re-send")
+	ErrRetryNotConfirmed = errors.New("re-sending needs the user's confirmation first (ConfirmRetry)")
+	ErrAlreadyResent     = errors.New("the tool call was already re-sent once")
+	ErrClosed            = errors.New("elicitation cards closed")
+	// ErrNotOwner: another Cards instance took the card over (a restart
+	// over the same data directory); this one no longer writes it.
+	ErrNotOwner = errors.New("elicitation card is owned by another remotemcp instance")
+)
+
+// KV is the part of the store the cards live in; *store.SQLite has it.
+type KV interface {
+	PutKV(ctx context.Context, ns, key string, value []byte) error
+	GetKV(ctx context.Context, ns, key string) ([]byte, error)
+	ListKV(ctx context.Context, ns string) (map[string][]byte, error)
+	DeleteKV(ctx context.Context, ns, key string) error
+}
+
+// ConnectionSource tells which connection of a server is current;
+// *manager.Manager has it. See [Cards.Watch].
+type ConnectionSource interface {
+	Subscribe(ctx context.Context) <-chan manager.Event
+	CurrentConnection(id string) (string, bool)
+}
+
+// Options configure Open.
+type Options struct {
+	Logger *slog.Logger
+	// Retention is how long finished cards are kept (DefaultRetention when
+	// zero); older ones are deleted by Open.
+	Retention time.Duration
+}
+
+// Cards owns the elicitation cards of one data directory. Safe for
+// concurrent use.
+type Cards struct {
+	kv       KV
+	log      *slog.Logger
+	instance string
+	done     chan struct{}
+	wg       sync.WaitGroup // Watch goroutines
+
+	// wmu serializes store writes; each write reads the latest in-memory
+	// state under mu first, so the last write always carries the last
+	// state. Lock order: wmu, then mu.
+	wmu sync.Mutex
+
+	mu      sync.Mutex
+	closed  bool
+	recs    map[string]*Card           // cards of this instance not yet settled
+	live    map[string]*liveCard       // pending cards with a waiting handler
+	waitOn  map[string]map[string]bool // card id → in-flight calls it may belong to
+	servers map[string]*gate
+	subs    broker
+}
+
+type liveCard struct {
+	shown bool // saved and published: visible to Pending and Answer
+	form  *Form
+	wake chan struct{} // closed after the card left pending and was saved
+	resp *Response     // the answer, or nil with err
+	err  error
+}
+
+// gate is a server's admission state.
+type gate struct {
+	calls   map[string]*Admission // admitted calls in flight, by operation id
+	pending int                   // pending cards
+	changed chan struct{}         // closed (and replaced) when a card leaves pending
+}
+
+// Open loads the cards of kv. Cards left pending by a previous process,
+// and answered cards whose tool call never finished, are closed as
+// interrupted (R6.2); finished cards older than the retention are deleted.
+func Open(ctx context.Context, kv KV, o Options) (*Cards, error) {
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Retention <= 0 {
+		o.Retention = DefaultRetention
+	}
+	c := &Cards{
+		kv: kv, log: o.Logger, instance: "i-" + rand.Text()[:16], done: make(chan struct{}),
+		recs: map[string]*Card{}, live: map[string]*liveCard{}, waitOn: map[string]map[string]bool{},
+		servers: map[string]*gate{},
+	}
+	c.subs.init()
+	all, err := kv.ListKV(ctx, Namespace)
+	if err != nil {
+		return nil, fmt.Errorf("elicit: load cards: %w", err)
+	}
+	now := time.Now().UTC()
+	for key, raw := range all {
+		var card Card
+		if err := json.Unmarshal(raw, &card); err != nil || card.ID != key {
+			c.log.Warn("elicit: skipping unreadable card", "id", key, "err", err)
+			continue
+		}
+		switch {
+		case card.Status == StatusPending:
+			card.Reason = "remotemcp restarted while the question was open"
+		case !card.Settled && card.Status != StatusInterrupted:
+			card.Reason = fmt.Sprintf("remotemcp restarted before the tool call finished; the answer (%s) may have reached the server, but the call's result was lost", card.Status)
+		default:
+			if now.Sub(card.Updated) > o.Retention {
+				if err := kv.DeleteKV(ctx, Namespace, key); err != nil {
+					return nil, fmt.Errorf("elicit: prune card %s: %w", key, err)
+				}
+			}
+			continue
+		}
+		card.Status = StatusInterrupted
+		card.Updated = now
+		card.Owner = c.instance
+		if err := c.put(ctx, card); err != nil {
+			return nil, fmt.Errorf("elicit: close interrupted card %s: %w", key, err)
+		}
+	}
+	return c, nil
+}
+
+// Close closes every pending card as interrupted (the process is going
+// away, so the answer can never reach the server), wakes their handlers
+// and stops the Watch goroutines. Tool calls still finishing may call
+// Admission.Finish afterwards.
+func (c *Cards) Close() error {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return nil
+	}
+	c.closed = true
+	close(c.done)
+	ids := make([]string, 0, len(c.live))
+	for id := range c.live {
+		ids = append(ids, id)
+	}
+	c.mu.Unlock()
+	for _, id := range ids {
+		c.resolve(id, StatusInterrupted, "remotemcp shut down while the question was open", nil, ErrClosed)
+	}
+	c.wg.Wait()
+	c.subs.close()
+	return nil
+}
+
+// Watch closes pending cards whose connection is no longer the server's
+// current one (a disconnect, reconnect or config change), so their
+// handlers return. Without it, closing a session would wait for the
+// person: go-sdk's ClientSession.Close waits for running handlers and does
+// not cancel their context. The goroutine stops on Close.
+func (c *Cards) Watch(src ConnectionSource) {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return
+	}
+	c.wg.Add(1)
+	c.mu.Unlock()
+	ctx, cancel := context.WithCancel(context.Background())
+	events := src.Subscribe(ctx)
+	go func() {
+		defer c.wg.Done()
+		defer cancel()
+		for {
+			select {
+			case <-c.done:
+				return
+			case _, ok := <-events:
+				if !ok {
+					return
+				}
+			drain:
+				for {
+					select {
+					case _, ok := <-events:
+						if !ok {
+							break drain
+						}
+					default:
+						break drain
+					}
+				}
+				c.checkConnections(src)
+			}
+		}
+	}()
+}
+
+func (c *Cards) checkConnections(src ConnectionSource) {
+	type pc struct{ id, server, conn string }
+	var cards []pc
+	c.mu.Lock()
+	for id := range c.live {
+		if r := c.recs[id]; r != nil && r.ConnectionID != "" {
+			cards = append(cards, pc{id, r.ServerID, r.ConnectionID})
+		}
+	}
+	c.mu.Unlock()
+	for _, p := range cards {
+		if cur, ok := src.CurrentConnection(p.server); !ok || cur != p.conn {
+			c.resolve(p.id, StatusCancelled, "the connection to the server closed before the question was answered", nil, errors.New("connection closed"))
+		}
+	}
+}
+
+// Handle is the manager's Elicit callback (manager.Options.Elicit): it
+// makes a pending card and blocks until it is answered or closed. URL mode
+// and schemas a form cannot show are declined.
+func (c *Cards) Handle(ctx context.Context, info manager.ElicitInfo, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+	if req == nil || req.Params == nil {
+		return nil, errors.New("elicitation request without params")
+	}
+	p := req.Params
+	if p.Mode != "" && p.Mode != "form" {
+		// URL mode is explicitly declined (R6.1).
+		return &mcp.ElicitResult{Action: string(ActionDecline)}, nil
+	}
+	schema, err := json.Marshal(p.RequestedSchema)
+	if err != nil {
+		return nil, fmt.Errorf("requested schema: %w", err)
+	}
+	form, err := ParseForm(schema)
+	if err != nil {
+		c.log.Warn("elicit: declining a question the form cannot show", "server", info.ServerID, "err", err)
+		return &mcp.ElicitResult{Action: string(ActionDecline)}, nil
+	}
+	now := time.Now().UTC()
+	card := &Card{
+		ID: "el-" + rand.Text()[:20], ServerID: info.ServerID, ConnectionID: info.ConnectionID,
+		Message: p.Message, RequestedSchema: schema, Created: now, Updated: now,
+		Status: StatusPending, Owner: c.instance,
+	}
+	l := &liveCard{form: form, wake: make(chan struct{})}
+
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return nil, ErrClosed
+	}
+	g := c.gate(info.ServerID)
+	cands := make(map[string]bool, len(g.calls))
+	for op, a := range g.calls {
+		cands[op] = true
+		if len(g.calls) == 1 {
+			card.Tool, card.OperationID, card.Arguments = a.info.Tool, op, a.info.Arguments
+		}
+	}
+	c.recs[card.ID] = card
+	c.live[card.ID] = l
+	c.waitOn[card.ID] = cands
+	g.pending++
+	c.mu.Unlock()
+
+	if err := c.save(context.WithoutCancel(ctx), card.ID); err != nil {
+		// A card that is not stored would not survive a restart (R6.1):
+		// do not ask the question at all.
+		c.resolve(card.ID, StatusCancelled, "the card could not be saved", nil, err)
+		c.settle(card.ID)
+		return nil, fmt.Errorf("elicit: save card: %w", err)
+	}
+	c.mu.Lock()
+	l.shown = true
+	c.mu.Unlock()
+	c.publish(card.ID)
+
+	select {
+	case <-l.wake:
+	case <-ctx.Done():
+		c.resolve(card.ID, StatusCancelled, "the server withdrew the question before it was answered", nil, ctx.Err())
+		<-l.wake // resolve, ours or a racing one, closes it
+	}
+	c.settle(card.ID)
+	if l.resp == nil {
+		return nil, l.err
+	}
+	return &mcp.ElicitResult{Action: string(l.resp.Action), Content: l.resp.Content}, nil
+}
+
+// Answer answers a pending card. An accepted answer is validated against
+// the requested schema (defaults applied; a *ValidationError names every
+// bad field and leaves the card pending); then the original tool call
+// continues.
+func (c *Cards) Answer(ctx context.Context, cardID string, r Response) error {
+	switch r.Action {
+	case ActionAccept, ActionDecline, ActionCancel:
+	default:
+		return fmt.Errorf("answer card %s: action %q: want accept, decline or cancel", cardID, r.Action)
+	}
+	c.mu.Lock()
+	l := c.live[cardID]
+	c.mu.Unlock()
+	if l == nil {
+		card, err := c.Get(ctx, cardID)
+		if err != nil {
+			return err
+		}
+		return fmt.Errorf("answer card %s: %w (it is %s)", cardID, ErrNotPending, card.Status)
+	}
+	resp := &Response{Action: r.Action}
+	status := map[Action]Status{ActionAccept: StatusAccepted, ActionDecline: StatusDeclined, ActionCancel: StatusCancelled}[r.Action]
+	if r.Action == ActionAccept {
+		content, err := l.form.Validate(r.Content)
+		if err != nil {
+			return err
+		}
+		resp.Content = content
+	}
+	if !c.resolve(cardID, status, "", resp, nil) {
+		return fmt.Errorf("answer card %s: %w (it was closed meanwhile)", cardID, ErrNotPending)
+	}
+	return nil
+}
+
+// resolve moves a pending card to its final state, saves it, then wakes
+// its handler (saving first: the store never claims less than happened).
+// It reports false when the card was not pending.
+func (c *Cards) resolve(id string, st Status, reason string, resp *Response, err error) bool {
+	c.mu.Lock()
+	l := c.live[id]
+	if l == nil {
+		c.mu.Unlock()
+		return false
+	}
+	r := c.recs[id]
+	r.Status, r.Reason, r.Response, r.Updated = st, reason, resp, time.Now().UTC()
+	delete(c.live, id)
+	l.resp, l.err = resp, err
+	if l.resp == nil && l.err == nil {
+		l.err = errors.New(reason)
+	}
+	if g := c.servers[r.ServerID]; g != nil {
+		g.pending--
+		close(g.changed)
+		g.changed = make(chan struct{})
+	}
+	c.mu.Unlock()
+	if err := c.save(context.Background(), id); err != nil {
+		c.log.Warn("elicit: saving the card failed", "card", id, "status", st, "err", err)
+	}
+	c.publish(id)
+	close(l.wake)
+	return true
+}
+
+// settle marks a card settled once it is no longer pending and no call it
+// may belong to is in flight, and then forgets it.
+func (c *Cards) settle(id string) {
+	c.mu.Lock()
+	r := c.recs[id]
+	if r == nil || c.live[id] != nil || len(c.waitOn[id]) > 0 || r.Status == StatusInterrupted {
+		c.mu.Unlock()
+		return
+	}
+	r.Settled = true
+	c.mu.Unlock()
+	if err := c.save(context.Background(), id); err != nil && !errors.Is(err, ErrNotOwner) {
+		c.log.Warn("elicit: saving the settled card failed", "card", id, "err", err)
+	}
+}
+
+// save writes the latest in-memory state of a card of this instance; a
+// settled card is forgotten afterwards.
+func (c *Cards) save(ctx context.Context, id string) error {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	c.mu.Lock()
+	r := c.recs[id]
+	if r == nil {
+		c.mu.Unlock()
+		return nil
+	}
+	card := cloneCard(*r)
+	c.mu.Unlock()
+	err := c.putOwned(ctx, card)
+	if card.Settled || errors.Is(err, ErrNotOwner) {
+		c.mu.Lock()
+		delete(c.recs, id)
+		delete(c.waitOn, id)
+		c.mu.Unlock()
+	}
+	return err
+}
+
+// putOwned writes a card unless another instance took it over.
+func (c *Cards) putOwned(ctx context.Context, card Card) error {
+	raw, err := c.kv.GetKV(ctx, Namespace, card.ID)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+	case err != nil:
+		return err
+	default:
+		var stored Card
+		if json.Unmarshal(raw, &stored) == nil && stored.Owner != c.instance {
+			return fmt.Errorf("card %s: %w", card.ID, ErrNotOwner)
+		}
+	}
+	return c.put(ctx, card)
+}
+
+func (c *Cards) put(ctx context.Context, card Card) error {
+	raw, err := json.Marshal(card)
+	if err != nil {
+		return err
+	}
+	return c.kv.PutKV(ctx, Namespace, card.ID, raw)
+}
+
+// mutate changes a card (in memory if this instance holds it, else in the
+// store) and saves it; fn returning an error changes nothing.
+func (c *Cards) mutate(ctx context.Context, id string, fn func(*Card) error) (Card, error) {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	c.mu.Lock()
+	if r := c.recs[id]; r != nil {
+		if c.live[id] != nil {
+			c.mu.Unlock()
+			return Card{}, fmt.Errorf("card %s: %w", id, errors.New("the card is still pending"))
+		}
+		next := cloneCard(*r)
+		if err := fn(&next); err != nil {
+			c.mu.Unlock()
+			return Card{}, err
+		}
+		next.Updated = time.Now().UTC()
+		*r = next
+		c.mu.Unlock()
+		if err := c.putOwned(ctx, next); err != nil {
+			return Card{}, err
+		}
+		c.publishCard(next)
+		return next, nil
+	}
+	c.mu.Unlock()
+	card, err := c.load(ctx, id)
+	if err != nil {
+		return Card{}, err
+	}
+	if err := fn(&card); err != nil {
+		return Card{}, err
+	}
+	card.Updated = time.Now().UTC()
+	// Interrupted cards have no live handler anywhere, so the person's
+	// decision may move them to this instance.
+	card.Owner = c.instance
+	if err := c.put(ctx, card); err != nil {
+		return Card{}, err
+	}
+	c.publishCard(card)
+	return card, nil
+}
+
+func (c *Cards) load(ctx context.Context, id string) (Card, error) {
+	raw, err := c.kv.GetKV(ctx, Namespace, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return Card{}, fmt.Errorf("%w %q", ErrUnknownCard, id)
+	}
+	if err != nil {
+		return Card{}, err
+	}
+	var card Card
+	if err := json.Unmarshal(raw, &card); err != nil {
+		return Card{}, fmt.Errorf("card %s: %w", id, err)
+	}
+	return card, nil
+}
+
+// ConfirmRetry records the person's confirmation that re-sending the tool
+// call of an interrupted card is safe (R6.2).
+func (c *Cards) ConfirmRetry(ctx context.Context, cardID string) error {
+	_, err := c.mutate(ctx, cardID, func(card *Card) error {
+		switch {
+		case card.Status != StatusInterrupted:
+			return fmt.Errorf("card %s is %s: %w", cardID, card.Status, ErrNotInterrupted)
+		case card.Tool == "":
+			return fmt.Errorf("card %s: %w", cardID, ErrNotAttributed)
+		case card.Resent:
+			return fmt.Errorf("card %s: %w", cardID, ErrAlreadyResent)
+		}
+		card.RetryConfirmed = true
+		return nil
+	})
+	return err
+}
+
+// ClaimResend checks that the re-send of an interrupted card's tool call
+// was confirmed and not yet made, and marks it made with operationID. The
+// claim comes before the call, so two callers can never both re-send it.
+func (c *Cards) ClaimResend(ctx context.Context, cardID, operationID string) (Card, error) {
+	return c.mutate(ctx, cardID, func(card *Card) error {
+		switch {
+		case card.Status != StatusInterrupted:
+			return fmt.Errorf("card %s is %s: %w", cardID, card.Status, ErrNotInterrupted)
+		case card.Tool == "":
+			return fmt.Errorf("card %s: %w", cardID, ErrNotAttributed)
+		case card.Resent:
+			return fmt.Errorf("card %s: %w", cardID, ErrAlreadyResent)
+		case !card.RetryConfirmed:
+			return fmt.Errorf("card %s: %w", cardID, ErrRetryNotConfirmed)
+		}
+		card.Resent, card.ResendOperationID = true, operationID
+		return nil
+	})
+}
+
+// Get returns one card.
+func (c *Cards) Get(ctx context.Context, cardID string) (Card, error) {
+	c.mu.Lock()
+	if r := c.recs[cardID]; r != nil {
+		card := cloneCard(*r)
+		c.mu.Unlock()
+		return card, nil
+	}
+	c.mu.Unlock()
+	return c.load(ctx, cardID)
+}
+
+// List returns every stored card, oldest first.
+func (c *Cards) List(ctx context.Context) ([]Card, error) {
+	all, err := c.kv.ListKV(ctx, Namespace)
+	if err != nil {
+		return nil, fmt.Errorf("elicit: list cards: %w", err)
+	}
+	out := make([]Card, 0, len(all))
+	c.mu.Lock()
+	for key, raw := range all {
+		if r := c.recs[key]; r != nil {
+			out = append(out, cloneCard(*r))
+			continue
+		}
+		var card Card
+		if json.Unmarshal(raw, &card) == nil {
+			out = append(out, card)
+		}
+	}
+	c.mu.Unlock()
+	slices.SortFunc(out, func(a, b Card) int {
+		if d := a.Created.Compare(b.Created); d != 0 {
+			return d
+		}
+		return strings.Compare(a.ID, b.ID)
+	})
+	return out, nil
+}
+
+// Pending returns the cards waiting for an answer in this process.
+func (c *Cards) Pending() []Card {
+	c.mu.Lock()
+	out := make([]Card, 0, len(c.live))
+	for id, l := range c.live {
+		if r := c.recs[id]; r != nil && l.shown {
+			out = append(out, cloneCard(*r))
+		}
+	}
+	c.mu.Unlock()
+	slices.SortFunc(out, func(a, b Card) int { return a.Created.Compare(b.Created) })
+	return out
+}
+
+// Interrupted returns the interrupted cards whose tool call has not been
+// re-sent: the host owes the model an explicit failure for each
+// (Card.FailureMessage) and may offer the person a retry.
+func (c *Cards) Interrupted(ctx context.Context) ([]Card, error) {
+	all, err := c.List(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return slices.DeleteFunc(all, func(card Card) bool { return card.Status != StatusInterrupted || card.Resent }), nil
+}
+
+// Subscribe delivers every saved card change until ctx is done or the
+// cards close. A slow subscriber loses the oldest events, never blocks
+// the cards.
+func (c *Cards) Subscribe(ctx context.Context) <-chan Card { return c.subs.subscribe(ctx) }
+
+func (c *Cards) publish(id string) {
+	c.mu.Lock()
+	r := c.recs[id]
+	var card Card
+	if r != nil {
+		card = cloneCard(*r)
+	}
+	c.mu.Unlock()
+	if r != nil {
+		c.publishCard(card)
+	}
+}
+
+func (c *Cards) publishCard(card Card) { c.subs.publish(card) }
+
+func (c *Cards) gate(server string) *gate {
+	g := c.servers[server]
+	if g == nil {
+		g = &gate{calls: map[string]*Admission{}, changed: make(chan struct{})}
+		c.servers[server] = g
+	}
+	return g
+}
+
+// CallInfo describes a tool call asking for admission.
+type CallInfo struct {
+	ServerID    string
+	Tool        string // the server's tool name
+	OperationID string
+	Arguments   json.RawMessage
+}
+
+// Admission is an admitted tool call; call Finish when it has returned.
+type Admission struct {
+	c    *Cards
+	info CallInfo
+	once sync.Once
+	intr *Card
+}
+
+// Admit waits until no card of the server is pending, then registers the
+// call as in flight (for attribution) and returns. If ctx ends while the
+// call waits, Admit returns ctx's error and the call must not be
+// dispatched (R4.5).
+func (c *Cards) Admit(ctx context.Context, ci CallInfo) (*Admission, error) {
+	for {
+		c.mu.Lock()
+		if c.closed {
+			c.mu.Unlock()
+			return nil, ErrClosed
+		}
+		if err := ctx.Err(); err != nil {
+			c.mu.Unlock()
+			return nil, err
+		}
+		g := c.gate(ci.ServerID)
+		if g.pending == 0 {
+			if _, dup := g.calls[ci.OperationID]; dup {
+				c.mu.Unlock()
+				return nil, fmt.Errorf("operation %s is already in flight", ci.OperationID)
+			}
+			a := &Admission{c: c, info: ci}
+			g.calls[ci.OperationID] = a
+			c.mu.Unlock()
+			return a, nil
+		}
+		ch := g.changed
+		c.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-c.done:
+			return nil, ErrClosed
+		}
+	}
+}
+
+// Finish records that the admitted call has returned. A card still pending
+// for it alone is closed (nobody is left to use the answer); cards waiting
+// only for it are settled. It returns the card of this call that was
+// interrupted before it was answered, if any: the caller must then report
+// that the answer never reached the server instead of the call's result.
+// Finish is idempotent.
+func (a *Admission) Finish() *Card {
+	a.once.Do(func() { a.intr = a.c.finish(a) })
+	return a.intr
+}
+
+func (c *Cards) finish(a *Admission) *Card {
+	op := a.info.OperationID
+	var intr *Card
+	var orphans, touched []string
+	c.mu.Lock()
+	if g := c.servers[a.info.ServerID]; g != nil && g.calls[op] == a {
+		delete(g.calls, op)
+	}
+	for id, set := range c.waitOn {
+		if !set[op] {
+			continue
+		}
+		delete(set, op)
+		touched = append(touched, id)
+		if len(set) == 0 && c.live[id] != nil {
+			orphans = append(orphans, id)
+		}
+	}
+	for _, r := range c.recs {
+		if r.OperationID == op && r.ServerID == a.info.ServerID && r.Status == StatusInterrupted && r.Response == nil {
+			card := cloneCard(*r)
+			intr = &card
+		}
+	}
+	c.mu.Unlock()
+	for _, id := range orphans {
+		c.resolve(id, StatusCancelled, "the tool call ended before the question was answered", nil, errors.New("the tool call ended"))
+	}
+	for _, id := range touched {
+		c.settle(id)
+	}
+	return intr
+}
+
+func cloneCard(c Card) Card {
+	c.Arguments = slices.Clone(c.Arguments)
+	c.RequestedSchema = slices.Clone(c.RequestedSchema)
+	if c.Response != nil {
+		r := *c.Response
+		if r.Content != nil {
+			m := make(map[string]any, len(r.Content))
+			for k, v := range r.Content {
+				if l, ok := v.([]any); ok {
+					v = slices.Clone(l)
+				}
+				m[k] = v
+			}
+			r.Content = m
+		}
+		c.Response = &r
+	}
+	return c
+}
+
+// broker fans card events out; a full subscriber loses its oldest event.
+type broker struct {
+	mu     sync.Mutex
+	subs   map[chan Card]struct{}
+	closed bool
+}
+
+func (b *broker) init() { b.subs = map[chan Card]struct{}{} }
+
+func (b *broker) publish(card Card) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for ch := range b.subs {
+		for {
+			select {
+			case ch <- card:
+			default:
+				select {
+				case <-ch:
+				default:
+				}
+				continue
+			}
+			break
+		}
+	}
+}
+
+func (b *broker) subscribe(ctx context.Context) <-chan Card {
+	ch := make(chan Card, 32)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		close(ch)
+		return ch
+	}
+	b.subs[ch] = struct{}{}
+	context.AfterFunc(ctx, func() {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		if _, ok := b.subs[ch]; ok {
+			delete(b.subs, ch)
+			close(ch)
+		}
+	})
+	return ch
+}
+
+func (b *broker) close() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.closed = true
+	for ch := range b.subs {
+		delete(b.subs, ch)
+		close(ch)
+	}
+}

@@ -1,0 +1,164 @@
+package oauth
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"unicode"
+)
+
+// Step names the part of the MCP authorization flow that failed, so the
+// manager's state can say exactly where (R3.12).
+type Step string
+
+// The steps of SPEC §3, in flow order.
+const (
+	StepDiscoveryPRM  Step = "discovery-PRM" // protected resource metadata (RFC 9728)
+	StepDiscoveryAS   Step = "discovery-AS"  // authorization server metadata (RFC 8414 / OIDC)
+	StepRegistration  Step = "registration"  // pre-configured client or dynamic registration (RFC 7591)
+	StepAuthorization Step = "authorization" // the browser part: authorization request and callback
+	StepToken         Step = "token"         // authorization code exchange
+	StepRefresh       Step = "refresh"       // refresh token grant
+	StepScope         Step = "scope"         // 403 insufficient_scope step-up
+)
+
+// Error is a failure of one OAuth step for one server. Error() reads like
+//
+//	oauth: discovery-AS: https://as.example: code_challenge_methods_supported does not list S256; ...
+//
+// and errors.Is / errors.As reach the cause (one of the Err… sentinels
+// below, a *url.Error, a context error …) through Unwrap.
+type Error struct {
+	Step     Step
+	ServerID string
+	Err      error
+}
+
+func (e *Error) Error() string {
+	msg := "<nil>"
+	if e.Err != nil {
+		msg = e.Err.Error()
+	}
+	return "oauth: " + string(e.Step) + ": " + msg
+}
+
+// Unwrap returns the cause.
+func (e *Error) Unwrap() error { return e.Err }
+
+// Sentinel causes callers and tests branch on with errors.Is. Each is
+// wrapped with the specifics (which URL, which value) by the step that
+// found it.
+var (
+	// ErrLoginRequired: no usable refresh token and no interactive browser
+	// (background work, R3.13); the user must authorize explicitly.
+	ErrLoginRequired = errors.New("login required")
+	// ErrRedirectRefused: a discovery, registration or token request was
+	// answered with an HTTP redirect, which is never followed (R3.2).
+	ErrRedirectRefused = errors.New("HTTP redirect refused")
+	// ErrInsecureURL: a URL that must be HTTPS is not (loopback may be http).
+	ErrInsecureURL = errors.New("URL must use https (http is allowed only for loopback hosts)")
+	// ErrNoMetadata: no protected resource or authorization server metadata
+	// was found at any of the well-known locations.
+	ErrNoMetadata = errors.New("no metadata found")
+	// ErrResourceMismatch: the protected resource metadata names another resource (R3.7).
+	ErrResourceMismatch = errors.New("protected resource metadata is for another resource")
+	// ErrNoAuthServers: the protected resource metadata lists no authorization server.
+	ErrNoAuthServers = errors.New("protected resource metadata lists no authorization_servers")
+	// ErrSeveralAuthServers: first discovery found more than one
+	// authorization server and there is no binding to choose by (R3.7).
+	ErrSeveralAuthServers = errors.New("several authorization servers")
+	// ErrIssuerMismatch: the authorization server metadata, or the
+	// callback's iss parameter, names another issuer (R3.8, RFC 9207).
+	ErrIssuerMismatch = errors.New("issuer mismatch")
+	// ErrNoS256: the authorization server does not advertise PKCE S256 (R3.8).
+	ErrNoS256 = errors.New("the server does not support PKCE S256, which MCP requires")
+	// ErrBadMetadata: a metadata document is malformed or lacks a required field.
+	ErrBadMetadata = errors.New("malformed metadata")
+	// ErrBadRegistration: the registration response is unusable (R2.11).
+	ErrBadRegistration = errors.New("invalid client registration response")
+	// ErrNoRegistration: no client id is configured and the authorization
+	// server offers no dynamic client registration.
+	ErrNoRegistration = errors.New("no way to obtain a client id")
+	// ErrClientMismatch: the configured client id was issued by another
+	// authorization server than the one the server now names (R3.10).
+	ErrClientMismatch = errors.New("configured client id belongs to another authorization server")
+	// ErrStateMismatch: the callback's state is not the one we sent.
+	ErrStateMismatch = errors.New("state mismatch")
+	// ErrAccessDenied: the authorization server answered the authorization
+	// request with an error (the user declined, or the request was refused).
+	ErrAccessDenied = errors.New("authorization refused")
+	// ErrBadCallback: the callback parameters are malformed.
+	ErrBadCallback = errors.New("malformed authorization callback")
+	// ErrTokenRejected: the token endpoint refused the request (RFC 6749 §5.2).
+	ErrTokenRejected = errors.New("token request refused")
+	// ErrBadToken: the token endpoint's success response is unusable.
+	ErrBadToken = errors.New("malformed token response")
+	// ErrStepUpLimit: the server kept demanding more scopes after three
+	// step-up authorizations.
+	ErrStepUpLimit = errors.New("scope step-up limit reached")
+	// ErrForbidden: a 403 that is not insufficient_scope; authorization
+	// cannot fix it.
+	ErrForbidden = errors.New("forbidden")
+	// ErrNotOAuth: the server is not configured with auth kind "oauth".
+	ErrNotOAuth = errors.New(`server is not configured with auth kind "oauth"`)
+)
+
+// TokenError is an error response of the token endpoint (RFC 6749 §5.2).
+// The description is sanitized; the response body is never kept, since a
+// misbehaving server might echo credentials in it.
+type TokenError struct {
+	Status      int    // HTTP status
+	Code        string // "invalid_grant", "invalid_client", … ("" when the body had none)
+	Description string
+}
+
+func (e *TokenError) Error() string {
+	s := fmt.Sprintf("%v: HTTP %d", ErrTokenRejected, e.Status)
+	if e.Code != "" {
+		s += ": " + e.Code
+	}
+	if e.Description != "" {
+		s += " (" + e.Description + ")"
+	}
+	return s
+}
+
+// Unwrap makes errors.Is(err, ErrTokenRejected) true.
+func (e *TokenError) Unwrap() error { return ErrTokenRejected }
+
+func stepErr(step Step, serverID string, err error) error {
+	if err == nil {
+		return nil
+	}
+	var e *Error
+	if errors.As(err, &e) {
+		// Keep the innermost step: it is the one that actually failed.
+		return err
+	}
+	return &Error{Step: step, ServerID: serverID, Err: err}
+}
+
+func loginRequired(serverID, why string) error {
+	return &Error{Step: StepAuthorization, ServerID: serverID,
+		Err: fmt.Errorf("%w: %s; run \"remotemcp auth login %s\"", ErrLoginRequired, why, serverID)}
+}
+
+// sanitize makes a server-supplied string safe for one log line or error
+// message: control and bidi characters become '?', and it is cut to max
+// runes. Outside data never reaches a message unsanitized.
+func sanitize(s string, max int) string {
+	var b strings.Builder
+	n := 0
+	for _, r := range s {
+		if n == max {
+			b.WriteString("…")
+			break
+		}
+		if unicode.IsControl(r) || r >= '\u202a' && r <= '\u202e' || r >= '\u2066' && r <= '\u2069' || r == unicode.ReplacementChar {
+			r = '?'
+		}
+		b.WriteRune(r)
+		n++
+	}
+	return b.String()
+}
