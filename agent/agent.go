@@ -122,7 +122,6 @@ type Backend interface {
 	Catalog(ctx context.Context, id string) (*session.Catalog, error)
 	CatalogOn(id, connID string) (*session.Catalog, error)
 	CallTool(ctx context.Context, id, tool string, args json.RawMessage, o session.CallOptions) (*mcp.CallToolResult, error)
-	Cancel(id, operationID string)
 	GetPrompt(ctx context.Context, id, name string, args map[string]string) (*mcp.GetPromptResult, error)
 	ReadResource(ctx context.Context, id, uri string) (*mcp.ReadResourceResult, error)
 }
@@ -135,7 +134,8 @@ type Options struct {
 	// Approver decides every tool call (required).
 	Approver Approver
 	// Cards, when set, queues calls behind open elicitations and
-	// attributes elicitations to calls (see package elicit).
+	// attributes elicitations to calls (see package elicit); it should be
+	// the Cards whose Handle is the manager's Elicit callback.
 	Cards *elicit.Cards
 	// ResultBudget is the size budget of one tool result, prompt or
 	// resource read in characters (DefaultResultBudget when zero).
@@ -468,7 +468,7 @@ func buildSnapshot(gen uint64, views map[string]*serverView, maxDesc int) *Snaps
 		t session.Tool
 	}
 	var entries []entry
-	var keys []toolKey
+	var keys, disabled []toolKey
 	for _, id := range ids {
 		v := views[id]
 		if !v.enabled {
@@ -487,12 +487,14 @@ func buildSnapshot(gen uint64, views map[string]*serverView, maxDesc int) *Snaps
 				continue
 			}
 			k := toolKey{id, t.Name}
+			// Disabled tools take part in naming, so switching one off or
+			// on never renames another.
+			keys = append(keys, k)
 			if slices.Contains(v.disabled, t.Name) {
-				s.disabled[ToolName(id, t.Name)] = k
+				disabled = append(disabled, k)
 				continue
 			}
 			entries = append(entries, entry{k, t})
-			keys = append(keys, k)
 		}
 		for _, p := range c.Prompts {
 			if p != nil {
@@ -513,6 +515,9 @@ func buildSnapshot(gen uint64, views map[string]*serverView, maxDesc int) *Snaps
 		}
 	}
 	names := assignNames(keys)
+	for _, k := range disabled {
+		s.disabled[names[k]] = k
+	}
 	for _, e := range entries {
 		at := AgentTool{
 			Name: names[e.k], Title: e.t.Title, Description: capText(e.t.Description, maxDesc),

@@ -14,6 +14,7 @@ const MaxArgumentsSize = 4 << 20
 // written for the model.
 type ArgumentsError struct{ Problem string }
 
+// Error returns the problem, phrased for the model.
 func (e *ArgumentsError) Error() string { return "arguments " + e.Problem }
 
 // ParseArguments reads a model's tool arguments leniently (R4.1): the

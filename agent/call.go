@@ -24,11 +24,14 @@ type CallOptions struct {
 	OperationID string
 	// Progress receives the server's progress notifications. Their
 	// Message is server text: show it as such.
-	Progress func(session.Progress)
+	Progress func(Progress)
 	// Timeout, when positive, bounds this call in addition to the server's
 	// toolTimeout (default 60 s); the shorter one wins.
 	Timeout time.Duration
 }
+
+// Progress is one progress notification of a call.
+type Progress = session.Progress
 
 // Outcome classifies how a call ended.
 type Outcome string
@@ -99,7 +102,7 @@ func (r *ToolResult) Render() string {
 
 // operation is a call in flight in the registry.
 type operation struct {
-	id, server string
+	id         string
 	cancel     context.CancelCauseFunc
 	dispatched bool // handed to the manager; guarded by Registry.opsMu
 }
@@ -145,6 +148,11 @@ func (r *Registry) Call(ctx context.Context, name string, args json.RawMessage, 
 // for approval or admission (it is then never dispatched), or in flight
 // (the SDK sends notifications/cancelled). A cancel that arrives before
 // its call is remembered for a while, so the call is refused (R4.5).
+//
+// The call's context carries the cancel down the whole chain (manager,
+// session, SDK): a request whose context is already done is never written,
+// so there is no gap to cover with the session's own cancel records, and
+// none is left behind to hit a later call that reuses the id.
 func (r *Registry) Cancel(operationID string) {
 	r.opsMu.Lock()
 	op := r.ops[operationID]
@@ -153,17 +161,11 @@ func (r *Registry) Cancel(operationID string) {
 		r.opsMu.Unlock()
 		return
 	}
-	dispatched, server := op.dispatched, op.server
 	r.opsMu.Unlock()
 	op.cancel(ErrCancelled)
-	if dispatched {
-		// The context already stops the call; this also covers the gap
-		// before the session has registered it.
-		r.be.Cancel(server, operationID)
-	}
 }
 
-func (r *Registry) begin(ctx context.Context, opID, server string) (context.Context, *operation, error) {
+func (r *Registry) begin(ctx context.Context, opID string) (context.Context, *operation, error) {
 	r.opsMu.Lock()
 	defer r.opsMu.Unlock()
 	if r.closed {
@@ -176,7 +178,7 @@ func (r *Registry) begin(ctx context.Context, opID, server string) (context.Cont
 		return nil, nil, fmt.Errorf("operation %s is already in flight", opID)
 	}
 	cctx, cancel := context.WithCancelCause(ctx)
-	op := &operation{id: opID, server: server, cancel: cancel}
+	op := &operation{id: opID, cancel: cancel}
 	r.ops[opID] = op
 	return cctx, op, nil
 }
@@ -194,7 +196,7 @@ func (r *Registry) call(parent context.Context, t AgentTool, rawArgs json.RawMes
 	base := func(out Outcome) *ToolResult {
 		return &ToolResult{Tool: t.Name, ServerID: t.ServerID, ToolName: t.ToolName, OperationID: o.OperationID, Outcome: out, IsError: true}
 	}
-	ctx, op, err := r.begin(parent, o.OperationID, t.ServerID)
+	ctx, op, err := r.begin(parent, o.OperationID)
 	switch {
 	case errors.Is(err, errCancelledEarly):
 		return r.cancelled(base, nil, false)
@@ -298,6 +300,12 @@ func (r *Registry) callFailed(base func(Outcome) *ToolResult, ctx, cctx context.
 		return r.cancelled(base, ctx, false)
 	case ctx.Err() != nil:
 		return r.cancelled(base, ctx, maybe)
+	case errors.Is(err, session.ErrValidation):
+		res := base(OutcomeFailed)
+		res.MaybeExecuted = true
+		res.Message = fmt.Sprintf("The call of tool %q ran, but the server's result was invalid and was dropped; the call was not re-sent. The problem follows.", t.Name)
+		res.Content = []ContextBlock{errorBlock(t, err)}
+		return res, nil
 	case errors.Is(err, manager.ErrToolDisabled):
 		res := base(OutcomeUnavailable)
 		res.Message = fmt.Sprintf("Tool %q is disabled by the user for MCP server %q; the call was not sent.", t.Name, t.ServerID)

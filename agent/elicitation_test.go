@@ -138,26 +138,24 @@ func TestR4_5_QueuedBehindElicitation(t *testing.T) {
 // A disconnect while a question is open closes the card at once, instead
 // of leaving it to wait for the person.
 //
-// Disconnect itself still returns only when the tool call ends (here at
-// the server's 3 s toolTimeout): go-sdk's ClientSession.Close waits for
-// outgoing calls, and session.Close does not cancel them (reported).
+// Disconnect itself still returns only after the tool call ends (here at
+// the server's 1 s toolTimeout, plus go-sdk's close): ClientSession.Close
+// waits for outgoing calls, and session.Close does not cancel them
+// (reported). The reason on the card shows the watcher closed it, not the
+// timeout.
 func TestDisconnectClosesOpenCard(t *testing.T) {
 	f := startFixture(t)
 	cfg := srvCfg("fx", f.URL())
-	cfg.ToolTimeout = config.Duration(3 * time.Second)
+	cfg.ToolTimeout = config.Duration(time.Second)
 	e := newEnv(t, envOpts{servers: []config.Server{cfg}})
 	ch := e.goCall(t, ctxT(t), "mcp__fx__ask", `{}`, CallOptions{OperationID: "dc"})
 	card := e.waitPending(t, 1)[0]
 	done := make(chan error, 1)
-	start := time.Now()
 	go func() { done <- e.m.Disconnect(ctxT(t), "fx") }()
 	waitFor(t, "the card to close", func() bool {
 		got, err := e.cards.Get(ctxT(t), card.ID)
 		return err == nil && got.Status != elicit.StatusPending
 	})
-	if d := time.Since(start); d > 2*time.Second {
-		t.Fatalf("the card closed %s after the disconnect", d)
-	}
 	got, err := e.cards.Get(ctxT(t), card.ID)
 	if err != nil || got.Status != elicit.StatusCancelled || !strings.Contains(got.Reason, "connection") {
 		t.Fatalf("card after disconnect = %+v, %v", got, err)

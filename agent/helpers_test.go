@@ -97,14 +97,18 @@ func (a *approver) set(f func(ApprovalRequest) (Decision, error)) {
 // cards over it, a real manager and the registry, against real MCP servers
 // on loopback.
 type env struct {
-	t     *testing.T
-	dir   string
-	st    *store.SQLite
-	cards *elicit.Cards
-	m     *manager.Manager
-	reg   *Registry
-	ap    *approver
-	once  sync.Once
+	t *testing.T
+	// ctx is the process's root context, cancelled first on close as a
+	// daemon's signal context would be: calls in flight end with it.
+	ctx    context.Context
+	cancel context.CancelFunc
+	dir    string
+	st     *store.SQLite
+	cards  *elicit.Cards
+	m      *manager.Manager
+	reg    *Registry
+	ap     *approver
+	once   sync.Once
 }
 
 type envOpts struct {
@@ -117,6 +121,7 @@ func newEnv(t *testing.T, o envOpts) *env {
 	t.Helper()
 	ctx := ctxT(t)
 	e := &env{t: t, dir: o.dir, ap: &approver{}}
+	e.ctx, e.cancel = context.WithCancel(context.Background())
 	if e.dir == "" {
 		e.dir = t.TempDir()
 	}
@@ -151,11 +156,14 @@ func newEnv(t *testing.T, o envOpts) *env {
 	return e
 }
 
-// close shuts the process down in the daemon's order: the cards before
-// the manager, so a question still open is answered (as interrupted) while
-// its connection can still carry the answer.
+// close shuts the process down in the daemon's order: calls in flight are
+// cancelled (go-sdk's ClientSession.Close waits for outgoing calls, so a
+// call left running would hold the manager's Close), then the cards go
+// before the manager, so a question still open is answered (as
+// interrupted) while its connection can still carry the answer.
 func (e *env) close() {
 	e.once.Do(func() {
+		e.cancel()
 		e.reg.Close()
 		e.cards.Close()
 		e.m.Close()
@@ -193,10 +201,15 @@ type callOut struct {
 	err error
 }
 
-// goCall runs a call in the background; the channel gets its outcome.
+// goCall runs a call in the background, as part of the process (it ends
+// when the process closes); the channel gets its outcome.
 func (e *env) goCall(t *testing.T, ctx context.Context, name, args string, o CallOptions) <-chan callOut {
 	ch := make(chan callOut, 1)
+	ctx, cancel := context.WithCancel(ctx)
+	stop := context.AfterFunc(e.ctx, cancel)
 	go func() {
+		defer cancel()
+		defer stop()
 		res, err := e.reg.Call(ctx, name, json.RawMessage(args), o)
 		ch <- callOut{res, err}
 	}()

@@ -63,6 +63,7 @@ type ArgumentError struct {
 	Command, Argument, Problem string
 }
 
+// Error names the command, the argument and the problem.
 func (e *ArgumentError) Error() string {
 	return fmt.Sprintf("%s: argument %q %s", e.Command, e.Argument, e.Problem)
 }

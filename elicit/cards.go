@@ -5,9 +5,24 @@
 // Flow. The manager's Elicit callback is [Cards.Handle]: it stores an
 // "mcp_elicitation" card (status pending) in the store's KV table, publishes
 // it to subscribers (the settings page, the CLI) and blocks until the
-// person calls [Cards.Answer], the request's context ends, the connection
-// that asked goes away, or the Cards are closed. Only then does the
-// original tool call continue. URL mode is always declined.
+// person calls [Cards.Answer], the request's context ends, the tool call it
+// belongs to ends, the connection that asked goes away (see [Cards.Watch]),
+// or the Cards are closed. Only then does the original tool call continue.
+// URL mode is always declined.
+//
+// Wiring and shutdown:
+//
+//	cards, _ := elicit.Open(ctx, st, elicit.Options{})
+//	m := manager.New(manager.Options{Store: st, Elicit: cards.Handle})
+//	m.Start(ctx)
+//	cards.Watch(m)
+//	// ... and agent.Options{Cards: cards} for queueing and attribution.
+//
+// Shut down by cancelling the calls in flight, then cards.Close, then
+// m.Close: an open question is then closed as interrupted while its
+// connection can still carry the refusal. (go-sdk's ClientSession.Close
+// waits for outgoing calls, so a call left waiting would hold the
+// manager's Close until its timeout.)
 //
 // Queueing (R4.5). While a card of a server is pending, new tool calls to
 // that server wait in [Cards.Admit] before they are sent; a waiting call
@@ -218,11 +233,11 @@ type Cards struct {
 }
 
 type liveCard struct {
-	shown bool // saved and published: visible to Pending and Answer
+	shown bool // saved and published: listed by Pending
 	form  *Form
-	wake chan struct{} // closed after the card left pending and was saved
-	resp *Response     // the answer, or nil with err
-	err  error
+	wake  chan struct{} // closed after the card left pending and was saved
+	resp  *Response     // the answer, or nil with err
+	err   error
 }
 
 // gate is a server's admission state.
@@ -458,6 +473,9 @@ func (c *Cards) Answer(ctx context.Context, cardID string, r Response) error {
 		if err != nil {
 			return err
 		}
+		if card.Status == StatusPending {
+			return fmt.Errorf("answer card %s: %w: it is waiting in another remotemcp process", cardID, ErrNotOwner)
+		}
 		return fmt.Errorf("answer card %s: %w (it is %s)", cardID, ErrNotPending, card.Status)
 	}
 	resp := &Response{Action: r.Action}
@@ -578,7 +596,7 @@ func (c *Cards) mutate(ctx context.Context, id string, fn func(*Card) error) (Ca
 	if r := c.recs[id]; r != nil {
 		if c.live[id] != nil {
 			c.mu.Unlock()
-			return Card{}, fmt.Errorf("card %s: %w", id, errors.New("the card is still pending"))
+			return Card{}, fmt.Errorf("card %s is pending: %w", id, ErrNotInterrupted)
 		}
 		next := cloneCard(*r)
 		if err := fn(&next); err != nil {

@@ -74,6 +74,7 @@ type ValidationError struct {
 	Problems []FieldProblem
 }
 
+// Error lists every problem, each with its field.
 func (e *ValidationError) Error() string {
 	parts := make([]string, len(e.Problems))
 	for i, p := range e.Problems {

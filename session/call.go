@@ -27,9 +27,9 @@ func (s *Session) CallTool(ctx context.Context, name string, args json.RawMessag
 	if o.OperationID == "" {
 		o.OperationID = NewConnectionID()
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	op := &operation{cancel: cancel, progress: o.Progress, token: o.OperationID}
+	ctx, cancelCause := context.WithCancelCause(ctx)
+	defer cancelCause(nil)
+	op := &operation{cancel: cancelCause, progress: o.Progress, token: o.OperationID}
 
 	s.calls.Lock()
 	if s.cancels.take(o.OperationID) {
@@ -63,6 +63,9 @@ func (s *Session) CallTool(ctx context.Context, name string, args json.RawMessag
 	}
 	res, err := s.cs.CallTool(ctx, params)
 	if err != nil {
+		if cause := context.Cause(ctx); errors.Is(cause, ErrClosed) {
+			return nil, fmt.Errorf("call %s: %w while the call was in flight", name, ErrClosed)
+		}
 		return nil, err
 	}
 	if err := ValidateCallResult(res); err != nil {
@@ -78,7 +81,7 @@ func (s *Session) Cancel(operationID string) {
 	s.calls.Lock()
 	defer s.calls.Unlock()
 	if op, ok := s.ops[operationID]; ok {
-		op.cancel()
+		op.cancel(context.Canceled)
 		return
 	}
 	s.cancels.add(operationID)

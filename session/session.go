@@ -76,7 +76,7 @@ type Session struct {
 }
 
 type operation struct {
-	cancel   context.CancelFunc
+	cancel   context.CancelCauseFunc
 	progress func(Progress)
 	token    string
 }
@@ -259,6 +259,14 @@ func (s *Session) Close() error {
 		return nil
 	}
 	s.cancel()
+	// go-sdk's Close waits for every outgoing call to return; a call still
+	// running (or waiting on a person's answer) would hold the close up
+	// until its timeout. Cancel them: go-sdk sends notifications/cancelled.
+	s.calls.Lock()
+	for _, op := range s.ops {
+		op.cancel(ErrClosed)
+	}
+	s.calls.Unlock()
 	err := s.cs.Close()
 	s.wg.Wait()
 	if errors.Is(err, mcp.ErrConnectionClosed) || errors.Is(err, mcp.ErrSessionMissing) {

@@ -1,0 +1,438 @@
+package elicit
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.uber.org/goleak"
+
+	"github.com/remotemcp/remotemcp/manager"
+	"github.com/remotemcp/remotemcp/store"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func ctxT(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func openStore(t *testing.T) *store.SQLite {
+	t.Helper()
+	st, err := store.Open(context.Background(), t.TempDir(), store.Options{PollInterval: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return st
+}
+
+func openCards(t *testing.T, kv KV, o Options) *Cards {
+	t.Helper()
+	c, err := Open(ctxT(t), kv, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+func askRequest(mode string) *mcp.ElicitRequest {
+	var schema map[string]any
+	if err := json.Unmarshal([]byte(askSchema), &schema); err != nil {
+		panic(err)
+	}
+	p := &mcp.ElicitParams{Mode: mode, Message: "What is your name?", RequestedSchema: schema}
+	if mode == "url" {
+		p.RequestedSchema, p.URL = nil, "https://example.com/form"
+	}
+	return &mcp.ElicitRequest{Params: p}
+}
+
+type handled struct {
+	res *mcp.ElicitResult
+	err error
+}
+
+// handle runs Handle in the background, like the SDK does.
+func handle(ctx context.Context, c *Cards, server, conn string) <-chan handled {
+	ch := make(chan handled, 1)
+	go func() {
+		res, err := c.Handle(ctx, manager.ElicitInfo{ServerID: server, ConnectionID: conn}, askRequest("form"))
+		ch <- handled{res, err}
+	}()
+	return ch
+}
+
+func waitPending(t *testing.T, c *Cards, n int) []Card {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if p := c.Pending(); len(p) >= n {
+			return p
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no %d pending cards", n)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+func recvH(t *testing.T, ch <-chan handled) handled {
+	t.Helper()
+	select {
+	case h := <-ch:
+		return h
+	case <-time.After(10 * time.Second):
+		t.Fatal("handler did not return")
+		return handled{}
+	}
+}
+
+func TestAnswerContinuesTheCall(t *testing.T) {
+	st := openStore(t)
+	c := openCards(t, st, Options{})
+	events := c.Subscribe(ctxT(t))
+	adm, err := c.Admit(ctxT(t), CallInfo{ServerID: "s", Tool: "ask", OperationID: "op1", Arguments: json.RawMessage(`{"x":1}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch := handle(ctxT(t), c, "s", "c1")
+	card := waitPending(t, c, 1)[0]
+	if card.Tool != "ask" || card.OperationID != "op1" || string(card.Arguments) != `{"x":1}` || card.ConnectionID != "c1" || card.Status != StatusPending {
+		t.Fatalf("card = %+v", card)
+	}
+	select {
+	case ev := <-events:
+		if ev.ID != card.ID || ev.Status != StatusPending {
+			t.Fatalf("first event %+v", ev)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("no event for the new card")
+	}
+	if err := c.Answer(ctxT(t), card.ID, Response{Action: "maybe"}); err == nil {
+		t.Fatal("a bad action was accepted")
+	}
+	if err := c.Answer(ctxT(t), "el-nope", Response{Action: ActionDecline}); !errors.Is(err, ErrUnknownCard) {
+		t.Fatalf("unknown card: %v", err)
+	}
+	if err := c.Answer(ctxT(t), card.ID, Response{Action: ActionAccept, Content: map[string]any{"name": "Ada"}}); err != nil {
+		t.Fatal(err)
+	}
+	h := recvH(t, ch)
+	if h.err != nil || h.res.Action != "accept" || h.res.Content["name"] != "Ada" || h.res.Content["age"] != float64(42) {
+		t.Fatalf("handler = %+v, %v", h.res, h.err)
+	}
+	got, _ := c.Get(ctxT(t), card.ID)
+	if got.Status != StatusAccepted || got.Settled {
+		t.Fatalf("before the call ends: %+v", got)
+	}
+	if intr := adm.Finish(); intr != nil {
+		t.Fatalf("Finish reported an interruption: %+v", intr)
+	}
+	got, _ = c.Get(ctxT(t), card.ID)
+	if !got.Settled || got.Response == nil || got.Response.Content["age"] != float64(42) {
+		t.Fatalf("after the call ends: %+v", got)
+	}
+	all, err := c.List(ctxT(t))
+	if err != nil || len(all) != 1 || all[0].ID != card.ID {
+		t.Fatalf("List = %+v, %v", all, err)
+	}
+}
+
+func TestURLModeDeclined(t *testing.T) {
+	c := openCards(t, openStore(t), Options{})
+	res, err := c.Handle(ctxT(t), manager.ElicitInfo{ServerID: "s"}, askRequest("url"))
+	if err != nil || res.Action != "decline" {
+		t.Fatalf("url mode = %+v, %v", res, err)
+	}
+	if all, _ := c.List(ctxT(t)); len(all) != 0 {
+		t.Fatalf("url mode made a card: %+v", all)
+	}
+}
+
+// With two calls in flight the card names the server only; it closes when
+// the last call that could own it ends.
+func TestUnattributedCard(t *testing.T) {
+	c := openCards(t, openStore(t), Options{})
+	a1, _ := c.Admit(ctxT(t), CallInfo{ServerID: "s", Tool: "t1", OperationID: "o1"})
+	a2, _ := c.Admit(ctxT(t), CallInfo{ServerID: "s", Tool: "t2", OperationID: "o2"})
+	ch := handle(ctxT(t), c, "s", "")
+	card := waitPending(t, c, 1)[0]
+	if card.Tool != "" || card.OperationID != "" || card.ServerID != "s" {
+		t.Fatalf("card attributed to one of two calls: %+v", card)
+	}
+	a1.Finish()
+	if len(c.Pending()) != 1 {
+		t.Fatal("the card closed while a call that may own it runs")
+	}
+	a2.Finish()
+	h := recvH(t, ch)
+	if h.err == nil {
+		t.Fatalf("handler = %+v, want an error", h.res)
+	}
+	got, _ := c.Get(ctxT(t), card.ID)
+	if got.Status != StatusCancelled || !strings.Contains(got.Reason, "tool call ended") || !got.Settled {
+		t.Fatalf("card = %+v", got)
+	}
+	if msg := (Card{Status: StatusInterrupted, ServerID: "s"}).FailureMessage(); !strings.Contains(msg, "A tool call on MCP server") {
+		t.Fatalf("unattributed failure message %q", msg)
+	}
+}
+
+// R4.5: admission waits while a card of the server is pending; a waiting
+// call whose context ends is refused; other servers are not held up.
+func TestAdmitWaitsForOpenCard(t *testing.T) {
+	c := openCards(t, openStore(t), Options{})
+	a, _ := c.Admit(ctxT(t), CallInfo{ServerID: "s", Tool: "ask", OperationID: "o1"})
+	defer a.Finish()
+	ch := handle(ctxT(t), c, "s", "")
+	card := waitPending(t, c, 1)[0]
+
+	if other, err := c.Admit(ctxT(t), CallInfo{ServerID: "other", OperationID: "x"}); err != nil {
+		t.Fatalf("another server waited: %v", err)
+	} else {
+		other.Finish()
+	}
+	ctx, cancel := context.WithTimeout(ctxT(t), 50*time.Millisecond)
+	defer cancel()
+	if _, err := c.Admit(ctx, CallInfo{ServerID: "s", OperationID: "o2"}); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("queued admit = %v, want the context's error", err)
+	}
+	admitted := make(chan error, 1)
+	go func() {
+		b, err := c.Admit(ctxT(t), CallInfo{ServerID: "s", OperationID: "o3"})
+		if err == nil {
+			b.Finish()
+		}
+		admitted <- err
+	}()
+	select {
+	case err := <-admitted:
+		t.Fatalf("admitted while the card is pending (%v)", err)
+	case <-time.After(50 * time.Millisecond):
+	}
+	if err := c.Answer(ctxT(t), card.ID, Response{Action: ActionDecline}); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-admitted; err != nil {
+		t.Fatal(err)
+	}
+	if h := recvH(t, ch); h.err != nil || h.res.Action != "decline" {
+		t.Fatalf("handler = %+v, %v", h.res, h.err)
+	}
+}
+
+func TestHandlerContextEnds(t *testing.T) {
+	c := openCards(t, openStore(t), Options{})
+	ctx, cancel := context.WithCancel(ctxT(t))
+	ch := handle(ctx, c, "s", "")
+	card := waitPending(t, c, 1)[0]
+	cancel()
+	if h := recvH(t, ch); !errors.Is(h.err, context.Canceled) {
+		t.Fatalf("handler = %+v, %v", h.res, h.err)
+	}
+	got, _ := c.Get(ctxT(t), card.ID)
+	if got.Status != StatusCancelled || !got.Settled {
+		t.Fatalf("card = %+v", got)
+	}
+	if err := c.Answer(ctxT(t), card.ID, Response{Action: ActionDecline}); !errors.Is(err, ErrNotPending) {
+		t.Fatalf("answer after close: %v", err)
+	}
+	if _, err := c.Admit(ctxT(t), CallInfo{ServerID: "s", OperationID: "o"}); err != nil {
+		t.Fatalf("the gate stayed shut: %v", err)
+	}
+}
+
+// R6.2: a new instance closes cards left pending, and answered cards whose
+// call never finished, as interrupted; the old instance stops writing
+// them; a re-send needs confirmation and happens once.
+func TestOpenInterruptsLeftovers(t *testing.T) {
+	st := openStore(t)
+	old := openCards(t, st, Options{})
+	// An answered card whose call is still running...
+	a1, _ := old.Admit(ctxT(t), CallInfo{ServerID: "s", Tool: "t1", OperationID: "o1", Arguments: json.RawMessage(`{}`)})
+	ch1 := handle(ctxT(t), old, "s", "")
+	answered := waitPending(t, old, 1)[0]
+	if err := old.Answer(ctxT(t), answered.ID, Response{Action: ActionAccept, Content: map[string]any{"name": "A"}}); err != nil {
+		t.Fatal(err)
+	}
+	recvH(t, ch1)
+	// ...and a pending one on another server.
+	a2, _ := old.Admit(ctxT(t), CallInfo{ServerID: "s2", Tool: "ask", OperationID: "o2", Arguments: json.RawMessage(`{"q":1}`)})
+	ch2 := handle(ctxT(t), old, "s2", "")
+	var pending Card
+	for _, p := range waitPending(t, old, 1) {
+		if p.ServerID == "s2" {
+			pending = p
+		}
+	}
+
+	next := openCards(t, st, Options{})
+	for _, c := range []struct {
+		id, reason string
+	}{{pending.ID, "restarted while the question was open"}, {answered.ID, "may have reached the server"}} {
+		got, err := next.Get(ctxT(t), c.id)
+		if err != nil || got.Status != StatusInterrupted || !strings.Contains(got.Reason, c.reason) {
+			t.Fatalf("card %s after restart = %+v, %v", c.id, got, err)
+		}
+	}
+	got, _ := next.Get(ctxT(t), pending.ID)
+	if msg := got.FailureMessage(); !strings.Contains(msg, "never reached the server") || !strings.Contains(msg, `"ask"`) {
+		t.Fatalf("failure message %q", msg)
+	}
+	if got, _ := next.Get(ctxT(t), answered.ID); strings.Contains(got.FailureMessage(), "never reached") {
+		t.Fatalf("an answered card claims the answer never reached the server: %q", got.FailureMessage())
+	}
+
+	// The old instance winds down without overwriting the new state.
+	old.Close()
+	if h := recvH(t, ch2); h.err == nil {
+		t.Fatalf("old handler = %+v, want an error", h.res)
+	}
+	a1.Finish()
+	a2.Finish()
+	for _, id := range []string{pending.ID, answered.ID} {
+		if got, _ := next.Get(ctxT(t), id); got.Status != StatusInterrupted || got.Settled {
+			t.Fatalf("old instance overwrote %s: %+v", id, got)
+		}
+	}
+
+	if _, err := next.ClaimResend(ctxT(t), pending.ID, "r1"); !errors.Is(err, ErrRetryNotConfirmed) {
+		t.Fatalf("claim before confirm: %v", err)
+	}
+	if err := next.ConfirmRetry(ctxT(t), pending.ID); err != nil {
+		t.Fatal(err)
+	}
+	card, err := next.ClaimResend(ctxT(t), pending.ID, "r1")
+	if err != nil || !card.Resent || card.ResendOperationID != "r1" || string(card.Arguments) != `{"q":1}` {
+		t.Fatalf("claim = %+v, %v", card, err)
+	}
+	if _, err := next.ClaimResend(ctxT(t), pending.ID, "r2"); !errors.Is(err, ErrAlreadyResent) {
+		t.Fatalf("second claim: %v", err)
+	}
+	if err := next.ConfirmRetry(ctxT(t), pending.ID); !errors.Is(err, ErrAlreadyResent) {
+		t.Fatalf("confirm after the re-send: %v", err)
+	}
+	intr, _ := next.Interrupted(ctxT(t))
+	if len(intr) != 1 || intr[0].ID != answered.ID {
+		t.Fatalf("owed failures = %+v", intr)
+	}
+
+	// A third instance keeps what the second decided.
+	third := openCards(t, st, Options{})
+	if got, _ := third.Get(ctxT(t), pending.ID); got.Status != StatusInterrupted || !got.Resent {
+		t.Fatalf("third instance sees %+v", got)
+	}
+}
+
+func TestRetryRules(t *testing.T) {
+	st := openStore(t)
+	c := openCards(t, st, Options{})
+	a, _ := c.Admit(ctxT(t), CallInfo{ServerID: "s", Tool: "t", OperationID: "o"})
+	ch := handle(ctxT(t), c, "s", "")
+	card := waitPending(t, c, 1)[0]
+	if err := c.ConfirmRetry(ctxT(t), card.ID); err == nil {
+		t.Fatal("confirmed a retry of a pending card")
+	}
+	c.Answer(ctxT(t), card.ID, Response{Action: ActionCancel})
+	recvH(t, ch)
+	a.Finish()
+	if err := c.ConfirmRetry(ctxT(t), card.ID); !errors.Is(err, ErrNotInterrupted) {
+		t.Fatalf("confirm on a cancelled card: %v", err)
+	}
+	if err := c.ConfirmRetry(ctxT(t), "el-none"); !errors.Is(err, ErrUnknownCard) {
+		t.Fatalf("confirm on an unknown card: %v", err)
+	}
+}
+
+// Close interrupts the open question; the call learns it through Finish.
+func TestCloseInterrupts(t *testing.T) {
+	st := openStore(t)
+	c := openCards(t, st, Options{})
+	a, _ := c.Admit(ctxT(t), CallInfo{ServerID: "s", Tool: "ask", OperationID: "o"})
+	ch := handle(ctxT(t), c, "s", "")
+	card := waitPending(t, c, 1)[0]
+	c.Close()
+	if h := recvH(t, ch); !errors.Is(h.err, ErrClosed) {
+		t.Fatalf("handler = %+v, %v", h.res, h.err)
+	}
+	intr := a.Finish()
+	if intr == nil || intr.ID != card.ID || !strings.Contains(intr.FailureMessage(), "never reached the server") {
+		t.Fatalf("Finish = %+v", intr)
+	}
+	if _, err := c.Admit(ctxT(t), CallInfo{ServerID: "s", OperationID: "o2"}); !errors.Is(err, ErrClosed) {
+		t.Fatalf("admit after close: %v", err)
+	}
+	if _, err := c.Handle(ctxT(t), manager.ElicitInfo{ServerID: "s"}, askRequest("form")); !errors.Is(err, ErrClosed) {
+		t.Fatalf("handle after close: %v", err)
+	}
+	reopened := openCards(t, st, Options{})
+	if got, _ := reopened.Get(ctxT(t), card.ID); got.Status != StatusInterrupted || !strings.Contains(got.Reason, "shut down") {
+		t.Fatalf("after reopen: %+v", got)
+	}
+}
+
+func TestRetention(t *testing.T) {
+	st := openStore(t)
+	now := time.Now().UTC()
+	for id, updated := range map[string]time.Time{"old": now.Add(-48 * time.Hour), "new": now} {
+		raw, _ := json.Marshal(Card{ID: id, ServerID: "s", Status: StatusAccepted, Settled: true, Created: updated, Updated: updated})
+		if err := st.PutKV(ctxT(t), Namespace, id, raw); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := openCards(t, st, Options{Retention: 24 * time.Hour})
+	if _, err := c.Get(ctxT(t), "old"); !errors.Is(err, ErrUnknownCard) {
+		t.Fatalf("old card kept: %v", err)
+	}
+	if got, err := c.Get(ctxT(t), "new"); err != nil || got.Status != StatusAccepted {
+		t.Fatalf("new card: %+v, %v", got, err)
+	}
+}
+
+// fakeSource is a manager stand-in whose current connection the test sets.
+type fakeSource struct {
+	mu   sync.Mutex
+	conn string
+	ch   chan manager.Event
+}
+
+func (f *fakeSource) Subscribe(ctx context.Context) <-chan manager.Event { return f.ch }
+
+func (f *fakeSource) CurrentConnection(string) (string, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.conn, f.conn != ""
+}
+
+func TestWatchClosesCardsOfGoneConnections(t *testing.T) {
+	c := openCards(t, openStore(t), Options{})
+	src := &fakeSource{conn: "c1", ch: make(chan manager.Event, 4)}
+	c.Watch(src)
+	ch := handle(ctxT(t), c, "s", "c1")
+	card := waitPending(t, c, 1)[0]
+	src.ch <- manager.Event{ServerID: "s"} // same connection: nothing happens
+	time.Sleep(50 * time.Millisecond)
+	if len(c.Pending()) != 1 {
+		t.Fatal("a card of the current connection was closed")
+	}
+	src.mu.Lock()
+	src.conn = "c2"
+	src.mu.Unlock()
+	src.ch <- manager.Event{ServerID: "s"}
+	if h := recvH(t, ch); h.err == nil {
+		t.Fatalf("handler = %+v, want an error", h.res)
+	}
+	if got, _ := c.Get(ctxT(t), card.ID); got.Status != StatusCancelled || !strings.Contains(got.Reason, "connection") {
+		t.Fatalf("card = %+v", got)
+	}
+	close(src.ch)
+}

@@ -1,0 +1,410 @@
+package oauth
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/oauthex"
+	"golang.org/x/oauth2"
+
+	"github.com/remotemcp/remotemcp/config"
+)
+
+// CallbackResult is what the authorization server sent back to the
+// redirect URI (RFC 6749 §4.1.2, RFC 9207).
+type CallbackResult struct {
+	Code             string
+	State            string
+	Iss              string
+	Error            string
+	ErrorDescription string
+}
+
+// Browser hands the authorization URL to the user and returns the callback
+// parameters once the authorization server has redirected back. The CLI
+// opens the system browser and listens on the loopback redirect URI
+// (ListenLoopbackBrowser); tests and the conformance client GET the URL and
+// read the redirect (HeadlessBrowser). It must honour ctx.
+type Browser func(ctx context.Context, authURL string) (*CallbackResult, error)
+
+// Limits on callback parameters: generous for real servers, small enough
+// that a hostile redirect cannot make us carry megabytes around.
+const (
+	maxCodeLen  = 4096
+	maxStateLen = 512
+	maxIssLen   = config.MaxURLLength
+	maxErrLen   = 128
+	maxDescLen  = 1024
+)
+
+// ParseCallback reads the parameters of a redirect to the callback URI.
+// Each parameter may appear at most once (RFC 6749 §3.1); code, state,
+// error and iss must be printable ASCII within bounds; either code or error
+// must be present. error_description is free text from the server: it is
+// sanitized (control characters replaced, length cut), never refused.
+func ParseCallback(q url.Values) (*CallbackResult, error) {
+	r := &CallbackResult{}
+	for _, f := range []struct {
+		name string
+		dst  *string
+		max  int
+	}{
+		{"code", &r.Code, maxCodeLen},
+		{"state", &r.State, maxStateLen},
+		{"iss", &r.Iss, maxIssLen},
+		{"error", &r.Error, maxErrLen},
+	} {
+		v := q[f.name]
+		switch {
+		case len(v) > 1:
+			return nil, fmt.Errorf("%w: parameter %q appears %d times", ErrBadCallback, f.name, len(v))
+		case len(v) == 0:
+			continue
+		case len(v[0]) > f.max:
+			return nil, fmt.Errorf("%w: parameter %q is %d bytes long; the limit is %d", ErrBadCallback, f.name, len(v[0]), f.max)
+		case !vschar(v[0]):
+			return nil, fmt.Errorf("%w: parameter %q contains control or non-ASCII characters", ErrBadCallback, f.name)
+		}
+		*f.dst = v[0]
+	}
+	if d := q["error_description"]; len(d) > 1 {
+		return nil, fmt.Errorf("%w: parameter \"error_description\" appears %d times", ErrBadCallback, len(d))
+	} else if len(d) == 1 {
+		r.ErrorDescription = sanitize(d[0], maxDescLen)
+	}
+	if r.Code == "" && r.Error == "" {
+		return nil, fmt.Errorf("%w: neither code nor error is present", ErrBadCallback)
+	}
+	return r, nil
+}
+
+// checkCallback validates a callback against the request we made: state
+// (compared in constant time), RFC 9207 iss, then the error or the code.
+//
+// iss: when the metadata advertises authorization_response_iss_parameter_supported
+// the iss must be present and equal the issuer; when it does not, an iss
+// that is present anyway must still equal it (conformance auth/iss-unexpected),
+// and a matching one is accepted (there is nothing unsafe in a server
+// sending what it did not advertise). Comparison is exact, without URL
+// normalization (auth/iss-normalized).
+func checkCallback(r *CallbackResult, state string, asm *oauthex.AuthServerMeta) error {
+	if r == nil {
+		return fmt.Errorf("%w: no callback parameters", ErrBadCallback)
+	}
+	if subtle.ConstantTimeCompare([]byte(r.State), []byte(state)) != 1 {
+		return fmt.Errorf("%w: the callback's state is not the one sent with the authorization request (a stale or forged redirect)", ErrStateMismatch)
+	}
+	switch {
+	case r.Iss == "" && asm.AuthorizationResponseIssParameterSupported:
+		return fmt.Errorf("%w: %s advertises the RFC 9207 iss parameter but the callback has none", ErrIssuerMismatch, asm.Issuer)
+	case r.Iss != "" && r.Iss != asm.Issuer:
+		return fmt.Errorf("%w: the callback's iss is %q, not %q (RFC 9207: possible mix-up attack)", ErrIssuerMismatch, sanitize(r.Iss, 200), asm.Issuer)
+	}
+	if r.Error != "" {
+		if r.ErrorDescription != "" {
+			return fmt.Errorf("%w: the authorization server answered %s: %s", ErrAccessDenied, r.Error, sanitize(r.ErrorDescription, 200))
+		}
+		return fmt.Errorf("%w: the authorization server answered %s", ErrAccessDenied, r.Error)
+	}
+	if r.Code == "" {
+		return fmt.Errorf("%w: no code", ErrBadCallback)
+	}
+	return nil
+}
+
+// selectScopes decides what to ask for (R3.9): the challenge's scope is
+// authoritative; without it PRM scopes_supported; without those the
+// configured scopes. A step-up adds the scopes already granted, so the new
+// token does not lose them (SEP-2350). offline_access is added only when
+// the authorization server lists it (SEP-2207: a client MUST NOT request
+// it otherwise).
+func selectScopes(challenged, prm, configured, asSupported, granted []string) []string {
+	var s []string
+	switch {
+	case len(challenged) > 0:
+		s = challenged
+	case len(prm) > 0:
+		s = prm
+	default:
+		s = configured
+	}
+	s = uniq(append(slices.Clone(granted), s...))
+	if slices.Contains(asSupported, "offline_access") && !slices.Contains(s, "offline_access") {
+		s = append(s, "offline_access")
+	}
+	return s
+}
+
+// flowParams is the input of one interactive authorization.
+type flowParams struct {
+	srv     config.Server
+	binding config.Binding
+	prm     *resourceMeta
+	asm     *oauthex.AuthServerMeta
+	scopes  []string
+	browser Browser
+}
+
+// runFlow performs the authorization code flow with PKCE S256, state,
+// RFC 8707 resource and RFC 9207 iss checks, and exchanges the code. On
+// invalid_client from the token endpoint with a dynamically registered
+// client it drops the registration and goes round once more with a fresh
+// one — once only, so a server that rejects every client cannot make us
+// loop.
+func (a *Authenticator) runFlow(ctx context.Context, p flowParams) (*grant, *client, error) {
+	id := p.srv.ID
+	for attempt := 0; ; attempt++ {
+		cl, err := a.resolveClient(ctx, p.srv, p.binding, p.asm, true)
+		if err != nil {
+			return nil, nil, stepErr(StepRegistration, id, err)
+		}
+		cfg := &oauth2.Config{
+			ClientID:     cl.ID,
+			ClientSecret: cl.Secret,
+			Endpoint: oauth2.Endpoint{
+				AuthURL:   p.asm.AuthorizationEndpoint,
+				TokenURL:  p.asm.TokenEndpoint,
+				AuthStyle: authStyle(cl.AuthMethod),
+			},
+			RedirectURL: RedirectURI(p.srv.Auth.RedirectPort),
+			Scopes:      p.scopes,
+		}
+		if cl.AuthMethod == authNone {
+			cfg.ClientSecret = ""
+		}
+		verifier := oauth2.GenerateVerifier()
+		state := rand.Text()
+		authURL := cfg.AuthCodeURL(state,
+			oauth2.S256ChallengeOption(verifier),
+			oauth2.SetAuthURLParam("resource", p.prm.Resource))
+		a.log.Info("oauth: authorization needed; opening the authorization page",
+			"server", id, "issuer", p.asm.Issuer, "authorization_endpoint", redactURL(p.asm.AuthorizationEndpoint),
+			"scopes", p.scopes)
+
+		res, err := p.browser(ctx, authURL)
+		if err != nil {
+			return nil, nil, stepErr(StepAuthorization, id, err)
+		}
+		if err := checkCallback(res, state, p.asm); err != nil {
+			return nil, nil, stepErr(StepAuthorization, id, err)
+		}
+
+		xctx, cancel := context.WithTimeout(context.WithValue(ctx, oauth2.HTTPClient, a.hc), requestTimeout)
+		tok, err := cfg.Exchange(xctx,
+			res.Code,
+			oauth2.VerifierOption(verifier),
+			oauth2.SetAuthURLParam("resource", p.prm.Resource))
+		cancel()
+		if err != nil {
+			err = exchangeError(err, p.asm.TokenEndpoint)
+			var te *TokenError
+			if errors.As(err, &te) && te.Code == "invalid_client" && cl.Dynamic && attempt == 0 {
+				a.log.Warn("oauth: the token endpoint rejected the registered client; registering again",
+					"server", id, "issuer", p.asm.Issuer)
+				if derr := a.dropRegistration(ctx, id, p.binding); derr != nil {
+					return nil, nil, stepErr(StepRegistration, id, derr)
+				}
+				continue
+			}
+			return nil, nil, stepErr(StepToken, id, err)
+		}
+		g, err := grantFromOAuth2(tok, a.now(), p.scopes)
+		if err != nil {
+			return nil, nil, stepErr(StepToken, id, err)
+		}
+		return g, cl, nil
+	}
+}
+
+// exchangeError turns x/oauth2's errors into ours: a redirect becomes
+// ErrRedirectRefused, an error response a *TokenError (without the body,
+// which x/oauth2 would otherwise print).
+func exchangeError(err error, tokenURL string) error {
+	var re *oauth2.RetrieveError
+	if !errors.As(err, &re) {
+		return err
+	}
+	status := 0
+	if re.Response != nil {
+		status = re.Response.StatusCode
+		if status >= 300 && status < 400 {
+			return redirectError(http.MethodPost, tokenURL, re.Response)
+		}
+	}
+	return &TokenError{Status: status, Code: sanitize(re.ErrorCode, 60), Description: sanitize(re.ErrorDescription, 200)}
+}
+
+// authStyle maps a token endpoint auth method to x/oauth2's style. It is
+// never AutoDetect: that retries a failed request the other way, sending
+// the credentials twice.
+func authStyle(method string) oauth2.AuthStyle {
+	if method == authBasic {
+		return oauth2.AuthStyleInHeader
+	}
+	return oauth2.AuthStyleInParams
+}
+
+// HeadlessBrowser is a Browser for tests and the conformance client: it
+// GETs the authorization URL without following the redirect, checks that
+// the Location goes back to the request's redirect_uri, and reads the
+// callback parameters from it. It works with authorization servers that
+// approve at once (the conformance suite's, internal/testserver/authserver).
+func HeadlessBrowser(hc *http.Client) Browser {
+	c := noRedirectClient(hc)
+	return func(ctx context.Context, authURL string) (*CallbackResult, error) {
+		au, err := url.Parse(authURL)
+		if err != nil {
+			return nil, err
+		}
+		redirect, err := url.Parse(au.Query().Get("redirect_uri"))
+		if err != nil {
+			return nil, fmt.Errorf("authorization URL has a bad redirect_uri: %w", err)
+		}
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, authURL, nil)
+		if err != nil {
+			return nil, err
+		}
+		resp, err := c.Do(req)
+		if err != nil {
+			return nil, err
+		}
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+		resp.Body.Close()
+		if resp.StatusCode < 300 || resp.StatusCode > 399 {
+			return nil, fmt.Errorf("%w: the authorization endpoint answered %d instead of redirecting back", ErrBadCallback, resp.StatusCode)
+		}
+		loc, err := au.Parse(resp.Header.Get("Location"))
+		if err != nil {
+			return nil, fmt.Errorf("%w: unparsable Location: %v", ErrBadCallback, err)
+		}
+		if loc.Scheme != redirect.Scheme || loc.Host != redirect.Host || loc.Path != redirect.Path {
+			return nil, fmt.Errorf("%w: the authorization endpoint redirected to %s, not to the redirect URI", ErrBadCallback, redactURL(loc.String()))
+		}
+		return ParseCallback(loc.Query())
+	}
+}
+
+// callbackPage is the small page shown in the browser after the redirect.
+// It echoes nothing from the request.
+const callbackPage = `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>remotemcp</title></head>
+<body style="font-family:sans-serif;margin:3em">
+<h1>%s</h1>
+<p>%s</p>
+</body></html>
+`
+
+// CallbackHandler serves GET /mcp-oauth, the loopback redirect URI (SPEC
+// §7): it parses the callback parameters, hands them to deliver, and shows
+// a page saying the tab can be closed. It never echoes parameters back.
+// Malformed callbacks get a 400 page and are not delivered.
+func CallbackHandler(deliver func(CallbackResult)) http.Handler {
+	return callbackHandler(func(r CallbackResult) bool { deliver(r); return true })
+}
+
+// callbackHandler is CallbackHandler with a verdict: accept returns false
+// for a callback that does not belong to the pending login (wrong state),
+// which is then ignored rather than allowed to end the wait.
+func callbackHandler(accept func(CallbackResult) bool) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		h.Set("Content-Type", "text/html; charset=utf-8")
+		h.Set("Cache-Control", "no-store")
+		h.Set("Referrer-Policy", "no-referrer")
+		h.Set("X-Content-Type-Options", "nosniff")
+		h.Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'")
+		if r.URL.Path != CallbackPath {
+			http.NotFound(w, r)
+			return
+		}
+		if r.Method != http.MethodGet {
+			h.Set("Allow", http.MethodGet)
+			w.WriteHeader(http.StatusMethodNotAllowed)
+			return
+		}
+		res, err := ParseCallback(r.URL.Query())
+		if err != nil {
+			w.WriteHeader(http.StatusBadRequest)
+			fmt.Fprintf(w, callbackPage, "Authorization response not understood", "remotemcp could not read this authorization response. Return to remotemcp and try again.")
+			return
+		}
+		if !accept(*res) {
+			w.WriteHeader(http.StatusBadRequest)
+			fmt.Fprintf(w, callbackPage, "Unexpected authorization response", "This response does not belong to the login remotemcp is waiting for, and was ignored.")
+			return
+		}
+		if res.Error != "" {
+			fmt.Fprintf(w, callbackPage, "Authorization was not granted", "You can close this tab and return to remotemcp.")
+			return
+		}
+		fmt.Fprintf(w, callbackPage, "Authorization complete", "You can close this tab and return to remotemcp.")
+	})
+}
+
+// ListenLoopbackBrowser returns a Browser that listens on 127.0.0.1:port
+// (0 means config.DefaultRedirectPort), calls open with the authorization
+// URL (to print it or launch the system browser), and waits for the
+// callback whose state matches the URL's, until ctx is done. Callbacks
+// with another state (a stale tab, a forged request from a local page) are
+// answered and ignored. The listener is closed before it returns.
+func ListenLoopbackBrowser(port int, open func(url string) error) Browser {
+	if port == 0 {
+		port = config.DefaultRedirectPort
+	}
+	return func(ctx context.Context, authURL string) (*CallbackResult, error) {
+		au, err := url.Parse(authURL)
+		if err != nil {
+			return nil, err
+		}
+		want := au.Query().Get("state")
+		ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+		if err != nil {
+			return nil, fmt.Errorf("listening for the OAuth callback on 127.0.0.1:%d (is another login running, or is the port taken? set auth.redirectPort): %w", port, err)
+		}
+		results := make(chan CallbackResult, 1)
+		hs := &http.Server{
+			Handler: callbackHandler(func(r CallbackResult) bool {
+				if subtle.ConstantTimeCompare([]byte(r.State), []byte(want)) != 1 {
+					return false
+				}
+				select {
+				case results <- r:
+				default: // a second, duplicate delivery: the first one counts
+				}
+				return true
+			}),
+			ReadHeaderTimeout: 10 * time.Second,
+		}
+		served := make(chan struct{})
+		go func() {
+			defer close(served)
+			_ = hs.Serve(ln) // ends with ErrServerClosed at Shutdown below
+		}()
+		defer func() {
+			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+			_ = hs.Shutdown(sctx) // lets the "you can close this tab" page finish
+			cancel()
+			_ = hs.Close()
+			<-served
+		}()
+		if err := open(authURL); err != nil {
+			return nil, fmt.Errorf("opening the authorization page: %w", err)
+		}
+		select {
+		case r := <-results:
+			return &r, nil
+		case <-ctx.Done():
+			return nil, fmt.Errorf("waiting for the authorization callback: %w", ctx.Err())
+		}
+	}
+}

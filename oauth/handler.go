@@ -1,0 +1,820 @@
+// Package oauth is remotemcp's OAuth 2.1 client for remote MCP servers, as
+// the MCP Authorization spec (2025-11-25; floor 2025-06-18) and SPEC §3
+// demand: protected resource metadata discovery (RFC 9728), authorization
+// server metadata (RFC 8414 / OIDC), pre-configured clients or dynamic
+// client registration (RFC 7591), the authorization code flow with PKCE
+// S256, state, RFC 8707 resource and RFC 9207 iss, refresh with resource,
+// step-up on insufficient_scope, and bindings of client ids and tokens to
+// resource + issuer (R3.10).
+//
+// An Authenticator serves every server of a process. Its Handler is the
+// go-sdk auth.OAuthHandler of one session; Login, Logout and Status back the
+// CLI's "auth" commands and the settings page.
+//
+// What it reuses: the go-sdk's WWW-Authenticate parser and metadata types
+// (oauthex), and x/oauth2 for PKCE, the authorization URL and the code
+// exchange. What it does itself, and why: fetching metadata (typed per-step
+// errors, redirects refused, exact issuer and S256 checks, no guessed
+// endpoints), dynamic registration (validated on the raw JSON), and refresh
+// (x/oauth2 cannot send resource).
+package oauth
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/oauthex"
+	"golang.org/x/oauth2"
+	"golang.org/x/sync/singleflight"
+
+	"github.com/remotemcp/remotemcp/config"
+	"github.com/remotemcp/remotemcp/store"
+)
+
+// SecretStore is the part of store.Store the authenticator needs: the
+// server config (to record a new binding) and sealed secrets (refresh
+// tokens, registrations). *store.SQLite implements it.
+type SecretStore interface {
+	GetServer(ctx context.Context, id string) (config.Server, error)
+	UpdateServer(ctx context.Context, s config.Server) error
+	PutSecret(ctx context.Context, k store.SecretKey, value []byte) error
+	GetSecret(ctx context.Context, k store.SecretKey) ([]byte, error)
+	DeleteSecret(ctx context.Context, k store.SecretKey) error
+}
+
+// SessionStore keeps what must never touch disk: access tokens (R3.11).
+// *store.Memory implements it.
+type SessionStore interface {
+	Put(k store.SecretKey, v []byte, expires time.Time)
+	Get(k store.SecretKey) ([]byte, bool)
+	Delete(k store.SecretKey)
+	DeleteServer(id string)
+}
+
+// Locker is a lock shared by every process on the data directory, so only
+// one of them spends a refresh token at a time. *store.SQLite implements it.
+type Locker interface {
+	Lock(ctx context.Context, name string) (unlock func(), err error)
+}
+
+// secretLister is implemented by *store.SQLite; Logout uses it to find the
+// secrets of bindings other than the current one.
+type secretLister interface {
+	ListSecrets(ctx context.Context, serverID string) ([]store.SecretKey, error)
+}
+
+// Options configure New.
+type Options struct {
+	// Store keeps server configs and sealed secrets. Required.
+	Store SecretStore
+	// Memory keeps access tokens; nil means a new store.NewMemory().
+	Memory SessionStore
+	// Locker serializes refreshes across processes; nil means Store when
+	// it is a Locker, else a lock inside this process only.
+	Locker Locker
+	// HTTPClient is the base client (host permission guard, proxy, TLS).
+	// The authenticator uses a copy that never follows redirects. nil
+	// means http.DefaultClient.
+	HTTPClient *http.Client
+	// Logger receives progress and warnings; never a token, code,
+	// verifier or secret. nil discards.
+	Logger *slog.Logger
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// Authenticator performs OAuth for every server of one process.
+type Authenticator struct {
+	store  SecretStore
+	mem    SessionStore
+	locker Locker
+	hc     *http.Client
+	log    *slog.Logger
+	now    func() time.Time
+
+	// flights makes concurrent 401s (or 403s) of one server share one
+	// refresh or authorization (in-process half of the single flight; the
+	// Locker is the cross-process half).
+	flights singleflight.Group
+
+	mu      sync.Mutex
+	stepUps map[string][]time.Time // server id → recent step-up authorizations
+}
+
+// New returns an Authenticator. It panics if opts.Store is nil.
+func New(opts Options) *Authenticator {
+	if opts.Store == nil {
+		panic("oauth: Options.Store is nil")
+	}
+	a := &Authenticator{
+		store:   opts.Store,
+		mem:     opts.Memory,
+		locker:  opts.Locker,
+		hc:      noRedirectClient(opts.HTTPClient),
+		log:     opts.Logger,
+		now:     opts.Now,
+		stepUps: make(map[string][]time.Time),
+	}
+	if a.mem == nil {
+		a.mem = store.NewMemory()
+	}
+	if a.locker == nil {
+		if l, ok := opts.Store.(Locker); ok {
+			a.locker = l
+		} else {
+			a.locker = &localLocker{}
+		}
+	}
+	if a.log == nil {
+		a.log = slog.New(slog.DiscardHandler)
+	}
+	if a.now == nil {
+		a.now = time.Now
+	}
+	return a
+}
+
+// localLocker is the fallback Locker: a lock per name inside this process.
+type localLocker struct {
+	mu sync.Mutex
+	m  map[string]chan struct{}
+}
+
+func (l *localLocker) Lock(ctx context.Context, name string) (func(), error) {
+	l.mu.Lock()
+	if l.m == nil {
+		l.m = make(map[string]chan struct{})
+	}
+	ch, ok := l.m[name]
+	if !ok {
+		ch = make(chan struct{}, 1)
+		l.m[name] = ch
+	}
+	l.mu.Unlock()
+	select {
+	case ch <- struct{}{}:
+		return sync.OnceFunc(func() { <-ch }), nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// Handler returns the go-sdk auth.OAuthHandler for one session with srv
+// (StreamableClientTransport.OAuthHandler).
+//
+// TokenSource sends the in-memory access token of the server's binding, or
+// nothing. Authorize, on a 401, rediscovers (the binding may have moved),
+// tries one refresh, and otherwise runs the browser flow through
+// interactive — or, when interactive is nil (background work, R3.13),
+// fails with an *Error wrapping ErrLoginRequired. On a 403
+// insufficient_scope it steps up (at most three times per server and hour).
+// Authorize errors leave the session usable (the go-sdk wraps them into the
+// failed call's error; errors.As finds the *Error).
+func (a *Authenticator) Handler(srv config.Server, interactive Browser) auth.OAuthHandler {
+	h := &handler{a: a, srv: srv.Clone(), browser: interactive}
+	h.canonical, h.canonErr = config.CanonicalResource(srv.URL)
+	if b := srv.Auth.Binding; b != nil && h.canonErr == nil && b.Resource == h.canonical && b.Issuer != "" {
+		h.bound, h.hasBound = *b, true
+	}
+	return h
+}
+
+type handler struct {
+	a         *Authenticator
+	srv       config.Server
+	browser   Browser
+	canonical string
+	canonErr  error
+
+	mu       sync.Mutex
+	bound    config.Binding
+	hasBound bool
+}
+
+var _ auth.OAuthHandler = (*handler)(nil)
+
+func (h *handler) binding() (config.Binding, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.bound, h.hasBound
+}
+
+func (h *handler) setBinding(b config.Binding) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.bound, h.hasBound = b, true
+}
+
+// TokenSource implements auth.OAuthHandler. The source never fails; see
+// tokenSource.
+func (h *handler) TokenSource(context.Context) (oauth2.TokenSource, error) {
+	return tokenSource{h}, nil
+}
+
+// Authorize implements auth.OAuthHandler.
+func (h *handler) Authorize(ctx context.Context, req *http.Request, resp *http.Response) error {
+	defer func() {
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+		resp.Body.Close()
+	}()
+	id := h.srv.ID
+	if h.srv.Auth.Kind != config.AuthOAuth {
+		return &Error{Step: StepAuthorization, ServerID: id,
+			Err: fmt.Errorf("%w (the server answered %d)", ErrNotOAuth, resp.StatusCode)}
+	}
+	if h.canonErr != nil {
+		return &Error{Step: StepDiscoveryPRM, ServerID: id, Err: h.canonErr}
+	}
+	ch, perr := parseChallenge(resp.Header)
+	if perr != nil {
+		h.a.log.Warn("oauth: unreadable WWW-Authenticate; using well-known discovery", "server", id, "error", perr)
+	}
+	switch resp.StatusCode {
+	case http.StatusUnauthorized:
+		return h.reauthorize(ctx, req, ch)
+	case http.StatusForbidden:
+		if ch.errorCode == "insufficient_scope" {
+			return h.stepUp(ctx, ch)
+		}
+		why := "the server refused the request with 403 Forbidden"
+		if ch.errorCode != "" {
+			why += " (error=" + sanitize(ch.errorCode, 60) + ")"
+		}
+		return &Error{Step: StepAuthorization, ServerID: id,
+			Err: fmt.Errorf("%w: %s; a new authorization would not change that", ErrForbidden, why)}
+	default:
+		return &Error{Step: StepAuthorization, ServerID: id,
+			Err: fmt.Errorf("unexpected HTTP status %d", resp.StatusCode)}
+	}
+}
+
+// sentToken is the bearer token a failed request carried, "" if none.
+func sentToken(req *http.Request) string {
+	v := req.Header.Get("Authorization")
+	if len(v) > 7 && strings.EqualFold(v[:7], "bearer ") {
+		return v[7:]
+	}
+	return ""
+}
+
+// newerToken reports whether memory holds a valid token other than the one
+// the failed request sent: someone (another request's Authorize, a Login in
+// this process) has already fixed things, and a retry will do.
+func (h *handler) newerToken(sent string) bool {
+	b, ok := h.binding()
+	if !ok {
+		return false
+	}
+	r := h.a.loadAccess(h.srv.ID, b)
+	return r.valid(h.a.now()) && r.AccessToken != sent
+}
+
+func (h *handler) flightKey(kind string, extra ...string) string {
+	mode := "background"
+	if h.browser != nil {
+		mode = "interactive"
+	}
+	return strings.Join(append([]string{kind, h.srv.ID, mode}, extra...), "\x00")
+}
+
+// reauthorize handles a 401: one refresh (or flow) per server at a time,
+// and none at all when a newer token is already there.
+func (h *handler) reauthorize(ctx context.Context, req *http.Request, ch challenge) error {
+	sent := sentToken(req)
+	if h.newerToken(sent) {
+		return nil
+	}
+	v, err, _ := h.a.flights.Do(h.flightKey("reauth"), func() (any, error) {
+		// Checked again inside the flight: a flight that just ended may
+		// have produced the token this request needs.
+		if h.newerToken(sent) {
+			b, _ := h.binding()
+			return b, nil
+		}
+		if b, ok := h.binding(); ok && sent != "" {
+			// The server refused the token we hold: never send it again.
+			if r := h.a.loadAccess(h.srv.ID, b); r != nil && r.AccessToken == sent {
+				h.a.mem.Delete(secretKey(h.srv.ID, purposeAccessToken, b))
+			}
+		}
+		srv := h.a.withStoredBinding(ctx, h.srv)
+		out, err := h.a.authorize(ctx, authzRequest{srv: srv, canonical: h.canonical, ch: ch, browser: h.browser, mode: modeReauth})
+		if err != nil {
+			return nil, err
+		}
+		return out.binding, nil
+	})
+	if err != nil {
+		return err
+	}
+	h.setBinding(v.(config.Binding))
+	return nil
+}
+
+// maxStepUps bounds step-up authorizations per server per stepUpWindow, so
+// a server that keeps demanding scopes cannot make us loop (conformance
+// auth/scope-retry-limit).
+const (
+	maxStepUps   = 3
+	stepUpWindow = time.Hour
+)
+
+// stepUp handles a 403 insufficient_scope (R3.9): a new authorization for
+// the union of the granted and the demanded scopes.
+func (h *handler) stepUp(ctx context.Context, ch challenge) error {
+	id := h.srv.ID
+	demanded := slices.Clone(ch.scopes)
+	sort.Strings(demanded)
+	if b, ok := h.binding(); ok && len(demanded) > 0 {
+		granted := h.a.grantedScopes(ctx, id, b)
+		if len(granted) > 0 && isSubset(demanded, granted) {
+			// We already hold every scope demanded: another
+			// authorization would end the same way.
+			return &Error{Step: StepScope, ServerID: id,
+				Err: fmt.Errorf("%w: the server demands the scopes %q, which the current token already has; a new authorization cannot fix this",
+					ErrForbidden, strings.Join(demanded, " "))}
+		}
+	}
+	v, err, _ := h.a.flights.Do(h.flightKey("stepup", demanded...), func() (any, error) {
+		if !h.a.takeStepUp(id) {
+			return nil, &Error{Step: StepScope, ServerID: id,
+				Err: fmt.Errorf("%w: the server still demands more scopes (%q) after %d step-up authorizations in the last %s",
+					ErrStepUpLimit, strings.Join(demanded, " "), maxStepUps, stepUpWindow)}
+		}
+		srv := h.a.withStoredBinding(ctx, h.srv)
+		out, err := h.a.authorize(ctx, authzRequest{srv: srv, canonical: h.canonical, ch: ch, browser: h.browser, mode: modeStepUp})
+		if err != nil {
+			return nil, err
+		}
+		return out.binding, nil
+	})
+	if err != nil {
+		return err
+	}
+	h.setBinding(v.(config.Binding))
+	return nil
+}
+
+func isSubset(sub, super []string) bool {
+	for _, s := range sub {
+		if !slices.Contains(super, s) {
+			return false
+		}
+	}
+	return true
+}
+
+// takeStepUp records a step-up for the server, or reports that the limit
+// is reached.
+func (a *Authenticator) takeStepUp(serverID string) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	now := a.now()
+	recent := a.stepUps[serverID][:0]
+	for _, t := range a.stepUps[serverID] {
+		if now.Sub(t) < stepUpWindow {
+			recent = append(recent, t)
+		}
+	}
+	if len(recent) >= maxStepUps {
+		a.stepUps[serverID] = recent
+		return false
+	}
+	a.stepUps[serverID] = append(recent, now)
+	return true
+}
+
+func (a *Authenticator) resetStepUps(serverID string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	delete(a.stepUps, serverID)
+}
+
+// grantedScopes are the scopes of the binding's current tokens.
+func (a *Authenticator) grantedScopes(ctx context.Context, serverID string, b config.Binding) []string {
+	var s []string
+	if r := a.loadAccess(serverID, b); r != nil {
+		s = append(s, r.Scopes...)
+	}
+	if r, err := a.loadRefresh(ctx, serverID, b); err == nil && r != nil {
+		s = append(s, r.Scopes...)
+	}
+	return uniq(s)
+}
+
+// withStoredBinding returns srv with the binding currently in the store
+// (another process's login may have changed it since the session began),
+// as long as the stored config is still for the same URL.
+func (a *Authenticator) withStoredBinding(ctx context.Context, srv config.Server) config.Server {
+	cur, err := a.store.GetServer(ctx, srv.ID)
+	if err != nil || cur.URL != srv.URL || cur.Auth.Kind != config.AuthOAuth {
+		return srv
+	}
+	srv = srv.Clone()
+	if cur.Auth.Binding != nil {
+		b := *cur.Auth.Binding
+		srv.Auth.Binding = &b
+	} else {
+		srv.Auth.Binding = nil
+	}
+	return srv
+}
+
+type mode int
+
+const (
+	modeLogin  mode = iota // explicit login: always the browser flow
+	modeReauth             // 401: refresh first
+	modeStepUp             // 403 insufficient_scope: browser flow with more scopes
+)
+
+// authzRequest is the input of authorize.
+type authzRequest struct {
+	srv       config.Server
+	canonical string
+	ch        challenge
+	browser   Browser
+	mode      mode
+	prm       *resourceMeta // already discovered, or nil
+}
+
+// outcome is what authorize achieved.
+type outcome struct {
+	binding   config.Binding
+	grant     *grant
+	client    *client
+	refreshed bool
+}
+
+// authorize is the core of SPEC §3: discovery, binding, refresh or the
+// interactive flow, persistence and the binding update.
+func (a *Authenticator) authorize(ctx context.Context, r authzRequest) (*outcome, error) {
+	srv := r.srv
+	id := srv.ID
+	prm := r.prm
+	if prm == nil {
+		var err error
+		if prm, err = a.discoverPRM(ctx, id, srv.URL, r.canonical, r.ch.resourceMetadata); err != nil {
+			return nil, err
+		}
+	}
+	issuer, err := chooseIssuer(prm.AuthorizationServers, srv.Auth.Binding, r.canonical)
+	if err != nil {
+		return nil, stepErr(StepDiscoveryPRM, id, err)
+	}
+	asm, err := a.discoverAS(ctx, id, issuer)
+	if err != nil {
+		return nil, err
+	}
+	b := config.Binding{Resource: r.canonical, Issuer: issuer}
+	if old := srv.Auth.Binding; old != nil && !old.IsZero() && *old != b {
+		// Nothing of the old binding is used from here on (R3.10): all
+		// lookups below are keyed by the new one.
+		a.log.Info("oauth: binding changed; old client and tokens will not be used",
+			"server", id, "old_issuer", old.Issuer, "new_issuer", b.Issuer, "old_resource", old.Resource, "new_resource", b.Resource)
+	}
+	// Persistence must not be cut short by a caller giving up: a rotated
+	// refresh token that is not saved is lost for good.
+	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), requestTimeout)
+	defer cancel()
+
+	reason := "no refresh token is stored for this server"
+	if r.mode == modeReauth {
+		g, cl, err := a.tryRefresh(ctx, srv, b, prm, asm)
+		switch {
+		case err == nil:
+			if err := a.rebind(pctx, srv, b); err != nil {
+				return nil, stepErr(StepRefresh, id, err)
+			}
+			return &outcome{binding: b, grant: g, client: cl, refreshed: true}, nil
+		case errors.Is(err, errNoRefreshToken):
+		case isRefusal(err):
+			reason = "the stored refresh token was refused (" + err.Error() + ")"
+		default:
+			return nil, stepErr(StepRefresh, id, err)
+		}
+	}
+	if r.browser == nil {
+		if r.mode == modeStepUp {
+			return nil, &Error{Step: StepScope, ServerID: id,
+				Err: fmt.Errorf("%w: the server requires the scopes %q, which need a new authorization; run \"remotemcp auth login %s\"",
+					ErrLoginRequired, strings.Join(r.ch.scopes, " "), id)}
+		}
+		return nil, loginRequired(id, reason)
+	}
+	var granted []string
+	if r.mode == modeStepUp {
+		granted = a.grantedScopes(ctx, id, b)
+	}
+	scopes := selectScopes(r.ch.scopes, prm.ScopesSupported, srv.Auth.Scopes, asm.ScopesSupported, granted)
+	g, cl, err := a.runFlow(ctx, flowParams{srv: srv, binding: b, prm: prm, asm: asm, scopes: scopes, browser: r.browser})
+	if err != nil {
+		if r.mode == modeStepUp {
+			var e *Error
+			if errors.As(err, &e) && e.Step == StepAuthorization {
+				e.Step = StepScope
+			}
+		}
+		return nil, err
+	}
+	if err := a.persist(pctx, id, b, cl.ID, g, false); err != nil {
+		return nil, stepErr(StepToken, id, err)
+	}
+	if err := a.rebind(pctx, srv, b); err != nil {
+		return nil, stepErr(StepToken, id, err)
+	}
+	a.log.Info("oauth: authorized", "server", id, "issuer", b.Issuer, "scopes", g.Scopes, "refresh_token", g.RefreshToken != "")
+	return &outcome{binding: b, grant: g, client: cl}, nil
+}
+
+// tryRefresh refreshes with the binding's stored refresh token, if the
+// binding has a client and a refresh token.
+func (a *Authenticator) tryRefresh(ctx context.Context, srv config.Server, b config.Binding, prm *resourceMeta, asm *oauthex.AuthServerMeta) (*grant, *client, error) {
+	cl, err := a.resolveClient(ctx, srv, b, asm, false)
+	if err != nil {
+		return nil, nil, stepErr(StepRegistration, srv.ID, err)
+	}
+	if cl == nil {
+		return nil, nil, errNoRefreshToken
+	}
+	g, err := a.refresh(ctx, srv, b, prm.Resource, asm.TokenEndpoint, cl)
+	if err != nil {
+		var te *TokenError
+		if errors.As(err, &te) && te.Code == "invalid_client" && cl.Dynamic {
+			// The registration itself is dead; the flow will register
+			// again (once).
+			_ = a.dropRegistration(context.WithoutCancel(ctx), srv.ID, b)
+		}
+		return nil, nil, err
+	}
+	return g, cl, nil
+}
+
+// isRefusal reports a token endpoint refusal (4xx with or without an error
+// code) — the refresh token or client is no good, and a new authorization
+// is the cure. Anything else (network, 5xx, redirect) is reported as is.
+func isRefusal(err error) bool {
+	var te *TokenError
+	return errors.As(err, &te) && te.Status >= 400 && te.Status < 500
+}
+
+// rebind records the binding in the server's config (so the manager sees
+// it, R2.4) and forgets what belonged to the previous binding.
+func (a *Authenticator) rebind(ctx context.Context, srv config.Server, b config.Binding) error {
+	cur, err := a.store.GetServer(ctx, srv.ID)
+	if err != nil {
+		return fmt.Errorf("reading server %q to record its binding: %w", srv.ID, err)
+	}
+	if canon, err := config.CanonicalResource(cur.URL); err != nil || canon != b.Resource || cur.Auth.Kind != config.AuthOAuth {
+		// The config moved on meanwhile; its own session will bind.
+		a.log.Warn("oauth: server config changed during authorization; binding not recorded", "server", srv.ID)
+		return nil
+	}
+	if cur.Auth.Binding != nil && *cur.Auth.Binding == b {
+		return nil
+	}
+	old := cur.Auth.Binding
+	nb := b
+	cur.Auth.Binding = &nb
+	if err := a.store.UpdateServer(ctx, cur); err != nil {
+		return fmt.Errorf("recording the binding of server %q: %w", srv.ID, err)
+	}
+	if old != nil && !old.IsZero() && *old != b {
+		a.forget(ctx, srv.ID, *old)
+	}
+	return nil
+}
+
+// forget drops the client registration and tokens of one binding.
+func (a *Authenticator) forget(ctx context.Context, serverID string, b config.Binding) {
+	a.mem.Delete(secretKey(serverID, purposeAccessToken, b))
+	for _, p := range []string{store.PurposeRefreshToken, store.PurposeRegistration} {
+		if err := a.store.DeleteSecret(ctx, secretKey(serverID, p, b)); err != nil && !errors.Is(err, store.ErrNotFound) {
+			a.log.Warn("oauth: could not delete an old secret", "server", serverID, "purpose", p, "error", err)
+		}
+	}
+}
+
+// LoginResult says what Login achieved.
+type LoginResult struct {
+	// NotNeeded: the server answered without authentication and publishes
+	// no protected resource metadata; nothing was done.
+	NotNeeded bool
+	// Binding is the resource + issuer the new tokens are bound to.
+	Binding config.Binding
+	// ClientID is the OAuth client used (configured or registered).
+	ClientID string
+	// Registered: the client was registered dynamically.
+	Registered bool
+	// Scopes are the granted scopes.
+	Scopes []string
+	// ExpiresAt is the access token's expiry (zero if unknown).
+	ExpiresAt time.Time
+	// RefreshToken: a refresh token was issued and stored.
+	RefreshToken bool
+}
+
+// Login authorizes srv interactively (the user's explicit "Authorize",
+// R3.13): it probes the MCP URL with an unauthenticated initialize to get
+// the 401 challenge, then runs discovery, registration, PKCE, the browser
+// step through b, the code exchange, and stores the result. When the
+// server answers without authentication, Login still looks for protected
+// resource metadata (some servers only protect later requests) and reports
+// NotNeeded when there is none.
+func (a *Authenticator) Login(ctx context.Context, srv config.Server, b Browser) (*LoginResult, error) {
+	if srv.Auth.Kind != config.AuthOAuth {
+		return nil, &Error{Step: StepAuthorization, ServerID: srv.ID, Err: ErrNotOAuth}
+	}
+	if b == nil {
+		return nil, &Error{Step: StepAuthorization, ServerID: srv.ID, Err: errors.New("no browser to complete the authorization")}
+	}
+	canonical, err := config.CanonicalResource(srv.URL)
+	if err != nil {
+		return nil, &Error{Step: StepDiscoveryPRM, ServerID: srv.ID, Err: err}
+	}
+	srv = a.withStoredBinding(ctx, srv)
+	ch, needed, err := a.probe(ctx, srv)
+	if err != nil {
+		return nil, stepErr(StepDiscoveryPRM, srv.ID, err)
+	}
+	var prm *resourceMeta
+	if !needed {
+		prm, err = a.discoverPRM(ctx, srv.ID, srv.URL, canonical, "")
+		if errors.Is(err, ErrNoMetadata) {
+			a.log.Info("oauth: the server needs no login", "server", srv.ID)
+			return &LoginResult{NotNeeded: true}, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	out, err := a.authorize(ctx, authzRequest{srv: srv, canonical: canonical, ch: ch, browser: b, mode: modeLogin, prm: prm})
+	if err != nil {
+		return nil, err
+	}
+	a.resetStepUps(srv.ID)
+	return &LoginResult{
+		Binding:      out.binding,
+		ClientID:     out.client.ID,
+		Registered:   out.client.Dynamic,
+		Scopes:       out.grant.Scopes,
+		ExpiresAt:    out.grant.Expiry,
+		RefreshToken: out.grant.RefreshToken != "",
+	}, nil
+}
+
+// probeBody is an unauthenticated initialize, the first request a client
+// makes; its 401 carries the challenge Login needs.
+const probeBody = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"remotemcp","version":"0"}}}`
+
+// probe POSTs an unauthenticated initialize. needed reports a 401/403.
+func (a *Authenticator) probe(ctx context.Context, srv config.Server) (ch challenge, needed bool, err error) {
+	pctx, cancel := context.WithTimeout(ctx, requestTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(pctx, http.MethodPost, srv.URL, strings.NewReader(probeBody))
+	if err != nil {
+		return ch, false, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	resp, err := a.hc.Do(req)
+	if err != nil {
+		return ch, false, fmt.Errorf("probing %s: %w", redactURL(srv.URL), err)
+	}
+	// Not drained: an SSE answer may stay open; closing is enough.
+	resp.Body.Close()
+	switch {
+	case resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden:
+		ch, perr := parseChallenge(resp.Header)
+		if perr != nil {
+			a.log.Warn("oauth: unreadable WWW-Authenticate; using well-known discovery", "server", srv.ID, "error", perr)
+		}
+		return ch, true, nil
+	case resp.StatusCode >= 200 && resp.StatusCode < 300:
+		if sid := resp.Header.Get("Mcp-Session-Id"); sid != "" {
+			a.endProbeSession(ctx, srv.URL, sid)
+		}
+		return ch, false, nil
+	case resp.StatusCode >= 300 && resp.StatusCode < 400:
+		return ch, false, redirectError(http.MethodPost, srv.URL, resp)
+	default:
+		return ch, false, fmt.Errorf("the MCP URL answered an unauthenticated initialize with HTTP %d %s; check the server URL",
+			resp.StatusCode, http.StatusText(resp.StatusCode))
+	}
+}
+
+// endProbeSession politely deletes the session the probe opened.
+func (a *Authenticator) endProbeSession(ctx context.Context, mcpURL, sid string) {
+	dctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(dctx, http.MethodDelete, mcpURL, nil)
+	if err != nil {
+		return
+	}
+	req.Header.Set("Mcp-Session-Id", sid)
+	if resp, err := a.hc.Do(req); err == nil {
+		resp.Body.Close()
+	}
+}
+
+// Logout forgets everything OAuth knows about a server: access tokens in
+// memory, and the refresh tokens and registrations of every binding. The
+// config (and its binding) is left as it is; the next request needs a new
+// login.
+func (a *Authenticator) Logout(ctx context.Context, serverID string) error {
+	a.mem.DeleteServer(serverID)
+	a.resetStepUps(serverID)
+	var keys []store.SecretKey
+	if l, ok := a.store.(secretLister); ok {
+		all, err := l.ListSecrets(ctx, serverID)
+		if err != nil {
+			return fmt.Errorf("oauth: logout %s: %w", serverID, err)
+		}
+		for _, k := range all {
+			if k.Purpose == store.PurposeRefreshToken || k.Purpose == store.PurposeRegistration {
+				keys = append(keys, k)
+			}
+		}
+	} else if srv, err := a.store.GetServer(ctx, serverID); err == nil && srv.Auth.Binding != nil {
+		for _, p := range []string{store.PurposeRefreshToken, store.PurposeRegistration} {
+			keys = append(keys, secretKey(serverID, p, *srv.Auth.Binding))
+		}
+	}
+	for _, k := range keys {
+		if err := a.store.DeleteSecret(ctx, k); err != nil && !errors.Is(err, store.ErrNotFound) {
+			return fmt.Errorf("oauth: logout %s: %w", serverID, err)
+		}
+	}
+	a.log.Info("oauth: logged out", "server", serverID)
+	return nil
+}
+
+// Status is what OAuth knows about a server, without any secret.
+type Status struct {
+	ServerID string
+	// Binding is the stored binding; nil before the first authorization.
+	Binding *config.Binding
+	// BindingCurrent: the binding is for the server's current URL.
+	BindingCurrent bool
+	// ClientID is the client in use for the binding ("" if none yet).
+	ClientID string
+	// Registered: ClientID came from dynamic registration.
+	Registered bool
+	// RegisteredAt is when it was registered.
+	RegisteredAt time.Time
+	// HasRefreshToken: a refresh token is stored for the binding.
+	HasRefreshToken bool
+	// HasAccessToken: this process holds an unexpired access token.
+	HasAccessToken bool
+	// AccessTokenExpiry is that token's expiry (zero if unknown or none).
+	AccessTokenExpiry time.Time
+	// Scopes are the granted scopes as far as known.
+	Scopes []string
+	// Problem describes a failure to read the state, "" if none.
+	Problem string
+}
+
+// Status reports the OAuth state of srv (the stored binding wins over
+// srv's). It never returns secrets.
+func (a *Authenticator) Status(ctx context.Context, srv config.Server) Status {
+	st := Status{ServerID: srv.ID}
+	srv = a.withStoredBinding(ctx, srv)
+	if srv.Auth.Binding == nil || srv.Auth.Binding.IsZero() {
+		st.ClientID = srv.Auth.ClientID
+		return st
+	}
+	b := *srv.Auth.Binding
+	st.Binding = &b
+	if canon, err := config.CanonicalResource(srv.URL); err == nil && canon == b.Resource {
+		st.BindingCurrent = true
+	}
+	if srv.Auth.ClientID != "" {
+		st.ClientID = srv.Auth.ClientID
+	} else if reg, err := a.loadRegistration(ctx, srv.ID, b); err != nil {
+		st.Problem = err.Error()
+	} else if reg != nil {
+		st.ClientID, st.Registered, st.RegisteredAt = reg.ClientID, true, reg.registeredAt()
+	}
+	if rec, err := a.loadRefresh(ctx, srv.ID, b); err != nil {
+		st.Problem = err.Error()
+	} else if rec != nil {
+		st.HasRefreshToken = true
+		st.Scopes = rec.Scopes
+	}
+	if r := a.loadAccess(srv.ID, b); r.valid(a.now()) {
+		st.HasAccessToken = true
+		st.AccessTokenExpiry = r.Expiry
+		st.Scopes = r.Scopes
+	}
+	return st
+}

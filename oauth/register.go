@@ -1,0 +1,299 @@
+package oauth
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/oauthex"
+
+	"github.com/remotemcp/remotemcp/config"
+	"github.com/remotemcp/remotemcp/store"
+)
+
+// Token endpoint client authentication methods remotemcp can perform.
+const (
+	authNone   = "none"
+	authBasic  = "client_secret_basic"
+	authPost   = "client_secret_post"
+	maxIDChars = 255 // client_id length bound (R2.11)
+)
+
+// CallbackPath is the path of the loopback redirect URI (SPEC §7).
+const CallbackPath = "/mcp-oauth"
+
+// RedirectURI is the fixed loopback redirect URI for port (RFC 8252 §7.3):
+// http://127.0.0.1:<port>/mcp-oauth. Port 0 means config.DefaultRedirectPort.
+func RedirectURI(port int) string {
+	if port == 0 {
+		port = config.DefaultRedirectPort
+	}
+	return "http://127.0.0.1:" + strconv.Itoa(port) + CallbackPath
+}
+
+// client is the OAuth client used with one binding.
+type client struct {
+	ID         string
+	Secret     string
+	AuthMethod string // authNone, authBasic or authPost
+	Dynamic    bool   // obtained by dynamic registration (and stored)
+}
+
+// registration is the sealed record of a dynamic registration
+// (store.PurposeRegistration, keyed by the binding).
+type registration struct {
+	ClientID        string `json:"client_id"`
+	ClientSecret    string `json:"client_secret,omitempty"`
+	AuthMethod      string `json:"token_endpoint_auth_method"`
+	RedirectURI     string `json:"redirect_uri"`
+	RedirectPort    int    `json:"redirect_port"`
+	SecretExpiresAt int64  `json:"client_secret_expires_at,omitempty"` // unix seconds; 0 never
+	RegisteredAt    int64  `json:"registered_at"`                      // unix seconds
+}
+
+func secretKey(serverID, purpose string, b config.Binding) store.SecretKey {
+	return store.SecretKey{ServerID: serverID, Purpose: purpose, Binding: b}
+}
+
+// loadRegistration reads the stored registration of a binding; nil when
+// there is none or it cannot be used any more.
+func (a *Authenticator) loadRegistration(ctx context.Context, serverID string, b config.Binding) (*registration, error) {
+	raw, err := a.store.GetSecret(ctx, secretKey(serverID, store.PurposeRegistration, b))
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var r registration
+	if err := json.Unmarshal(raw, &r); err != nil || r.ClientID == "" {
+		// A record we cannot read is as good as none: register again.
+		a.log.Warn("oauth: discarding unreadable stored registration", "server", serverID)
+		return nil, nil
+	}
+	return &r, nil
+}
+
+// resolveClient returns the client for a binding: the configured client id
+// (R3.3), or the stored dynamic registration, or a new one (when register
+// is true). A configured client id is bound too (R3.10): once the server
+// is bound to an issuer, the id is never sent to a different one.
+func (a *Authenticator) resolveClient(ctx context.Context, srv config.Server, b config.Binding, asm *oauthex.AuthServerMeta, register bool) (*client, error) {
+	port := srv.Auth.RedirectPort
+	if srv.Auth.ClientID != "" {
+		if old := srv.Auth.Binding; old != nil && old.Issuer != "" && old.Issuer != b.Issuer {
+			return nil, fmt.Errorf("%w: the server now names authorization server %s, but the configured clientId was used with %s; register a client with the new server, set auth.clientId (and clientSecret) to it and remove auth.binding",
+				ErrClientMismatch, b.Issuer, old.Issuer)
+		}
+		c := &client{ID: srv.Auth.ClientID, Secret: srv.Auth.ClientSecret, AuthMethod: authNone}
+		if c.Secret != "" {
+			c.AuthMethod = pickSecretMethod(asm.TokenEndpointAuthMethodsSupported)
+		}
+		return c, nil
+	}
+	reg, err := a.loadRegistration(ctx, srv.ID, b)
+	if err != nil {
+		return nil, err
+	}
+	if reg != nil && reg.RedirectURI == RedirectURI(port) &&
+		(reg.SecretExpiresAt == 0 || a.now().Unix() < reg.SecretExpiresAt) {
+		return &client{ID: reg.ClientID, Secret: reg.ClientSecret, AuthMethod: reg.AuthMethod, Dynamic: true}, nil
+	}
+	if !register {
+		return nil, nil
+	}
+	if asm.RegistrationEndpoint == "" {
+		return nil, fmt.Errorf("%w: %s offers no dynamic client registration (no registration_endpoint) and no auth.clientId is configured; register remotemcp with that server (redirect URI %s) and set auth.clientId",
+			ErrNoRegistration, asm.Issuer, RedirectURI(port))
+	}
+	reg, err = a.register(ctx, srv.ID, asm.RegistrationEndpoint, port)
+	if err != nil {
+		return nil, err
+	}
+	// Persist before use, sealed under the binding, so a crash after the
+	// authorization cannot leave tokens whose client nobody remembers.
+	raw, err := json.Marshal(reg)
+	if err != nil {
+		return nil, err
+	}
+	if err := a.store.PutSecret(ctx, secretKey(srv.ID, store.PurposeRegistration, b), raw); err != nil {
+		return nil, fmt.Errorf("saving the registration: %w", err)
+	}
+	a.log.Info("oauth: registered client", "server", srv.ID, "issuer", b.Issuer, "client_id", reg.ClientID)
+	return &client{ID: reg.ClientID, Secret: reg.ClientSecret, AuthMethod: reg.AuthMethod, Dynamic: true}, nil
+}
+
+// pickSecretMethod chooses how a client with a secret authenticates:
+// client_secret_basic (the RFC 8414 default when nothing is advertised, and
+// the method every server must support, RFC 6749 §2.3.1), else
+// client_secret_post when that is all the server lists.
+func pickSecretMethod(supported []string) string {
+	if len(supported) == 0 || slices.Contains(supported, authBasic) {
+		return authBasic
+	}
+	if slices.Contains(supported, authPost) {
+		return authPost
+	}
+	return authBasic
+}
+
+// register performs RFC 7591 dynamic client registration as a public native
+// client with the fixed loopback redirect URI. The request is sent with the
+// no-redirect client and the answer is validated on the raw JSON
+// (validateRegistration) before anything of it is used or stored; that is
+// why oauthex.RegisterClient, which decodes first and follows redirects,
+// is not used here.
+func (a *Authenticator) register(ctx context.Context, serverID, endpoint string, port int) (*registration, error) {
+	redirect := RedirectURI(port)
+	meta := oauthex.ClientRegistrationMetadata{
+		RedirectURIs:            []string{redirect},
+		TokenEndpointAuthMethod: authNone,
+		GrantTypes:              []string{"authorization_code", "refresh_token"},
+		ResponseTypes:           []string{"code"},
+		ClientName:              "remotemcp",
+		ApplicationType:         "native",
+	}
+	payload, err := json.Marshal(&meta)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, bytes.NewReader(payload))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json")
+	resp, err := a.do(req)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case resp.status == http.StatusCreated || resp.status == http.StatusOK:
+	case resp.status == http.StatusBadRequest:
+		if obj, err := parseObject(resp.body); err == nil {
+			code, _, _ := obj.str("error")
+			desc, _, _ := obj.str("error_description")
+			return nil, fmt.Errorf("%w: %s refused the registration: %s %s", ErrBadRegistration,
+				redactURL(endpoint), sanitize(code, 60), sanitize(desc, 200))
+		}
+		return nil, statusError(http.MethodPost, endpoint, resp.status)
+	default:
+		return nil, statusError(http.MethodPost, endpoint, resp.status)
+	}
+	reg, err := validateRegistration(resp.body, redirect)
+	if err != nil {
+		return nil, err
+	}
+	reg.RedirectPort = port
+	reg.RegisteredAt = a.now().Unix()
+	return reg, nil
+}
+
+// validateRegistration checks a registration response on its raw JSON
+// (R2.11): a JSON object; client_id present, a string, non-empty, at most
+// 255 characters, printable ASCII (RFC 6749 Appendix A.1 VSCHAR, so no
+// control characters); client_secret, when present, a VSCHAR string;
+// token_endpoint_auth_method one remotemcp can perform; redirect_uris, when
+// echoed, still containing ours.
+func validateRegistration(body []byte, redirectURI string) (*registration, error) {
+	obj, err := parseObject(body)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrBadRegistration, err)
+	}
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: "+format, append([]any{ErrBadRegistration}, args...)...)
+	}
+	raw, present := obj["client_id"]
+	if !present || isNull(raw) {
+		return nil, bad("client_id is missing")
+	}
+	id, _, err := obj.str("client_id")
+	if err != nil {
+		return nil, bad("%v", err)
+	}
+	switch {
+	case id == "":
+		return nil, bad("client_id is empty")
+	case len(id) > maxIDChars:
+		return nil, bad("client_id is %d characters long; the limit is %d", len(id), maxIDChars)
+	case !vschar(id):
+		return nil, bad("client_id contains control or non-ASCII characters")
+	}
+	secret, _, err := obj.str("client_secret")
+	if err != nil {
+		return nil, bad("%v", err)
+	}
+	if len(secret) > 4096 || !vschar(secret) {
+		return nil, bad("client_secret is too long or contains control or non-ASCII characters")
+	}
+	method, ok, err := obj.str("token_endpoint_auth_method")
+	if err != nil {
+		return nil, bad("%v", err)
+	}
+	if !ok {
+		// RFC 7591 §2: the default is client_secret_basic; without a
+		// secret that cannot be meant, so we are the public client we
+		// asked to be.
+		method = authNone
+		if secret != "" {
+			method = authBasic
+		}
+	}
+	switch method {
+	case authNone:
+	case authBasic, authPost:
+		if secret == "" {
+			return nil, bad("token_endpoint_auth_method is %s but no client_secret was issued", method)
+		}
+	default:
+		return nil, bad("token_endpoint_auth_method %q is not supported (remotemcp can use none, client_secret_basic or client_secret_post)", sanitize(method, 60))
+	}
+	expires, _, err := obj.integer("client_secret_expires_at")
+	if err != nil {
+		return nil, bad("%v", err)
+	}
+	if uris, ok, err := obj.strList("redirect_uris"); err != nil {
+		return nil, bad("%v", err)
+	} else if ok && !slices.Contains(uris, redirectURI) {
+		return nil, bad("redirect_uris does not contain %s", redirectURI)
+	}
+	return &registration{
+		ClientID:        id,
+		ClientSecret:    secret,
+		AuthMethod:      method,
+		RedirectURI:     redirectURI,
+		SecretExpiresAt: expires,
+	}, nil
+}
+
+// vschar reports whether s is made of RFC 6749 VSCHAR (%x20-7E) only.
+func vschar(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < 0x20 || s[i] > 0x7e {
+			return false
+		}
+	}
+	return true
+}
+
+// dropRegistration forgets the stored registration of a binding, after the
+// token endpoint said invalid_client.
+func (a *Authenticator) dropRegistration(ctx context.Context, serverID string, b config.Binding) error {
+	return a.store.DeleteSecret(ctx, secretKey(serverID, store.PurposeRegistration, b))
+}
+
+// registrationAge is for Status.
+func (r *registration) registeredAt() time.Time {
+	if r == nil || r.RegisteredAt == 0 {
+		return time.Time{}
+	}
+	return time.Unix(r.RegisteredAt, 0)
+}

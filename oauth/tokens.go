@@ -1,0 +1,362 @@
+package oauth
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"golang.org/x/oauth2"
+
+	"github.com/remotemcp/remotemcp/config"
+	"github.com/remotemcp/remotemcp/store"
+)
+
+// purposeAccessToken keys access tokens in the session (memory) store. It
+// is never used with the persistent store (R3.11).
+const purposeAccessToken = "oauth-access"
+
+// accessRecord is an access token as kept in memory, under its binding.
+type accessRecord struct {
+	AccessToken string    `json:"access_token"`
+	Expiry      time.Time `json:"expiry"` // zero: unknown
+	IssuedAt    time.Time `json:"issued_at"`
+	Scopes      []string  `json:"scopes,omitempty"`
+}
+
+// refreshRecord is a refresh token as sealed in the store under its binding
+// (store.PurposeRefreshToken). It remembers which client obtained it, since
+// a refresh token is only good for that client.
+type refreshRecord struct {
+	RefreshToken string   `json:"refresh_token"`
+	ClientID     string   `json:"client_id"`
+	Scopes       []string `json:"scopes,omitempty"`
+	SavedAt      int64    `json:"saved_at"`
+}
+
+// valid reports whether the access token can still be sent at now. It is
+// treated as expired a little early (a tenth of its lifetime, at most 30 s)
+// so a request does not race the expiry on the wire.
+func (r *accessRecord) valid(now time.Time) bool {
+	if r == nil || r.AccessToken == "" {
+		return false
+	}
+	if r.Expiry.IsZero() {
+		return true
+	}
+	margin := r.Expiry.Sub(r.IssuedAt) / 10
+	if margin > 30*time.Second {
+		margin = 30 * time.Second
+	}
+	return now.Before(r.Expiry.Add(-margin))
+}
+
+func (a *Authenticator) loadAccess(serverID string, b config.Binding) *accessRecord {
+	raw, ok := a.mem.Get(secretKey(serverID, purposeAccessToken, b))
+	if !ok {
+		return nil
+	}
+	var r accessRecord
+	if json.Unmarshal(raw, &r) != nil {
+		return nil
+	}
+	return &r
+}
+
+func (a *Authenticator) saveAccess(serverID string, b config.Binding, r *accessRecord) {
+	raw, err := json.Marshal(r)
+	if err != nil {
+		return
+	}
+	var expires time.Time
+	if !r.Expiry.IsZero() {
+		// The memory store expires by the wall clock; convert our
+		// (possibly injected) clock's lifetime to it.
+		expires = time.Now().Add(r.Expiry.Sub(a.now()))
+	}
+	a.mem.Put(secretKey(serverID, purposeAccessToken, b), raw, expires)
+}
+
+func (a *Authenticator) loadRefresh(ctx context.Context, serverID string, b config.Binding) (*refreshRecord, error) {
+	raw, err := a.store.GetSecret(ctx, secretKey(serverID, store.PurposeRefreshToken, b))
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var r refreshRecord
+	if err := json.Unmarshal(raw, &r); err != nil || r.RefreshToken == "" {
+		a.log.Warn("oauth: discarding unreadable stored refresh token", "server", serverID)
+		return nil, nil
+	}
+	return &r, nil
+}
+
+func (a *Authenticator) saveRefresh(ctx context.Context, serverID string, b config.Binding, r *refreshRecord) error {
+	raw, err := json.Marshal(r)
+	if err != nil {
+		return err
+	}
+	return a.store.PutSecret(ctx, secretKey(serverID, store.PurposeRefreshToken, b), raw)
+}
+
+func (a *Authenticator) dropRefresh(ctx context.Context, serverID string, b config.Binding) error {
+	return a.store.DeleteSecret(ctx, secretKey(serverID, store.PurposeRefreshToken, b))
+}
+
+// grant is a successful token response, normalized.
+type grant struct {
+	AccessToken  string
+	RefreshToken string // "" when none was issued
+	Expiry       time.Time
+	Scopes       []string // granted scopes; the requested ones when the response omits scope (RFC 6749 §5.1)
+}
+
+// persist stores a grant for a binding. The refresh token is sealed in the
+// store BEFORE the access token is made available: when the server rotated
+// it, the old one is dead, and a crash between the two steps must leave
+// the new one on disk rather than an access token in a memory about to
+// vanish.
+func (a *Authenticator) persist(ctx context.Context, serverID string, b config.Binding, clientID string, g *grant, keepOldRefresh bool) error {
+	if g.RefreshToken != "" {
+		rec := &refreshRecord{RefreshToken: g.RefreshToken, ClientID: clientID, Scopes: g.Scopes, SavedAt: a.now().Unix()}
+		if err := a.saveRefresh(ctx, serverID, b, rec); err != nil {
+			return fmt.Errorf("saving the refresh token: %w", err)
+		}
+	} else if !keepOldRefresh {
+		// A new authorization without a refresh token supersedes any
+		// older one of the same binding.
+		if err := a.dropRefresh(ctx, serverID, b); err != nil {
+			return fmt.Errorf("forgetting the old refresh token: %w", err)
+		}
+	}
+	a.saveAccess(serverID, b, &accessRecord{AccessToken: g.AccessToken, Expiry: g.Expiry, IssuedAt: a.now(), Scopes: g.Scopes})
+	return nil
+}
+
+// errNoRefreshToken: nothing to refresh with.
+var errNoRefreshToken = errors.New("no refresh token is stored for this server")
+
+// refresh runs the refresh_token grant for a binding, with `resource`
+// (RFC 8707; R3.10), holding the cross-process lock of the server so that
+// only one process spends a refresh token at a time. After the lock is
+// taken the refresh token is read again from the store: another process may
+// have rotated it while we waited, and the old one would be refused.
+func (a *Authenticator) refresh(ctx context.Context, srv config.Server, b config.Binding, resource string, tokenURL string, cl *client) (*grant, error) {
+	unlock, err := a.locker.Lock(ctx, "oauth-"+srv.ID)
+	if err != nil {
+		return nil, fmt.Errorf("taking the refresh lock: %w", err)
+	}
+	defer unlock()
+
+	rec, err := a.loadRefresh(ctx, srv.ID, b)
+	if err != nil {
+		return nil, err
+	}
+	if rec == nil {
+		return nil, errNoRefreshToken
+	}
+	if rec.ClientID != cl.ID {
+		// Issued to a client we no longer use (re-registered, or the
+		// configured id changed): useless, and not to be shown to anyone.
+		_ = a.dropRefresh(ctx, srv.ID, b)
+		return nil, errNoRefreshToken
+	}
+	form := url.Values{
+		"grant_type":    {"refresh_token"},
+		"refresh_token": {rec.RefreshToken},
+	}
+	if resource != "" {
+		form.Set("resource", resource)
+	}
+	g, err := a.tokenRequest(ctx, tokenURL, cl, form, rec.Scopes)
+	if err != nil {
+		var te *TokenError
+		if errors.As(err, &te) && (te.Code == "invalid_grant" || te.Code == "invalid_client" || te.Code == "unauthorized_client") {
+			// The refresh token (or its client) is dead; forget it so
+			// no one tries it again.
+			_ = a.dropRefresh(ctx, srv.ID, b)
+		}
+		return nil, err
+	}
+	if len(g.Scopes) == 0 {
+		g.Scopes = rec.Scopes
+	}
+	// The old refresh token may be dead now (rotation): save the new one
+	// even if our caller has given up meanwhile.
+	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), requestTimeout)
+	defer cancel()
+	if err := a.persist(pctx, srv.ID, b, cl.ID, g, true); err != nil {
+		return nil, err
+	}
+	a.log.Info("oauth: access token refreshed", "server", srv.ID, "issuer", b.Issuer, "rotated", g.RefreshToken != "")
+	return g, nil
+}
+
+// tokenRequest POSTs a form to the token endpoint with the client's
+// authentication (RFC 6749 §2.3.1) and parses the answer. It is used for
+// refresh; x/oauth2's refresh cannot send `resource`.
+func (a *Authenticator) tokenRequest(ctx context.Context, tokenURL string, cl *client, form url.Values, requested []string) (*grant, error) {
+	switch cl.AuthMethod {
+	case authPost:
+		form.Set("client_id", cl.ID)
+		form.Set("client_secret", cl.Secret)
+	case authBasic:
+	default:
+		form.Set("client_id", cl.ID)
+	}
+	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, tokenURL, strings.NewReader(form.Encode()))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Accept", "application/json")
+	if cl.AuthMethod == authBasic {
+		// RFC 6749 §2.3.1: id and secret are form-urlencoded before
+		// Basic encoding.
+		req.SetBasicAuth(url.QueryEscape(cl.ID), url.QueryEscape(cl.Secret))
+	}
+	resp, err := a.do(req)
+	if err != nil {
+		return nil, err
+	}
+	return parseTokenResponse(resp.status, resp.body, a.now(), requested)
+}
+
+// parseTokenResponse reads a token endpoint answer (RFC 6749 §5.1, §5.2).
+// Success needs a JSON object with a non-empty string access_token of
+// printable ASCII and a token_type of Bearer (absent is tolerated; another
+// type would be sent wrongly). An error answer becomes a *TokenError.
+func parseTokenResponse(status int, body []byte, now time.Time, requested []string) (*grant, error) {
+	obj, perr := parseObject(body)
+	if status < 200 || status > 299 {
+		te := &TokenError{Status: status}
+		if perr == nil {
+			code, _, _ := obj.str("error")
+			desc, _, _ := obj.str("error_description")
+			te.Code, te.Description = sanitize(code, 60), sanitize(desc, 200)
+		}
+		return nil, te
+	}
+	if perr != nil {
+		return nil, fmt.Errorf("%w: %v", ErrBadToken, perr)
+	}
+	if code, ok, _ := obj.str("error"); ok && code != "" {
+		// Some servers answer errors with 200 (x/oauth2 handles this too).
+		desc, _, _ := obj.str("error_description")
+		return nil, &TokenError{Status: status, Code: sanitize(code, 60), Description: sanitize(desc, 200)}
+	}
+	at, _, err := obj.str("access_token")
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrBadToken, err)
+	}
+	if err := checkTokenString("access_token", at); err != nil {
+		return nil, err
+	}
+	tt, ok, err := obj.str("token_type")
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrBadToken, err)
+	}
+	if ok && !strings.EqualFold(tt, "bearer") {
+		return nil, fmt.Errorf("%w: token_type is %q, not Bearer", ErrBadToken, sanitize(tt, 40))
+	}
+	rt, _, err := obj.str("refresh_token")
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrBadToken, err)
+	}
+	if rt != "" {
+		if err := checkTokenString("refresh_token", rt); err != nil {
+			return nil, err
+		}
+	}
+	g := &grant{AccessToken: at, RefreshToken: rt, Scopes: requested}
+	if secs, ok, err := obj.integer("expires_in"); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrBadToken, err)
+	} else if ok && secs > 0 {
+		if secs > 10*365*24*3600 {
+			secs = 10 * 365 * 24 * 3600
+		}
+		g.Expiry = now.Add(time.Duration(secs) * time.Second)
+	}
+	if sc, ok, err := obj.str("scope"); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrBadToken, err)
+	} else if ok {
+		g.Scopes = uniq(strings.Fields(sc))
+	}
+	return g, nil
+}
+
+// checkTokenString checks a token we will put in a header or store: non-empty,
+// bounded, printable ASCII without spaces (RFC 6750 b64token is stricter;
+// real servers issue tokens outside it).
+func checkTokenString(field, s string) error {
+	if s == "" {
+		return fmt.Errorf("%w: %s is missing or empty", ErrBadToken, field)
+	}
+	if len(s) > 16<<10 {
+		return fmt.Errorf("%w: %s is %d bytes long", ErrBadToken, field, len(s))
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] <= 0x20 || s[i] > 0x7e {
+			return fmt.Errorf("%w: %s contains a character that cannot be sent in a header", ErrBadToken, field)
+		}
+	}
+	return nil
+}
+
+// grantFromOAuth2 normalizes x/oauth2's exchange result with the same checks
+// as parseTokenResponse.
+func grantFromOAuth2(t *oauth2.Token, now time.Time, requested []string) (*grant, error) {
+	if err := checkTokenString("access_token", t.AccessToken); err != nil {
+		return nil, err
+	}
+	if t.TokenType != "" && !strings.EqualFold(t.TokenType, "bearer") {
+		return nil, fmt.Errorf("%w: token_type is %q, not Bearer", ErrBadToken, sanitize(t.TokenType, 40))
+	}
+	if t.RefreshToken != "" {
+		if err := checkTokenString("refresh_token", t.RefreshToken); err != nil {
+			return nil, err
+		}
+	}
+	g := &grant{AccessToken: t.AccessToken, RefreshToken: t.RefreshToken, Scopes: requested}
+	if t.ExpiresIn > 0 {
+		secs := min(t.ExpiresIn, 10*365*24*3600)
+		g.Expiry = now.Add(time.Duration(secs) * time.Second)
+	} else if !t.Expiry.IsZero() {
+		g.Expiry = t.Expiry
+	}
+	if sc, ok := t.Extra("scope").(string); ok {
+		g.Scopes = uniq(strings.Fields(sc))
+	}
+	return g, nil
+}
+
+// tokenSource is what Handler.TokenSource returns: it reads the current
+// access token of the handler's binding from memory on every call, so a
+// token obtained by Authorize (or by a Login in this process) is picked up
+// at once. It never fails and never touches the network: an error would
+// abort the request before it is sent and Authorize would never run
+// (go-sdk trap, research §1.6). No usable token means (nil, nil), and the
+// transport then sends no Authorization header, so the server answers 401
+// and Authorize refreshes.
+type tokenSource struct{ h *handler }
+
+// Token implements oauth2.TokenSource.
+func (ts tokenSource) Token() (*oauth2.Token, error) {
+	b, ok := ts.h.binding()
+	if !ok {
+		return nil, nil
+	}
+	r := ts.h.a.loadAccess(ts.h.srv.ID, b)
+	if !r.valid(ts.h.a.now()) {
+		return nil, nil
+	}
+	return &oauth2.Token{AccessToken: r.AccessToken, TokenType: "Bearer", Expiry: r.Expiry}, nil
+}
