@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/remotemcp/remotemcp/elicit"
 	"github.com/remotemcp/remotemcp/manager"
 	"github.com/remotemcp/remotemcp/store"
 )
@@ -31,8 +32,14 @@ type Options struct {
 	HTTPClient *http.Client
 	// OAuth provides handlers for oauth servers.
 	OAuth manager.OAuthProvider
-	// Elicit answers server questions (nil declines them).
+	// Elicit answers server questions. Nil: they become persistent
+	// elicitation cards (Client.Cards) a person answers (R6.1).
 	Elicit func(ctx context.Context, info manager.ElicitInfo, req *ElicitRequest) (*ElicitResult, error)
+	// ProtocolVersion overrides the MCP revision (conformance testing of
+	// the draft only); empty means the pinned 2025-11-25.
+	ProtocolVersion string
+	// NoStartupConnect: Start connects nothing; every server is lazy.
+	NoStartupConnect bool
 	// NoStart opens the store and makes the manager without starting it
 	// (no connections, no reconcile loop): for one-shot CLI commands that
 	// only edit the config.
@@ -41,8 +48,10 @@ type Options struct {
 
 // Client is an opened remotemcp: the store and the running manager.
 type Client struct {
-	Store   *store.SQLite
-	Memory  *store.Memory
+	Store  *store.SQLite
+	Memory *store.Memory
+	// Cards holds the elicitation cards (nil when Options.Elicit is set).
+	Cards   *elicit.Cards
 	Manager *manager.Manager
 	HTTP    *http.Client
 	DataDir string
@@ -76,23 +85,34 @@ func Open(ctx context.Context, o Options) (*Client, error) {
 	mo := manager.Options{
 		Store: st, HTTPClient: hc, OAuth: o.OAuth, Logger: o.Logger,
 		ClientName: "remotemcp", ClientVersion: Version,
+		ProtocolVersion: o.ProtocolVersion, NoStartupConnect: o.NoStartupConnect,
+		Elicit: o.Elicit,
 	}
-	if o.Elicit != nil {
-		mo.Elicit = o.Elicit
+	if mo.Elicit == nil {
+		cards, err := elicit.Open(ctx, st, elicit.Options{Logger: o.Logger})
+		if err != nil {
+			st.Close()
+			return nil, fmt.Errorf("remotemcp: elicitation cards: %w", err)
+		}
+		c.Cards = cards
+		mo.Elicit = cards.Handle
 	}
 	c.Manager = manager.New(mo)
 	if !o.NoStart {
 		if err := c.Manager.Start(ctx); err != nil {
-			c.Manager.Close()
-			st.Close()
+			c.Close()
 			return nil, err
 		}
 	}
 	return c, nil
 }
 
-// Close stops the manager (closing every session) and the store.
+// Close stops the manager (closing every session, which cancels calls in
+// flight), then the cards and the store.
 func (c *Client) Close() error {
 	c.Manager.Close()
+	if c.Cards != nil {
+		c.Cards.Close()
+	}
 	return c.Store.Close()
 }

@@ -98,6 +98,9 @@ type Options struct {
 	// BackoffBase and BackoffMax shape reconnect backoff (default 250 ms, 30 s).
 	BackoffBase, BackoffMax   time.Duration
 	ClientName, ClientVersion string
+	// ProtocolVersion overrides the MCP revision sessions ask for (see
+	// session.Options.ProtocolVersion); empty means the pinned default.
+	ProtocolVersion string
 	// NoStartupConnect makes Start connect nothing: every server is lazy.
 	// One-shot CLI commands use it so a command about one server does not
 	// contact the others.
@@ -376,13 +379,14 @@ func (m *Manager) attemptOnce(e *entry, a *attempt) error {
 		return ErrDisabled
 	}
 	opts := session.Options{
-		Server:        cfg,
-		HTTPClient:    m.o.HTTPClient,
-		ConnectionID:  session.NewConnectionID(),
-		ClientName:    m.o.ClientName,
-		ClientVersion: m.o.ClientVersion,
-		Logger:        m.log,
-		OnCatalog:     func(connID string, c *session.Catalog) { m.onCatalog(e, connID, c) },
+		Server:          cfg,
+		HTTPClient:      m.o.HTTPClient,
+		ConnectionID:    session.NewConnectionID(),
+		ClientName:      m.o.ClientName,
+		ClientVersion:   m.o.ClientVersion,
+		ProtocolVersion: m.o.ProtocolVersion,
+		Logger:          m.log,
+		OnCatalog:       func(connID string, c *session.Catalog) { m.onCatalog(e, connID, c) },
 	}
 	if cfg.Auth.Kind == config.AuthOAuth {
 		if m.o.OAuth == nil {

@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
+
+	"github.com/remotemcp/remotemcp/hostperm"
 )
 
 // asMetadataURLs lists where to look for an issuer's metadata, in the order
@@ -45,6 +47,7 @@ func asMetadataURLs(issuer string) ([]string, error) {
 // requires metadata, and guessing would send credentials to URLs nobody
 // published.
 func (a *Authenticator) discoverAS(ctx context.Context, serverID, issuer string) (*oauthex.AuthServerMeta, error) {
+	ctx = hostperm.WithPurpose(ctx, hostperm.PurposeDiscoveryAS, serverID)
 	urls, err := asMetadataURLs(issuer)
 	if err != nil {
 		return nil, stepErr(StepDiscoveryAS, serverID, fmt.Errorf("%s: %w", issuer, err))
@@ -152,8 +155,11 @@ func validateASMetadata(body []byte, issuer string) (*oauthex.AuthServerMeta, er
 	case !obj.has("code_challenge_methods_supported"):
 		return nil, fmt.Errorf("code_challenge_methods_supported is absent, so it does not list S256; %w", ErrNoS256)
 	case !slices.Contains(asm.CodeChallengeMethodsSupported, "S256"):
-		return nil, fmt.Errorf("code_challenge_methods_supported does not list S256 (it lists %s); %w",
-			sanitize(strings.Join(asm.CodeChallengeMethodsSupported, ", "), 120), ErrNoS256)
+		listed := "it is an empty list"
+		if len(asm.CodeChallengeMethodsSupported) > 0 {
+			listed = "it lists " + sanitize(strings.Join(asm.CodeChallengeMethodsSupported, ", "), 120)
+		}
+		return nil, fmt.Errorf("code_challenge_methods_supported does not list S256 (%s); %w", listed, ErrNoS256)
 	}
 	if asm.ResponseTypesSupported != nil && !slices.Contains(asm.ResponseTypesSupported, "code") {
 		return nil, fmt.Errorf("%w: response_types_supported does not list \"code\"", ErrBadMetadata)

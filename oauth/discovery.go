@@ -12,6 +12,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 
 	"github.com/remotemcp/remotemcp/config"
+	"github.com/remotemcp/remotemcp/hostperm"
 )
 
 // challenge is what remotemcp uses of a 401/403 WWW-Authenticate header.
@@ -130,6 +131,7 @@ func prmCandidates(log *slog.Logger, serverID, mcpURL, canonical, headerURL stri
 // discovery, since silently skipping a broken document could pick a
 // different authorization server than the operator published.
 func (a *Authenticator) discoverPRM(ctx context.Context, serverID, mcpURL, canonical, headerURL string) (*resourceMeta, error) {
+	ctx = hostperm.WithPurpose(ctx, hostperm.PurposeDiscoveryPRM, serverID)
 	cands, err := prmCandidates(a.log, serverID, mcpURL, canonical, headerURL)
 	if err != nil {
 		return nil, stepErr(StepDiscoveryPRM, serverID, err)

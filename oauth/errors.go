@@ -34,6 +34,7 @@ type Error struct {
 	Err      error
 }
 
+// Error formats as "oauth: <step>: <cause>".
 func (e *Error) Error() string {
 	msg := "<nil>"
 	if e.Err != nil {
@@ -112,6 +113,7 @@ type TokenError struct {
 	Description string
 }
 
+// Error formats as "token request refused: HTTP <status>: <code> (<description>)".
 func (e *TokenError) Error() string {
 	s := fmt.Sprintf("%v: HTTP %d", ErrTokenRejected, e.Status)
 	if e.Code != "" {

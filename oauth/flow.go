@@ -18,6 +18,7 @@ import (
 	"golang.org/x/oauth2"
 
 	"github.com/remotemcp/remotemcp/config"
+	"github.com/remotemcp/remotemcp/hostperm"
 )
 
 // CallbackResult is what the authorization server sent back to the
@@ -199,7 +200,8 @@ func (a *Authenticator) runFlow(ctx context.Context, p flowParams) (*grant, *cli
 			return nil, nil, stepErr(StepAuthorization, id, err)
 		}
 
-		xctx, cancel := context.WithTimeout(context.WithValue(ctx, oauth2.HTTPClient, a.hc), requestTimeout)
+		xctx := hostperm.WithPurpose(context.WithValue(ctx, oauth2.HTTPClient, a.hc), hostperm.PurposeToken, id)
+		xctx, cancel := context.WithTimeout(xctx, requestTimeout)
 		tok, err := cfg.Exchange(xctx,
 			res.Code,
 			oauth2.VerifierOption(verifier),
@@ -270,7 +272,7 @@ func HeadlessBrowser(hc *http.Client) Browser {
 		if err != nil {
 			return nil, fmt.Errorf("authorization URL has a bad redirect_uri: %w", err)
 		}
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, authURL, nil)
+		req, err := http.NewRequestWithContext(hostperm.WithPurpose(ctx, hostperm.PurposeAuthorization, ""), http.MethodGet, authURL, nil)
 		if err != nil {
 			return nil, err
 		}

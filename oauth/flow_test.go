@@ -3,13 +3,16 @@ package oauth
 import (
 	"context"
 	"errors"
+	"net/http"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/remotemcp/remotemcp/config"
+	"github.com/remotemcp/remotemcp/hostperm"
 	"github.com/remotemcp/remotemcp/internal/testserver/authserver"
 	"github.com/remotemcp/remotemcp/store"
 )
@@ -562,5 +565,42 @@ func TestLogoutAndStatus(t *testing.T) {
 	err = e.a.Handler(e.server(), nil).Authorize(e.ctx(), req, resp)
 	if !errors.Is(err, ErrLoginRequired) {
 		t.Fatalf("after logout: %v", err)
+	}
+}
+
+// denyTransport refuses requests to one origin the way the hostperm guard
+// does, recording the purpose each request carried.
+type denyTransport struct {
+	origin string
+	mu     sync.Mutex
+	seen   []hostperm.Purpose
+}
+
+func (d *denyTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	p, id := hostperm.PurposeFrom(r.Context())
+	d.mu.Lock()
+	d.seen = append(d.seen, p)
+	d.mu.Unlock()
+	if o, _ := config.Origin(r.URL.String()); o == d.origin {
+		return nil, &hostperm.PermissionRequiredError{Origin: o, Purpose: p, ServerID: id}
+	}
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+// R2.2: every OAuth request says why it is made (hostperm.WithPurpose), and
+// a refusal by the host permission guard stays typed through the step
+// error, so the UI can offer the approval.
+func TestPermissionErrorsStayTyped_R2_2(t *testing.T) {
+	e := newEnv(t)
+	d := &denyTransport{origin: e.as.URL()}
+	a := New(Options{Store: e.st, HTTPClient: &http.Client{Transport: d}, Logger: discardLogger()})
+	_, err := a.Login(e.ctx(), e.server(), HeadlessBrowser(nil))
+	mustErrorStep(t, err, StepDiscoveryAS)
+	var pe *hostperm.PermissionRequiredError
+	if !errors.As(err, &pe) || pe.Purpose != hostperm.PurposeDiscoveryAS || pe.ServerID != "srv1" {
+		t.Fatalf("error %v (%+v)", err, pe)
+	}
+	if !slices.Equal(d.seen, []hostperm.Purpose{hostperm.PurposeMCP, hostperm.PurposeDiscoveryPRM, hostperm.PurposeDiscoveryAS}) {
+		t.Fatalf("purposes %v", d.seen)
 	}
 }

@@ -38,6 +38,7 @@ import (
 	"golang.org/x/sync/singleflight"
 
 	"github.com/remotemcp/remotemcp/config"
+	"github.com/remotemcp/remotemcp/hostperm"
 	"github.com/remotemcp/remotemcp/store"
 )
 
@@ -489,6 +490,9 @@ func (a *Authenticator) authorize(ctx context.Context, r authzRequest) (*outcome
 	defer cancel()
 
 	reason := "no refresh token is stored for this server"
+	if old := srv.Auth.Binding; old != nil && old.Resource == b.Resource && old.Issuer != b.Issuer {
+		reason = fmt.Sprintf("the server now names the authorization server %s (it was %s), and tokens are never carried from one to the other", b.Issuer, old.Issuer)
+	}
 	if r.mode == modeReauth {
 		g, cl, err := a.tryRefresh(ctx, srv, b, prm, asm)
 		switch {
@@ -679,7 +683,7 @@ const probeBody = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"prot
 
 // probe POSTs an unauthenticated initialize. needed reports a 401/403.
 func (a *Authenticator) probe(ctx context.Context, srv config.Server) (ch challenge, needed bool, err error) {
-	pctx, cancel := context.WithTimeout(ctx, requestTimeout)
+	pctx, cancel := context.WithTimeout(hostperm.WithPurpose(ctx, hostperm.PurposeMCP, srv.ID), requestTimeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(pctx, http.MethodPost, srv.URL, strings.NewReader(probeBody))
 	if err != nil {
@@ -702,7 +706,7 @@ func (a *Authenticator) probe(ctx context.Context, srv config.Server) (ch challe
 		return ch, true, nil
 	case resp.StatusCode >= 200 && resp.StatusCode < 300:
 		if sid := resp.Header.Get("Mcp-Session-Id"); sid != "" {
-			a.endProbeSession(ctx, srv.URL, sid)
+			a.endProbeSession(pctx, srv.URL, sid)
 		}
 		return ch, false, nil
 	case resp.StatusCode >= 300 && resp.StatusCode < 400:

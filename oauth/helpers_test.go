@@ -278,6 +278,7 @@ func mustErrorStep(t *testing.T, err error, step Step) *Error {
 	if e.Step != step {
 		t.Fatalf("step = %s, want %s (error: %v)", e.Step, step, err)
 	}
+	t.Logf("error: %v", err)
 	return e
 }
 

@@ -2,7 +2,6 @@ package oauth
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"mime"
@@ -168,14 +167,4 @@ func isClientError(status int) bool { return status >= 400 && status < 500 }
 // statusError describes an unexpected HTTP status.
 func statusError(method, target string, status int) error {
 	return fmt.Errorf("%s %s: unexpected HTTP status %d %s", method, redactURL(target), status, http.StatusText(status))
-}
-
-// errorsIsAny reports whether err matches one of targets.
-func errorsIsAny(err error, targets ...error) bool {
-	for _, t := range targets {
-		if errors.Is(err, t) {
-			return true
-		}
-	}
-	return false
 }

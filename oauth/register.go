@@ -14,6 +14,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 
 	"github.com/remotemcp/remotemcp/config"
+	"github.com/remotemcp/remotemcp/hostperm"
 	"github.com/remotemcp/remotemcp/store"
 )
 
@@ -163,7 +164,7 @@ func (a *Authenticator) register(ctx context.Context, serverID, endpoint string,
 	if err != nil {
 		return nil, err
 	}
-	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
+	ctx, cancel := context.WithTimeout(hostperm.WithPurpose(ctx, hostperm.PurposeRegistration, serverID), requestTimeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, bytes.NewReader(payload))
 	if err != nil {
@@ -190,7 +191,7 @@ func (a *Authenticator) register(ctx context.Context, serverID, endpoint string,
 	}
 	reg, err := validateRegistration(resp.body, redirect)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%s: %w", redactURL(endpoint), err)
 	}
 	reg.RedirectPort = port
 	reg.RegisteredAt = a.now().Unix()
@@ -290,7 +291,7 @@ func (a *Authenticator) dropRegistration(ctx context.Context, serverID string, b
 	return a.store.DeleteSecret(ctx, secretKey(serverID, store.PurposeRegistration, b))
 }
 
-// registrationAge is for Status.
+// registeredAt is when the client was registered (zero if unknown), for Status.
 func (r *registration) registeredAt() time.Time {
 	if r == nil || r.RegisteredAt == 0 {
 		return time.Time{}

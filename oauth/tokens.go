@@ -13,6 +13,7 @@ import (
 	"golang.org/x/oauth2"
 
 	"github.com/remotemcp/remotemcp/config"
+	"github.com/remotemcp/remotemcp/hostperm"
 	"github.com/remotemcp/remotemcp/store"
 )
 
@@ -174,7 +175,7 @@ func (a *Authenticator) refresh(ctx context.Context, srv config.Server, b config
 	if resource != "" {
 		form.Set("resource", resource)
 	}
-	g, err := a.tokenRequest(ctx, tokenURL, cl, form, rec.Scopes)
+	g, err := a.tokenRequest(hostperm.WithPurpose(ctx, hostperm.PurposeToken, srv.ID), tokenURL, cl, form, rec.Scopes)
 	if err != nil {
 		var te *TokenError
 		if errors.As(err, &te) && (te.Code == "invalid_grant" || te.Code == "invalid_client" || te.Code == "unauthorized_client") {

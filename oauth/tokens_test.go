@@ -528,3 +528,31 @@ func TestNoSecretsInLogs(t *testing.T) {
 	}
 	e.checkNoSecretsLeaked()
 }
+
+// R3.12 for the interactive path: concurrent 401s with no token at all
+// share one browser flow (one registration, one authorization).
+func TestConcurrent401sOneBrowserFlow_R3_12(t *testing.T) {
+	e := newEnv(t, withKnobs(func(k *authserver.Knobs) { k.TokenDelay = 100 * time.Millisecond }))
+	var opened atomic.Int32
+	browser := func(ctx context.Context, u string) (*CallbackResult, error) {
+		opened.Add(1)
+		return HeadlessBrowser(nil)(ctx, u)
+	}
+	h := e.a.Handler(e.server(), browser)
+	var wg sync.WaitGroup
+	for range 10 {
+		req, resp := e.post401("")
+		wg.Go(func() {
+			if err := h.Authorize(e.ctx(), req, resp); err != nil {
+				t.Errorf("Authorize: %v", err)
+			}
+		})
+	}
+	wg.Wait()
+	if n := opened.Load(); n != 1 {
+		t.Fatalf("%d browser flows, want 1", n)
+	}
+	if n := len(e.as.RequestsTo("/register")); n != 1 {
+		t.Fatalf("%d registrations, want 1", n)
+	}
+}

@@ -26,6 +26,10 @@ import (
 // a server that negotiates 2025-06-18 (the floor).
 const ProtocolVersion = "2025-11-25"
 
+// ProtocolAuto, as Options.ProtocolVersion, lets go-sdk negotiate the
+// revision itself (conformance testing of the draft only).
+const ProtocolAuto = "auto"
+
 // acceptedVersions are the negotiated revisions we keep a session for.
 var acceptedVersions = map[string]bool{"2025-11-25": true, "2025-06-18": true}
 
@@ -44,6 +48,11 @@ type Options struct {
 	OnCatalog func(connID string, c *Catalog)
 	// Elicit answers a server's elicitation request. nil declines.
 	Elicit func(ctx context.Context, connID string, req *mcp.ElicitRequest) (*mcp.ElicitResult, error)
+	// ProtocolVersion overrides the revision asked for (default
+	// ProtocolVersion). Only the conformance client sets it, to exercise
+	// the draft revision where go-sdk supports it: ProtocolAuto lets
+	// go-sdk negotiate (it probes the 2026-07-28 draft first).
+	ProtocolVersion string
 	// ClientName is sent in initialize.
 	ClientName, ClientVersion string
 	Logger                    *slog.Logger
@@ -162,14 +171,22 @@ func Connect(ctx context.Context, o Options) (*Session, error) {
 	}
 	client := mcp.NewClient(&mcp.Implementation{Name: name, Version: version}, copts)
 	tr := &mcp.StreamableClientTransport{Endpoint: o.Server.URL, HTTPClient: hc, OAuthHandler: o.OAuth}
-	cs, err := client.Connect(ctx, tr, &mcp.ClientSessionOptions{ProtocolVersion: ProtocolVersion})
+	want := ProtocolVersion
+	if o.ProtocolVersion != "" {
+		want = o.ProtocolVersion
+	}
+	ask := want
+	if want == ProtocolAuto {
+		ask = ""
+	}
+	cs, err := client.Connect(ctx, tr, &mcp.ClientSessionOptions{ProtocolVersion: ask})
 	if err != nil {
 		cancel()
 		return nil, fmt.Errorf("initialize: %w", err)
 	}
 	s.cs = cs
 	ir := cs.InitializeResult()
-	if ir == nil || !acceptedVersions[ir.ProtocolVersion] {
+	if ir == nil || !(acceptedVersions[ir.ProtocolVersion] || ir.ProtocolVersion == want || want == ProtocolAuto) {
 		v := "none"
 		if ir != nil {
 			v = ir.ProtocolVersion

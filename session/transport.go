@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"strings"
 	"sync"
 )
 
@@ -52,6 +53,11 @@ func (rt *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 		return resp, nil
 	case (code == http.StatusUnauthorized || code == http.StatusForbidden) && rt.passAuthStatuses:
 		return resp, nil
+	case code >= 400 && code != http.StatusUnauthorized && code != http.StatusForbidden && isJSON(resp.Header.Get("Content-Type")):
+		// A JSON body on an error status is a JSON-RPC error (e.g. -32022
+		// "unsupported protocol version"): go-sdk reads it, and the
+		// server's own message beats a bare status.
+		return resp, nil
 	case code >= 300:
 		e := &HTTPStatusError{
 			StatusCode:      code,
@@ -67,6 +73,11 @@ func (rt *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 		resp.Body = &captureBody{rc: resp.Body, sink: rt.raw}
 	}
 	return resp, nil
+}
+
+func isJSON(ct string) bool {
+	mt, _, _ := strings.Cut(ct, ";")
+	return strings.EqualFold(strings.TrimSpace(mt), "application/json")
 }
 
 // bodyHas reports whether a request body (a copy) contains s; a cheap

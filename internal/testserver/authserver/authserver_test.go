@@ -95,7 +95,7 @@ func TestCodeFlowChecksPKCEAndResource(t *testing.T) {
 	if st, _ := postForm(t, tok, url.Values{"grant_type": {"refresh_token"}, "refresh_token": {rt}, "client_id": {"c1"}, "resource": {res}}); st != 400 {
 		t.Fatalf("reused refresh token accepted: %d", st)
 	}
-	if n := len(s.RequestsTo("/token")); n != 5 {
+	if n := len(s.RequestsTo("/token")); n != 6 {
 		t.Fatalf("%d recorded token requests", n)
 	}
 }
