@@ -14,8 +14,12 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/auth"
+
+	"github.com/remotemcp/remotemcp/config"
 	"github.com/remotemcp/remotemcp/elicit"
 	"github.com/remotemcp/remotemcp/manager"
+	"github.com/remotemcp/remotemcp/oauth"
 	"github.com/remotemcp/remotemcp/store"
 )
 
@@ -30,7 +34,9 @@ type Options struct {
 	// HTTPClient is the base client for all outbound traffic; it must not
 	// set Timeout. Nil uses a client with sane dial/TLS timeouts.
 	HTTPClient *http.Client
-	// OAuth provides handlers for oauth servers.
+	// OAuth overrides the OAuth provider of oauth servers. Nil: the
+	// Client's own Authenticator, non-interactive (R3.13: background work
+	// never starts a browser flow; the user runs "auth login").
 	OAuth manager.OAuthProvider
 	// Elicit answers server questions. Nil: they become persistent
 	// elicitation cards (Client.Cards) a person answers (R6.1).
@@ -51,7 +57,9 @@ type Client struct {
 	Store  *store.SQLite
 	Memory *store.Memory
 	// Cards holds the elicitation cards (nil when Options.Elicit is set).
-	Cards   *elicit.Cards
+	Cards *elicit.Cards
+	// OAuth performs logins, refreshes and step-ups for oauth servers.
+	OAuth   *oauth.Authenticator
 	Manager *manager.Manager
 	HTTP    *http.Client
 	DataDir string
@@ -82,8 +90,13 @@ func Open(ctx context.Context, o Options) (*Client, error) {
 		hc = NewHTTPClient()
 	}
 	c := &Client{Store: st, Memory: store.NewMemory(), HTTP: hc, DataDir: dir}
+	c.OAuth = oauth.New(oauth.Options{Store: st, Memory: c.Memory, HTTPClient: hc, Logger: o.Logger})
+	provider := o.OAuth
+	if provider == nil {
+		provider = OAuthProvider(c.OAuth, nil)
+	}
 	mo := manager.Options{
-		Store: st, HTTPClient: hc, OAuth: o.OAuth, Logger: o.Logger,
+		Store: st, HTTPClient: hc, OAuth: provider, Logger: o.Logger,
 		ClientName: "remotemcp", ClientVersion: Version,
 		ProtocolVersion: o.ProtocolVersion, NoStartupConnect: o.NoStartupConnect,
 		Elicit: o.Elicit,
@@ -106,6 +119,18 @@ func Open(ctx context.Context, o Options) (*Client, error) {
 	}
 	return c, nil
 }
+
+// OAuthProvider adapts an Authenticator to the manager. interactive nil
+// means background handlers: a 401 the refresh token cannot fix becomes a
+// "login required" error (R3.13); a Browser makes every handler able to
+// run the full flow (the conformance client, which plays the browser).
+func OAuthProvider(a *oauth.Authenticator, interactive oauth.Browser) manager.OAuthProvider {
+	return providerFunc(func(srv config.Server) auth.OAuthHandler { return a.Handler(srv, interactive) })
+}
+
+type providerFunc func(config.Server) auth.OAuthHandler
+
+func (f providerFunc) Handler(srv config.Server) auth.OAuthHandler { return f(srv) }
 
 // Close stops the manager (closing every session, which cancels calls in
 // flight), then the cards and the store.

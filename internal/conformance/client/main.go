@@ -20,11 +20,14 @@ import (
 	"strings"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/auth"
+
 	"github.com/remotemcp/remotemcp"
 	"github.com/remotemcp/remotemcp/agent"
 	"github.com/remotemcp/remotemcp/config"
 	"github.com/remotemcp/remotemcp/elicit"
 	"github.com/remotemcp/remotemcp/manager"
+	"github.com/remotemcp/remotemcp/oauth"
 	"github.com/remotemcp/remotemcp/session"
 )
 
@@ -56,6 +59,12 @@ var draftOnly = map[string]bool{
 	"http-custom-headers":           true,
 	"http-invalid-tool-headers":     true,
 	"json-schema-ref-no-deref":      true,
+}
+
+// draftRevision reports whether the harness asks for a revision newer than
+// the ones remotemcp pins (2025-11-25, 2025-06-18).
+func draftRevision(v string) bool {
+	return v != "" && v != "2025-11-25" && v != "2025-06-18"
 }
 
 func run() error {
@@ -113,7 +122,7 @@ func (h *harness) run(ctx context.Context, dir string) error {
 		return fmt.Errorf("server config: %w", err)
 	}
 	opts := remotemcp.Options{DataDir: dir, Logger: h.log, NoStart: true}
-	if draftOnly[h.scenario] {
+	if draftOnly[h.scenario] || draftRevision(os.Getenv("MCP_CONFORMANCE_PROTOCOL_VERSION")) {
 		opts.ProtocolVersion = session.ProtocolAuto
 	}
 	hooks, err := h.authHooks(auth, &opts)
@@ -194,13 +203,30 @@ func (h *harness) call(ctx context.Context, tool string, args json.RawMessage) (
 	return res, nil
 }
 
-// authHooks configures OAuth for auth scenarios (set up in auth.go).
+// authHooks makes the manager's OAuth handlers interactive for auth
+// scenarios: the harness's authorization server answers the authorization
+// request with an immediate redirect, so a headless GET that reads the
+// Location header plays the person and the browser. Everything else is the
+// product's own oauth code.
 func (h *harness) authHooks(auth bool, opts *remotemcp.Options) (func(*remotemcp.Client) error, error) {
 	if !auth {
 		return nil, nil
 	}
-	return nil, errors.New("OAuth is not wired into the conformance client yet")
+	var authn *oauth.Authenticator
+	opts.OAuth = providerFunc(func(srv config.Server) manager.OAuthProvider {
+		return remotemcp.OAuthProvider(authn, oauth.HeadlessBrowser(nil))
+	})
+	return func(c *remotemcp.Client) error {
+		authn = c.OAuth
+		return nil
+	}, nil
 }
+
+// providerFunc defers building the provider until the Client (and its
+// Authenticator) exists.
+type providerFunc func(config.Server) manager.OAuthProvider
+
+func (f providerFunc) Handler(srv config.Server) auth.OAuthHandler { return f(srv).Handler(srv) }
 
 func (h *harness) scenarioSteps(ctx context.Context) error {
 	switch h.scenario {
