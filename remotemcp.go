@@ -38,9 +38,15 @@ type Options struct {
 	// Client's own Authenticator, non-interactive (R3.13: background work
 	// never starts a browser flow; the user runs "auth login").
 	OAuth manager.OAuthProvider
-	// Elicit answers server questions. Nil: they become persistent
-	// elicitation cards (Client.Cards) a person answers (R6.1).
+	// Elicit answers server questions. Nil declines them, unless Cards is
+	// set.
 	Elicit func(ctx context.Context, info manager.ElicitInfo, req *ElicitRequest) (*ElicitResult, error)
+	// Cards turns server questions into persistent elicitation cards
+	// (Client.Cards) a person answers (R6.1). Opening the cards closes
+	// every card left pending in the data directory as interrupted
+	// (R6.2), so only the one process that owns the conversation with
+	// the person (the daemon, or an embedding agent) should set it.
+	Cards bool
 	// ProtocolVersion overrides the MCP revision (conformance testing of
 	// the draft only); empty means the pinned 2025-11-25.
 	ProtocolVersion string
@@ -56,7 +62,7 @@ type Options struct {
 type Client struct {
 	Store  *store.SQLite
 	Memory *store.Memory
-	// Cards holds the elicitation cards (nil when Options.Elicit is set).
+	// Cards holds the elicitation cards (nil unless Options.Cards).
 	Cards *elicit.Cards
 	// OAuth performs logins, refreshes and step-ups for oauth servers.
 	OAuth   *oauth.Authenticator
@@ -101,7 +107,7 @@ func Open(ctx context.Context, o Options) (*Client, error) {
 		ProtocolVersion: o.ProtocolVersion, NoStartupConnect: o.NoStartupConnect,
 		Elicit: o.Elicit,
 	}
-	if mo.Elicit == nil {
+	if mo.Elicit == nil && o.Cards {
 		cards, err := elicit.Open(ctx, st, elicit.Options{Logger: o.Logger})
 		if err != nil {
 			st.Close()

@@ -35,7 +35,9 @@ type CallbackResult struct {
 // parameters once the authorization server has redirected back. The CLI
 // opens the system browser and listens on the loopback redirect URI
 // (ListenLoopbackBrowser); tests and the conformance client GET the URL and
-// read the redirect (HeadlessBrowser). It must honour ctx.
+// read the redirect (HeadlessBrowser). It must honour ctx. The redirect
+// URI in the URL is RedirectURI(srv.Auth.RedirectPort), so a listening
+// Browser must listen on that port.
 type Browser func(ctx context.Context, authURL string) (*CallbackResult, error)
 
 // Limits on callback parameters: generous for real servers, small enough

@@ -38,68 +38,42 @@ func TestConnectToolsCall(t *testing.T) {
 
 	// tools, table and JSON.
 	r = c.ok("tools")
-	if !strings.Contains(r.out, "SERVER") || !strings.Contains(r.out, "fx      echo    Returns its text argument.") {
+	if !strings.Contains(r.out, "NAME") || !strings.Contains(r.out, "mcp__fx__echo    Returns its text argument.") {
 		t.Fatalf("tools:\n%s", r.out)
 	}
-	r = c.ok("tools", "--server", "fx", "--json")
-	var tools []struct {
-		Server      string          `json:"server"`
-		Name        string          `json:"name"`
-		Description string          `json:"description"`
-		InputSchema json.RawMessage `json:"inputSchema"`
-		Annotations json.RawMessage `json:"annotations"`
-	}
-	if err := json.Unmarshal([]byte(r.out), &tools); err != nil {
-		t.Fatalf("%v\n%s", err, r.out)
-	}
+	tools := toolsJSON(t, c.ok("tools", "--server", "fx", "--json").out)
 	if len(tools) != 7 {
 		t.Fatalf("tools --json has %d tools, want 7", len(tools))
 	}
-	var echoSchema, schemaSchema json.RawMessage
-	for _, tl := range tools {
-		if tl.Server != "fx" || tl.Annotations == nil {
-			t.Errorf("tool %+v: want server fx and an annotations member", tl)
-		}
-		switch tl.Name {
-		case "echo":
-			echoSchema = tl.InputSchema
-		case "schema":
-			schemaSchema = tl.InputSchema
-		}
-	}
 	var compact bytes.Buffer
-	json.Compact(&compact, echoSchema)
+	json.Compact(&compact, tools["mcp__fx__echo"]["inputSchema"])
 	if compact.String() != `{"type":"object","properties":{"text":{"type":"string"}},"required":["text"]}` {
-		t.Fatalf("echo inputSchema = %s", echoSchema)
-	}
-	// The raw schema is passed through unchanged (R4.1), $defs and all.
-	compact.Reset()
-	json.Compact(&compact, schemaSchema)
-	var want bytes.Buffer
-	json.Compact(&want, []byte(fixture.SchemaToolInputSchema))
-	if compact.String() != want.String() {
-		t.Fatalf("schema inputSchema =\n%s\nwant\n%s", compact.String(), want.String())
+		t.Fatalf("echo inputSchema = %s", tools["mcp__fx__echo"]["inputSchema"])
 	}
 
 	// call, both name forms.
-	if r = c.ok("call", "fx/echo", `{"text": "hello, world"}`); r.out != "hello, world\n" {
+	if r = c.ok("call", "fx/echo", `{"text": "hello, world"}`, "--yes"); r.out != "hello, world\n" {
 		t.Fatalf("call echo: %s", r)
 	}
-	if r = c.ok("call", "mcp__fx__echo", `{"text": "via mcp name"}`); r.out != "via mcp name\n" {
+	if r = c.ok("call", "mcp__fx__echo", `{"text": "via mcp name"}`, "--yes"); r.out != "via mcp name\n" {
 		t.Fatalf("call mcp__fx__echo: %s", r)
 	}
-	if r = c.run(`{"text": "from stdin"}`, "call", "fx/echo", "-"); r.code != 0 || r.out != "from stdin\n" {
+	if r = c.run(`{"text": "from stdin"}`, "call", "fx/echo", "-", "-y"); r.code != 0 || r.out != "from stdin\n" {
 		t.Fatalf("call with stdin args: %s", r)
 	}
 	// Structured content is printed as JSON unless a text block already
 	// says the same.
-	if r = c.ok("call", "fx/add", `{"a": 1, "b": 2}`); r.out != "3\n{\n  \"sum\": 3\n}\n" {
+	if r = c.ok("call", "fx/add", `{"a": 1, "b": 2}`, "--yes"); r.out != "3\n{\n  \"sum\": 3\n}\n" {
 		t.Fatalf("call add: %q", r.out)
 	}
-	r = c.ok("call", "fx/add", `{"a": 1, "b": 2}`, "--json")
+	r = c.ok("call", "fx/add", `{"a": 1, "b": 2}`, "--json", "--yes")
 	var res struct {
+		Tool    string `json:"tool"`
+		Outcome string `json:"outcome"`
 		Content []struct {
-			Type string `json:"type"`
+			Provenance struct {
+				Server, Kind, Name string
+			} `json:"provenance"`
 			Text string `json:"text"`
 		} `json:"content"`
 		StructuredContent map[string]float64 `json:"structuredContent"`
@@ -107,26 +81,33 @@ func TestConnectToolsCall(t *testing.T) {
 	if err := json.Unmarshal([]byte(r.out), &res); err != nil {
 		t.Fatal(err)
 	}
-	if len(res.Content) != 1 || res.Content[0].Text != "3" || res.StructuredContent["sum"] != 3 {
+	if res.Tool != "mcp__fx__add" || res.Outcome != "ok" || len(res.Content) != 1 || res.Content[0].Text != "3" || res.StructuredContent["sum"] != 3 ||
+		res.Content[0].Provenance.Server != "fx" || res.Content[0].Provenance.Kind != "tool" || res.Content[0].Provenance.Name != "add" {
 		t.Fatalf("call --json: %s", r.out)
 	}
 	// isError is an answer: exit 0, with a note.
-	r = c.ok("call", "fx/fail")
-	if r.out == "" || !strings.Contains(r.err, "reported an error (isError)") {
+	r = c.ok("call", "fx/fail", "--yes")
+	if r.out != "fail: this tool always fails\n" || !strings.Contains(r.err, "reported an error (isError)") {
 		t.Fatalf("call fail: %s", r)
 	}
-	if r = c.ok("call", "fx/fail", "--json"); !strings.Contains(r.out, `"isError": true`) {
+	if r = c.ok("call", "fx/fail", "--json", "--yes"); !strings.Contains(r.out, `"isError": true`) {
 		t.Fatalf("call fail --json: %s", r)
 	}
 	if n := srv.Executions("echo"); n != 3 {
 		t.Fatalf("echo ran %d times, want 3", n)
 	}
 
-	// A switched-off tool is refused before anything is sent.
+	// A switched-off tool is refused before anything is sent, and listed
+	// as disabled.
 	c.ok("servers", "set", "fx", "--disable-tool", "echo")
-	c.fail(exitFail, `--enable-tool echo`, "call", "fx/echo", `{"text": "x"}`)
+	c.fail(exitFail, `--enable-tool echo`, "call", "fx/echo", `{"text": "x"}`, "--yes")
+	c.fail(exitFail, `--enable-tool echo`, "call", "mcp__fx__echo", `{"text": "x"}`, "--yes")
 	if r = c.ok("tools", "--server", "fx"); !strings.Contains(r.out, "(disabled) Returns its text argument.") {
 		t.Fatalf("tools with a disabled tool:\n%s", r.out)
+	}
+	tools = toolsJSON(t, c.ok("tools", "--json").out)
+	if len(tools) != 7 || string(tools["mcp__fx__echo"]["enabled"]) != "false" || string(tools["mcp__fx__add"]["enabled"]) != "true" {
+		t.Fatalf("tools --json with a disabled tool: %v", tools)
 	}
 	if n := srv.Executions("echo"); n != 3 {
 		t.Fatalf("a disabled tool ran: %d executions", n)
@@ -147,13 +128,16 @@ func TestCallErrors(t *testing.T) {
 
 	c.fail(exitFail, `no server "nope" is configured`, "call", "nope/echo", `{"text": "x"}`)
 	c.fail(exitFail, `no server "nope" is configured`, "call", "mcp__nope__echo")
-	c.fail(exitFail, `server fx has no tool "nosuch"`, "call", "fx/nosuch")
+	c.fail(exitFail, `server fx has no tool "nosuch"`, "call", "fx/nosuch", "--yes")
+	c.fail(exitFail, `server fx has no tool "nosuch"`, "call", "mcp__fx__nosuch", "--yes")
 	c.fail(exitFail, `server off is disabled; enable it with "remotemcp servers enable off"`, "call", "off/echo")
+	c.fail(exitFail, `server off is disabled; enable it with "remotemcp servers enable off"`, "call", "mcp__off__echo")
 	c.fail(exitUsage, "ARGS_JSON must be one JSON object", "call", "fx/echo", `[1]`)
 	c.fail(exitUsage, "ARGS_JSON must be one JSON object", "call", "fx/echo", `{"a":1} {}`)
-	c.fail(exitUsage, "must be SERVER/TOOL or mcp__SERVER__TOOL", "call", "echo")
+	c.fail(exitUsage, "must be mcp__SERVER__TOOL or SERVER/TOOL", "call", "echo")
+	c.fail(exitUsage, "--timeout must be positive", "call", "fx/echo", "--timeout", "-1s")
 
-	r := c.fail(exitFail, "error (network)", "call", "down/echo", `{"text": "x"}`)
+	r := c.fail(exitFail, "error (network)", "call", "down/echo", `{"text": "x"}`, "--yes")
 	if !strings.Contains(r.err, "what to do: check that http://127.0.0.1:") {
 		t.Fatalf("no hint: %s", r)
 	}
@@ -174,8 +158,9 @@ func TestConnectErrors(t *testing.T) {
 	}
 	// A 404 without a session id is a wrong endpoint path, typed as HTTP.
 	c.fail(exitFail, "no MCP endpoint at this URL", "connect", "missing")
+	// An oauth server that does not ask for a token simply connects.
 	c.ok("servers", "add", "oa", srv.URL(), "--oauth")
-	c.fail(exitFail, "OAuth sign-in is not available in this CLI yet", "connect", "oa")
+	c.ok("connect", "oa")
 	c.fail(exitFail, `no server "nope" is configured`, "connect", "nope")
 	c.fail(exitFail, `no server "nope" is configured`, "disconnect", "nope")
 }
@@ -202,7 +187,7 @@ func TestImportedBearerTokenIsUsed(t *testing.T) {
 		t.Fatal("token readable in the database file")
 	}
 
-	r := c.ok("--verbose", "call", "team-docs/echo", `{"text": "authorized"}`)
+	r := c.ok("--verbose", "call", "team-docs/echo", `{"text": "authorized"}`, "--yes")
 	if r.out != "authorized\n" {
 		t.Fatalf("call with the imported token: %s", r)
 	}

@@ -2,15 +2,20 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/remotemcp/remotemcp/internal/testserver/fixture"
 	"github.com/remotemcp/remotemcp/store"
@@ -42,11 +47,85 @@ func (r result) String() string {
 // run runs one command line with stdin as its standard input.
 func (c *cli) run(stdin string, args ...string) result {
 	c.t.Helper()
+	return c.runWith(runOpts{stdin: stdin}, args...)
+}
+
+// runOpts control one invocation.
+type runOpts struct {
+	ctx   context.Context // default: the test's context
+	stdin string
+	// terminal makes stdin an interactive terminal (Streams.Terminal):
+	// questions are asked and read from stdin.
+	terminal bool
+}
+
+// runWith runs one command line as o says.
+func (c *cli) runWith(o runOpts, args ...string) result {
+	ctx := o.ctx
+	if ctx == nil {
+		ctx = c.t.Context()
+	}
 	var out, errb bytes.Buffer
 	env := func(k string) (string, bool) { v, ok := c.env[k]; return v, ok }
-	code := run(c.t.Context(), append([]string{"--data-dir", c.dir}, args...),
-		Streams{In: strings.NewReader(stdin), Out: &out, Err: &errb}, env)
+	code := run(ctx, append([]string{"--data-dir", c.dir}, args...),
+		Streams{In: strings.NewReader(o.stdin), Out: &out, Err: &errb, Terminal: o.terminal}, env)
 	return result{out: out.String(), err: errb.String(), code: code}
+}
+
+// start runs a command in the background, as another process would; the
+// channel gets its result.
+func (c *cli) start(o runOpts, args ...string) <-chan result {
+	ch := make(chan result, 1)
+	go func() { ch <- c.runWith(o, args...) }()
+	return ch
+}
+
+// wait returns the result of a command started with start.
+func wait(t *testing.T, ch <-chan result) result {
+	t.Helper()
+	select {
+	case r := <-ch:
+		return r
+	case <-time.After(60 * time.Second):
+		t.Fatal("the command did not finish")
+		return result{}
+	}
+}
+
+// waitFor polls cond until it holds.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// toolFields are exactly the fields of a `tools --json` object.
+var toolFields = []string{"annotations", "description", "effects", "enabled", "inputSchema", "name", "retry", "server", "tool"}
+
+// toolsJSON parses `tools --json` into name → field → raw value, checking
+// that every object has exactly toolFields.
+func toolsJSON(t *testing.T, out string) map[string]map[string]json.RawMessage {
+	t.Helper()
+	var rows []map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(out), &rows); err != nil {
+		t.Fatalf("tools --json: %v\n%s", err, out)
+	}
+	byName := map[string]map[string]json.RawMessage{}
+	for _, r := range rows {
+		keys := slices.Sorted(maps.Keys(r))
+		if !slices.Equal(keys, toolFields) {
+			t.Fatalf("tools --json object has fields %v, want exactly %v", keys, toolFields)
+		}
+		var name string
+		json.Unmarshal(r["name"], &name)
+		byName[name] = r
+	}
+	return byName
 }
 
 // ok runs a command that must succeed.

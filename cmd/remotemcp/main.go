@@ -1,6 +1,8 @@
 // Command remotemcp manages and uses remote MCP servers (Streamable HTTP)
 // from the command line: it edits the stored server list, imports other
-// clients' configs, connects, lists tools and calls them.
+// clients' configs, connects, lists tools and calls them (each call
+// approved), runs prompts, searches and reads resources, and answers the
+// questions servers ask during calls (elicitation cards).
 //
 // Without a running daemon every command works in-process: it opens the data
 // directory, connects what it needs and disconnects when it exits.
@@ -11,6 +13,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -18,6 +21,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"sync"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -40,6 +44,10 @@ type Streams struct {
 	In  io.Reader
 	Out io.Writer
 	Err io.Writer
+	// Terminal marks In as an interactive terminal whatever its type (tests
+	// and embedders that relay a terminal); otherwise In is a terminal when
+	// it is an *os.File on a character device.
+	Terminal bool
 }
 
 // Env looks up an environment variable, like os.LookupEnv.
@@ -112,6 +120,21 @@ type app struct {
 	dataDir string
 	verbose bool
 	log     *slog.Logger
+
+	inMu sync.Mutex
+	in   *bufio.Reader // lines typed at prompts; see readLine
+}
+
+// lockedWriter serializes writes to w.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }
 
 // newRootCmd builds the command tree for one invocation.
@@ -119,6 +142,9 @@ func newRootCmd(s Streams, env Env) *cobra.Command {
 	if env == nil {
 		env = func(string) (string, bool) { return "", false }
 	}
+	// Progress, prompts and results may be written from several goroutines
+	// (progress notifications, elicitation prompts); each write is whole.
+	s.Out, s.Err = &lockedWriter{w: s.Out}, &lockedWriter{w: s.Err}
 	a := &app{streams: s, env: env, log: slog.New(slog.DiscardHandler)}
 	root := &cobra.Command{
 		Use:   "remotemcp",
@@ -150,10 +176,16 @@ in the data directory.`,
 	root.AddCommand(
 		newServersCmd(a),
 		newConnectCmd(a),
+		newAuthCmd(a),
 		newDisconnectCmd(a),
 		newStatusCmd(a),
 		newToolsCmd(a),
 		newCallCmd(a),
+		newPromptsCmd(a),
+		newPromptCmd(a),
+		newResourcesCmd(a),
+		newReadCmd(a),
+		newElicitationsCmd(a),
 		newVersionCmd(a),
 	)
 	return root

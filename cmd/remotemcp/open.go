@@ -24,6 +24,10 @@ func (a *app) open(ctx context.Context) (*remotemcp.Client, error) {
 			dir = v
 		}
 	}
+	// The facade's own manager is never started (commands start their own,
+	// see startManager), and it must not open the elicitation cards:
+	// elicit.Open would close the cards other remotemcp processes are
+	// waiting on. Commands that call tools open them through cardsKV.
 	c, err := remotemcp.Open(ctx, remotemcp.Options{DataDir: dir, Logger: a.log, NoStart: true})
 	if err != nil {
 		return nil, fmt.Errorf("open the data directory: %w", err)
@@ -45,6 +49,17 @@ func (l *live) Close() {
 	l.c.Close()
 }
 
+// managerOptions are what a command may change about its manager.
+type managerOptions struct {
+	// handshake bounds each connect attempt (0: the manager's default).
+	handshake time.Duration
+	// toolTimeout, when positive, replaces the toolTimeout of every server
+	// in scope for this invocation (call --timeout).
+	toolTimeout time.Duration
+	// elicit answers server questions (nil declines them).
+	elicit func(ctx context.Context, info manager.ElicitInfo, req *remotemcp.ElicitRequest) (*remotemcp.ElicitResult, error)
+}
+
 // startManager starts a manager over c's store that sees only the servers
 // in ids (nil: all). Start connects those with connectOnStartup at once;
 // the others connect on first use. handshake bounds each connect attempt
@@ -53,6 +68,11 @@ func (l *live) Close() {
 // A manager over the whole store would, on Start, connect every startup
 // server, which a command about one server has no business doing.
 func (a *app) startManager(ctx context.Context, c *remotemcp.Client, ids []string, handshake time.Duration) (*live, error) {
+	return a.startManagerWith(ctx, c, ids, managerOptions{handshake: handshake})
+}
+
+// startManagerWith is startManager with more options.
+func (a *app) startManagerWith(ctx context.Context, c *remotemcp.Client, ids []string, o managerOptions) (*live, error) {
 	var only map[string]bool
 	if ids != nil {
 		only = make(map[string]bool, len(ids))
@@ -61,10 +81,12 @@ func (a *app) startManager(ctx context.Context, c *remotemcp.Client, ids []strin
 		}
 	}
 	m := manager.New(manager.Options{
-		Store:            scopedStore{SQLite: c.Store, only: only},
+		Store:            scopedStore{SQLite: c.Store, only: only, toolTimeout: o.toolTimeout},
 		HTTPClient:       c.HTTP,
 		Logger:           a.log,
-		HandshakeTimeout: handshake,
+		HandshakeTimeout: o.handshake,
+		Elicit:           o.elicit,
+		OAuth:            remotemcp.OAuthProvider(c.OAuth, nil),
 		ClientName:       "remotemcp",
 		ClientVersion:    remotemcp.Version,
 	})
@@ -76,10 +98,11 @@ func (a *app) startManager(ctx context.Context, c *remotemcp.Client, ids []strin
 }
 
 // scopedStore is the store as a manager of one command sees it: only the
-// servers the command is about.
+// servers the command is about, with the command's overrides.
 type scopedStore struct {
 	*store.SQLite
-	only map[string]bool // nil: every server
+	only        map[string]bool // nil: every server
+	toolTimeout time.Duration   // > 0: replaces each server's toolTimeout
 }
 
 // ListServers lists the servers in scope. A secret that cannot be opened
@@ -93,10 +116,30 @@ func (s scopedStore) ListServers(ctx context.Context) ([]config.Server, error) {
 	out := all[:0]
 	for _, srv := range all {
 		if s.only == nil || s.only[srv.ID] {
-			out = append(out, srv)
+			out = append(out, s.override(srv))
 		}
 	}
 	return out, nil
+}
+
+// GetServer reads a server in scope; the others do not exist for this
+// manager, so a change to them is never picked up.
+func (s scopedStore) GetServer(ctx context.Context, id string) (config.Server, error) {
+	if s.only != nil && !s.only[id] {
+		return config.Server{}, fmt.Errorf("server %s is not used by this command: %w", id, store.ErrNotFound)
+	}
+	srv, err := s.SQLite.GetServer(ctx, id)
+	if err != nil && !errors.Is(err, store.ErrSealOpen) {
+		return srv, err
+	}
+	return s.override(srv), err
+}
+
+func (s scopedStore) override(srv config.Server) config.Server {
+	if s.toolTimeout > 0 {
+		srv.ToolTimeout = config.Duration(s.toolTimeout)
+	}
+	return srv
 }
 
 // getServer reads one server, translating "not found" and unreadable

@@ -76,12 +76,17 @@ func TestCallNameResolution(t *testing.T) {
 	srv := startFixture(t, fixture.Options{})
 	c := newCLI(t)
 	c.ok("servers", "add", "my__fx", srv.URL())
-	if r := c.ok("call", "mcp__my__fx__echo", `{"text": "resolved"}`); r.out != "resolved\n" {
+	if r := c.ok("call", "mcp__my__fx__echo", `{"text": "resolved"}`, "--yes"); r.out != "resolved\n" {
 		t.Fatalf("call mcp__my__fx__echo: %s", r)
 	}
+	// mcp__my__fx__echo now fits server my (tool fx__echo) and my__fx
+	// (tool echo); my has no tool fx__echo, so the registry's unique
+	// names decide.
 	c.ok("servers", "add", "my", srv.URL())
-	c.fail(exitFail, "could belong to servers", "call", "mcp__my__fx__echo", `{"text": "x"}`)
-	if r := c.ok("call", "my__fx/echo", `{"text": "explicit"}`); r.out != "explicit\n" {
+	if r := c.ok("call", "mcp__my__fx__echo", `{"text": "still resolved"}`, "--yes"); r.out != "still resolved\n" {
+		t.Fatalf("call mcp__my__fx__echo with two candidate servers: %s", r)
+	}
+	if r := c.ok("call", "my__fx/echo", `{"text": "explicit"}`, "--yes"); r.out != "explicit\n" {
 		t.Fatalf("call my__fx/echo: %s", r)
 	}
 }
@@ -97,7 +102,7 @@ func TestConcurrentInvocations(t *testing.T) {
 				t.Errorf("%d: add: %s", i, r)
 				return
 			}
-			if r := c.run("", "call", "fx/echo", `{"text": "hi"}`); r.code != 0 || r.out != "hi\n" {
+			if r := c.run("", "call", "fx/echo", `{"text": "hi"}`, "--yes"); r.code != 0 || r.out != "hi\n" {
 				t.Errorf("%d: call: %s", i, r)
 			}
 		})
@@ -149,8 +154,10 @@ func TestInterruptCall(t *testing.T) {
 		}
 		cancel()
 	}()
-	code := run(ctx, []string{"--data-dir", c.dir, "call", "fx/slow", `{"ms": 20000}`}, Streams{In: strings.NewReader(""), Out: &out, Err: &errb}, nil)
+	code := run(ctx, []string{"--data-dir", c.dir, "call", "fx/slow", `{"ms": 20000}`, "--yes"}, Streams{In: strings.NewReader(""), Out: &out, Err: &errb}, nil)
 	if code != exitInterrupted || !strings.Contains(errb.String(), "interrupted") || !strings.Contains(errb.String(), "may or may not have run") {
 		t.Fatalf("interrupted call: exit %d, stderr %s", code, errb.String())
 	}
+	// The server was told to stop (notifications/cancelled).
+	waitFor(t, "the server to see the cancel", func() bool { return srv.Cancelled("slow") == 1 })
 }

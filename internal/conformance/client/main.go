@@ -121,7 +121,7 @@ func (h *harness) run(ctx context.Context, dir string) error {
 	if err := srv.Validate(); err != nil {
 		return fmt.Errorf("server config: %w", err)
 	}
-	opts := remotemcp.Options{DataDir: dir, Logger: h.log, NoStart: true}
+	opts := remotemcp.Options{DataDir: dir, Logger: h.log, NoStart: true, Cards: true}
 	if draftOnly[h.scenario] || draftRevision(os.Getenv("MCP_CONFORMANCE_PROTOCOL_VERSION")) {
 		opts.ProtocolVersion = session.ProtocolAuto
 	}

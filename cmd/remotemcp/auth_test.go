@@ -1,0 +1,151 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/remotemcp/remotemcp/internal/testserver/authserver"
+	"github.com/remotemcp/remotemcp/internal/testserver/fixture"
+)
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// syncBuffer is written by the command and read by the test meanwhile.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// Issue #3: "auth login --no-browser" end to end against the test
+// authorization server: the URL is printed alone on its line, the callback
+// is delivered by a plain HTTP client, the server is ready with its tools,
+// and no token reaches the database file or any log line.
+func TestAuthLoginNoBrowser(t *testing.T) {
+	as, err := authserver.Start(authserver.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { as.Close() })
+	srv := startFixture(t, fixture.Options{Authorize: as.Authorize, Extra: as.PRMRoutes()})
+	c := newCLI(t)
+	c.ok("servers", "add", "docs", srv.URL(), "--oauth")
+	c.fail(exitFail, "auth login docs", "connect", "docs")
+
+	port := freePort(t)
+	var out, errb syncBuffer
+	env := func(k string) (string, bool) { return "", false }
+	done := make(chan int, 1)
+	go func() {
+		done <- run(t.Context(), []string{"--data-dir", c.dir, "--verbose", "auth", "login", "docs", "--no-browser", "--port", strconv.Itoa(port)},
+			Streams{In: strings.NewReader(""), Out: &out, Err: &errb}, env)
+	}()
+	var authURL string
+	deadline := time.Now().Add(20 * time.Second)
+	for authURL == "" {
+		if time.Now().After(deadline) {
+			t.Fatalf("no authorization URL printed\nstdout: %s\nstderr: %s", out.String(), errb.String())
+		}
+		sc := bufio.NewScanner(strings.NewReader(out.String()))
+		for sc.Scan() {
+			if strings.HasPrefix(sc.Text(), "http") {
+				authURL = sc.Text()
+			}
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if !strings.Contains(authURL, "code_challenge_method=S256") || !strings.Contains(authURL, "resource=") {
+		t.Fatalf("authorization URL lacks PKCE or resource: %s", authURL)
+	}
+	// The "browser": follow the authorization server's redirect by hand and
+	// deliver it to the loopback callback with a plain HTTP client.
+	noFollow := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := noFollow.Get(authURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	loc := resp.Header.Get("Location")
+	if resp.StatusCode != http.StatusFound || !strings.HasPrefix(loc, "http://127.0.0.1:"+strconv.Itoa(port)+"/mcp-oauth?") {
+		t.Fatalf("authorize answered %d, Location %q", resp.StatusCode, loc)
+	}
+	cb, err := http.Get(loc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _ := io.ReadAll(cb.Body)
+	cb.Body.Close()
+	if cb.StatusCode != http.StatusOK {
+		t.Fatalf("callback page: %d %s", cb.StatusCode, page)
+	}
+	select {
+	case code := <-done:
+		if code != 0 {
+			t.Fatalf("auth login exit %d\nstdout: %s\nstderr: %s", code, out.String(), errb.String())
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("auth login did not finish")
+	}
+	if !strings.Contains(out.String(), "ready: 7 tools") {
+		t.Fatalf("login did not end ready with the tools: %s", out.String())
+	}
+	access, refresh := as.IssuedTokens()
+	tokens := append(access, refresh...)
+	if len(access) == 0 {
+		t.Fatal("the authorization server issued no token")
+	}
+	logs := errb.String() + out.String() + string(page)
+	for _, tok := range tokens {
+		if tok == "" {
+			continue
+		}
+		if c.dbContains(tok) {
+			t.Fatalf("a token is in the database file")
+		}
+		if strings.Contains(logs, tok) {
+			t.Fatalf("a token is in the output or logs")
+		}
+	}
+	st := c.ok("auth", "status", "docs")
+	if !strings.Contains(st.out, "refresh token:  yes") || !strings.Contains(st.out, "issuer:") {
+		t.Fatalf("auth status: %s", st)
+	}
+	// A new process has no access token, but the sealed refresh token gets
+	// it one without a browser.
+	c.ok("connect", "docs")
+	c.ok("auth", "logout", "docs")
+	c.fail(exitFail, "auth login docs", "connect", "docs")
+	keyFile, _ := os.ReadFile(filepath.Join(c.dir, "key"))
+	if len(keyFile) == 0 {
+		t.Fatal("no key file")
+	}
+}
