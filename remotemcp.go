@@ -18,6 +18,7 @@ import (
 
 	"github.com/remotemcp/remotemcp/config"
 	"github.com/remotemcp/remotemcp/elicit"
+	"github.com/remotemcp/remotemcp/hostperm"
 	"github.com/remotemcp/remotemcp/manager"
 	"github.com/remotemcp/remotemcp/oauth"
 	"github.com/remotemcp/remotemcp/store"
@@ -52,6 +53,9 @@ type Options struct {
 	ProtocolVersion string
 	// NoStartupConnect: Start connects nothing; every server is lazy.
 	NoStartupConnect bool
+	// AskHost puts an origin without a grant to the person at once (see
+	// hostperm.Options.Ask); nil leaves a pending approval (R2.2).
+	AskHost func(ctx context.Context, refused hostperm.PermissionRequiredError) bool
 	// NoStart opens the store and makes the manager without starting it
 	// (no connections, no reconcile loop): for one-shot CLI commands that
 	// only edit the config.
@@ -65,7 +69,10 @@ type Client struct {
 	// Cards holds the elicitation cards (nil unless Options.Cards).
 	Cards *elicit.Cards
 	// OAuth performs logins, refreshes and step-ups for oauth servers.
-	OAuth   *oauth.Authenticator
+	OAuth *oauth.Authenticator
+	// Hosts is the host permission broker every outbound request passes
+	// (R2.2): HTTP is guarded by it.
+	Hosts   *hostperm.Broker
 	Manager *manager.Manager
 	HTTP    *http.Client
 	DataDir string
@@ -91,18 +98,23 @@ func Open(ctx context.Context, o Options) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	hc := o.HTTPClient
-	if hc == nil {
-		hc = NewHTTPClient()
+	base := o.HTTPClient
+	if base == nil {
+		base = NewHTTPClient()
 	}
-	c := &Client{Store: st, Memory: store.NewMemory(), HTTP: hc, DataDir: dir}
-	c.OAuth = oauth.New(oauth.Options{Store: st, Memory: c.Memory, HTTPClient: hc, Logger: o.Logger})
+	hosts := hostperm.New(st, hostperm.Options{Ask: o.AskHost})
+	// One guard for everything: MCP endpoints, metadata, registration,
+	// token requests (R2.2). A copy, so the caller's client is unchanged.
+	hc := *base
+	hc.Transport = hosts.Transport(base.Transport)
+	c := &Client{Store: st, Memory: store.NewMemory(), HTTP: &hc, Hosts: hosts, DataDir: dir}
+	c.OAuth = oauth.New(oauth.Options{Store: st, Memory: c.Memory, HTTPClient: c.HTTP, Logger: o.Logger})
 	provider := o.OAuth
 	if provider == nil {
 		provider = OAuthProvider(c.OAuth, nil)
 	}
 	mo := manager.Options{
-		Store: st, HTTPClient: hc, OAuth: provider, Logger: o.Logger,
+		Store: st, HTTPClient: c.HTTP, OAuth: provider, Logger: o.Logger,
 		ClientName: "remotemcp", ClientVersion: Version,
 		ProtocolVersion: o.ProtocolVersion, NoStartupConnect: o.NoStartupConnect,
 		Elicit: o.Elicit,
@@ -110,6 +122,7 @@ func Open(ctx context.Context, o Options) (*Client, error) {
 	if mo.Elicit == nil && o.Cards {
 		cards, err := elicit.Open(ctx, st, elicit.Options{Logger: o.Logger})
 		if err != nil {
+			hosts.Close()
 			st.Close()
 			return nil, fmt.Errorf("remotemcp: elicitation cards: %w", err)
 		}
@@ -145,5 +158,6 @@ func (c *Client) Close() error {
 	if c.Cards != nil {
 		c.Cards.Close()
 	}
+	c.Hosts.Close()
 	return c.Store.Close()
 }

@@ -42,6 +42,12 @@ type Options struct {
 	// Now is the clock for GrantedAt, FirstSeen and LastSeen; nil means
 	// time.Now.
 	Now func() time.Time
+	// Ask, when set, puts a refused origin to the person at once (a
+	// terminal prompt in the CLI): true is their explicit grant, recorded
+	// with ByPrompt, and the request goes ahead. Nil, or false, leaves a
+	// pending approval and fails the request. Never set it to something
+	// that answers without a person, except where a harness plays one.
+	Ask func(ctx context.Context, refused PermissionRequiredError) bool
 }
 
 // ErrInvalidOrigin is wrapped by every error about an origin or URL that
@@ -70,6 +76,8 @@ var ErrInvalidOrigin = errors.New("invalid origin")
 //     store closed), the broker stops caching and reads the KV every time.
 type Broker struct {
 	kv         KV
+	ask        func(context.Context, PermissionRequiredError) bool
+	askMu      sync.Mutex
 	sub        Subscriber // nil: no cache
 	now        func() time.Time
 	maxPending int
@@ -98,6 +106,7 @@ type Broker struct {
 func New(kv KV, opts Options) *Broker {
 	b := &Broker{
 		kv:         kv,
+		ask:        opts.Ask,
 		now:        opts.Now,
 		maxPending: opts.MaxPending,
 		cache:      make(map[string]struct{}),
@@ -232,6 +241,20 @@ func (b *Broker) checkOrigin(ctx context.Context, origin string, purpose Purpose
 		return nil
 	}
 	perr := &PermissionRequiredError{Origin: origin, Purpose: purpose, ServerID: serverID}
+	if b.ask != nil {
+		// One question at a time: concurrent requests to the same origin
+		// wait for the first answer instead of asking again.
+		b.askMu.Lock()
+		ok, err := b.allowed(ctx, origin)
+		if err == nil && !ok && b.ask(ctx, *perr) {
+			err = b.Grant(ctx, origin, ByPrompt)
+			ok = err == nil
+		}
+		b.askMu.Unlock()
+		if ok {
+			return nil
+		}
+	}
 	if err := b.recordPending(ctx, perr); err != nil {
 		return errors.Join(perr, fmt.Errorf("hostperm: record pending approval: %w", err))
 	}

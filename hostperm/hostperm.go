@@ -76,6 +76,8 @@ const (
 	BySettingsPage = "user: settings page"
 	ByCLI          = "user: cli"
 	ByServersAdd   = "user: servers add"
+	// ByPrompt: the person answered yes when asked (Options.Ask).
+	ByPrompt = "user: prompt"
 )
 
 // byPrefix is what every Grant.By must start with: grants come only from the

@@ -758,3 +758,43 @@ func BenchmarkCheck(b *testing.B) {
 		})
 	}
 }
+
+// Options.Ask: the person's yes at a prompt is a grant; a no leaves the
+// request refused and pending.
+func TestAskGrantsOnlyOnYes(t *testing.T) {
+	st, err := store.Open(context.Background(), t.TempDir(), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	var hits atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { hits.Add(1) }))
+	t.Cleanup(srv.Close)
+	answer := false
+	var asked []PermissionRequiredError
+	b := New(st, Options{Ask: func(_ context.Context, p PermissionRequiredError) bool {
+		asked = append(asked, p)
+		return answer
+	}})
+	defer b.Close()
+	hc := &http.Client{Transport: b.Transport(nil)}
+	ctx := WithPurpose(context.Background(), PurposeToken, "docs")
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL, nil)
+	if _, err := hc.Do(req); !errors.Is(err, ErrPermissionRequired) {
+		t.Fatalf("refused at the prompt: err = %v", err)
+	}
+	if hits.Load() != 0 || len(asked) != 1 || asked[0].Purpose != PurposeToken || asked[0].ServerID != "docs" {
+		t.Fatalf("hits %d, asked %+v", hits.Load(), asked)
+	}
+	answer = true
+	req, _ = http.NewRequestWithContext(ctx, http.MethodGet, srv.URL, nil)
+	resp, err := hc.Do(req)
+	if err != nil {
+		t.Fatalf("granted at the prompt: %v", err)
+	}
+	resp.Body.Close()
+	grants, _ := b.Grants(context.Background())
+	if hits.Load() != 1 || len(grants) != 1 || grants[0].By != ByPrompt {
+		t.Fatalf("hits %d, grants %+v", hits.Load(), grants)
+	}
+}

@@ -15,6 +15,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/remotemcp/remotemcp/config"
+	"github.com/remotemcp/remotemcp/hostperm"
 	"github.com/remotemcp/remotemcp/session"
 )
 
@@ -31,7 +32,9 @@ const (
 	ClassProtocol Class = "protocol"
 	ClassTimeout  Class = "timeout"
 	ClassCanceled Class = "canceled"
-	ClassUnknown  Class = "unknown"
+	// ClassPermission: the origin has no host grant yet (R2.2).
+	ClassPermission Class = "permission"
+	ClassUnknown    Class = "unknown"
 )
 
 // Reason explains why a server is in the error state.
@@ -85,6 +88,8 @@ func Attribute(err error) Reason {
 		return Reason{Class: ClassTimeout, Message: msg}
 	case errors.Is(err, context.Canceled):
 		return Reason{Class: ClassCanceled, Message: msg}
+	case errors.Is(err, hostperm.ErrPermissionRequired):
+		return Reason{Class: ClassPermission, Message: msg}
 	case errors.As(err, &as):
 		r := Reason{Class: ClassAuth, Step: as.AuthStep(), Message: msg}
 		if errors.As(err, &hs) {

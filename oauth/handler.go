@@ -462,6 +462,12 @@ type outcome struct {
 func (a *Authenticator) authorize(ctx context.Context, r authzRequest) (*outcome, error) {
 	srv := r.srv
 	id := srv.ID
+	if r.browser == nil && r.mode == modeReauth && (srv.Auth.Binding == nil || srv.Auth.Binding.IsZero()) {
+		// Never signed in: no refresh token can exist, and background work
+		// may not start a browser flow (R3.13). Discovery would only
+		// contact servers (and ask for host permissions) for nothing.
+		return nil, loginRequired(id, "this server has not been signed in to yet")
+	}
 	prm := r.prm
 	if prm == nil {
 		var err error

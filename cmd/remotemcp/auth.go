@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/remotemcp/remotemcp/config"
+	"github.com/remotemcp/remotemcp/hostperm"
 	"github.com/remotemcp/remotemcp/oauth"
 )
 
@@ -72,6 +73,11 @@ the tools. Refresh tokens are stored sealed; access tokens stay in memory.`,
 				p = config.DefaultRedirectPort
 			}
 			open := func(u string) error {
+				// The browser leaves through no client of ours: check the
+				// authorization server's origin here (R2.2).
+				if err := c.Hosts.Check(ctx, u, hostperm.PurposeAuthorization, id); err != nil {
+					return err
+				}
 				if noBrowser {
 					fmt.Fprintln(a.streams.Err, "open this URL in a browser to authorize remotemcp:")
 					fmt.Fprintln(a.streams.Out, u)

@@ -61,6 +61,20 @@ func TestAuthLoginNoBrowser(t *testing.T) {
 	c.ok("servers", "add", "docs", srv.URL(), "--oauth")
 	c.fail(exitFail, "auth login docs", "connect", "docs")
 
+	// The authorization server's origin was never granted: without a
+	// terminal to ask on, login stops before contacting it (R2.2) and the
+	// origin waits as a pending approval.
+	asOrigin := strings.TrimSuffix(as.URL(), "/")
+	before := len(as.Requests())
+	r := c.fail(exitFail, "remotemcp grants approve "+asOrigin, "auth", "login", "docs", "--no-browser")
+	if len(as.Requests()) != before {
+		t.Fatalf("a request reached the ungranted authorization server: %s", r)
+	}
+	if g := c.ok("grants", "list"); !strings.Contains(g.out, asOrigin) || !strings.Contains(g.out, "pending") {
+		t.Fatalf("grants list lacks the pending origin: %s", g)
+	}
+	c.ok("grants", "approve", asOrigin)
+
 	port := freePort(t)
 	var out, errb syncBuffer
 	env := func(k string) (string, bool) { return "", false }

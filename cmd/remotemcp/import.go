@@ -71,6 +71,9 @@ not valid JSON.`,
 					// One transaction per server: a failure leaves no trace
 					// of that server and does not undo the others.
 					err := c.Store.AddServer(ctx, srv)
+					if err == nil {
+						err = a.grantServerOrigin(ctx, c, srv.URL)
+					}
 					switch {
 					case err == nil:
 						added++

@@ -28,7 +28,7 @@ func (a *app) open(ctx context.Context) (*remotemcp.Client, error) {
 	// see startManager), and it must not open the elicitation cards:
 	// elicit.Open would close the cards other remotemcp processes are
 	// waiting on. Commands that call tools open them through cardsKV.
-	c, err := remotemcp.Open(ctx, remotemcp.Options{DataDir: dir, Logger: a.log, NoStart: true})
+	c, err := remotemcp.Open(ctx, remotemcp.Options{DataDir: dir, Logger: a.log, NoStart: true, AskHost: a.askHost})
 	if err != nil {
 		return nil, fmt.Errorf("open the data directory: %w", err)
 	}

@@ -165,6 +165,9 @@ static token; --oauth for OAuth 2.1 (optionally with a pre-registered
 				}
 				return fmt.Errorf("add server %s: %w", id, fieldError(err))
 			}
+			if err := a.grantServerOrigin(ctx, c, srv.URL); err != nil {
+				return err
+			}
 			fmt.Fprintf(a.streams.Out, "added %s %s\n", id, url)
 			return nil
 		},
@@ -385,6 +388,10 @@ func (a *app) updateServer(ctx context.Context, id string, rebind bool, edit fun
 		return fieldError(err)
 	}
 	err = c.Store.UpdateServerWith(ctx, srv, store.UpdateOptions{RebindBearer: rebind})
+	if err == nil {
+		// Pointing a server at a new URL is the user's choice of origin.
+		err = a.grantServerOrigin(ctx, c, srv.URL)
+	}
 	switch {
 	case errors.Is(err, store.ErrBearerRebind):
 		return fmt.Errorf("server %s: the new URL %s is a different resource than the old one, and its bearer token was given for the old URL, so it does not follow the server (nothing was changed); "+

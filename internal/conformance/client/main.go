@@ -26,6 +26,7 @@ import (
 	"github.com/remotemcp/remotemcp/agent"
 	"github.com/remotemcp/remotemcp/config"
 	"github.com/remotemcp/remotemcp/elicit"
+	"github.com/remotemcp/remotemcp/hostperm"
 	"github.com/remotemcp/remotemcp/manager"
 	"github.com/remotemcp/remotemcp/oauth"
 	"github.com/remotemcp/remotemcp/session"
@@ -121,7 +122,11 @@ func (h *harness) run(ctx context.Context, dir string) error {
 	if err := srv.Validate(); err != nil {
 		return fmt.Errorf("server config: %w", err)
 	}
-	opts := remotemcp.Options{DataDir: dir, Logger: h.log, NoStart: true, Cards: true}
+	opts := remotemcp.Options{DataDir: dir, Logger: h.log, NoStart: true, Cards: true,
+		// The harness plays the person: every origin its scenario uses
+		// (the MCP server, its authorization server) is approved when
+		// first contacted, through the same guard as in the product.
+		AskHost: func(context.Context, hostperm.PermissionRequiredError) bool { return true }}
 	if draftOnly[h.scenario] || draftRevision(os.Getenv("MCP_CONFORMANCE_PROTOCOL_VERSION")) {
 		opts.ProtocolVersion = session.ProtocolAuto
 	}
