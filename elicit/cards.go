@@ -58,6 +58,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -452,7 +453,9 @@ func (c *Cards) Handle(ctx context.Context, info manager.ElicitInfo, req *mcp.El
 	if l.resp == nil {
 		return nil, l.err
 	}
-	return &mcp.ElicitResult{Action: string(l.resp.Action), Content: l.resp.Content}, nil
+	// A copy: go-sdk writes schema defaults into the map it gets, which
+	// must not race readers of the stored card.
+	return &mcp.ElicitResult{Action: string(l.resp.Action), Content: maps.Clone(l.resp.Content)}, nil
 }
 
 // Answer answers a pending card. An accepted answer is validated against

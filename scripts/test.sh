@@ -14,6 +14,19 @@ step() { printf '\n== %s\n' "$*" >&2; }
 step "go modules"
 go mod download
 
+# The settings page's browser tests drive Debian's Chromium (chromedp).
+if [ ! -x /usr/bin/chromium ] && [ "${REMOTEMCP_SKIP_BROWSER:-}" != 1 ]; then
+  step "installing chromium for the browser tests"
+  sudo_=""; [ "$(id -u)" = 0 ] || sudo_="sudo"
+  $sudo_ apt-get update -qq && $sudo_ env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+fi
+# The conformance suite runs on the machine's Node (20 needs the shim the runner applies).
+if ! command -v npm >/dev/null && [ $quick = 0 ]; then
+  step "installing node and npm for the conformance suite"
+  sudo_=""; [ "$(id -u)" = 0 ] || sudo_="sudo"
+  $sudo_ apt-get update -qq && $sudo_ env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm >/dev/null
+fi
+
 step "gofmt"
 unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))
 if [ -n "$unformatted" ]; then echo "gofmt would change: $unformatted" >&2; exit 1; fi

@@ -1,0 +1,571 @@
+// remotemcp settings page. Plain JS, no build step, no inline scripts
+// (the page's Content-Security-Policy allows only this file). Everything a
+// server sent (names, reasons, descriptions, questions) is untrusted and is
+// only ever put into the page with textContent or attribute setters, never
+// as HTML.
+"use strict";
+
+(() => {
+  const $ = (sel, root = document) => root.querySelector(sel);
+  const $$ = (sel, root = document) => Array.from(root.querySelectorAll(sel));
+
+  const state = {
+    servers: [],
+    grants: { grants: [], pending: [] },
+    cards: [],
+    confirming: null, // server id whose delete confirmation is open
+    catalog: null, // server id whose catalog is shown
+    answered: new Set(), // cards answered here, until the live list drops them
+  };
+
+  // api calls the daemon's JSON API. The browser adds our Origin header
+  // and the session cookie (same-origin); the daemon refuses anything else.
+  async function api(method, path, body) {
+    const opts = { method, credentials: "same-origin", headers: {} };
+    if (body !== undefined) {
+      opts.headers["Content-Type"] = "application/json";
+      opts.body = JSON.stringify(body);
+    }
+    const resp = await fetch(path, opts);
+    if (resp.status === 204) return null;
+    let data = null;
+    try { data = await resp.json(); } catch (e) { /* not JSON */ }
+    if (!resp.ok) {
+      const err = new Error((data && data.error && data.error.message) || `HTTP ${resp.status}`);
+      err.data = data && data.error;
+      err.status = resp.status;
+      throw err;
+    }
+    return data;
+  }
+
+  function notice(msg, isError) {
+    const n = $("#notice");
+    n.textContent = msg;
+    n.classList.toggle("error", !!isError);
+    n.hidden = !msg;
+  }
+
+  function el(tag, props = {}, ...children) {
+    const e = document.createElement(tag);
+    for (const [k, v] of Object.entries(props)) {
+      if (k === "text") e.textContent = v;
+      else if (k === "class") e.className = v;
+      else if (k.startsWith("data-")) e.setAttribute(k, v);
+      else e[k] = v;
+    }
+    for (const c of children) if (c) e.append(c);
+    return e;
+  }
+
+  // safeURL lets only http(s) URLs become links.
+  function safeURL(u) {
+    try {
+      const p = new URL(u);
+      return p.protocol === "https:" || p.protocol === "http:" ? p.href : null;
+    } catch (e) { return null; }
+  }
+
+  // ---- servers ----
+
+  function renderServers() {
+    const tbody = $("#server-rows");
+    tbody.textContent = "";
+    if (state.servers.length === 0) {
+      tbody.append(el("tr", { class: "empty" }, el("td", { colSpan: 4, text: "No servers yet: add one or import a config below." })));
+      return;
+    }
+    const tpl = $("#tpl-server");
+    for (const s of state.servers) {
+      const row = tpl.content.firstElementChild.cloneNode(true);
+      row.dataset.server = s.id;
+      row.dataset.state = s.state;
+      $(".name", row).textContent = s.name || s.id;
+      $(".id", row).textContent = s.id;
+      $(".url", row).textContent = s.url;
+      const st = $(".state", row);
+      st.textContent = s.enabled ? s.state : "disabled";
+      st.className = "state state-" + (s.enabled ? s.state : "disconnected");
+      $(".reason", row).textContent = s.reason ? describeReason(s.reason) : "";
+      $(".tool-count", row).textContent = String(s.toolCount);
+
+      const warn = $(".origin-warning", row);
+      warn.hidden = s.originGranted;
+      $(".origin", warn).textContent = s.origin;
+      $("button", warn).dataset.origin = s.origin;
+
+      const pend = $(".server-pending", row);
+      for (const p of s.pending || []) {
+        if (p.origin === s.origin && !s.originGranted) continue; // said above
+        pend.append(el("li", { "data-origin": p.origin },
+          "Waiting for approval: ", el("code", { text: p.origin }), ` (${p.purpose}) `,
+          el("button", { type: "button", class: "small", "data-action": "grant", "data-origin": p.origin, text: "Approve" }), " ",
+          el("button", { type: "button", class: "small", "data-action": "dismiss", "data-origin": p.origin, text: "Dismiss" })));
+      }
+
+      renderAuthFlow($(".auth-flow", row), s);
+
+      const show = (action, on) => { $(`button[data-action="${action}"]`, row).hidden = !on; };
+      const live = s.state === "ready" || s.state === "connecting";
+      show("connect", s.enabled && !live);
+      show("disconnect", live);
+      show("enable", !s.enabled);
+      show("disable", s.enabled);
+      show("catalog", s.enabled);
+      show("authorize", s.auth && s.auth.kind === "oauth");
+      const confirm = $(".confirm", row);
+      $(".confirm-name", confirm).textContent = s.name || s.id;
+      confirm.hidden = state.confirming !== s.id;
+      tbody.append(row);
+    }
+  }
+
+  function describeReason(r) {
+    let t = r.class || "";
+    if (r.step) t += ", " + r.step;
+    if (r.httpStatus) t += ", HTTP " + r.httpStatus;
+    return (t ? t + ": " : "") + (r.message || "");
+  }
+
+  function renderAuthFlow(box, s) {
+    const f = s.authorization;
+    box.textContent = "";
+    box.className = "auth-flow";
+    box.hidden = !f && !s.oauth;
+    if (!f) {
+      if (s.oauth) {
+        const o = s.oauth;
+        box.append(o.hasRefreshToken || o.hasAccessToken
+          ? `OAuth: authorized${o.clientId ? " as client " + o.clientId : ""}.`
+          : "OAuth: not authorized yet; click Authorize.");
+        if (o.problem) box.append(" " + o.problem);
+      }
+      return;
+    }
+    box.classList.add(f.phase);
+    switch (f.phase) {
+      case "starting":
+        box.append("Authorization: discovering the authorization server…");
+        break;
+      case "waiting": {
+        box.append("Authorization: waiting for you in the authorization page. ");
+        const u = safeURL(f.authorizationUrl);
+        if (u) box.append(el("a", { href: u, target: "_blank", rel: "noopener noreferrer", class: "auth-link", text: "Open the authorization page" }));
+        break;
+      }
+      case "exchanging":
+        box.append("Authorization: exchanging the code…");
+        break;
+      case "done":
+        box.append(f.result && f.result.notNeeded ? "This server needs no authorization." : "Authorized.");
+        break;
+      case "failed":
+        box.append("Authorization failed: " + (f.error || "unknown error"));
+        if (f.permission) {
+          box.append(" ", el("button", { type: "button", class: "small", "data-action": "grant", "data-origin": f.permission.origin, text: "Allow " + f.permission.origin }),
+            " then Authorize again.");
+        }
+        break;
+    }
+  }
+
+  // ---- grants ----
+
+  function renderGrants() {
+    const pb = $("#pending-rows");
+    pb.textContent = "";
+    if (state.grants.pending.length === 0) {
+      pb.append(el("tr", { class: "empty" }, el("td", { colSpan: 5, text: "Nothing is waiting." })));
+    }
+    for (const p of state.grants.pending) {
+      pb.append(el("tr", { "data-origin": p.origin },
+        el("td", {}, el("code", { text: p.origin })),
+        el("td", { text: p.purpose }),
+        el("td", { text: p.serverId || "" }),
+        el("td", { text: String(p.count) }),
+        el("td", {},
+          el("button", { type: "button", "data-action": "grant", "data-origin": p.origin, text: "Approve" }), " ",
+          el("button", { type: "button", "data-action": "dismiss", "data-origin": p.origin, text: "Dismiss" }))));
+    }
+    const gb = $("#grant-rows");
+    gb.textContent = "";
+    if (state.grants.grants.length === 0) {
+      gb.append(el("tr", { class: "empty" }, el("td", { colSpan: 4, text: "No origin is allowed yet." })));
+    }
+    for (const g of state.grants.grants) {
+      gb.append(el("tr", { "data-origin": g.origin },
+        el("td", {}, el("code", { text: g.origin })),
+        el("td", { text: g.by }),
+        el("td", { text: new Date(g.grantedAt).toLocaleString() }),
+        el("td", {}, el("button", { type: "button", class: "danger", "data-action": "revoke", "data-origin": g.origin, text: "Revoke" }))));
+    }
+  }
+
+  // ---- elicitation cards ----
+
+  // renderCards adds new pending cards and removes answered ones, but never
+  // rebuilds a card that is still open: the person may be typing into it.
+  function renderCards() {
+    const box = $("#cards");
+    const pending = state.cards.filter((c) => c.status === "pending" && !state.answered.has(c.id));
+    const want = new Set(pending.map((c) => c.id));
+    for (const node of $$(".card", box)) {
+      if (!want.has(node.dataset.card)) node.remove();
+    }
+    for (const c of pending.slice().reverse()) { // oldest first
+      if ($(`.card[data-card="${CSS.escape(c.id)}"]`, box)) continue;
+      box.append(buildCard(c));
+    }
+    const empty = $("p.empty", box);
+    if (pending.length === 0 && !empty) box.append(el("p", { class: "empty", text: "No open questions." }));
+    if (pending.length > 0 && empty) empty.remove();
+  }
+
+  function buildCard(c) {
+    const form = el("form", { class: "card", "data-card": c.id });
+    form.append(el("div", { class: "meta", text: `${c.server}${c.tool ? " · tool " + c.tool : ""} · ${new Date(c.created).toLocaleString()}` }));
+    form.append(el("blockquote", { text: c.message }));
+    const fields = (c.form && c.form.fields) || [];
+    for (const f of fields) form.append(buildField(f));
+    form.append(el("div", { class: "problems" }));
+    form.append(el("div", { class: "buttons" },
+      el("button", { type: "submit", "data-answer": "accept", text: "Accept" }),
+      el("button", { type: "button", "data-answer": "decline", text: "Decline" }),
+      el("button", { type: "button", "data-answer": "cancel", text: "Cancel" })));
+    form.addEventListener("submit", (ev) => { ev.preventDefault(); answerCard(form, c, "accept"); });
+    for (const b of $$('button[type="button"]', form)) {
+      b.addEventListener("click", () => answerCard(form, c, b.dataset.answer));
+    }
+    return form;
+  }
+
+  function buildField(f) {
+    const wrap = el("div", { class: "field", "data-field": f.name });
+    const label = el("label", { text: (f.title || f.name) + (f.required ? " *" : "") });
+    wrap.append(label);
+    let input;
+    const def = f.default;
+    if (f.type === "boolean") {
+      input = el("input", { type: "checkbox", name: f.name, checked: def === true });
+    } else if (f.type === "array") {
+      input = el("div", { class: "multi", "data-name": f.name });
+      (f.enum || []).forEach((v, i) => {
+        input.append(el("label", { class: "check" },
+          el("input", { type: "checkbox", value: v, checked: Array.isArray(def) && def.includes(v) }),
+          " " + ((f.enumTitles && f.enumTitles[i]) || v)));
+      });
+    } else if (f.enum && f.enum.length) {
+      input = el("select", { name: f.name });
+      if (!f.required) input.append(el("option", { value: "", text: "" }));
+      f.enum.forEach((v, i) => input.append(el("option", { value: v, text: (f.enumTitles && f.enumTitles[i]) || v, selected: def === v })));
+    } else {
+      const type = f.type === "number" || f.type === "integer" ? "number"
+        : f.format === "email" ? "email" : f.format === "uri" ? "url" : f.format === "date" ? "date" : "text";
+      input = el("input", { type, name: f.name });
+      if (f.type === "integer") input.step = "1";
+      if (f.type === "number") input.step = "any";
+      if (def !== undefined && def !== null) input.value = String(def);
+      if (f.required) input.required = true;
+    }
+    label.append(input);
+    if (f.description) wrap.append(el("span", { class: "desc", text: f.description }));
+    wrap.append(el("span", { class: "problem" }));
+    wrap._field = f;
+    return wrap;
+  }
+
+  // collect reads the form; fields left empty are left out, so the
+  // server's defaults apply.
+  function collect(form) {
+    const content = {};
+    for (const wrap of $$(".field", form)) {
+      const f = wrap._field;
+      if (f.type === "boolean") {
+        content[f.name] = $("input", wrap).checked;
+      } else if (f.type === "array") {
+        content[f.name] = $$("input:checked", wrap).map((i) => i.value);
+      } else {
+        const v = $("input, select", wrap).value;
+        if (v === "") continue;
+        content[f.name] = f.type === "number" || f.type === "integer" ? Number(v) : v;
+      }
+    }
+    return content;
+  }
+
+  async function answerCard(form, c, action) {
+    for (const p of $$(".problem", form)) p.textContent = "";
+    $(".problems", form).textContent = "";
+    const body = { action };
+    if (action === "accept") body.content = collect(form);
+    $$("button", form).forEach((b) => (b.disabled = true));
+    try {
+      await api("POST", `/api/cards/${encodeURIComponent(c.id)}/answer`, body);
+      state.answered.add(c.id);
+      form.remove();
+      notice(`Answered the question of ${c.server} (${action}).`);
+      renderCards();
+    } catch (err) {
+      $$("button", form).forEach((b) => (b.disabled = false));
+      const probs = (err.data && err.data.problems) || [];
+      for (const p of probs) {
+        const w = $(`.field[data-field="${CSS.escape(p.field)}"] .problem`, form);
+        if (w) w.textContent = p.problem;
+        else $(".problems", form).append(el("div", { class: "problem", text: `${p.field}: ${p.problem}` }));
+      }
+      if (!probs.length) notice(err.message, true);
+    }
+  }
+
+  // ---- catalog ----
+
+  async function showCatalog(id) {
+    state.catalog = id;
+    const sec = $("#catalog-section");
+    const box = $("#catalog");
+    $("#catalog-title").textContent = id;
+    box.textContent = "Loading…";
+    sec.hidden = false;
+    try {
+      const cat = await api("GET", `/api/servers/${encodeURIComponent(id)}/catalog`);
+      if (state.catalog !== id) return;
+      renderCatalog(cat);
+    } catch (err) {
+      box.textContent = "Could not list the catalog: " + err.message;
+    }
+  }
+
+  function renderCatalog(cat) {
+    const box = $("#catalog");
+    box.textContent = "";
+    box.append(el("h3", { text: `Tools (${cat.tools.length})` }));
+    for (const t of cat.tools) {
+      const sw = el("input", { type: "checkbox", checked: t.enabled, "data-tool": t.name });
+      sw.addEventListener("change", () => switchTool(cat.server, t.name, sw));
+      const ann = t.annotations ? Object.entries(t.annotations).filter(([k]) => k !== "title").map(([k, v]) => `${k}: ${v}`).join(", ") : "";
+      box.append(el("div", { class: "catalog-tool", "data-tool-row": t.name },
+        el("label", { class: "switch" }, sw, " ", t.title ? `${t.title} (${t.name})` : t.name),
+        t.description ? el("div", { class: "desc", text: t.description }) : null,
+        ann ? el("div", { class: "ann", text: "server hints (display only): " + ann }) : null));
+    }
+    box.append(el("h3", { text: `Prompts (${cat.prompts.length})` }));
+    const pl = el("ul");
+    for (const p of cat.prompts) pl.append(el("li", { text: `/${cat.server}:${p.name}${p.description ? " — " + p.description : ""}` }));
+    box.append(pl);
+    box.append(el("h3", { text: `Resources (${cat.resources.length + cat.templates.length})` }));
+    const rl = el("ul");
+    for (const r of cat.resources.concat(cat.templates)) rl.append(el("li", { text: `${r.uri}${r.name ? " — " + r.name : ""}` }));
+    box.append(rl);
+    if (cat.errors) {
+      for (const [k, v] of Object.entries(cat.errors)) box.append(el("p", { class: "reason", text: `${k}: ${v}` }));
+    }
+  }
+
+  async function switchTool(server, tool, sw) {
+    sw.disabled = true;
+    try {
+      await api("POST", `/api/servers/${encodeURIComponent(server)}/tools`, { tool, enabled: sw.checked });
+      notice(`${tool} is now ${sw.checked ? "on" : "off"} for agents.`);
+    } catch (err) {
+      sw.checked = !sw.checked;
+      notice(err.message, true);
+    } finally {
+      sw.disabled = false;
+    }
+  }
+
+  // syncCatalogSwitches keeps open switches in line with disabledTools
+  // changed elsewhere (the CLI, another tab).
+  function syncCatalogSwitches() {
+    if (!state.catalog) return;
+    const s = state.servers.find((x) => x.id === state.catalog);
+    if (!s) {
+      $("#catalog-section").hidden = true;
+      state.catalog = null;
+      return;
+    }
+    const off = new Set(s.disabledTools || []);
+    for (const sw of $$("#catalog input[data-tool]")) {
+      if (!sw.disabled) sw.checked = !off.has(sw.dataset.tool);
+    }
+  }
+
+  // ---- actions ----
+
+  async function serverAction(id, action) {
+    const path = `/api/servers/${encodeURIComponent(id)}`;
+    switch (action) {
+      case "connect":
+        notice(`Connecting ${id}…`);
+        try {
+          await api("POST", path + "/connect");
+          notice(`${id} is connected.`);
+        } catch (err) {
+          if (err.data && err.data.code === "permission_required") {
+            notice(`${id}: ${err.data.permission.origin} needs your approval first (see beside the server).`, true);
+          } else throw err;
+        }
+        return;
+      case "disconnect":
+        await api("POST", path + "/disconnect");
+        notice(`${id} is disconnected.`);
+        return;
+      case "enable":
+      case "disable":
+        await api("POST", path + "/" + action);
+        return;
+      case "catalog":
+        return showCatalog(id);
+      case "authorize": {
+        notice(`Starting the authorization of ${id}…`);
+        const f = await api("POST", path + "/authorize");
+        if (f.phase === "done") {
+          notice(f.result && f.result.notNeeded ? `${id} needs no authorization.` : `${id} is authorized.`);
+        } else if (f.authorizationUrl && safeURL(f.authorizationUrl)) {
+          // A new tab without a handle back to this page.
+          window.open(safeURL(f.authorizationUrl), "_blank", "noopener,noreferrer");
+          notice(`Finish the authorization of ${id} in the new tab (or use the link beside the server).`);
+        } else {
+          notice(`The authorization of ${id} is starting; the server list shows its progress.`);
+        }
+        return;
+      }
+      case "delete":
+        state.confirming = id;
+        renderServers();
+        return;
+      case "cancel-delete":
+        state.confirming = null;
+        renderServers();
+        return;
+      case "confirm-delete":
+        state.confirming = null;
+        await api("DELETE", path);
+        notice(`${id} was deleted.`);
+        return;
+    }
+  }
+
+  async function originAction(origin, action) {
+    switch (action) {
+      case "grant":
+        state.grants = await api("POST", "/api/grants", { origin });
+        notice(`${origin} is allowed.`);
+        break;
+      case "dismiss":
+        state.grants = await api("POST", "/api/pending/dismiss", { origin });
+        break;
+      case "revoke":
+        state.grants = await api("POST", "/api/grants/revoke", { origin });
+        notice(`${origin} is no longer allowed.`);
+        break;
+    }
+    renderGrants();
+  }
+
+  document.addEventListener("click", async (ev) => {
+    const b = ev.target.closest("button[data-action]");
+    if (!b) return;
+    const action = b.dataset.action;
+    if (action === "close-catalog") {
+      state.catalog = null;
+      $("#catalog-section").hidden = true;
+      return;
+    }
+    b.disabled = true;
+    try {
+      if (b.dataset.origin) {
+        await originAction(b.dataset.origin, action);
+      } else {
+        const row = b.closest("tr[data-server]");
+        if (row) await serverAction(row.dataset.server, action);
+      }
+    } catch (err) {
+      notice(err.message, true);
+    } finally {
+      b.disabled = false;
+    }
+  });
+
+  // ---- forms ----
+
+  const addForm = $("#add-form");
+  const syncAuthFields = () => {
+    const kind = addForm.elements.auth.value;
+    for (const l of $$("[data-auth]", addForm)) l.hidden = l.dataset.auth !== kind;
+  };
+  addForm.elements.auth.addEventListener("change", syncAuthFields);
+  syncAuthFields();
+  addForm.addEventListener("submit", async (ev) => {
+    ev.preventDefault();
+    const f = addForm.elements;
+    const body = { id: f.id.value.trim(), name: f.name.value.trim(), url: f.url.value.trim(), auth: f.auth.value, connectOnStartup: f.connectOnStartup.checked };
+    if (body.auth === "bearer") body.token = f.token.value;
+    if (body.auth === "oauth") {
+      if (f.clientId.value.trim()) body.clientId = f.clientId.value.trim();
+      if (f.clientSecret.value) body.clientSecret = f.clientSecret.value;
+      const scopes = f.scopes.value.split(/\s+/).filter(Boolean);
+      if (scopes.length) body.scopes = scopes;
+    }
+    try {
+      const s = await api("POST", "/api/servers", body);
+      notice(`Added ${s.id}; ${s.origin} is allowed.`);
+      addForm.reset();
+      syncAuthFields();
+    } catch (err) {
+      notice(err.message, true);
+    } finally {
+      // The token field is cleared either way: it must not linger in the page.
+      f.token.value = "";
+      f.clientSecret.value = "";
+    }
+  });
+
+  const importForm = $("#import-form");
+  importForm.addEventListener("submit", async (ev) => {
+    ev.preventDefault();
+    const out = $("#import-result");
+    out.textContent = "";
+    try {
+      const res = await api("POST", "/api/servers/import", { config: importForm.elements.config.value });
+      const ul = el("ul");
+      for (const a of res.added) {
+        ul.append(el("li", { class: "added", "data-import": "added", "data-id": a.id, text: `added ${a.id} (${a.url})${a.originGranted ? "" : " — allow " + a.origin + " to connect"}` }));
+      }
+      for (const s of res.skipped) {
+        ul.append(el("li", { class: "skipped", "data-import": "skipped", text: `skipped ${s.name || s.id}: ${s.reason}` }));
+      }
+      out.append(el("p", { text: `${res.added.length} added, ${res.skipped.length} skipped.` }), ul);
+      if (res.added.length) importForm.reset();
+    } catch (err) {
+      out.append(el("p", { class: "reason", text: "Import failed: " + err.message }));
+    }
+  });
+
+  // ---- live updates ----
+
+  function connectEvents() {
+    const live = $("#live");
+    const es = new EventSource("/api/events");
+    es.addEventListener("open", () => { live.dataset.state = "live"; live.textContent = "live"; });
+    es.addEventListener("error", () => {
+      live.dataset.state = "offline";
+      live.textContent = "offline — reconnecting…";
+    });
+    es.addEventListener("servers", (ev) => {
+      state.servers = JSON.parse(ev.data) || [];
+      if (state.confirming && !state.servers.some((s) => s.id === state.confirming)) state.confirming = null;
+      renderServers();
+      syncCatalogSwitches();
+    });
+    es.addEventListener("grants", (ev) => {
+      state.grants = JSON.parse(ev.data);
+      renderGrants();
+    });
+    es.addEventListener("cards", (ev) => {
+      state.cards = JSON.parse(ev.data) || [];
+      renderCards();
+    });
+  }
+  connectEvents();
+})();

@@ -1,0 +1,459 @@
+package daemon
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/chromedp"
+
+	"github.com/remotemcp/remotemcp/agent"
+	"github.com/remotemcp/remotemcp/config"
+	"github.com/remotemcp/remotemcp/internal/testserver/authserver"
+	"github.com/remotemcp/remotemcp/internal/testserver/fixture"
+	"github.com/remotemcp/remotemcp/manager"
+)
+
+// The settings page in a real browser: Debian's chromium driven by
+// chromedp. Set REMOTEMCP_SKIP_BROWSER=1 to skip these tests; otherwise a
+// missing chromium is a failure, since the page would go untested.
+
+const chromiumPath = "/usr/bin/chromium"
+
+// browser is one headless chromium with one tab, its console collected.
+type browser struct {
+	t       *testing.T
+	ctx     context.Context
+	mu      sync.Mutex
+	console []chromedp.ConsoleMessage
+}
+
+func newBrowser(t *testing.T) *browser {
+	t.Helper()
+	if os.Getenv("REMOTEMCP_SKIP_BROWSER") == "1" {
+		t.Skip("REMOTEMCP_SKIP_BROWSER=1")
+	}
+	if _, err := os.Stat(chromiumPath); err != nil {
+		t.Fatalf("the browser tests need chromium at %s (%v): run `apt-get install -y chromium`, or set REMOTEMCP_SKIP_BROWSER=1 to skip them", chromiumPath, err)
+	}
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(chromiumPath),
+		chromedp.Headless,
+		chromedp.NoSandbox,
+		chromedp.DisableGPU,
+		chromedp.NoFirstRun,
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		// The page keeps working while the authorization tab is in front.
+		chromedp.Flag("disable-background-timer-throttling", true),
+		chromedp.Flag("disable-renderer-backgrounding", true),
+		chromedp.Flag("disable-backgrounding-occluded-windows", true),
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.WindowSize(1280, 1600),
+	)
+	actx, acancel := chromedp.NewExecAllocator(context.Background(), opts...)
+	quiet := func(string, ...any) {}
+	ctx, cancel := chromedp.NewContext(actx, chromedp.WithLogf(quiet), chromedp.WithErrorf(quiet))
+	b := &browser{t: t, ctx: ctx}
+	// Start the browser without a deadline (a deadline on the first Run
+	// would be the browser's lifetime).
+	if err := chromedp.Do(ctx); err != nil {
+		cancel()
+		acancel()
+		t.Fatalf("start chromium: %v", err)
+	}
+	var wg sync.WaitGroup
+	messages := chromedp.Console(ctx)
+	wg.Go(func() {
+		for m, err := range messages {
+			if err != nil {
+				return
+			}
+			b.mu.Lock()
+			b.console = append(b.console, m)
+			b.mu.Unlock()
+		}
+	})
+	t.Cleanup(func() {
+		if t.Failed() {
+			b.screenshot()
+		}
+		cancel()
+		acancel()
+		wg.Wait()
+	})
+	return b
+}
+
+// screenshot saves the page as it is when a test failed, in
+// $REMOTEMCP_ARTIFACTS or a directory that outlives the test.
+func (b *browser) screenshot() {
+	dir := os.Getenv("REMOTEMCP_ARTIFACTS")
+	if dir == "" {
+		var err error
+		if dir, err = os.MkdirTemp("", "remotemcp-browser-"); err != nil {
+			b.t.Logf("no screenshot: %v", err)
+			return
+		}
+	}
+	ctx, cancel := context.WithTimeout(b.ctx, 10*time.Second)
+	defer cancel()
+	buf, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	if err != nil {
+		b.t.Logf("no screenshot: %v", err)
+		return
+	}
+	name := regexp.MustCompile(`[^A-Za-z0-9_-]+`).ReplaceAllString(b.t.Name(), "_")
+	p := filepath.Join(dir, name+".png")
+	if err := os.WriteFile(p, buf, 0o644); err != nil {
+		b.t.Logf("no screenshot: %v", err)
+		return
+	}
+	b.t.Logf("screenshot of the failed page: %s", p)
+	b.mu.Lock()
+	for _, m := range b.console {
+		b.t.Logf("console %s: %s", m.Type, m)
+	}
+	b.mu.Unlock()
+}
+
+// do runs steps with a deadline, failing the test with what was tried.
+func (b *browser) do(what string, steps ...chromedp.Action[chromedp.Void]) {
+	b.t.Helper()
+	ctx, cancel := context.WithTimeout(b.ctx, 30*time.Second)
+	defer cancel()
+	if err := chromedp.Do(ctx, steps...); err != nil {
+		b.t.Fatalf("browser: %s: %v", what, err)
+	}
+}
+
+// wait polls a JavaScript predicate on the page from Go, so that it
+// survives navigations (the login page moves on by itself).
+func (b *browser) wait(what, expr string) {
+	b.t.Helper()
+	deadline := time.Now().Add(25 * time.Second)
+	var lastErr error
+	for time.Now().Before(deadline) {
+		ctx, cancel := context.WithTimeout(b.ctx, 5*time.Second)
+		ok, err := chromedp.Run(ctx, chromedp.Evaluate[bool]("!!("+expr+")"))
+		cancel()
+		if err == nil && ok {
+			return
+		}
+		lastErr = err
+		time.Sleep(50 * time.Millisecond)
+	}
+	b.t.Fatalf("browser: timed out waiting for %s (last error: %v)", what, lastErr)
+}
+
+func (b *browser) eval(expr string) string {
+	b.t.Helper()
+	ctx, cancel := context.WithTimeout(b.ctx, 10*time.Second)
+	defer cancel()
+	v, err := chromedp.Run(ctx, chromedp.Evaluate[string](expr))
+	if err != nil {
+		b.t.Fatalf("browser: eval %s: %v", expr, err)
+	}
+	return v
+}
+
+func (b *browser) click(sel string) {
+	b.t.Helper()
+	b.do("click "+sel, chromedp.WaitVisible(chromedp.CSS(sel)), chromedp.Click(chromedp.CSS(sel)))
+}
+
+// login opens a login URL and waits until the page is live.
+func (b *browser) login(s *stack) {
+	b.t.Helper()
+	u := s.srv.LoginURL()
+	secrets.add(loginSecret, strings.TrimPrefix(u, s.srv.URL()+"/login?token="))
+	b.do("login", chromedp.Navigate(u))
+	b.wait("the settings page, live", `document.querySelector('#live') && document.querySelector('#live').dataset.state === 'live'`)
+	if loc := b.eval(`location.href`); loc != s.srv.URL()+"/" {
+		b.t.Fatalf("after login the page is %s", loc)
+	}
+	ctx, cancel := context.WithTimeout(b.ctx, 10*time.Second)
+	defer cancel()
+	res, err := chromedp.Call(ctx, network.GetCookies, network.GetCookiesParams{URLs: []string{s.srv.URL()}})
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	found := false
+	for _, c := range res.Cookies {
+		if c.Name == CookieName {
+			found = true
+			secrets.add(sessionSecret, c.Value)
+			if !c.HTTPOnly || c.SameSite != network.CookieSameSiteStrict {
+				b.t.Errorf("session cookie %+v", c)
+			}
+		}
+	}
+	if !found {
+		b.t.Fatal("no session cookie in the browser")
+	}
+}
+
+// checkConsole fails on page exceptions and Content-Security-Policy
+// violations: the page must work under its own CSP.
+func (b *browser) checkConsole() {
+	b.t.Helper()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, m := range b.console {
+		if m.IsException() || strings.Contains(m.Text, "Content Security Policy") || strings.Contains(m.Text, "Refused to") {
+			b.t.Errorf("browser console %s: %s (%s:%d)", m.Type, m, m.URL, m.Line+1)
+		}
+	}
+}
+
+// completedCallbacks counts the successful /mcp-oauth pages served in
+// this run, by every daemon.
+func completedCallbacks() int {
+	recorded.mu.Lock()
+	defer recorded.mu.Unlock()
+	n := 0
+	for _, r := range recorded.recs {
+		if r.path == "/mcp-oauth" && r.status == 200 && strings.Contains(r.body.String(), "Authorization complete") {
+			n++
+		}
+	}
+	return n
+}
+
+func row(id string) string { return fmt.Sprintf(`tr[data-server=%q]`, id) }
+
+// The settings page end to end: log in, paste-import a mixed config, allow
+// the origin, switch a tool off, answer a server's question, delete.
+func TestBrowserSettingsPage(t *testing.T) {
+	f := startFixture(t, fixture.Options{})
+	s := newStack(t, stackOpts{})
+	b := newBrowser(t)
+	ctx := ctxT(t)
+	b.login(s)
+
+	// Paste-import: one remote server, one stdio and one legacy SSE entry.
+	doc := `{"mcpServers": {
+	  "fx": {"type": "http", "url": "` + f.URL() + `"},
+	  "files": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-filesystem", "/tmp"]},
+	  "old": {"type": "sse", "url": "https://old.example/sse"}
+	}}`
+	b.do("paste the config", chromedp.SetValue(chromedp.CSS(`#import-form textarea`), doc))
+	b.click(`#import-form button[type=submit]`)
+	b.do("import result", chromedp.WaitVisible(chromedp.CSS(`#import-result li[data-import=added][data-id=fx]`)))
+	if n := b.eval(`String(document.querySelectorAll('#import-result li[data-import=skipped]').length)`); n != "2" {
+		t.Fatalf("%s skipped entries listed, want 2: %s", n, b.eval(`document.querySelector('#import-result').textContent`))
+	}
+	// The imported server's first connect was refused locally; the page
+	// says its origin needs approval.
+	b.do("server row", chromedp.WaitVisible(chromedp.CSS(row("fx"))))
+	b.wait("the refused connect", `document.querySelector('`+row("fx")+`').dataset.state === 'error'`)
+	b.do("origin warning", chromedp.WaitVisible(chromedp.CSS(row("fx")+` .origin-warning button[data-action=grant]`)))
+	b.do("pending approval listed", chromedp.WaitVisible(chromedp.CSS(`#pending-rows tr[data-origin="`+originOf(t, f.URL())+`"]`)))
+	if n := len(f.Requests()); n != 0 {
+		t.Fatalf("the server saw %d requests before the grant", n)
+	}
+
+	// Allow the origin: the server connects.
+	b.click(row("fx") + ` .origin-warning button[data-action=grant]`)
+	b.wait("ready with 7 tools", `(() => { const r = document.querySelector('`+row("fx")+`'); return r && r.dataset.state === 'ready' && r.querySelector('.tool-count').textContent === '7'; })()`)
+	g, err := s.c.Grants(ctx)
+	if err != nil || len(g.Grants) != 1 || g.Grants[0].By != "user: settings page" || len(g.Pending) != 0 {
+		t.Fatalf("grants after approval: %+v %v", g, err)
+	}
+
+	// The catalog, and a tool switched off vanishes from the agent tools.
+	if _, err := s.c.Tools(ctx, true); err != nil {
+		t.Fatal(err)
+	}
+	b.click(row("fx") + ` button[data-action=catalog]`)
+	b.do("catalog", chromedp.WaitVisible(chromedp.CSS(`#catalog input[data-tool=echo]`)))
+	if n := b.eval(`String(document.querySelectorAll('#catalog input[data-tool]').length)`); n != "7" {
+		t.Fatalf("catalog shows %s tools", n)
+	}
+	b.click(`#catalog input[data-tool=echo]`)
+	waitFor(t, "echo to vanish from the tools API", func() bool {
+		tv, err := s.c.Tools(ctx, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return !slices.ContainsFunc(tv.Tools, func(tl Tool) bool { return tl.Name == "mcp__fx__echo" }) && len(tv.Tools) == 6
+	})
+	v, _ := s.c.Server(ctx, "fx")
+	if !slices.Equal(v.DisabledTools, []string{"echo"}) {
+		t.Fatalf("disabledTools %v", v.DisabledTools)
+	}
+
+	// A server question during a call: the card's form comes from the
+	// requested schema; the answer lets the call finish.
+	done := make(chan *agent.ToolResult, 1)
+	go func() {
+		r, err := s.c.Call(ctx, CallRequest{Tool: "fx/ask", Approved: true})
+		if err != nil {
+			t.Error(err)
+		}
+		done <- r
+	}()
+	card := `#cards .card`
+	b.do("card", chromedp.WaitVisible(chromedp.CSS(card+` .field[data-field=name] input`)))
+	if msg := b.eval(`document.querySelector('#cards .card blockquote').textContent`); msg != "What is your name?" {
+		t.Fatalf("card message %q", msg)
+	}
+	if age := b.eval(`document.querySelector('#cards .card .field[data-field=age] input').value`); age != "42" {
+		t.Fatalf("age default %q", age)
+	}
+	b.do("fill the card",
+		chromedp.SendKeys(chromedp.CSS(card+` .field[data-field=name] input`), "Ada"),
+		chromedp.SetValue(chromedp.CSS(card+` .field[data-field=age] input`), "30"))
+	b.click(card + ` button[data-answer=accept]`)
+	select {
+	case r := <-done:
+		if r == nil || r.Outcome != agent.OutcomeOK || len(r.Content) == 0 || r.Content[0].Text != "hello Ada (30)" {
+			t.Fatalf("the call after the answer: %+v", r)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the call did not continue after the answer")
+	}
+	b.wait("the card to go", `document.querySelectorAll('#cards .card').length === 0`)
+
+	// Delete asks first; Keep keeps it, Delete deletes it.
+	b.click(row("fx") + ` button[data-action=delete]`)
+	b.do("confirmation", chromedp.WaitVisible(chromedp.CSS(row("fx")+` .confirm button[data-action=confirm-delete]`)))
+	b.click(row("fx") + ` button[data-action=cancel-delete]`)
+	b.do("confirmation closed", chromedp.WaitNotVisible(chromedp.CSS(row("fx")+` .confirm`)))
+	if l, _ := s.c.Servers(ctx); len(l) != 1 {
+		t.Fatal("Keep deleted the server")
+	}
+	b.click(row("fx") + ` button[data-action=delete]`)
+	b.click(row("fx") + ` button[data-action=confirm-delete]`)
+	b.wait("the row to go", `!document.querySelector('`+row("fx")+`')`)
+	if l, err := s.c.Servers(ctx); err != nil || len(l) != 0 {
+		t.Fatalf("servers after delete: %+v %v", l, err)
+	}
+	b.checkConsole()
+}
+
+// The add form: a bearer server; the token goes to the store and to the
+// server, never back into the page.
+func TestBrowserAddServer(t *testing.T) {
+	f := startFixture(t, fixture.Options{})
+	s := newStack(t, stackOpts{})
+	b := newBrowser(t)
+	ctx := ctxT(t)
+	b.login(s)
+	token := "page-bearer-" + time.Now().Format("150405.000000000")
+	secrets.add("bearer token typed into the page", token)
+	b.do("fill the add form",
+		chromedp.SetValue(chromedp.CSS(`#add-form input[name=id]`), "fx"),
+		chromedp.SetValue(chromedp.CSS(`#add-form input[name=url]`), f.URL()),
+		chromedp.SetValue(chromedp.CSS(`#add-form select[name=auth]`), "bearer"),
+		chromedp.Evaluate[chromedp.Void](`document.querySelector('#add-form select[name=auth]').dispatchEvent(new Event('change'))`),
+		chromedp.SendKeys(chromedp.CSS(`#add-form input[name=token]`), token))
+	b.click(`#add-form button[type=submit]`)
+	b.wait("ready", `(() => { const r = document.querySelector('`+row("fx")+`'); return r && r.dataset.state === 'ready'; })()`)
+	if v := b.eval(`document.querySelector('#add-form input[name=token]').value`); v != "" {
+		t.Fatal("the token stays in the form")
+	}
+	if strings.Contains(b.eval(`document.documentElement.outerHTML`), token) {
+		t.Fatal("the token is in the page")
+	}
+	g, _ := s.c.Grants(ctx)
+	if len(g.Grants) != 1 || g.Grants[0].By != "user: settings page" {
+		t.Fatalf("grants %+v", g)
+	}
+	var sent bool
+	for _, r := range f.Requests() {
+		sent = sent || r.Header.Get("Authorization") == "Bearer "+token
+	}
+	if !sent {
+		t.Fatal("the server did not get the token")
+	}
+	b.checkConsole()
+}
+
+// Authorize against a real authorization server: the AS origin shows up as
+// pending beside the server, is approved, and the browser follows the real
+// redirect to the daemon's /mcp-oauth.
+func TestBrowserAuthorize(t *testing.T) {
+	as, err := authserver.Start(authserver.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(as.Close)
+	f := startFixture(t, fixture.Options{Authorize: as.Authorize, Extra: as.PRMRoutes()})
+	s := newStack(t, stackOpts{})
+	b := newBrowser(t)
+	ctx := ctxT(t)
+	// Added through the API (as `remotemcp servers add --oauth` would): the
+	// MCP origin is granted, the authorization server's is not.
+	v, err := s.c.AddServer(ctx, AddServerRequest{ID: "secure", URL: f.URL(), Auth: config.AuthOAuth, RedirectPort: s.srv.Port()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !v.OriginGranted {
+		t.Fatal("the MCP origin was not granted")
+	}
+	b.login(s)
+	b.wait("the login-required error", `document.querySelector('`+row("secure")+`') && document.querySelector('`+row("secure")+`').dataset.state === 'error'`)
+
+	// First Authorize: discovery reaches the authorization server's origin,
+	// which is refused and shown beside the server.
+	asOrigin := originOf(t, as.URL())
+	b.click(row("secure") + ` button[data-action=authorize]`)
+	grantSel := row("secure") + ` .auth-flow button[data-action=grant][data-origin="` + asOrigin + `"]`
+	b.do("permission needed", chromedp.WaitVisible(chromedp.CSS(grantSel)))
+	b.do("pending beside the server", chromedp.WaitVisible(chromedp.CSS(row("secure")+` .server-pending li[data-origin="`+asOrigin+`"]`)))
+	if n := len(as.Requests()); n != 0 {
+		t.Fatalf("the authorization server saw %d requests before the grant", n)
+	}
+	b.click(grantSel)
+	b.wait("granted", `!document.querySelector('`+row("secure")+` .server-pending li')`)
+
+	// Second Authorize: a new tab opens the authorization page, which
+	// redirects to /mcp-oauth; the flow finishes and the server connects.
+	before := completedCallbacks()
+	b.click(row("secure") + ` button[data-action=authorize]`)
+	b.wait("authorized", `(() => { const r = document.querySelector('`+row("secure")+`'); return r && r.querySelector('.auth-flow.done') && r.dataset.state === 'ready'; })()`)
+	fl, err := s.c.Authorization(ctx, "secure")
+	if err != nil || fl.Phase != PhaseDone || fl.Result == nil || !fl.Result.Registered || fl.Result.Binding == nil {
+		t.Fatalf("flow %+v %v", fl, err)
+	}
+	v, _ = s.c.Server(ctx, "secure")
+	if v.State != manager.StateReady || v.ToolCount != 7 {
+		t.Fatalf("server after authorization %+v", v)
+	}
+	// The callback went through the daemon, in the browser.
+	if n := completedCallbacks() - before; n != 1 {
+		t.Fatalf("%d completed callbacks served", n)
+	}
+	// Nothing the authorization server issued may appear in any response.
+	access, refresh := as.IssuedTokens()
+	for _, tok := range access {
+		secrets.add("OAuth access token", tok)
+	}
+	for _, tok := range refresh {
+		secrets.add("OAuth refresh token", tok)
+	}
+	for _, r := range as.RequestsTo("/token") {
+		if c := r.Form.Get("code"); c != "" {
+			secrets.add("authorization code", c)
+		}
+		if c := r.Form.Get("code_verifier"); c != "" {
+			secrets.add("PKCE verifier", c)
+		}
+	}
+	raw, _ := json.Marshal(fl)
+	if strings.Contains(string(raw), "code=") {
+		t.Fatalf("the flow view carries a code: %s", raw)
+	}
+	b.checkConsole()
+}
