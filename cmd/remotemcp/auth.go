@@ -47,6 +47,12 @@ the tools. Refresh tokens are stored sealed; access tokens stay in memory.`,
 		Args: argsExactly(1, "ID"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx, id := cmd.Context(), args[0]
+			if dc, err := a.daemonClient(ctx); err != nil {
+				return err
+			} else if dc != nil {
+				// The daemon serves /mcp-oauth and keeps the access token.
+				return a.loginViaDaemon(ctx, dc, id, noBrowser, timeout)
+			}
 			c, err := a.open(ctx)
 			if err != nil {
 				return err

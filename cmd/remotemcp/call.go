@@ -85,6 +85,14 @@ stop, but the call may or may not have run. A call is never re-sent.`,
 			if err != nil {
 				return err
 			}
+			if dc, err := a.daemonClient(ctx); err != nil {
+				return err
+			} else if dc != nil {
+				if fromStdin && !f.yes {
+					return fmt.Errorf("refused: the call of %s was not sent: every remote tool call needs approval, and stdin carried the arguments; add --yes to approve this call", args[0])
+				}
+				return a.callViaDaemon(ctx, dc, args[0], callArgs, f)
+			}
 
 			c, err := a.open(ctx)
 			if err != nil {

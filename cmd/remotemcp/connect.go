@@ -26,6 +26,11 @@ ends when the command exits, so this checks that the server works.`,
 		Args: argsExactly(1, "ID"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx, id := cmd.Context(), args[0]
+			if dc, err := a.daemonClient(ctx); err != nil {
+				return err
+			} else if dc != nil {
+				return a.connectViaDaemon(ctx, dc, id)
+			}
 			c, err := a.open(ctx)
 			if err != nil {
 				return err
@@ -95,10 +100,19 @@ func describeCatalog(c *session.Catalog) string {
 func newDisconnectCmd(a *app) *cobra.Command {
 	return &cobra.Command{
 		Use:   "disconnect ID",
-		Short: "Disconnect a server (without a daemon there is no live session)",
+		Short: "Disconnect a server in the daemon (without one there is no live session)",
 		Args:  argsExactly(1, "ID"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx, id := cmd.Context(), args[0]
+			if dc, err := a.daemonClient(ctx); err != nil {
+				return err
+			} else if dc != nil {
+				if _, err := dc.Disconnect(ctx, id); err != nil {
+					return fmt.Errorf("disconnect %s: %w", id, err)
+				}
+				fmt.Fprintf(a.streams.Err, "disconnected %s\n", id)
+				return nil
+			}
 			c, err := a.open(ctx)
 			if err != nil {
 				return err
@@ -133,6 +147,11 @@ tool count. The JSON objects have the fields of "servers list --json".`,
 				return usageErrorf("--timeout must be positive")
 			}
 			ctx := cmd.Context()
+			if dc, err := a.daemonClient(ctx); err != nil {
+				return err
+			} else if dc != nil {
+				return a.listViaDaemon(ctx, dc, asJSON)
+			}
 			c, err := a.open(ctx)
 			if err != nil {
 				return err

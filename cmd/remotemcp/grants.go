@@ -63,6 +63,8 @@ pending approval until you approve it here or in the settings page.`,
 		Args:  argsExactly(0, ""),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
+			// Grants live in the store, which the daemon shares: no need
+			// to go through it.
 			c, err := a.open(ctx)
 			if err != nil {
 				return err
@@ -109,6 +111,17 @@ pending approval until you approve it here or in the settings page.`,
 		Args:  argsExactly(1, "ORIGIN"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
+			if dc, err := a.daemonClient(ctx); err != nil {
+				return err
+			} else if dc != nil {
+				// Through the daemon, which also reconnects the servers
+				// that failed for want of this grant.
+				if _, err := dc.Grant(ctx, args[0]); err != nil {
+					return err
+				}
+				fmt.Fprintf(a.streams.Err, "granted %s\n", args[0])
+				return nil
+			}
 			c, err := a.open(ctx)
 			if err != nil {
 				return err
@@ -127,6 +140,16 @@ pending approval until you approve it here or in the settings page.`,
 		Args:  argsExactly(1, "ORIGIN"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
+			if dc, err := a.daemonClient(ctx); err != nil {
+				return err
+			} else if dc != nil {
+				// Through the daemon, which disconnects that origin's servers.
+				if _, err := dc.Revoke(ctx, args[0]); err != nil {
+					return err
+				}
+				fmt.Fprintf(a.streams.Err, "revoked %s\n", args[0])
+				return nil
+			}
 			c, err := a.open(ctx)
 			if err != nil {
 				return err

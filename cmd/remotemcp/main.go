@@ -115,11 +115,12 @@ func run(ctx context.Context, args []string, s Streams, env Env) int {
 // app is the state of one invocation: its streams, environment and global
 // flags. Nothing is kept between invocations.
 type app struct {
-	streams Streams
-	env     Env
-	dataDir string
-	verbose bool
-	log     *slog.Logger
+	streams  Streams
+	env      Env
+	dataDir  string
+	verbose  bool
+	noDaemon bool // --no-daemon: always work in-process
+	log      *slog.Logger
 
 	inMu sync.Mutex
 	in   *bufio.Reader // lines typed at prompts; see readLine
@@ -172,12 +173,15 @@ in the data directory.`,
 	pf := root.PersistentFlags()
 	pf.StringVar(&a.dataDir, "data-dir", "", "data directory (default $REMOTEMCP_HOME, else <user config dir>/remotemcp)")
 	pf.BoolVarP(&a.verbose, "verbose", "v", false, "debug logging on stderr (secrets are redacted)")
+	pf.BoolVar(&a.noDaemon, "no-daemon", false, "work in-process even when a daemon runs on the data directory")
 
 	root.AddCommand(
 		newServersCmd(a),
 		newConnectCmd(a),
 		newAuthCmd(a),
 		newGrantsCmd(a),
+		newServeCmd(a),
+		newOpenCmd(a),
 		newDisconnectCmd(a),
 		newStatusCmd(a),
 		newToolsCmd(a),

@@ -193,10 +193,15 @@ func newServersListCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:     "list",
 		Aliases: []string{"ls"},
-		Short:   "List the configured servers (no network; see \"status\" for live state)",
+		Short:   "List the configured servers (live state when a daemon runs; see \"status\")",
 		Args:    argsExactly(0, ""),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
+			if dc, err := a.daemonClient(ctx); err != nil {
+				return err
+			} else if dc != nil {
+				return a.listViaDaemon(ctx, dc, asJSON)
+			}
 			c, err := a.open(ctx)
 			if err != nil {
 				return err

@@ -55,6 +55,11 @@ each call, whatever its annotations say.`,
 		Args: argsExactly(0, ""),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
+			if dc, err := a.daemonClient(ctx); err != nil {
+				return err
+			} else if dc != nil {
+				return a.toolsViaDaemon(ctx, dc, serverID, asJSON)
+			}
 			c, err := a.open(ctx)
 			if err != nil {
 				return err

@@ -1,0 +1,94 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/remotemcp/remotemcp/daemon"
+	"github.com/remotemcp/remotemcp/internal/testserver/fixture"
+)
+
+// Issue #5: with "remotemcp serve" running on a data directory, the CLI goes
+// through it: the session and its state are the daemon's, and they outlive
+// each command.
+func TestServeAndCLIThroughDaemon(t *testing.T) {
+	srv := startFixture(t, fixture.Options{})
+	c := newCLI(t)
+	c.ok("servers", "add", "fx", srv.URL(), "--lazy")
+
+	ctx, cancel := context.WithCancel(t.Context())
+	var out, errb syncBuffer
+	done := make(chan struct{})
+	var code int
+	go func() {
+		defer close(done)
+		code = run(ctx, []string{"--data-dir", c.dir, "serve", "--addr", "127.0.0.1:0"},
+			Streams{In: strings.NewReader(""), Out: &out, Err: &errb}, func(string) (string, bool) { return "", false })
+	}()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(20 * time.Second):
+			t.Error("serve did not stop")
+		}
+	})
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		if _, err := daemon.Discover(c.dir); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("daemon did not come up\nstdout: %s\nstderr: %s", out.String(), errb.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if !strings.Contains(out.String(), "/login?token=") {
+		t.Fatalf("serve printed no login URL: %s", out.String())
+	}
+
+	if r := c.ok("connect", "fx"); !strings.Contains(r.out, "session kept by the daemon") {
+		t.Fatalf("connect did not go through the daemon: %s", r)
+	}
+	// A later command sees the daemon's live session.
+	r := c.ok("status", "--json")
+	var rows []serverRow
+	if err := json.Unmarshal([]byte(r.out), &rows); err != nil || len(rows) != 1 || rows[0].State != "ready" || rows[0].ToolCount != 7 {
+		t.Fatalf("status through the daemon: %v %s", err, r)
+	}
+	if r := c.ok("call", "mcp__fx__echo", `{"text":"via daemon"}`, "--yes"); strings.TrimSpace(r.out) != "via daemon" {
+		t.Fatalf("call through the daemon: %s", r)
+	}
+	c.fail(exitFail, "refused", "call", "mcp__fx__echo", `{"text":"x"}`)
+	if n := srv.Executions("echo"); n != 1 {
+		t.Fatalf("echo ran %d times, want 1", n)
+	}
+	if r := c.ok("tools", "--json"); !strings.Contains(r.out, `"name":"mcp__fx__echo"`) {
+		t.Fatalf("tools through the daemon: %s", r)
+	}
+	c.ok("disconnect", "fx")
+	r = c.ok("servers", "list", "--json")
+	if err := json.Unmarshal([]byte(r.out), &rows); err != nil || rows[0].State != "disconnected" {
+		t.Fatalf("servers list after disconnect: %v %s", err, r)
+	}
+	// --no-daemon still works in-process.
+	c.ok("--no-daemon", "connect", "fx")
+
+	cancel()
+	select {
+	case <-done:
+		if code != 0 {
+			t.Fatalf("serve exit %d: %s", code, errb.String())
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("serve did not stop on cancel")
+	}
+	if _, err := os.Stat(filepath.Join(c.dir, "daemon.json")); !os.IsNotExist(err) {
+		t.Fatalf("daemon.json left behind: %v", err)
+	}
+}
