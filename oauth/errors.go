@@ -44,6 +44,10 @@ func (e *Error) Error() string {
 }
 
 // Unwrap returns the cause.
+// AuthStep names the failed step for the manager's error attribution
+// (R5.1, R3.12) without it importing this package.
+func (e *Error) AuthStep() string { return string(e.Step) }
+
 func (e *Error) Unwrap() error { return e.Err }
 
 // Sentinel causes callers and tests branch on with errors.Is. Each is

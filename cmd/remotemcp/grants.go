@@ -22,6 +22,14 @@ func (a *app) grantServerOrigin(ctx context.Context, c *remotemcp.Client, rawURL
 	if err != nil {
 		return err
 	}
+	if ok, err := c.Hosts.Allowed(ctx, origin); err == nil && ok {
+		return nil // already allowed: write nothing
+	}
+	if dc, err := a.daemonClient(ctx); err == nil && dc != nil {
+		if _, err := dc.Grant(ctx, origin); err == nil {
+			return nil
+		}
+	}
 	if err := c.Hosts.Grant(ctx, origin, hostperm.ByServersAdd); err != nil {
 		return fmt.Errorf("grant %s: %w", origin, err)
 	}

@@ -70,9 +70,12 @@ not valid JSON.`,
 				for _, srv := range servers {
 					// One transaction per server: a failure leaves no trace
 					// of that server and does not undo the others.
-					err := c.Store.AddServer(ctx, srv)
-					if err == nil {
-						err = a.grantServerOrigin(ctx, c, srv.URL)
+					var err error
+					if _, gerr := c.Store.GetServer(ctx, srv.ID); gerr == nil || errors.Is(gerr, store.ErrSealOpen) {
+						err = store.ErrDuplicate
+					} else if err = a.grantServerOrigin(ctx, c, srv.URL); err == nil {
+						// Granted first: a running daemon connects at once.
+						err = c.Store.AddServer(ctx, srv)
 					}
 					switch {
 					case err == nil:

@@ -159,14 +159,19 @@ static token; --oauth for OAuth 2.1 (optionally with a pre-registered
 				return err
 			}
 			defer c.Close()
+			if _, err := c.Store.GetServer(ctx, id); err == nil || errors.Is(err, store.ErrSealOpen) {
+				return errExists(id)
+			}
+			// Grant first: a running daemon connects the server as soon as
+			// it sees it, and must find its origin allowed.
+			if err := a.grantServerOrigin(ctx, c, srv.URL); err != nil {
+				return err
+			}
 			if err := c.Store.AddServer(ctx, srv); err != nil {
 				if errors.Is(err, store.ErrDuplicate) {
 					return errExists(id)
 				}
 				return fmt.Errorf("add server %s: %w", id, fieldError(err))
-			}
-			if err := a.grantServerOrigin(ctx, c, srv.URL); err != nil {
-				return err
 			}
 			fmt.Fprintf(a.streams.Out, "added %s %s\n", id, url)
 			return nil
@@ -395,6 +400,9 @@ func (a *app) updateServer(ctx context.Context, id string, rebind bool, edit fun
 	err = c.Store.UpdateServerWith(ctx, srv, store.UpdateOptions{RebindBearer: rebind})
 	if err == nil {
 		// Pointing a server at a new URL is the user's choice of origin.
+		// After the update, so a refused change writes nothing; a running
+		// daemon is told through its API, which reconnects the servers
+		// that failed for want of the grant.
 		err = a.grantServerOrigin(ctx, c, srv.URL)
 	}
 	switch {

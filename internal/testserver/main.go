@@ -2,9 +2,12 @@
 // its own, for manual testing of the client:
 //
 //	go run ./internal/testserver --addr 127.0.0.1:8931
+//	go run ./internal/testserver --addr 127.0.0.1:8931 --oauth   # behind a test OAuth server
 //
 // It prints the MCP endpoint URL on stdout and stops cleanly on SIGINT or
-// SIGTERM.
+// SIGTERM. With --oauth the endpoint demands a bearer token from a real
+// OAuth 2.1 authorization server (package authserver) started beside it on
+// another loopback port; its authorization page approves at once.
 package main
 
 import (
@@ -16,6 +19,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/remotemcp/remotemcp/internal/testserver/authserver"
 	"github.com/remotemcp/remotemcp/internal/testserver/fixture"
 )
 
@@ -24,22 +28,33 @@ func main() {
 	path := flag.String("path", fixture.DefaultPath, "MCP endpoint path")
 	delay := flag.Duration("delay", 0, "delay applied to every tool call")
 	stateless := flag.Bool("stateless", false, "serve MCP without sessions")
+	withOAuth := flag.Bool("oauth", false, "protect the endpoint with a test OAuth authorization server")
 	flag.Parse()
 	if flag.NArg() > 0 {
 		fmt.Fprintf(os.Stderr, "testserver: unexpected arguments: %v\n", flag.Args())
 		os.Exit(2)
 	}
-	if err := run(*addr, *path, *delay, *stateless); err != nil {
+	if err := run(*addr, *path, *delay, *stateless, *withOAuth); err != nil {
 		fmt.Fprintln(os.Stderr, "testserver:", err)
 		os.Exit(1)
 	}
 }
 
-func run(addr, path string, delay time.Duration, stateless bool) error {
+func run(addr, path string, delay time.Duration, stateless, withOAuth bool) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	srv, err := fixture.Start(fixture.Options{Addr: addr, Path: path, Stateless: stateless})
+	o := fixture.Options{Addr: addr, Path: path, Stateless: stateless}
+	if withOAuth {
+		as, err := authserver.Start(authserver.Options{MCPPath: path})
+		if err != nil {
+			return err
+		}
+		defer as.Close()
+		o.Authorize, o.Extra = as.Authorize, as.PRMRoutes()
+		fmt.Printf("remotemcp test server: OAuth authorization server %s\n", as.URL())
+	}
+	srv, err := fixture.Start(o)
 	if err != nil {
 		return err
 	}
