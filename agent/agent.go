@@ -28,6 +28,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/remotemcp/remotemcp/elicit"
+	"github.com/remotemcp/remotemcp/internal/fanout"
 	"github.com/remotemcp/remotemcp/manager"
 	"github.com/remotemcp/remotemcp/session"
 )
@@ -175,7 +176,7 @@ type Registry struct {
 	wg     sync.WaitGroup
 
 	snap atomic.Pointer[Snapshot]
-	subs snapBroker
+	subs *fanout.Broker[*Snapshot] // each subscriber gets the newest snapshot
 
 	buildMu sync.Mutex // serializes syncs; guards views and gen
 	views   map[string]*serverView
@@ -223,7 +224,7 @@ func New(o Options) (*Registry, error) {
 	r := &Registry{o: o, be: o.Backend, log: o.Logger, ctx: ctx, cancel: cancel,
 		views: map[string]*serverView{}, ops: map[string]*operation{}}
 	r.cancels.init()
-	r.subs.init()
+	r.subs = fanout.New[*Snapshot](1)
 	r.snap.Store(buildSnapshot(0, nil, o.MaxDescription))
 	return r, nil
 }
@@ -263,7 +264,7 @@ func (r *Registry) Close() error {
 	r.opsMu.Unlock()
 	r.cancel()
 	r.wg.Wait()
-	r.subs.close()
+	r.subs.Close()
 	return nil
 }
 
@@ -385,7 +386,7 @@ func (r *Registry) sync(ctx context.Context, listLazy bool) {
 	r.gen++
 	s := buildSnapshot(r.gen, r.views, r.o.MaxDescription)
 	r.snap.Store(s)
-	r.subs.publish(s)
+	r.subs.Publish(s)
 }
 
 // Snapshot returns the current snapshot (never nil).
@@ -394,7 +395,7 @@ func (r *Registry) Snapshot() *Snapshot { return r.snap.Load() }
 // Subscribe delivers each new snapshot until ctx is done or the registry
 // closes. Only the newest matters, so a slow subscriber sees the latest
 // and skips the ones in between.
-func (r *Registry) Subscribe(ctx context.Context) <-chan *Snapshot { return r.subs.subscribe(ctx) }
+func (r *Registry) Subscribe(ctx context.Context) <-chan *Snapshot { return r.subs.Subscribe(ctx) }
 
 // Snapshot is an immutable view of the registry: accessors return copies.
 type Snapshot struct {
@@ -546,57 +547,6 @@ func capText(s string, n int) string {
 		return s
 	}
 	return cutRunes(s, n) + " …[description truncated by remotemcp]"
-}
-
-// snapBroker delivers the newest snapshot to each subscriber.
-type snapBroker struct {
-	mu     sync.Mutex
-	subs   map[chan *Snapshot]struct{}
-	closed bool
-}
-
-func (b *snapBroker) init() { b.subs = map[chan *Snapshot]struct{}{} }
-
-func (b *snapBroker) publish(s *Snapshot) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	for ch := range b.subs {
-		select { // replace a snapshot nobody read yet
-		case <-ch:
-		default:
-		}
-		ch <- s
-	}
-}
-
-func (b *snapBroker) subscribe(ctx context.Context) <-chan *Snapshot {
-	ch := make(chan *Snapshot, 1)
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.closed {
-		close(ch)
-		return ch
-	}
-	b.subs[ch] = struct{}{}
-	context.AfterFunc(ctx, func() {
-		b.mu.Lock()
-		defer b.mu.Unlock()
-		if _, ok := b.subs[ch]; ok {
-			delete(b.subs, ch)
-			close(ch)
-		}
-	})
-	return ch
-}
-
-func (b *snapBroker) close() {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.closed = true
-	for ch := range b.subs {
-		delete(b.subs, ch)
-		close(ch)
-	}
 }
 
 // cancelRecords remember cancels that arrived before their call, bounded

@@ -66,6 +66,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/remotemcp/remotemcp/internal/fanout"
 	"github.com/remotemcp/remotemcp/manager"
 	"github.com/remotemcp/remotemcp/store"
 )
@@ -230,7 +231,7 @@ type Cards struct {
 	live    map[string]*liveCard       // pending cards with a waiting handler
 	waitOn  map[string]map[string]bool // card id → in-flight calls it may belong to
 	servers map[string]*gate
-	subs    broker
+	subs    *fanout.Broker[Card] // a slow subscriber loses its oldest card event
 }
 
 type liveCard struct {
@@ -263,7 +264,7 @@ func Open(ctx context.Context, kv KV, o Options) (*Cards, error) {
 		recs: map[string]*Card{}, live: map[string]*liveCard{}, waitOn: map[string]map[string]bool{},
 		servers: map[string]*gate{},
 	}
-	c.subs.init()
+	c.subs = fanout.New[Card](32)
 	all, err := kv.ListKV(ctx, Namespace)
 	if err != nil {
 		return nil, fmt.Errorf("elicit: load cards: %w", err)
@@ -319,7 +320,7 @@ func (c *Cards) Close() error {
 		c.resolve(id, StatusInterrupted, "remotemcp shut down while the question was open", nil, ErrClosed)
 	}
 	c.wg.Wait()
-	c.subs.close()
+	c.subs.Close()
 	return nil
 }
 
@@ -755,7 +756,7 @@ func (c *Cards) Interrupted(ctx context.Context) ([]Card, error) {
 // Subscribe delivers every saved card change until ctx is done or the
 // cards close. A slow subscriber loses the oldest events, never blocks
 // the cards.
-func (c *Cards) Subscribe(ctx context.Context) <-chan Card { return c.subs.subscribe(ctx) }
+func (c *Cards) Subscribe(ctx context.Context) <-chan Card { return c.subs.Subscribe(ctx) }
 
 func (c *Cards) publish(id string) {
 	c.mu.Lock()
@@ -770,7 +771,7 @@ func (c *Cards) publish(id string) {
 	}
 }
 
-func (c *Cards) publishCard(card Card) { c.subs.publish(card) }
+func (c *Cards) publishCard(card Card) { c.subs.Publish(card) }
 
 func (c *Cards) gate(server string) *gate {
 	g := c.servers[server]
@@ -898,62 +899,4 @@ func cloneCard(c Card) Card {
 		c.Response = &r
 	}
 	return c
-}
-
-// broker fans card events out; a full subscriber loses its oldest event.
-type broker struct {
-	mu     sync.Mutex
-	subs   map[chan Card]struct{}
-	closed bool
-}
-
-func (b *broker) init() { b.subs = map[chan Card]struct{}{} }
-
-func (b *broker) publish(card Card) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	for ch := range b.subs {
-		for {
-			select {
-			case ch <- card:
-			default:
-				select {
-				case <-ch:
-				default:
-				}
-				continue
-			}
-			break
-		}
-	}
-}
-
-func (b *broker) subscribe(ctx context.Context) <-chan Card {
-	ch := make(chan Card, 32)
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.closed {
-		close(ch)
-		return ch
-	}
-	b.subs[ch] = struct{}{}
-	context.AfterFunc(ctx, func() {
-		b.mu.Lock()
-		defer b.mu.Unlock()
-		if _, ok := b.subs[ch]; ok {
-			delete(b.subs, ch)
-			close(ch)
-		}
-	})
-	return ch
-}
-
-func (b *broker) close() {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.closed = true
-	for ch := range b.subs {
-		delete(b.subs, ch)
-		close(ch)
-	}
 }

@@ -29,6 +29,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/remotemcp/remotemcp/config"
+	"github.com/remotemcp/remotemcp/internal/fanout"
 	"github.com/remotemcp/remotemcp/session"
 	"github.com/remotemcp/remotemcp/store"
 )
@@ -125,7 +126,9 @@ type Manager struct {
 	revCond *sync.Cond
 	rev     int64 // store revision fully reconciled
 
-	events broker
+	// events carries status snapshots: a slow subscriber loses old ones,
+	// never the latest.
+	events *fanout.Broker[Event]
 }
 
 type entry struct {
@@ -178,7 +181,7 @@ func New(o Options) *Manager {
 	ctx, cancel := context.WithCancel(context.Background())
 	m := &Manager{o: o, log: o.Logger, ctx: ctx, cancel: cancel, entries: map[string]*entry{}}
 	m.revCond = sync.NewCond(&m.revMu)
-	m.events.init()
+	m.events = fanout.New[Event](64)
 	return m
 }
 
@@ -244,7 +247,7 @@ func (m *Manager) Close() error {
 		m.disconnect(e, StateDisconnected, false, ErrClosed)
 	}
 	m.wg.Wait()
-	m.events.close()
+	m.events.Close()
 	m.revMu.Lock()
 	m.revCond.Broadcast()
 	m.revMu.Unlock()
@@ -887,5 +890,5 @@ func (m *Manager) setState(e *entry, s State, r *Reason) {
 
 func (m *Manager) emitLocked(e *entry) {
 	st := e.statusLocked()
-	m.events.publish(Event{ServerID: e.id, Status: st, Removed: e.removed})
+	m.events.Publish(Event{ServerID: e.id, Status: st, Removed: e.removed})
 }
