@@ -171,6 +171,21 @@ func (b *bridge) reportFailures(ids []string) bool {
 	return failed
 }
 
+// bridgeFor opens the data directory and starts a bridge over every
+// enabled server, or serverID alone (the listing commands' common start).
+func (a *app) bridgeFor(ctx context.Context, serverID string, o bridgeOptions) (*bridge, error) {
+	c, err := a.open(ctx)
+	if err != nil {
+		return nil, err
+	}
+	targets, err := a.targets(ctx, c, serverID)
+	if err != nil {
+		c.Close()
+		return nil, err
+	}
+	return a.startBridge(ctx, c, targets, o)
+}
+
 // targets returns the servers a listing command works with: every enabled
 // server, or the one named by --server.
 func (a *app) targets(ctx context.Context, c *remotemcp.Client, serverID string) ([]config.Server, error) {

@@ -37,16 +37,7 @@ searches that server only.`,
 		Args: argsExactly(0, ""),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
-			c, err := a.open(ctx)
-			if err != nil {
-				return err
-			}
-			targets, err := a.targets(ctx, c, serverID)
-			if err != nil {
-				c.Close()
-				return err
-			}
-			b, err := a.startBridge(ctx, c, targets, bridgeOptions{})
+			b, err := a.bridgeFor(ctx, serverID, bridgeOptions{})
 			if err != nil {
 				return err
 			}

@@ -60,16 +60,7 @@ each call, whatever its annotations say.`,
 			} else if dc != nil {
 				return a.toolsViaDaemon(ctx, dc, serverID, asJSON)
 			}
-			c, err := a.open(ctx)
-			if err != nil {
-				return err
-			}
-			targets, err := a.targets(ctx, c, serverID)
-			if err != nil {
-				c.Close()
-				return err
-			}
-			b, err := a.startBridge(ctx, c, targets, bridgeOptions{})
+			b, err := a.bridgeFor(ctx, serverID, bridgeOptions{})
 			if err != nil {
 				return err
 			}
@@ -83,7 +74,7 @@ each call, whatever its annotations say.`,
 			}
 			// Switched-off tools are not in the snapshot; they come from
 			// the server's catalog, named as the registry would name them.
-			for _, s := range targets {
+			for _, s := range b.targets {
 				if len(s.DisabledTools) == 0 || snap.Errors()[s.ID] != nil {
 					continue
 				}
