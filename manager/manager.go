@@ -143,8 +143,12 @@ type entry struct {
 	sess    *session.Session
 	epoch   uint64
 	attempt *attempt
-	catalog *session.Catalog // last good, kept across reconnects
-	loop    *reconnectLoop   // reconnect loop in flight, if any
+	catalog *session.Catalog        // last good, kept across reconnects
+	loop    *reconnectLoop          // reconnect loop in flight, if any
+	timers  map[*callTimer]struct{} // timeouts of calls in flight
+	// eliciting counts the elicitations open on the server; call timeouts
+	// stand still meanwhile.
+	eliciting int
 }
 
 type reconnectLoop struct{ cancel context.CancelFunc }
@@ -399,6 +403,8 @@ func (m *Manager) attemptOnce(e *entry, a *attempt) error {
 	}
 	if m.o.Elicit != nil {
 		opts.Elicit = func(ctx context.Context, connID string, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			m.pauseCalls(e, 1)
+			defer m.pauseCalls(e, -1)
 			return m.o.Elicit(ctx, ElicitInfo{ServerID: e.id, ConnectionID: connID}, req)
 		}
 	}
@@ -742,16 +748,21 @@ func (m *Manager) callOn(ctx context.Context, id string, sess *session.Session, 
 	if timeout <= 0 {
 		timeout = DefaultToolTimeout
 	}
-	cctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
+	cctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	ct := m.startTimer(id, timeout, func() { cancel(errToolTimeout) })
+	defer m.stopTimer(id, ct)
 	res, err := sess.CallTool(cctx, tool, args, o)
 	if err == nil {
 		return res, nil
 	}
+	if errors.Is(context.Cause(cctx), errToolTimeout) && ctx.Err() == nil {
+		err = fmt.Errorf("%w: %w", context.DeadlineExceeded, err)
+	}
 	ce := &CallError{ServerID: id, Tool: tool, Err: err, MaybeExecuted: !errors.Is(err, session.ErrCancelledBeforeDispatch)}
 	switch {
 	case errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil:
-		ce.Err = fmt.Errorf("timed out after %s (raise the server's toolTimeout for long tools): %w", timeout, err)
+		ce.Err = fmt.Errorf("timed out after %s of tool time, not counting time spent answering the server's questions (raise the server's toolTimeout for long tools): %w", timeout, err)
 	case session.IsConnectionLost(err):
 		if e := m.entry(id); e != nil {
 			m.connectionLost(e, sess, err)
@@ -762,6 +773,35 @@ func (m *Manager) callOn(ctx context.Context, id string, sess *session.Session, 
 		m.probe(id, sess)
 	}
 	return nil, ce
+}
+
+// errToolTimeout is the cause of a call's context when its tool time ran out.
+var errToolTimeout = errors.New("tool timeout")
+
+// startTimer starts a call's timeout, paused if a question is open on the
+// server (see pauseCalls).
+func (m *Manager) startTimer(id string, d time.Duration, fire func()) *callTimer {
+	e := m.entry(id)
+	if e == nil {
+		return newCallTimer(d, false, fire)
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	ct := newCallTimer(d, e.eliciting > 0, fire)
+	if e.timers == nil {
+		e.timers = map[*callTimer]struct{}{}
+	}
+	e.timers[ct] = struct{}{}
+	return ct
+}
+
+func (m *Manager) stopTimer(id string, ct *callTimer) {
+	ct.stop()
+	if e := m.entry(id); e != nil {
+		e.mu.Lock()
+		delete(e.timers, ct)
+		e.mu.Unlock()
+	}
 }
 
 // probe pings a session whose call failed on the network; if the session

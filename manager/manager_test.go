@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/remotemcp/remotemcp/config"
 	"github.com/remotemcp/remotemcp/internal/testserver/fixture"
 	"github.com/remotemcp/remotemcp/session"
@@ -438,5 +440,40 @@ func TestToolTimeout(t *testing.T) {
 	}
 	if _, err := e.m.CallTool(ctxT(t), "a", "slow", []byte(`{"ms":50}`), session.CallOptions{}); err != nil {
 		t.Fatalf("fast call inside the timeout: %v", err)
+	}
+}
+
+// R4.5 / issue #4: time spent answering the server's question does not
+// count against the tool's timeout; a tool that is slow on its own still
+// times out.
+func TestToolTimeoutPausesDuringElicitation(t *testing.T) {
+	f := startServer(t, fixture.Options{})
+	c := srvCfg("a", f.URL(), false)
+	c.ToolTimeout = config.Duration(300 * time.Millisecond)
+	st := newStore(t, t.TempDir())
+	if err := st.AddServer(context.Background(), c); err != nil {
+		t.Fatal(err)
+	}
+	m := New(Options{Store: st, Logger: testLogger(t), Elicit: func(ctx context.Context, _ ElicitInfo, _ *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+		select { // the person takes longer than the whole tool timeout
+		case <-time.After(900 * time.Millisecond):
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": "Ada"}}, nil
+	}})
+	t.Cleanup(func() { m.Close() })
+	if err := m.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	res, err := m.CallTool(ctxT(t), "a", "ask", []byte(`{}`), session.CallOptions{})
+	if err != nil {
+		t.Fatalf("a call waiting 900 ms for a person timed out at a 300 ms tool timeout: %v", err)
+	}
+	if tc, ok := res.Content[0].(*mcp.TextContent); !ok || tc.Text != "hello Ada (42)" {
+		t.Fatalf("result %+v", res.Content)
+	}
+	if _, err := m.CallTool(ctxT(t), "a", "slow", []byte(`{"ms":2000}`), session.CallOptions{}); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("slow tool: err = %v, want a timeout", err)
 	}
 }

@@ -1,0 +1,90 @@
+package manager
+
+import (
+	"sync"
+	"time"
+)
+
+// callTimer is a tool call's timeout that stands still while the server
+// waits for a person: time spent answering an elicitation form is not the
+// tool's time (peers' users lose long tools to a 60 s timeout that kept
+// running while they typed).
+type callTimer struct {
+	fire func()
+
+	mu        sync.Mutex
+	remaining time.Duration
+	started   time.Time
+	t         *time.Timer // nil while paused or after stop
+	paused    int
+	done      bool
+}
+
+func newCallTimer(d time.Duration, paused bool, fire func()) *callTimer {
+	ct := &callTimer{fire: fire, remaining: d}
+	if paused {
+		ct.paused = 1
+	} else {
+		ct.started = time.Now()
+		ct.t = time.AfterFunc(d, fire)
+	}
+	return ct
+}
+
+func (ct *callTimer) pause() {
+	ct.mu.Lock()
+	defer ct.mu.Unlock()
+	ct.paused++
+	if ct.paused == 1 && ct.t != nil && !ct.done {
+		if ct.t.Stop() {
+			ct.remaining -= time.Since(ct.started)
+		} else {
+			ct.done = true // already fired
+		}
+		ct.t = nil
+	}
+}
+
+func (ct *callTimer) resume() {
+	ct.mu.Lock()
+	defer ct.mu.Unlock()
+	if ct.paused == 0 {
+		return
+	}
+	ct.paused--
+	if ct.paused == 0 && !ct.done {
+		ct.started = time.Now()
+		ct.t = time.AfterFunc(max(ct.remaining, 0), ct.fire)
+	}
+}
+
+func (ct *callTimer) stop() {
+	ct.mu.Lock()
+	defer ct.mu.Unlock()
+	ct.done = true
+	if ct.t != nil {
+		ct.t.Stop()
+		ct.t = nil
+	}
+}
+
+// pauseCalls stops (d > 0) or restarts (d < 0) the timeouts of the
+// server's calls in flight while an elicitation is open on it. go-sdk does
+// not say which call a question belongs to, so every call of the server
+// waits; they queue behind the question anyway.
+func (m *Manager) pauseCalls(e *entry, d int) {
+	e.mu.Lock()
+	e.eliciting += d
+	timers := make([]*callTimer, 0, len(e.timers))
+	for ct := range e.timers {
+		timers = append(timers, ct)
+	}
+	e.mu.Unlock()
+	for _, ct := range timers {
+		if d > 0 {
+			ct.pause()
+		} else {
+			ct.resume()
+		}
+	}
+}
