@@ -756,12 +756,15 @@ func (m *Manager) callOn(ctx context.Context, id string, sess *session.Session, 
 	if err == nil {
 		return res, nil
 	}
-	if errors.Is(context.Cause(cctx), errToolTimeout) && ctx.Err() == nil {
+	// Our timer fired first (the caller's own deadline may have passed a
+	// moment later): a timeout, not a cancellation.
+	timedOut := errors.Is(context.Cause(cctx), errToolTimeout)
+	if timedOut {
 		err = fmt.Errorf("%w: %w", context.DeadlineExceeded, err)
 	}
 	ce := &CallError{ServerID: id, Tool: tool, Err: err, MaybeExecuted: !errors.Is(err, session.ErrCancelledBeforeDispatch)}
 	switch {
-	case errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil:
+	case timedOut:
 		ce.Err = fmt.Errorf("timed out after %s of tool time, not counting time spent answering the server's questions (raise the server's toolTimeout for long tools): %w", timeout, err)
 	case session.IsConnectionLost(err):
 		if e := m.entry(id); e != nil {
