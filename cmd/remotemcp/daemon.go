@@ -13,6 +13,7 @@ import (
 	"github.com/remotemcp/remotemcp"
 	"github.com/remotemcp/remotemcp/agent"
 	"github.com/remotemcp/remotemcp/daemon"
+	"github.com/remotemcp/remotemcp/elicit"
 	"github.com/remotemcp/remotemcp/store"
 )
 
@@ -263,4 +264,29 @@ func (a *app) loginViaDaemon(ctx context.Context, dc *daemon.Client, id string, 
 		return fmt.Errorf("sign-in to %s failed: %s", id, strings.TrimSpace(msg))
 	}
 	return fmt.Errorf("sign-in to %s: unexpected state %q", id, flow.Phase)
+}
+
+// listCardsViaDaemon lists the daemon's open and interrupted cards.
+func (a *app) listCardsViaDaemon(ctx context.Context, dc *daemon.Client, asJSON bool) error {
+	cards, err := dc.Cards(ctx)
+	if err != nil {
+		return err
+	}
+	rows := []cardRow{}
+	for _, cv := range cards {
+		c := cv.Card
+		if c.Status != elicit.StatusPending && c.Status != elicit.StatusInterrupted {
+			continue
+		}
+		rows = append(rows, cardRow{ID: c.ID, Server: c.ServerID, Tool: c.Tool, Message: c.Message,
+			Created: c.Created, Status: c.Status, Reason: c.Reason})
+	}
+	if asJSON {
+		return writeJSON(a.streams.Out, rows)
+	}
+	if len(rows) == 0 {
+		fmt.Fprintln(a.streams.Err, "no questions are waiting for an answer, and no call was interrupted")
+		return nil
+	}
+	return writeCardTable(a.streams.Out, rows)
 }

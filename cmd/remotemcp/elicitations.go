@@ -103,6 +103,11 @@ id, server, tool, the server's message, when it was asked and the status.`,
 		Args: argsExactly(0, ""),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
+			if dc, err := a.daemonClient(ctx); err != nil {
+				return err
+			} else if dc != nil {
+				return a.listCardsViaDaemon(ctx, dc, asJSON)
+			}
 			c, err := a.open(ctx)
 			if err != nil {
 				return err

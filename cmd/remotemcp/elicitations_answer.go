@@ -52,6 +52,16 @@ there.`,
 			default:
 				return usageErrorf("the answer must be accept, decline or cancel, got %q", args[1])
 			}
+			if dc, err := a.daemonClient(ctx); err != nil {
+				return err
+			} else if dc != nil {
+				// The daemon owns the cards of the calls it makes.
+				if err := dc.Answer(ctx, id, elicit.Response{Action: action, Content: content}); err != nil {
+					return fmt.Errorf("answer %s: %w", id, err)
+				}
+				fmt.Fprintf(a.streams.Err, "answered %s (%s) through the daemon\n", id, action)
+				return nil
+			}
 			c, err := a.open(ctx)
 			if err != nil {
 				return err

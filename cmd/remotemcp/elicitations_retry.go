@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -24,6 +25,13 @@ re-sent at most once; the result is printed as "call" prints it.`,
   remotemcp elicitations retry el-ABC --yes --json`,
 		Args: argsExactly(1, "ID"),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if dc, err := a.daemonClient(cmd.Context()); err != nil {
+				return err
+			} else if dc != nil {
+				// The daemon owns the cards; opening them here would take
+				// its open questions away from it.
+				return errors.New("a daemon runs on this data directory and owns the interrupted calls; re-send the tool from the settings page, or stop the daemon and run this again")
+			}
 			if err := f.check(); err != nil {
 				return err
 			}

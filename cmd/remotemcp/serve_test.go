@@ -71,6 +71,27 @@ func TestServeAndCLIThroughDaemon(t *testing.T) {
 	if r := c.ok("tools", "--json"); !strings.Contains(r.out, `"name":"mcp__fx__echo"`) {
 		t.Fatalf("tools through the daemon: %s", r)
 	}
+	// A question the server asks during a call made by the daemon is
+	// answered from another CLI invocation, through the daemon.
+	asked := make(chan result, 1)
+	go func() { asked <- c.run("", "call", "mcp__fx__ask", "{}", "--yes") }()
+	var cardID string
+	deadline = time.Now().Add(20 * time.Second)
+	for cardID == "" {
+		if time.Now().After(deadline) {
+			t.Fatal("no pending card through the daemon")
+		}
+		var cards []cardRow
+		if r := c.ok("elicitations", "list", "--json"); json.Unmarshal([]byte(r.out), &cards) == nil && len(cards) == 1 && cards[0].Status == "pending" {
+			cardID = cards[0].ID
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	c.ok("elicitations", "answer", cardID, "accept", `{"name":"Ada"}`)
+	if r := <-asked; r.code != 0 || strings.TrimSpace(r.out) != "hello Ada (42)" {
+		t.Fatalf("call answered through the daemon: %s", r)
+	}
+
 	c.ok("disconnect", "fx")
 	r = c.ok("servers", "list", "--json")
 	if err := json.Unmarshal([]byte(r.out), &rows); err != nil || rows[0].State != "disconnected" {
