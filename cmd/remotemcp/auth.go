@@ -166,6 +166,17 @@ func newAuthLogoutCmd(a *app) *cobra.Command {
 		Args:  argsExactly(1, "ID"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx, id := cmd.Context(), args[0]
+			if dc, err := a.daemonClient(ctx); err != nil {
+				return err
+			} else if dc != nil {
+				// The daemon holds the access token in memory: it must
+				// forget it too.
+				if err := dc.OAuthLogout(ctx, id); err != nil {
+					return fmt.Errorf("sign out of %s: %w", id, err)
+				}
+				fmt.Fprintf(a.streams.Err, "signed out of %s through the daemon: tokens and registration forgotten\n", id)
+				return nil
+			}
 			c, err := a.open(ctx)
 			if err != nil {
 				return err
