@@ -14,6 +14,7 @@ import (
 	"github.com/remotemcp/remotemcp/agent"
 	"github.com/remotemcp/remotemcp/daemon"
 	"github.com/remotemcp/remotemcp/elicit"
+	"github.com/remotemcp/remotemcp/manager"
 	"github.com/remotemcp/remotemcp/store"
 )
 
@@ -69,15 +70,35 @@ one daemon runs per data directory. SIGINT/SIGTERM shut it down cleanly.`,
 			if err != nil {
 				return err
 			}
+			// The cards are opened like the CLI's (cardsKV): the daemon's
+			// open questions are marked as a live process's, and opening
+			// them never takes over those of a CLI call still waiting.
+			var cards *elicit.Cards
+			elicitFn := func(ctx context.Context, info manager.ElicitInfo, req *remotemcp.ElicitRequest) (*remotemcp.ElicitResult, error) {
+				return cards.Handle(ctx, info, req)
+			}
 			// AskHost stays nil: a refused origin becomes a pending
 			// approval that the page shows beside its server (R2.2).
-			c, err := remotemcp.Open(ctx, remotemcp.Options{DataDir: dir, Logger: a.log, Cards: true})
+			c, err := remotemcp.Open(ctx, remotemcp.Options{DataDir: dir, Logger: a.log, NoStart: true, Elicit: elicitFn})
 			if err != nil {
 				return fmt.Errorf("open the data directory: %w", err)
 			}
 			defer c.Close()
-			c.Cards.Watch(c.Manager)
+			kv := newCardsKV(c.Store)
+			if cards, err = kv.open(ctx, elicit.Options{Logger: a.log}); err != nil {
+				return fmt.Errorf("open the elicitation cards: %w", err)
+			}
+			defer kv.release()
+			// Deferred in reverse: the cards close first (Serve has cancelled
+			// the calls in flight), then the owner locks go, then c.Close
+			// stops the manager and the store.
+			defer cards.Close()
+			cards.Watch(c.Manager)
+			if err := c.Manager.Start(ctx); err != nil {
+				return err
+			}
 			o := daemon.ClientOptions(c)
+			o.Cards = cards
 			o.Addr, o.Logger, o.Version = addr, a.log, remotemcp.Version
 			srv, err := daemon.New(o)
 			if err != nil {
