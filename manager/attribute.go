@@ -84,6 +84,9 @@ func Attribute(err error) Reason {
 		syn    *json.SyntaxError
 	)
 	switch {
+	case errors.As(err, &as) && errors.Is(err, context.DeadlineExceeded):
+		// A timeout inside an OAuth step keeps its step (R3.12).
+		return Reason{Class: ClassTimeout, Step: as.AuthStep(), Message: msg}
 	case errors.Is(err, context.DeadlineExceeded):
 		return Reason{Class: ClassTimeout, Message: msg}
 	case errors.Is(err, context.Canceled):
@@ -107,7 +110,8 @@ func Attribute(err error) Reason {
 		return Reason{Class: ClassProtocol, HTTPStatus: 404, Message: "session expired on the server (HTTP 404): " + msg}
 	case errors.Is(err, session.ErrValidation), errors.As(err, &ute), errors.As(err, &syn):
 		return Reason{Class: ClassProtocol, Message: msg}
-	case errors.As(err, &rhe), errors.As(err, &uae), errors.As(err, &hne), errors.As(err, &cie), errors.As(err, &cve):
+	case errors.As(err, &rhe), errors.As(err, &uae), errors.As(err, &hne), errors.As(err, &cie), errors.As(err, &cve),
+		errors.As(err, &opErr) && opErr.Op == "remote error": // a TLS alert from the peer
 		return Reason{Class: ClassTLS, Message: msg}
 	case errors.As(err, &dnse), errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ECONNRESET),
 		errors.Is(err, syscall.EHOSTUNREACH), errors.Is(err, syscall.ENETUNREACH), errors.As(err, &opErr):

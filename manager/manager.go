@@ -129,6 +129,12 @@ type Manager struct {
 	// events carries status snapshots: a slow subscriber loses old ones,
 	// never the latest.
 	events *fanout.Broker[Event]
+
+	// Calls by operation id, from before their lazy connect until they
+	// end, and cancels that arrived before their call (R4.5).
+	opsMu   sync.Mutex
+	ops     map[string]context.CancelCauseFunc
+	cancels *session.CancelRecords
 }
 
 type entry struct {
@@ -183,7 +189,8 @@ func New(o Options) *Manager {
 		o.BackoffMax = 30 * time.Second
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	m := &Manager{o: o, log: o.Logger, ctx: ctx, cancel: cancel, entries: map[string]*entry{}}
+	m := &Manager{o: o, log: o.Logger, ctx: ctx, cancel: cancel, entries: map[string]*entry{},
+		ops: map[string]context.CancelCauseFunc{}, cancels: session.NewCancelRecords()}
 	m.revCond = sync.NewCond(&m.revMu)
 	m.events = fanout.New[Event](64)
 	return m
@@ -433,8 +440,9 @@ func (m *Manager) attemptOnce(e *entry, a *attempt) error {
 		sess.Close()
 		return ErrSuperseded
 	}
+	// e.cfg is not set from now: reconcile keeps it current, and a newer
+	// change (disabledTools, toolTimeout) may already be there.
 	e.sess = sess
-	e.cfg = now
 	e.catalog = sess.Catalog()
 	m.setState(e, StateReady, nil)
 	e.mu.Unlock()
@@ -604,13 +612,16 @@ func (m *Manager) disconnect(e *entry, to State, keepCatalog bool, cause error) 
 
 // onCatalog commits a session's catalog refresh, unless the session is no
 // longer the owner (R2.9).
-func (m *Manager) onCatalog(e *entry, connID string, c *session.Catalog) {
+func (m *Manager) onCatalog(e *entry, connID string, _ *session.Catalog) {
 	e.mu.Lock()
 	if e.sess == nil || e.sess.ConnectionID() != connID {
 		e.mu.Unlock()
 		return
 	}
-	e.catalog = c
+	// The session's current catalog, not the one delivered: deliveries of
+	// two refreshes may arrive out of order; the session's commit order is
+	// the truth.
+	e.catalog = e.sess.Catalog()
 	m.emitLocked(e)
 	e.mu.Unlock()
 }
@@ -678,7 +689,8 @@ func (m *Manager) Catalog(ctx context.Context, id string) (*session.Catalog, err
 		return nil, err
 	}
 	e.mu.Lock()
-	if e.sess == nil && e.catalog != nil && e.cfg.Enabled {
+	if e.sess == nil && e.catalog != nil && e.cfg.Enabled && (e.loop != nil || e.attempt != nil) {
+		// Reconnecting: serve the last good catalog meanwhile.
 		c := e.catalog
 		e.mu.Unlock()
 		return c, nil
@@ -717,6 +729,11 @@ func (e *CallError) Unwrap() error { return e.Err }
 // CallTool calls a tool once, connecting lazily. It applies the per-server
 // timeout (default 60 s) and never retries (R4.1).
 func (m *Manager) CallTool(ctx context.Context, id, tool string, args json.RawMessage, o session.CallOptions) (*mcp.CallToolResult, error) {
+	ctx, release, err := m.admit(ctx, id, o.OperationID)
+	if err != nil {
+		return nil, &CallError{ServerID: id, Tool: tool, Err: err}
+	}
+	defer release()
 	sess, err := m.ensure(ctx, id)
 	if err != nil {
 		return nil, &CallError{ServerID: id, Tool: tool, Err: err}
@@ -727,6 +744,11 @@ func (m *Manager) CallTool(ctx context.Context, id, tool string, args json.RawMe
 // CallToolOn calls a tool on a specific connection; a stale connection id
 // is refused without sending anything (R2.9).
 func (m *Manager) CallToolOn(ctx context.Context, id, connID, tool string, args json.RawMessage, o session.CallOptions) (*mcp.CallToolResult, error) {
+	ctx, release, err := m.admit(ctx, id, o.OperationID)
+	if err != nil {
+		return nil, &CallError{ServerID: id, Tool: tool, Err: err}
+	}
+	defer release()
 	sess, err := m.sessionFor(id, connID)
 	if err != nil {
 		return nil, &CallError{ServerID: id, Tool: tool, Err: err}
@@ -786,11 +808,11 @@ var errToolTimeout = errors.New("tool timeout")
 func (m *Manager) startTimer(id string, d time.Duration, fire func()) *callTimer {
 	e := m.entry(id)
 	if e == nil {
-		return newCallTimer(d, false, fire)
+		return newCallTimer(d, 0, fire)
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	ct := newCallTimer(d, e.eliciting > 0, fire)
+	ct := newCallTimer(d, e.eliciting, fire)
 	if e.timers == nil {
 		e.timers = map[*callTimer]struct{}{}
 	}
@@ -826,16 +848,45 @@ func (m *Manager) probe(id string, sess *session.Session) {
 // Cancel cancels a call by operation id on the server's current
 // connection, or records it so the call is never admitted (R4.5).
 func (m *Manager) Cancel(id, operationID string) {
-	e := m.entry(id)
-	if e == nil {
+	key := id + "\x00" + operationID
+	m.opsMu.Lock()
+	defer m.opsMu.Unlock()
+	if cancel := m.ops[key]; cancel != nil {
+		// Admitted: waiting for its connect, or in flight (then go-sdk
+		// sends notifications/cancelled).
+		cancel(context.Canceled)
 		return
 	}
-	e.mu.Lock()
-	s := e.sess
-	e.mu.Unlock()
-	if s != nil {
-		s.Cancel(operationID)
+	m.cancels.Add(key)
+}
+
+// admit registers a call by operation id from before its lazy connect, so
+// that a Cancel at any moment wins: before admission through a record,
+// afterwards through the call's context (R4.5). Calls without an
+// operation id cannot be cancelled by id and are not registered.
+func (m *Manager) admit(ctx context.Context, id, operationID string) (context.Context, func(), error) {
+	if operationID == "" {
+		return ctx, func() {}, nil
 	}
+	key := id + "\x00" + operationID
+	ctx, cancel := context.WithCancelCause(ctx)
+	m.opsMu.Lock()
+	defer m.opsMu.Unlock()
+	if m.cancels.Take(key) {
+		cancel(nil)
+		return nil, nil, session.ErrCancelledBeforeDispatch
+	}
+	if _, dup := m.ops[key]; dup {
+		cancel(nil)
+		return nil, nil, fmt.Errorf("operation %s is already in flight on server %q", operationID, id)
+	}
+	m.ops[key] = cancel
+	return ctx, func() {
+		m.opsMu.Lock()
+		delete(m.ops, key)
+		m.opsMu.Unlock()
+		cancel(nil)
+	}, nil
 }
 
 // GetPrompt gets a prompt, connecting lazily.

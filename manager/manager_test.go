@@ -477,3 +477,91 @@ func TestToolTimeoutPausesDuringElicitation(t *testing.T) {
 		t.Fatalf("slow tool: err = %v, want a timeout", err)
 	}
 }
+
+// R2.4/R5.2: a tool switched off while the connection is being made stays
+// off once it is ready (the commit must not restore the older config).
+func TestDisabledToolChangeDuringHandshakeKept(t *testing.T) {
+	f := startServer(t, fixture.Options{})
+	f.SetHandshakeDelay(300 * time.Millisecond)
+	e := newEnv(t, srvCfg("a", f.URL(), false))
+	e.start()
+	done := make(chan error, 1)
+	go func() { done <- e.m.Connect(ctxT(t), "a") }()
+	waitFor(t, "handshake under way", func() bool { return e.state("a") == StateConnecting })
+	e.update("a", func(s *config.Server) { s.DisabledTools = []string{"echo"} })
+	if err := e.m.Sync(ctxT(t)); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.m.CallTool(ctxT(t), "a", "echo", argsEcho, session.CallOptions{}); !errors.Is(err, ErrToolDisabled) {
+		t.Fatalf("call of a tool switched off during the handshake: %v", err)
+	}
+	if n := f.Executions("echo"); n != 0 {
+		t.Fatalf("echo ran %d times", n)
+	}
+}
+
+// R2.7: a question waiting for a person does not hold a disconnect up.
+func TestDisconnectWithOpenElicitation(t *testing.T) {
+	f := startServer(t, fixture.Options{})
+	st := newStore(t, t.TempDir())
+	if err := st.AddServer(context.Background(), srvCfg("a", f.URL(), false)); err != nil {
+		t.Fatal(err)
+	}
+	asked := make(chan struct{}, 1)
+	m := New(Options{Store: st, Logger: testLogger(t), Elicit: func(ctx context.Context, _ ElicitInfo, _ *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+		asked <- struct{}{}
+		<-ctx.Done() // the person never answers
+		return nil, ctx.Err()
+	}})
+	t.Cleanup(func() { m.Close() })
+	if err := m.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	go m.CallTool(context.Background(), "a", "ask", []byte(`{}`), session.CallOptions{})
+	select {
+	case <-asked:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no question")
+	}
+	done := make(chan error, 1)
+	go func() { done <- m.Disconnect(context.Background(), "a") }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("disconnect waited for the person's answer")
+	}
+}
+
+// R4.5: a cancel that arrives while the call waits for its lazy connect
+// wins; nothing is sent.
+func TestCancelDuringLazyConnect(t *testing.T) {
+	f := startServer(t, fixture.Options{})
+	f.SetHandshakeDelay(300 * time.Millisecond)
+	e := newEnv(t, srvCfg("a", f.URL(), false))
+	e.start()
+	done := make(chan error, 1)
+	go func() {
+		_, err := e.m.CallTool(ctxT(t), "a", "echo", argsEcho, session.CallOptions{OperationID: "op-lazy"})
+		done <- err
+	}()
+	waitFor(t, "connecting", func() bool { return e.state("a") == StateConnecting })
+	e.m.Cancel("a", "op-lazy")
+	if err := <-done; err == nil {
+		t.Fatal("cancelled call succeeded")
+	}
+	// A cancel before the call is admitted at all wins too.
+	e.m.Cancel("a", "op-early")
+	if _, err := e.m.CallTool(ctxT(t), "a", "echo", argsEcho, session.CallOptions{OperationID: "op-early"}); !errors.Is(err, session.ErrCancelledBeforeDispatch) {
+		t.Fatalf("call cancelled before admission: %v", err)
+	}
+	time.Sleep(100 * time.Millisecond)
+	if n := f.Executions("echo"); n != 0 {
+		t.Fatalf("echo ran %d times after being cancelled", n)
+	}
+}

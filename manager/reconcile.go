@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/remotemcp/remotemcp/config"
 	"github.com/remotemcp/remotemcp/store"
@@ -13,27 +14,52 @@ import (
 // order, one at a time: a config change is never applied out of order.
 func (m *Manager) reconcileLoop(changes <-chan store.Change) {
 	defer m.wg.Done()
+	// A store read that fails leaves the change unapplied: the revision is
+	// not marked done, and everything is re-read after a pause.
+	var (
+		retry   <-chan time.Time
+		pending int64 // newest revision seen but not reconciled
+	)
 	for {
 		select {
 		case <-m.ctx.Done():
 			return
+		case <-retry:
+			retry = nil
+			if err := m.reconcileAll(); err != nil {
+				retry = time.After(reconcileRetry)
+				continue
+			}
+			m.setRev(pending)
 		case c, ok := <-changes:
 			if !ok {
 				return
 			}
+			pending = max(pending, c.Revision)
+			var err error
 			switch {
+			case retry != nil:
+				continue // a full re-read is due anyway
 			case c.Kind == store.ChangeServers && c.ServerID != "":
-				m.reconcileID(c.ServerID)
+				err = m.reconcileID(c.ServerID)
 			case c.Kind == store.ChangeServers || c.ServerID == "" && c.Namespace == "":
 				// Another process wrote, or the feed coalesced: re-read all.
-				m.reconcileAll()
+				err = m.reconcileAll()
+			}
+			if err != nil {
+				m.log.Warn("reconcile: store read failed; retrying", "err", err)
+				retry = time.After(reconcileRetry)
+				continue
 			}
 			m.setRev(c.Revision)
 		}
 	}
 }
 
-func (m *Manager) reconcileID(id string) {
+// reconcileRetry is the pause before re-reading the store after a failed read.
+const reconcileRetry = 500 * time.Millisecond
+
+func (m *Manager) reconcileID(id string) error {
 	cfg, err := m.o.Store.GetServer(m.ctx, id)
 	if errors.Is(err, store.ErrSealOpen) {
 		err = nil // reconcile with what could be read; the token-less server fails to authenticate
@@ -42,17 +68,17 @@ func (m *Manager) reconcileID(id string) {
 	case errors.Is(err, store.ErrNotFound):
 		m.reconcile(id, nil)
 	case err != nil:
-		m.log.Warn("reconcile: read config", "server", id, "err", err)
+		return fmt.Errorf("read config of %s: %w", id, err)
 	default:
 		m.reconcile(id, &cfg)
 	}
+	return nil
 }
 
-func (m *Manager) reconcileAll() {
+func (m *Manager) reconcileAll() error {
 	servers, err := m.o.Store.ListServers(m.ctx)
 	if err != nil && !(errors.Is(err, store.ErrSealOpen) && servers != nil) {
-		m.log.Warn("reconcile: list servers", "err", err)
-		return
+		return fmt.Errorf("list servers: %w", err)
 	}
 	seen := map[string]bool{}
 	for i := range servers {
@@ -70,6 +96,7 @@ func (m *Manager) reconcileAll() {
 	for _, id := range gone {
 		m.reconcile(id, nil)
 	}
+	return nil
 }
 
 // reconcile brings one server in line with its stored config (nil:

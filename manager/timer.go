@@ -20,11 +20,11 @@ type callTimer struct {
 	done      bool
 }
 
-func newCallTimer(d time.Duration, paused bool, fire func()) *callTimer {
-	ct := &callTimer{fire: fire, remaining: d}
-	if paused {
-		ct.paused = 1
-	} else {
+// newCallTimer starts a timer of d, paused once for each of the paused
+// questions open now (each answer resumes it once).
+func newCallTimer(d time.Duration, paused int, fire func()) *callTimer {
+	ct := &callTimer{fire: fire, remaining: d, paused: paused}
+	if paused == 0 {
 		ct.started = time.Now()
 		ct.t = time.AfterFunc(d, fire)
 	}

@@ -32,6 +32,10 @@ func (s *Session) CallTool(ctx context.Context, name string, args json.RawMessag
 	op := &operation{cancel: cancelCause, progress: o.Progress, token: o.OperationID}
 
 	s.calls.Lock()
+	if s.closing {
+		s.calls.Unlock()
+		return nil, fmt.Errorf("call %s: %w: %w", name, ErrClosed, ErrCancelledBeforeDispatch)
+	}
 	if s.cancels.take(o.OperationID) {
 		s.calls.Unlock()
 		return nil, ErrCancelledBeforeDispatch
@@ -130,10 +134,11 @@ func (s *Session) ReadResource(ctx context.Context, uri string) (*mcp.ReadResour
 // Ping checks the session is alive.
 func (s *Session) Ping(ctx context.Context) error { return s.cs.Ping(ctx, nil) }
 
-// cancelRecords are the bounded, short-lived records of cancels that
+// CancelRecords are the bounded, short-lived records of cancels that
 // arrived before their call (R4.5). Bounded so a flood of stray cancels
 // cannot grow memory; short-lived so an id reused much later is not hit.
-type cancelRecords struct {
+// The zero value is not ready: use NewCancelRecords or init.
+type CancelRecords struct {
 	mu    sync.Mutex
 	at    map[string]time.Time
 	order []string
@@ -144,9 +149,23 @@ const (
 	cancelRecordTTL  = 2 * time.Minute
 )
 
-func (c *cancelRecords) init() { c.at = map[string]time.Time{} }
+func (c *CancelRecords) init() { c.at = map[string]time.Time{} }
 
-func (c *cancelRecords) add(id string) {
+// NewCancelRecords returns empty records.
+func NewCancelRecords() *CancelRecords {
+	c := &CancelRecords{}
+	c.init()
+	return c
+}
+
+// Add records a cancel of id that arrived before its call.
+func (c *CancelRecords) Add(id string) { c.add(id) }
+
+// Take reports whether id was cancelled before its call, consuming the
+// record.
+func (c *CancelRecords) Take(id string) bool { return c.take(id) }
+
+func (c *CancelRecords) add(id string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	now := time.Now()
@@ -161,7 +180,7 @@ func (c *cancelRecords) add(id string) {
 	}
 }
 
-func (c *cancelRecords) take(id string) bool {
+func (c *CancelRecords) take(id string) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.expire(time.Now())
@@ -172,7 +191,7 @@ func (c *cancelRecords) take(id string) bool {
 	return false
 }
 
-func (c *cancelRecords) expire(now time.Time) {
+func (c *CancelRecords) expire(now time.Time) {
 	for len(c.order) > 0 {
 		id := c.order[0]
 		t, ok := c.at[id]

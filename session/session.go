@@ -78,10 +78,17 @@ type Session struct {
 	catalog *Catalog
 	gens    [numKinds]uint64 // newest refresh generation started, per kind
 	closed  bool
+	// ready is set once the handshake (initialize + first listings) is
+	// done; list_changed before that only marks the kind pending, because
+	// the first listing is still to come (or running) and s.cs may not be
+	// set yet.
+	ready   bool
+	pending [numKinds]bool
+	closing bool // Close has begun: no new call is admitted (under calls)
 
 	calls   sync.Mutex
 	ops     map[string]*operation // in-flight calls by operation id
-	cancels cancelRecords         // cancels that overtook their call (R4.5)
+	cancels CancelRecords         // cancels that overtook their call (R4.5)
 }
 
 type operation struct {
@@ -166,6 +173,12 @@ func Connect(ctx context.Context, o Options) (*Session, error) {
 				// URL mode is explicitly declined (R6.1).
 				return &mcp.ElicitResult{Action: "decline"}, nil
 			}
+			// go-sdk's Close waits for incoming requests; a question
+			// waiting for a person must end when the session does.
+			ctx, cancel := context.WithCancel(ctx)
+			defer cancel()
+			stop := context.AfterFunc(s.ctx, cancel)
+			defer stop()
 			return o.Elicit(ctx, connID, req)
 		}
 	}
@@ -184,7 +197,9 @@ func Connect(ctx context.Context, o Options) (*Session, error) {
 		cancel()
 		return nil, fmt.Errorf("initialize: %w", err)
 	}
+	s.mu.Lock()
 	s.cs = cs
+	s.mu.Unlock()
 	ir := cs.InitializeResult()
 	if ir == nil || !(acceptedVersions[ir.ProtocolVersion] || ir.ProtocolVersion == want || want == ProtocolAuto) {
 		v := "none"
@@ -209,6 +224,18 @@ func Connect(ctx context.Context, o Options) (*Session, error) {
 			return nil, fmt.Errorf("list %s: %w", k, err)
 		}
 	}
+	// Changes announced during the handshake are listed now.
+	s.mu.Lock()
+	s.ready = true
+	var missed []Kind
+	for _, k := range AllKinds {
+		if s.pending[k] {
+			s.pending[k] = false
+			missed = append(missed, k)
+		}
+	}
+	s.mu.Unlock()
+	s.Refresh(missed...)
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
@@ -278,8 +305,10 @@ func (s *Session) Close() error {
 	s.cancel()
 	// go-sdk's Close waits for every outgoing call to return; a call still
 	// running (or waiting on a person's answer) would hold the close up
-	// until its timeout. Cancel them: go-sdk sends notifications/cancelled.
+	// until its timeout. Cancel them (go-sdk sends notifications/cancelled)
+	// and admit no new one.
 	s.calls.Lock()
+	s.closing = true
 	for _, op := range s.ops {
 		op.cancel(ErrClosed)
 	}
@@ -301,6 +330,11 @@ func (s *Session) Refresh(kinds ...Kind) {
 		if s.closed {
 			s.mu.Unlock()
 			return
+		}
+		if !s.ready {
+			s.pending[k] = true
+			s.mu.Unlock()
+			continue
 		}
 		s.gens[k]++
 		gen := s.gens[k]

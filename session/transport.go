@@ -2,11 +2,13 @@ package session
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
 	"strings"
 	"sync"
+	"time"
 )
 
 // roundTripper is the per-session HTTP layer under go-sdk's transport: it
@@ -35,7 +37,23 @@ func (rt *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 		req = req.Clone(req.Context())
 		req.Header.Set("Authorization", "Bearer "+rt.bearer)
 	}
+	var cancelDelete context.CancelFunc
+	if req.Method == http.MethodDelete {
+		// Ending a session is a courtesy to the server; a server that
+		// waits for its own handlers before answering must not hold a
+		// disconnect up for go-sdk's full 5 s.
+		var ctx context.Context
+		ctx, cancelDelete = context.WithTimeout(req.Context(), deleteTimeout)
+		req = req.WithContext(ctx)
+	}
 	resp, err := rt.base.RoundTrip(req)
+	if cancelDelete != nil {
+		if err != nil {
+			cancelDelete()
+		} else {
+			resp.Body = &cancelOnClose{ReadCloser: resp.Body, cancel: cancelDelete}
+		}
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -78,6 +96,21 @@ func (rt *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 func isJSON(ct string) bool {
 	mt, _, _ := strings.Cut(ct, ";")
 	return strings.EqualFold(strings.TrimSpace(mt), "application/json")
+}
+
+// deleteTimeout bounds the DELETE that ends a session.
+const deleteTimeout = 1500 * time.Millisecond
+
+// cancelOnClose releases a request's context when its body is closed.
+type cancelOnClose struct {
+	io.ReadCloser
+	cancel context.CancelFunc
+}
+
+func (c *cancelOnClose) Close() error {
+	err := c.ReadCloser.Close()
+	c.cancel()
+	return err
 }
 
 // bodyHas reports whether a request body (a copy) contains s; a cheap
