@@ -5,7 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"html"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"time"
@@ -87,7 +90,7 @@ the tools. Refresh tokens are stored sealed; access tokens stay in memory.`,
 				if noBrowser {
 					fmt.Fprintln(a.streams.Err, "open this URL in a browser to authorize remotemcp:")
 					fmt.Fprintln(a.streams.Out, u)
-				} else if err := openBrowser(u); err != nil {
+				} else if err := a.openBrowser(u); err != nil {
 					fmt.Fprintf(a.streams.Err, "could not start a browser (%v); open this URL yourself:\n", err)
 					fmt.Fprintln(a.streams.Out, u)
 				} else {
@@ -141,22 +144,68 @@ the tools. Refresh tokens are stored sealed; access tokens stay in memory.`,
 	return cmd
 }
 
-// openBrowser asks the desktop to open u.
-func openBrowser(u string) error {
+// openBrowser asks the desktop to open u. A URL carrying secrets (a login
+// token, an OAuth state and PKCE challenge) must not appear on a command
+// line, which every user of the machine can read in /proc: the browser is
+// pointed at a 0600 file in the data directory that redirects to u.
+func (a *app) openBrowser(u string) error {
+	dir, err := a.dataDirPath()
+	if err != nil {
+		return err
+	}
+	page, err := writeRedirectPage(dir, u)
+	if err != nil {
+		return err
+	}
 	var cmd *exec.Cmd
 	switch runtime.GOOS {
 	case "darwin":
-		cmd = exec.Command("open", u)
+		cmd = exec.Command("open", page)
 	case "windows":
-		cmd = exec.Command("rundll32", "url.dll,FileProtocolHandler", u)
+		cmd = exec.Command("rundll32", "url.dll,FileProtocolHandler", page)
 	default:
-		cmd = exec.Command("xdg-open", u)
+		cmd = exec.Command("xdg-open", page)
 	}
 	if err := cmd.Start(); err != nil {
 		return err
 	}
 	go cmd.Wait() // reap; the browser outlives us
 	return nil
+}
+
+// redirectPageTTL is how long a redirect page may stay: long enough for a
+// browser to start, and its secrets are short-lived or single-use anyway.
+const redirectPageTTL = 10 * time.Minute
+
+// writeRedirectPage writes a 0600 HTML page that sends the browser on to
+// u, and removes the ones left from earlier runs.
+func writeRedirectPage(dir, u string) (string, error) {
+	pages := filepath.Join(dir, "open")
+	if err := os.MkdirAll(pages, 0o700); err != nil {
+		return "", err
+	}
+	if old, err := os.ReadDir(pages); err == nil {
+		for _, e := range old {
+			if info, err := e.Info(); err == nil && time.Since(info.ModTime()) > redirectPageTTL {
+				os.Remove(filepath.Join(pages, e.Name()))
+			}
+		}
+	}
+	f, err := os.CreateTemp(pages, "open-*.html")
+	if err != nil {
+		return "", err
+	}
+	esc := html.EscapeString(u)
+	_, err = fmt.Fprintf(f, "<!doctype html><meta charset=utf-8><meta name=referrer content=no-referrer>"+
+		"<meta http-equiv=refresh content=\"0;url=%s\"><title>remotemcp</title><a href=\"%s\">Continue</a>\n", esc, esc)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(f.Name())
+		return "", err
+	}
+	return f.Name(), nil
 }
 
 func newAuthLogoutCmd(a *app) *cobra.Command {

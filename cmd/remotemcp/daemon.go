@@ -140,7 +140,7 @@ func newOpenCmd(a *app) *cobra.Command {
 				return err
 			}
 			fmt.Fprintln(a.streams.Out, u.URL)
-			if err := openBrowser(u.URL); err == nil {
+			if err := a.openBrowser(u.URL); err == nil {
 				fmt.Fprintln(a.streams.Err, "opened the settings page in your browser")
 			}
 			return nil
@@ -264,7 +264,7 @@ func (a *app) loginViaDaemon(ctx context.Context, dc *daemon.Client, id string, 
 		}
 	}
 	if flow.Phase == "waiting" && flow.AuthorizationURL != "" {
-		if noBrowser || openBrowser(flow.AuthorizationURL) != nil {
+		if noBrowser || a.openBrowser(flow.AuthorizationURL) != nil {
 			fmt.Fprintln(a.streams.Err, "open this URL in a browser to authorize remotemcp:")
 			fmt.Fprintln(a.streams.Out, flow.AuthorizationURL)
 		}
