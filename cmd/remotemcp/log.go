@@ -22,7 +22,7 @@ func newLogger(w io.Writer, verbose bool) *slog.Logger {
 var sensitiveKeys = []string{"token", "secret", "authorization", "password", "cookie", "bearer", "apikey", "api_key", "verifier"}
 
 // secretPatterns match secrets inside free text (error messages, URLs).
-var secretPatterns = regexp.MustCompile(`(?i)(bearer\s+|(?:access_token|refresh_token|id_token|client_secret|code_verifier|code|api_key|apikey|token)=)[^\s&"',;]+`)
+var secretPatterns = regexp.MustCompile(`(?i)(bearer\s+|(?:access_token|refresh_token|id_token|client_secret|code_verifier|code|api_key|apikey|key|token|auth|password|sig|signature)=)[^\s&"',;]+`)
 
 // redactAttr is a slog ReplaceAttr that hides secrets: the whole value of a
 // sensitive key, and bearer tokens or secret query parameters inside any
