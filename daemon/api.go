@@ -36,17 +36,35 @@ const (
 )
 
 // handler builds the routes. Everything goes through guard (headers, Host,
-// Origin); everything but the login URL, the OAuth callback and the
-// static assets needs the token or a session (requireAuth).
+// Origin). The login URL, the OAuth callback, the static assets and the
+// bare root need no credential; the API needs the token or a session
+// (requireAuth). The API is mounted twice: at /api/ for the API token
+// only (the CLI, Client), and with the settings page under the secret
+// prefix, where the session cookie is accepted too. The cookie's Path is
+// that prefix, so a browser sends it nowhere else — not to other web
+// servers on 127.0.0.1, which share its cookies (cookies are not isolated
+// by port), unless they know the prefix.
 func (s *Server) handler() http.Handler {
 	mux := http.NewServeMux()
-	public := func(pattern string, h http.HandlerFunc) { mux.Handle(pattern, h) }
-	authed := func(pattern string, h http.HandlerFunc) { mux.Handle(pattern, s.requireAuth(h)) }
+	mux.HandleFunc("GET /login", s.handleLogin)
+	mux.HandleFunc("GET /mcp-oauth", s.handleCallback)
+	mux.HandleFunc("GET /static/", s.handleStatic)
+	mux.HandleFunc("GET /{$}", s.handleRoot)
+	mux.Handle("/api/", s.routes(false))
+	mux.Handle(s.prefix, http.StripPrefix(strings.TrimSuffix(s.prefix, "/"), s.routes(true)))
+	return s.guard(mux)
+}
 
-	public("GET /login", s.handleLogin)
-	public("GET /mcp-oauth", s.handleCallback)
-	public("GET /static/", s.handleStatic)
-	authed("GET /{$}", s.handlePage)
+// routes are the authenticated routes, as seen below their mount point:
+// the API, and with page the settings page at / and session cookies
+// accepted.
+func (s *Server) routes(page bool) http.Handler {
+	mux := http.NewServeMux()
+	authed := func(pattern string, h http.HandlerFunc) { mux.Handle(pattern, s.requireAuth(h, page)) }
+
+	if page {
+		authed("GET /{$}", s.handlePage)
+	}
 
 	authed("GET /api/health", s.handleHealth)
 	authed("POST /api/login-url", s.handleLoginURL)
@@ -86,7 +104,7 @@ func (s *Server) handler() http.Handler {
 	authed("/api/", func(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, &APIError{Status: http.StatusNotFound, Code: CodeNotFound, Message: "no such API route: " + r.Method + " " + r.URL.Path})
 	})
-	return s.guard(mux)
+	return mux
 }
 
 // marshal encodes v without HTML escaping: raw bytes from servers (a
@@ -167,7 +185,7 @@ func (s *Server) handleLogout(w http.ResponseWriter, r *http.Request) {
 	if c, err := r.Cookie(CookieName); err == nil {
 		s.sessions.end(c.Value)
 	}
-	http.SetCookie(w, &http.Cookie{Name: CookieName, Value: "", Path: "/", MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteStrictMode})
+	http.SetCookie(w, &http.Cookie{Name: CookieName, Value: "", Path: s.prefix, MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteStrictMode})
 	w.WriteHeader(http.StatusNoContent)
 }
 

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -15,6 +17,7 @@ import (
 
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/remotemcp/remotemcp/agent"
 	"github.com/remotemcp/remotemcp/config"
@@ -179,12 +182,12 @@ func (b *browser) login(s *stack) {
 	secrets.add(loginSecret, strings.TrimPrefix(u, s.srv.URL()+"/login?token="))
 	b.do("login", chromedp.Navigate(u))
 	b.wait("the settings page, live", `document.querySelector('#live') && document.querySelector('#live').dataset.state === 'live'`)
-	if loc := b.eval(`location.href`); loc != s.srv.URL()+"/" {
-		b.t.Fatalf("after login the page is %s", loc)
+	if loc := b.eval(`location.href`); loc != s.page() {
+		b.t.Fatalf("after login the page is %s, want %s", loc, s.page())
 	}
 	ctx, cancel := context.WithTimeout(b.ctx, 10*time.Second)
 	defer cancel()
-	res, err := chromedp.Call(ctx, network.GetCookies, network.GetCookiesParams{URLs: []string{s.srv.URL()}})
+	res, err := chromedp.Call(ctx, network.GetCookies, network.GetCookiesParams{URLs: []string{s.page()}})
 	if err != nil {
 		b.t.Fatal(err)
 	}
@@ -193,7 +196,7 @@ func (b *browser) login(s *stack) {
 		if c.Name == CookieName {
 			found = true
 			secrets.add(sessionSecret, c.Value)
-			if !c.HTTPOnly || c.SameSite != network.CookieSameSiteStrict {
+			if !c.HTTPOnly || c.SameSite != network.CookieSameSiteStrict || c.Path != s.srv.prefix {
 				b.t.Errorf("session cookie %+v", c)
 			}
 		}
@@ -456,4 +459,114 @@ func TestBrowserAuthorize(t *testing.T) {
 		t.Fatalf("the flow view carries a code: %s", raw)
 	}
 	b.checkConsole()
+}
+
+// A server's question whose fields are named like the form's own methods
+// (append, remove, querySelectorAll, addEventListener): the names come
+// from the server, and must not become properties of the form (as a
+// control's name attribute would make them), or building, reading and
+// removing the card fail — for every card on the page. Both cards render,
+// the hostile one is answered with every field, the other declined.
+func TestBrowserCardFieldNamesAreInert(t *testing.T) {
+	s := newStack(t, stackOpts{})
+	b := newBrowser(t)
+	b.login(s)
+	ctx, cancel := context.WithCancel(ctxT(t))
+	defer cancel()
+
+	type answer struct {
+		r   *mcp.ElicitResult
+		err error
+	}
+	ask := func(msg string, schema map[string]any) <-chan answer {
+		ch := make(chan answer, 1)
+		go func() {
+			r, err := s.cards.Handle(ctx, manager.ElicitInfo{ServerID: "fx"}, &mcp.ElicitRequest{Params: &mcp.ElicitParams{Message: msg, RequestedSchema: schema}})
+			ch <- answer{r, err}
+		}()
+		return ch
+	}
+	hostile := ask("Hostile field names", map[string]any{
+		"type": "object",
+		"properties": map[string]any{
+			"append":           map[string]any{"type": "string"},
+			"querySelectorAll": map[string]any{"type": "integer"},
+			"addEventListener": map[string]any{"type": "boolean"},
+			"remove":           map[string]any{"type": "string", "enum": []any{"a", "b"}},
+		},
+		"required": []any{"append"},
+	})
+	hc := `#cards .card:has(.field[data-field=append])`
+	b.do("the hostile card", chromedp.WaitVisible(chromedp.CSS(hc+` .field[data-field=append] input`)))
+	plain := ask("A plain question", map[string]any{
+		"type":       "object",
+		"properties": map[string]any{"name": map[string]any{"type": "string"}},
+	})
+	pc := `#cards .card:has(.field[data-field=name])`
+	b.do("the plain card", chromedp.WaitVisible(chromedp.CSS(pc+` .field[data-field=name] input`)))
+	if n := b.eval(`String(document.querySelectorAll('#cards [name], #cards [id]').length)`); n != "0" {
+		t.Fatalf("%s card controls carry a name or id", n)
+	}
+
+	b.do("fill the hostile card",
+		chromedp.SendKeys(chromedp.CSS(hc+` .field[data-field=append] input`), "Ada"),
+		chromedp.SetValue(chromedp.CSS(hc+` .field[data-field=querySelectorAll] input`), "3"),
+		chromedp.SetValue(chromedp.CSS(hc+` .field[data-field=remove] select`), "b"))
+	b.click(hc + ` .field[data-field=addEventListener] input`)
+	b.click(hc + ` button[data-answer=accept]`)
+	select {
+	case a := <-hostile:
+		if a.err != nil || a.r == nil || a.r.Action != "accept" {
+			t.Fatalf("hostile card answer: %+v %v", a.r, a.err)
+		}
+		got, _ := json.Marshal(a.r.Content)
+		if want := `{"addEventListener":true,"append":"Ada","querySelectorAll":3,"remove":"b"}`; string(got) != want {
+			t.Fatalf("hostile card content %s, want %s", got, want)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the hostile card was not answered")
+	}
+	b.click(pc + ` button[data-answer=decline]`)
+	select {
+	case a := <-plain:
+		if a.err != nil || a.r == nil || a.r.Action != "decline" {
+			t.Fatalf("plain card answer: %+v %v", a.r, a.err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the plain card was not answered")
+	}
+	b.wait("the cards to go", `document.querySelectorAll('#cards .card').length === 0`)
+	b.checkConsole()
+}
+
+// Browsers share cookies among all ports of 127.0.0.1: the session cookie
+// must not reach another local web server the person visits, at its root
+// or at its /api/.
+func TestBrowserCookieStaysWithTheDaemon(t *testing.T) {
+	s := newStack(t, stackOpts{})
+	var mu sync.Mutex
+	var got []string
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		got = append(got, r.URL.Path+": "+r.Header.Get("Cookie"))
+		mu.Unlock()
+		w.Header().Set("Content-Type", "text/html")
+		w.Write([]byte("<!doctype html><title>another local server</title>"))
+	}))
+	defer other.Close()
+	b := newBrowser(t)
+	b.login(s)
+	for _, p := range []string{"/", "/api/health", "/api/servers", "/login"} {
+		b.do("visit another local server", chromedp.Navigate(other.URL+p))
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(got) < 4 {
+		t.Fatalf("the other server saw %d requests", len(got))
+	}
+	for _, g := range got {
+		if strings.Contains(g, CookieName) {
+			t.Errorf("another local server received the session cookie: %s", g)
+		}
+	}
 }

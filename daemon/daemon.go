@@ -150,6 +150,10 @@ type Server struct {
 	bgMu    sync.Mutex     // orders wg.Add against the shutdown's wg.Wait
 	stopped bool           // guarded by bgMu: no new goroutines
 
+	// prefix is the settings page's secret path prefix, "/s/<random>/"
+	// (security.go): the page and the cookie-authenticated API live below
+	// it, and the session cookie's Path is it. New at every start.
+	prefix   string
 	sessions *sessions
 	hub      *hub
 	flows    *flows
@@ -203,7 +207,7 @@ func New(opts Options) (*Server, error) {
 	s := &Server{
 		o: opts, log: log, dataDir: dir,
 		ctx: ctx, cancel: cancel, closing: make(chan struct{}),
-		sessions: newSessions(), hub: newHub(), regReady: make(chan struct{}),
+		prefix: newPagePrefix(), sessions: newSessions(), hub: newHub(), regReady: make(chan struct{}),
 	}
 	s.flows = newFlows()
 	s.registry = opts.Registry

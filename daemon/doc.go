@@ -14,7 +14,18 @@
 // daemon answers; ClientInfo.Client returns a Client that sends the token
 // as "Authorization: Bearer". A browser gets in through a one-time login
 // URL (Server.LoginURL, or POST /api/login-url), which sets an HttpOnly,
-// SameSite=Strict session cookie; sessions live in memory only.
+// SameSite=Strict session cookie and moves on to the settings page; sessions
+// live in memory only.
+//
+// The settings page and the API it uses live under a secret path prefix,
+// /s/<random>/ (130 random bits, new at every daemon start), and the
+// session cookie is scoped to it (Path=/s/<random>/) and accepted nowhere
+// else. Browsers do not isolate cookies by port: with Path=/ the cookie
+// would also go to every other web server on 127.0.0.1 the person visits,
+// which could replay it with our Origin. With the prefix, the browser
+// sends it only to URLs under the prefix, and only the answer to a login
+// URL reveals the prefix. The bearer token works at /api/… and under the
+// prefix alike.
 //
 // # Local-access security (security.go)
 //
@@ -25,25 +36,29 @@
 // authenticated by the cookie must carry the daemon's own Origin (CSRF).
 // Bearer requests (the CLI) carry no Origin. /mcp-oauth needs no token and
 // is protected by the OAuth state. No response ever carries a bearer
-// token, client secret, OAuth token or the API token; the only secret the
-// daemon sends is the session cookie, once, in /login's Set-Cookie.
+// token, client secret, OAuth token or the API token; the only secrets the
+// daemon sends are the session cookie and the page prefix, once, in the
+// answer to /login (and the prefix in the URLs below it).
 //
-// Residual risk: browsers do not isolate cookies by port, so the session
-// cookie is also sent to other web servers on 127.0.0.1 that the person's
-// browser visits. Sessions live in memory, end with the daemon and after
-// SessionTTL unused; on a machine shared with untrusted users, prefer the
-// CLI (bearer token in a 0600 file).
+// Residual risk: a local web server that learns the prefix (it is in the
+// browser's history) could have the browser send it the cookie by linking
+// to that path on its own port. Sessions live in memory, end with the
+// daemon and after SessionTTL unused; on a machine shared with untrusted
+// users, prefer the CLI (bearer token in a 0600 file).
 //
 // # Routes
 //
 // Pages (text/html):
 //
-//	GET  /                               settings page (session)
-//	GET  /login?token=T                  redeem a one-time login token → session cookie
+//	GET  /s/<random>/                    settings page (session or token)
+//	GET  /                               how to log in (the page is not here)
+//	GET  /login?token=T                  redeem a one-time login token → session cookie, on to /s/<random>/
 //	GET  /mcp-oauth                      OAuth redirect URI; matched to a flow by state
 //	GET  /static/{app.js,style.css}      embedded assets (no token)
 //
-// JSON API (token or session; errors are {"error": APIError}):
+// JSON API, at /api/… with the token, and at /s/<random>/api/… with the
+// token or a session (the settings page's relative URLs); errors are
+// {"error": APIError}:
 //
 //	GET    /api/health                   Health
 //	POST   /api/login-url                LoginURLResponse: a new one-time login URL

@@ -29,7 +29,8 @@ import (
 
 // TestMain runs the tests, then checks what every daemon of the run sent:
 // no secret registered by any test in any response body or header (the
-// session cookie of /login's Set-Cookie excepted), the security headers on
+// session cookie of /login's Set-Cookie, and the page prefix in the answer
+// to /login and below the prefix, excepted), the security headers on
 // every response, never a CORS header. Then goleak.
 func TestMain(m *testing.M) {
 	code := m.Run()
@@ -163,6 +164,15 @@ const sessionSecret = "session cookie"
 // hands out (that is its job).
 const loginSecret = "login token"
 
+// prefixSecret marks the random part of a settings page prefix, which
+// only the answer to /login and answers below the prefix may carry.
+const prefixSecret = "page prefix"
+
+// addPrefixSecret registers the random part of s's page prefix.
+func addPrefixSecret(s *Server) {
+	secrets.add(prefixSecret, strings.TrimSuffix(strings.TrimPrefix(s.prefix, "/s/"), "/"))
+}
+
 func (rc *recorder) check() []string {
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
@@ -190,8 +200,9 @@ func (rc *recorder) check() []string {
 			}
 		}
 		body := r.body.String()
+		prefixOK := r.path == "/login" || strings.HasPrefix(r.path, "/s/")
 		for v, what := range secs {
-			if strings.Contains(body, v) && !(what == loginSecret && r.path == "/api/login-url") {
+			if strings.Contains(body, v) && !(what == loginSecret && strings.HasSuffix(r.path, "/api/login-url")) && !(what == prefixSecret && prefixOK) {
 				out = append(out, fmt.Sprintf("%s: body contains the %s", id, what))
 			}
 			for k, vals := range r.header {
@@ -200,6 +211,9 @@ func (rc *recorder) check() []string {
 						continue
 					}
 					if what == sessionSecret && k == "Set-Cookie" && r.path == "/login" {
+						continue
+					}
+					if what == prefixSecret && prefixOK && (k == "Set-Cookie" || k == "Location") {
 						continue
 					}
 					out = append(out, fmt.Sprintf("%s: header %s contains the %s", id, k, what))
@@ -314,6 +328,7 @@ func newStack(t *testing.T, o stackOpts) *stack {
 		t.Fatal(err)
 	}
 	secrets.add("API token", s.srv.token)
+	addPrefixSecret(s.srv)
 	sctx, cancel := context.WithCancel(context.Background())
 	s.cancel = cancel
 	s.served = make(chan error, 1)
@@ -453,6 +468,10 @@ func (s *stack) login(t *testing.T, rc *rawClient) string {
 	t.Fatal("login set no session cookie")
 	return ""
 }
+
+// page is the URL of the settings page, below the daemon's secret prefix;
+// the page's API is at page()+"api/…".
+func (s *stack) page() string { return s.srv.URL() + s.srv.prefix }
 
 func (s *stack) bearer() map[string]string {
 	return map[string]string{"Authorization": "Bearer " + s.srv.token}

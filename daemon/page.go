@@ -62,8 +62,8 @@ func (s *Server) renderCallback(w http.ResponseWriter, status int, p callbackPag
 	s.render(w, status, "callback.html", p)
 }
 
-// handlePage serves GET /: the settings page, rendered with the current
-// servers and grants; app.js then follows /api/events.
+// handlePage serves GET <prefix>: the settings page, rendered with the
+// current servers and grants; app.js then follows <prefix>api/events.
 func (s *Server) handlePage(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	views, err := s.serverViews(ctx)
@@ -75,12 +75,21 @@ func (s *Server) handlePage(w http.ResponseWriter, r *http.Request) {
 	s.render(w, http.StatusOK, "index.html", pageData{Version: s.o.Version, Servers: views, Grants: g})
 }
 
+// handleRoot serves GET /: the settings page is not here (it lives under
+// the secret prefix, which only a login link leads to), so this says how
+// to get there.
+func (s *Server) handleRoot(w http.ResponseWriter, r *http.Request) {
+	s.renderMessage(w, http.StatusUnauthorized, "Log in to remotemcp",
+		"The settings page opens through a one-time login link: run `remotemcp open`, or use the link `remotemcp serve` printed.")
+}
+
 // handleLogin serves GET /login?token=…: redeems a one-time login token
-// for a session cookie (HttpOnly, SameSite=Strict, Path=/). The answer is a
-// page that moves on to / by itself rather than a redirect: a Strict
-// cookie is not sent along a redirect chain that began on another site
-// (the person clicked the link in a chat or mail page), but it is sent
-// when our own page navigates.
+// for a session cookie (HttpOnly, SameSite=Strict, Path=<prefix>, so the
+// browser sends it to the settings page and its API only). The answer is a
+// page that moves on to the settings page by itself rather than a
+// redirect: a Strict cookie is not sent along a redirect chain that began
+// on another site (the person clicked the link in a chat or mail page),
+// but it is sent when our own page navigates.
 func (s *Server) handleLogin(w http.ResponseWriter, r *http.Request) {
 	sess, ok := s.sessions.redeem(r.URL.Query().Get("token"))
 	if !ok {
@@ -89,10 +98,10 @@ func (s *Server) handleLogin(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	http.SetCookie(w, &http.Cookie{
-		Name: CookieName, Value: sess, Path: "/",
+		Name: CookieName, Value: sess, Path: s.prefix,
 		MaxAge: int(SessionTTL.Seconds()), HttpOnly: true, SameSite: http.SameSiteStrictMode,
 	})
-	s.render(w, http.StatusOK, "message.html", messageData{Title: "Logged in", Message: "Opening the remotemcp settings page…", Refresh: "/"})
+	s.render(w, http.StatusOK, "message.html", messageData{Title: "Logged in", Message: "Opening the remotemcp settings page…", Refresh: s.prefix})
 }
 
 // handleStatic serves GET /static/…: app.js and style.css. They hold no

@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"crypto/rand"
 	"crypto/subtle"
 	"net"
 	"net/http"
@@ -16,6 +17,16 @@ import (
 //     the CLI) or a session cookie (HttpOnly, SameSite=Strict, obtained
 //     once through a one-time login URL), except the login URL itself, the
 //     OAuth callback (protected by its state) and the static assets;
+//   - the session cookie is scoped to a secret path prefix, /s/<random>/,
+//     new at every daemon start, and accepted only there: browsers do not
+//     isolate cookies by port, so a cookie with Path=/ would also go to
+//     every other web server on 127.0.0.1 the person visits, which could
+//     replay it (with our Origin: it can forge any header). With the
+//     prefix, the browser sends it only to URLs under the prefix, which
+//     another server cannot make the browser visit without knowing it. The
+//     prefix appears only in the answer to a login URL (and in the URLs
+//     below it); the page uses relative URLs, and no-referrer keeps it out
+//     of Referer headers. Bearer requests use /api/ at the root;
 //   - the Host header must name the daemon by a loopback address, so a DNS
 //     rebinding page (evil.example resolving to 127.0.0.1) gets 403 even
 //     though its requests reach the socket;
@@ -32,6 +43,10 @@ const ContentSecurityPolicy = "default-src 'none'; script-src 'self'; style-src 
 
 // CookieName is the settings page's session cookie.
 const CookieName = "remotemcp_session"
+
+// newPagePrefix returns a fresh secret path prefix for the settings page,
+// "/s/<130 random bits>/".
+func newPagePrefix() string { return "/s/" + rand.Text() + "/" }
 
 // authKind says how a request authenticated.
 type authKind int
@@ -101,10 +116,10 @@ func (s *Server) guard(next http.Handler) http.Handler {
 	})
 }
 
-// authenticate checks the bearer token or the session cookie. A request
-// with an Authorization header is judged by it alone: a wrong token is
-// not rescued by a cookie.
-func (s *Server) authenticate(r *http.Request) authKind {
+// authenticate checks the bearer token, or (when cookieOK: under the
+// page prefix) the session cookie. A request with an Authorization header
+// is judged by it alone: a wrong token is not rescued by a cookie.
+func (s *Server) authenticate(r *http.Request, cookieOK bool) authKind {
 	if h := r.Header.Get("Authorization"); h != "" {
 		scheme, tok, ok := strings.Cut(h, " ")
 		if ok && strings.EqualFold(scheme, "Bearer") && s.token != "" &&
@@ -113,16 +128,20 @@ func (s *Server) authenticate(r *http.Request) authKind {
 		}
 		return authNone
 	}
+	if !cookieOK {
+		return authNone
+	}
 	if c, err := r.Cookie(CookieName); err == nil && s.sessions.valid(c.Value) {
 		return authCookie
 	}
 	return authNone
 }
 
-// requireAuth wraps a route that needs the token or a session.
-func (s *Server) requireAuth(next http.Handler) http.Handler {
+// requireAuth wraps a route that needs the token or, when cookieOK (the
+// routes under the page prefix), a session.
+func (s *Server) requireAuth(next http.Handler, cookieOK bool) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		kind := s.authenticate(r)
+		kind := s.authenticate(r, cookieOK)
 		if kind == authNone {
 			s.deny(w, r, http.StatusUnauthorized, CodeUnauthorized,
 				"not logged in: open the login URL that `remotemcp serve` printed (or ask the CLI for a new one), or send the API token from daemon.json as Authorization: Bearer")
@@ -148,7 +167,7 @@ func (s *Server) requireAuth(next http.Handler) http.Handler {
 
 // deny answers a refused request: JSON for the API, a small page otherwise.
 func (s *Server) deny(w http.ResponseWriter, r *http.Request, status int, code, msg string) {
-	if strings.HasPrefix(r.URL.Path, "/api/") || r.Header.Get("Authorization") != "" {
+	if strings.HasPrefix(r.URL.Path, "/api/") || strings.HasPrefix(r.URL.Path, s.prefix+"api/") || r.Header.Get("Authorization") != "" {
 		s.writeError(w, &APIError{Status: status, Code: code, Message: msg})
 		return
 	}

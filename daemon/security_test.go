@@ -3,9 +3,12 @@ package daemon
 import (
 	"errors"
 	"net/http"
+	"net/http/cookiejar"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -28,6 +31,7 @@ func handlerServer(t *testing.T) (*Server, http.Handler) {
 	hs.baseURL = "http://127.0.0.1:7717"
 	hs.token = "handler-test-token-" + strconv.FormatInt(time.Now().UnixNano(), 36)
 	secrets.add("API token", hs.token)
+	addPrefixSecret(hs)
 	return hs, recorded.wrap(hs.handler())
 }
 
@@ -69,12 +73,12 @@ func TestHostHeaderChecked(t *testing.T) {
 		{"localhost.evil.example:7717", http.StatusForbidden},
 		{"", http.StatusForbidden},
 	} {
-		for _, path := range []string{"/api/health", "/", "/login?token=x", "/mcp-oauth?code=a&state=b", "/static/app.js"} {
+		for _, path := range []string{"/api/health", hs.prefix, hs.prefix + "api/health", "/", "/login?token=x", "/mcp-oauth?code=a&state=b", "/static/app.js"} {
 			w := serveReq(h, http.MethodGet, path, c.host, auth, "")
 			want := c.want
 			if want == http.StatusOK {
 				switch path {
-				case "/login?token=x":
+				case "/", "/login?token=x":
 					want = http.StatusUnauthorized
 				case "/mcp-oauth?code=a&state=b":
 					want = http.StatusBadRequest
@@ -102,7 +106,11 @@ func TestHostHeaderChecked(t *testing.T) {
 func TestTokenRequired(t *testing.T) {
 	hs, h := handlerServer(t)
 	host := "127.0.0.1:7717"
-	for _, path := range []string{"/", "/api/health", "/api/servers", "/api/events", "/api/grants", "/api/cards", "/api/tools", "/api/nonexistent"} {
+	var paths []string
+	for _, p := range []string{"api/health", "api/servers", "api/events", "api/grants", "api/cards", "api/tools", "api/nonexistent"} {
+		paths = append(paths, "/"+p, hs.prefix+p)
+	}
+	for _, path := range append(paths, "/", hs.prefix) {
 		for name, hdr := range map[string]map[string]string{
 			"no token":        nil,
 			"wrong bearer":    {"Authorization": "Bearer not-the-token"},
@@ -124,19 +132,23 @@ func TestTokenRequired(t *testing.T) {
 	// A wrong Authorization header is not rescued by a valid cookie.
 	sess, _ := hs.sessions.redeem(mustLoginToken(hs))
 	secrets.add(sessionSecret, sess)
-	w := serveReq(h, http.MethodGet, "/api/health", host, map[string]string{"Authorization": "Bearer wrong", "Cookie": CookieName + "=" + sess}, "")
+	w := serveReq(h, http.MethodGet, hs.prefix+"api/health", host, map[string]string{"Authorization": "Bearer wrong", "Cookie": CookieName + "=" + sess}, "")
 	if w.Code != http.StatusUnauthorized {
 		t.Errorf("wrong bearer + good cookie: %d", w.Code)
 	}
-	if w := serveReq(h, http.MethodGet, "/api/health", host, map[string]string{"Cookie": CookieName + "=" + sess}, ""); w.Code != http.StatusOK {
+	if w := serveReq(h, http.MethodGet, hs.prefix+"api/health", host, map[string]string{"Cookie": CookieName + "=" + sess}, ""); w.Code != http.StatusOK {
 		t.Errorf("good cookie: %d %s", w.Code, w.Body)
 	}
 	// The page answers 401 with a page, the API with JSON.
-	if w := serveReq(h, http.MethodGet, "/", host, nil, ""); !strings.Contains(w.Header().Get("Content-Type"), "text/html") {
-		t.Errorf("401 page content type %q", w.Header().Get("Content-Type"))
+	for _, path := range []string{"/", hs.prefix} {
+		if w := serveReq(h, http.MethodGet, path, host, nil, ""); !strings.Contains(w.Header().Get("Content-Type"), "text/html") {
+			t.Errorf("401 page at %s: content type %q", path, w.Header().Get("Content-Type"))
+		}
 	}
-	if w := serveReq(h, http.MethodGet, "/api/servers", host, nil, ""); !strings.Contains(w.Body.String(), `"code":"unauthorized"`) {
-		t.Errorf("401 API body %s", w.Body)
+	for _, path := range []string{"/api/servers", hs.prefix + "api/servers"} {
+		if w := serveReq(h, http.MethodGet, path, host, nil, ""); !strings.Contains(w.Body.String(), `"code":"unauthorized"`) {
+			t.Errorf("401 API body at %s: %s", path, w.Body)
+		}
 	}
 }
 
@@ -156,34 +168,40 @@ func TestOriginChecked(t *testing.T) {
 	cookie := CookieName + "=" + sess
 	bearer := "Bearer " + hs.token
 	body := `{"origin":"https://example.com"}`
+	// want is the answer under the page prefix; root the answer at /api/…,
+	// where the cookie is no credential at all (401 unless the Host/Origin
+	// guard refuses first).
 	for _, c := range []struct {
-		name   string
-		method string
-		hdr    map[string]string
-		want   int
+		name       string
+		method     string
+		hdr        map[string]string
+		want, root int
 	}{
-		{"cookie, own origin", "POST", map[string]string{"Cookie": cookie, "Origin": "http://127.0.0.1:7717"}, http.StatusOK},
-		{"cookie, own origin as localhost", "POST", map[string]string{"Cookie": cookie, "Origin": "http://localhost:7717"}, http.StatusForbidden},
-		{"cookie, no origin", "POST", map[string]string{"Cookie": cookie}, http.StatusForbidden},
-		{"cookie, foreign origin", "POST", map[string]string{"Cookie": cookie, "Origin": "https://evil.example"}, http.StatusForbidden},
-		{"cookie, null origin", "POST", map[string]string{"Cookie": cookie, "Origin": "null"}, http.StatusForbidden},
-		{"cookie, other local port", "POST", map[string]string{"Cookie": cookie, "Origin": "http://127.0.0.1:8080"}, http.StatusForbidden},
-		{"cookie, own origin, cross-site fetch", "POST", map[string]string{"Cookie": cookie, "Origin": "http://127.0.0.1:7717", "Sec-Fetch-Site": "cross-site"}, http.StatusForbidden},
-		{"cookie GET, cross-site fetch", "GET", map[string]string{"Cookie": cookie, "Sec-Fetch-Site": "cross-site"}, http.StatusForbidden},
-		{"cookie GET, foreign origin", "GET", map[string]string{"Cookie": cookie, "Origin": "https://evil.example"}, http.StatusForbidden},
-		{"bearer, no origin", "POST", map[string]string{"Authorization": bearer}, http.StatusOK},
-		{"bearer, foreign origin", "POST", map[string]string{"Authorization": bearer, "Origin": "https://evil.example"}, http.StatusForbidden},
-		{"no credentials, foreign origin", "POST", map[string]string{"Origin": "https://evil.example"}, http.StatusForbidden},
-		{"no credentials, own origin", "POST", map[string]string{"Origin": "http://127.0.0.1:7717"}, http.StatusUnauthorized},
+		{"cookie, own origin", "POST", map[string]string{"Cookie": cookie, "Origin": "http://127.0.0.1:7717"}, http.StatusOK, http.StatusUnauthorized},
+		{"cookie, own origin as localhost", "POST", map[string]string{"Cookie": cookie, "Origin": "http://localhost:7717"}, http.StatusForbidden, http.StatusForbidden},
+		{"cookie, no origin", "POST", map[string]string{"Cookie": cookie}, http.StatusForbidden, http.StatusUnauthorized},
+		{"cookie, foreign origin", "POST", map[string]string{"Cookie": cookie, "Origin": "https://evil.example"}, http.StatusForbidden, http.StatusForbidden},
+		{"cookie, null origin", "POST", map[string]string{"Cookie": cookie, "Origin": "null"}, http.StatusForbidden, http.StatusForbidden},
+		{"cookie, other local port", "POST", map[string]string{"Cookie": cookie, "Origin": "http://127.0.0.1:8080"}, http.StatusForbidden, http.StatusForbidden},
+		{"cookie, own origin, cross-site fetch", "POST", map[string]string{"Cookie": cookie, "Origin": "http://127.0.0.1:7717", "Sec-Fetch-Site": "cross-site"}, http.StatusForbidden, http.StatusUnauthorized},
+		{"cookie GET", "GET", map[string]string{"Cookie": cookie}, http.StatusOK, http.StatusUnauthorized},
+		{"cookie GET, cross-site fetch", "GET", map[string]string{"Cookie": cookie, "Sec-Fetch-Site": "cross-site"}, http.StatusForbidden, http.StatusUnauthorized},
+		{"cookie GET, foreign origin", "GET", map[string]string{"Cookie": cookie, "Origin": "https://evil.example"}, http.StatusForbidden, http.StatusForbidden},
+		{"bearer, no origin", "POST", map[string]string{"Authorization": bearer}, http.StatusOK, http.StatusOK},
+		{"bearer, foreign origin", "POST", map[string]string{"Authorization": bearer, "Origin": "https://evil.example"}, http.StatusForbidden, http.StatusForbidden},
+		{"no credentials, foreign origin", "POST", map[string]string{"Origin": "https://evil.example"}, http.StatusForbidden, http.StatusForbidden},
+		{"no credentials, own origin", "POST", map[string]string{"Origin": "http://127.0.0.1:7717"}, http.StatusUnauthorized, http.StatusUnauthorized},
 	} {
-		path := "/api/pending/dismiss"
+		path := "api/pending/dismiss"
 		b := body
 		if c.method == "GET" {
-			path, b = "/api/grants", ""
+			path, b = "api/grants", ""
 		}
-		w := serveReq(h, c.method, path, host, c.hdr, b)
-		if w.Code != c.want {
+		if w := serveReq(h, c.method, hs.prefix+path, host, c.hdr, b); w.Code != c.want {
 			t.Errorf("%s: %d, want %d (%s)", c.name, w.Code, c.want, w.Body)
+		}
+		if w := serveReq(h, c.method, "/"+path, host, c.hdr, b); w.Code != c.root {
+			t.Errorf("%s, outside the prefix: %d, want %d (%s)", c.name, w.Code, c.root, w.Body)
 		}
 	}
 	// A preflight gets no CORS answer.
@@ -193,7 +211,7 @@ func TestOriginChecked(t *testing.T) {
 	}
 	// A form post (what a cross-site form could send) is refused even with
 	// our Origin and the cookie: the body must be JSON.
-	r := httptest.NewRequest(http.MethodPost, "/api/grants", strings.NewReader("origin=https://evil.example"))
+	r := httptest.NewRequest(http.MethodPost, hs.prefix+"api/grants", strings.NewReader("origin=https://evil.example"))
 	r.Host = host
 	r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	r.Header.Set("Cookie", cookie)
@@ -215,7 +233,7 @@ func TestLoginURL(t *testing.T) {
 	tok := strings.TrimPrefix(u, s.srv.URL()+"/login?token=")
 	secrets.add(loginSecret, tok)
 	r := rc.do(t, http.MethodGet, u, nil, nil)
-	if r.status != http.StatusOK || !strings.Contains(r.body, `http-equiv="refresh"`) {
+	if r.status != http.StatusOK || !strings.Contains(r.body, `http-equiv="refresh" content="0; url=`+s.srv.prefix+`"`) {
 		t.Fatalf("login: %d %s", r.status, r.body)
 	}
 	cookies := (&http.Response{Header: r.header}).Cookies()
@@ -224,17 +242,17 @@ func TestLoginURL(t *testing.T) {
 	}
 	c := cookies[0]
 	secrets.add(sessionSecret, c.Value)
-	if c.Name != CookieName || !c.HttpOnly || c.SameSite != http.SameSiteStrictMode || c.Path != "/" || c.Value == s.srv.token || c.Value == tok {
+	if c.Name != CookieName || !c.HttpOnly || c.SameSite != http.SameSiteStrictMode || c.Path != s.srv.prefix || c.Value == s.srv.token || c.Value == tok {
 		t.Fatalf("cookie %+v", c)
 	}
 	sc := r.header.Get("Set-Cookie")
-	for _, attr := range []string{"HttpOnly", "SameSite=Strict", "Path=/"} {
+	for _, attr := range []string{"HttpOnly", "SameSite=Strict", "Path=" + s.srv.prefix + ";"} {
 		if !strings.Contains(sc, attr) {
 			t.Errorf("Set-Cookie %q lacks %s", sc, attr)
 		}
 	}
 	// The session works, and reads the page.
-	page := rc.do(t, http.MethodGet, s.srv.URL()+"/", nil, map[string]string{"Cookie": CookieName + "=" + c.Value})
+	page := rc.do(t, http.MethodGet, s.page(), nil, map[string]string{"Cookie": CookieName + "=" + c.Value})
 	if page.status != http.StatusOK || !strings.Contains(page.body, "/static/app.js") {
 		t.Fatalf("page: %d", page.status)
 	}
@@ -266,9 +284,15 @@ func TestLoginURL(t *testing.T) {
 	if r := rc.do(t, http.MethodGet, lu.URL, nil, nil); r.status != http.StatusOK {
 		t.Fatalf("CLI login URL: %d", r.status)
 	}
-	// Logout ends the session.
-	rc.do(t, http.MethodPost, s.srv.URL()+"/api/logout", nil, map[string]string{"Cookie": CookieName + "=" + c.Value, "Origin": s.srv.URL()})
-	if r := rc.do(t, http.MethodGet, s.srv.URL()+"/api/health", nil, map[string]string{"Cookie": CookieName + "=" + c.Value}); r.status != http.StatusUnauthorized {
+	// Logout ends the session, and clears the cookie of the prefix.
+	if health := rc.do(t, http.MethodGet, s.page()+"api/health", nil, map[string]string{"Cookie": CookieName + "=" + c.Value}); health.status != http.StatusOK {
+		t.Fatalf("before logout: %d", health.status)
+	}
+	out := rc.do(t, http.MethodPost, s.page()+"api/logout", nil, map[string]string{"Cookie": CookieName + "=" + c.Value, "Origin": s.srv.URL()})
+	if out.status != http.StatusNoContent || !strings.Contains(out.header.Get("Set-Cookie"), "Path="+s.srv.prefix+";") {
+		t.Fatalf("logout: %d %v", out.status, out.header)
+	}
+	if r := rc.do(t, http.MethodGet, s.page()+"api/health", nil, map[string]string{"Cookie": CookieName + "=" + c.Value}); r.status != http.StatusUnauthorized {
 		t.Fatalf("after logout: %d", r.status)
 	}
 }
@@ -283,7 +307,9 @@ func TestSecurityHeaders(t *testing.T) {
 		method, path string
 		hdr          map[string]string
 	}{
-		{"GET", "/", auth}, {"GET", "/", nil}, {"GET", "/static/app.js", nil}, {"GET", "/static/style.css", nil},
+		{"GET", hs.prefix, auth}, {"GET", hs.prefix, nil}, {"GET", "/", auth}, {"GET", "/", nil}, {"GET", hs.prefix + "api/health", auth},
+		{"GET", hs.prefix + "api/nope", nil}, {"GET", strings.TrimSuffix(hs.prefix, "/"), nil}, {"GET", "/s/nope/", nil},
+		{"GET", "/static/app.js", nil}, {"GET", "/static/style.css", nil},
 		{"GET", "/static/nope.js", nil}, {"GET", "/static/index.html", nil}, {"GET", "/login?token=bad", nil},
 		{"GET", "/mcp-oauth?code=x&state=y", nil}, {"GET", "/mcp-oauth", nil}, {"GET", "/api/health", auth},
 		{"GET", "/api/nope", auth}, {"GET", "/nope", auth}, {"POST", "/", auth}, {"DELETE", "/api/servers/nope", auth},
@@ -299,7 +325,7 @@ func TestSecurityHeaders(t *testing.T) {
 		}
 	}
 	// The settings page only loads same-origin script and style.
-	w := serveReq(h, http.MethodGet, "/", host, auth, "")
+	w := serveReq(h, http.MethodGet, hs.prefix, host, auth, "")
 	if w.Code != http.StatusOK || strings.Contains(w.Body.String(), "style=") || strings.Contains(w.Body.String(), "<script>") {
 		t.Fatalf("page %d has inline style or script", w.Code)
 	}
@@ -423,7 +449,7 @@ func TestRealListenerChecks(t *testing.T) {
 		{"bearer, foreign Origin", map[string]string{"Authorization": "Bearer " + s.srv.token, "Origin": "https://evil.example"}, http.StatusForbidden},
 		{"cookie, own Origin", map[string]string{"Cookie": cookie, "Origin": u}, http.StatusOK},
 	} {
-		r := rc.do(t, http.MethodPost, u+"/api/grants", body, c.hdr)
+		r := rc.do(t, http.MethodPost, s.page()+"api/grants", body, c.hdr)
 		if r.status != c.want {
 			t.Errorf("%s: %d, want %d: %s", c.name, r.status, c.want, r.body)
 		}
@@ -439,5 +465,92 @@ func TestRealListenerChecks(t *testing.T) {
 	g, _ := s.c.Grants(ctxT(t))
 	if len(g.Grants) != 1 || g.Grants[0].By != "user: settings page" {
 		t.Fatalf("only the page's own request may grant: %+v", g)
+	}
+}
+
+// Browsers do not isolate cookies by port, so the session cookie is
+// scoped to the page's secret prefix, and only accepted there: a cookie
+// presented anywhere else — as another local web server that received it
+// would replay it, with our Origin — is no credential. The bearer token
+// (the CLI) keeps working at /api/….
+func TestSessionCookieOnlyUnderPrefix(t *testing.T) {
+	s := newStack(t, stackOpts{})
+	ctx := ctxT(t)
+	rc := newRawClient(t)
+	sess := s.login(t, rc)
+	u := s.srv.URL()
+	cookie := map[string]string{"Cookie": CookieName + "=" + sess, "Origin": u}
+	grant := map[string]string{"origin": "https://replayed.example"}
+	for _, c := range []struct {
+		method, path string
+		body         any
+	}{
+		{http.MethodGet, "/api/health", nil},
+		{http.MethodGet, "/api/servers", nil},
+		{http.MethodGet, "/api/events", nil},
+		{http.MethodGet, "/api/cards", nil},
+		{http.MethodPost, "/api/grants", grant},
+		{http.MethodPost, "/api/login-url", nil},
+		{http.MethodGet, "/", nil},
+	} {
+		r := rc.do(t, c.method, u+c.path, c.body, cookie)
+		if r.status != http.StatusUnauthorized {
+			t.Errorf("cookie at %s %s: %d, want 401: %s", c.method, c.path, r.status, r.body)
+		}
+	}
+	if g, err := s.c.Grants(ctx); err != nil || len(g.Grants) != 0 {
+		t.Fatalf("a cookie outside the prefix granted: %+v %v", g, err)
+	}
+	// A made-up prefix is nothing at all.
+	if r := rc.do(t, http.MethodGet, u+"/s/"+strings.Repeat("A", 26)+"/api/health", nil, cookie); r.status != http.StatusNotFound {
+		t.Errorf("cookie under another prefix: %d", r.status)
+	}
+	// Under the prefix, the same cookie works.
+	if r := rc.do(t, http.MethodGet, s.page()+"api/health", nil, cookie); r.status != http.StatusOK {
+		t.Fatalf("cookie under the prefix: %d %s", r.status, r.body)
+	}
+	if r := rc.do(t, http.MethodPost, s.page()+"api/grants", grant, cookie); r.status != http.StatusOK {
+		t.Fatalf("cookie under the prefix, POST: %d %s", r.status, r.body)
+	}
+	// The token works at both.
+	if h, err := s.c.Health(ctx); err != nil || !h.OK {
+		t.Fatalf("bearer at /api/health: %+v %v", h, err)
+	}
+	if r := rc.do(t, http.MethodGet, s.page()+"api/health", nil, s.bearer()); r.status != http.StatusOK {
+		t.Fatalf("bearer under the prefix: %d", r.status)
+	}
+
+	// A cookie jar that follows RFC 6265 as browsers do sends the cookie
+	// only below the prefix: not to the root, not to /api/ — of this
+	// daemon or of another server on 127.0.0.1.
+	jar, err := cookiejar.New(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lu := s.srv.LoginURL()
+	secrets.add(loginSecret, strings.TrimPrefix(lu, u+"/login?token="))
+	r := rc.do(t, http.MethodGet, lu, nil, nil)
+	pu, _ := url.Parse(lu)
+	cs := (&http.Response{Header: r.header}).Cookies()
+	for _, c := range cs {
+		secrets.add(sessionSecret, c.Value)
+	}
+	jar.SetCookies(pu, cs)
+	for _, to := range []string{u + "/", u + "/api/health", u + "/static/app.js", "http://127.0.0.1:1/", "http://127.0.0.1:1/api/health"} {
+		tu, _ := url.Parse(to)
+		if got := jar.Cookies(tu); len(got) != 0 {
+			t.Errorf("the session cookie would be sent to %s", to)
+		}
+	}
+	if pu, _ := url.Parse(s.page() + "api/health"); len(jar.Cookies(pu)) != 1 {
+		t.Errorf("the session cookie would not be sent to the page's API")
+	}
+
+	// The prefix is 130 random bits, new for every daemon.
+	if !regexp.MustCompile(`^/s/[A-Z2-7]{26}/$`).MatchString(s.srv.prefix) {
+		t.Fatalf("prefix %q", s.srv.prefix)
+	}
+	if newPagePrefix() == newPagePrefix() {
+		t.Fatal("the prefix is not random")
 	}
 }

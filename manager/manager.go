@@ -273,13 +273,29 @@ func (m *Manager) entry(id string) *entry {
 
 func (m *Manager) lookup(id string) (*entry, error) {
 	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		return nil, ErrClosed
+	}
+	e := m.entries[id]
+	m.mu.Unlock()
+	if e != nil {
+		return e, nil
+	}
+	// Perhaps just added and not reconciled yet (the change feed of
+	// another process is polled): ask the store before saying no.
+	cfg, err := m.o.Store.GetServer(m.ctx, id)
+	if err != nil && !errors.Is(err, store.ErrSealOpen) {
+		return nil, fmt.Errorf("%w %q (see \"remotemcp servers list\")", ErrUnknownServer, id)
+	}
+	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.closed {
 		return nil, ErrClosed
 	}
-	e := m.entries[id]
-	if e == nil {
-		return nil, fmt.Errorf("%w %q (see \"remotemcp servers list\")", ErrUnknownServer, id)
+	if e = m.entries[id]; e == nil {
+		e = &entry{id: id, cfg: cfg, state: StateDisconnected}
+		m.entries[id] = e
 	}
 	return e, nil
 }

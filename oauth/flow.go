@@ -167,6 +167,7 @@ type flowParams struct {
 func (a *Authenticator) runFlow(ctx context.Context, p flowParams) (*grant, *client, error) {
 	id := p.srv.ID
 	for attempt := 0; ; attempt++ {
+		markStep(ctx, StepRegistration)
 		cl, err := a.resolveClient(ctx, p.srv, p.binding, p.asm, true)
 		if err != nil {
 			return nil, nil, stepErr(StepRegistration, id, err)
@@ -194,6 +195,7 @@ func (a *Authenticator) runFlow(ctx context.Context, p flowParams) (*grant, *cli
 			"server", id, "issuer", p.asm.Issuer, "authorization_endpoint", redactURL(p.asm.AuthorizationEndpoint),
 			"scopes", p.scopes)
 
+		markStep(ctx, StepAuthorization)
 		res, err := p.browser(ctx, authURL)
 		if err != nil {
 			return nil, nil, stepErr(StepAuthorization, id, err)
@@ -202,6 +204,7 @@ func (a *Authenticator) runFlow(ctx context.Context, p flowParams) (*grant, *cli
 			return nil, nil, stepErr(StepAuthorization, id, err)
 		}
 
+		markStep(ctx, StepToken)
 		xctx := hostperm.WithPurpose(context.WithValue(ctx, oauth2.HTTPClient, a.hc), hostperm.PurposeToken, id)
 		xctx, cancel := context.WithTimeout(xctx, requestTimeout)
 		tok, err := cfg.Exchange(xctx,

@@ -35,7 +35,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 	"golang.org/x/oauth2"
-	"golang.org/x/sync/singleflight"
 
 	"github.com/remotemcp/remotemcp/config"
 	"github.com/remotemcp/remotemcp/hostperm"
@@ -105,8 +104,9 @@ type Authenticator struct {
 
 	// flights makes concurrent 401s (or 403s) of one server share one
 	// refresh or authorization (in-process half of the single flight; the
-	// Locker is the cross-process half).
-	flights singleflight.Group
+	// Locker is the cross-process half). A flight does not end because
+	// the caller that started it gives up (flightGroup).
+	flights flightGroup
 
 	mu      sync.Mutex
 	stepUps map[string][]time.Time // server id → recent step-up authorizations
@@ -295,7 +295,7 @@ func (h *handler) reauthorize(ctx context.Context, req *http.Request, ch challen
 	if h.newerToken(sent) {
 		return nil
 	}
-	v, err, _ := h.a.flights.Do(h.flightKey("reauth"), func() (any, error) {
+	v, at, err := h.a.flights.do(ctx, h.flightKey("reauth"), func(ctx context.Context) (any, error) {
 		// Checked again inside the flight: a flight that just ended may
 		// have produced the token this request needs.
 		if h.newerToken(sent) {
@@ -316,7 +316,7 @@ func (h *handler) reauthorize(ctx context.Context, req *http.Request, ch challen
 		return out.binding, nil
 	})
 	if err != nil {
-		return err
+		return gaveUp(err, at, h.srv.ID)
 	}
 	h.setBinding(v.(config.Binding))
 	return nil
@@ -346,7 +346,7 @@ func (h *handler) stepUp(ctx context.Context, ch challenge) error {
 					ErrForbidden, strings.Join(demanded, " "))}
 		}
 	}
-	v, err, _ := h.a.flights.Do(h.flightKey("stepup", demanded...), func() (any, error) {
+	v, at, err := h.a.flights.do(ctx, h.flightKey("stepup", demanded...), func(ctx context.Context) (any, error) {
 		if !h.a.takeStepUp(id) {
 			return nil, &Error{Step: StepScope, ServerID: id,
 				Err: fmt.Errorf("%w: the server still demands more scopes (%q) after %d step-up authorizations in the last %s",
@@ -360,10 +360,20 @@ func (h *handler) stepUp(ctx context.Context, ch challenge) error {
 		return out.binding, nil
 	})
 	if err != nil {
-		return err
+		return gaveUp(err, at, h.srv.ID)
 	}
 	h.setBinding(v.(config.Binding))
 	return nil
+}
+
+// gaveUp attributes the error of a caller that stopped waiting for a
+// flight to the step the flight was at (the manager reports a timeout
+// with its OAuth step).
+func gaveUp(err error, at Step, serverID string) error {
+	if at == "" {
+		return err
+	}
+	return stepErr(at, serverID, err)
 }
 
 func isSubset(sub, super []string) bool {
@@ -470,6 +480,7 @@ func (a *Authenticator) authorize(ctx context.Context, r authzRequest) (*outcome
 	}
 	prm := r.prm
 	if prm == nil {
+		markStep(ctx, StepDiscoveryPRM)
 		var err error
 		if prm, err = a.discoverPRM(ctx, id, srv.URL, r.canonical, r.ch.resourceMetadata); err != nil {
 			return nil, err
@@ -479,6 +490,7 @@ func (a *Authenticator) authorize(ctx context.Context, r authzRequest) (*outcome
 	if err != nil {
 		return nil, stepErr(StepDiscoveryPRM, id, err)
 	}
+	markStep(ctx, StepDiscoveryAS)
 	asm, err := a.discoverAS(ctx, id, issuer)
 	if err != nil {
 		return nil, err
@@ -500,6 +512,7 @@ func (a *Authenticator) authorize(ctx context.Context, r authzRequest) (*outcome
 		reason = fmt.Sprintf("the server now names the authorization server %s (it was %s), and tokens are never carried from one to the other", b.Issuer, old.Issuer)
 	}
 	if r.mode == modeReauth {
+		markStep(ctx, StepRefresh)
 		g, cl, err := a.tryRefresh(ctx, srv, b, prm, asm)
 		switch {
 		case err == nil:
@@ -537,10 +550,20 @@ func (a *Authenticator) authorize(ctx context.Context, r authzRequest) (*outcome
 		}
 		return nil, err
 	}
-	if err := a.persist(pctx, id, b, cl.ID, g, false); err != nil {
-		return nil, stepErr(StepToken, id, err)
+	// Under the server's lock: a refresh in flight (holding a refresh
+	// token that may be refused) finishes before the new grant is stored,
+	// and a logout cannot interleave.
+	markStep(ctx, StepToken)
+	unlock, err := a.lockServer(pctx, id)
+	if err != nil {
+		return nil, stepErr(StepToken, id, fmt.Errorf("taking the server's OAuth lock: %w", err))
 	}
-	if err := a.rebind(pctx, srv, b); err != nil {
+	err = a.persist(pctx, id, b, cl.ID, g, false)
+	if err == nil {
+		err = a.rebind(pctx, srv, b)
+	}
+	unlock()
+	if err != nil {
 		return nil, stepErr(StepToken, id, err)
 	}
 	a.log.Info("oauth: authorized", "server", id, "issuer", b.Issuer, "scopes", g.Scopes, "refresh_token", g.RefreshToken != "")
@@ -740,8 +763,16 @@ func (a *Authenticator) endProbeSession(ctx context.Context, mcpURL, sid string)
 // Logout forgets everything OAuth knows about a server: access tokens in
 // memory, and the refresh tokens and registrations of every binding. The
 // config (and its binding) is left as it is; the next request needs a new
-// login.
+// login. It waits for a refresh or login of the server that is saving its
+// tokens.
 func (a *Authenticator) Logout(ctx context.Context, serverID string) error {
+	// Under the server's lock, so that a refresh in flight cannot write
+	// its tokens back after we have forgotten them.
+	unlock, err := a.lockServer(ctx, serverID)
+	if err != nil {
+		return fmt.Errorf("oauth: logout %s: taking the server's OAuth lock: %w", serverID, err)
+	}
+	defer unlock()
 	a.mem.DeleteServer(serverID)
 	a.resetStepUps(serverID)
 	var keys []store.SecretKey

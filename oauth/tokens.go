@@ -110,6 +110,17 @@ func (a *Authenticator) dropRefresh(ctx context.Context, serverID string, b conf
 	return a.store.DeleteSecret(ctx, secretKey(serverID, store.PurposeRefreshToken, b))
 }
 
+// dropRefreshIf forgets the binding's stored refresh token if it is still
+// the one a refresh was refused for; a newer one (stored by a login
+// meanwhile) is kept. The caller holds the refresh lock.
+func (a *Authenticator) dropRefreshIf(ctx context.Context, serverID string, b config.Binding, refused string) {
+	cur, err := a.loadRefresh(ctx, serverID, b)
+	if err != nil || cur == nil || cur.RefreshToken != refused {
+		return
+	}
+	_ = a.dropRefresh(ctx, serverID, b)
+}
+
 // grant is a successful token response, normalized.
 type grant struct {
 	AccessToken  string
@@ -140,6 +151,15 @@ func (a *Authenticator) persist(ctx context.Context, serverID string, b config.B
 	return nil
 }
 
+// lockServer takes the server's OAuth lock, shared by every process on the
+// data directory. Whoever changes the server's stored tokens holds it: a
+// refresh (which spends the refresh token and saves its successor), a
+// login (saving a new grant) and a logout (forgetting everything), so that
+// none of them undoes another's work.
+func (a *Authenticator) lockServer(ctx context.Context, serverID string) (func(), error) {
+	return a.locker.Lock(ctx, "oauth-"+serverID)
+}
+
 // errNoRefreshToken: nothing to refresh with.
 var errNoRefreshToken = errors.New("no refresh token is stored for this server")
 
@@ -149,7 +169,7 @@ var errNoRefreshToken = errors.New("no refresh token is stored for this server")
 // taken the refresh token is read again from the store: another process may
 // have rotated it while we waited, and the old one would be refused.
 func (a *Authenticator) refresh(ctx context.Context, srv config.Server, b config.Binding, resource string, tokenURL string, cl *client) (*grant, error) {
-	unlock, err := a.locker.Lock(ctx, "oauth-"+srv.ID)
+	unlock, err := a.lockServer(ctx, srv.ID)
 	if err != nil {
 		return nil, fmt.Errorf("taking the refresh lock: %w", err)
 	}
@@ -175,21 +195,27 @@ func (a *Authenticator) refresh(ctx context.Context, srv config.Server, b config
 	if resource != "" {
 		form.Set("resource", resource)
 	}
-	g, err := a.tokenRequest(hostperm.WithPurpose(ctx, hostperm.PurposeToken, srv.ID), tokenURL, cl, form, rec.Scopes)
+	// From the moment the request is sent, the server may rotate the
+	// refresh token: the old one is dead, and the answer carries the only
+	// copy of the new one. So the request, and saving its answer, go on
+	// even if our caller gives up meanwhile (the context keeps its values:
+	// the host permission purpose).
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), requestTimeout)
+	defer cancel()
+	g, err := a.tokenRequest(hostperm.WithPurpose(rctx, hostperm.PurposeToken, srv.ID), tokenURL, cl, form, rec.Scopes)
 	if err != nil {
 		var te *TokenError
 		if errors.As(err, &te) && (te.Code == "invalid_grant" || te.Code == "invalid_client" || te.Code == "unauthorized_client") {
 			// The refresh token (or its client) is dead; forget it so
-			// no one tries it again.
-			_ = a.dropRefresh(ctx, srv.ID, b)
+			// no one tries it again — but only that one: a login may
+			// have stored a fresh one meanwhile.
+			a.dropRefreshIf(context.WithoutCancel(ctx), srv.ID, b, rec.RefreshToken)
 		}
 		return nil, err
 	}
 	if len(g.Scopes) == 0 {
 		g.Scopes = rec.Scopes
 	}
-	// The old refresh token may be dead now (rotation): save the new one
-	// even if our caller has given up meanwhile.
 	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), requestTimeout)
 	defer cancel()
 	if err := a.persist(pctx, srv.ID, b, cl.ID, g, true); err != nil {

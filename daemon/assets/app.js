@@ -20,6 +20,9 @@
 
   // api calls the daemon's JSON API. The browser adds our Origin header
   // and the session cookie (same-origin); the daemon refuses anything else.
+  // Paths are relative ("api/…"): the page lives under the daemon's secret
+  // prefix (/s/…/), the only place the session cookie is sent to and
+  // accepted.
   async function api(method, path, body) {
     const opts = { method, credentials: "same-origin", headers: {} };
     if (body !== undefined) {
@@ -239,6 +242,11 @@
     return form;
   }
 
+  // buildField makes one field of a card. The field's name comes from the
+  // server and is kept out of the DOM's named properties: no name or id
+  // attribute (a control named "append" or "querySelectorAll" would shadow
+  // the form's own methods); collect() finds the control through its
+  // wrapper, which keeps the field.
   function buildField(f) {
     const wrap = el("div", { class: "field", "data-field": f.name });
     const label = el("label", { text: (f.title || f.name) + (f.required ? " *" : "") });
@@ -246,22 +254,22 @@
     let input;
     const def = f.default;
     if (f.type === "boolean") {
-      input = el("input", { type: "checkbox", name: f.name, checked: def === true });
+      input = el("input", { type: "checkbox", checked: def === true });
     } else if (f.type === "array") {
-      input = el("div", { class: "multi", "data-name": f.name });
+      input = el("div", { class: "multi" });
       (f.enum || []).forEach((v, i) => {
         input.append(el("label", { class: "check" },
           el("input", { type: "checkbox", value: v, checked: Array.isArray(def) && def.includes(v) }),
           " " + ((f.enumTitles && f.enumTitles[i]) || v)));
       });
     } else if (f.enum && f.enum.length) {
-      input = el("select", { name: f.name });
+      input = el("select");
       if (!f.required) input.append(el("option", { value: "", text: "" }));
       f.enum.forEach((v, i) => input.append(el("option", { value: v, text: (f.enumTitles && f.enumTitles[i]) || v, selected: def === v })));
     } else {
       const type = f.type === "number" || f.type === "integer" ? "number"
         : f.format === "email" ? "email" : f.format === "uri" ? "url" : f.format === "date" ? "date" : "text";
-      input = el("input", { type, name: f.name });
+      input = el("input", { type });
       if (f.type === "integer") input.step = "1";
       if (f.type === "number") input.step = "any";
       if (def !== undefined && def !== null) input.value = String(def);
@@ -277,7 +285,7 @@
   // collect reads the form; fields left empty are left out, so the
   // server's defaults apply.
   function collect(form) {
-    const content = {};
+    const content = Object.create(null); // a field may be named "__proto__"
     for (const wrap of $$(".field", form)) {
       const f = wrap._field;
       if (f.type === "boolean") {
@@ -300,7 +308,7 @@
     if (action === "accept") body.content = collect(form);
     $$("button", form).forEach((b) => (b.disabled = true));
     try {
-      await api("POST", `/api/cards/${encodeURIComponent(c.id)}/answer`, body);
+      await api("POST", `api/cards/${encodeURIComponent(c.id)}/answer`, body);
       state.answered.add(c.id);
       form.remove();
       notice(`Answered the question of ${c.server} (${action}).`);
@@ -327,7 +335,7 @@
     box.textContent = "Loading…";
     sec.hidden = false;
     try {
-      const cat = await api("GET", `/api/servers/${encodeURIComponent(id)}/catalog`);
+      const cat = await api("GET", `api/servers/${encodeURIComponent(id)}/catalog`);
       if (state.catalog !== id) return;
       renderCatalog(cat);
     } catch (err) {
@@ -364,7 +372,7 @@
   async function switchTool(server, tool, sw) {
     sw.disabled = true;
     try {
-      await api("POST", `/api/servers/${encodeURIComponent(server)}/tools`, { tool, enabled: sw.checked });
+      await api("POST", `api/servers/${encodeURIComponent(server)}/tools`, { tool, enabled: sw.checked });
       notice(`${tool} is now ${sw.checked ? "on" : "off"} for agents.`);
     } catch (err) {
       sw.checked = !sw.checked;
@@ -393,7 +401,7 @@
   // ---- actions ----
 
   async function serverAction(id, action) {
-    const path = `/api/servers/${encodeURIComponent(id)}`;
+    const path = `api/servers/${encodeURIComponent(id)}`;
     switch (action) {
       case "connect":
         notice(`Connecting ${id}…`);
@@ -449,14 +457,14 @@
   async function originAction(origin, action) {
     switch (action) {
       case "grant":
-        state.grants = await api("POST", "/api/grants", { origin });
+        state.grants = await api("POST", "api/grants", { origin });
         notice(`${origin} is allowed.`);
         break;
       case "dismiss":
-        state.grants = await api("POST", "/api/pending/dismiss", { origin });
+        state.grants = await api("POST", "api/pending/dismiss", { origin });
         break;
       case "revoke":
-        state.grants = await api("POST", "/api/grants/revoke", { origin });
+        state.grants = await api("POST", "api/grants/revoke", { origin });
         notice(`${origin} is no longer allowed.`);
         break;
     }
@@ -508,7 +516,7 @@
       if (scopes.length) body.scopes = scopes;
     }
     try {
-      const s = await api("POST", "/api/servers", body);
+      const s = await api("POST", "api/servers", body);
       notice(`Added ${s.id}; ${s.origin} is allowed.`);
       addForm.reset();
       syncAuthFields();
@@ -527,7 +535,7 @@
     const out = $("#import-result");
     out.textContent = "";
     try {
-      const res = await api("POST", "/api/servers/import", { config: importForm.elements.config.value });
+      const res = await api("POST", "api/servers/import", { config: importForm.elements.config.value });
       const ul = el("ul");
       for (const a of res.added) {
         ul.append(el("li", { class: "added", "data-import": "added", "data-id": a.id, text: `added ${a.id} (${a.url})${a.originGranted ? "" : " — allow " + a.origin + " to connect"}` }));
@@ -546,7 +554,7 @@
 
   function connectEvents() {
     const live = $("#live");
-    const es = new EventSource("/api/events");
+    const es = new EventSource("api/events");
     es.addEventListener("open", () => { live.dataset.state = "live"; live.textContent = "live"; });
     es.addEventListener("error", () => {
       live.dataset.state = "offline";
