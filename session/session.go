@@ -128,7 +128,7 @@ func Connect(ctx context.Context, o Options) (*Session, error) {
 		base = http.DefaultTransport
 	}
 	raw := newRawToolSink()
-	rt := &roundTripper{base: base, raw: raw, passAuthStatuses: o.OAuth != nil}
+	rt := &roundTripper{base: base, raw: raw, passAuthStatuses: o.OAuth != nil, serverID: o.Server.ID}
 	if o.Server.Auth.Kind == config.AuthBearer {
 		rt.bearer = o.Server.Auth.Token
 	}

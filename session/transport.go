@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/remotemcp/remotemcp/hostperm"
 )
 
 // roundTripper is the per-session HTTP layer under go-sdk's transport: it
@@ -24,9 +26,15 @@ type roundTripper struct {
 	// go-sdk would otherwise kill the connection with an untyped string.
 	passAuthStatuses bool
 	raw              *rawToolSink
+	// serverID labels every request for the host-permission guard, so a
+	// refusal names the server and purpose (R2.2).
+	serverID string
 }
 
 func (rt *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
+	if p, _ := hostperm.PurposeFrom(req.Context()); p == "" {
+		req = req.WithContext(hostperm.WithPurpose(req.Context(), hostperm.PurposeMCP, rt.serverID))
+	}
 	listsTools := false
 	if rt.raw != nil && req.Method == http.MethodPost && req.GetBody != nil {
 		if body, err := req.GetBody(); err == nil {
