@@ -94,6 +94,7 @@ func (s *Server) routes(page bool) http.Handler {
 
 	authed("GET /api/cards", s.handleCards)
 	authed("POST /api/cards/{id}/answer", s.handleAnswer)
+	authed("POST /api/cards/{id}/retry", s.handleRetry)
 
 	authed("GET /api/tools", s.handleTools)
 	authed("POST /api/call", s.handleCall)
@@ -959,6 +960,45 @@ func (s *Server) handleAnswer(w http.ResponseWriter, r *http.Request) {
 	}
 	s.hub.bump(topicCards)
 	w.WriteHeader(http.StatusNoContent)
+}
+
+// handleRetry serves POST /api/cards/{id}/retry (RetryRequest →
+// agent.ToolResult): the person confirms that re-sending the call of an
+// interrupted card is safe (R6.2: an answer that never reached the server
+// is never pretended to have); the call is then re-sent once through the
+// registry, and that confirmation is its approval. Without "confirmed":
+// true nothing is sent.
+func (s *Server) handleRetry(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	id := r.PathValue("id")
+	var req RetryRequest
+	if err := decodeJSON(w, r, maxBody, &req); err != nil {
+		s.writeError(w, err)
+		return
+	}
+	if !req.Confirmed {
+		s.writeError(w, &APIError{Status: http.StatusBadRequest, Code: CodeBadRequest, Field: "confirmed",
+			Message: "re-sending an interrupted call needs the person's confirmation that it is safe (confirmed: true)"})
+		return
+	}
+	if err := s.o.Cards.ConfirmRetry(ctx, id); err != nil {
+		s.writeError(w, err)
+		return
+	}
+	if err := s.ensureRegistry(ctx); err != nil {
+		s.writeError(w, err)
+		return
+	}
+	res, err := s.registry.Resend(WithApproval(ctx, agent.Allow()), id, agent.CallOptions{})
+	s.hub.bump(topicCards)
+	if res == nil {
+		if err == nil {
+			err = errors.New("the re-sent call returned nothing")
+		}
+		s.writeError(w, err)
+		return
+	}
+	s.writeJSON(w, http.StatusOK, res)
 }
 
 // ensureRegistry starts the daemon's own registry on first use: its first

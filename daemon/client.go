@@ -251,6 +251,16 @@ func (c *Client) Answer(ctx context.Context, cardID string, r elicit.Response) e
 	return c.do(ctx, http.MethodPost, "/api/cards/"+url.PathEscape(cardID)+"/answer", r, nil)
 }
 
+// Retry re-sends the call of an interrupted card, once; confirmed must be
+// the person's confirmation that this is safe (R6.2).
+func (c *Client) Retry(ctx context.Context, cardID string, confirmed bool) (*agent.ToolResult, error) {
+	var res agent.ToolResult
+	if err := c.do(ctx, http.MethodPost, "/api/cards/"+url.PathEscape(cardID)+"/retry", RetryRequest{Confirmed: confirmed}, &res); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
 // Tools lists the agent tools; refresh re-lists every enabled server first.
 func (c *Client) Tools(ctx context.Context, refresh bool) (*ToolsView, error) {
 	p := "/api/tools"

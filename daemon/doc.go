@@ -85,6 +85,7 @@
 //	POST   /api/pending/dismiss          OriginRequest → Grants
 //	GET    /api/cards                    []CardView, newest first
 //	POST   /api/cards/{id}/answer        elicit.Response → 204 (400 lists every bad field)
+//	POST   /api/cards/{id}/retry         RetryRequest{confirmed} → agent.ToolResult (R6.2 re-send, once)
 //	GET    /api/tools[?refresh=1]        ToolsView (agent tools, disabled ones left out)
 //	POST   /api/call                     CallRequest → agent.ToolResult ("approved": true required)
 //	POST   /api/call/cancel              CancelRequest

@@ -263,6 +263,13 @@ type CardView struct {
 // AnswerRequest is the body of POST /api/cards/{id}/answer.
 type AnswerRequest = elicit.Response
 
+// RetryRequest is the body of POST /api/cards/{id}/retry.
+type RetryRequest struct {
+	// Confirmed says the person confirmed that re-sending the interrupted
+	// call is safe (R6.2).
+	Confirmed bool `json:"confirmed"`
+}
+
 // ToolsView is the answer of GET /api/tools.
 type ToolsView struct {
 	Generation uint64 `json:"generation"`

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -28,9 +27,19 @@ re-sent at most once; the result is printed as "call" prints it.`,
 			if dc, err := a.daemonClient(cmd.Context()); err != nil {
 				return err
 			} else if dc != nil {
-				// The daemon owns the cards; opening them here would take
-				// its open questions away from it.
-				return errors.New("a daemon runs on this data directory and owns the interrupted calls; re-send the tool from the settings page, or stop the daemon and run this again")
+				// The daemon owns the cards: it re-sends, after the person
+				// confirmed here (R6.2).
+				id := args[0]
+				if !f.yes {
+					if !a.interactive() {
+						return fmt.Errorf("refused: %s was not re-sent: %w", id, errNoTerminal)
+					}
+					if !a.askYesNo(fmt.Sprintf("Re-send the interrupted call of card %s? Only if running the tool again is safe.", id)) {
+						return fmt.Errorf("not re-sent: %s", id)
+					}
+				}
+				res, err := dc.Retry(cmd.Context(), id, true)
+				return (&bridge{a: a}).finishCall(cmd.Context(), res, err, f)
 			}
 			if err := f.check(); err != nil {
 				return err

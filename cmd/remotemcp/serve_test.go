@@ -10,7 +10,9 @@ import (
 	"time"
 
 	"github.com/remotemcp/remotemcp/daemon"
+	"github.com/remotemcp/remotemcp/elicit"
 	"github.com/remotemcp/remotemcp/internal/testserver/fixture"
+	"github.com/remotemcp/remotemcp/store"
 )
 
 // Issue #5: with "remotemcp serve" running on a data directory, the CLI goes
@@ -112,4 +114,108 @@ func TestServeAndCLIThroughDaemon(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(c.dir, "daemon.json")); !os.IsNotExist(err) {
 		t.Fatalf("daemon.json left behind: %v", err)
 	}
+}
+
+// startServe runs "remotemcp serve" on c's data directory until the
+// returned stop is called (or the test ends).
+func startServe(t *testing.T, c *cli) (stop func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(t.Context())
+	var out, errb syncBuffer
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		run(ctx, []string{"--data-dir", c.dir, "serve", "--addr", "127.0.0.1:0"},
+			Streams{In: strings.NewReader(""), Out: &out, Err: &errb}, func(string) (string, bool) { return "", false })
+	}()
+	stop = func() {
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(20 * time.Second):
+			t.Error("serve did not stop")
+		}
+	}
+	t.Cleanup(stop)
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		if _, err := daemon.Discover(c.dir); err == nil {
+			return stop
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("daemon did not come up: %s", errb.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// waitCard waits for one card with the given status through the CLI.
+func waitCard(t *testing.T, c *cli, status string) string {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		var cards []cardRow
+		if r := c.run("", "elicitations", "list", "--json"); r.code == 0 && json.Unmarshal([]byte(r.out), &cards) == nil {
+			for _, cd := range cards {
+				if string(cd.Status) == status {
+					return cd.ID
+				}
+			}
+		}
+		if time.Now().After(deadline) {
+			r := c.run("", "--no-daemon", "elicitations", "list", "--json")
+			r2 := c.run("", "elicitations", "list", "--json")
+			t.Fatalf("no %s card; store view: %s\ndaemon view: %s", status, r, r2)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// R6.2 with the daemon: a question left open when the daemon stops becomes
+// an interrupted card; the call is re-sent only after the person confirms,
+// once, through the daemon.
+func TestDaemonInterruptedCardRetry(t *testing.T) {
+	srv := startFixture(t, fixture.Options{})
+	c := newCLI(t)
+	c.ok("servers", "add", "fx", srv.URL(), "--lazy")
+	stop := startServe(t, c)
+	go c.run("", "call", "mcp__fx__ask", "{}", "--yes")
+	pending := waitCard(t, c, "pending")
+	// A crash: the daemon dies with the question open. A clean stop would
+	// cancel the call and close the card as cancelled, so the card is put
+	// back as the crash leaves it.
+	st, err := store.Open(t.Context(), c.dir, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := st.GetKV(t.Context(), elicit.Namespace, pending)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop()
+	if err := st.PutKV(t.Context(), elicit.Namespace, pending, raw); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+
+	startServe(t, c)
+	id := waitCard(t, c, "interrupted")
+	if n := srv.Executions("ask"); n != 1 {
+		t.Fatalf("ask ran %d times before the retry", n)
+	}
+	c.fail(exitFail, "not re-sent", "elicitations", "retry", id) // no terminal, no --yes
+	if n := srv.Executions("ask"); n != 1 {
+		t.Fatalf("an unconfirmed retry re-sent the call (%d runs)", n)
+	}
+	retried := make(chan result, 1)
+	go func() { retried <- c.run("", "elicitations", "retry", id, "--yes") }()
+	again := waitCard(t, c, "pending") // the re-sent call asks again
+	c.ok("elicitations", "answer", again, "accept", `{"name":"Bob"}`)
+	if r := <-retried; r.code != 0 || strings.TrimSpace(r.out) != "hello Bob (42)" {
+		t.Fatalf("retry through the daemon: %s", r)
+	}
+	if n := srv.Executions("ask"); n != 2 {
+		t.Fatalf("ask ran %d times, want 2 (original + one confirmed re-send)", n)
+	}
+	c.fail(exitFail, "", "elicitations", "retry", id, "--yes") // only once
 }

@@ -210,7 +210,7 @@
   // rebuilds a card that is still open: the person may be typing into it.
   function renderCards() {
     const box = $("#cards");
-    const pending = state.cards.filter((c) => c.status === "pending" && !state.answered.has(c.id));
+    const pending = state.cards.filter((c) => (c.status === "pending" || (c.status === "interrupted" && !c.resent)) && !state.answered.has(c.id));
     const want = new Set(pending.map((c) => c.id));
     for (const node of $$(".card", box)) {
       if (!want.has(node.dataset.card)) node.remove();
@@ -225,6 +225,7 @@
   }
 
   function buildCard(c) {
+    if (c.status === "interrupted") return buildInterrupted(c);
     const form = el("form", { class: "card", "data-card": c.id });
     form.append(el("div", { class: "meta", text: `${c.server}${c.tool ? " · tool " + c.tool : ""} · ${new Date(c.created).toLocaleString()}` }));
     form.append(el("blockquote", { text: c.message }));
@@ -240,6 +241,33 @@
       b.addEventListener("click", () => answerCard(form, c, b.dataset.answer));
     }
     return form;
+  }
+
+  // buildInterrupted shows a call whose question was never answered in
+  // time (R6.2): the model was told it failed; the person may re-send it
+  // once, after confirming that running the tool again is safe.
+  function buildInterrupted(c) {
+    const box = el("div", { class: "card interrupted", "data-card": c.id });
+    box.append(el("div", { class: "meta", text: `${c.server}${c.tool ? " · tool " + c.tool : ""} · interrupted` }));
+    box.append(el("blockquote", { text: c.message }));
+    box.append(el("p", { class: "desc", text: c.reason || "The answer never reached the server." }));
+    const btn = el("button", { type: "button", "data-retry": c.id, text: "Re-send the call (I confirm it is safe)" });
+    box.append(el("div", { class: "problems" }));
+    box.append(el("div", { class: "buttons" }, btn));
+    btn.addEventListener("click", async () => {
+      btn.disabled = true;
+      try {
+        const res = await api("POST", `api/cards/${encodeURIComponent(c.id)}/retry`, { confirmed: true });
+        state.answered.add(c.id);
+        box.remove();
+        notice(`Re-sent the call of ${c.server}: ${res.outcome}.`);
+        renderCards();
+      } catch (err) {
+        btn.disabled = false;
+        $(".problems", box).textContent = err.message || String(err);
+      }
+    });
+    return box;
   }
 
   // buildField makes one field of a card. The field's name comes from the
