@@ -83,6 +83,7 @@ func (s *Server) routes(page bool) http.Handler {
 	authed("POST /api/servers/{id}/disable", s.handleEnable(false))
 	authed("POST /api/servers/{id}/tools", s.handleToolSwitch)
 	authed("GET /api/servers/{id}/catalog", s.handleCatalog)
+	authed("GET /api/servers/{id}/log", s.handleLog)
 	authed("POST /api/servers/{id}/authorize", s.handleAuthorize)
 	authed("GET /api/servers/{id}/authorize", s.handleAuthorizeStatus)
 	authed("POST /api/servers/{id}/logout", s.handleOAuthLogout)
@@ -666,6 +667,21 @@ func (s *Server) handleDisconnect(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.respondServer(w, r, id)
+}
+
+// handleLog serves GET /api/servers/{id}/log: the server's last
+// manager.LogSize HTTP exchanges, oldest first (R5.3): method, JSON-RPC
+// method, status, time and a redacted error, never a header or a body.
+func (s *Server) handleLog(w http.ResponseWriter, r *http.Request) {
+	log, err := s.o.Manager.Log(r.PathValue("id"))
+	if err != nil {
+		s.writeError(w, err)
+		return
+	}
+	if log == nil {
+		log = []session.Exchange{}
+	}
+	s.writeJSON(w, http.StatusOK, log)
 }
 
 // handleCatalog serves GET /api/servers/{id}/catalog: CatalogView,

@@ -15,6 +15,7 @@ import (
 
 	"github.com/remotemcp/remotemcp/agent"
 	"github.com/remotemcp/remotemcp/elicit"
+	"github.com/remotemcp/remotemcp/session"
 )
 
 // Client is a typed client of the daemon's API, for the CLI (the Tailscale
@@ -249,6 +250,12 @@ func (c *Client) Cards(ctx context.Context) ([]CardView, error) {
 // every problem.
 func (c *Client) Answer(ctx context.Context, cardID string, r elicit.Response) error {
 	return c.do(ctx, http.MethodPost, "/api/cards/"+url.PathEscape(cardID)+"/answer", r, nil)
+}
+
+// Log returns the server's request log, oldest first (R5.3).
+func (c *Client) Log(ctx context.Context, id string) ([]session.Exchange, error) {
+	var log []session.Exchange
+	return log, c.do(ctx, http.MethodGet, "/api/servers/"+url.PathEscape(id)+"/log", nil, &log)
 }
 
 // Retry re-sends the call of an interrupted card, once; confirmed must be

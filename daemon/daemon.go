@@ -19,6 +19,7 @@ import (
 	"github.com/remotemcp/remotemcp/elicit"
 	"github.com/remotemcp/remotemcp/hostperm"
 	"github.com/remotemcp/remotemcp/oauth"
+	"github.com/remotemcp/remotemcp/session"
 	"github.com/remotemcp/remotemcp/store"
 )
 
@@ -51,6 +52,8 @@ type Manager interface {
 	Connect(ctx context.Context, id string) error
 	Disconnect(ctx context.Context, id string) error
 	Reconnect(ctx context.Context, id string) error
+	// Log is the server's request log (R5.3): metadata only, no secrets.
+	Log(id string) ([]session.Exchange, error)
 }
 
 // Broker is the host permission broker; *hostperm.Broker has it.

@@ -76,6 +76,7 @@
 //	POST   /api/servers/{id}/disable     → ServerView
 //	POST   /api/servers/{id}/tools       ToolSwitch → ServerView (disabledTools, R5.2)
 //	GET    /api/servers/{id}/catalog     CatalogView (connects lazily)
+//	GET    /api/servers/{id}/log         []session.Exchange: the last 50 HTTP exchanges (R5.3), no secrets
 //	POST   /api/servers/{id}/authorize   → AuthFlow with the authorization URL to open
 //	GET    /api/servers/{id}/authorize   → the latest AuthFlow
 //	POST   /api/servers/{id}/logout      forget the server's OAuth tokens

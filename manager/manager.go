@@ -155,6 +155,7 @@ type entry struct {
 	// eliciting counts the elicitations open on the server; call timeouts
 	// stand still meanwhile.
 	eliciting int
+	log       requestLog // the last LogSize HTTP exchanges (own lock)
 }
 
 type reconnectLoop struct{ cancel context.CancelFunc }
@@ -417,6 +418,7 @@ func (m *Manager) attemptOnce(e *entry, a *attempt) error {
 		ProtocolVersion: m.o.ProtocolVersion,
 		Logger:          m.log,
 		OnCatalog:       func(connID string, c *session.Catalog) { m.onCatalog(e, connID, c) },
+		OnExchange:      e.log.add,
 	}
 	if cfg.Auth.Kind == config.AuthOAuth {
 		if m.o.OAuth == nil {

@@ -3,6 +3,8 @@ package manager
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -563,5 +565,42 @@ func TestCancelDuringLazyConnect(t *testing.T) {
 	time.Sleep(100 * time.Millisecond)
 	if n := f.Executions("echo"); n != 0 {
 		t.Fatalf("echo ran %d times after being cancelled", n)
+	}
+}
+
+// R5.3: the request log keeps the last LogSize exchanges of a server,
+// across reconnects, with their JSON-RPC methods and statuses and no
+// secret.
+func TestRequestLog(t *testing.T) {
+	f := startServer(t, fixture.Options{})
+	c := srvCfg("a", f.URL(), false)
+	c.Auth = config.Auth{Kind: config.AuthBearer, Token: "sekrit-token-value"}
+	e := newEnv(t, c)
+	e.start()
+	if err := e.m.Connect(ctxT(t), "a"); err != nil {
+		t.Fatal(err)
+	}
+	f.FailNextHTTP(503, 1)
+	e.m.CallTool(ctxT(t), "a", "echo", argsEcho, session.CallOptions{})
+	log, err := e.m.Log("a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sawInit, saw503 bool
+	for _, ex := range log {
+		sawInit = sawInit || ex.RPCMethod == "initialize" && ex.Status == 200
+		saw503 = saw503 || ex.RPCMethod == "tools/call" && ex.Status == 503
+		if strings.Contains(fmt.Sprint(ex), "sekrit") {
+			t.Fatalf("a secret in the log: %+v", ex)
+		}
+	}
+	if !sawInit || !saw503 {
+		t.Fatalf("log lacks initialize/200 or tools/call/503: %+v", log)
+	}
+	for range LogSize {
+		e.m.CallTool(ctxT(t), "a", "echo", argsEcho, session.CallOptions{})
+	}
+	if log, _ = e.m.Log("a"); len(log) != LogSize || log[len(log)-1].RPCMethod != "tools/call" {
+		t.Fatalf("ring: %d entries, last %+v", len(log), log[len(log)-1])
 	}
 }

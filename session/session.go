@@ -48,6 +48,9 @@ type Options struct {
 	OnCatalog func(connID string, c *Catalog)
 	// Elicit answers a server's elicitation request. nil declines.
 	Elicit func(ctx context.Context, connID string, req *mcp.ElicitRequest) (*mcp.ElicitResult, error)
+	// OnExchange receives every HTTP exchange of the session (metadata
+	// only, no secrets) for the per-server request log (R5.3).
+	OnExchange func(Exchange)
 	// ProtocolVersion overrides the revision asked for (default
 	// ProtocolVersion). Only the conformance client sets it, to exercise
 	// the draft revision where go-sdk supports it: ProtocolAuto lets
@@ -128,7 +131,8 @@ func Connect(ctx context.Context, o Options) (*Session, error) {
 		base = http.DefaultTransport
 	}
 	raw := newRawToolSink()
-	rt := &roundTripper{base: base, raw: raw, passAuthStatuses: o.OAuth != nil, serverID: o.Server.ID}
+	rt := &roundTripper{base: base, raw: raw, passAuthStatuses: o.OAuth != nil, serverID: o.Server.ID,
+		connID: o.ConnectionID, onExchange: o.OnExchange}
 	if o.Server.Auth.Kind == config.AuthBearer {
 		rt.bearer = o.Server.Auth.Token
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/remotemcp/remotemcp/hostperm"
+	"github.com/remotemcp/remotemcp/internal/redact"
 )
 
 // roundTripper is the per-session HTTP layer under go-sdk's transport: it
@@ -29,18 +30,38 @@ type roundTripper struct {
 	// serverID labels every request for the host-permission guard, so a
 	// refusal names the server and purpose (R2.2).
 	serverID string
+	// connID and onExchange feed the per-server request log (R5.3).
+	connID     string
+	onExchange func(Exchange)
+}
+
+// Exchange is one HTTP request of a session and how it ended, for the
+// per-server request log (R5.3, SPEC B1). It holds no header and no body,
+// so no secret: the error text is redacted as well.
+type Exchange struct {
+	Time         time.Time `json:"time"`
+	ConnectionID string    `json:"connectionId"`
+	HTTPMethod   string    `json:"httpMethod"`
+	// RPCMethod is the JSON-RPC method of a POST ("" for GET/DELETE).
+	RPCMethod string `json:"rpcMethod,omitempty"`
+	Status    int    `json:"status,omitempty"`
+	// Millis is the time until the response headers (or the failure).
+	Millis float64 `json:"ms"`
+	Error  string  `json:"error,omitempty"`
 }
 
 func (rt *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 	if p, _ := hostperm.PurposeFrom(req.Context()); p == "" {
 		req = req.WithContext(hostperm.WithPurpose(req.Context(), hostperm.PurposeMCP, rt.serverID))
 	}
-	listsTools := false
-	if rt.raw != nil && req.Method == http.MethodPost && req.GetBody != nil {
+	rpcMethod := ""
+	if req.Method == http.MethodPost && req.GetBody != nil {
 		if body, err := req.GetBody(); err == nil {
-			listsTools = bodyHas(body, `"tools/list"`)
+			rpcMethod = peekRPCMethod(body)
 		}
 	}
+	listsTools := rt.raw != nil && rpcMethod == "tools/list"
+	start := time.Now()
 	if rt.bearer != "" {
 		req = req.Clone(req.Context())
 		req.Header.Set("Authorization", "Bearer "+rt.bearer)
@@ -55,6 +76,16 @@ func (rt *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 		req = req.WithContext(ctx)
 	}
 	resp, err := rt.base.RoundTrip(req)
+	if rt.onExchange != nil {
+		ex := Exchange{Time: start, ConnectionID: rt.connID, HTTPMethod: req.Method, RPCMethod: rpcMethod,
+			Millis: float64(time.Since(start).Microseconds()) / 1000}
+		if err != nil {
+			ex.Error = redact.Text(err.Error())
+		} else {
+			ex.Status = resp.StatusCode
+		}
+		rt.onExchange(ex)
+	}
 	if cancelDelete != nil {
 		if err != nil {
 			cancelDelete()
@@ -87,7 +118,7 @@ func (rt *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 	case code >= 300:
 		e := &HTTPStatusError{
 			StatusCode:      code,
-			RPCMethod:       rpcMethodOf(req),
+			RPCMethod:       rpcMethod,
 			WWWAuthenticate: resp.Header.Values("WWW-Authenticate"),
 			RetryAfter:      resp.Header.Get("Retry-After"),
 		}
@@ -121,32 +152,32 @@ func (c *cancelOnClose) Close() error {
 	return err
 }
 
-// bodyHas reports whether a request body (a copy) contains s; a cheap
-// pre-filter on the hot path, where decoding every body would cost more.
-func bodyHas(rc io.ReadCloser, s string) bool {
+// peekRPCMethod finds the JSON-RPC method in a request body (a copy)
+// with a scan rather than a decode: this runs on every POST.
+func peekRPCMethod(rc io.ReadCloser) string {
 	defer rc.Close()
 	data, err := io.ReadAll(io.LimitReader(rc, 1<<20))
-	return err == nil && bytes.Contains(data, []byte(s))
-}
-
-// rpcMethodOf reads the JSON-RPC method of a request body, for errors.
-func rpcMethodOf(req *http.Request) string {
-	if req.Method != http.MethodPost || req.GetBody == nil {
-		return ""
-	}
-	rc, err := req.GetBody()
 	if err != nil {
 		return ""
 	}
-	defer rc.Close()
-	var msg struct {
-		Method string `json:"method"`
-	}
-	data, err := io.ReadAll(io.LimitReader(rc, 1<<20))
-	if err != nil || json.Unmarshal(data, &msg) != nil {
+	i := bytes.Index(data, []byte(`"method"`))
+	if i < 0 {
 		return ""
 	}
-	return msg.Method
+	rest := bytes.TrimLeft(data[i+len(`"method"`):], " \t\r\n")
+	rest, ok := bytes.CutPrefix(rest, []byte(":"))
+	if !ok {
+		return ""
+	}
+	rest, ok = bytes.CutPrefix(bytes.TrimLeft(rest, " \t\r\n"), []byte(`"`))
+	if !ok {
+		return ""
+	}
+	end := bytes.IndexByte(rest, '"')
+	if end < 0 || end > 128 {
+		return ""
+	}
+	return string(rest[:end])
 }
 
 // rawToolSink keeps the raw inputSchema of each tool of the latest

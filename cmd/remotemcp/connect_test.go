@@ -257,3 +257,19 @@ func TestVersionAndUsage(t *testing.T) {
 	c.fail(exitFail, `unknown command "frobnicate"`, "frobnicate")
 	c.fail(exitUsage, `unknown command "frobnicate" for "remotemcp servers"`, "servers", "frobnicate")
 }
+
+// R5.3 without a daemon: "logs" connects and shows that connection's
+// exchanges, including where it failed; no secret is printed.
+func TestLogsInProcess(t *testing.T) {
+	srv := startFixture(t, fixture.Options{Authorize: bearerAuth("right-token")})
+	c := newCLI(t)
+	c.env["TOK"] = "wrong-token-value"
+	c.ok("servers", "add", "fx", srv.URL(), "--bearer-env", "TOK")
+	r := c.ok("logs", "fx")
+	if !strings.Contains(r.out, "initialize") || !strings.Contains(r.out, "401") {
+		t.Fatalf("logs of a refused connect: %s", r)
+	}
+	if strings.Contains(r.out+r.err, "wrong-token-value") {
+		t.Fatalf("the token is in the log output: %s", r)
+	}
+}

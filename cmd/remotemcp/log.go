@@ -3,8 +3,9 @@ package main
 import (
 	"io"
 	"log/slog"
-	"regexp"
 	"strings"
+
+	"github.com/remotemcp/remotemcp/internal/redact"
 )
 
 // newLogger returns the logger of one invocation: text on stderr, warnings
@@ -20,9 +21,6 @@ func newLogger(w io.Writer, verbose bool) *slog.Logger {
 
 // sensitiveKeys are parts of attribute keys whose values are never logged.
 var sensitiveKeys = []string{"token", "secret", "authorization", "password", "cookie", "bearer", "apikey", "api_key", "verifier"}
-
-// secretPatterns match secrets inside free text (error messages, URLs).
-var secretPatterns = regexp.MustCompile(`(?i)(bearer\s+|(?:access_token|refresh_token|id_token|client_secret|code_verifier|code|api_key|apikey|key|token|auth|password|sig|signature)=)[^\s&"',;]+`)
 
 // redactAttr is a slog ReplaceAttr that hides secrets: the whole value of a
 // sensitive key, and bearer tokens or secret query parameters inside any
@@ -49,6 +47,4 @@ func redactAttr(_ []string, a slog.Attr) slog.Attr {
 }
 
 // redactText replaces bearer tokens and secret query parameters in s.
-func redactText(s string) string {
-	return secretPatterns.ReplaceAllString(s, "${1}[redacted]")
-}
+func redactText(s string) string { return redact.Text(s) }

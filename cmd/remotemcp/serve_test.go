@@ -94,6 +94,11 @@ func TestServeAndCLIThroughDaemon(t *testing.T) {
 		t.Fatalf("call answered through the daemon: %s", r)
 	}
 
+	// The daemon's request log of the server: metadata only.
+	if r := c.ok("logs", "fx", "--json"); !strings.Contains(r.out, `"rpcMethod": "tools/call"`) || !strings.Contains(r.out, `"status": 200`) {
+		t.Fatalf("logs through the daemon: %s", r)
+	}
+
 	c.ok("disconnect", "fx")
 	r = c.ok("servers", "list", "--json")
 	if err := json.Unmarshal([]byte(r.out), &rows); err != nil || rows[0].State != "disconnected" {
