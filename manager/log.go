@@ -13,14 +13,19 @@ const LogSize = 50
 // requestLog is a server's ring of its last LogSize exchanges, across
 // reconnects. It has its own lock: it is written on every request.
 type requestLog struct {
-	mu   sync.Mutex
-	ring [LogSize]session.Exchange
+	mu sync.Mutex
+	// ring is allocated on the first exchange: a lazy server that never
+	// connects costs nothing.
+	ring []session.Exchange
 	next int // where the next exchange goes
 	n    int // how many are stored
 }
 
 func (l *requestLog) add(ex session.Exchange) {
 	l.mu.Lock()
+	if l.ring == nil {
+		l.ring = make([]session.Exchange, LogSize)
+	}
 	l.ring[l.next] = ex
 	l.next = (l.next + 1) % LogSize
 	l.n = min(l.n+1, LogSize)
