@@ -280,17 +280,7 @@ func (r *Registry) loop(events <-chan manager.Event) {
 			}
 			// Events are snapshots and the broker may drop some, so each
 			// batch re-reads the truth instead of trusting the event.
-		drain:
-			for {
-				select {
-				case _, ok := <-events:
-					if !ok {
-						break drain
-					}
-				default:
-					break drain
-				}
-			}
+			fanout.Drain(events) // a closed feed ends the loop on the next turn
 			r.sync(r.ctx, false)
 		}
 	}

@@ -350,17 +350,7 @@ func (c *Cards) Watch(src ConnectionSource) {
 				if !ok {
 					return
 				}
-			drain:
-				for {
-					select {
-					case _, ok := <-events:
-						if !ok {
-							break drain
-						}
-					default:
-						break drain
-					}
-				}
+				fanout.Drain(events) // a closed feed ends the loop on the next turn
 				c.checkConnections(src)
 			}
 		}

@@ -124,17 +124,7 @@ the tools. Refresh tokens are stored sealed; access tokens stay in memory.`,
 				fmt.Fprintf(a.streams.Err, "signed in: issuer %s, %s, scopes [%s], %s\n",
 					res.Binding.Issuer, how, strings.Join(res.Scopes, " "), refresh)
 			}
-			l, _, err := a.connectOne(ctx, c, id)
-			if err != nil {
-				return err
-			}
-			defer l.Close()
-			cat, err := l.m.Catalog(ctx, id)
-			if err != nil {
-				return a.connectFailed(ctx, l.m, srv, err)
-			}
-			fmt.Fprintf(a.streams.Out, "ready: %s\n", describeCatalog(cat))
-			return nil
+			return a.connectAndReport(ctx, c, id)
 		},
 	}
 	f := cmd.Flags()

@@ -35,17 +35,7 @@ ends when the command exits, so this checks that the server works.`,
 			if err != nil {
 				return err
 			}
-			l, srv, err := a.connectOne(ctx, c, id)
-			if err != nil {
-				return err
-			}
-			defer l.Close()
-			cat, err := l.m.Catalog(ctx, id)
-			if err != nil {
-				return a.connectFailed(ctx, l.m, srv, err)
-			}
-			fmt.Fprintf(a.streams.Out, "ready: %s\n", describeCatalog(cat))
-			return nil
+			return a.connectAndReport(ctx, c, id)
 		},
 	}
 }
@@ -75,6 +65,22 @@ func (a *app) connectOne(ctx context.Context, c *remotemcp.Client, id string) (*
 		return nil, config.Server{}, err
 	}
 	return l, srv, nil
+}
+
+// connectAndReport connects server id in-process (taking ownership of
+// c), lists its catalog and prints "ready: …" or the attributed failure.
+func (a *app) connectAndReport(ctx context.Context, c *remotemcp.Client, id string) error {
+	l, srv, err := a.connectOne(ctx, c, id)
+	if err != nil {
+		return err
+	}
+	defer l.Close()
+	cat, err := l.m.Catalog(ctx, id)
+	if err != nil {
+		return a.connectFailed(ctx, l.m, srv, err)
+	}
+	fmt.Fprintf(a.streams.Out, "ready: %s\n", describeCatalog(cat))
+	return nil
 }
 
 // connectFailed reports a failed connect of srv and returns the command's

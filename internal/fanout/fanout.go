@@ -79,3 +79,19 @@ func (b *Broker[T]) Close() {
 		close(ch)
 	}
 }
+
+// Drain discards every value already waiting in ch, without blocking, so
+// that a subscriber acting on "something changed" acts once per burst. It
+// reports false when ch is closed.
+func Drain[T any](ch <-chan T) bool {
+	for {
+		select {
+		case _, ok := <-ch:
+			if !ok {
+				return false
+			}
+		default:
+			return true
+		}
+	}
+}

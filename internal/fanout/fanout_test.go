@@ -50,3 +50,16 @@ func TestConcurrentPublishSubscribe(t *testing.T) {
 	wg.Wait()
 	b.Close()
 }
+
+func TestDrain(t *testing.T) {
+	ch := make(chan int, 3)
+	ch <- 1
+	ch <- 2
+	if !Drain(ch) || len(ch) != 0 {
+		t.Fatal("Drain left values or reported closed")
+	}
+	close(ch)
+	if Drain(ch) {
+		t.Fatal("Drain of a closed channel reported open")
+	}
+}
