@@ -437,7 +437,7 @@ func (c *Cards) Handle(ctx context.Context, info manager.ElicitInfo, req *mcp.El
 	select {
 	case <-l.wake:
 	case <-ctx.Done():
-		c.resolve(card.ID, StatusCancelled, "the server withdrew the question before it was answered", nil, ctx.Err())
+		c.resolve(card.ID, StatusCancelled, withdrawnReason(ctx), nil, ctx.Err())
 		<-l.wake // resolve, ours or a racing one, closes it
 	}
 	c.settle(card.ID)
@@ -447,6 +447,22 @@ func (c *Cards) Handle(ctx context.Context, info manager.ElicitInfo, req *mcp.El
 	// A copy: go-sdk writes schema defaults into the map it gets, which
 	// must not race readers of the stored card.
 	return &mcp.ElicitResult{Action: string(l.resp.Action), Content: maps.Clone(l.resp.Content)}, nil
+}
+
+// withdrawnReason words why the question's context ended. Only a bare
+// context.Canceled means the server cancelled the request
+// (notifications/cancelled); the session gives its own closing, and go-sdk
+// a broken connection, a cause of their own, and those must never be
+// blamed on the server.
+func withdrawnReason(ctx context.Context) string {
+	switch cause := context.Cause(ctx); {
+	case cause == context.Canceled:
+		return "the server withdrew the question before it was answered"
+	case errors.Is(cause, context.DeadlineExceeded):
+		return "the question timed out before it was answered"
+	default:
+		return "the connection to the server closed before the question was answered"
+	}
 }
 
 // Answer answers a pending card. An accepted answer is validated against

@@ -179,9 +179,13 @@ func Connect(ctx context.Context, o Options) (*Session, error) {
 			}
 			// go-sdk's Close waits for incoming requests; a question
 			// waiting for a person must end when the session does.
-			ctx, cancel := context.WithCancel(ctx)
-			defer cancel()
-			stop := context.AfterFunc(s.ctx, cancel)
+			// The cause says who ended it: ErrClosed when our own session
+			// closes, context.Canceled when the server sends
+			// notifications/cancelled, a transport error when the
+			// connection breaks. elicit words the card's reason from it.
+			ctx, cancel := context.WithCancelCause(ctx)
+			defer cancel(nil)
+			stop := context.AfterFunc(s.ctx, func() { cancel(ErrClosed) })
 			defer stop()
 			return o.Elicit(ctx, connID, req)
 		}
