@@ -1,0 +1,555 @@
+package localapi
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/remotemcp/remotemcp/agent"
+	"github.com/remotemcp/remotemcp/config"
+	"github.com/remotemcp/remotemcp/hostperm"
+	"github.com/remotemcp/remotemcp/session"
+)
+
+// None of these types has a field that could carry a secret on the way
+// out: auth material is reduced to "is there one" flags. Write-only
+// secrets (a bearer token, a client secret) appear only in requests.
+
+// State is a server's state (SPEC §9 A1).
+type State string
+
+// The states of a server (SPEC §9 A1).
+const (
+	StateDisconnected State = "disconnected"
+	StateConnecting   State = "connecting"
+	StateReady        State = "ready"
+	// StateReconnecting: it was ready, the session or its stream is gone,
+	// and it is recovering by itself.
+	StateReconnecting State = "reconnecting"
+	// StateIdle: hibernated, no session, catalog kept.
+	StateIdle State = "idle"
+	// StateNeedsAuth: paused until the person acts (signs in, or in again
+	// with more scopes); nothing is retried against it until then.
+	StateNeedsAuth State = "needs-auth"
+	StateError     State = "error"
+)
+
+// NotReady reports whether `status ID` must exit non-zero for the state.
+func (s State) NotReady() bool { return s == StateError || s == StateNeedsAuth }
+
+// Reason says why a server is in error or needs-auth, or why it was
+// disconnected.
+type Reason struct {
+	// Class is network, tls, http, auth, protocol, config, permission …
+	Class string `json:"class"`
+	// Step names the auth or handshake step that failed, when known.
+	Step       string `json:"step,omitempty"`
+	HTTPStatus int    `json:"httpStatus,omitempty"`
+	Message    string `json:"message"`
+	// Scopes are the scopes a needs-auth server asks for, when known.
+	Scopes []string `json:"scopes,omitempty"`
+}
+
+// Health is the answer of GET /api/health.
+type Health struct {
+	OK      bool      `json:"ok"`
+	Version string    `json:"version"`
+	PID     int       `json:"pid"`
+	Started time.Time `json:"started"`
+	// InProcess is true when the engine runs in the calling process for
+	// the length of one command (no daemon).
+	InProcess bool `json:"inProcess,omitempty"`
+}
+
+// AuthInfo is a server's auth section without its secrets.
+type AuthInfo struct {
+	// Kind is none, bearer, oauth or auto (SPEC §9 A2: no auth until the
+	// server answers 401 with a challenge, then OAuth).
+	Kind            config.AuthKind `json:"kind"`
+	HasToken        bool            `json:"hasToken,omitempty"`
+	ClientID        string          `json:"clientId,omitempty"`
+	HasClientSecret bool            `json:"hasClientSecret,omitempty"`
+	Scopes          []string        `json:"scopes,omitempty"`
+	RedirectPort    int             `json:"redirectPort,omitempty"`
+}
+
+// Server is one server as every surface shows it: the stored config
+// (secrets reduced to flags), the engine's live state, the host permission
+// of its origin, the approvals waiting beside it and the last sign-in.
+type Server struct {
+	ID               string   `json:"id"`
+	Name             string   `json:"name"`
+	URL              string   `json:"url"`
+	Origin           string   `json:"origin"`
+	Enabled          bool     `json:"enabled"`
+	ConnectOnStartup bool     `json:"connectOnStartup"`
+	Auth             AuthInfo `json:"auth"`
+	DisabledTools    []string `json:"disabledTools"`
+	ToolTimeout      string   `json:"toolTimeout,omitempty"`
+	// Revision is the stored record's revision; every edit bumps it.
+	Revision  int64   `json:"revision"`
+	State     State   `json:"state"`
+	Reason    *Reason `json:"reason,omitempty"`
+	ToolCount int     `json:"toolCount"`
+	// OriginGranted: the server's own origin has a host permission grant.
+	OriginGranted bool `json:"originGranted"`
+	// Pending are the refused requests waiting for the person's approval
+	// that concern this server.
+	Pending []Pending `json:"pending"`
+	// Authorization is the latest sign-in flow of an OAuth server.
+	Authorization *AuthFlow `json:"authorization,omitempty"`
+}
+
+// AuthStatus is what the engine knows about a server's sign-in, never the
+// tokens themselves. HasAccessToken is the owner's in-memory token (the
+// daemon's when one runs).
+type AuthStatus struct {
+	ServerID string          `json:"serverId"`
+	Kind     config.AuthKind `json:"kind"`
+	// SignedIn: an access token is held or a refresh token is stored.
+	SignedIn          bool            `json:"signedIn"`
+	Binding           *config.Binding `json:"binding,omitempty"`
+	BindingCurrent    bool            `json:"bindingCurrent"`
+	ClientID          string          `json:"clientId,omitempty"`
+	Registered        bool            `json:"registered"`
+	RegisteredAt      *time.Time      `json:"registeredAt,omitempty"`
+	HasRefreshToken   bool            `json:"hasRefreshToken"`
+	HasAccessToken    bool            `json:"hasAccessToken"`
+	AccessTokenExpiry *time.Time      `json:"accessTokenExpiry,omitempty"`
+	Scopes            []string        `json:"scopes,omitempty"`
+	Problem           string          `json:"problem,omitempty"`
+}
+
+// AuthFlow is the state of a sign-in flow (Engine.Authorize).
+type AuthFlow struct {
+	ServerID string `json:"serverId"`
+	// Phase is starting, waiting (the authorization page is open),
+	// exchanging (the callback arrived), done or failed.
+	Phase string `json:"phase"`
+	// AuthorizationURL is the page the person must open while waiting.
+	AuthorizationURL string `json:"authorizationUrl,omitempty"`
+	// RedirectURI is where the authorization server sends the browser
+	// back (the daemon's or the command's loopback /mcp-oauth).
+	RedirectURI string     `json:"redirectUri,omitempty"`
+	Started     time.Time  `json:"started"`
+	Finished    *time.Time `json:"finished,omitempty"`
+	// Error says which step failed and why (phase failed); Step names it.
+	Error string `json:"error,omitempty"`
+	Step  string `json:"step,omitempty"`
+	// Permission is set when the flow stopped at an origin without a host
+	// permission grant: approve it, then sign in again.
+	Permission *PermissionInfo `json:"permission,omitempty"`
+	// Result is set when the phase is done.
+	Result *LoginResult `json:"result,omitempty"`
+}
+
+// Sign-in flow phases.
+const (
+	PhaseStarting   = "starting"
+	PhaseWaiting    = "waiting"
+	PhaseExchanging = "exchanging"
+	PhaseDone       = "done"
+	PhaseFailed     = "failed"
+)
+
+// LoginResult is what a successful sign-in achieved (no tokens).
+type LoginResult struct {
+	// NotNeeded: the server answered without asking for authorization.
+	NotNeeded    bool            `json:"notNeeded,omitempty"`
+	Binding      *config.Binding `json:"binding,omitempty"`
+	ClientID     string          `json:"clientId,omitempty"`
+	Registered   bool            `json:"registered,omitempty"`
+	Scopes       []string        `json:"scopes,omitempty"`
+	ExpiresAt    *time.Time      `json:"expiresAt,omitempty"`
+	RefreshToken bool            `json:"refreshToken,omitempty"`
+}
+
+// LogoutResult says what a sign-out did.
+type LogoutResult struct {
+	ServerID string `json:"serverId"`
+	// Forgotten lists what was removed: "access token", "refresh token",
+	// "client registration".
+	Forgotten []string `json:"forgotten"`
+	// Server is the server after its sessions were ended (state
+	// needs-auth, reason "signed out").
+	Server *Server `json:"server,omitempty"`
+}
+
+// PermissionInfo describes a request refused for lack of a host
+// permission grant.
+type PermissionInfo struct {
+	Origin   string           `json:"origin"`
+	Purpose  hostperm.Purpose `json:"purpose,omitempty"`
+	ServerID string           `json:"serverId,omitempty"`
+}
+
+// Grant is an origin the person allowed.
+type Grant = hostperm.Grant
+
+// Pending is a refused request waiting for the person's decision.
+type Pending = hostperm.Pending
+
+// AddServerRequest adds a server. Token and ClientSecret are write-only:
+// stored sealed and never returned.
+type AddServerRequest struct {
+	ID   string `json:"id"`
+	Name string `json:"name,omitempty"`
+	URL  string `json:"url"`
+	// Auth is none (default), bearer, oauth or auto.
+	Auth         config.AuthKind `json:"auth,omitempty"`
+	Token        string          `json:"token,omitempty"`
+	ClientID     string          `json:"clientId,omitempty"`
+	ClientSecret string          `json:"clientSecret,omitempty"`
+	Scopes       []string        `json:"scopes,omitempty"`
+	RedirectPort int             `json:"redirectPort,omitempty"`
+	// Enabled and ConnectOnStartup default to true.
+	Enabled          *bool  `json:"enabled,omitempty"`
+	ConnectOnStartup *bool  `json:"connectOnStartup,omitempty"`
+	ToolTimeout      string `json:"toolTimeout,omitempty"`
+	// By names who asked (cli, settings-page, api) in the grant record.
+	By string `json:"by,omitempty"`
+}
+
+// AddServerResult is the added server and the origin granted for it
+// (adding a server grants its own origin).
+type AddServerResult struct {
+	Server  Server   `json:"server"`
+	Granted []string `json:"granted"`
+}
+
+// AuthChange replaces a server's auth section (servers set --auth).
+type AuthChange struct {
+	Kind         config.AuthKind `json:"kind"`
+	Token        string          `json:"token,omitempty"`
+	ClientID     string          `json:"clientId,omitempty"`
+	ClientSecret string          `json:"clientSecret,omitempty"`
+	Scopes       []string        `json:"scopes,omitempty"`
+	RedirectPort int             `json:"redirectPort,omitempty"`
+}
+
+// UpdateServerRequest edits a server: only the fields present change.
+// Edits are compare-and-swap on the stored revision: a field change is
+// re-applied to the newest record when another writer got there first,
+// and DisableTools/EnableTools add or remove only their own names, so no
+// edit is lost. With Revision set, the edit applies to that revision only
+// and fails with CodeConflict otherwise.
+type UpdateServerRequest struct {
+	Revision         int64       `json:"revision,omitempty"`
+	URL              *string     `json:"url,omitempty"`
+	Name             *string     `json:"name,omitempty"`
+	Enabled          *bool       `json:"enabled,omitempty"`
+	ConnectOnStartup *bool       `json:"connectOnStartup,omitempty"`
+	ToolTimeout      *string     `json:"toolTimeout,omitempty"`
+	DisableTools     []string    `json:"disableTools,omitempty"`
+	EnableTools      []string    `json:"enableTools,omitempty"`
+	Auth             *AuthChange `json:"auth,omitempty"`
+	// Token replaces a bearer server's token (write-only).
+	Token *string `json:"token,omitempty"`
+	// RebindBearer confirms that the token is meant for a changed URL.
+	RebindBearer bool `json:"rebindBearer,omitempty"`
+}
+
+// UpdateServerResult is the edited server and warnings about the edit
+// (a disabled tool the server does not have, when its catalog is known).
+type UpdateServerResult struct {
+	Server   Server   `json:"server"`
+	Warnings []string `json:"warnings"`
+}
+
+// ImportRequest imports another client's MCP config (Claude Code, Cursor,
+// VS Code, Windsurf …) or remotemcp's own server list.
+type ImportRequest struct {
+	Config string `json:"config"`
+	// Env holds the values of ${VAR} references. The engine never expands
+	// references from its own environment: a pasted document must not pull
+	// the daemon's secrets into a URL or header. The CLI passes its own.
+	Env map[string]string `json:"env,omitempty"`
+	// Update replaces servers whose id exists and whose entry differs;
+	// without it they are reported as conflicts.
+	Update bool `json:"update,omitempty"`
+	// By names who asked, for the grant records.
+	By string `json:"by,omitempty"`
+}
+
+// ImportResult lists what happened to every entry. An import grants each
+// imported server's own origin, as adding one does (Granted).
+type ImportResult struct {
+	Added     []ImportedServer `json:"added"`
+	Updated   []ImportedServer `json:"updated"`
+	Unchanged []ImportedServer `json:"unchanged"`
+	// Conflicts are entries whose id exists with another config (use
+	// Update).
+	Conflicts []SkippedEntry `json:"conflicts"`
+	Skipped   []SkippedEntry `json:"skipped"`
+	Granted   []string       `json:"granted"`
+}
+
+// ImportedServer is one server an import added, updated or found unchanged.
+type ImportedServer struct {
+	ID     string          `json:"id"`
+	Name   string          `json:"name"`
+	URL    string          `json:"url"`
+	Origin string          `json:"origin"`
+	Auth   config.AuthKind `json:"auth"`
+}
+
+// SkippedEntry is one entry an import did not apply, and why.
+type SkippedEntry struct {
+	Name   string `json:"name"`
+	ID     string `json:"id,omitempty"`
+	Reason string `json:"reason"`
+}
+
+// Tool is one agent tool: the server's title, description and annotations
+// (untrusted, for display) and its raw inputSchema bytes (R4.1).
+type Tool struct {
+	// Name is the agent tool name, mcp__{server}__{tool}.
+	Name        string          `json:"name"`
+	ServerID    string          `json:"serverId"`
+	ToolName    string          `json:"toolName"`
+	Title       string          `json:"title,omitempty"`
+	Description string          `json:"description,omitempty"`
+	InputSchema json.RawMessage `json:"inputSchema"`
+	Annotations json.RawMessage `json:"annotations,omitempty"`
+	Effects     string          `json:"effects"`
+	Retry       string          `json:"retry"`
+}
+
+// ToolsRequest selects tools.
+type ToolsRequest struct {
+	// ServerID limits the list to one server ("" = every enabled server).
+	ServerID string `json:"serverId,omitempty"`
+	// Connect connects the servers (lazy ones too) and lists them afresh;
+	// without it the known catalogs are used.
+	Connect bool `json:"connect,omitempty"`
+}
+
+// ServerError is a server that could not be listed, and why.
+type ServerError struct {
+	ServerID string `json:"serverId"`
+	Message  string `json:"message"`
+}
+
+// ToolList is the agent's tools.
+type ToolList struct {
+	Generation uint64        `json:"generation"`
+	Tools      []Tool        `json:"tools"`
+	Errors     []ServerError `json:"errors"`
+}
+
+// CallRequest calls a tool.
+type CallRequest struct {
+	// Tool is the agent tool name (mcp__server__tool) or "server/tool".
+	Tool      string          `json:"tool"`
+	Arguments json.RawMessage `json:"arguments,omitempty"`
+	// Approved says the caller already asked the person (or the person
+	// said --yes). Without it the engine asks CallHandler.Approve (over
+	// the API: an "approval" event); with neither, nothing is sent.
+	Approved bool `json:"approved,omitempty"`
+	// OperationID names the call for CancelCall; generated when empty.
+	OperationID string `json:"operationId,omitempty"`
+	// Timeout ("30s") bounds the call besides the server's toolTimeout.
+	Timeout string `json:"timeout,omitempty"`
+}
+
+// ApprovalRequest is the whole question put to the person before a call.
+type ApprovalRequest struct {
+	OperationID string          `json:"operationId"`
+	ServerID    string          `json:"serverId"`
+	ServerName  string          `json:"serverName,omitempty"`
+	Tool        string          `json:"tool"`
+	ToolName    string          `json:"toolName"`
+	Title       string          `json:"title,omitempty"`
+	Description string          `json:"description,omitempty"`
+	Annotations json.RawMessage `json:"annotations,omitempty"`
+	Arguments   json.RawMessage `json:"arguments"`
+}
+
+// Decision answers an ApprovalRequest.
+type Decision struct {
+	Approved bool `json:"approved"`
+	// Reason is passed to the model when the call is denied.
+	Reason string `json:"reason,omitempty"`
+}
+
+// Progress is one progress notification of a call.
+type Progress struct {
+	OperationID string  `json:"operationId"`
+	Progress    float64 `json:"progress"`
+	Total       float64 `json:"total,omitempty"`
+	Message     string  `json:"message,omitempty"`
+}
+
+// CallHandler receives what happens during a call. Every field may be nil.
+type CallHandler struct {
+	// Approve is asked when CallRequest.Approved is false. nil denies.
+	Approve func(ApprovalRequest) (Decision, error)
+	// Progress receives each progress notification, in order.
+	Progress func(Progress)
+	// Question is told of each server question (an elicitation card)
+	// asked during the call. Answer it with Engine.Answer from any
+	// goroutine or process; the call continues once it is answered.
+	Question func(Card)
+}
+
+// Call-stream event types (the NDJSON lines of POST /api/calls).
+const (
+	CallEventApproval = "approval"
+	CallEventProgress = "progress"
+	CallEventQuestion = "question"
+	CallEventResult   = "result"
+	CallEventError    = "error"
+)
+
+// CallEvent is one line of a call's stream.
+type CallEvent struct {
+	Type     string           `json:"type"`
+	Approval *ApprovalRequest `json:"approval,omitempty"`
+	Progress *Progress        `json:"progress,omitempty"`
+	Question *Card            `json:"question,omitempty"`
+	Result   *ToolResult      `json:"result,omitempty"`
+	Error    *Error           `json:"error,omitempty"`
+}
+
+// ToolResult is a call's outcome for the model (agent.ToolResult):
+// Message and Notes are remotemcp's words, Content the server's, fenced
+// on Render. MaybeExecuted says whether a call with no answer may have run.
+type ToolResult = agent.ToolResult
+
+// ContextBlock is untrusted content from a server.
+type ContextBlock = agent.ContextBlock
+
+// Card is a server question (an elicitation card).
+type Card struct {
+	ID          string          `json:"id"`
+	ServerID    string          `json:"serverId"`
+	Tool        string          `json:"tool,omitempty"`
+	OperationID string          `json:"operationId,omitempty"`
+	Arguments   json.RawMessage `json:"arguments,omitempty"`
+	// Message and RequestedSchema are the server's (untrusted) words.
+	Message         string          `json:"message"`
+	RequestedSchema json.RawMessage `json:"requestedSchema,omitempty"`
+	// Form is the requested schema as form fields, in the schema's order.
+	Form           *Form      `json:"form,omitempty"`
+	Status         string     `json:"status"`
+	Reason         string     `json:"reason,omitempty"`
+	Response       *Answer    `json:"response,omitempty"`
+	Created        time.Time  `json:"created"`
+	Updated        time.Time  `json:"updated"`
+	RetryConfirmed bool       `json:"retryConfirmed,omitempty"`
+	Resent         bool       `json:"resent,omitempty"`
+	Expires        *time.Time `json:"expires,omitempty"`
+	// FailureMessage is what the model was told for an interrupted card.
+	FailureMessage string `json:"failureMessage,omitempty"`
+}
+
+// Card statuses.
+const (
+	CardPending     = "pending"
+	CardAccepted    = "accepted"
+	CardDeclined    = "declined"
+	CardCancelled   = "cancelled"
+	CardInterrupted = "interrupted"
+)
+
+// Form is a question's fields.
+type Form struct {
+	Fields []Field `json:"fields"`
+}
+
+// Field is one field of a question's form.
+type Field struct {
+	Name        string   `json:"name"`
+	Title       string   `json:"title,omitempty"`
+	Description string   `json:"description,omitempty"`
+	Type        string   `json:"type"`
+	Required    bool     `json:"required,omitempty"`
+	Enum        []string `json:"enum,omitempty"`
+	EnumTitles  []string `json:"enumTitles,omitempty"`
+	Format      string   `json:"format,omitempty"`
+	Default     any      `json:"default,omitempty"`
+	MinLength   *int     `json:"minLength,omitempty"`
+	MaxLength   *int     `json:"maxLength,omitempty"`
+	Minimum     *float64 `json:"minimum,omitempty"`
+	Maximum     *float64 `json:"maximum,omitempty"`
+}
+
+// Answer is the person's answer to a question: accept (with Content),
+// decline or cancel.
+type Answer struct {
+	Action  string         `json:"action"`
+	Content map[string]any `json:"content,omitempty"`
+}
+
+// FieldProblem is what is wrong with one field of an answer.
+type FieldProblem struct {
+	Field   string `json:"field"`
+	Problem string `json:"problem"`
+}
+
+// Prompt is a server prompt offered as a /server:prompt command.
+type Prompt = agent.PromptCommand
+
+// PromptArgument is one argument of a prompt.
+type PromptArgument = agent.PromptArgument
+
+// GetPromptRequest gets a prompt.
+type GetPromptRequest struct {
+	// Command is /server:prompt.
+	Command   string            `json:"command"`
+	Arguments map[string]string `json:"arguments,omitempty"`
+}
+
+// PromptResult is a prompt's messages as fenced context blocks.
+type PromptResult = agent.PromptResult
+
+// Resource is a resource or a resource template (Template set).
+type Resource = agent.ResourceEntry
+
+// ResourcesRequest lists or searches resources and templates.
+type ResourcesRequest struct {
+	ServerID string `json:"serverId,omitempty"`
+	// Query searches names, titles and URIs ("" lists everything).
+	Query string `json:"query,omitempty"`
+	Limit int    `json:"limit,omitempty"`
+}
+
+// ReadRequest reads a resource.
+type ReadRequest struct {
+	// Mention is @server:URI.
+	Mention string `json:"mention"`
+}
+
+// ReadResult is a read resource as fenced context blocks.
+type ReadResult = agent.ResourceResult
+
+// LogEntry is one HTTP exchange of a server's request log (metadata only,
+// redacted; never a header or a body).
+type LogEntry = session.Exchange
+
+// Event types of Engine.Subscribe (and GET /api/events). servers, grants
+// and cards carry the whole current list, so a client keeps the newest.
+const (
+	EventServers = "servers" // Data: []Server
+	EventGrants  = "grants"  // Data: GrantsState
+	EventCards   = "cards"   // Data: []Card
+	EventCatalog = "catalog" // Data: ToolList (the agent's tools changed)
+)
+
+// Event is one change the engine announces.
+type Event struct {
+	Type string          `json:"type"`
+	Data json.RawMessage `json:"data"`
+}
+
+// GrantsState is the grants and pending approvals together, as the
+// grants event carries them.
+type GrantsState struct {
+	Grants  []Grant   `json:"grants"`
+	Pending []Pending `json:"pending"`
+}
+
+// LoginURL is a one-time login URL of the settings page.
+type LoginURL struct {
+	URL     string    `json:"url"`
+	Expires time.Time `json:"expires"`
+}
