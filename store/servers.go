@@ -75,13 +75,52 @@ func (s *SQLite) ListServers(ctx context.Context) ([]config.Server, error) {
 // its field empty and GetServer returns the server with an error wrapping
 // ErrSealOpen.
 func (s *SQLite) GetServer(ctx context.Context, id string) (config.Server, error) {
-	var (
-		srv      config.Server
-		sealErrs error
-	)
+	srv, _, err := s.GetServerRevision(ctx, id)
+	return srv, err
+}
+
+// GetServerRevision is GetServer that also returns the server's revision,
+// read in the same snapshot as the config (issue #9 CAS).
+//
+// The revision is per server: AddServer stores revision 1 and every
+// successful UpdateServer, UpdateServerWith or EditServer of that server
+// increments it by one, so a caller that read revision r can tell whether
+// anyone wrote the server since. It is unrelated to Revision, the store-wide
+// write counter of the change feed. A server deleted and added again starts
+// over at 1. Errors are those of GetServer (including the server with an
+// error wrapping ErrSealOpen); the revision is valid whenever the server is.
+func (s *SQLite) GetServerRevision(ctx context.Context, id string) (config.Server, int64, error) {
+	srv, rev, sealErrs, err := s.getServer(ctx, id)
+	if err != nil {
+		return config.Server{}, 0, fmt.Errorf("store: get server %q: %w", id, err)
+	}
+	return srv, rev, sealErrs
+}
+
+// ServerRevision returns only the revision of one server (see
+// GetServerRevision); ErrNotFound if there is none. It opens no secret.
+func (s *SQLite) ServerRevision(ctx context.Context, id string) (int64, error) {
+	var rev int64
 	err := s.readTx(ctx, func(tx *sql.Tx) error {
+		err := tx.QueryRowContext(ctx, `SELECT revision FROM servers WHERE id = ?`, id).Scan(&rev)
+		if errors.Is(err, sql.ErrNoRows) {
+			return ErrNotFound
+		}
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("store: server revision %q: %w", id, err)
+	}
+	return rev, nil
+}
+
+// getServer reads one server, its secrets opened, and its revision from
+// one snapshot. err is fatal (unwrapped); sealErrs reports secrets that
+// could not be opened and were left empty.
+func (s *SQLite) getServer(ctx context.Context, id string) (srv config.Server, rev int64, sealErrs, err error) {
+	err = s.readTx(ctx, func(tx *sql.Tx) error {
 		var js string
-		err := tx.QueryRowContext(ctx, `SELECT config FROM servers WHERE id = ?`, id).Scan(&js)
+		err := tx.QueryRowContext(ctx, `SELECT config, revision FROM servers WHERE id = ?`, id).Scan(&js, &rev)
 		if errors.Is(err, sql.ErrNoRows) {
 			return ErrNotFound
 		}
@@ -99,9 +138,9 @@ func (s *SQLite) GetServer(ctx context.Context, id string) (config.Server, error
 		return nil
 	})
 	if err != nil {
-		return config.Server{}, fmt.Errorf("store: get server %q: %w", id, err)
+		return config.Server{}, 0, nil, err
 	}
-	return srv, sealErrs
+	return srv, rev, sealErrs, nil
 }
 
 // AddServer validates srv and inserts it, sealing its secrets; ErrDuplicate
@@ -122,7 +161,7 @@ func (s *SQLite) AddServer(ctx context.Context, srv config.Server) error {
 			return nil, err
 		}
 		now := nowMillis()
-		if _, err := tx.ExecContext(ctx, `INSERT INTO servers (id, config, created, updated) VALUES (?, ?, ?, ?)`,
+		if _, err := tx.ExecContext(ctx, `INSERT INTO servers (id, config, created, updated, revision) VALUES (?, ?, ?, ?, 1)`,
 			srv.ID, rec.json, now, now); err != nil {
 			return nil, err
 		}
@@ -147,6 +186,12 @@ func (s *SQLite) UpdateServer(ctx context.Context, srv config.Server) error {
 
 // UpdateServerWith is UpdateServer with options.
 //
+// It is a blind overwrite: whatever another writer stored since the caller
+// read srv is lost. To change one thing of a server that others may be
+// editing too (a disabled tool, say), use EditServer. The write increments
+// the server's revision, so a concurrent EditServer that read the old
+// record retries on the new one instead of overwriting it.
+//
 // The secrets in srv replace the stored ones: a bearer token or client
 // secret left empty is deleted. Secrets of other purposes (OAuth refresh
 // tokens, registrations) are keyed by their binding and are left alone;
@@ -157,33 +202,7 @@ func (s *SQLite) UpdateServerWith(ctx context.Context, srv config.Server, opts U
 		return fmt.Errorf("store: update server %q: %w", srv.ID, err)
 	}
 	err = s.writeTx(ctx, func(tx *sql.Tx) (*Change, error) {
-		var js string
-		err := tx.QueryRowContext(ctx, `SELECT config FROM servers WHERE id = ?`, srv.ID).Scan(&js)
-		if errors.Is(err, sql.ErrNoRows) {
-			return nil, ErrNotFound
-		}
-		if err != nil {
-			return nil, err
-		}
-		old, err := decodeServer(srv.ID, js)
-		if err != nil {
-			return nil, err
-		}
-		if !opts.RebindBearer {
-			if err := s.checkBearerRebind(ctx, tx, old, srv, rec.resource); err != nil {
-				return nil, err
-			}
-		}
-		now := nowMillis()
-		if _, err := tx.ExecContext(ctx, `DELETE FROM secrets WHERE server_id = ? AND purpose IN (?, ?)`,
-			srv.ID, PurposeBearer, PurposeClientSecret); err != nil {
-			return nil, err
-		}
-		if _, err := tx.ExecContext(ctx, `UPDATE servers SET config = ?, updated = ? WHERE id = ?`,
-			rec.json, now, srv.ID); err != nil {
-			return nil, err
-		}
-		if err := insertSecrets(ctx, tx, rec.secrets, now); err != nil {
+		if _, err := s.replaceServer(ctx, tx, srv, rec, opts, 0); err != nil {
 			return nil, err
 		}
 		return &Change{Kind: ChangeServers, ServerID: srv.ID}, nil
@@ -192,6 +211,65 @@ func (s *SQLite) UpdateServerWith(ctx context.Context, srv config.Server, opts U
 		return fmt.Errorf("store: update server %q: %w", srv.ID, err)
 	}
 	return nil
+}
+
+// errStale: replaceServer found another revision than the caller read.
+// EditServer retries on it; it never leaves the package.
+var errStale = errors.New("server revision changed since it was read")
+
+// replaceServer writes rec (prepared from srv) over the stored server
+// srv.ID inside tx and returns the server's new revision. With expect > 0
+// it writes only if the stored revision is still expect, and returns
+// errStale otherwise; expect == 0 overwrites whatever revision is stored.
+// It refuses to carry a bearer token to another resource unless
+// opts.RebindBearer.
+func (s *SQLite) replaceServer(ctx context.Context, tx *sql.Tx, srv config.Server, rec serverRecord, opts UpdateOptions, expect int64) (int64, error) {
+	var (
+		js  string
+		rev int64
+	)
+	err := tx.QueryRowContext(ctx, `SELECT config, revision FROM servers WHERE id = ?`, srv.ID).Scan(&js, &rev)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, ErrNotFound
+	}
+	if err != nil {
+		return 0, err
+	}
+	if expect > 0 && rev != expect {
+		return 0, errStale
+	}
+	old, err := decodeServer(srv.ID, js)
+	if err != nil {
+		return 0, err
+	}
+	if !opts.RebindBearer {
+		if err := s.checkBearerRebind(ctx, tx, old, srv, rec.resource); err != nil {
+			return 0, err
+		}
+	}
+	now := nowMillis()
+	// The compare-and-swap proper. The write transaction already holds
+	// the database's write lock (BEGIN IMMEDIATE), so the row cannot have
+	// moved since the SELECT above; the revision in the WHERE clause keeps
+	// the statement correct on its own all the same.
+	var newRev int64
+	err = tx.QueryRowContext(ctx, `UPDATE servers SET config = ?, updated = ?, revision = revision + 1
+		WHERE id = ? AND revision = ? RETURNING revision`,
+		rec.json, now, srv.ID, rev).Scan(&newRev)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, errStale
+	}
+	if err != nil {
+		return 0, err
+	}
+	if _, err := tx.ExecContext(ctx, `DELETE FROM secrets WHERE server_id = ? AND purpose IN (?, ?)`,
+		srv.ID, PurposeBearer, PurposeClientSecret); err != nil {
+		return 0, err
+	}
+	if err := insertSecrets(ctx, tx, rec.secrets, now); err != nil {
+		return 0, err
+	}
+	return newRev, nil
 }
 
 // checkBearerRebind refuses to carry the old bearer token of old over to a

@@ -90,6 +90,12 @@ var migrations = [][]string{
 		) STRICT, WITHOUT ROWID`,
 		fmt.Sprintf(`PRAGMA application_id = %d`, applicationID),
 	},
+	// 2: per-server revision for compare-and-swap edits (issue #9 CAS,
+	// EditServer). Every write of a server row increments it; rows that
+	// exist when the column is added start at 1, as AddServer's do.
+	{
+		`ALTER TABLE servers ADD COLUMN revision INTEGER NOT NULL DEFAULT 1 CHECK (revision >= 1)`,
+	},
 }
 
 // SchemaVersion returns the database schema version this binary writes

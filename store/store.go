@@ -29,6 +29,11 @@ var (
 	ErrBearerRebind = errors.New("the server URL moved to another resource: supply the bearer token for the new URL again")
 	// ErrClosed: the store was closed.
 	ErrClosed = errors.New("store closed")
+	// ErrConflict: EditServer gave up because the server kept being
+	// changed by other writers (processes, windows) between its read and
+	// its write, attempt after attempt. Nothing was written by the failed
+	// edit; running it again is safe.
+	ErrConflict = errors.New("the server kept changing while it was being edited (another remotemcp process is writing it); nothing was written, retry")
 )
 
 // Secret purposes. The purpose and the binding go into the AES-GCM
