@@ -179,7 +179,9 @@ func TestDisconnectClosesOpenCard(t *testing.T) {
 func TestR6_2_RestartInterruptsCard(t *testing.T) {
 	f := startFixture(t)
 	dir := t.TempDir()
-	p1 := newEnv(t, envOpts{dir: dir, servers: []config.Server{srvCfg("fx", f.URL())}})
+	// The first process holds no owner lock: to the next one it looks
+	// like a process that crashed (a live owner's cards are left alone).
+	p1 := newEnv(t, envOpts{dir: dir, noOwnerLock: true, servers: []config.Server{srvCfg("fx", f.URL())}})
 	ch := p1.goCall(t, ctxT(t), "mcp__fx__ask", `{}`, CallOptions{OperationID: "ask-1"})
 	card := p1.waitPending(t, 1)[0]
 

@@ -115,6 +115,9 @@ type envOpts struct {
 	dir     string // reuse a data directory (a restart); "" makes one
 	servers []config.Server
 	budget  int
+	// noOwnerLock opens the cards over the bare KV, without an owner
+	// lock: the process looks dead to the next one, as after a crash.
+	noOwnerLock bool
 }
 
 func newEnv(t *testing.T, o envOpts) *env {
@@ -135,7 +138,11 @@ func newEnv(t *testing.T, o envOpts) *env {
 			t.Fatalf("add server %s: %v", s.ID, err)
 		}
 	}
-	e.cards, err = elicit.Open(ctx, st, elicit.Options{Logger: testLogger()})
+	var kv elicit.KV = st
+	if o.noOwnerLock {
+		kv = struct{ elicit.KV }{st}
+	}
+	e.cards, err = elicit.Open(ctx, kv, elicit.Options{Logger: testLogger()})
 	if err != nil {
 		t.Fatalf("open cards: %v", err)
 	}

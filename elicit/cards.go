@@ -38,17 +38,25 @@
 // through Admit) are invisible to attribution.
 //
 // Restart (R6.2). A remote HTTP call cannot survive the process that made
-// it. [Open] closes every card left pending by a previous process, and
-// every answered card whose tool call never finished, as "interrupted",
-// with a reason that says the answer never reached the server (or that the
-// result was lost). The model is told so through [Card.FailureMessage]; the
-// tool is re-sent only after [Cards.ConfirmRetry], by exactly one
-// [Cards.ClaimResend].
+// it. [Open] closes every card left pending by a process that is gone, and
+// every answered card whose tool call never finished there, as
+// "interrupted", with a reason that says the answer never reached the
+// server (or that the result was lost). The model is told so through
+// [Card.FailureMessage]; the tool is re-sent only after
+// [Cards.ConfirmRetry], by exactly one [Cards.ClaimResend].
 //
-// One Cards instance should own a data directory's cards at a time (the
-// daemon's). A second instance opened over the same store takes the
-// pending cards over as interrupted; the first one then no longer writes
-// them.
+// Several processes (R6.2 with a daemon). Any number of Cards instances
+// may share a data directory when the store is a [SharedStore]
+// (*store.SQLite is): each instance holds an owner lock from Open until
+// Close, so [Open] interrupts only the cards of owners that are gone (see
+// [OwnerAlive]) and leaves a live process's open questions and running
+// calls alone. A card is answered where its call waits: [Cards.Submit]
+// works from any instance, handing the answer through the store
+// ([AnswersNamespace]) to the owner, which applies it with [Cards.Answer]
+// and reports its verdict back. With a store that is only a [KV], one
+// Cards instance should own a data directory's cards at a time: a second
+// one takes the pending cards over as interrupted, and the first one then
+// no longer writes them.
 package elicit
 
 import (
@@ -218,7 +226,14 @@ type Cards struct {
 	log      *slog.Logger
 	instance string
 	done     chan struct{}
-	wg       sync.WaitGroup // Watch goroutines
+	wg       sync.WaitGroup // Watch goroutines and the answer server
+
+	// shared is kv when it lets several instances share the data
+	// directory; nil in single-owner mode. unlock releases this
+	// instance's owner lock (Close); stopServe stops the answer server.
+	shared    SharedStore
+	unlock    func()
+	stopServe context.CancelFunc
 
 	// wmu serializes store writes; each write reads the latest in-memory
 	// state under mu first, so the last write always carries the last
@@ -249,9 +264,15 @@ type gate struct {
 	changed chan struct{}         // closed (and replaced) when a card leaves pending
 }
 
-// Open loads the cards of kv. Cards left pending by a previous process,
-// and answered cards whose tool call never finished, are closed as
-// interrupted (R6.2); finished cards older than the retention are deleted.
+// Open loads the cards of kv. Cards left pending by a process that is
+// gone, and answered cards whose tool call never finished there, are
+// closed as interrupted (R6.2); finished cards older than the retention
+// are deleted.
+//
+// When kv is a [SharedStore], Open first takes this instance's owner lock
+// (held until Close), leaves the cards of live owners alone, and starts
+// applying the answers other instances hand over ([Cards.Submit]). With a
+// plain [KV] every pending card is taken to be a previous process's.
 func Open(ctx context.Context, kv KV, o Options) (*Cards, error) {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
@@ -265,9 +286,47 @@ func Open(ctx context.Context, kv KV, o Options) (*Cards, error) {
 		servers: map[string]*gate{},
 	}
 	c.subs = fanout.New[Card](32)
-	all, err := kv.ListKV(ctx, Namespace)
+	if sh, ok := kv.(SharedStore); ok {
+		// Before any card of this instance is written, so that a card
+		// never names an owner that looks gone while it runs.
+		lctx, cancel := context.WithTimeout(ctx, ownerLockWait)
+		unlock, err := sh.Lock(lctx, ownerLockName(c.instance))
+		cancel()
+		if err != nil {
+			return nil, fmt.Errorf("elicit: take the owner lock: %w", err)
+		}
+		c.shared, c.unlock = sh, unlock
+	}
+	if err := c.takeOver(ctx, o.Retention); err != nil {
+		if c.unlock != nil {
+			c.unlock()
+		}
+		return nil, err
+	}
+	if c.shared != nil {
+		c.serveAnswers()
+	}
+	return c, nil
+}
+
+// takeOver closes the cards of owners that are gone as interrupted and
+// prunes old finished cards and answer records.
+func (c *Cards) takeOver(ctx context.Context, retention time.Duration) error {
+	all, err := c.kv.ListKV(ctx, Namespace)
 	if err != nil {
-		return nil, fmt.Errorf("elicit: load cards: %w", err)
+		return fmt.Errorf("elicit: load cards: %w", err)
+	}
+	alive := map[string]bool{}
+	ownerAlive := func(owner string) bool {
+		if c.shared == nil {
+			return false
+		}
+		v, ok := alive[owner]
+		if !ok {
+			v = OwnerAlive(ctx, c.shared, owner)
+			alive[owner] = v
+		}
+		return v
 	}
 	now := time.Now().UTC()
 	for key, raw := range all {
@@ -278,13 +337,19 @@ func Open(ctx context.Context, kv KV, o Options) (*Cards, error) {
 		}
 		switch {
 		case card.Status == StatusPending:
-			card.Reason = "remotemcp restarted while the question was open"
+			if ownerAlive(card.Owner) {
+				continue
+			}
+			card.Reason = "the remotemcp process that asked stopped or restarted while the question was open"
 		case !card.Settled && card.Status != StatusInterrupted:
-			card.Reason = fmt.Sprintf("remotemcp restarted before the tool call finished; the answer (%s) may have reached the server, but the call's result was lost", card.Status)
+			if ownerAlive(card.Owner) {
+				continue
+			}
+			card.Reason = fmt.Sprintf("the remotemcp process that made the tool call stopped or restarted before the call finished; the answer (%s) may have reached the server, but the call's result was lost", card.Status)
 		default:
-			if now.Sub(card.Updated) > o.Retention {
-				if err := kv.DeleteKV(ctx, Namespace, key); err != nil {
-					return nil, fmt.Errorf("elicit: prune card %s: %w", key, err)
+			if now.Sub(card.Updated) > retention {
+				if err := c.kv.DeleteKV(ctx, Namespace, key); err != nil {
+					return fmt.Errorf("elicit: prune card %s: %w", key, err)
 				}
 			}
 			continue
@@ -293,16 +358,21 @@ func Open(ctx context.Context, kv KV, o Options) (*Cards, error) {
 		card.Updated = now
 		card.Owner = c.instance
 		if err := c.put(ctx, card); err != nil {
-			return nil, fmt.Errorf("elicit: close interrupted card %s: %w", key, err)
+			return fmt.Errorf("elicit: close interrupted card %s: %w", key, err)
 		}
 	}
-	return c, nil
+	if c.shared != nil {
+		if err := c.pruneAnswers(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Close closes every pending card as interrupted (the process is going
-// away, so the answer can never reach the server), wakes their handlers
-// and stops the Watch goroutines. Tool calls still finishing may call
-// Admission.Finish afterwards.
+// away, so the answer can never reach the server), wakes their handlers,
+// stops the Watch goroutines and the answer server, and releases the owner
+// lock. Tool calls still finishing may call Admission.Finish afterwards.
 func (c *Cards) Close() error {
 	c.mu.Lock()
 	if c.closed {
@@ -319,7 +389,15 @@ func (c *Cards) Close() error {
 	for _, id := range ids {
 		c.resolve(id, StatusInterrupted, "remotemcp shut down while the question was open", nil, ErrClosed)
 	}
+	if c.stopServe != nil {
+		c.stopServe()
+	}
 	c.wg.Wait()
+	// Last: the interrupted cards are saved, so a Submit that now finds
+	// the owner gone also finds the card closed.
+	if c.unlock != nil {
+		c.unlock()
+	}
 	c.subs.Close()
 	return nil
 }
@@ -465,15 +543,15 @@ func withdrawnReason(ctx context.Context) string {
 	}
 }
 
-// Answer answers a pending card. An accepted answer is validated against
-// the requested schema (defaults applied; a *ValidationError names every
-// bad field and leaves the card pending); then the original tool call
-// continues.
+// Answer answers a pending card of this instance (the in-process path;
+// [Cards.Submit] answers a card of any instance). An accepted answer is
+// validated against the requested schema (defaults applied; a
+// *ValidationError names every bad field and leaves the card pending);
+// then the original tool call continues. A card pending in another
+// instance gives ErrNotOwner.
 func (c *Cards) Answer(ctx context.Context, cardID string, r Response) error {
-	switch r.Action {
-	case ActionAccept, ActionDecline, ActionCancel:
-	default:
-		return fmt.Errorf("answer card %s: action %q: want accept, decline or cancel", cardID, r.Action)
+	if err := checkAction(cardID, r.Action); err != nil {
+		return err
 	}
 	c.mu.Lock()
 	l := c.live[cardID]
@@ -501,6 +579,14 @@ func (c *Cards) Answer(ctx context.Context, cardID string, r Response) error {
 		return fmt.Errorf("answer card %s: %w (it was closed meanwhile)", cardID, ErrNotPending)
 	}
 	return nil
+}
+
+func checkAction(cardID string, a Action) error {
+	switch a {
+	case ActionAccept, ActionDecline, ActionCancel:
+		return nil
+	}
+	return fmt.Errorf("answer card %s: action %q: want accept, decline or cancel", cardID, a)
 }
 
 // resolve moves a pending card to its final state, saves it, then wakes

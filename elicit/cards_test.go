@@ -251,8 +251,8 @@ func TestHandlerContextEnds(t *testing.T) {
 	}
 }
 
-// R6.2: a new instance closes cards left pending, and answered cards whose
-// call never finished, as interrupted; the old instance stops writing
+// R6.2: a new instance closes cards left pending by a dead process, and
+// answered cards whose call never finished there, as interrupted; the old instance stops writing
 // them; a re-send needs confirmation and happens once.
 func TestOpenInterruptsLeftovers(t *testing.T) {
 	st := openStore(t)
@@ -275,6 +275,9 @@ func TestOpenInterruptsLeftovers(t *testing.T) {
 		}
 	}
 
+	// The old process dies (as after a crash, nothing closed its cards):
+	// its owner lock is free, so the next instance takes the cards over.
+	crash(old)
 	next := openCards(t, st, Options{})
 	for _, c := range []struct {
 		id, reason string
