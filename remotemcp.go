@@ -1,10 +1,19 @@
-// Package remotemcp wires the embedded defaults — data directory, SQLite
-// store with its key file, in-memory token store, HTTP client and the
-// connection manager — for programs that embed remotemcp.
+// Package remotemcp is the remotemcp engine: it opens a data directory
+// (SQLite store with its key file, in-memory token store, host permission
+// broker, OAuth authenticator, elicitation cards, connection manager and
+// agent registry) and implements [localapi.Engine], the one API every
+// surface uses. The daemon's HTTP handlers are thin adapters over it, the
+// CLI runs it in-process when no daemon runs, and embedders call it
+// directly, paying no HTTP cost.
 //
-//	c, err := remotemcp.Open(ctx, remotemcp.Options{})
+//	c, err := remotemcp.Open(ctx, remotemcp.Options{NoStartupConnect: true})
 //	defer c.Close()
-//	res, err := c.Manager.CallTool(ctx, "docs", "search", args, session.CallOptions{})
+//	tools, err := c.Tools(ctx, localapi.ToolsRequest{Connect: true})
+//	res, err := c.Call(ctx, localapi.CallRequest{Tool: "docs/search", Arguments: args},
+//		localapi.CallHandler{Approve: askThePerson})
+//
+// Failures a caller can branch on are *localapi.Error values with a stable
+// Code (localapi.CodeNotFound, CodeLoginRequired …).
 package remotemcp
 
 import (
@@ -12,10 +21,13 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 
+	"github.com/remotemcp/remotemcp/agent"
 	"github.com/remotemcp/remotemcp/config"
 	"github.com/remotemcp/remotemcp/elicit"
 	"github.com/remotemcp/remotemcp/hostperm"
@@ -37,37 +49,46 @@ type Options struct {
 	HTTPClient *http.Client
 	// OAuth overrides the OAuth provider of oauth servers. Nil: the
 	// Client's own Authenticator, non-interactive (R3.13: background work
-	// never starts a browser flow; the user runs "auth login").
+	// never starts a browser flow; the person signs in with Authorize).
 	OAuth manager.OAuthProvider
-	// Elicit answers server questions. Nil declines them, unless Cards is
-	// set.
+	// Elicit answers server questions itself. Nil (the default) turns
+	// them into elicitation cards (Client.Elicit) that a person answers
+	// through CallHandler.Question and Answer (R6.1).
 	Elicit func(ctx context.Context, info manager.ElicitInfo, req *ElicitRequest) (*ElicitResult, error)
-	// Cards turns server questions into persistent elicitation cards
-	// (Client.Cards) a person answers (R6.1). Opening the cards closes
-	// every card left pending in the data directory as interrupted
-	// (R6.2), so only the one process that owns the conversation with
-	// the person (the daemon, or an embedding agent) should set it.
+	// Cards is kept for compatibility and has no effect: the engine keeps
+	// elicitation cards whenever Elicit is nil. Several processes may
+	// open the cards of one data directory at once; each one's open
+	// questions stay its own (package elicit).
+	//
+	// Deprecated: cards are always kept unless Elicit is set.
 	Cards bool
 	// ProtocolVersion overrides the MCP revision (conformance testing of
 	// the draft only); empty means the pinned 2025-11-25.
 	ProtocolVersion string
-	// NoStartupConnect: Start connects nothing; every server is lazy.
+	// NoStartupConnect: Open connects nothing; every server is lazy, and
+	// the engine connects only the server a call or listing needs. A
+	// one-shot command runs the engine this way; connectOnStartup is for
+	// long-lived owners (the daemon, an embedding agent).
 	NoStartupConnect bool
 	// AskHost puts an origin without a grant to the person at once (see
 	// hostperm.Options.Ask); nil leaves a pending approval (R2.2).
 	AskHost func(ctx context.Context, refused hostperm.PermissionRequiredError) bool
 	// NoStart opens the store and makes the manager without starting it
-	// (no connections, no reconcile loop): for one-shot CLI commands that
-	// only edit the config.
+	// (no connections, no reconcile loop, no agent registry): for
+	// one-shot commands that only edit the config. Methods that need a
+	// session answer localapi.CodeUnavailable.
 	NoStart bool
 }
 
-// Client is an opened remotemcp: the store and the running manager.
+// Client is an opened remotemcp: the engine. It implements
+// [localapi.Engine] and [localapi.CallbackReceiver]; ordinary use needs
+// nothing but those methods. The exported parts are for owners that wire
+// more around the engine (the conformance client, tests).
 type Client struct {
 	Store  *store.SQLite
 	Memory *store.Memory
-	// Cards holds the elicitation cards (nil unless Options.Cards).
-	Cards *elicit.Cards
+	// Elicit holds the elicitation cards (nil when Options.Elicit is set).
+	Elicit *elicit.Cards
 	// OAuth performs logins, refreshes and step-ups for oauth servers.
 	OAuth *oauth.Authenticator
 	// Hosts is the host permission broker every outbound request passes
@@ -76,6 +97,42 @@ type Client struct {
 	Manager *manager.Manager
 	HTTP    *http.Client
 	DataDir string
+
+	o       Options
+	log     *slog.Logger
+	lazy    bool // NoStartupConnect: connect only what a request needs
+	running bool // the manager and the registry were started
+	started time.Time
+	reg     *agent.Registry
+
+	// ctx ends when Close begins; flows, watchers and background work
+	// derive from it.
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	bgMu   sync.Mutex // orders wg.Add against Close's wg.Wait
+	closed bool       // guarded by bgMu
+
+	hub   *hub
+	flows *flows
+	// cbPort is the port whose /mcp-oauth the owner serves (ServeCallbacks).
+	cbPort atomic.Int64
+	loopMu sync.Mutex
+	loops  map[int]*loopback // the engine's own callback listeners
+
+	// signedOut marks servers signed out by Logout until they sign in or
+	// connect again (their state is needs-auth, reason "signed out").
+	soMu      sync.Mutex
+	signedOut map[string]bool
+
+	editMu sync.Mutex // queues this process's server edits
+
+	// callErrs keeps the manager's error of a call in flight by operation
+	// id, so the engine can explain a call refused before it was sent.
+	callErrs sync.Map
+
+	closeOnce sync.Once
+	closeErr  error
 }
 
 // NewHTTPClient returns the default base HTTP client: bounded dial, TLS
@@ -88,7 +145,10 @@ func NewHTTPClient() *http.Client {
 	return &http.Client{Transport: tr}
 }
 
-// Open opens the data directory and starts the manager (unless NoStart).
+// Open opens the data directory and starts the engine (unless NoStart):
+// the manager (connecting the servers with connectOnStartup, unless
+// NoStartupConnect), the agent registry (which connects nothing by
+// itself) and the event watchers.
 func Open(ctx context.Context, o Options) (*Client, error) {
 	dir, err := store.DataDir(o.DataDir)
 	if err != nil {
@@ -102,12 +162,21 @@ func Open(ctx context.Context, o Options) (*Client, error) {
 	if base == nil {
 		base = NewHTTPClient()
 	}
+	log := o.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
 	hosts := hostperm.New(st, hostperm.Options{Ask: o.AskHost})
 	// One guard for everything: MCP endpoints, metadata, registration,
 	// token requests (R2.2). A copy, so the caller's client is unchanged.
 	hc := *base
 	hc.Transport = hosts.Transport(base.Transport)
-	c := &Client{Store: st, Memory: store.NewMemory(), HTTP: &hc, Hosts: hosts, DataDir: dir}
+	c := &Client{
+		Store: st, Memory: store.NewMemory(), HTTP: &hc, Hosts: hosts, DataDir: dir,
+		o: o, log: log, lazy: o.NoStartupConnect, started: time.Now().UTC(),
+		hub: newHub(), flows: newFlows(), loops: map[int]*loopback{}, signedOut: map[string]bool{},
+	}
+	c.ctx, c.cancel = context.WithCancel(context.Background())
 	c.OAuth = oauth.New(oauth.Options{Store: st, Memory: c.Memory, HTTPClient: c.HTTP, Logger: o.Logger})
 	provider := o.OAuth
 	if provider == nil {
@@ -119,24 +188,52 @@ func Open(ctx context.Context, o Options) (*Client, error) {
 		ProtocolVersion: o.ProtocolVersion, NoStartupConnect: o.NoStartupConnect,
 		Elicit: o.Elicit,
 	}
-	if mo.Elicit == nil && o.Cards {
+	if mo.Elicit == nil {
 		cards, err := elicit.Open(ctx, st, elicit.Options{Logger: o.Logger})
 		if err != nil {
+			c.cancel()
 			hosts.Close()
 			st.Close()
 			return nil, fmt.Errorf("remotemcp: elicitation cards: %w", err)
 		}
-		c.Cards = cards
+		c.Elicit = cards
 		mo.Elicit = cards.Handle
 	}
 	c.Manager = manager.New(mo)
+	c.reg, err = agent.New(agent.Options{
+		Backend: backend{Manager: c.Manager, c: c}, Approver: agent.ApproverFunc(c.approve),
+		Cards: c.Elicit, Logger: o.Logger,
+	})
+	if err != nil {
+		c.Close()
+		return nil, fmt.Errorf("remotemcp: agent registry: %w", err)
+	}
 	if !o.NoStart {
-		if err := c.Manager.Start(ctx); err != nil {
+		if err := c.start(ctx); err != nil {
 			c.Close()
 			return nil, err
 		}
 	}
 	return c, nil
+}
+
+// start starts the manager, the registry and the watchers.
+func (c *Client) start(ctx context.Context) error {
+	if err := c.Manager.Start(ctx); err != nil {
+		return err
+	}
+	if c.Elicit != nil {
+		c.Elicit.Watch(c.Manager)
+	}
+	// The registry's first listing connects nothing: servers are listed
+	// when a request needs them (connectOnStartup servers arrive through
+	// the manager's events once they are ready).
+	if err := c.reg.Start(withWant(ctx)); err != nil {
+		return err
+	}
+	c.running = true
+	c.startWatchers()
+	return nil
 }
 
 // OAuthProvider adapts an Authenticator to the manager. interactive nil
@@ -151,13 +248,44 @@ type providerFunc func(config.Server) auth.OAuthHandler
 
 func (f providerFunc) Handler(srv config.Server) auth.OAuthHandler { return f(srv) }
 
-// Close stops the manager (closing every session, which cancels calls in
-// flight), then the cards and the store.
+// Close stops the engine in the order package elicit documents: sign-in
+// flows and background work end, the registry stops, open questions are
+// closed as interrupted while their connections can still carry the
+// refusal, then the manager closes every session (cancelling calls in
+// flight), then the broker and the store. Idempotent.
 func (c *Client) Close() error {
-	c.Manager.Close()
-	if c.Cards != nil {
-		c.Cards.Close()
+	c.closeOnce.Do(func() {
+		c.bgMu.Lock()
+		c.closed = true
+		c.bgMu.Unlock()
+		c.cancel()
+		c.wg.Wait()
+		if c.reg != nil {
+			c.reg.Close()
+		}
+		if c.Elicit != nil {
+			c.Elicit.Close()
+		}
+		c.Manager.Close()
+		c.Hosts.Close()
+		c.closeErr = c.Store.Close()
+	})
+	return c.closeErr
+}
+
+// goBackground runs f in a goroutine owned by the engine: Close waits for
+// it, and its context ends when Close begins. It reports false (and does
+// not run f) once Close has begun.
+func (c *Client) goBackground(f func(ctx context.Context)) bool {
+	c.bgMu.Lock()
+	defer c.bgMu.Unlock()
+	if c.closed {
+		return false
 	}
-	c.Hosts.Close()
-	return c.Store.Close()
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		f(c.ctx)
+	}()
+	return true
 }

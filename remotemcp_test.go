@@ -25,8 +25,8 @@ func TestOpenGuardsEveryRequest(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Close() })
-	if c.Cards != nil {
-		t.Fatal("cards opened without Options.Cards")
+	if c.Elicit == nil {
+		t.Fatal("the engine keeps no question cards")
 	}
 	srv := config.Server{ID: "fx", URL: f.URL(), Auth: config.Auth{Kind: config.AuthNone}, Enabled: true}
 	if err := c.Store.AddServer(ctx, srv); err != nil {

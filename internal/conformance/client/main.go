@@ -149,7 +149,7 @@ func (h *harness) run(ctx context.Context, dir string) error {
 		return fmt.Errorf("add server: %w", err)
 	}
 
-	cards := c.Cards
+	cards := c.Elicit
 	h.cards = cards
 	// The person: answer every form with its defaults (SEP-1034).
 	go h.answerCards(ctx)

@@ -1,0 +1,112 @@
+package remotemcp
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"slices"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/remotemcp/remotemcp/hostperm"
+	"github.com/remotemcp/remotemcp/localapi"
+	"github.com/remotemcp/remotemcp/manager"
+	"github.com/remotemcp/remotemcp/oauth"
+	"github.com/remotemcp/remotemcp/session"
+)
+
+// The engine is the one implementation of the local API (issue #9).
+var (
+	_ localapi.Engine           = (*Client)(nil)
+	_ localapi.CallbackReceiver = (*Client)(nil)
+)
+
+// Health reports that the engine runs. InProcess is true unless an owner
+// serves its callbacks (ServeCallbacks): the daemon, seen from its
+// clients, is not in their process.
+func (c *Client) Health(ctx context.Context) (*localapi.Health, error) {
+	return &localapi.Health{OK: true, Version: Version, PID: os.Getpid(), Started: c.started, InProcess: c.cbPort.Load() == 0}, nil
+}
+
+// errNotRunning answers requests that need sessions of an engine opened
+// with NoStart.
+func (c *Client) errNotRunning() error {
+	if c.running {
+		return nil
+	}
+	return &localapi.Error{Status: 503, Code: localapi.CodeUnavailable,
+		Message: "remotemcp was opened without starting its connections (NoStart); open it without NoStart to use servers"}
+}
+
+// Lazy listing. The agent registry lists (and so connects) every server
+// that has no session when it refreshes. The engine hands it a backend
+// whose Catalog connects only the servers the request's context wants,
+// so a call or a listing about one server contacts that server only
+// (issue #9: in-process commands are lazy).
+
+// wantKey carries the set of servers a refresh may connect.
+type wantKey struct{}
+
+// wantSet is the servers a refresh may connect; all means every one.
+type wantSet struct {
+	all bool
+	ids []string
+}
+
+// withWant returns a context whose refreshes connect only ids (none when
+// ids is empty).
+func withWant(ctx context.Context, ids ...string) context.Context {
+	return context.WithValue(ctx, wantKey{}, wantSet{ids: ids})
+}
+
+// withWantAll returns a context whose refreshes connect every enabled
+// server.
+func withWantAll(ctx context.Context) context.Context {
+	return context.WithValue(ctx, wantKey{}, wantSet{all: true})
+}
+
+// errNotWanted is the registry's record of a server the engine chose not
+// to connect; it is no failure, and never shown.
+var errNotWanted = errors.New("not connected: no request needed this server yet")
+
+// backend is the manager as the registry sees it.
+type backend struct {
+	*manager.Manager
+	c *Client
+}
+
+// Catalog connects only wanted servers (see withWant).
+func (b backend) Catalog(ctx context.Context, id string) (*session.Catalog, error) {
+	if w, ok := ctx.Value(wantKey{}).(wantSet); ok && !w.all && !slices.Contains(w.ids, id) {
+		return nil, errNotWanted
+	}
+	return b.Manager.Catalog(ctx, id)
+}
+
+// CallTool records the error of a call for the engine and corrects what
+// the manager cannot know: a request refused by the host permission guard
+// never left, and one answered 401 that no sign-in could fix was refused
+// by the server before it ran, so neither may have executed.
+func (b backend) CallTool(ctx context.Context, id, tool string, args json.RawMessage, o session.CallOptions) (*mcp.CallToolResult, error) {
+	res, err := b.Manager.CallTool(ctx, id, tool, args, o)
+	if err != nil {
+		var ce *manager.CallError
+		if errors.As(err, &ce) && ce.MaybeExecuted && refusedUnsent(err) {
+			cp := *ce
+			cp.MaybeExecuted = false
+			err = &cp
+		}
+		if o.OperationID != "" {
+			b.c.callErrs.Store(o.OperationID, err)
+		}
+	}
+	return res, err
+}
+
+// refusedUnsent reports whether err proves that a request never ran: the
+// guard refused it, or the server asked for a sign-in the engine cannot
+// do in the background.
+func refusedUnsent(err error) bool {
+	return errors.Is(err, hostperm.ErrPermissionRequired) || errors.Is(err, oauth.ErrLoginRequired)
+}

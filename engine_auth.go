@@ -1,0 +1,608 @@
+package remotemcp
+
+import (
+	"context"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"html"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/remotemcp/remotemcp/config"
+	"github.com/remotemcp/remotemcp/hostperm"
+	"github.com/remotemcp/remotemcp/localapi"
+	"github.com/remotemcp/remotemcp/oauth"
+	"github.com/remotemcp/remotemcp/store"
+)
+
+// Sign-in (R3.13: interactive authorization only on an explicit user
+// action). Authorize starts oauth.Login in a goroutine the engine owns and
+// answers with the authorization URL as soon as the flow has one. The
+// authorization server sends the browser back to the loopback redirect
+// URI http://127.0.0.1:PORT/mcp-oauth of the server's redirect port. When
+// the engine's owner serves that port (ServeCallbacks: the daemon), it
+// hands the callback to CompleteAuthorization; otherwise the engine opens
+// a listener of its own on the port for the length of the flow (a
+// one-shot command, or a server configured with another port). Either way
+// the callback is matched to its flow by state, in constant time: nothing
+// else protects /mcp-oauth, since the browser arrives there from the
+// authorization server without any credential of ours.
+
+const (
+	// flowTimeout bounds a whole flow: the person has this long to finish
+	// at the authorization server.
+	flowTimeout = 10 * time.Minute
+	// authorizeWait is how long Authorize waits for the authorization URL
+	// (discovery and registration come first).
+	authorizeWait = 60 * time.Second
+	// callbackWait is how long CompleteAuthorization waits for the code
+	// exchange before answering with the flow as it stands.
+	callbackWait = 60 * time.Second
+)
+
+// flow is one sign-in flow.
+type flow struct {
+	server   string
+	cancel   context.CancelFunc
+	urlc     chan string               // the authorization URL, once
+	callback chan oauth.CallbackResult // the matching callback, once
+	done     chan struct{}             // closed when Login has returned
+
+	// Guarded by flows.mu.
+	view  localapi.AuthFlow
+	state string // the OAuth state while waiting for the callback
+	// release closes the flow's own callback listeners, after the flow
+	// ended (so the callback page can still be written).
+	release []func()
+}
+
+// flows holds the latest flow of each server.
+type flows struct {
+	mu sync.Mutex
+	m  map[string]*flow
+}
+
+func newFlows() *flows { return &flows{m: map[string]*flow{}} }
+
+// view returns a copy of a server's latest flow, or nil.
+func (fs *flows) view(id string) *localapi.AuthFlow {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	f := fs.m[id]
+	if f == nil {
+		return nil
+	}
+	v := f.view
+	return &v
+}
+
+// get returns a server's latest flow, or nil.
+func (fs *flows) get(id string) *flow {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	return fs.m[id]
+}
+
+// viewOf returns a copy of f's state.
+func (fs *flows) viewOf(f *flow) *localapi.AuthFlow {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	v := f.view
+	return &v
+}
+
+func (fs *flows) update(f *flow, change func(*localapi.AuthFlow)) {
+	fs.mu.Lock()
+	change(&f.view)
+	fs.mu.Unlock()
+}
+
+// replace installs f as the server's flow, cancelling the one before.
+func (fs *flows) replace(f *flow) {
+	fs.mu.Lock()
+	old := fs.m[f.server]
+	fs.m[f.server] = f
+	fs.mu.Unlock()
+	if old != nil {
+		old.cancel()
+	}
+}
+
+// drop forgets a deleted server's flow, cancelling it.
+func (fs *flows) drop(id string) {
+	fs.mu.Lock()
+	f := fs.m[id]
+	delete(fs.m, id)
+	fs.mu.Unlock()
+	if f != nil {
+		f.cancel()
+	}
+}
+
+// byState finds the flow waiting for a callback with this state. Every
+// waiting flow is compared, in constant time, so the answer's timing says
+// nothing about how close a guess was.
+func (fs *flows) byState(state string) *flow {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	var found *flow
+	for _, f := range fs.m {
+		if f.state != "" && f.view.Phase == localapi.PhaseWaiting &&
+			subtle.ConstantTimeCompare([]byte(f.state), []byte(state)) == 1 {
+			found = f
+		}
+	}
+	return found
+}
+
+// ServeCallbacks tells the engine that its owner serves the loopback
+// redirect URI http://127.0.0.1:port/mcp-oauth and hands every request to
+// it to CompleteAuthorization. Flows of servers with another redirect
+// port still get a listener of their own.
+func (c *Client) ServeCallbacks(port int) { c.cbPort.Store(int64(port)) }
+
+// Authorize starts the sign-in flow of an OAuth server and returns once
+// the authorization URL is known (phase waiting), the flow failed, or it
+// was not needed. A flow that failed is returned together with an
+// *localapi.Error (CodePermissionRequired when an origin needs a grant
+// first). Starting a flow abandons the server's previous one.
+func (c *Client) Authorize(ctx context.Context, id string) (*localapi.AuthFlow, error) {
+	srv, err := c.Store.GetServer(ctx, id)
+	if err != nil {
+		if errors.Is(err, store.ErrNotFound) {
+			return nil, errNoServer(id)
+		}
+		return nil, fail(err)
+	}
+	if srv.Auth.Kind != config.AuthOAuth {
+		return nil, conflict("server %s uses %s auth, not OAuth, so there is nothing to sign in to; switch it to OAuth first (servers set %s --auth oauth)", id, srv.Auth.Kind, id)
+	}
+	f := &flow{
+		server: id, urlc: make(chan string, 1), callback: make(chan oauth.CallbackResult, 1), done: make(chan struct{}),
+		view: localapi.AuthFlow{ServerID: id, Phase: localapi.PhaseStarting, Started: time.Now().UTC(),
+			RedirectURI: oauth.RedirectURI(srv.Auth.RedirectPort)},
+	}
+	// The flow outlives the request (a page only waits for the URL) but
+	// not the engine.
+	fctx, cancel := context.WithTimeout(c.ctx, flowTimeout)
+	f.cancel = cancel
+	c.flows.replace(f)
+	started := c.goBackground(func(context.Context) {
+		defer cancel()
+		c.runFlow(fctx, f, srv)
+	})
+	if !started {
+		cancel()
+		return nil, &localapi.Error{Status: http.StatusServiceUnavailable, Code: localapi.CodeUnavailable, Message: "remotemcp is closing"}
+	}
+	c.hub.bump(topicServers)
+
+	t := time.NewTimer(authorizeWait)
+	defer t.Stop()
+	select {
+	case <-f.urlc:
+	case <-f.done:
+	case <-t.C:
+	case <-ctx.Done():
+		// The caller went away; the flow goes on, and its outcome shows
+		// in the server list.
+	}
+	v := c.flows.viewOf(f)
+	return v, flowError(v)
+}
+
+// flowError is the error of a failed flow, nil otherwise.
+func flowError(v *localapi.AuthFlow) error {
+	if v == nil || v.Phase != localapi.PhaseFailed {
+		return nil
+	}
+	e := &localapi.Error{Status: http.StatusBadGateway, Code: localapi.CodeUnavailable, Message: v.Error, Step: v.Step, Permission: v.Permission}
+	if v.Permission != nil {
+		e.Status, e.Code = http.StatusConflict, localapi.CodePermissionRequired
+	}
+	return e
+}
+
+// Authorization returns the server's latest sign-in flow.
+func (c *Client) Authorization(ctx context.Context, id string) (*localapi.AuthFlow, error) {
+	v := c.flows.view(id)
+	if v == nil {
+		return nil, notFound("no sign-in was started for server %s", id)
+	}
+	return v, nil
+}
+
+// WaitAuthorization waits until the server's latest flow ends (or ctx
+// does) and returns it.
+func (c *Client) WaitAuthorization(ctx context.Context, id string) (*localapi.AuthFlow, error) {
+	f := c.flows.get(id)
+	if f == nil {
+		return nil, notFound("no sign-in was started for server %s", id)
+	}
+	select {
+	case <-f.done:
+	case <-ctx.Done():
+		return c.flows.viewOf(f), fail(ctx.Err())
+	}
+	v := c.flows.viewOf(f)
+	return v, flowError(v)
+}
+
+// runFlow runs oauth.Login for one flow and records the outcome.
+func (c *Client) runFlow(ctx context.Context, f *flow, srv config.Server) {
+	// Every request the flow makes is attributed to the server, so a
+	// refused authorization-server origin shows up beside it as pending.
+	ctx = hostperm.WithPurpose(ctx, hostperm.PurposeAuthorization, srv.ID)
+	res, err := c.OAuth.Login(ctx, srv, c.browserFor(f, srv))
+	c.flows.update(f, func(v *localapi.AuthFlow) {
+		now := time.Now().UTC()
+		v.Finished = &now
+		v.AuthorizationURL = ""
+		if err != nil {
+			v.Phase = localapi.PhaseFailed
+			v.Error = err.Error()
+			var oe *oauth.Error
+			if errors.As(err, &oe) {
+				v.Step = string(oe.Step)
+			}
+			var pe *hostperm.PermissionRequiredError
+			if errors.As(err, &pe) {
+				v.Permission = &localapi.PermissionInfo{Origin: pe.Origin, Purpose: pe.Purpose, ServerID: pe.ServerID}
+			}
+			switch {
+			case errors.Is(err, errPortTaken):
+				// The message names the port and the flag already.
+			case errors.Is(err, context.Canceled):
+				v.Error = "the sign-in was abandoned (it was started again, the server was removed, or remotemcp stopped)"
+			case errors.Is(err, context.DeadlineExceeded):
+				v.Error = fmt.Sprintf("the sign-in was not completed within %v; start it again", flowTimeout)
+			}
+			return
+		}
+		v.Phase = localapi.PhaseDone
+		li := &localapi.LoginResult{NotNeeded: res.NotNeeded, ClientID: res.ClientID, Registered: res.Registered,
+			Scopes: res.Scopes, RefreshToken: res.RefreshToken}
+		if !res.ExpiresAt.IsZero() {
+			e := res.ExpiresAt.UTC()
+			li.ExpiresAt = &e
+		}
+		if !res.Binding.IsZero() {
+			b := res.Binding
+			li.Binding = &b
+		}
+		v.Result = li
+	})
+	if err == nil {
+		c.setSignedOut(srv.ID, false)
+	}
+	close(f.done)
+	c.flows.mu.Lock()
+	release := f.release
+	f.release = nil
+	c.flows.mu.Unlock()
+	for _, r := range release {
+		r()
+	}
+	c.hub.bump(topicServers)
+	if err != nil {
+		c.log.Info("remotemcp: sign-in failed", "server", srv.ID, "err", err)
+		return
+	}
+	c.log.Info("remotemcp: signed in", "server", srv.ID)
+	// The manager's sessions pick the new token up on their next request;
+	// a server that failed for want of it is connected again now.
+	if cur, gerr := c.Store.GetServer(ctx, srv.ID); gerr == nil && cur.Enabled && c.running {
+		rctx, rcancel := context.WithTimeout(ctx, connectWait)
+		if rerr := c.Manager.Reconnect(rctx, srv.ID); rerr != nil {
+			c.log.Info("remotemcp: reconnect after sign-in failed", "server", srv.ID, "err", rerr)
+		} else if rerr := c.reg.Refresh(withWant(rctx, srv.ID)); rerr != nil {
+			c.log.Debug("remotemcp: list after sign-in", "server", srv.ID, "err", rerr)
+		}
+		rcancel()
+	}
+}
+
+// browserFor is the oauth.Browser of one flow: it publishes the
+// authorization URL and waits for the callback matched by state.
+func (c *Client) browserFor(f *flow, srv config.Server) oauth.Browser {
+	return func(ctx context.Context, authURL string) (*oauth.CallbackResult, error) {
+		// The authorization page is an origin we send the person to: it
+		// needs a grant like every other (R2.2).
+		if err := c.Hosts.Check(ctx, authURL, hostperm.PurposeAuthorization, srv.ID); err != nil {
+			return nil, err
+		}
+		u, err := url.Parse(authURL)
+		if err != nil {
+			return nil, err
+		}
+		q := u.Query()
+		state := q.Get("state")
+		if state == "" {
+			return nil, errors.New("the authorization URL has no state")
+		}
+		port, ok := loopbackPort(q.Get("redirect_uri"))
+		if !ok {
+			return nil, fmt.Errorf("the redirect URI %q is not a loopback callback remotemcp can serve", q.Get("redirect_uri"))
+		}
+		if int64(port) != c.cbPort.Load() {
+			release, err := c.listenLoopback(port, srv.ID)
+			if err != nil {
+				return nil, err
+			}
+			c.flows.mu.Lock()
+			f.release = append(f.release, release)
+			c.flows.mu.Unlock()
+		}
+		c.flows.update(f, func(v *localapi.AuthFlow) {
+			v.Phase, v.AuthorizationURL, v.RedirectURI = localapi.PhaseWaiting, authURL, q.Get("redirect_uri")
+		})
+		c.flows.mu.Lock()
+		f.state = state
+		c.flows.mu.Unlock()
+		select {
+		case f.urlc <- authURL:
+		default: // a second round (re-registration): callers learn it from the server list
+		}
+		c.hub.bump(topicServers)
+		select {
+		case r := <-f.callback:
+			c.flows.update(f, func(v *localapi.AuthFlow) { v.Phase, v.AuthorizationURL = localapi.PhaseExchanging, "" })
+			c.flows.mu.Lock()
+			f.state = ""
+			c.flows.mu.Unlock()
+			c.hub.bump(topicServers)
+			return &r, nil
+		case <-ctx.Done():
+			c.flows.mu.Lock()
+			f.state = ""
+			c.flows.mu.Unlock()
+			return nil, fmt.Errorf("waiting for the authorization callback: %w", ctx.Err())
+		}
+	}
+}
+
+// loopbackPort returns the port of a loopback redirect URI.
+func loopbackPort(redirect string) (int, bool) {
+	u, err := url.Parse(redirect)
+	if err != nil || u.Scheme != "http" || u.Path != oauth.CallbackPath {
+		return 0, false
+	}
+	if ip := net.ParseIP(u.Hostname()); ip == nil || !ip.IsLoopback() {
+		return 0, false
+	}
+	port, err := strconv.Atoi(u.Port())
+	if err != nil || port <= 0 {
+		return 0, false
+	}
+	return port, true
+}
+
+// CompleteAuthorization completes the flow a callback to /mcp-oauth
+// belongs to, matched by its state, and answers with the flow once the
+// code has been exchanged (or after a while, as it then stands). A
+// callback that cannot be read is CodeBadRequest; one that belongs to no
+// waiting flow (forged, stale or replayed) is CodeNotFound and changes
+// nothing; a second delivery of one is CodeConflict.
+func (c *Client) CompleteAuthorization(ctx context.Context, query url.Values) (*localapi.AuthFlow, error) {
+	res, err := oauth.ParseCallback(query)
+	if err != nil {
+		return nil, badRequest("", "the authorization response could not be read: %v", err)
+	}
+	f := c.flows.byState(res.State)
+	if f == nil {
+		return nil, notFound("this authorization response does not belong to a sign-in remotemcp is waiting for, and was ignored")
+	}
+	select {
+	case f.callback <- *res:
+	default:
+		return nil, conflict("remotemcp already has the answer for this sign-in")
+	}
+	t := time.NewTimer(callbackWait)
+	defer t.Stop()
+	select {
+	case <-f.done:
+	case <-t.C:
+	case <-ctx.Done():
+	case <-c.ctx.Done():
+	}
+	return c.flows.viewOf(f), nil
+}
+
+// errPortTaken marks a redirect port the engine could not listen on.
+var errPortTaken = errors.New("redirect port taken")
+
+// loopback is one of the engine's own callback listeners, shared by the
+// flows that use its port.
+type loopback struct {
+	srv  *http.Server
+	refs int
+	done chan struct{}
+}
+
+// listenLoopback serves /mcp-oauth on 127.0.0.1:port until release has
+// been called by every flow that asked for it.
+func (c *Client) listenLoopback(port int, serverID string) (release func(), err error) {
+	c.loopMu.Lock()
+	defer c.loopMu.Unlock()
+	l := c.loops[port]
+	if l == nil {
+		ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+		if err != nil {
+			return nil, fmt.Errorf("%w: listening for the OAuth callback on 127.0.0.1:%d failed (is another sign-in running, or is the port taken? choose another redirect port with \"remotemcp servers set %s --port PORT\"): %w",
+				errPortTaken, port, serverID, err)
+		}
+		l = &loopback{done: make(chan struct{})}
+		l.srv = &http.Server{Handler: http.HandlerFunc(c.serveCallback), ReadHeaderTimeout: 10 * time.Second}
+		go func() {
+			defer close(l.done)
+			_ = l.srv.Serve(ln) // ErrServerClosed after Shutdown
+		}()
+		c.loops[port] = l
+	}
+	l.refs++
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			c.loopMu.Lock()
+			l.refs--
+			last := l.refs == 0
+			if last {
+				delete(c.loops, port)
+			}
+			c.loopMu.Unlock()
+			if last {
+				// Let the "you can close this tab" page finish.
+				sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+				_ = l.srv.Shutdown(sctx)
+				cancel()
+				_ = l.srv.Close()
+				<-l.done
+			}
+		})
+	}, nil
+}
+
+// serveCallback is the engine's own /mcp-oauth: CompleteAuthorization,
+// with a page saying how it ended. It never echoes a parameter back.
+func (c *Client) serveCallback(w http.ResponseWriter, r *http.Request) {
+	h := w.Header()
+	h.Set("Content-Type", "text/html; charset=utf-8")
+	h.Set("Cache-Control", "no-store")
+	h.Set("Referrer-Policy", "no-referrer")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'")
+	if r.URL.Path != oauth.CallbackPath {
+		http.NotFound(w, r)
+		return
+	}
+	if r.Method != http.MethodGet {
+		h.Set("Allow", http.MethodGet)
+		w.WriteHeader(http.StatusMethodNotAllowed)
+		return
+	}
+	v, err := c.CompleteAuthorization(r.Context(), r.URL.Query())
+	status, title, msg := callbackPage(v, err)
+	w.WriteHeader(status)
+	fmt.Fprintf(w, "<!doctype html><meta charset=utf-8><title>remotemcp</title>"+
+		"<body style=\"font-family:system-ui,sans-serif;margin:3em auto;max-width:36em\"><h1>%s</h1><p>%s</p>\n",
+		html.EscapeString(title), html.EscapeString(msg))
+}
+
+// callbackPage is what the browser tab that delivered a sign-in callback
+// shows: the HTTP status, a title and a message, from what
+// CompleteAuthorization returned.
+func callbackPage(v *localapi.AuthFlow, err error) (status int, title, message string) {
+	if err != nil {
+		e := apiError(err)
+		switch e.Code {
+		case localapi.CodeBadRequest:
+			return http.StatusBadRequest, "Authorization response not understood", "remotemcp could not read this authorization response. Return to remotemcp and sign in again."
+		case localapi.CodeConflict:
+			return http.StatusConflict, "Already received", "remotemcp already has the answer for this sign-in. You can close this tab."
+		default:
+			return http.StatusBadRequest, "Unexpected authorization response", "This response does not belong to a sign-in remotemcp is waiting for, and was ignored."
+		}
+	}
+	switch {
+	case v == nil || v.Phase != localapi.PhaseDone && v.Phase != localapi.PhaseFailed:
+		return http.StatusOK, "Authorization in progress", "remotemcp is finishing the sign-in; it shows the result where you started it."
+	case v.Phase == localapi.PhaseDone:
+		return http.StatusOK, "Authorization complete", "remotemcp is signed in to " + v.ServerID + ". You can close this tab."
+	}
+	return http.StatusOK, "Authorization failed", v.Error
+}
+
+// Logout signs out of an OAuth server: it forgets the access token, the
+// refresh token and the client registration, and ends the server's
+// sessions; its state is then needs-auth, reason "signed out", until it
+// signs in or connects again. A server that does not use OAuth is
+// CodeConflict: there is nothing to sign out of.
+func (c *Client) Logout(ctx context.Context, id string) (*localapi.LogoutResult, error) {
+	srv, err := c.Store.GetServer(ctx, id)
+	if err != nil && !errors.Is(err, store.ErrSealOpen) {
+		if errors.Is(err, store.ErrNotFound) {
+			return nil, errNoServer(id)
+		}
+		return nil, fail(err)
+	}
+	if srv.Auth.Kind != config.AuthOAuth {
+		return nil, conflict("server %s does not use OAuth (its auth is %s): there is nothing to sign out of", id, srv.Auth.Kind)
+	}
+	before := c.OAuth.Status(ctx, srv)
+	c.setSignedOut(id, true)
+	if err := c.OAuth.Logout(ctx, id); err != nil {
+		return nil, fail(err)
+	}
+	if f := c.flows.get(id); f != nil {
+		f.cancel()
+	}
+	if err := c.Manager.Disconnect(ctx, id); err != nil {
+		c.log.Debug("remotemcp: disconnect after sign-out", "server", id, "err", err)
+	}
+	// Again: a view taken while the session was still ready cleared it.
+	c.setSignedOut(id, true)
+	c.hub.bump(topicServers)
+	res := &localapi.LogoutResult{ServerID: id, Forgotten: []string{}}
+	if before.HasAccessToken {
+		res.Forgotten = append(res.Forgotten, "access token")
+	}
+	if before.HasRefreshToken {
+		res.Forgotten = append(res.Forgotten, "refresh token")
+	}
+	if before.Registered {
+		res.Forgotten = append(res.Forgotten, "client registration")
+	}
+	res.Server, _ = c.serverView(ctx, id)
+	return res, nil
+}
+
+// AuthStatus reports what this engine knows about the sign-in of every
+// server (or of ids), never the tokens themselves. HasAccessToken is this
+// process's in-memory token: through a daemon, the daemon's. A server
+// that does not use OAuth is listed with its kind, signed in false.
+func (c *Client) AuthStatus(ctx context.Context, ids ...string) ([]localapi.AuthStatus, error) {
+	var srvs []config.Server
+	if len(ids) == 0 {
+		all, err := c.Store.ListServers(ctx)
+		if err != nil && !errors.Is(err, store.ErrSealOpen) {
+			return nil, fail(err)
+		}
+		srvs = all
+	} else {
+		for _, id := range ids {
+			srv, err := c.Store.GetServer(ctx, id)
+			if err != nil && !errors.Is(err, store.ErrSealOpen) {
+				if errors.Is(err, store.ErrNotFound) {
+					return nil, errNoServer(id)
+				}
+				return nil, fail(err)
+			}
+			srvs = append(srvs, srv)
+		}
+	}
+	out := make([]localapi.AuthStatus, 0, len(srvs))
+	for _, srv := range srvs {
+		as := localapi.AuthStatus{ServerID: srv.ID, Kind: srv.Auth.Kind}
+		if srv.Auth.Kind == config.AuthOAuth {
+			st := c.OAuth.Status(ctx, srv)
+			as.Binding, as.BindingCurrent, as.ClientID, as.Registered = st.Binding, st.BindingCurrent, st.ClientID, st.Registered
+			as.HasRefreshToken, as.HasAccessToken, as.Scopes, as.Problem = st.HasRefreshToken, st.HasAccessToken, st.Scopes, st.Problem
+			as.SignedIn = st.HasAccessToken || st.HasRefreshToken
+			if !st.RegisteredAt.IsZero() {
+				t := st.RegisteredAt.UTC()
+				as.RegisteredAt = &t
+			}
+			if !st.AccessTokenExpiry.IsZero() {
+				t := st.AccessTokenExpiry.UTC()
+				as.AccessTokenExpiry = &t
+			}
+		}
+		out = append(out, as)
+	}
+	return out, nil
+}

@@ -1,0 +1,748 @@
+package remotemcp
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+
+	"github.com/remotemcp/remotemcp/agent"
+	"github.com/remotemcp/remotemcp/config"
+	"github.com/remotemcp/remotemcp/elicit"
+	"github.com/remotemcp/remotemcp/hostperm"
+	"github.com/remotemcp/remotemcp/localapi"
+	"github.com/remotemcp/remotemcp/oauth"
+	"github.com/remotemcp/remotemcp/store"
+)
+
+// maxCards is how many cards Cards returns, newest first.
+const maxCards = 100
+
+// Tools lists the agent's tools (mcp__server__tool; disabled tools left
+// out) with their raw inputSchema bytes. With req.Connect the servers
+// (lazy ones too) are connected and listed afresh; without it the known
+// catalogs are used. Servers that could not be listed are in Errors.
+func (c *Client) Tools(ctx context.Context, req localapi.ToolsRequest) (*localapi.ToolList, error) {
+	if err := c.errNotRunning(); err != nil {
+		return nil, err
+	}
+	if req.ServerID != "" {
+		if _, err := c.serverView(ctx, req.ServerID); err != nil {
+			return nil, fail(err)
+		}
+	}
+	if req.Connect {
+		rctx, cancel := context.WithTimeout(ctx, connectWait)
+		err := c.reg.Refresh(c.want(rctx, req.ServerID))
+		cancel()
+		if err != nil && ctx.Err() != nil {
+			return nil, fail(ctx.Err())
+		}
+	}
+	l := c.toolList(req.ServerID)
+	return &l, nil
+}
+
+// want is a refresh context that may connect the server id, or every
+// enabled server when id is "".
+func (c *Client) want(ctx context.Context, id string) context.Context {
+	if id == "" {
+		return withWantAll(ctx)
+	}
+	return withWant(ctx, id)
+}
+
+// toolList converts the registry's snapshot (only one server's tools when
+// serverID is set).
+func (c *Client) toolList(serverID string) localapi.ToolList {
+	snap := c.reg.Snapshot()
+	out := localapi.ToolList{Generation: snap.Generation(), Tools: []localapi.Tool{}, Errors: []localapi.ServerError{}}
+	for _, t := range snap.Tools() {
+		if serverID != "" && t.ServerID != serverID {
+			continue
+		}
+		out.Tools = append(out.Tools, toolOf(t))
+	}
+	errs := snap.Errors()
+	for _, id := range slices.Sorted(maps.Keys(errs)) {
+		if serverID != "" && id != serverID || errors.Is(errs[id], errNotWanted) {
+			continue
+		}
+		out.Errors = append(out.Errors, localapi.ServerError{ServerID: id, Message: errs[id].Error()})
+	}
+	return out
+}
+
+func toolOf(t agent.AgentTool) localapi.Tool {
+	lt := localapi.Tool{Name: t.Name, ServerID: t.ServerID, ToolName: t.ToolName, Title: t.Title, Description: t.Description,
+		InputSchema: t.InputSchema, Effects: string(t.Effects), Retry: string(t.Retry)}
+	if t.Annotations != nil {
+		lt.Annotations, _ = json.Marshal(t.Annotations)
+	}
+	return lt
+}
+
+// callKey carries a call's state to the registry's approver.
+type callKey struct{}
+
+// callState is what the engine knows about one call in flight.
+type callState struct {
+	approved bool
+	h        localapi.CallHandler
+	// noApprover: the call was refused because nobody could be asked.
+	noApprover bool
+}
+
+// approve is the registry's Approver: the call's own decision (approved
+// by the caller, or asked through CallHandler.Approve with the whole
+// request), and without either the call is denied and nothing is sent,
+// since every remote tool is a write tool that needs the person's
+// approval (R4.1).
+func (c *Client) approve(ctx context.Context, ar agent.ApprovalRequest) (agent.Decision, error) {
+	cs, _ := ctx.Value(callKey{}).(*callState)
+	if cs != nil && cs.approved {
+		return agent.Allow(), nil
+	}
+	if cs == nil || cs.h.Approve == nil {
+		if cs != nil {
+			cs.noApprover = true
+		}
+		return agent.Deny(""), nil
+	}
+	req := localapi.ApprovalRequest{
+		OperationID: ar.OperationID, ServerID: ar.Server, Tool: ar.Tool.Name, ToolName: ar.Tool.ToolName,
+		Title: ar.Tool.Title, Description: ar.Tool.Description, Arguments: ar.Arguments,
+	}
+	if srv, err := c.Store.GetServer(ctx, ar.Server); err == nil || errors.Is(err, store.ErrSealOpen) {
+		req.ServerName = srv.Name
+	}
+	if ar.Annotations != nil {
+		req.Annotations, _ = json.Marshal(ar.Annotations)
+	}
+	if len(req.Arguments) == 0 {
+		req.Arguments = json.RawMessage(`{}`)
+	}
+	d, err := cs.h.Approve(req)
+	if err != nil {
+		return agent.Decision{}, err
+	}
+	return agent.Decision{Approved: d.Approved, Reason: d.Reason}, nil
+}
+
+func newOperationID() string { return "op-" + rand.Text()[:20] }
+
+// Call runs one tool call through the agent registry: it connects the
+// tool's server if it has no session (that server only), asks for
+// approval unless req.Approved (CallHandler.Approve gets the whole
+// request; without it nothing is sent), waits behind open questions, sends
+// the call once, and validates and budgets the result. h.Progress gets
+// each progress notification in order, and h.Question each server
+// question asked during the call; answer it with Answer, from any
+// goroutine or process, and the call continues.
+//
+// A call refused before anything was sent (the server needs a sign-in or
+// an origin grant, the approval was denied or not asked for) has
+// MaybeExecuted false and a message that says so. A result whose outcome
+// is not ok is returned with a nil error: it is the model's answer. The
+// error is for a request that is wrong (CodeBadRequest, CodeNotFound for
+// an unknown server, CodeConflict for a disabled one).
+func (c *Client) Call(ctx context.Context, req localapi.CallRequest, h localapi.CallHandler) (*localapi.ToolResult, error) {
+	if err := c.errNotRunning(); err != nil {
+		return nil, err
+	}
+	name := strings.TrimSpace(req.Tool)
+	if name == "" {
+		return nil, badRequest("tool", "tool is required (mcp__SERVER__TOOL or SERVER/TOOL)")
+	}
+	if len(req.Arguments) > agent.MaxArgumentsSize {
+		return nil, badRequest("arguments", "the arguments are larger than %d bytes", agent.MaxArgumentsSize)
+	}
+	opts := agent.CallOptions{OperationID: req.OperationID}
+	if opts.OperationID == "" {
+		opts.OperationID = newOperationID()
+	}
+	if req.Timeout != "" {
+		d, err := time.ParseDuration(req.Timeout)
+		if err != nil || d <= 0 {
+			return nil, badRequest("timeout", "timeout must be a positive duration such as 30s")
+		}
+		opts.Timeout = d
+	}
+	target, err := c.resolveTool(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	if target.notSent != nil {
+		return c.notSentResult(target, opts.OperationID, target.notSent), nil
+	}
+	cs := &callState{approved: req.Approved, h: h}
+	ctx = context.WithValue(ctx, callKey{}, cs)
+	if h.Progress != nil {
+		var mu sync.Mutex
+		opID := opts.OperationID
+		opts.Progress = func(p agent.Progress) {
+			mu.Lock()
+			defer mu.Unlock()
+			h.Progress(localapi.Progress{OperationID: opID, Progress: p.Progress, Total: p.Total, Message: p.Message})
+		}
+	}
+	if h.Question != nil && c.Elicit != nil {
+		stop := c.forwardQuestions(ctx, opts.OperationID, target.serverID, h.Question)
+		defer stop()
+	}
+	defer c.callErrs.Delete(opts.OperationID)
+	res, err := c.reg.Call(ctx, target.name, req.Arguments, opts)
+	if res == nil {
+		if err == nil {
+			err = errors.New("the call returned nothing")
+		}
+		return nil, fail(err)
+	}
+	c.explain(res, cs)
+	return res, nil
+}
+
+// callTarget is a resolved tool name.
+type callTarget struct {
+	name     string // the agent name to call
+	serverID string // "" when several servers may own it
+	toolName string
+	// notSent is why the call cannot be sent (its server could not be
+	// connected), nil when it can.
+	notSent error
+}
+
+// resolveTool turns "server/tool" or mcp__server__tool into the agent
+// name, connecting the server it belongs to when it has no session. An
+// unknown or disabled tool is left for the registry, whose result
+// explains it to the model.
+func (c *Client) resolveTool(ctx context.Context, name string) (callTarget, error) {
+	ct := callTarget{name: name}
+	if s, t, ok := strings.Cut(name, "/"); ok && !strings.HasPrefix(name, "mcp__") {
+		if s == "" || t == "" {
+			return ct, badRequest("tool", "tool %q must be mcp__SERVER__TOOL or SERVER/TOOL", name)
+		}
+		if err := c.callable(ctx, s); err != nil {
+			return ct, err
+		}
+		ct.serverID, ct.toolName, ct.name = s, t, agent.ToolName(s, t)
+		if err := c.ensureReady(ctx, s); err != nil {
+			ct.notSent = err
+			return ct, nil
+		}
+		if at, ok := c.reg.Snapshot().ToolFor(s, t); ok {
+			ct.name = at.Name
+		}
+		return ct, nil
+	}
+	if at, ok := c.reg.Snapshot().Tool(name); ok {
+		ct.serverID, ct.toolName = at.ServerID, at.ToolName
+		if err := c.ensureReady(ctx, at.ServerID); err != nil {
+			ct.notSent = err
+		}
+		return ct, nil
+	}
+	rest, ok := strings.CutPrefix(name, "mcp__")
+	if !ok {
+		return ct, nil // the registry says there is no such tool
+	}
+	all, err := c.Store.ListServers(ctx)
+	if err != nil && !errors.Is(err, store.ErrSealOpen) {
+		return ct, fail(err)
+	}
+	var cands []config.Server
+	var disabled []string
+	for _, s := range all {
+		if t, ok := strings.CutPrefix(rest, agent.Sanitize(s.ID)+"__"); ok && t != "" {
+			if !s.Enabled {
+				disabled = append(disabled, s.ID)
+				continue
+			}
+			cands = append(cands, s)
+		}
+	}
+	if len(cands) == 0 && len(disabled) > 0 {
+		return ct, errDisabled(disabled[0])
+	}
+	var errs []error
+	for _, s := range cands {
+		if err := c.ensureReady(ctx, s.ID); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if at, ok := c.reg.Snapshot().Tool(name); ok {
+		ct.serverID, ct.toolName = at.ServerID, at.ToolName
+		return ct, nil
+	}
+	if len(cands) == 1 {
+		ct.serverID = cands[0].ID
+		ct.toolName = strings.TrimPrefix(rest, agent.Sanitize(cands[0].ID)+"__")
+		if len(errs) == 1 {
+			ct.notSent = errs[0]
+		}
+	}
+	return ct, nil
+}
+
+// callable checks that a server exists and is enabled.
+func (c *Client) callable(ctx context.Context, id string) error {
+	srv, err := c.Store.GetServer(ctx, id)
+	if err != nil && !errors.Is(err, store.ErrSealOpen) {
+		if errors.Is(err, store.ErrNotFound) {
+			return errNoServer(id)
+		}
+		return fail(err)
+	}
+	if !srv.Enabled {
+		return errDisabled(id)
+	}
+	return nil
+}
+
+// errDisabled is the conflict of a switched-off server.
+func errDisabled(id string) *localapi.Error {
+	return conflict("server %s is disabled; enable it first (servers enable %s)", id, id)
+}
+
+// notSentResult is the result of a call that could not be sent because
+// its server could not be connected.
+func (c *Client) notSentResult(t callTarget, opID string, err error) *localapi.ToolResult {
+	return &localapi.ToolResult{Tool: t.name, ServerID: t.serverID, ToolName: t.toolName, OperationID: opID,
+		Outcome: agent.OutcomeUnavailable, IsError: true, MaybeExecuted: false,
+		Message: fmt.Sprintf("The call of tool %q was not sent: %s. Nothing reached the server, so the tool did not run.", t.name, c.whyNotSent(t.serverID, err))}
+}
+
+// whyNotSent says why a server refused or could not take a request,
+// naming the sign-in step or the origin to approve.
+func (c *Client) whyNotSent(serverID string, err error) string {
+	ae := apiError(err)
+	var pe *hostperm.PermissionRequiredError
+	switch {
+	case ae.Code == localapi.CodeLoginRequired || errors.Is(err, oauth.ErrLoginRequired):
+		step := ae.Step
+		if step == "" {
+			step = string(oauth.StepAuthorization)
+		}
+		return fmt.Sprintf("MCP server %q needs a sign-in (step %s): sign in (remotemcp auth login %s), then call again", serverID, step, serverID)
+	case errors.As(err, &pe):
+		return fmt.Sprintf("remotemcp has no permission to contact %s (for MCP server %q); approve that origin (remotemcp grants approve %s), then call again", pe.Origin, serverID, pe.Origin)
+	case ae.Code == localapi.CodePermissionRequired:
+		return fmt.Sprintf("MCP server %q's origin has no permission grant; approve it, then call again", serverID)
+	}
+	if v, verr := c.serverView(context.Background(), serverID); verr == nil && v.State == localapi.StateNeedsAuth {
+		step := string(oauth.StepAuthorization)
+		if v.Reason != nil && v.Reason.Step != "" {
+			step = v.Reason.Step
+		}
+		return fmt.Sprintf("MCP server %q needs a sign-in (step %s): sign in (remotemcp auth login %s), then call again", serverID, step, serverID)
+	}
+	return fmt.Sprintf("MCP server %q could not be connected (%v)", serverID, err)
+}
+
+// explain rewrites the message of a call that was refused before it was
+// sent, so it says so and says why, never that it may have run.
+func (c *Client) explain(res *localapi.ToolResult, cs *callState) {
+	switch res.Outcome {
+	case agent.OutcomeDenied:
+		if cs.noApprover {
+			res.Message = fmt.Sprintf("The call of tool %q was not sent: every remote tool call needs the person's approval, and nobody could be asked (no approval handler, and the call was not marked approved). Nothing reached MCP server %q.", res.Tool, res.ServerID)
+		} else {
+			res.Message += " Nothing was sent to the server."
+		}
+	case agent.OutcomeFailed, agent.OutcomeUnavailable:
+		v, ok := c.callErrs.Load(res.OperationID)
+		if !ok || res.MaybeExecuted {
+			return
+		}
+		err := v.(error)
+		if refusedUnsent(err) {
+			res.Outcome = agent.OutcomeUnavailable
+			res.Message = fmt.Sprintf("The call of tool %q was not sent: %s. Nothing reached the server, so the tool did not run.", res.Tool, c.whyNotSent(res.ServerID, err))
+		}
+	}
+}
+
+// forwardQuestions tells q of every pending question of the call (its
+// operation id, or its server when the question could not be
+// attributed), once each, until stop is called.
+func (c *Client) forwardQuestions(ctx context.Context, opID, serverID string, q func(localapi.Card)) (stop func()) {
+	qctx, cancel := context.WithCancel(ctx)
+	sub := c.Elicit.Subscribe(qctx)
+	seen := map[string]bool{}
+	belongs := func(k elicit.Card) bool {
+		if k.Status != elicit.StatusPending || seen[k.ID] {
+			return false
+		}
+		return k.OperationID == opID || k.OperationID == "" && serverID != "" && k.ServerID == serverID
+	}
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for range sub {
+			// The feed may drop events under load: the cards pending in
+			// this process are the truth.
+			for _, k := range c.Elicit.Pending() {
+				if belongs(k) {
+					seen[k.ID] = true
+					q(cardOf(k))
+				}
+			}
+		}
+	})
+	return func() {
+		cancel()
+		done := make(chan struct{})
+		go func() {
+			wg.Wait()
+			close(done)
+		}()
+		// A handler still busy with a question (a terminal prompt) once
+		// the call ended is not waited for long.
+		select {
+		case <-done:
+		case <-time.After(questionGrace):
+		}
+	}
+}
+
+// questionGrace is how long a finished call waits for its question
+// handler to return.
+const questionGrace = 200 * time.Millisecond
+
+// CancelCall cancels a call by its operation id at whatever stage it is
+// (R4.5); a cancel that arrives before its call is remembered for a while.
+func (c *Client) CancelCall(ctx context.Context, operationID string) error {
+	if strings.TrimSpace(operationID) == "" {
+		return badRequest("operationId", "operationId is required")
+	}
+	c.reg.Cancel(operationID)
+	return nil
+}
+
+// Cards lists the server questions, newest first (pending, answered,
+// cancelled and interrupted ones within the retention; at most 100).
+func (c *Client) Cards(ctx context.Context) ([]localapi.Card, error) {
+	l, err := c.cardList(ctx)
+	return l, fail(err)
+}
+
+func (c *Client) cardList(ctx context.Context) ([]localapi.Card, error) {
+	out := []localapi.Card{}
+	if c.Elicit == nil {
+		return out, nil
+	}
+	cards, err := c.Elicit.List(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for i := len(cards) - 1; i >= 0 && len(out) < maxCards; i-- {
+		out = append(out, cardOf(cards[i]))
+	}
+	return out, nil
+}
+
+// errNoCards answers card requests of an engine whose questions an
+// Options.Elicit callback answers.
+func errNoCards() *localapi.Error {
+	return &localapi.Error{Status: http.StatusNotImplemented, Code: localapi.CodeUnavailable,
+		Message: "this remotemcp answers server questions itself (Options.Elicit), so it keeps no question cards"}
+}
+
+// Card returns one server question.
+func (c *Client) Card(ctx context.Context, id string) (*localapi.Card, error) {
+	if c.Elicit == nil {
+		return nil, errNoCards()
+	}
+	k, err := c.Elicit.Get(ctx, id)
+	if err != nil {
+		return nil, fail(err)
+	}
+	lc := cardOf(k)
+	return &lc, nil
+}
+
+// Answer answers a pending question, from any process on the data
+// directory: the call that asked continues where it waits. An accepted
+// answer is checked against the question's form first; every bad field
+// is in the error's Problems.
+func (c *Client) Answer(ctx context.Context, cardID string, a localapi.Answer) error {
+	if c.Elicit == nil {
+		return errNoCards()
+	}
+	act := elicit.Action(a.Action)
+	switch act {
+	case elicit.ActionAccept, elicit.ActionDecline, elicit.ActionCancel:
+	default:
+		return badRequest("action", "action must be accept, decline or cancel")
+	}
+	if err := c.Elicit.Submit(ctx, cardID, elicit.Response{Action: act, Content: a.Content}); err != nil {
+		return fail(err)
+	}
+	c.hub.bump(topicCards)
+	return nil
+}
+
+// Retry re-sends the call of an interrupted question once, after the
+// person confirmed it is safe (R6.2: an answer that never reached the
+// server is never pretended to have). The confirmation is its approval.
+// Without confirmed nothing is sent.
+func (c *Client) Retry(ctx context.Context, cardID string, confirmed bool) (*localapi.ToolResult, error) {
+	if err := c.errNotRunning(); err != nil {
+		return nil, err
+	}
+	if c.Elicit == nil {
+		return nil, errNoCards()
+	}
+	if !confirmed {
+		return nil, badRequest("confirmed", "re-sending an interrupted call needs the person's confirmation that it is safe (confirmed)")
+	}
+	k, err := c.Elicit.Get(ctx, cardID)
+	if err != nil {
+		return nil, fail(err)
+	}
+	if err := c.Elicit.ConfirmRetry(ctx, cardID); err != nil {
+		return nil, fail(err)
+	}
+	if err := c.ensureReady(ctx, k.ServerID); err != nil {
+		return nil, c.connectError(ctx, k.ServerID, err)
+	}
+	ctx = context.WithValue(ctx, callKey{}, &callState{approved: true})
+	opID := newOperationID()
+	defer c.callErrs.Delete(opID)
+	res, err := c.reg.Resend(ctx, cardID, agent.CallOptions{OperationID: opID})
+	c.hub.bump(topicCards)
+	if res == nil {
+		if err == nil {
+			err = errors.New("the re-sent call returned nothing")
+		}
+		return nil, fail(err)
+	}
+	return res, nil
+}
+
+// cardOf converts a card, its form in the schema's property order.
+func cardOf(k elicit.Card) localapi.Card {
+	lc := localapi.Card{
+		ID: k.ID, ServerID: k.ServerID, Tool: k.Tool, OperationID: k.OperationID, Arguments: k.Arguments,
+		Message: k.Message, RequestedSchema: k.RequestedSchema, Status: string(k.Status), Reason: k.Reason,
+		Created: k.Created, Updated: k.Updated, RetryConfirmed: k.RetryConfirmed, Resent: k.Resent,
+		FailureMessage: k.FailureMessage(),
+	}
+	if k.Response != nil {
+		lc.Response = &localapi.Answer{Action: string(k.Response.Action), Content: k.Response.Content}
+	}
+	if f, err := k.Form(); err == nil && f != nil {
+		lc.Form = formOf(f, propertyOrder(k.RequestedSchema))
+	}
+	return lc
+}
+
+// formOf converts a form, ordering its fields as order lists them (the
+// schema's own order); fields it does not list keep theirs, after.
+func formOf(f *elicit.Form, order []string) *localapi.Form {
+	out := &localapi.Form{Fields: []localapi.Field{}}
+	fields := slices.Clone(f.Fields)
+	rank := func(name string) int {
+		if i := slices.Index(order, name); i >= 0 {
+			return i
+		}
+		return len(order)
+	}
+	slices.SortStableFunc(fields, func(a, b elicit.Field) int { return rank(a.Name) - rank(b.Name) })
+	for _, fl := range fields {
+		out.Fields = append(out.Fields, localapi.Field{
+			Name: fl.Name, Title: fl.Title, Description: fl.Description, Type: string(fl.Type), Required: fl.Required,
+			Enum: fl.Enum, EnumTitles: fl.EnumTitles, Format: fl.Format, Default: fl.Default,
+			MinLength: fl.MinLength, MaxLength: fl.MaxLength, Minimum: fl.Minimum, Maximum: fl.Maximum,
+		})
+	}
+	return out
+}
+
+// propertyOrder returns the keys of a JSON schema's top-level
+// "properties" object in the order the document has them.
+func propertyOrder(schema json.RawMessage) []string {
+	dec := json.NewDecoder(bytes.NewReader(schema))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return nil
+	}
+	for dec.More() {
+		k, err := dec.Token()
+		if err != nil {
+			return nil
+		}
+		if k != "properties" {
+			var skip json.RawMessage
+			if dec.Decode(&skip) != nil {
+				return nil
+			}
+			continue
+		}
+		if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+			return nil
+		}
+		var keys []string
+		for dec.More() {
+			name, err := dec.Token()
+			if err != nil {
+				return keys
+			}
+			if s, ok := name.(string); ok {
+				keys = append(keys, s)
+			}
+			var skip json.RawMessage
+			if dec.Decode(&skip) != nil {
+				return keys
+			}
+		}
+		return keys
+	}
+	return nil
+}
+
+// Prompts lists the prompts of a server (every enabled one when serverID
+// is ""), as /server:prompt commands, connecting the servers that have no
+// session. A server that cannot be listed is an error when it is the one
+// asked for, and left out otherwise.
+func (c *Client) Prompts(ctx context.Context, serverID string) ([]localapi.Prompt, error) {
+	if err := c.errNotRunning(); err != nil {
+		return nil, err
+	}
+	if err := c.listFor(ctx, serverID); err != nil {
+		return nil, err
+	}
+	out := []localapi.Prompt{}
+	for _, p := range c.reg.Snapshot().Prompts() {
+		if serverID == "" || p.ServerID == serverID {
+			out = append(out, p)
+		}
+	}
+	return out, nil
+}
+
+// listFor makes sure the registry has listed serverID (every enabled
+// server when ""), connecting what has no session.
+func (c *Client) listFor(ctx context.Context, serverID string) error {
+	if serverID != "" {
+		if err := c.callable(ctx, serverID); err != nil {
+			return err
+		}
+		if err := c.ensureReady(ctx, serverID); err != nil {
+			return c.connectError(ctx, serverID, err)
+		}
+		return nil
+	}
+	rctx, cancel := context.WithTimeout(ctx, connectWait)
+	defer cancel()
+	if err := c.reg.Refresh(withWantAll(rctx)); err != nil && ctx.Err() != nil {
+		return fail(ctx.Err())
+	}
+	return nil
+}
+
+// GetPrompt runs a /server:prompt command. Missing required arguments and
+// unknown ones are CodeBadRequest naming the argument, before anything is
+// sent.
+func (c *Client) GetPrompt(ctx context.Context, req localapi.GetPromptRequest) (*localapi.PromptResult, error) {
+	if err := c.errNotRunning(); err != nil {
+		return nil, err
+	}
+	command := "/" + strings.TrimPrefix(strings.TrimSpace(req.Command), "/")
+	id, name, ok := strings.Cut(command[1:], ":")
+	if !ok || id == "" || name == "" {
+		return nil, badRequest("command", "%q is not a prompt command: want /SERVER:PROMPT, e.g. /docs:summarize", req.Command)
+	}
+	if err := c.listFor(ctx, id); err != nil {
+		return nil, err
+	}
+	var have []string
+	var pc *agent.PromptCommand
+	for _, p := range c.reg.Snapshot().Prompts() {
+		if p.Command == command {
+			pc = &p
+		}
+		if p.ServerID == id {
+			have = append(have, p.Command)
+		}
+	}
+	if pc == nil {
+		what := "no prompts"
+		if len(have) > 0 {
+			what = "these prompts: " + strings.Join(have, ", ")
+		}
+		return nil, notFound("server %s has no prompt command %s (it has %s)", id, command, what)
+	}
+	for k := range req.Arguments {
+		if !slices.ContainsFunc(pc.Arguments, func(a agent.PromptArgument) bool { return a.Name == k }) {
+			return nil, badRequest(k, "%s has no argument %q", command, k)
+		}
+	}
+	res, err := c.reg.GetPrompt(ctx, command, req.Arguments)
+	if err != nil {
+		return nil, fail(err)
+	}
+	return res, nil
+}
+
+// Resources lists or searches the resources and resource templates of a
+// server (every enabled one when req.ServerID is ""), best match first
+// (see agent.Registry.SearchResources), connecting what has no session.
+func (c *Client) Resources(ctx context.Context, req localapi.ResourcesRequest) ([]localapi.Resource, error) {
+	if err := c.errNotRunning(); err != nil {
+		return nil, err
+	}
+	if err := c.listFor(ctx, req.ServerID); err != nil {
+		return nil, err
+	}
+	out := []localapi.Resource{}
+	for _, r := range c.reg.SearchResources(req.Query, 0) {
+		if req.ServerID != "" && r.ServerID != req.ServerID {
+			continue
+		}
+		out = append(out, r)
+		if req.Limit > 0 && len(out) == req.Limit {
+			break
+		}
+	}
+	return out, nil
+}
+
+// ReadResource reads a resource named @server:URI. A URI template must be
+// filled in first (CodeBadRequest).
+func (c *Client) ReadResource(ctx context.Context, req localapi.ReadRequest) (*localapi.ReadResult, error) {
+	if err := c.errNotRunning(); err != nil {
+		return nil, err
+	}
+	id, uri, err := agent.ParseMention(req.Mention)
+	if err != nil {
+		return nil, badRequest("mention", "%v, e.g. @docs:docs://readme", err)
+	}
+	if err := c.listFor(ctx, id); err != nil {
+		return nil, err
+	}
+	for _, e := range c.reg.Snapshot().Resources() {
+		if e.Template && e.ServerID == id && e.URI == uri {
+			return nil, badRequest("mention", "%s is a URI template: replace each {variable} in it with a value first", req.Mention)
+		}
+	}
+	res, err := c.reg.Read(ctx, req.Mention)
+	if err != nil {
+		ae := apiError(err)
+		var rpc *jsonrpc.Error
+		if errors.As(err, &rpc) {
+			ae.Status, ae.Code = http.StatusNotFound, localapi.CodeNotFound
+			ae.Message = "the server refused to read it: " + err.Error()
+		}
+		return nil, ae
+	}
+	return res, nil
+}

@@ -1,0 +1,194 @@
+package remotemcp
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"sync"
+	"time"
+
+	"github.com/remotemcp/remotemcp/elicit"
+	"github.com/remotemcp/remotemcp/hostperm"
+	"github.com/remotemcp/remotemcp/internal/fanout"
+	"github.com/remotemcp/remotemcp/localapi"
+	"github.com/remotemcp/remotemcp/store"
+)
+
+// Live updates. The sources (manager events, the store's change feed,
+// elicitation cards, the registry's snapshots, sign-in flows) only bump a
+// per-topic generation; each subscription re-reads the full current list
+// of every topic whose generation moved and sends it. Events may be
+// dropped or merged anywhere upstream, so sending state instead of deltas
+// is what makes a client converge, and a slow reader simply skips
+// intermediate states, never the newest.
+
+// topic is one kind of live data.
+type topic int
+
+const (
+	topicServers topic = iota
+	topicGrants
+	topicCards
+	topicCatalog
+	numTopics
+)
+
+var topicNames = [numTopics]string{localapi.EventServers, localapi.EventGrants, localapi.EventCards, localapi.EventCatalog}
+
+// hub counts generations per topic and wakes subscriptions on a bump.
+type hub struct {
+	mu   sync.Mutex
+	gens [numTopics]uint64
+	wake chan struct{} // closed and replaced by every bump
+}
+
+func newHub() *hub {
+	h := &hub{wake: make(chan struct{})}
+	for i := range h.gens {
+		h.gens[i] = 1 // subscriptions start at 0, so they send everything first
+	}
+	return h
+}
+
+func (h *hub) bump(ts ...topic) {
+	h.mu.Lock()
+	for _, t := range ts {
+		h.gens[t]++
+	}
+	close(h.wake)
+	h.wake = make(chan struct{})
+	h.mu.Unlock()
+}
+
+func (h *hub) state() ([numTopics]uint64, <-chan struct{}) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.gens, h.wake
+}
+
+// startWatchers starts the goroutines that feed the hub. They end when
+// the engine closes (or their source does).
+func (c *Client) startWatchers() {
+	c.goBackground(func(ctx context.Context) {
+		for range c.Manager.Subscribe(ctx) {
+			c.hub.bump(topicServers)
+		}
+	})
+	c.goBackground(func(ctx context.Context) {
+		for ch := range c.Store.Subscribe(ctx) {
+			switch {
+			case ch.RereadAll():
+				c.hub.bump(topicServers, topicGrants, topicCards)
+			case ch.Kind == store.ChangeServers || ch.Kind == store.ChangeSecrets:
+				c.hub.bump(topicServers)
+			case ch.Namespace == hostperm.NamespaceGrants || ch.Namespace == hostperm.NamespacePending:
+				// Pending approvals are shown beside their servers too.
+				c.hub.bump(topicGrants, topicServers)
+			case ch.Namespace == elicit.Namespace:
+				c.hub.bump(topicCards)
+			}
+		}
+	})
+	if c.Elicit != nil {
+		c.goBackground(func(ctx context.Context) {
+			for range c.Elicit.Subscribe(ctx) {
+				c.hub.bump(topicCards)
+			}
+		})
+	}
+	c.goBackground(func(ctx context.Context) {
+		snaps := c.reg.Subscribe(ctx)
+		for range snaps {
+			fanout.Drain(snaps)
+			c.hub.bump(topicCatalog, topicServers)
+		}
+	})
+}
+
+// topicData computes the current list of a topic.
+func (c *Client) topicData(ctx context.Context, t topic) (any, error) {
+	switch t {
+	case topicServers:
+		return c.serverViews(ctx, "")
+	case topicGrants:
+		return c.grantsState(ctx)
+	case topicCards:
+		return c.cardList(ctx)
+	default:
+		return c.toolList(""), nil
+	}
+}
+
+// subscribeCoalesce is how long a subscription waits after a wake-up for
+// more bumps, so a burst of changes costs one re-read.
+const subscribeCoalesce = 30 * time.Millisecond
+
+// Subscribe delivers events until ctx ends or the engine closes: first
+// the current list of every type (servers, grants, cards, catalog), then
+// the new list of a type each time it changes. A slow reader misses
+// intermediate events, never the newest of each type.
+func (c *Client) Subscribe(ctx context.Context) (<-chan localapi.Event, error) {
+	ch := make(chan localapi.Event)
+	started := c.goBackground(func(bctx context.Context) {
+		defer close(ch)
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		stop := context.AfterFunc(bctx, cancel)
+		defer stop()
+		var seen [numTopics]uint64
+		for {
+			gens, wake := c.hub.state()
+			for t := range numTopics {
+				if gens[t] == seen[t] {
+					continue
+				}
+				data, err := c.topicData(ctx, t)
+				if err != nil {
+					if ctx.Err() != nil {
+						return
+					}
+					c.log.Warn("remotemcp: live update", "topic", topicNames[t], "err", err)
+					continue // keep the old generation: the next bump retries
+				}
+				b, err := marshal(data)
+				if err != nil {
+					c.log.Error("remotemcp: encode live update", "topic", topicNames[t], "err", err)
+					continue
+				}
+				select {
+				case ch <- localapi.Event{Type: topicNames[t], Data: b}:
+					seen[t] = gens[t]
+				case <-ctx.Done():
+					return
+				}
+			}
+			select {
+			case <-wake:
+				select {
+				case <-time.After(subscribeCoalesce):
+				case <-ctx.Done():
+					return
+				}
+			case <-ctx.Done():
+				return
+			}
+		}
+	})
+	if !started {
+		close(ch)
+		return nil, &localapi.Error{Status: 503, Code: localapi.CodeUnavailable, Message: "remotemcp is closing"}
+	}
+	return ch, nil
+}
+
+// marshal encodes v without HTML escaping: raw bytes from servers (a
+// tool's inputSchema) must reach every client unchanged (R4.1).
+func marshal(v any) (json.RawMessage, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}

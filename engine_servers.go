@@ -1,0 +1,891 @@
+package remotemcp
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"reflect"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/remotemcp/remotemcp/agent"
+	"github.com/remotemcp/remotemcp/config"
+	"github.com/remotemcp/remotemcp/hostperm"
+	"github.com/remotemcp/remotemcp/localapi"
+	"github.com/remotemcp/remotemcp/manager"
+	"github.com/remotemcp/remotemcp/oauth"
+	"github.com/remotemcp/remotemcp/session"
+	"github.com/remotemcp/remotemcp/store"
+)
+
+// connectWait bounds how long a connect waits for the handshake (the
+// manager's own handshake timeout is 30 s).
+const connectWait = 90 * time.Second
+
+// Reason messages of needs-auth states (SPEC §9 A1, A4).
+const (
+	reasonSignedOut = "signed out"
+	reasonNeedsAuth = "needs authorization"
+)
+
+// Servers lists every server as every surface shows it.
+func (c *Client) Servers(ctx context.Context) ([]localapi.Server, error) {
+	out, err := c.serverViews(ctx, "")
+	return out, fail(err)
+}
+
+// Server returns one server.
+func (c *Client) Server(ctx context.Context, id string) (*localapi.Server, error) {
+	v, err := c.serverView(ctx, id)
+	return v, fail(err)
+}
+
+// serverViews builds the server list (only the server only, when set):
+// stored configs, live states, grants, pending approvals and flows.
+func (c *Client) serverViews(ctx context.Context, only string) ([]localapi.Server, error) {
+	var cfgs []config.Server
+	if only != "" {
+		srv, err := c.Store.GetServer(ctx, only)
+		if err != nil && !errors.Is(err, store.ErrSealOpen) {
+			if errors.Is(err, store.ErrNotFound) {
+				return nil, errNoServer(only)
+			}
+			return nil, err
+		}
+		cfgs = []config.Server{srv}
+	} else {
+		var err error
+		cfgs, err = c.Store.ListServers(ctx)
+		if err != nil && !errors.Is(err, store.ErrSealOpen) {
+			return nil, err
+		}
+	}
+	// A damaged grant or pending record is left out by the broker; the
+	// list still shows.
+	grants, _ := c.Hosts.Grants(ctx)
+	pending, _ := c.Hosts.Pending(ctx)
+	granted := make(map[string]bool, len(grants))
+	for _, g := range grants {
+		granted[g.Origin] = true
+	}
+	status := map[string]manager.ServerStatus{}
+	for _, st := range c.Manager.Status() {
+		status[st.ID] = st
+	}
+	out := make([]localapi.Server, 0, len(cfgs))
+	for _, srv := range cfgs {
+		out = append(out, c.view(ctx, srv, status[srv.ID], granted, pending))
+	}
+	return out, nil
+}
+
+// serverView builds one server's view.
+func (c *Client) serverView(ctx context.Context, id string) (*localapi.Server, error) {
+	l, err := c.serverViews(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	return &l[0], nil
+}
+
+func (c *Client) view(ctx context.Context, srv config.Server, st manager.ServerStatus, granted map[string]bool, pending []hostperm.Pending) localapi.Server {
+	origin, _ := config.Origin(srv.URL)
+	v := localapi.Server{
+		ID: srv.ID, Name: srv.Name, URL: srv.URL, Origin: origin,
+		Enabled: srv.Enabled, ConnectOnStartup: srv.ConnectOnStartup,
+		Auth: localapi.AuthInfo{
+			Kind: srv.Auth.Kind, HasToken: srv.Auth.Token != "", ClientID: srv.Auth.ClientID,
+			HasClientSecret: srv.Auth.ClientSecret != "", Scopes: slices.Clone(srv.Auth.Scopes),
+			RedirectPort: srv.Auth.RedirectPort,
+		},
+		DisabledTools: append([]string{}, srv.DisabledTools...),
+		State:         localapi.StateDisconnected,
+		OriginGranted: granted[origin],
+		Pending:       []localapi.Pending{},
+	}
+	if srv.ToolTimeout != 0 {
+		v.ToolTimeout = time.Duration(srv.ToolTimeout).String()
+	}
+	if rev, err := c.Store.ServerRevision(ctx, srv.ID); err == nil {
+		v.Revision = rev
+	}
+	for _, p := range pending {
+		if p.ServerID == srv.ID || (p.ServerID == "" && p.Origin == origin) {
+			v.Pending = append(v.Pending, p)
+		}
+	}
+	oauthKind := srv.Auth.Kind == config.AuthOAuth
+	if oauthKind {
+		v.Authorization = c.flows.view(srv.ID)
+	}
+	if st.ID == srv.ID {
+		v.ToolCount = st.ToolCount
+	}
+	v.State, v.Reason = c.state(ctx, srv, st)
+	return v
+}
+
+// state maps the manager's state to SPEC §9 A1: a lost session that is
+// recovering is reconnecting; a server that needs the person's sign-in
+// (signed out, never signed in, or refused for a login the background
+// cannot do) is needs-auth, not error.
+func (c *Client) state(ctx context.Context, srv config.Server, st manager.ServerStatus) (localapi.State, *localapi.Reason) {
+	ms := manager.StateDisconnected
+	var r *manager.Reason
+	if st.ID == srv.ID {
+		ms, r = st.State, st.Reason
+	}
+	if ms == manager.StateReady {
+		c.setSignedOut(srv.ID, false)
+		return localapi.StateReady, nil
+	}
+	oauthKind := srv.Auth.Kind == config.AuthOAuth
+	if oauthKind && srv.Enabled && ms != manager.StateConnecting && c.isSignedOut(srv.ID) {
+		return localapi.StateNeedsAuth, &localapi.Reason{Class: string(manager.ClassAuth), Step: string(oauth.StepAuthorization), Message: reasonSignedOut}
+	}
+	switch ms {
+	case manager.StateConnecting:
+		if r != nil && strings.HasPrefix(r.Message, "connection lost") {
+			return localapi.StateReconnecting, reasonOf(r)
+		}
+		return localapi.StateConnecting, reasonOf(r)
+	case manager.StateError:
+		if r != nil && needsAuth(srv, *r) {
+			lr := reasonOf(r)
+			if lr.Step == "" {
+				lr.Step = string(oauth.StepAuthorization)
+			}
+			// The person acts where they see this (the page, the CLI):
+			// the library's advice to run a command is left out.
+			msg, _, _ := strings.Cut(lr.Message, "; run \"remotemcp auth login")
+			lr.Message = reasonNeedsAuth + ": " + msg
+			return localapi.StateNeedsAuth, lr
+		}
+		return localapi.StateError, reasonOf(r)
+	}
+	// Disconnected: an enabled OAuth server that never signed in is
+	// waiting for the person, not merely idle.
+	if oauthKind && srv.Enabled {
+		os := c.OAuth.Status(ctx, srv)
+		if os.Binding == nil && !os.HasAccessToken && !os.HasRefreshToken {
+			return localapi.StateNeedsAuth, &localapi.Reason{Class: string(manager.ClassAuth), Step: string(oauth.StepAuthorization), Message: reasonNeedsAuth}
+		}
+	}
+	return localapi.StateDisconnected, reasonOf(r)
+}
+
+// needsAuth reports whether a failure needs the person to sign in: the
+// background could not authorize (R3.13).
+func needsAuth(srv config.Server, r manager.Reason) bool {
+	if r.Class != manager.ClassAuth {
+		return false
+	}
+	if strings.Contains(r.Message, oauth.ErrLoginRequired.Error()) {
+		return true
+	}
+	return srv.Auth.Kind == config.AuthOAuth && r.HTTPStatus == http.StatusUnauthorized
+}
+
+func reasonOf(r *manager.Reason) *localapi.Reason {
+	if r == nil {
+		return nil
+	}
+	return &localapi.Reason{Class: string(r.Class), Step: r.Step, HTTPStatus: r.HTTPStatus, Message: r.Message}
+}
+
+func (c *Client) isSignedOut(id string) bool {
+	c.soMu.Lock()
+	defer c.soMu.Unlock()
+	return c.signedOut[id]
+}
+
+func (c *Client) setSignedOut(id string, on bool) {
+	c.soMu.Lock()
+	defer c.soMu.Unlock()
+	if on {
+		c.signedOut[id] = true
+	} else {
+		delete(c.signedOut, id)
+	}
+}
+
+// originGranted reports whether origin has a grant.
+func (c *Client) originGranted(ctx context.Context, origin string) bool {
+	ok, err := c.Hosts.Allowed(ctx, origin)
+	return err == nil && ok
+}
+
+// grantOrigin grants the origin of rawURL unless it has a grant; it
+// returns the origin when it granted it now.
+func (c *Client) grantOrigin(ctx context.Context, rawURL, by string) (string, error) {
+	origin, err := config.Origin(rawURL)
+	if err != nil {
+		return "", err
+	}
+	if c.originGranted(ctx, origin) {
+		return "", nil
+	}
+	if err := c.Hosts.Grant(ctx, origin, by); err != nil {
+		return "", fmt.Errorf("grant %s: %w", origin, err)
+	}
+	c.hub.bump(topicGrants, topicServers)
+	return origin, nil
+}
+
+// AddServer adds a server and grants its own origin in the same user
+// action (R2.2); Granted lists the origin when this add granted it (not
+// when it had a grant already). A taken id is CodeConflict.
+func (c *Client) AddServer(ctx context.Context, req localapi.AddServerRequest) (*localapi.AddServerResult, error) {
+	srv := config.Server{
+		ID: strings.TrimSpace(req.ID), Name: strings.TrimSpace(req.Name), URL: strings.TrimSpace(req.URL),
+		Auth: config.Auth{Kind: req.Auth, Token: req.Token, ClientID: req.ClientID, ClientSecret: req.ClientSecret,
+			Scopes: req.Scopes, RedirectPort: req.RedirectPort},
+		Enabled: true, ConnectOnStartup: true,
+	}
+	if srv.Auth.Kind == "" {
+		srv.Auth.Kind = config.AuthNone
+	}
+	if srv.Name == "" {
+		srv.Name = srv.ID
+	}
+	if req.Enabled != nil {
+		srv.Enabled = *req.Enabled
+	}
+	if req.ConnectOnStartup != nil {
+		srv.ConnectOnStartup = *req.ConnectOnStartup
+	}
+	if req.ToolTimeout != "" {
+		d, err := time.ParseDuration(req.ToolTimeout)
+		if err != nil {
+			return nil, badRequest("toolTimeout", "toolTimeout: %v", err)
+		}
+		srv.ToolTimeout = config.Duration(d)
+	}
+	if err := srv.Validate(); err != nil {
+		return nil, fail(err)
+	}
+	origin, err := config.Origin(srv.URL)
+	if err != nil {
+		return nil, fail(err)
+	}
+	by := req.By
+	if by == "" {
+		by = hostperm.ByServersAdd
+	}
+	// Grant first, so the manager's first connect (right after the add)
+	// is allowed; undo it if the add fails and the grant is ours.
+	if _, err := c.Store.GetServer(ctx, srv.ID); err == nil || errors.Is(err, store.ErrSealOpen) {
+		return nil, errExists(srv.ID)
+	}
+	had := c.originGranted(ctx, origin)
+	if !had {
+		if err := c.Hosts.Grant(ctx, origin, by); err != nil {
+			return nil, fail(err)
+		}
+	}
+	if err := c.Store.AddServer(ctx, srv); err != nil {
+		if !had {
+			if rerr := c.Hosts.Revoke(ctx, origin); rerr != nil {
+				c.log.Warn("remotemcp: undo grant after a failed add", "origin", origin, "err", rerr)
+			}
+		}
+		if errors.Is(err, store.ErrDuplicate) {
+			return nil, errExists(srv.ID)
+		}
+		return nil, fail(err)
+	}
+	c.hub.bump(topicServers, topicGrants)
+	v, err := c.serverView(ctx, srv.ID)
+	if err != nil {
+		return nil, fail(err)
+	}
+	res := &localapi.AddServerResult{Server: *v, Granted: []string{}}
+	if !had {
+		res.Granted = append(res.Granted, origin)
+	}
+	return res, nil
+}
+
+// errExists is the conflict of a taken server id.
+func errExists(id string) *localapi.Error {
+	e := conflict("a server with id %q exists already; choose another id, or change that server instead", id)
+	e.Field = "id"
+	return e
+}
+
+// ownFormat reports whether data is remotemcp's own server list (a JSON
+// array, or {"servers": [...]}) rather than another client's config.
+func ownFormat(data []byte) bool {
+	t := strings.TrimSpace(strings.TrimPrefix(string(data), "\xef\xbb\xbf"))
+	if strings.HasPrefix(t, "[") {
+		return true
+	}
+	var top map[string]json.RawMessage
+	if json.Unmarshal([]byte(t), &top) != nil {
+		return false
+	}
+	return strings.HasPrefix(strings.TrimSpace(string(top["servers"])), "[")
+}
+
+// Import imports another client's MCP config (config.Import, ${VAR}
+// expanded from req.Env only) or remotemcp's own server list. Every entry
+// is reported: added; unchanged (the same entry is there already);
+// updated (req.Update, and the id exists with another entry); a conflict
+// (the id exists with another entry, without req.Update); or skipped with
+// its reason. Like adding a server, an import grants each imported
+// server's own origin and lists the origins it granted.
+func (c *Client) Import(ctx context.Context, req localapi.ImportRequest) (*localapi.ImportResult, error) {
+	data := []byte(req.Config)
+	own := ownFormat(data)
+	var servers []config.Server
+	var skipped []config.Skipped
+	var err error
+	if own {
+		servers, err = config.ParseServers(data)
+	} else {
+		var res config.ImportResult
+		env := func(k string) (string, bool) { v, ok := req.Env[k]; return v, ok }
+		res, err = config.Import(data, env)
+		servers, skipped = res.Servers, res.Skipped
+	}
+	if err != nil {
+		return nil, fail(err)
+	}
+	by := req.By
+	if by == "" {
+		by = hostperm.ByCLI
+	}
+	out := &localapi.ImportResult{Added: []localapi.ImportedServer{}, Updated: []localapi.ImportedServer{},
+		Unchanged: []localapi.ImportedServer{}, Conflicts: []localapi.SkippedEntry{}, Skipped: []localapi.SkippedEntry{}, Granted: []string{}}
+	grant := func(u string) error {
+		o, err := c.grantOrigin(ctx, u, by)
+		if o != "" && !slices.Contains(out.Granted, o) {
+			out.Granted = append(out.Granted, o)
+		}
+		return err
+	}
+	changed := false
+	for _, srv := range servers {
+		origin, _ := config.Origin(srv.URL)
+		entry := localapi.ImportedServer{ID: srv.ID, Name: srv.Name, URL: srv.URL, Origin: origin, Auth: srv.Auth.Kind}
+		skip := func(err error) {
+			out.Skipped = append(out.Skipped, localapi.SkippedEntry{Name: srv.Name, ID: srv.ID, Reason: err.Error()})
+		}
+		cur, gerr := c.Store.GetServer(ctx, srv.ID)
+		switch {
+		case errors.Is(gerr, store.ErrNotFound):
+			// Granted first: a running owner connects at once.
+			if err := grant(srv.URL); err != nil {
+				skip(err)
+				continue
+			}
+			if err := c.Store.AddServer(ctx, srv); err != nil {
+				if errors.Is(err, store.ErrDuplicate) {
+					err = fmt.Errorf("a server with id %q was added meanwhile; import again to compare", srv.ID)
+				}
+				skip(err)
+				continue
+			}
+			out.Added = append(out.Added, entry)
+			changed = true
+		case gerr != nil:
+			skip(gerr)
+		case sameEntry(cur, srv, own):
+			out.Unchanged = append(out.Unchanged, entry)
+		case !req.Update:
+			out.Conflicts = append(out.Conflicts, localapi.SkippedEntry{Name: srv.Name, ID: srv.ID,
+				Reason: fmt.Sprintf("a server with id %q exists with another configuration; it was left unchanged (import with update to replace it)", srv.ID)})
+		default:
+			// The document gives the credentials for its own URL, so a
+			// bearer token that follows a new URL was meant for it.
+			_, err := c.editServer(ctx, srv.ID, func(s *config.Server) error {
+				applyImport(s, srv, own)
+				return nil
+			}, store.UpdateOptions{RebindBearer: true})
+			if err == nil {
+				err = grant(srv.URL)
+			}
+			if err != nil {
+				skip(err)
+				continue
+			}
+			out.Updated = append(out.Updated, entry)
+			changed = true
+		}
+	}
+	for _, sk := range skipped {
+		out.Skipped = append(out.Skipped, localapi.SkippedEntry{Name: sk.Name, Reason: sk.Reason})
+	}
+	if changed {
+		c.hub.bump(topicServers)
+	}
+	return out, nil
+}
+
+// sameEntry reports whether the stored server already is what the import
+// entry says. Another client's entry says name, URL and auth; remotemcp's
+// own says everything. A binding (set by a sign-in) never counts.
+func sameEntry(cur, imp config.Server, own bool) bool {
+	a, b := cur.Clone(), cur.Clone()
+	applyImport(&b, imp, own)
+	a.Auth.Binding, b.Auth.Binding = nil, nil
+	return reflect.DeepEqual(a, b)
+}
+
+// applyImport writes the fields an import entry sets onto s.
+func applyImport(s *config.Server, imp config.Server, own bool) {
+	binding := s.Auth.Binding
+	if own {
+		*s = imp.Clone()
+	} else {
+		s.Name, s.URL, s.Auth = imp.Name, imp.URL, imp.Clone().Auth
+	}
+	if s.Auth.Kind == config.AuthOAuth && config.SameResource(s.URL, imp.URL) {
+		s.Auth.Binding = binding
+	}
+}
+
+// UpdateServer edits a server by compare-and-swap (store.EditServer): each
+// change is applied to the newest record, DisableTools and EnableTools add
+// or remove their own names only, so no concurrent edit is lost. With
+// req.Revision set the edit applies to that revision only (CodeConflict
+// otherwise). A new URL gets its origin granted. Warnings name disabled
+// tools the server does not have, when its catalog is known.
+func (c *Client) UpdateServer(ctx context.Context, id string, req localapi.UpdateServerRequest) (*localapi.UpdateServerResult, error) {
+	var timeout *config.Duration
+	if req.ToolTimeout != nil {
+		d := time.Duration(0)
+		if s := strings.TrimSpace(*req.ToolTimeout); s != "" {
+			var err error
+			if d, err = time.ParseDuration(s); err != nil {
+				return nil, badRequest("toolTimeout", "toolTimeout: %v", err)
+			}
+		}
+		cd := config.Duration(d)
+		timeout = &cd
+	}
+	for _, t := range req.DisableTools {
+		if slices.Contains(req.EnableTools, t) {
+			return nil, badRequest("disableTools", "tool %q is both disabled and enabled in one request", t)
+		}
+	}
+	rebind := req.RebindBearer || req.Token != nil || req.Auth != nil && req.Auth.Token != ""
+	newURL := ""
+	_, err := c.editServer(ctx, id, func(s *config.Server) error {
+		if req.Revision != 0 {
+			rev, err := c.Store.ServerRevision(ctx, id)
+			if err != nil {
+				return err
+			}
+			if rev != req.Revision {
+				return conflict("server %s was changed since revision %d (it is at revision %d now); nothing was changed: read it again and repeat the edit", id, req.Revision, rev)
+			}
+		}
+		if req.URL != nil {
+			u := strings.TrimSpace(*req.URL)
+			if u != s.URL {
+				newURL = u
+			}
+			s.URL = u
+		}
+		if req.Name != nil {
+			s.Name = strings.TrimSpace(*req.Name)
+		}
+		if req.Enabled != nil {
+			s.Enabled = *req.Enabled
+		}
+		if req.ConnectOnStartup != nil {
+			s.ConnectOnStartup = *req.ConnectOnStartup
+		}
+		if timeout != nil {
+			s.ToolTimeout = *timeout
+		}
+		for _, t := range req.DisableTools {
+			s.DisabledTools = toggleTool(s.DisabledTools, t, false)
+		}
+		for _, t := range req.EnableTools {
+			s.DisabledTools = toggleTool(s.DisabledTools, t, true)
+		}
+		if a := req.Auth; a != nil {
+			next := config.Auth{Kind: a.Kind, Token: a.Token, ClientID: a.ClientID, ClientSecret: a.ClientSecret,
+				Scopes: slices.Clone(a.Scopes), RedirectPort: a.RedirectPort}
+			if next.Kind == "" {
+				return badRequest("auth.kind", "auth.kind is required: none, bearer or oauth")
+			}
+			if next.Kind == config.AuthOAuth && s.Auth.Kind == config.AuthOAuth {
+				// Still the same sign-in: keep what it is bound to.
+				next.Binding = s.Auth.Binding
+			}
+			s.Auth = next
+		}
+		if req.Token != nil {
+			if s.Auth.Kind != config.AuthBearer {
+				return badRequest("token", "server %s uses %s auth, not a bearer token; change its auth to bearer instead", id, s.Auth.Kind)
+			}
+			s.Auth.Token = *req.Token
+		}
+		return nil
+	}, store.UpdateOptions{RebindBearer: rebind})
+	if err != nil {
+		return nil, err
+	}
+	if newURL != "" {
+		// Pointing a server at a new URL is the person's choice of origin.
+		if _, err := c.grantOrigin(ctx, newURL, hostperm.ByCLI); err != nil {
+			c.log.Warn("remotemcp: grant the new origin", "server", id, "err", err)
+		}
+	}
+	v, err := c.serverView(ctx, id)
+	if err != nil {
+		return nil, fail(err)
+	}
+	return &localapi.UpdateServerResult{Server: *v, Warnings: c.unknownTools(id, req.DisableTools)}, nil
+}
+
+// editServer applies edit by compare-and-swap and announces the change.
+func (c *Client) editServer(ctx context.Context, id string, edit func(*config.Server) error, opts store.UpdateOptions) (config.Server, error) {
+	// Edits of this process queue here; other processes' are settled by
+	// the store's compare-and-swap.
+	c.editMu.Lock()
+	srv, err := c.Store.EditServer(ctx, id, edit, opts)
+	c.editMu.Unlock()
+	if err != nil {
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+			return srv, errNoServer(id)
+		case errors.Is(err, store.ErrBearerRebind):
+			return srv, conflict("server %s: the new URL is a different resource than the old one, and its bearer token was given for the old URL, so it does not follow the server (nothing was changed); give the token for the new URL with the edit", id)
+		case errors.Is(err, store.ErrSealOpen):
+			return srv, conflict("server %s: its stored secret cannot be opened, so it cannot be edited without losing it; give the secret again (auth change) or remove and re-add the server", id)
+		}
+		return srv, fail(err)
+	}
+	c.hub.bump(topicServers)
+	return srv, nil
+}
+
+// toggleTool adds (enabled false) or removes (enabled true) one tool name
+// in a disabledTools list, leaving every other name as it is.
+func toggleTool(l []string, tool string, enabled bool) []string {
+	tool = strings.TrimSpace(tool)
+	if tool == "" {
+		return l
+	}
+	l = slices.DeleteFunc(slices.Clone(l), func(t string) bool { return t == tool })
+	if !enabled {
+		l = append(l, tool)
+		slices.Sort(l)
+	}
+	if len(l) == 0 {
+		return nil
+	}
+	return l
+}
+
+// unknownTools warns about disabled tools the server does not offer,
+// when its catalog is known (a current connection).
+func (c *Client) unknownTools(id string, tools []string) []string {
+	out := []string{}
+	if len(tools) == 0 {
+		return out
+	}
+	connID, ok := c.Manager.CurrentConnection(id)
+	if !ok {
+		return out
+	}
+	cat, err := c.Manager.CatalogOn(id, connID)
+	if err != nil || cat == nil {
+		return out
+	}
+	for _, t := range tools {
+		if !slices.ContainsFunc(cat.Tools, func(ct session.Tool) bool { return ct.Tool != nil && ct.Name == t }) {
+			out = append(out, fmt.Sprintf("server %s has no tool %q (it was disabled anyway, in case the server adds it later)", id, t))
+		}
+	}
+	return out
+}
+
+// SetTool enables or disables one tool. It re-applies its own toggle to
+// the newest record, so concurrent toggles of other tools are never lost.
+func (c *Client) SetTool(ctx context.Context, id, tool string, enabled bool) (*localapi.Server, error) {
+	if strings.TrimSpace(tool) == "" {
+		return nil, badRequest("tool", "tool is required")
+	}
+	if _, err := c.editServer(ctx, id, func(s *config.Server) error {
+		s.DisabledTools = toggleTool(s.DisabledTools, tool, enabled)
+		return nil
+	}, store.UpdateOptions{}); err != nil {
+		return nil, err
+	}
+	return c.Server(ctx, id)
+}
+
+// SetEnabled switches a server on or off.
+func (c *Client) SetEnabled(ctx context.Context, id string, enabled bool) (*localapi.Server, error) {
+	if _, err := c.editServer(ctx, id, func(s *config.Server) error { s.Enabled = enabled; return nil }, store.UpdateOptions{}); err != nil {
+		return nil, err
+	}
+	return c.Server(ctx, id)
+}
+
+// RemoveServer deletes a server: its config, its secrets, its OAuth state
+// and any sign-in flow.
+func (c *Client) RemoveServer(ctx context.Context, id string) error {
+	if _, err := c.Store.GetServer(ctx, id); err != nil && !errors.Is(err, store.ErrSealOpen) {
+		if errors.Is(err, store.ErrNotFound) {
+			return errNoServer(id)
+		}
+		return fail(err)
+	}
+	c.flows.drop(id)
+	// Access tokens live in memory only; DeleteServer takes the sealed
+	// secrets with it.
+	if err := c.OAuth.Logout(ctx, id); err != nil {
+		c.log.Debug("remotemcp: oauth logout before delete", "server", id, "err", err)
+	}
+	if err := c.Store.DeleteServer(ctx, id); err != nil {
+		if errors.Is(err, store.ErrNotFound) {
+			return errNoServer(id)
+		}
+		return fail(err)
+	}
+	c.setSignedOut(id, false)
+	c.hub.bump(topicServers)
+	return nil
+}
+
+// Connect connects (or reconnects) a server and waits for the outcome. A
+// failure is an *localapi.Error whose Server has the state and reason:
+// CodePermissionRequired (with Permission) when an origin needs a grant
+// first, CodeLoginRequired (with Step) when the person must sign in,
+// CodeUnavailable otherwise.
+func (c *Client) Connect(ctx context.Context, id string) (*localapi.Server, error) {
+	if err := c.errNotRunning(); err != nil {
+		return nil, err
+	}
+	if _, err := c.serverView(ctx, id); err != nil {
+		return nil, fail(err)
+	}
+	cctx, cancel := context.WithTimeout(ctx, connectWait)
+	defer cancel()
+	if err := c.connect(cctx, id); err != nil {
+		return nil, c.connectError(ctx, id, err)
+	}
+	return c.Server(ctx, id)
+}
+
+// connect connects a server through the manager and, once it is ready,
+// lists it in the registry.
+func (c *Client) connect(ctx context.Context, id string) error {
+	if err := c.Manager.Connect(ctx, id); err != nil {
+		return err
+	}
+	c.setSignedOut(id, false)
+	c.hub.bump(topicServers)
+	return c.reg.Refresh(withWant(ctx, id))
+}
+
+// ensureReady connects a server that has no session (a lazy one, or one
+// that failed), bounded by connectWait.
+func (c *Client) ensureReady(ctx context.Context, id string) error {
+	if st, err := c.Manager.ServerStatusOf(id); err == nil && st.State == manager.StateReady {
+		if c.listed(id) {
+			return nil
+		}
+		return c.reg.Refresh(withWant(ctx, id))
+	}
+	cctx, cancel := context.WithTimeout(ctx, connectWait)
+	defer cancel()
+	return c.connect(cctx, id)
+}
+
+// connectError describes a failed connect with the server's state.
+func (c *Client) connectError(ctx context.Context, id string, err error) *localapi.Error {
+	ae := unavailable(err)
+	if ae.Permission == nil && ae.Code != localapi.CodeLoginRequired {
+		if p := c.permissionFor(ctx, id); p != nil {
+			ae.Status, ae.Code, ae.Permission, ae.NotSent = http.StatusConflict, localapi.CodePermissionRequired, p, true
+		}
+	}
+	ae.Server, _ = c.serverView(ctx, id)
+	if ae.Code == localapi.CodeUnavailable && ae.Server != nil && ae.Server.State == localapi.StateNeedsAuth {
+		ae.Code, ae.NotSent = localapi.CodeLoginRequired, true
+		if ae.Server.Reason != nil {
+			ae.Step = ae.Server.Reason.Step
+		}
+	}
+	return ae
+}
+
+// permissionFor finds a pending approval that explains a failed connect:
+// the guard's error is wrapped by the SDK in ways errors.As cannot always
+// see through, but the pending entry it recorded is authoritative.
+func (c *Client) permissionFor(ctx context.Context, id string) *localapi.PermissionInfo {
+	v, err := c.serverView(ctx, id)
+	if err != nil || v.OriginGranted && len(v.Pending) == 0 {
+		return nil
+	}
+	if !v.OriginGranted {
+		return &localapi.PermissionInfo{Origin: v.Origin, Purpose: hostperm.PurposeMCP, ServerID: id}
+	}
+	p := v.Pending[0]
+	return &localapi.PermissionInfo{Origin: p.Origin, Purpose: p.Purpose, ServerID: id}
+}
+
+// Disconnect closes the server's session.
+func (c *Client) Disconnect(ctx context.Context, id string) (*localapi.Server, error) {
+	if _, err := c.serverView(ctx, id); err != nil {
+		return nil, fail(err)
+	}
+	if err := c.Manager.Disconnect(ctx, id); err != nil && !errors.Is(err, manager.ErrUnknownServer) {
+		return nil, fail(err)
+	}
+	c.hub.bump(topicServers)
+	return c.Server(ctx, id)
+}
+
+// Log returns the server's last HTTP exchanges, oldest first (R5.3):
+// metadata only, redacted, never a header or a body. A lazy engine (one
+// command) that has not talked to the server yet connects it first to
+// record the handshake, or where it failed.
+func (c *Client) Log(ctx context.Context, id string) ([]localapi.LogEntry, error) {
+	v, err := c.serverView(ctx, id)
+	if err != nil {
+		return nil, fail(err)
+	}
+	l, _ := c.Manager.Log(id)
+	if len(l) == 0 && c.lazy && c.running && v.Enabled && v.State != localapi.StateReady {
+		cctx, cancel := context.WithTimeout(ctx, connectWait)
+		if err := c.connect(cctx, id); err != nil {
+			c.log.Debug("remotemcp: connect to record the log", "server", id, "err", err)
+		}
+		cancel()
+		l, _ = c.Manager.Log(id)
+	}
+	if l == nil {
+		l = []localapi.LogEntry{}
+	}
+	return l, nil
+}
+
+// Grants lists the origins the person allowed.
+func (c *Client) Grants(ctx context.Context) ([]localapi.Grant, error) {
+	g, err := c.Hosts.Grants(ctx)
+	if g == nil {
+		g = []localapi.Grant{}
+	}
+	if len(g) == 0 && err != nil {
+		return g, fail(err)
+	}
+	return g, nil
+}
+
+// Pending lists the refused requests waiting for the person's decision.
+func (c *Client) Pending(ctx context.Context) ([]localapi.Pending, error) {
+	p, err := c.Hosts.Pending(ctx)
+	if p == nil {
+		p = []localapi.Pending{}
+	}
+	if len(p) == 0 && err != nil {
+		return p, fail(err)
+	}
+	return p, nil
+}
+
+// grantsState reads the grants and pending approvals together.
+func (c *Client) grantsState(ctx context.Context) (localapi.GrantsState, error) {
+	g, gerr := c.Grants(ctx)
+	p, perr := c.Pending(ctx)
+	if gerr != nil && perr != nil {
+		return localapi.GrantsState{Grants: g, Pending: p}, errors.Join(gerr, perr)
+	}
+	return localapi.GrantsState{Grants: g, Pending: p}, nil
+}
+
+// Grant allows an origin (R2.2); by names the user action (hostperm.By…,
+// default the CLI's). Enabled servers of that origin that failed are
+// connected again in the background.
+func (c *Client) Grant(ctx context.Context, origin, by string) error {
+	if by == "" {
+		by = hostperm.ByCLI
+	}
+	if err := c.Hosts.Grant(ctx, origin, by); err != nil {
+		return fail(err)
+	}
+	c.hub.bump(topicGrants, topicServers)
+	if o, err := config.Origin(origin); err == nil {
+		c.retryOrigin(ctx, o)
+	}
+	return nil
+}
+
+// retryOrigin connects again, in the background, the enabled servers of
+// origin that are in error: their last attempt was most likely refused
+// for want of the grant just made, and the manager does not retry a
+// failed first connect on its own.
+func (c *Client) retryOrigin(ctx context.Context, origin string) {
+	if !c.running {
+		return
+	}
+	views, err := c.serverViews(ctx, "")
+	if err != nil {
+		return
+	}
+	for _, v := range views {
+		if !v.Enabled || v.State != localapi.StateError || v.Origin != origin {
+			continue
+		}
+		id := v.ID
+		c.goBackground(func(bctx context.Context) {
+			cctx, cancel := context.WithTimeout(bctx, connectWait)
+			defer cancel()
+			if err := c.connect(cctx, id); err != nil {
+				c.log.Info("remotemcp: connect after grant failed", "server", id, "err", err)
+			}
+		})
+	}
+}
+
+// Revoke removes a grant and disconnects the servers of that origin,
+// whose open sessions the broker does not close by itself.
+func (c *Client) Revoke(ctx context.Context, origin string) error {
+	if err := c.Hosts.Revoke(ctx, origin); err != nil {
+		return fail(err)
+	}
+	if o, err := config.Origin(origin); err == nil {
+		for _, st := range c.Manager.Status() {
+			if so, err := config.Origin(st.URL); err == nil && so == o && st.State != manager.StateDisconnected {
+				if err := c.Manager.Disconnect(ctx, st.ID); err != nil {
+					c.log.Info("remotemcp: disconnect after revoke", "server", st.ID, "err", err)
+				}
+			}
+		}
+	}
+	c.hub.bump(topicGrants, topicServers)
+	return nil
+}
+
+// DismissPending drops the pending approvals of an origin without
+// granting it.
+func (c *Client) DismissPending(ctx context.Context, origin string) error {
+	if err := c.Hosts.DismissPending(ctx, origin); err != nil {
+		return fail(err)
+	}
+	c.hub.bump(topicGrants, topicServers)
+	return nil
+}
+
+// listed reports whether the registry's snapshot holds a catalog of the
+// server (any tool, prompt or resource of it).
+func (c *Client) listed(id string) bool {
+	snap := c.reg.Snapshot()
+	if snap.Errors()[id] != nil {
+		return false
+	}
+	return slices.ContainsFunc(snap.Tools(), func(t agent.AgentTool) bool { return t.ServerID == id }) ||
+		slices.ContainsFunc(snap.Prompts(), func(p agent.PromptCommand) bool { return p.ServerID == id }) ||
+		slices.ContainsFunc(snap.Resources(), func(r agent.ResourceEntry) bool { return r.ServerID == id })
+}
