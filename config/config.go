@@ -15,12 +15,31 @@ import (
 // AuthKind names how requests to a server are authenticated.
 type AuthKind string
 
-// The auth kinds of SPEC §2.
+// The auth kinds of SPEC §2 and §9 A2.
 const (
 	AuthNone   AuthKind = "none"
 	AuthBearer AuthKind = "bearer"
 	AuthOAuth  AuthKind = "oauth"
+	// AuthAuto (SPEC §9 A2) sends no credentials until the MCP endpoint
+	// answers 401 with a Bearer challenge (WWW-Authenticate); from then on
+	// the server is treated exactly like an oauth one: background work
+	// fails with a login-required error, "auth login" signs in, and the
+	// binding the sign-in records is kept.
+	//
+	// The kind stays "auto" in the config after the first challenge; what
+	// changes is that Auth.Binding is set once a sign-in succeeds. Use
+	// Server.UsesOAuth to tell an auto server that has switched to OAuth
+	// from one that has not (yet), and AuthKind.OAuthCapable to decide
+	// whether a server gets an OAuth handler at all. Auto carries no
+	// client id, secret or scopes: everything is discovered; a server that
+	// needs them is configured with kind "oauth".
+	AuthAuto AuthKind = "auto"
 )
+
+// OAuthCapable reports whether servers of this kind may run OAuth: always
+// for oauth, after the server's first challenge for auto. Sessions of such
+// servers get an OAuth handler, and "auth login" / "auth logout" apply.
+func (k AuthKind) OAuthCapable() bool { return k == AuthOAuth || k == AuthAuto }
 
 // Binding is what an OAuth client id and its tokens are bound to (R3.10):
 // the canonical resource URI of the MCP server and the issuer of the
@@ -53,10 +72,11 @@ type Auth struct {
 	// challenge nor the protected resource metadata names any (R3.9).
 	Scopes []string `json:"scopes,omitempty"`
 	// Binding is the resource + issuer the stored client id and tokens are
-	// bound to; nil before the first authorization.
+	// bound to; nil before the first authorization (Kind oauth or auto).
 	Binding *Binding `json:"binding,omitempty"`
 	// RedirectPort is the loopback port of the redirect URI
-	// http://127.0.0.1:<port>/mcp-oauth; 0 means DefaultRedirectPort.
+	// http://127.0.0.1:<port>/mcp-oauth; 0 means DefaultRedirectPort
+	// (Kind oauth or auto).
 	RedirectPort int `json:"redirectPort,omitempty"`
 }
 
@@ -100,7 +120,7 @@ func ConnectionEqual(a, b Server) bool {
 	switch a.Auth.Kind {
 	case AuthBearer:
 		return a.Auth.Token == b.Auth.Token
-	case AuthOAuth:
+	case AuthOAuth, AuthAuto:
 		return a.Auth.ClientID == b.Auth.ClientID &&
 			a.Auth.ClientSecret == b.Auth.ClientSecret &&
 			ptrBindingEqual(a.Auth.Binding, b.Auth.Binding)
@@ -113,6 +133,26 @@ func ptrBindingEqual(a, b *Binding) bool {
 		return a == b
 	}
 	return *a == *b
+}
+
+// UsesOAuth reports whether requests to the server are authorized with
+// OAuth now: kind oauth, or kind auto once a sign-in has recorded a binding
+// for the server's current URL (its canonical resource). An auto server
+// that was challenged but never signed in is not using OAuth yet; its state
+// (needs-auth) says what it waits for.
+func (s Server) UsesOAuth() bool {
+	switch s.Auth.Kind {
+	case AuthOAuth:
+		return true
+	case AuthAuto:
+		b := s.Auth.Binding
+		if b == nil || b.IsZero() {
+			return false
+		}
+		canon, err := CanonicalResource(s.URL)
+		return err == nil && canon == b.Resource
+	}
+	return false
 }
 
 // ToolDisabled reports whether the tool is switched off (R5.2).

@@ -43,6 +43,56 @@ func TestConnectionEqual(t *testing.T) {
 	}
 }
 
+// SPEC §9 A2: an auto server reconnects when its binding or kind changes,
+// as an oauth one does.
+func TestConnectionEqualAuto(t *testing.T) {
+	a := Server{ID: "a", URL: "https://a.example/mcp", Auth: Auth{Kind: AuthAuto}}
+	b := a.Clone()
+	if !ConnectionEqual(a, b) {
+		t.Error("identical auto servers differ")
+	}
+	b.Auth.Binding = &Binding{Resource: "https://a.example/mcp", Issuer: "https://as.example"}
+	if ConnectionEqual(a, b) {
+		t.Error("a sign-in (new binding) of an auto server must reconnect")
+	}
+	c := a.Clone()
+	c.Auth.Kind = AuthOAuth
+	if ConnectionEqual(a, c) {
+		t.Error("auto → oauth must reconnect")
+	}
+}
+
+func TestUsesOAuth(t *testing.T) {
+	bound := &Binding{Resource: "https://a.example/mcp", Issuer: "https://as.example"}
+	for _, tt := range []struct {
+		name    string
+		auth    Auth
+		url     string
+		capable bool
+		uses    bool
+	}{
+		{"none", Auth{Kind: AuthNone}, "", false, false},
+		{"bearer", Auth{Kind: AuthBearer, Token: "t"}, "", false, false},
+		{"oauth", Auth{Kind: AuthOAuth}, "", true, true},
+		{"auto, never signed in", Auth{Kind: AuthAuto}, "", true, false},
+		{"auto, empty binding", Auth{Kind: AuthAuto, Binding: &Binding{}}, "", true, false},
+		{"auto, signed in", Auth{Kind: AuthAuto, Binding: bound}, "", true, true},
+		{"auto, signed in, same resource spelled otherwise", Auth{Kind: AuthAuto, Binding: bound}, "https://A.EXAMPLE:443/mcp", true, true},
+		{"auto, binding of an old URL", Auth{Kind: AuthAuto, Binding: bound}, "https://b.example/mcp", true, false},
+	} {
+		s := Server{ID: "a", URL: "https://a.example/mcp", Auth: tt.auth}
+		if tt.url != "" {
+			s.URL = tt.url
+		}
+		if got := s.Auth.Kind.OAuthCapable(); got != tt.capable {
+			t.Errorf("%s: OAuthCapable = %v, want %v", tt.name, got, tt.capable)
+		}
+		if got := s.UsesOAuth(); got != tt.uses {
+			t.Errorf("%s: UsesOAuth = %v, want %v", tt.name, got, tt.uses)
+		}
+	}
+}
+
 func TestClone(t *testing.T) {
 	s := Server{DisabledTools: []string{"a"}, Auth: Auth{Scopes: []string{"s"}, Binding: &Binding{Resource: "r", Issuer: "i"}}}
 	c := s.Clone()

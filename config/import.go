@@ -56,10 +56,10 @@ const (
 //
 // An "Authorization: Bearer X" header becomes bearer auth; "oauth" (Claude
 // Code, VS Code) or "auth" (Cursor) objects become oauth auth with their
-// client id, secret, scopes and callback port. An entry with neither becomes
-// oauth auth without a client id, because the source clients all start OAuth
-// on a 401 from such a server, and remotemcp's oauth kind does the same while
-// sending nothing to a server that never asks.
+// client id, secret, scopes and callback port. An entry with only a URL
+// becomes auth kind "auto" (SPEC §9 A2): no credentials until the server
+// answers 401 with a challenge, then OAuth, as the source clients all do on
+// such a 401; a server that never asks is used without authentication.
 //
 // Server ids derive from the names (lower-cased, other characters replaced by
 // '-', at most 63), with "-2", "-3" appended on a clash within the import;
@@ -611,7 +611,7 @@ func finish(spec remoteSpec, env func(string) (string, bool)) (Server, string) {
 		return s, reasonSSE + ": the URL ends in /sse; if the server also offers Streamable HTTP (often at /mcp), add that URL instead"
 	}
 
-	s.Auth = Auth{Kind: AuthOAuth}
+	s.Auth = Auth{Kind: AuthAuto}
 	bearer := false
 	for _, h := range spec.headers {
 		if !strings.EqualFold(h.name, "Authorization") {

@@ -17,7 +17,7 @@ func srv(id, name, url string, auth Auth) Server {
 	return Server{ID: id, Name: name, URL: url, Auth: auth, Enabled: true, ConnectOnStartup: true}
 }
 
-var oauthAuto = Auth{Kind: AuthOAuth}
+var autoAuth = Auth{Kind: AuthAuto}
 
 func TestImport(t *testing.T) {
 	tests := []struct {
@@ -45,7 +45,7 @@ func TestImport(t *testing.T) {
 }`,
 			env: map[string]string{"API_KEY": "sk-123"},
 			wantServers: []Server{
-				srv("linear", "linear", "https://mcp.linear.app/mcp", oauthAuto),
+				srv("linear", "linear", "https://mcp.linear.app/mcp", autoAuth),
 				srv("api", "api", "https://api.example.com/mcp", Auth{Kind: AuthBearer, Token: "sk-123"}),
 				srv("slack", "slack", "https://mcp.slack.com/mcp", Auth{Kind: AuthOAuth, ClientID: "1234.5678", RedirectPort: 8080, Scopes: []string{"channels:read", "chat:write"}}),
 			},
@@ -85,16 +85,16 @@ func TestImport(t *testing.T) {
 }`,
 			env: map[string]string{"TOKEN": "tok-from-env"},
 			wantServers: []Server{
-				srv("remote-example", "remote-example", "https://remote.mcp.server/mcp", oauthAuto),
+				srv("remote-example", "remote-example", "https://remote.mcp.server/mcp", autoAuth),
 				srv("with-auth", "with-auth", "https://remote.mcp.server/mcp", Auth{Kind: AuthBearer, Token: "tok-from-entry-env"}),
 				srv("spaced", "spaced", "https://spaced.example/mcp", Auth{Kind: AuthBearer, Token: "tok-from-env"}),
-				srv("windows", "windows", "https://win.example/mcp", oauthAuto),
-				srv("cmd", "cmd", "https://cmd.example/mcp", oauthAuto),
+				srv("windows", "windows", "https://win.example/mcp", autoAuth),
+				srv("cmd", "cmd", "https://cmd.example/mcp", autoAuth),
 				srv("static", "static", "https://static.example/mcp", Auth{Kind: AuthOAuth, ClientID: "cid", ClientSecret: "csec"}),
-				srv("http-only-sse-path", "http-only-sse-path", "https://y.example/sse", oauthAuto),
-				srv("installed", "installed", "https://installed.example/mcp", oauthAuto),
+				srv("http-only-sse-path", "http-only-sse-path", "https://y.example/sse", autoAuth),
+				srv("installed", "installed", "https://installed.example/mcp", autoAuth),
 				srv("pnpm", "pnpm", "https://pnpm.example/mcp", Auth{Kind: AuthBearer, Token: "eq-tok"}),
-				srv("bunx-p", "bunx-p", "https://bunx.example/mcp", oauthAuto),
+				srv("bunx-p", "bunx-p", "https://bunx.example/mcp", autoAuth),
 			},
 			wantSkipped: []Skipped{
 				{"sse-path", "legacy SSE transport is not supported (R1.2): the URL ends in /sse"},
@@ -122,7 +122,7 @@ func TestImport(t *testing.T) {
 }`,
 			env: map[string]string{"EXAMPLE_TOKEN": "ex-tok", "MW_CLIENT_ID": "mw-id", "MW_CLIENT_SECRET": "mw-secret"},
 			wantServers: []Server{
-				srv("remote-oauth", "remote-oauth", "https://mcp.example.com/mcp", oauthAuto),
+				srv("remote-oauth", "remote-oauth", "https://mcp.example.com/mcp", autoAuth),
 				srv("remote-bearer", "remote-bearer", "https://api.example.com/mcp", Auth{Kind: AuthBearer, Token: "ex-tok"}),
 				srv("static-oauth", "static-oauth", "https://mcp.mittwald.de/mcp", Auth{Kind: AuthOAuth, ClientID: "mw-id", ClientSecret: "mw-secret", Scopes: []string{"mcp", "offline_access"}}),
 			},
@@ -144,7 +144,7 @@ func TestImport(t *testing.T) {
   },
 }`,
 			wantServers: []Server{
-				srv("github", "github", "https://api.githubcopilot.com/mcp/", oauthAuto),
+				srv("github", "github", "https://api.githubcopilot.com/mcp/", autoAuth),
 				srv("slack", "slack", "https://mcp.slack.com/mcp", Auth{Kind: AuthOAuth, ClientID: "12348411142.11062036567072"}),
 			},
 			wantSkipped: []Skipped{
@@ -159,7 +159,7 @@ func TestImport(t *testing.T) {
   "editor.fontSize": 14,
   "mcp": { "servers": { "Remote Docs": { "type": "http", "url": "https://docs.example.com/mcp" } } }
 }`,
-			wantServers: []Server{srv("remote-docs", "Remote Docs", "https://docs.example.com/mcp", oauthAuto)},
+			wantServers: []Server{srv("remote-docs", "Remote Docs", "https://docs.example.com/mcp", autoAuth)},
 		},
 		{
 			name: "windsurf",
@@ -177,9 +177,9 @@ func TestImport(t *testing.T) {
   "d": { "type": "sse", "url": "https://d.example/events" }
 } }`,
 			wantServers: []Server{
-				{ID: "a", Name: "a", URL: "https://a.example/mcp", Auth: oauthAuto, Enabled: false, ConnectOnStartup: true},
-				srv("b", "b", "https://b.example/mcp", oauthAuto),
-				srv("c", "c", "https://c.example/mcp", oauthAuto),
+				{ID: "a", Name: "a", URL: "https://a.example/mcp", Auth: autoAuth, Enabled: false, ConnectOnStartup: true},
+				srv("b", "b", "https://b.example/mcp", autoAuth),
+				srv("c", "c", "https://c.example/mcp", autoAuth),
 			},
 			wantSkipped: []Skipped{{"d", "legacy SSE transport is not supported (R1.2)"}},
 		},
@@ -188,8 +188,8 @@ func TestImport(t *testing.T) {
 			in: `{ "mcpServers": { "g": { "httpUrl": "https://g.example/sse" } },
   "context_servers": { "z": { "url": "https://z.example/mcp" }, "zl": { "command": { "path": "server", "args": [] } } } }`,
 			wantServers: []Server{
-				srv("g", "g", "https://g.example/sse", oauthAuto), // httpUrl says Streamable HTTP, whatever the path
-				srv("z", "z", "https://z.example/mcp", oauthAuto),
+				srv("g", "g", "https://g.example/sse", autoAuth), // httpUrl says Streamable HTTP, whatever the path
+				srv("z", "z", "https://z.example/mcp", autoAuth),
 			},
 			wantSkipped: []Skipped{{"zl", "local stdio servers are out of scope (R1.1)"}},
 		},
@@ -197,7 +197,7 @@ func TestImport(t *testing.T) {
 			name: "bare map pasted from a larger file",
 			in:   `{ "linear": { "url": "https://mcp.linear.app/mcp" }, "fs": { "command": "npx" } }`,
 			wantServers: []Server{
-				srv("linear", "linear", "https://mcp.linear.app/mcp", oauthAuto),
+				srv("linear", "linear", "https://mcp.linear.app/mcp", autoAuth),
 			},
 			wantSkipped: []Skipped{{"fs", "local stdio servers are out of scope (R1.1)"}},
 		},
@@ -205,7 +205,7 @@ func TestImport(t *testing.T) {
 			name: "continue array",
 			in:   `{ "mcpServers": [ { "name": "Docs", "type": "streamable-http", "url": "https://docs.example/mcp" }, { "type": "http" } ] }`,
 			wantServers: []Server{
-				srv("docs", "Docs", "https://docs.example/mcp", oauthAuto),
+				srv("docs", "Docs", "https://docs.example/mcp", autoAuth),
 			},
 			wantSkipped: []Skipped{{"mcpServers[1]", `the entry has no "name"`}},
 		},
@@ -221,13 +221,13 @@ func TestImport(t *testing.T) {
   "` + strings.Repeat("x", 65) + `": { "url": "https://g.example/mcp" }
 } }`,
 			wantServers: []Server{
-				srv("github", "GitHub", "https://a.example/mcp", oauthAuto),
-				srv("github-2", "github", "https://b.example/mcp", oauthAuto),
-				srv("git-hub", "git hub!!", "https://c.example/mcp", oauthAuto),
-				srv("github-3", "--GitHub--", "https://d.example/mcp", oauthAuto),
-				srv("server", "日本語", "https://e.example/mcp", oauthAuto),
-				srv(strings.Repeat("x", 63), strings.Repeat("x", 70), "https://f.example/mcp", oauthAuto),
-				srv(strings.Repeat("x", 61)+"-2", strings.Repeat("x", 65), "https://g.example/mcp", oauthAuto),
+				srv("github", "GitHub", "https://a.example/mcp", autoAuth),
+				srv("github-2", "github", "https://b.example/mcp", autoAuth),
+				srv("git-hub", "git hub!!", "https://c.example/mcp", autoAuth),
+				srv("github-3", "--GitHub--", "https://d.example/mcp", autoAuth),
+				srv("server", "日本語", "https://e.example/mcp", autoAuth),
+				srv(strings.Repeat("x", 63), strings.Repeat("x", 70), "https://f.example/mcp", autoAuth),
+				srv(strings.Repeat("x", 61)+"-2", strings.Repeat("x", 65), "https://g.example/mcp", autoAuth),
 			},
 		},
 		{
@@ -259,9 +259,9 @@ func TestImport(t *testing.T) {
 } }`,
 			env: map[string]string{"EMPTY": ""},
 			wantServers: []Server{
-				srv("default", "default", "https://fallback.example/mcp", oauthAuto),
-				srv("empty-default", "empty-default", "https://fallback.example/mcp", oauthAuto),
-				srv("loopback-http", "loopback-http", "http://localhost:3000/mcp", oauthAuto),
+				srv("default", "default", "https://fallback.example/mcp", autoAuth),
+				srv("empty-default", "empty-default", "https://fallback.example/mcp", autoAuth),
+				srv("loopback-http", "loopback-http", "http://localhost:3000/mcp", autoAuth),
 			},
 			wantSkipped: []Skipped{
 				{"unset", "url: environment variable HOST is not set; set it, or write ${HOST:-default}"},
@@ -290,7 +290,7 @@ func TestImport(t *testing.T) {
 			name: "duplicate names: the later entry wins",
 			in:   `{ "mcpServers": { "a": { "url": "https://old.example/mcp" }, "a": { "url": "https://new.example/mcp" } } }`,
 			wantServers: []Server{
-				srv("a", "a", "https://new.example/mcp", oauthAuto),
+				srv("a", "a", "https://new.example/mcp", autoAuth),
 			},
 			wantSkipped: []Skipped{{"a", "the later entry is used"}},
 		},
@@ -464,6 +464,38 @@ func TestStripJSONC(t *testing.T) {
 	}
 }
 
+// Issue #8 item 6, SPEC §9 A2: an entry with only a URL becomes auth kind
+// "auto" (OAuth only when the server asks); a header or OAuth settings
+// still decide the kind.
+func TestImportURLOnlyIsAuto(t *testing.T) {
+	res, err := Import([]byte(`{"mcpServers": {
+		"plain":  {"url": "https://plain.example/mcp"},
+		"typed":  {"type": "http", "url": "https://typed.example/mcp", "headers": {}},
+		"proxy":  {"command": "npx", "args": ["-y", "mcp-remote", "https://proxy.example/mcp"]},
+		"bearer": {"url": "https://bearer.example/mcp", "headers": {"Authorization": "Bearer tok"}},
+		"oauth":  {"url": "https://oauth.example/mcp", "oauth": {}},
+		"client": {"url": "https://client.example/mcp", "oauth": {"clientId": "c"}}
+	}}`), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]AuthKind{"plain": AuthAuto, "typed": AuthAuto, "proxy": AuthAuto, "bearer": AuthBearer, "oauth": AuthOAuth, "client": AuthOAuth}
+	if len(res.Servers) != len(want) || len(res.Skipped) != 0 {
+		t.Fatalf("import = %+v", res)
+	}
+	for _, s := range res.Servers {
+		if s.Auth.Kind != want[s.ID] {
+			t.Errorf("%s: kind %q, want %q", s.ID, s.Auth.Kind, want[s.ID])
+		}
+		if s.Auth.Kind == AuthAuto && (s.Auth.ClientID != "" || s.Auth.Binding != nil || len(s.Auth.Scopes) > 0 || s.UsesOAuth()) {
+			t.Errorf("%s: an imported auto server carries OAuth state: %+v", s.ID, s.Auth)
+		}
+		if err := s.Validate(); err != nil {
+			t.Errorf("%s: %v", s.ID, err)
+		}
+	}
+}
+
 func FuzzImport(f *testing.F) {
 	for _, s := range []string{
 		`{"mcpServers":{"linear":{"type":"http","url":"https://mcp.linear.app/mcp"}}}`,
@@ -475,6 +507,7 @@ func FuzzImport(f *testing.F) {
 		"{ // c\n \"mcpServers\": { \"a\": { \"url\": \"https://a/\" }, } }",
 		`{"mcpServers":[{"name":"a","url":"https://a/"}]}`,
 		`{"a":{"url":"https://a/"},"a":{"url":"https://b/"}}`,
+		`{"mcpServers":{"auto":{"url":"https://auto.example/mcp"},"h":{"url":"https://h.example/mcp","headers":{}}}}`,
 	} {
 		f.Add([]byte(s))
 	}

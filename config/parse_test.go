@@ -49,6 +49,17 @@ func TestParseServer(t *testing.T) {
 			want: Server{ID: "api", URL: "http://127.0.0.1:3000/mcp", Auth: Auth{Kind: AuthBearer, Token: "abc"}, Enabled: true, ConnectOnStartup: true, ToolTimeout: Duration(1500 * time.Millisecond)},
 		},
 		{
+			name: "auto",
+			in:   `{"id":"docs","url":"https://docs.example/mcp","auth":{"kind":"auto"}}`,
+			want: Server{ID: "docs", URL: "https://docs.example/mcp", Auth: Auth{Kind: AuthAuto}, Enabled: true, ConnectOnStartup: true},
+		},
+		{
+			name: "auto signed in",
+			in:   `{"id":"docs","url":"https://docs.example/mcp","auth":{"kind":"auto","binding":{"resource":"https://docs.example/mcp","issuer":"https://as.example"}}}`,
+			want: Server{ID: "docs", URL: "https://docs.example/mcp", Auth: Auth{Kind: AuthAuto,
+				Binding: &Binding{Resource: "https://docs.example/mcp", Issuer: "https://as.example"}}, Enabled: true, ConnectOnStartup: true},
+		},
+		{
 			name: "null timeout",
 			in:   `{"id":"foo","url":"https://h/","toolTimeout":null}`,
 			want: Server{ID: "foo", URL: "https://h/", Auth: Auth{Kind: AuthNone}, Enabled: true, ConnectOnStartup: true},
@@ -112,6 +123,8 @@ var parseErrorCases = []struct {
 	{"fragment", `{"id":"foo","url":"https://mcp.example.com/mcp#x"}`, "server foo: url: must not contain a fragment", false},
 	{"bad id", `{"id":"Foo Bar","url":"https://h/"}`, `id: "Foo Bar" contains upper-case`, false},
 	{"no id", `{"url":"https://h/"}`, `id: is empty`, false},
+	{"auto with client id", `{"id":"foo","url":"https://h/","auth":{"kind":"auto","clientId":"c"}}`, `server foo: auth.clientId: is not used with kind "auto"`, false},
+	{"kind in capitals", `{"id":"foo","url":"https://h/","auth":{"kind":"AUTO"}}`, `server foo: auth.kind: "AUTO" is not a kind`, false},
 	{"auth without kind", `{"id":"foo","url":"https://h/","auth":{}}`, `server foo: auth.kind: is missing; use "none"`, false},
 }
 
@@ -207,6 +220,9 @@ func TestParseServersRoundTrip(t *testing.T) {
 		{ID: "b", URL: "http://[::1]:8080/mcp?x=1", Auth: Auth{Kind: AuthBearer, Token: "tok"}, ConnectOnStartup: true, DisabledTools: []string{"x"}, ToolTimeout: Duration(2500 * time.Millisecond)},
 		{ID: "c", URL: "https://c.example", Auth: Auth{Kind: AuthOAuth, ClientID: "id", ClientSecret: "sec", Scopes: []string{"s1"}, RedirectPort: 1234,
 			Binding: &Binding{Resource: "https://c.example", Issuer: "https://as.example"}}, Enabled: true, ConnectOnStartup: true},
+		{ID: "d", URL: "https://d.example/mcp", Auth: Auth{Kind: AuthAuto}, Enabled: true},
+		{ID: "e", URL: "https://e.example/mcp", Auth: Auth{Kind: AuthAuto, RedirectPort: 8080,
+			Binding: &Binding{Resource: "https://e.example/mcp", Issuer: "https://as.example"}}, ConnectOnStartup: true},
 	}
 	data, err := json.Marshal(map[string]any{"servers": in})
 	if err != nil {
@@ -226,6 +242,9 @@ func FuzzParseServers(f *testing.F) {
 		`[{"id":"foo","url":"https://a.example/mcp"}]`,
 		`{"servers":[{"id":"foo","name":"Foo","url":"http://127.0.0.1:3000/mcp","auth":{"kind":"bearer","token":"t"},"enabled":false,"disabledTools":["x"],"connectOnStartup":false,"toolTimeout":"90s"}]}`,
 		`{"servers":[{"id":"s","url":"https://s.example","auth":{"kind":"oauth","clientId":"c","scopes":["a"],"binding":{"resource":"https://s.example","issuer":"https://i"},"redirectPort":1}}]}`,
+		`[{"id":"a","url":"https://a.example/mcp","auth":{"kind":"auto"}}]`,
+		`{"servers":[{"id":"a","url":"https://a.example/mcp","auth":{"kind":"auto","binding":{"resource":"https://a.example/mcp","issuer":"https://i"},"redirectPort":7}}]}`,
+		`[{"id":"a","url":"https://a.example/mcp","auth":{"kind":"auto","clientId":"c","scopes":["s"]}}]`,
 		`[{"id":"foo","enabled":"yes"}]`,
 		`[{"id":"foo","url":"https://a/"},{"id":"foo","url":"https://b/"}]`,
 		`{"servers":[{"id":"foo"`,

@@ -134,34 +134,41 @@ func (a Auth) validate(id string) error {
 		return &FieldError{ServerID: id, Field: "auth." + field, Problem: problem}
 	}
 	switch a.Kind {
-	case AuthNone, AuthBearer, AuthOAuth:
+	case AuthNone, AuthBearer, AuthOAuth, AuthAuto:
 	case "":
-		return fail("kind", `is missing; use "none" for a server without authentication, "bearer" for a static token or "oauth"`)
+		return fail("kind", `is missing; use "none" for a server without authentication, "bearer" for a static token, "oauth", or "auto" (OAuth only if the server asks for it)`)
 	default:
-		return fail("kind", fmt.Sprintf(`%q is not a kind; use "none", "bearer" or "oauth"`, a.Kind))
+		return fail("kind", fmt.Sprintf(`%q is not a kind; use "none", "bearer", "oauth" or "auto"`, a.Kind))
 	}
 
 	// Material of another kind is refused rather than ignored: a token left
 	// under "none" is a secret stored for nothing, and an oauth binding
 	// under "bearer" would make ConnectionEqual and the store disagree
-	// about what the connection uses.
+	// about what the connection uses. Auto keeps what OAuth itself records
+	// or needs for its redirect (binding, redirectPort); a client id,
+	// secret or scopes are settings of kind "oauth".
 	if a.Kind != AuthBearer && a.Token != "" {
 		return fail("token", fmt.Sprintf(`is only used with kind "bearer" (kind is %q); remove it or change the kind`, a.Kind))
 	}
-	if a.Kind != AuthOAuth {
-		for _, f := range []struct {
-			name string
-			set  bool
-		}{
-			{"clientId", a.ClientID != ""},
-			{"clientSecret", a.ClientSecret != ""},
-			{"scopes", len(a.Scopes) > 0},
-			{"binding", a.Binding != nil},
-			{"redirectPort", a.RedirectPort != 0},
-		} {
-			if f.set {
-				return fail(f.name, fmt.Sprintf(`is only used with kind "oauth" (kind is %q); remove it or change the kind`, a.Kind))
-			}
+	for _, f := range []struct {
+		name string
+		set  bool
+		auto bool // also allowed with kind "auto"
+	}{
+		{"clientId", a.ClientID != "", false},
+		{"clientSecret", a.ClientSecret != "", false},
+		{"scopes", len(a.Scopes) > 0, false},
+		{"binding", a.Binding != nil, true},
+		{"redirectPort", a.RedirectPort != 0, true},
+	} {
+		switch {
+		case !f.set || a.Kind == AuthOAuth || f.auto && a.Kind == AuthAuto:
+		case f.auto:
+			return fail(f.name, fmt.Sprintf(`is only used with kind "oauth" or "auto" (kind is %q); remove it or change the kind`, a.Kind))
+		case a.Kind == AuthAuto:
+			return fail(f.name, `is not used with kind "auto", which discovers everything; use kind "oauth" to configure it`)
+		default:
+			return fail(f.name, fmt.Sprintf(`is only used with kind "oauth" (kind is %q); remove it or change the kind`, a.Kind))
 		}
 	}
 
@@ -170,7 +177,7 @@ func (a Auth) validate(id string) error {
 		if p := checkToken(a.Token); p != "" {
 			return fail("token", p)
 		}
-	case AuthOAuth:
+	case AuthOAuth, AuthAuto:
 		if a.ClientID != "" {
 			if p := checkCredential(a.ClientID, maxClientIDLength); p != "" {
 				return fail("clientId", p)

@@ -136,6 +136,10 @@ func TestServerValidate(t *testing.T) {
 				RedirectPort: 65535, Binding: &Binding{Resource: "https://mcp.example.com/mcp", Issuer: "https://auth.example.com"}}
 		}, ""},
 		{"oauth empty binding", func(s *Server) { s.Auth = Auth{Kind: AuthOAuth, Binding: &Binding{}} }, ""},
+		{"auto", func(s *Server) { s.Auth = Auth{Kind: AuthAuto} }, ""},
+		{"auto after sign-in", func(s *Server) {
+			s.Auth = Auth{Kind: AuthAuto, RedirectPort: 8080, Binding: &Binding{Resource: "https://mcp.example.com/mcp", Issuer: "https://auth.example.com"}}
+		}, ""},
 		{"disabled tools", func(s *Server) { s.DisabledTools = []string{"delete_repo", "a b"} }, ""},
 		{"timeout", func(s *Server) { s.ToolTimeout = Duration(24 * time.Hour) }, ""},
 
@@ -148,7 +152,7 @@ func TestServerValidate(t *testing.T) {
 		{"bidi in name", func(s *Server) { s.Name = "abc\u202edcba" }, "name: contains the bidirectional control U+202E"},
 		{"invalid utf8 name", func(s *Server) { s.Name = "a\xffb" }, "name: is not valid UTF-8"},
 		{"empty kind", func(s *Server) { s.Auth.Kind = "" }, `auth.kind: is missing; use "none"`},
-		{"unknown kind", func(s *Server) { s.Auth.Kind = "basic" }, `auth.kind: "basic" is not a kind`},
+		{"unknown kind", func(s *Server) { s.Auth.Kind = "basic" }, `auth.kind: "basic" is not a kind; use "none", "bearer", "oauth" or "auto"`},
 		{"bearer empty", func(s *Server) { s.Auth = Auth{Kind: AuthBearer} }, "auth.token: is empty"},
 		{"bearer prefix", func(s *Server) { s.Auth = Auth{Kind: AuthBearer, Token: "Bearer abc"} }, `auth.token: starts with "Bearer "`},
 		{"bearer space", func(s *Server) { s.Auth = Auth{Kind: AuthBearer, Token: "abc def"} }, "auth.token: contains whitespace at byte 3"},
@@ -162,6 +166,13 @@ func TestServerValidate(t *testing.T) {
 		{"scopes under none", func(s *Server) { s.Auth.Scopes = []string{"a"} }, `auth.scopes: is only used with kind "oauth"`},
 		{"binding under none", func(s *Server) { s.Auth.Binding = &Binding{} }, `auth.binding: is only used with kind "oauth"`},
 		{"port under none", func(s *Server) { s.Auth.RedirectPort = 1 }, `auth.redirectPort: is only used with kind "oauth"`},
+		{"client id under auto", func(s *Server) { s.Auth = Auth{Kind: AuthAuto, ClientID: "x"} }, `auth.clientId: is not used with kind "auto", which discovers everything; use kind "oauth"`},
+		{"secret under auto", func(s *Server) { s.Auth = Auth{Kind: AuthAuto, ClientSecret: "x"} }, `auth.clientSecret: is not used with kind "auto"`},
+		{"scopes under auto", func(s *Server) { s.Auth = Auth{Kind: AuthAuto, Scopes: []string{"a"}} }, `auth.scopes: is not used with kind "auto"`},
+		{"token under auto", func(s *Server) { s.Auth = Auth{Kind: AuthAuto, Token: "abc"} }, `auth.token: is only used with kind "bearer" (kind is "auto")`},
+		{"binding under bearer", func(s *Server) { s.Auth = Auth{Kind: AuthBearer, Token: "tok123", Binding: &Binding{}} }, `auth.binding: is only used with kind "oauth" or "auto" (kind is "bearer")`},
+		{"auto half binding", func(s *Server) { s.Auth = Auth{Kind: AuthAuto, Binding: &Binding{Issuer: "https://a"}} }, "auth.binding.resource: is empty while binding.issuer is set"},
+		{"auto port too big", func(s *Server) { s.Auth = Auth{Kind: AuthAuto, RedirectPort: 65536} }, "auth.redirectPort: 65536 is out of range"},
 		{"secret without id", func(s *Server) { s.Auth = Auth{Kind: AuthOAuth, ClientSecret: "x"} }, "auth.clientSecret: is set without auth.clientId"},
 		{"client id spaces", func(s *Server) { s.Auth = Auth{Kind: AuthOAuth, ClientID: " abc"} }, "auth.clientId: has leading or trailing whitespace"},
 		{"client id control", func(s *Server) { s.Auth = Auth{Kind: AuthOAuth, ClientID: "a\x00"} }, "auth.clientId: contains a character outside printable ASCII"},

@@ -1,6 +1,7 @@
 package elicit
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -53,8 +54,10 @@ type Field struct {
 	Default any `json:"default,omitempty"`
 }
 
-// Form is a parsed requested schema: its fields sorted by name (the SDK
-// hands the schema over as a Go map, so the server's order is already lost).
+// Form is a parsed requested schema: its fields in the order the server's
+// schema lists its properties (issue #8 item 16). The order is read from
+// the raw schema bytes; the session layer hands those over as sent (go-sdk
+// alone would pass a Go map, whose order is lost).
 type Form struct {
 	Fields []Field `json:"fields"`
 }
@@ -112,17 +115,32 @@ type rawConst struct {
 	Title string          `json:"title"`
 }
 
+// Bounds of a requested schema a form is made from. They are far beyond
+// any question a person can answer and keep a hostile server's schema from
+// costing more than a glance.
+const (
+	// MaxSchemaSize is the largest requested schema, in bytes.
+	MaxSchemaSize = 256 << 10
+	// MaxFields is the most properties a form may have.
+	MaxFields = 100
+)
+
 // ParseForm reads a requested schema. It refuses what form mode does not
 // allow (nested objects, non-primitive types), so a card is only shown for
-// a question the person can actually answer.
+// a question the person can actually answer. Fields come in the order the
+// schema's "properties" object lists them; a property named twice, more
+// than MaxFields properties or a schema over MaxSchemaSize bytes is refused.
 func ParseForm(schema json.RawMessage) (*Form, error) {
 	if len(schema) == 0 || string(schema) == "null" {
 		return &Form{}, nil
 	}
+	if len(schema) > MaxSchemaSize {
+		return nil, fmt.Errorf("requested schema: %d bytes; the limit is %d", len(schema), MaxSchemaSize)
+	}
 	var root struct {
-		Type       json.RawMessage            `json:"type"`
-		Properties map[string]json.RawMessage `json:"properties"`
-		Required   []string                   `json:"required"`
+		Type       json.RawMessage `json:"type"`
+		Properties json.RawMessage `json:"properties"`
+		Required   []string        `json:"required"`
 	}
 	if err := json.Unmarshal(schema, &root); err != nil {
 		return nil, fmt.Errorf("requested schema: %v", err)
@@ -130,17 +148,59 @@ func ParseForm(schema json.RawMessage) (*Form, error) {
 	if t := typeName(root.Type); t != "" && t != "object" {
 		return nil, fmt.Errorf("requested schema: type %q, want object", t)
 	}
+	props, err := orderedMembers(root.Properties)
+	if err != nil {
+		return nil, fmt.Errorf("requested schema: properties: %w", err)
+	}
 	f := &Form{}
-	for name, raw := range root.Properties {
-		fd, err := parseField(name, raw)
+	for _, p := range props {
+		fd, err := parseField(p.name, p.raw)
 		if err != nil {
-			return nil, fmt.Errorf("requested schema: property %q: %w", name, err)
+			return nil, fmt.Errorf("requested schema: property %q: %w", p.name, err)
 		}
-		fd.Required = slices.Contains(root.Required, name)
+		fd.Required = slices.Contains(root.Required, p.name)
 		f.Fields = append(f.Fields, fd)
 	}
-	slices.SortFunc(f.Fields, func(a, b Field) int { return strings.Compare(a.Name, b.Name) })
 	return f, nil
+}
+
+type member struct {
+	name string
+	raw  json.RawMessage
+}
+
+// orderedMembers lists the members of a JSON object in document order,
+// which a Go map would lose. Absent or null is no members.
+func orderedMembers(obj json.RawMessage) ([]member, error) {
+	if len(obj) == 0 || string(obj) == "null" {
+		return nil, nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(obj))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return nil, errors.New("must be an object")
+	}
+	var out []member
+	seen := make(map[string]bool)
+	for dec.More() {
+		if len(out) == MaxFields {
+			return nil, fmt.Errorf("more than %d properties", MaxFields)
+		}
+		t, err := dec.Token()
+		if err != nil {
+			return nil, err
+		}
+		name, _ := t.(string)
+		if seen[name] {
+			return nil, fmt.Errorf("property %q appears twice", name)
+		}
+		seen[name] = true
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil {
+			return nil, err
+		}
+		out = append(out, member{name, raw})
+	}
+	return out, nil
 }
 
 func typeName(raw json.RawMessage) string {

@@ -3,6 +3,7 @@ package elicit
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -15,9 +16,10 @@ func TestParseForm(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The schema's own order (name before age), not the alphabet's.
 	want := []Field{
-		{Name: "age", Description: "Your age", Type: TypeInteger, Default: float64(42)},
 		{Name: "name", Description: "Your name", Type: TypeString, Required: true},
+		{Name: "age", Description: "Your age", Type: TypeInteger, Default: float64(42)},
 	}
 	if !reflect.DeepEqual(f.Fields, want) {
 		t.Fatalf("fields = %+v", f.Fields)
@@ -39,6 +41,81 @@ func TestParseForm(t *testing.T) {
 	if f, err := ParseForm(nil); err != nil || len(f.Fields) != 0 {
 		t.Errorf("empty schema: %+v, %v", f, err)
 	}
+}
+
+// Issue #8 item 16: fields keep the order of the schema's properties,
+// whatever the alphabet says, and hostile shapes are bounded.
+func TestParseFormKeepsSchemaOrder(t *testing.T) {
+	schema := `{"type":"object","properties":{
+		"zip":{"type":"string"},
+		"name":{"type":"string","description":"{\"age\":1}"},
+		"age":{"type":"integer"},
+		"Ärger":{"type":"boolean"},
+		"b":{"type":"array","items":{"enum":["x"]}},
+		"a":{"type":"number"}},"required":["age"]}`
+	f, err := ParseForm(json.RawMessage(schema))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, fd := range f.Fields {
+		names = append(names, fd.Name)
+	}
+	if want := []string{"zip", "name", "age", "Ärger", "b", "a"}; !reflect.DeepEqual(names, want) {
+		t.Fatalf("fields %v, want the schema's order %v", names, want)
+	}
+	if !f.Fields[2].Required || f.Fields[1].Required {
+		t.Errorf("required marks moved with the order: %+v", f.Fields)
+	}
+	if f, err := ParseForm(json.RawMessage(`{"type":"object","properties":null}`)); err != nil || len(f.Fields) != 0 {
+		t.Errorf("null properties: %+v, %v", f, err)
+	}
+
+	many := `{"type":"object","properties":{`
+	for i := range MaxFields + 1 {
+		if i > 0 {
+			many += ","
+		}
+		many += fmt.Sprintf(`"f%d":{"type":"string"}`, i)
+	}
+	many += `}}`
+	for _, c := range []struct{ schema, problem string }{
+		{`{"type":"object","properties":{"a":{"type":"string"},"b":{"type":"string"},"a":{"type":"integer"}}}`, `"a" appears twice`},
+		{`{"type":"object","properties":["a"]}`, "must be an object"},
+		{`{"type":"object","properties":"a"}`, "must be an object"},
+		{many, fmt.Sprintf("more than %d properties", MaxFields)},
+		{`{"type":"object","description":"` + strings.Repeat("x", MaxSchemaSize) + `"}`, "the limit is"},
+	} {
+		if _, err := ParseForm(json.RawMessage(c.schema)); err == nil || !strings.Contains(err.Error(), c.problem) {
+			t.Errorf("ParseForm(%.80s) = %v, want an error about %q", c.schema, err, c.problem)
+		}
+	}
+}
+
+// FuzzParseForm: any schema either parses into fields that follow the
+// schema's properties one for one, or is refused; never a panic.
+func FuzzParseForm(f *testing.F) {
+	f.Add([]byte(askSchema))
+	f.Add([]byte(`{"type":"object","properties":{"b":{"type":"string"},"a":{"type":"boolean"}}}`))
+	f.Add([]byte(`{"properties":{"a":{"type":"string"},"a":{"type":"string"}}}`))
+	f.Add([]byte(`{"properties":{"x":{"type":"string","enum":["1","2"]}},"required":["x"]}`))
+	f.Add([]byte(`{"properties":{`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		form, err := ParseForm(data)
+		if err != nil {
+			return
+		}
+		seen := map[string]bool{}
+		for _, fd := range form.Fields {
+			if seen[fd.Name] {
+				t.Fatalf("field %q twice", fd.Name)
+			}
+			seen[fd.Name] = true
+		}
+		if len(form.Fields) > MaxFields {
+			t.Fatalf("%d fields", len(form.Fields))
+		}
+	})
 }
 
 func TestFormValidate(t *testing.T) {

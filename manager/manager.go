@@ -71,8 +71,11 @@ var (
 // toolTimeout (R4.5).
 const DefaultToolTimeout = 60 * time.Second
 
-// OAuthProvider gives the go-sdk OAuth handler of an oauth server. The
-// manager's handlers are non-interactive (R3.13).
+// OAuthProvider gives the go-sdk OAuth handler of a server of auth kind
+// oauth or auto (config.AuthKind.OAuthCapable). The manager's handlers are
+// non-interactive (R3.13): an auto server that answers 401 with a Bearer
+// challenge, like an oauth server without a usable token, fails its
+// connect with the provider's login-required error.
 type OAuthProvider interface {
 	Handler(srv config.Server) auth.OAuthHandler
 }
@@ -420,12 +423,14 @@ func (m *Manager) attemptOnce(e *entry, a *attempt) error {
 		OnCatalog:       func(connID string, c *session.Catalog) { m.onCatalog(e, connID, c) },
 		OnExchange:      e.log.add,
 	}
-	if cfg.Auth.Kind == config.AuthOAuth {
-		if m.o.OAuth == nil {
-			return ErrNoOAuth
-		}
+	switch {
+	case cfg.Auth.Kind.OAuthCapable() && m.o.OAuth != nil:
 		opts.OAuth = m.o.OAuth.Handler(cfg)
+	case cfg.Auth.Kind == config.AuthOAuth:
+		return ErrNoOAuth
 	}
+	// An auto server without a provider connects unauthenticated; if it
+	// asks for OAuth, its 401 is a typed *session.HTTPStatusError.
 	if m.o.Elicit != nil {
 		opts.Elicit = func(ctx context.Context, connID string, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
 			m.pauseCalls(e, 1)

@@ -57,6 +57,31 @@ func parseChallenge(h http.Header) (challenge, error) {
 	return ch, nil
 }
 
+// hasBearerChallenge reports whether a 401's WWW-Authenticate headers
+// carry a Bearer challenge, with or without parameters: what turns a
+// server of auth kind auto into an OAuth one (SPEC §9 A2). A header the
+// parser cannot read still counts when a challenge in it names Bearer.
+func hasBearerChallenge(h http.Header) bool {
+	vals := h.Values("WWW-Authenticate")
+	if cs, err := oauthex.ParseWWWAuthenticate(vals); err == nil {
+		for _, c := range cs {
+			if strings.EqualFold(c.Scheme, "bearer") {
+				return true
+			}
+		}
+		return false
+	}
+	for _, v := range vals {
+		for part := range strings.SplitSeq(v, ",") {
+			f := strings.Fields(part)
+			if len(f) > 0 && strings.EqualFold(f[0], "bearer") {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // resourceMeta is the validated part of protected resource metadata.
 type resourceMeta struct {
 	// Resource is the resource identifier exactly as published: it is sent

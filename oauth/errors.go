@@ -104,8 +104,13 @@ var (
 	// ErrForbidden: a 403 that is not insufficient_scope; authorization
 	// cannot fix it.
 	ErrForbidden = errors.New("forbidden")
-	// ErrNotOAuth: the server is not configured with auth kind "oauth".
-	ErrNotOAuth = errors.New(`server is not configured with auth kind "oauth"`)
+	// ErrNotOAuth: the server is configured with neither auth kind
+	// "oauth" nor "auto".
+	ErrNotOAuth = errors.New(`server is not configured with auth kind "oauth" or "auto"`)
+	// ErrNoChallenge: a server of auth kind "auto" that has not asked for
+	// OAuth answered 401 without a Bearer challenge (WWW-Authenticate), so
+	// nothing says OAuth would help (SPEC §9 A2).
+	ErrNoChallenge = errors.New("the server demands authentication but sent no OAuth challenge")
 )
 
 // TokenError is an error response of the token endpoint (RFC 6749 §5.2).

@@ -171,7 +171,7 @@ func (l *localLocker) Lock(ctx context.Context, name string) (func(), error) {
 }
 
 // Handler returns the go-sdk auth.OAuthHandler for one session with srv
-// (StreamableClientTransport.OAuthHandler).
+// (StreamableClientTransport.OAuthHandler), a server of kind oauth or auto.
 //
 // TokenSource sends the in-memory access token of the server's binding, or
 // nothing. Authorize, on a 401, rediscovers (the binding may have moved),
@@ -181,6 +181,16 @@ func (l *localLocker) Lock(ctx context.Context, name string) (func(), error) {
 // insufficient_scope it steps up (at most three times per server and hour).
 // Authorize errors leave the session usable (the go-sdk wraps them into the
 // failed call's error; errors.As finds the *Error).
+//
+// A server of kind auto (SPEC §9 A2) starts out unauthenticated: before it
+// has a binding, TokenSource sends nothing, and Authorize treats only a 401
+// carrying a Bearer challenge (WWW-Authenticate) as the switch to OAuth —
+// any other 401 or 403 fails with ErrNoChallenge or ErrForbidden without
+// contacting anyone. From the first challenge on (or from the start, when
+// a sign-in has recorded a binding) it behaves exactly like an oauth
+// server. The config keeps kind auto; the binding that a successful
+// sign-in records is what says it now uses OAuth (config.Server.UsesOAuth,
+// Status.Binding).
 func (a *Authenticator) Handler(srv config.Server, interactive Browser) auth.OAuthHandler {
 	h := &handler{a: a, srv: srv.Clone(), browser: interactive}
 	h.canonical, h.canonErr = config.CanonicalResource(srv.URL)
@@ -200,6 +210,9 @@ type handler struct {
 	mu       sync.Mutex
 	bound    config.Binding
 	hasBound bool
+	// challenged: an auto server has answered 401 with a Bearer
+	// challenge; it is an oauth server for this handler from now on.
+	challenged bool
 }
 
 var _ auth.OAuthHandler = (*handler)(nil)
@@ -208,6 +221,24 @@ func (h *handler) binding() (config.Binding, bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return h.bound, h.hasBound
+}
+
+// switchedToOAuth reports whether an auto server has asked for OAuth: it
+// challenged this handler, or a sign-in bound it before. Always true for
+// kind oauth.
+func (h *handler) switchedToOAuth() bool {
+	if h.srv.Auth.Kind != config.AuthAuto {
+		return true
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.challenged || h.hasBound
+}
+
+func (h *handler) setChallenged() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.challenged = true
 }
 
 func (h *handler) setBinding(b config.Binding) {
@@ -229,12 +260,27 @@ func (h *handler) Authorize(ctx context.Context, req *http.Request, resp *http.R
 		resp.Body.Close()
 	}()
 	id := h.srv.ID
-	if h.srv.Auth.Kind != config.AuthOAuth {
+	if !h.srv.Auth.Kind.OAuthCapable() {
 		return &Error{Step: StepAuthorization, ServerID: id,
 			Err: fmt.Errorf("%w (the server answered %d)", ErrNotOAuth, resp.StatusCode)}
 	}
 	if h.canonErr != nil {
 		return &Error{Step: StepDiscoveryPRM, ServerID: id, Err: h.canonErr}
+	}
+	if !h.switchedToOAuth() {
+		// Auto, not yet OAuth: only a 401 with a Bearer challenge says
+		// that OAuth is what the server wants (SPEC §9 A2).
+		switch {
+		case resp.StatusCode == http.StatusUnauthorized && hasBearerChallenge(resp.Header):
+			h.setChallenged()
+			h.a.log.Info("oauth: the server asked for OAuth (auth kind auto)", "server", id)
+		case resp.StatusCode == http.StatusUnauthorized:
+			return &Error{Step: StepAuthorization, ServerID: id,
+				Err: fmt.Errorf("%w: it answered 401 without \"WWW-Authenticate: Bearer\"; give the server a bearer token (auth kind \"bearer\"), or set auth kind \"oauth\" if it uses OAuth anyway", ErrNoChallenge)}
+		default:
+			return &Error{Step: StepAuthorization, ServerID: id,
+				Err: fmt.Errorf("%w: the server refused an unauthenticated request with %d %s", ErrForbidden, resp.StatusCode, http.StatusText(resp.StatusCode))}
+		}
 	}
 	ch, perr := parseChallenge(resp.Header)
 	if perr != nil {
@@ -428,7 +474,7 @@ func (a *Authenticator) grantedScopes(ctx context.Context, serverID string, b co
 // as long as the stored config is still for the same URL.
 func (a *Authenticator) withStoredBinding(ctx context.Context, srv config.Server) config.Server {
 	cur, err := a.store.GetServer(ctx, srv.ID)
-	if err != nil || cur.URL != srv.URL || cur.Auth.Kind != config.AuthOAuth {
+	if err != nil || cur.URL != srv.URL || !cur.Auth.Kind.OAuthCapable() {
 		return srv
 	}
 	srv = srv.Clone()
@@ -476,7 +522,11 @@ func (a *Authenticator) authorize(ctx context.Context, r authzRequest) (*outcome
 		// Never signed in: no refresh token can exist, and background work
 		// may not start a browser flow (R3.13). Discovery would only
 		// contact servers (and ask for host permissions) for nothing.
-		return nil, loginRequired(id, "this server has not been signed in to yet")
+		why := "this server has not been signed in to yet"
+		if srv.Auth.Kind == config.AuthAuto {
+			why = "the server asks for OAuth authorization (auth kind auto) and has not been signed in to yet"
+		}
+		return nil, loginRequired(id, why)
 	}
 	prm := r.prm
 	if prm == nil {
@@ -608,7 +658,7 @@ func (a *Authenticator) rebind(ctx context.Context, srv config.Server, b config.
 	if err != nil {
 		return fmt.Errorf("reading server %q to record its binding: %w", srv.ID, err)
 	}
-	if canon, err := config.CanonicalResource(cur.URL); err != nil || canon != b.Resource || cur.Auth.Kind != config.AuthOAuth {
+	if canon, err := config.CanonicalResource(cur.URL); err != nil || canon != b.Resource || !cur.Auth.Kind.OAuthCapable() {
 		// The config moved on meanwhile; its own session will bind.
 		a.log.Warn("oauth: server config changed during authorization; binding not recorded", "server", srv.ID)
 		return nil
@@ -665,7 +715,7 @@ type LoginResult struct {
 // resource metadata (some servers only protect later requests) and reports
 // NotNeeded when there is none.
 func (a *Authenticator) Login(ctx context.Context, srv config.Server, b Browser) (*LoginResult, error) {
-	if srv.Auth.Kind != config.AuthOAuth {
+	if !srv.Auth.Kind.OAuthCapable() {
 		return nil, &Error{Step: StepAuthorization, ServerID: srv.ID, Err: ErrNotOAuth}
 	}
 	if b == nil {

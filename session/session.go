@@ -47,6 +47,9 @@ type Options struct {
 	// catalog category, with this session's connection id.
 	OnCatalog func(connID string, c *Catalog)
 	// Elicit answers a server's elicitation request. nil declines.
+	// req.Params.RequestedSchema is a json.RawMessage holding the schema
+	// as the server sent it (properties in the server's order) whenever
+	// the transport captured it, else go-sdk's map[string]any.
 	Elicit func(ctx context.Context, connID string, req *mcp.ElicitRequest) (*mcp.ElicitResult, error)
 	// OnExchange receives every HTTP exchange of the session (metadata
 	// only, no secrets) for the per-server request log (R5.3).
@@ -133,6 +136,9 @@ func Connect(ctx context.Context, o Options) (*Session, error) {
 	raw := newRawToolSink()
 	rt := &roundTripper{base: base, raw: raw, passAuthStatuses: o.OAuth != nil, serverID: o.Server.ID,
 		connID: o.ConnectionID, onExchange: o.OnExchange}
+	if o.Elicit != nil {
+		rt.elicit = newRawElicitSink()
+	}
 	if o.Server.Auth.Kind == config.AuthBearer {
 		rt.bearer = o.Server.Auth.Token
 	}
@@ -187,7 +193,7 @@ func Connect(ctx context.Context, o Options) (*Session, error) {
 			defer cancel(nil)
 			stop := context.AfterFunc(s.ctx, func() { cancel(ErrClosed) })
 			defer stop()
-			return o.Elicit(ctx, connID, req)
+			return o.Elicit(ctx, connID, withRawSchema(req, rt.elicit))
 		}
 	}
 	client := mcp.NewClient(&mcp.Implementation{Name: name, Version: version}, copts)

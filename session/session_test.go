@@ -286,14 +286,21 @@ func FuzzCaptureBody(f *testing.F) {
 	f.Add([]byte("data: {\"result\":{\"tools\":[1,2]}}\n\n"))
 	f.Add([]byte("data: \n\n\r\n\r\n{"))
 	f.Add([]byte(`{"result":{"tools":"x"}}`))
+	f.Add([]byte("data: " + elicitMsg(`{"properties":{"b":{},"a":{}}}`) + "\r\n\r\n"))
+	f.Add([]byte("data: [" + elicitMsg(`{}`) + ",1]\n\ndata: " + elicitMsg(`1e999`) + "\n"))
 	f.Fuzz(func(t *testing.T, body []byte) {
 		sink := newRawToolSink()
-		cb := &captureBody{rc: io.NopCloser(bytes.NewReader(body)), sink: sink}
+		es := newRawElicitSink()
+		cb := &captureBody{rc: io.NopCloser(bytes.NewReader(body)), sink: sink, elicit: es}
 		out, _ := io.ReadAll(cb)
 		if !bytes.Equal(out, body) {
 			t.Fatal("capture changed the bytes go-sdk reads")
 		}
 		sink.schema("a")
+		if len(es.entries) > maxRawElicit {
+			t.Fatalf("%d elicitation schemas kept", len(es.entries))
+		}
+		es.take(map[string]any{})
 	})
 }
 

@@ -6,9 +6,12 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/remotemcp/remotemcp/hostperm"
 	"github.com/remotemcp/remotemcp/internal/redact"
@@ -27,6 +30,9 @@ type roundTripper struct {
 	// go-sdk would otherwise kill the connection with an untyped string.
 	passAuthStatuses bool
 	raw              *rawToolSink
+	// elicit receives the raw schemas of elicitation/create requests
+	// from every SSE stream; nil when the client does not elicit.
+	elicit *rawElicitSink
 	// serverID labels every request for the host-permission guard, so a
 	// refusal names the server and purpose (R2.2).
 	serverID string
@@ -99,6 +105,9 @@ func (rt *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 	if req.Method != http.MethodPost {
 		// GET (standalone SSE) and DELETE statuses are go-sdk's business:
 		// a 405 on GET means "no stream", a 404 means session missing.
+		if rt.elicit != nil && req.Method == http.MethodGet && resp.StatusCode == http.StatusOK && isSSE(resp.Header.Get("Content-Type")) {
+			resp.Body = &captureBody{rc: resp.Body, elicit: rt.elicit}
+		}
 		return resp, nil
 	}
 	code := resp.StatusCode
@@ -126,15 +135,28 @@ func (rt *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 		resp.Body.Close()
 		return nil, e
 	}
+	cb := &captureBody{rc: resp.Body}
 	if listsTools {
-		resp.Body = &captureBody{rc: resp.Body, sink: rt.raw}
+		cb.sink = rt.raw
+	}
+	if rt.elicit != nil && isSSE(resp.Header.Get("Content-Type")) {
+		// A server's question rides the stream of the request it
+		// belongs to (a tools/call), or the standalone GET stream.
+		cb.elicit = rt.elicit
+	}
+	if cb.sink != nil || cb.elicit != nil {
+		resp.Body = cb
 	}
 	return resp, nil
 }
 
-func isJSON(ct string) bool {
+func isJSON(ct string) bool { return mediaType(ct) == "application/json" }
+
+func isSSE(ct string) bool { return mediaType(ct) == "text/event-stream" }
+
+func mediaType(ct string) string {
 	mt, _, _ := strings.Cut(ct, ";")
-	return strings.EqualFold(strings.TrimSpace(mt), "application/json")
+	return strings.ToLower(strings.TrimSpace(mt))
 }
 
 // deleteTimeout bounds the DELETE that ends a session.
@@ -214,78 +236,244 @@ func (s *rawToolSink) schema(name string) (json.RawMessage, bool) {
 }
 
 // captureBody parses the response stream (JSON or SSE) as go-sdk reads it,
-// before handing the bytes on, so the capture is recorded before go-sdk can
-// return the decoded result.
+// before handing the bytes on, so a capture is recorded before go-sdk can
+// act on the decoded message: the raw tools of a tools/list result (sink)
+// and the raw requestedSchema of elicitation/create requests (elicit).
+// Either may be nil. The bytes go-sdk reads are never changed.
+//
+// SSE is parsed line by line (any of \n, \r\n line ends; an empty line
+// ends an event), so the cost is linear in the stream and a long-lived
+// stream holds at most one event; an event over maxCapture is skipped. A
+// plain JSON body is one message, complete at EOF.
 type captureBody struct {
-	rc   io.ReadCloser
-	sink *rawToolSink
-	buf  []byte
-	done bool
+	rc     io.ReadCloser
+	sink   *rawToolSink
+	elicit *rawElicitSink
+
+	mode     int    // captureUnknown, captureJSON or captureSSE
+	buf      []byte // JSON: the body so far; SSE: the current partial line
+	data     []byte // SSE: the data of the current event
+	skipLine bool   // SSE: dropping an oversized line up to its end
+	skipData bool   // SSE: dropping an oversized event up to its end
+	done     bool
 }
+
+const (
+	captureUnknown = iota
+	captureJSON
+	captureSSE
+)
 
 const maxCapture = 16 << 20
 
 func (c *captureBody) Read(p []byte) (int, error) {
 	n, err := c.rc.Read(p)
 	if !c.done && n > 0 {
-		c.buf = append(c.buf, p[:n]...)
-		c.scan(false)
-		if len(c.buf) > maxCapture {
-			c.done, c.buf = true, nil
-		}
+		c.feed(p[:n])
 	}
 	if err != nil && !c.done {
-		c.scan(true)
+		c.finish()
 	}
 	return n, err
 }
 
 func (c *captureBody) Close() error { return c.rc.Close() }
 
-// scan extracts complete messages: SSE events end with a blank line; a
-// plain JSON body is complete at EOF.
-func (c *captureBody) scan(eof bool) {
-	for {
-		trimmed := bytes.TrimLeft(c.buf, " \r\n\t")
-		if len(trimmed) > 0 && (trimmed[0] == '{' || trimmed[0] == '[') {
-			if eof {
-				c.take(trimmed)
-				c.buf = nil
+func (c *captureBody) feed(b []byte) {
+	if c.mode == captureUnknown {
+		t := bytes.TrimLeft(b, " \r\n\t")
+		switch {
+		case len(t) == 0:
+			return
+		case t[0] == '{' || t[0] == '[':
+			c.mode = captureJSON
+		default:
+			c.mode = captureSSE
+		}
+		b = t
+	}
+	if c.mode == captureJSON {
+		c.buf = append(c.buf, b...)
+		if len(c.buf) > maxCapture {
+			c.done, c.buf = true, nil
+		}
+		return
+	}
+	for len(b) > 0 {
+		i := bytes.IndexByte(b, '\n')
+		if i < 0 {
+			if !c.skipLine {
+				c.buf = append(c.buf, b...)
+				if len(c.buf) > maxCapture {
+					c.buf, c.skipLine, c.skipData = c.buf[:0], true, true
+				}
 			}
 			return
 		}
-		i := bytes.Index(c.buf, []byte("\n\n"))
-		j := bytes.Index(c.buf, []byte("\r\n\r\n"))
-		end, skip := i, 2
-		if j >= 0 && (i < 0 || j < i) {
-			end, skip = j, 4
+		if c.skipLine {
+			c.skipLine = false
+		} else {
+			c.buf = append(c.buf, b[:i]...)
+			c.line(bytes.TrimSuffix(c.buf, []byte("\r")))
 		}
-		if end < 0 {
-			return
-		}
-		event := c.buf[:end]
-		c.buf = c.buf[end+skip:]
-		var data []byte
-		for _, line := range bytes.Split(event, []byte("\n")) {
-			line = bytes.TrimRight(line, "\r")
-			if rest, ok := bytes.CutPrefix(line, []byte("data:")); ok {
-				data = append(data, bytes.TrimPrefix(rest, []byte(" "))...)
-				data = append(data, '\n')
-			}
-		}
-		if len(data) > 0 {
-			c.take(data)
-		}
+		c.buf = c.buf[:0]
+		b = b[i+1:]
 	}
 }
 
+// line handles one complete SSE line.
+func (c *captureBody) line(l []byte) {
+	if len(l) == 0 { // end of event
+		if len(c.data) > 0 && !c.skipData {
+			c.take(c.data[:len(c.data)-1]) // without the last '\n'
+		}
+		c.data, c.skipData = c.data[:0], false
+		return
+	}
+	rest, ok := bytes.CutPrefix(l, []byte("data:"))
+	if !ok || c.skipData {
+		return
+	}
+	rest = bytes.TrimPrefix(rest, []byte(" "))
+	if len(c.data)+len(rest) > maxCapture {
+		c.data, c.skipData = c.data[:0], true
+		return
+	}
+	c.data = append(c.data, rest...)
+	c.data = append(c.data, '\n')
+}
+
+// finish handles the end of the body: a JSON body is complete, and an
+// unterminated last SSE event still counts (go-sdk dispatches it too).
+func (c *captureBody) finish() {
+	switch c.mode {
+	case captureJSON:
+		c.take(c.buf)
+	case captureSSE:
+		if !c.skipLine && len(c.buf) > 0 {
+			c.line(bytes.TrimSuffix(c.buf, []byte("\r")))
+		}
+		c.line(nil)
+	}
+	c.done, c.buf, c.data = true, nil, nil
+}
+
 func (c *captureBody) take(msg []byte) {
-	var env struct {
-		Result *struct {
-			Tools []json.RawMessage `json:"tools"`
-		} `json:"result"`
+	if c.sink != nil {
+		var env struct {
+			Result *struct {
+				Tools []json.RawMessage `json:"tools"`
+			} `json:"result"`
+		}
+		if json.Unmarshal(msg, &env) == nil && env.Result != nil {
+			c.sink.record(env.Result.Tools)
+		}
 	}
-	if json.Unmarshal(msg, &env) == nil && env.Result != nil {
-		c.sink.record(env.Result.Tools)
+	if c.elicit != nil && bytes.Contains(msg, []byte(`"elicitation/create"`)) {
+		c.elicit.recordMessage(msg)
 	}
+}
+
+// rawElicitSink keeps the raw requestedSchema of the latest
+// elicitation/create requests of a session, so the question reaches the
+// person with its fields in the server's order (issue #8 item 16): go-sdk
+// decodes the schema into a map[string]any, which has no order. Entries are
+// keyed by the schema's canonical JSON (decoded and re-encoded, as the
+// handler sees it), so the raw bytes used are always the same schema that
+// go-sdk validated and passed on.
+type rawElicitSink struct {
+	mu      sync.Mutex
+	entries []rawElicit // oldest first, at most maxRawElicit
+}
+
+type rawElicit struct {
+	key string
+	raw json.RawMessage
+}
+
+const (
+	// maxRawElicit bounds the schemas held for questions not yet handled.
+	maxRawElicit = 16
+	// maxRawElicitSchema is the largest schema kept (elicit.MaxSchemaSize).
+	maxRawElicitSchema = 256 << 10
+)
+
+func newRawElicitSink() *rawElicitSink { return &rawElicitSink{} }
+
+// recordMessage records the schema of an elicitation/create request; msg
+// is one JSON-RPC message or a batch.
+func (s *rawElicitSink) recordMessage(msg []byte) {
+	msgs := []json.RawMessage{msg}
+	if t := bytes.TrimLeft(msg, " \t\r\n"); len(t) > 0 && t[0] == '[' {
+		if json.Unmarshal(msg, &msgs) != nil {
+			return
+		}
+	}
+	for _, m := range msgs {
+		var req struct {
+			Method string `json:"method"`
+			Params struct {
+				RequestedSchema json.RawMessage `json:"requestedSchema"`
+			} `json:"params"`
+		}
+		if json.Unmarshal(m, &req) != nil || req.Method != "elicitation/create" {
+			continue
+		}
+		raw := req.Params.RequestedSchema
+		if len(raw) == 0 || len(raw) > maxRawElicitSchema || string(raw) == "null" {
+			continue
+		}
+		var v any
+		if json.Unmarshal(raw, &v) != nil {
+			continue
+		}
+		key, err := json.Marshal(v)
+		if err != nil {
+			continue
+		}
+		s.mu.Lock()
+		if len(s.entries) == maxRawElicit {
+			s.entries = slices.Delete(s.entries, 0, 1)
+		}
+		s.entries = append(s.entries, rawElicit{string(key), slices.Clone(raw)})
+		s.mu.Unlock()
+	}
+}
+
+// take returns (and forgets) the raw bytes of the newest recorded schema
+// equal to schema, the decoded form go-sdk hands to the handler.
+func (s *rawElicitSink) take(schema any) (json.RawMessage, bool) {
+	key, err := json.Marshal(schema)
+	if err != nil {
+		return nil, false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i := len(s.entries) - 1; i >= 0; i-- {
+		if s.entries[i].key == string(key) {
+			raw := s.entries[i].raw
+			s.entries = slices.Delete(s.entries, i, i+1)
+			return raw, true
+		}
+	}
+	return nil, false
+}
+
+// withRawSchema returns req with its RequestedSchema replaced by the raw
+// bytes the server sent (a json.RawMessage, properties in the server's
+// order), when the transport captured them; otherwise req unchanged.
+// go-sdk has already validated the schema these bytes encode.
+func withRawSchema(req *mcp.ElicitRequest, sink *rawElicitSink) *mcp.ElicitRequest {
+	if req == nil || req.Params == nil || req.Params.RequestedSchema == nil || sink == nil {
+		return req
+	}
+	raw, ok := sink.take(req.Params.RequestedSchema)
+	if !ok {
+		return req
+	}
+	p := *req.Params
+	p.RequestedSchema = raw
+	r := *req
+	r.Params = &p
+	return &r
 }
