@@ -159,7 +159,7 @@ func (c *Client) Authorize(ctx context.Context, id string) (*localapi.AuthFlow, 
 		}
 		return nil, fail(err)
 	}
-	if srv.Auth.Kind != config.AuthOAuth {
+	if !srv.Auth.Kind.OAuthCapable() {
 		return nil, conflict("server %s uses %s auth, not OAuth, so there is nothing to sign in to; switch it to OAuth first (servers set %s --auth oauth)", id, srv.Auth.Kind, id)
 	}
 	f := &flow{
@@ -530,7 +530,7 @@ func (c *Client) Logout(ctx context.Context, id string) (*localapi.LogoutResult,
 		}
 		return nil, fail(err)
 	}
-	if srv.Auth.Kind != config.AuthOAuth {
+	if !srv.UsesOAuth() {
 		return nil, conflict("server %s does not use OAuth (its auth is %s): there is nothing to sign out of", id, srv.Auth.Kind)
 	}
 	before := c.OAuth.Status(ctx, srv)
@@ -588,7 +588,7 @@ func (c *Client) AuthStatus(ctx context.Context, ids ...string) ([]localapi.Auth
 	out := make([]localapi.AuthStatus, 0, len(srvs))
 	for _, srv := range srvs {
 		as := localapi.AuthStatus{ServerID: srv.ID, Kind: srv.Auth.Kind}
-		if srv.Auth.Kind == config.AuthOAuth {
+		if srv.Auth.Kind.OAuthCapable() {
 			st := c.OAuth.Status(ctx, srv)
 			as.Binding, as.BindingCurrent, as.ClientID, as.Registered = st.Binding, st.BindingCurrent, st.ClientID, st.Registered
 			as.HasRefreshToken, as.HasAccessToken, as.Scopes, as.Problem = st.HasRefreshToken, st.HasAccessToken, st.Scopes, st.Problem

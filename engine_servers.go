@@ -117,7 +117,7 @@ func (c *Client) view(ctx context.Context, srv config.Server, st manager.ServerS
 			v.Pending = append(v.Pending, p)
 		}
 	}
-	oauthKind := srv.Auth.Kind == config.AuthOAuth
+	oauthKind := srv.Auth.Kind.OAuthCapable()
 	if oauthKind {
 		v.Authorization = c.flows.view(srv.ID)
 	}
@@ -142,7 +142,7 @@ func (c *Client) state(ctx context.Context, srv config.Server, st manager.Server
 		c.setSignedOut(srv.ID, false)
 		return localapi.StateReady, nil
 	}
-	oauthKind := srv.Auth.Kind == config.AuthOAuth
+	oauthKind := srv.Auth.Kind.OAuthCapable()
 	if oauthKind && srv.Enabled && ms != manager.StateConnecting && c.isSignedOut(srv.ID) {
 		return localapi.StateNeedsAuth, &localapi.Reason{Class: string(manager.ClassAuth), Step: string(oauth.StepAuthorization), Message: reasonSignedOut}
 	}
@@ -167,8 +167,9 @@ func (c *Client) state(ctx context.Context, srv config.Server, st manager.Server
 		return localapi.StateError, reasonOf(r)
 	}
 	// Disconnected: an enabled OAuth server that never signed in is
-	// waiting for the person, not merely idle.
-	if oauthKind && srv.Enabled {
+	// waiting for the person, not merely idle. An auto server is not: it
+	// connects without auth until a server challenges it.
+	if srv.Auth.Kind == config.AuthOAuth && srv.Enabled {
 		os := c.OAuth.Status(ctx, srv)
 		if os.Binding == nil && !os.HasAccessToken && !os.HasRefreshToken {
 			return localapi.StateNeedsAuth, &localapi.Reason{Class: string(manager.ClassAuth), Step: string(oauth.StepAuthorization), Message: reasonNeedsAuth}
@@ -186,7 +187,7 @@ func needsAuth(srv config.Server, r manager.Reason) bool {
 	if strings.Contains(r.Message, oauth.ErrLoginRequired.Error()) {
 		return true
 	}
-	return srv.Auth.Kind == config.AuthOAuth && r.HTTPStatus == http.StatusUnauthorized
+	return srv.Auth.Kind.OAuthCapable() && r.HTTPStatus == http.StatusUnauthorized
 }
 
 func reasonOf(r *manager.Reason) *localapi.Reason {
@@ -443,7 +444,7 @@ func applyImport(s *config.Server, imp config.Server, own bool) {
 	} else {
 		s.Name, s.URL, s.Auth = imp.Name, imp.URL, imp.Clone().Auth
 	}
-	if s.Auth.Kind == config.AuthOAuth && config.SameResource(s.URL, imp.URL) {
+	if s.Auth.Kind.OAuthCapable() && config.SameResource(s.URL, imp.URL) {
 		s.Auth.Binding = binding
 	}
 }
@@ -513,9 +514,9 @@ func (c *Client) UpdateServer(ctx context.Context, id string, req localapi.Updat
 			next := config.Auth{Kind: a.Kind, Token: a.Token, ClientID: a.ClientID, ClientSecret: a.ClientSecret,
 				Scopes: slices.Clone(a.Scopes), RedirectPort: a.RedirectPort}
 			if next.Kind == "" {
-				return badRequest("auth.kind", "auth.kind is required: none, bearer or oauth")
+				return badRequest("auth.kind", "auth.kind is required: none, bearer, oauth or auto")
 			}
-			if next.Kind == config.AuthOAuth && s.Auth.Kind == config.AuthOAuth {
+			if next.Kind.OAuthCapable() && s.Auth.Kind.OAuthCapable() {
 				// Still the same sign-in: keep what it is bound to.
 				next.Binding = s.Auth.Binding
 			}
