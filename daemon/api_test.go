@@ -7,569 +7,558 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
-	"github.com/remotemcp/remotemcp"
 	"github.com/remotemcp/remotemcp/agent"
 	"github.com/remotemcp/remotemcp/config"
-	"github.com/remotemcp/remotemcp/elicit"
-	"github.com/remotemcp/remotemcp/hostperm"
 	"github.com/remotemcp/remotemcp/internal/testserver/authserver"
 	"github.com/remotemcp/remotemcp/internal/testserver/fixture"
-	"github.com/remotemcp/remotemcp/manager"
+	"github.com/remotemcp/remotemcp/localapi"
 )
 
-// R2.2: a request to an origin without a grant never leaves the machine;
-// it becomes a pending approval shown beside its server, and after the
-// person approves, the same action succeeds.
-func TestUngrantedOriginStaysLocal(t *testing.T) {
-	f := startFixture(t, fixture.Options{})
-	cfg := srvCfg("fx", f.URL())
-	cfg.ConnectOnStartup = false
-	s := newStack(t, stackOpts{servers: []config.Server{cfg}})
-	ctx := ctxT(t)
-	origin := originOf(t, f.URL())
-
-	_, err := s.c.Connect(ctx, "fx")
-	pi, ok := IsPermissionRequired(err)
-	if !ok || pi.Origin != origin {
-		t.Fatalf("connect without a grant: %v (%+v)", err, pi)
-	}
-	var ae *APIError
-	if !errors.As(err, &ae) || ae.Server == nil || ae.Server.State != manager.StateError || ae.Server.OriginGranted {
-		t.Fatalf("error carries the server %+v", ae)
-	}
-	if n := len(f.Requests()); n != 0 {
-		t.Fatalf("the fixture saw %d requests without a grant", n)
-	}
-	g, err := s.c.Grants(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(g.Pending) != 1 || g.Pending[0].Origin != origin || len(g.Grants) != 0 {
-		t.Fatalf("grants %+v", g)
-	}
-	v, err := s.c.Server(ctx, "fx")
-	if err != nil || len(v.Pending) != 1 || v.Pending[0].Origin != origin {
-		t.Fatalf("server view %+v %v", v, err)
-	}
-	// The catalog and a tool call are refused the same way.
-	if _, err := s.c.Catalog(ctx, "fx"); err == nil {
-		t.Fatal("catalog without a grant")
-	}
-	res, err := s.c.Call(ctx, CallRequest{Tool: "fx/echo", Arguments: json.RawMessage(`{"text":"hi"}`), Approved: true})
-	if err != nil || res.Outcome == agent.OutcomeOK {
-		t.Fatalf("call without a grant: %+v %v", res, err)
-	}
-	if n := len(f.Requests()); n != 0 {
-		t.Fatalf("the fixture saw %d requests without a grant", n)
-	}
-
-	// Approve: the pending entry goes, the grant is the person's.
-	g, err = s.c.Grant(ctx, origin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(g.Pending) != 0 || len(g.Grants) != 1 || g.Grants[0].By != hostperm.ByCLI {
-		t.Fatalf("after grant %+v", g)
-	}
-	v, err = s.c.Connect(ctx, "fx")
-	if err != nil || v.State != manager.StateReady || v.ToolCount != 7 || !v.OriginGranted {
-		t.Fatalf("connect after grant: %+v %v", v, err)
-	}
-	if len(f.Requests()) == 0 {
-		t.Fatal("the fixture saw nothing after the grant")
-	}
-	res, err = s.c.Call(ctx, CallRequest{Tool: "fx/echo", Arguments: json.RawMessage(`{"text":"hi"}`), Approved: true})
-	if err != nil || res.Outcome != agent.OutcomeOK || len(res.Content) != 1 || res.Content[0].Text != "hi" {
-		t.Fatalf("call after grant: %+v %v", res, err)
-	}
-
-	// Revoke: the session is closed and the next connect is refused again.
-	if _, err := s.c.Revoke(ctx, origin); err != nil {
-		t.Fatal(err)
-	}
-	v, _ = s.c.Server(ctx, "fx")
-	if v.State != manager.StateDisconnected || v.OriginGranted {
-		t.Fatalf("after revoke %+v", v)
-	}
-	f.ResetRequests()
-	if _, err := s.c.Connect(ctx, "fx"); err == nil {
-		t.Fatal("connect after revoke succeeded")
-	}
-	if n := len(f.Requests()); n != 0 {
-		t.Fatalf("the fixture saw %d requests after the revoke", n)
-	}
-	// Revoking what is not granted is an error, not silence.
-	if _, err := s.c.Revoke(ctx, origin); err == nil {
-		t.Fatal("second revoke succeeded")
-	}
-	// Dismiss drops the pending entry without granting.
-	if g, err := s.c.DismissPending(ctx, origin); err != nil || len(g.Pending) != 0 || len(g.Grants) != 0 {
-		t.Fatalf("dismiss %+v %v", g, err)
-	}
-}
-
-// A server that failed for want of a grant is connected again as soon as
-// the person approves its origin.
-func TestGrantReconnectsFailedServers(t *testing.T) {
-	f := startFixture(t, fixture.Options{})
-	s := newStack(t, stackOpts{servers: []config.Server{srvCfg("fx", f.URL())}})
-	ctx := ctxT(t)
-	waitFor(t, "the startup connect to fail", func() bool {
-		v, err := s.c.Server(ctx, "fx")
-		return err == nil && v.State == manager.StateError && len(v.Pending) == 1
-	})
-	if _, err := s.c.Grant(ctx, originOf(t, f.URL())); err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, "ready after the grant", func() bool {
-		v, err := s.c.Server(ctx, "fx")
-		return err == nil && v.State == manager.StateReady
-	})
-}
-
-// Adding a server grants its own origin in the same action; the secrets
-// given are never returned.
-func TestAddServer(t *testing.T) {
+// Every Engine method through the socket: the client's answers are the
+// engine's, listings are arrays, errors keep their code and status.
+func TestAPIRoundTrip(t *testing.T) {
 	f := startFixture(t, fixture.Options{})
 	s := newStack(t, stackOpts{})
 	ctx := ctxT(t)
-	token := "bearer-secret-" + time.Now().Format("150405.000000000")
+	c := s.c
+
+	h, err := c.Health(ctx)
+	if err != nil || !h.OK || h.PID != os.Getpid() || h.InProcess {
+		t.Fatalf("health %+v %v", h, err)
+	}
+	token := "api-bearer-" + strconv.FormatInt(time.Now().UnixNano(), 36)
 	secrets.add("bearer token", token)
-	v, err := s.c.AddServer(ctx, AddServerRequest{ID: "fx", URL: f.URL(), Auth: config.AuthBearer, Token: token})
+	added, err := c.AddServer(ctx, localapi.AddServerRequest{ID: "fx", URL: f.URL(), Auth: config.AuthBearer, Token: token})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !v.OriginGranted || v.Auth.Kind != config.AuthBearer || !v.Auth.HasToken || v.Name != "fx" || !v.Enabled || !v.ConnectOnStartup {
-		t.Fatalf("added %+v", v)
+	if added.Server.ID != "fx" || !added.Server.Auth.HasToken || !added.Server.OriginGranted || !slices.Equal(added.Granted, []string{originOf(t, f.URL())}) {
+		t.Fatalf("added %+v", added)
 	}
-	g, _ := s.c.Grants(ctx)
-	if len(g.Grants) != 1 || g.Grants[0].Origin != originOf(t, f.URL()) || g.Grants[0].By != hostperm.ByServersAdd {
-		t.Fatalf("grants %+v", g)
+	if _, err := c.AddServer(ctx, localapi.AddServerRequest{ID: "fx", URL: f.URL()}); code(err) != localapi.CodeConflict {
+		t.Fatalf("duplicate add: %v", err)
+	} else if e, _ := localapi.AsError(err); e.Status != http.StatusConflict {
+		t.Fatalf("duplicate add status %d", e.Status)
 	}
-	waitFor(t, "ready", func() bool {
-		v, err := s.c.Server(ctx, "fx")
-		return err == nil && v.State == manager.StateReady
+	waitFor(t, "fx ready", func() bool {
+		v, err := c.Server(ctx, "fx")
+		return err == nil && v.State == localapi.StateReady
 	})
-	// The server got the token, the API never returned it.
-	var sent bool
-	for _, r := range f.Requests() {
-		sent = sent || r.Header.Get("Authorization") == "Bearer "+token
+	if _, err := c.Server(ctx, "nope"); code(err) != localapi.CodeNotFound {
+		t.Fatalf("unknown server: %v", err)
+	} else if e, _ := localapi.AsError(err); e.Status != http.StatusNotFound {
+		t.Fatalf("unknown server status %d", e.Status)
 	}
-	if !sent {
-		t.Fatal("the bearer token was not sent to the server")
+	srvs, err := c.Servers(ctx)
+	if err != nil || len(srvs) != 1 || srvs[0].ToolCount != 7 {
+		t.Fatalf("servers %+v %v", srvs, err)
 	}
-	// Duplicates and invalid configs are refused and grant nothing.
-	_, err = s.c.AddServer(ctx, AddServerRequest{ID: "fx", URL: "https://other.example/mcp"})
-	var ae *APIError
-	if !errors.As(err, &ae) || ae.Code != CodeConflict || ae.Field != "id" {
-		t.Fatalf("duplicate: %v", err)
-	}
-	_, err = s.c.AddServer(ctx, AddServerRequest{ID: "Bad Id", URL: "https://x.example/mcp"})
-	if !errors.As(err, &ae) || ae.Code != CodeBadRequest || ae.Field != "id" {
-		t.Fatalf("bad id: %v", err)
-	}
-	_, err = s.c.AddServer(ctx, AddServerRequest{ID: "plain", URL: "http://example.com/mcp"})
-	if !errors.As(err, &ae) || ae.Code != CodeBadRequest || ae.Field != "url" {
-		t.Fatalf("http URL: %v", err)
-	}
-	g, _ = s.c.Grants(ctx)
-	if len(g.Grants) != 1 {
-		t.Fatalf("failed adds granted something: %+v", g)
-	}
-	// Unknown request fields are refused (a typo must not pass silently).
-	rc := newRawClient(t)
-	r := rc.do(t, http.MethodPost, s.srv.URL()+"/api/servers", `{"id":"x","url":"https://x.example/mcp","conectOnStartup":false}`, s.bearer())
-	if r.status != http.StatusBadRequest || !strings.Contains(r.body, "conectOnStartup") {
-		t.Fatalf("unknown field: %d %s", r.status, r.body)
-	}
-}
 
-func TestImport(t *testing.T) {
-	f := startFixture(t, fixture.Options{})
-	s := newStack(t, stackOpts{servers: []config.Server{srvCfg("taken", "https://taken.example/mcp")}})
-	ctx := ctxT(t)
-	token := "imported-bearer-" + time.Now().Format("150405.000000000")
-	secrets.add("imported bearer token", token)
-	doc := `{
-	  // JSONC, as VS Code writes it
-	  "mcpServers": {
-	    "fx": {"type": "http", "url": "` + f.URL() + `", "headers": {"Authorization": "Bearer ${TOKEN}"}},
-	    "local": {"command": "npx", "args": ["-y", "some-stdio-server"]},
-	    "legacy": {"type": "sse", "url": "https://legacy.example/sse"},
-	    "needs-var": {"url": "https://${HOST}/mcp"},
-	    "taken": {"url": "https://taken2.example/mcp"},
-	  }
-	}`
-	res, err := s.c.Import(ctx, ImportRequest{Config: doc, Env: map[string]string{"TOKEN": token}})
-	if err != nil {
-		t.Fatal(err)
+	up, err := c.UpdateServer(ctx, "fx", localapi.UpdateServerRequest{Name: new("Fixture"), DisableTools: []string{"add"}})
+	if err != nil || up.Server.Name != "Fixture" || !slices.Contains(up.Server.DisabledTools, "add") {
+		t.Fatalf("update %+v %v", up, err)
 	}
-	if len(res.Added) != 1 || res.Added[0].ID != "fx" || res.Added[0].OriginGranted || res.Added[0].Auth != config.AuthBearer {
-		t.Fatalf("added %+v", res.Added)
+	v, err := c.SetTool(ctx, "fx", "add", true)
+	if err != nil || slices.Contains(v.DisabledTools, "add") {
+		t.Fatalf("set tool %+v %v", v, err)
 	}
-	skipped := map[string]string{}
-	for _, sk := range res.Skipped {
-		skipped[sk.Name] = sk.Reason
-	}
-	for _, name := range []string{"local", "legacy", "needs-var", "taken"} {
-		if skipped[name] == "" {
-			t.Errorf("%s is not listed as skipped: %+v", name, res.Skipped)
-		}
-	}
-	if !strings.Contains(skipped["taken"], "exists already") || !strings.Contains(skipped["needs-var"], "HOST") {
-		t.Errorf("reasons %+v", skipped)
-	}
-	// An import grants nothing: the server's first connect waits for the
-	// person, and the fixture sees nothing.
-	waitFor(t, "pending approval", func() bool {
-		v, err := s.c.Server(ctx, "fx")
-		return err == nil && len(v.Pending) > 0
-	})
-	if n := len(f.Requests()); n != 0 {
-		t.Fatalf("an import reached the server: %d requests", n)
-	}
-	// The daemon's own environment is never consulted.
-	t.Setenv("REMOTEMCP_DAEMON_TEST_VAR", "from-the-daemon-env")
-	res, err = s.c.Import(ctx, ImportRequest{Config: `{"mcpServers":{"envtest":{"url":"https://example.com/${REMOTEMCP_DAEMON_TEST_VAR}"}}}`})
-	if err != nil || len(res.Added) != 0 || len(res.Skipped) != 1 {
-		t.Fatalf("env import: %+v %v", res, err)
-	}
-	// Our own format too, and malformed JSON is a 400 that says where.
-	res, err = s.c.Import(ctx, ImportRequest{Config: `[{"id":"own","url":"https://own.example/mcp","connectOnStartup":false}]`})
-	if err != nil || len(res.Added) != 1 || res.Added[0].ID != "own" {
-		t.Fatalf("own format: %+v %v", res, err)
-	}
-	_, err = s.c.Import(ctx, ImportRequest{Config: `{"mcpServers": {`})
-	var ae *APIError
-	if !errors.As(err, &ae) || ae.Status != http.StatusBadRequest || !strings.Contains(ae.Message, "line") {
-		t.Fatalf("malformed: %v", err)
-	}
-}
-
-// R5.2: per-tool switches land in disabledTools, and the agent tools
-// follow.
-func TestToolSwitchAndTools(t *testing.T) {
-	f := startFixture(t, fixture.Options{})
-	s := newStack(t, stackOpts{servers: []config.Server{srvCfg("fx", f.URL())}, grants: []string{originOf(t, f.URL())}})
-	ctx := ctxT(t)
-	tools := func() []string {
-		tv, err := s.c.Tools(ctx, false)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var names []string
-		for _, tl := range tv.Tools {
-			names = append(names, tl.Name)
-		}
-		return names
-	}
-	tv, err := s.c.Tools(ctx, true)
-	if err != nil || len(tv.Tools) != 7 {
-		t.Fatalf("tools %+v %v", tv, err)
-	}
-	for _, tl := range tv.Tools {
-		if tl.Effects != "write" || tl.Retry != "never" {
-			t.Errorf("tool %s: effects %s retry %s", tl.Name, tl.Effects, tl.Retry)
-		}
-	}
-	cat, err := s.c.Catalog(ctx, "fx")
-	if err != nil || len(cat.Tools) != 7 || len(cat.Prompts) != 1 || len(cat.Resources) != 2 || len(cat.Templates) != 1 {
-		t.Fatalf("catalog %+v %v", cat, err)
-	}
-	for _, tl := range cat.Tools {
-		if tl.Name == "schema" && string(tl.InputSchema) != fixture.SchemaToolInputSchema {
-			t.Errorf("schema tool's inputSchema changed: %s", tl.InputSchema)
-		}
-	}
-	v, err := s.c.SetTool(ctx, "fx", "echo", false)
-	if err != nil || !slices.Equal(v.DisabledTools, []string{"echo"}) {
-		t.Fatalf("switch off: %+v %v", v, err)
-	}
-	waitFor(t, "echo to vanish from the tools", func() bool { return !slices.Contains(tools(), "mcp__fx__echo") })
-	cat, _ = s.c.Catalog(ctx, "fx")
-	for _, tl := range cat.Tools {
-		if (tl.Name == "echo") == tl.Enabled {
-			t.Errorf("catalog tool %s enabled=%v", tl.Name, tl.Enabled)
-		}
-	}
-	res, err := s.c.Call(ctx, CallRequest{Tool: "fx/echo", Arguments: json.RawMessage(`{"text":"x"}`), Approved: true})
-	if err != nil || res.Outcome == agent.OutcomeOK || f.Executions("echo") != 0 {
-		t.Fatalf("disabled tool was called: %+v %v", res, err)
-	}
-	if _, err := s.c.SetTool(ctx, "fx", "echo", true); err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, "echo to come back", func() bool { return slices.Contains(tools(), "mcp__fx__echo") })
-	// PATCH sets the whole list.
-	dt := []string{"add", "big", "add"}
-	v, err = s.c.UpdateServer(ctx, "fx", UpdateServerRequest{DisabledTools: &dt})
-	if err != nil || !slices.Equal(v.DisabledTools, []string{"add", "big"}) {
-		t.Fatalf("patch %+v %v", v, err)
-	}
-	// Disable and enable the whole server.
-	if v, err := s.c.SetEnabled(ctx, "fx", false); err != nil || v.Enabled {
+	if v, err := c.SetEnabled(ctx, "fx", false); err != nil || v.Enabled {
 		t.Fatalf("disable %+v %v", v, err)
 	}
-	waitFor(t, "no tools of a disabled server", func() bool { return len(tools()) == 0 })
-	if _, err := s.c.SetEnabled(ctx, "fx", true); err != nil {
-		t.Fatal(err)
+	if v, err := c.SetEnabled(ctx, "fx", true); err != nil || !v.Enabled {
+		t.Fatalf("enable %+v %v", v, err)
 	}
-	if _, err := s.c.SetTool(ctx, "nope", "echo", false); err == nil {
-		t.Fatal("switch on an unknown server")
+	if v, err := c.Connect(ctx, "fx"); err != nil || v.State != localapi.StateReady {
+		t.Fatalf("connect %+v %v", v, err)
 	}
-}
-
-// R4.1 through the API: a call is sent only with "approved": true.
-func TestCallNeedsApproval(t *testing.T) {
-	f := startFixture(t, fixture.Options{})
-	s := newStack(t, stackOpts{servers: []config.Server{srvCfg("fx", f.URL())}, grants: []string{originOf(t, f.URL())}})
-	ctx := ctxT(t)
-	res, err := s.c.Call(ctx, CallRequest{Tool: "mcp__fx__add", Arguments: json.RawMessage(`{"a":1,"b":2}`)})
-	if err != nil || res.Outcome != agent.OutcomeDenied || res.MaybeExecuted || f.Executions("add") != 0 {
-		t.Fatalf("unapproved call: %+v %v", res, err)
+	tl, err := c.Tools(ctx, localapi.ToolsRequest{ServerID: "fx", Connect: true})
+	if err != nil || len(tl.Tools) != 7 || tl.Errors == nil {
+		t.Fatalf("tools %+v %v", tl, err)
 	}
-	res, err = s.c.Call(ctx, CallRequest{Tool: "mcp__fx__add", Arguments: json.RawMessage(`{"a":1,"b":2}`), Approved: true})
-	if err != nil || res.Outcome != agent.OutcomeOK || string(res.StructuredContent) != `{"sum":3}` {
-		t.Fatalf("approved call: %+v %v", res, err)
-	}
-	// Cancel by operation id reaches a call in flight.
-	done := make(chan *agent.ToolResult, 1)
-	go func() {
-		r, _ := s.c.Call(ctx, CallRequest{Tool: "fx/slow", Arguments: json.RawMessage(`{"ms":20000}`), Approved: true, OperationID: "op-slow"})
-		done <- r
-	}()
-	waitFor(t, "slow to start", func() bool { return f.Executions("slow") == 1 })
-	if err := s.c.Cancel(ctx, "op-slow"); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case r := <-done:
-		if r == nil || r.Outcome != agent.OutcomeCancelled {
-			t.Fatalf("cancelled call: %+v", r)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("cancel did not end the call")
-	}
-	// Bad requests.
-	for _, req := range []CallRequest{{}, {Tool: "fx/add", Timeout: "soon"}} {
-		if _, err := s.c.Call(ctx, req); err == nil {
-			t.Errorf("call %+v succeeded", req)
+	// The raw inputSchema bytes arrive unchanged (R4.1), HTML included.
+	for _, tool := range tl.Tools {
+		if tool.ToolName == "schema" && string(tool.InputSchema) != fixture.SchemaToolInputSchema {
+			t.Fatalf("schema tool's inputSchema\n got %s\nwant %s", tool.InputSchema, fixture.SchemaToolInputSchema)
 		}
 	}
-}
-
-// R6.1 through the API: a question during a call becomes a card, a bad
-// answer is refused naming the fields, a good one lets the call finish.
-func TestElicitationCards(t *testing.T) {
-	f := startFixture(t, fixture.Options{})
-	s := newStack(t, stackOpts{servers: []config.Server{srvCfg("fx", f.URL())}, grants: []string{originOf(t, f.URL())}})
-	ctx := ctxT(t)
-	done := make(chan *agent.ToolResult, 1)
-	go func() {
-		r, err := s.c.Call(ctx, CallRequest{Tool: "fx/ask", Approved: true})
-		if err != nil {
-			t.Error(err)
-		}
-		done <- r
-	}()
-	var card CardView
-	waitFor(t, "a pending card", func() bool {
-		l, err := s.c.Cards(ctx)
-		if err != nil || len(l) == 0 || l[0].Status != elicit.StatusPending {
-			return false
-		}
-		card = l[0]
-		return true
-	})
-	if card.ServerID != "fx" || card.Tool != "ask" || card.Message != "What is your name?" || card.Form == nil || len(card.Form.Fields) != 2 {
-		t.Fatalf("card %+v", card)
+	prompts, err := c.Prompts(ctx, "fx")
+	if err != nil || len(prompts) == 0 {
+		t.Fatalf("prompts %+v %v", prompts, err)
 	}
-	err := s.c.Answer(ctx, card.ID, elicit.Response{Action: elicit.ActionAccept, Content: map[string]any{"age": "abc"}})
-	var ae *APIError
-	if !errors.As(err, &ae) || ae.Status != http.StatusBadRequest || len(ae.Problems) != 2 {
-		t.Fatalf("bad answer: %v %+v", err, ae)
+	pr, err := c.GetPrompt(ctx, localapi.GetPromptRequest{Command: "/fx:greet", Arguments: map[string]string{"name": "Ada"}})
+	if err != nil || pr == nil {
+		t.Fatalf("get prompt %+v %v", pr, err)
 	}
-	if err := s.c.Answer(ctx, card.ID, elicit.Response{Action: "maybe"}); err == nil {
-		t.Fatal("unknown action accepted")
+	res, err := c.Resources(ctx, localapi.ResourcesRequest{ServerID: "fx", Query: "readme", Limit: 5})
+	if err != nil || len(res) == 0 || res[0].URI != fixture.ReadmeURI {
+		t.Fatalf("resources %+v %v", res, err)
 	}
-	if err := s.c.Answer(ctx, card.ID, elicit.Response{Action: elicit.ActionAccept, Content: map[string]any{"name": "Ada", "age": "30"}}); err != nil {
-		t.Fatalf("answer: %v", err)
+	rr, err := c.ReadResource(ctx, localapi.ReadRequest{Mention: "@fx:" + fixture.ReadmeURI})
+	if err != nil || rr == nil {
+		t.Fatalf("read %+v %v", rr, err)
 	}
-	select {
-	case r := <-done:
-		if r == nil || r.Outcome != agent.OutcomeOK || r.Content[0].Text != "hello Ada (30)" {
-			t.Fatalf("call after the answer: %+v", r)
-		}
-	case <-time.After(20 * time.Second):
-		t.Fatal("the call did not continue")
+	log, err := c.Log(ctx, "fx")
+	if err != nil || len(log) == 0 {
+		t.Fatalf("log %d entries, %v", len(log), err)
 	}
-	waitFor(t, "the card to show accepted", func() bool {
-		l, err := s.c.Cards(ctx)
-		return err == nil && len(l) == 1 && l[0].Status == elicit.StatusAccepted
-	})
-	if err := s.c.Answer(ctx, card.ID, elicit.Response{Action: elicit.ActionDecline}); !errors.As(err, &ae) || ae.Code != CodeConflict {
-		t.Fatalf("second answer: %v", err)
+	as, err := c.AuthStatus(ctx)
+	if err != nil || len(as) != 1 || as[0].ServerID != "fx" {
+		t.Fatalf("auth status %+v %v", as, err)
 	}
-	if err := s.c.Answer(ctx, "no-such-card", elicit.Response{Action: elicit.ActionDecline}); !errors.As(err, &ae) || ae.Code != CodeNotFound {
+	if _, err := c.AuthStatus(ctx, "fx", "nope"); code(err) != localapi.CodeNotFound {
+		t.Fatalf("auth status of an unknown server: %v", err)
+	}
+	if l, err := c.Cards(ctx); err != nil || l == nil {
+		t.Fatalf("cards %v %v", l, err)
+	}
+	if _, err := c.Card(ctx, "nope"); code(err) != localapi.CodeNotFound {
 		t.Fatalf("unknown card: %v", err)
 	}
+
+	// Grants: the CLI's grant is the CLI's, and listings are arrays.
+	if err := c.Grant(ctx, "https://granted.example", ""); err != nil {
+		t.Fatal(err)
+	}
+	g, err := c.Grants(ctx)
+	if err != nil || len(g) != 2 {
+		t.Fatalf("grants %+v %v", g, err)
+	}
+	for _, gr := range g {
+		if gr.Origin == "https://granted.example" && gr.By != localapi.ByCLI {
+			t.Fatalf("grant by %q", gr.By)
+		}
+	}
+	if err := c.Revoke(ctx, "https://granted.example"); err != nil {
+		t.Fatal(err)
+	}
+	if p, err := c.Pending(ctx); err != nil || p == nil {
+		t.Fatalf("pending %v %v", p, err)
+	}
+	if err := c.DismissPending(ctx, "https://nothing-pending.example"); err != nil && code(err) == localapi.CodeInternal {
+		t.Fatalf("dismiss: %v", err)
+	}
+	rc := newSocketRawClient(t, s.srv.SocketPath())
+	for _, path := range []string{"/api/grants", "/api/pending", "/api/cards", "/api/servers", "/api/auth", "/api/prompts?serverId=fx"} {
+		r := rc.do(t, http.MethodGet, sock+path, nil, nil)
+		if r.status != http.StatusOK || !strings.HasPrefix(r.body, "[") {
+			t.Errorf("GET %s: %d %.80s: want an array", path, r.status, r.body)
+		}
+	}
+
+	// The wire refuses what is not understood.
+	for _, c := range []struct {
+		method, path string
+		body         any
+		hdr          map[string]string
+		status       int
+	}{
+		{"POST", "/api/servers", `{"id":"x","url":"https://x.example/mcp","conectOnStartup":false}`, nil, http.StatusBadRequest},
+		{"POST", "/api/servers", `{"id":"x"} {}`, nil, http.StatusBadRequest},
+		{"POST", "/api/grants", `origin=https://x.example`, map[string]string{"Content-Type": "application/x-www-form-urlencoded"}, http.StatusUnsupportedMediaType},
+		{"GET", "/api/nope", nil, nil, http.StatusNotFound},
+		{"PUT", "/api/servers", nil, nil, http.StatusNotFound},
+		{"GET", "/api/resources?limit=many", nil, nil, http.StatusBadRequest},
+	} {
+		r := rc.do(t, c.method, sock+c.path, c.body, c.hdr)
+		if r.status != c.status {
+			t.Errorf("%s %s: %d %s, want %d", c.method, c.path, r.status, r.body, c.status)
+		}
+	}
+
+	if err := c.RemoveServer(ctx, "fx"); err != nil {
+		t.Fatal(err)
+	}
+	if l, err := c.Servers(ctx); err != nil || len(l) != 0 {
+		t.Fatalf("after remove %+v %v", l, err)
+	}
 }
 
-// The live feed: every topic at once, then each change.
+// The call stream delivers the tool's progress notifications in order,
+// each on its own line as it happens, then the result.
+func TestCallStreamProgressInOrder(t *testing.T) {
+	f := startFixture(t, fixture.Options{})
+	s := newStack(t, stackOpts{})
+	s.addFixture(t, "fx", f)
+	ctx := ctxT(t)
+
+	var mu sync.Mutex
+	var got []localapi.Progress
+	var when []time.Time
+	res, err := s.c.Call(ctx, localapi.CallRequest{Tool: "fx/slow", Arguments: json.RawMessage(`{"ms":600,"steps":3}`), Approved: true},
+		localapi.CallHandler{Progress: func(p localapi.Progress) {
+			mu.Lock()
+			got = append(got, p)
+			when = append(when, time.Now())
+			mu.Unlock()
+		}})
+	done := time.Now()
+	if err != nil || res.Outcome != agent.OutcomeOK {
+		t.Fatalf("call %+v %v", res, err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(got) != 3 {
+		t.Fatalf("%d progress notifications, want 3: %+v", len(got), got)
+	}
+	for i, p := range got {
+		if p.Progress != float64(i+1) || p.Total != 3 || p.OperationID != res.OperationID {
+			t.Fatalf("progress %d: %+v", i, p)
+		}
+	}
+	// Streamed, not buffered until the end: the first arrived well
+	// before the result.
+	if d := done.Sub(when[0]); d < 150*time.Millisecond {
+		t.Fatalf("the first progress arrived %v before the result: the stream is buffered", d)
+	}
+
+	// On the wire: one JSON object per line, progress then result.
+	rc := newSocketRawClient(t, s.srv.SocketPath())
+	resp := rc.request(t, ctx, http.MethodPost, sock+"/api/calls",
+		localapi.CallRequest{Tool: "fx/slow", Arguments: json.RawMessage(`{"ms":300,"steps":2}`), Approved: true}, nil)
+	defer resp.Body.Close()
+	if ct := resp.Header.Get("Content-Type"); resp.StatusCode != http.StatusOK || ct != localapi.ContentTypeNDJSON {
+		t.Fatalf("call stream: %d %s", resp.StatusCode, ct)
+	}
+	cl := newCallLines(resp)
+	for i := 1; i <= 2; i++ {
+		if ev := cl.next(t); ev.Type != localapi.CallEventProgress || ev.Progress.Progress != float64(i) {
+			t.Fatalf("line %d: %+v", i, ev)
+		}
+	}
+	if ev := cl.next(t); ev.Type != localapi.CallEventResult || ev.Result.Outcome != agent.OutcomeOK {
+		t.Fatalf("last line: %+v", ev)
+	}
+	if cl.sc.Scan() {
+		t.Fatalf("a line after the result: %s", cl.sc.Bytes())
+	}
+}
+
+// An approval round trip: the caller is shown the whole call, its
+// decision goes back on the approval route, and the call runs once, or
+// not at all; the same outcomes as in-process.
+func TestCallStreamApproval(t *testing.T) {
+	f := startFixture(t, fixture.Options{})
+	s := newStack(t, stackOpts{})
+	s.addFixture(t, "fx", f)
+	ctx := ctxT(t)
+	args := json.RawMessage(`{"text":"hi"}`)
+
+	var asked []localapi.ApprovalRequest
+	res, err := s.c.Call(ctx, localapi.CallRequest{Tool: "fx/echo", Arguments: args, OperationID: "op-approve-1"},
+		localapi.CallHandler{Approve: func(ar localapi.ApprovalRequest) (localapi.Decision, error) {
+			asked = append(asked, ar)
+			return localapi.Decision{Approved: true}, nil
+		}})
+	if err != nil || res.Outcome != agent.OutcomeOK || len(res.Content) != 1 || res.Content[0].Text != "hi" {
+		t.Fatalf("approved call %+v %v", res, err)
+	}
+	if len(asked) != 1 || asked[0].OperationID != "op-approve-1" || asked[0].ServerID != "fx" || asked[0].ToolName != "echo" ||
+		asked[0].Tool != "mcp__fx__echo" || asked[0].Description == "" || string(asked[0].Arguments) != string(args) {
+		t.Fatalf("approval requests %+v", asked)
+	}
+	if n := f.Executions("echo"); n != 1 {
+		t.Fatalf("echo ran %d times", n)
+	}
+
+	for _, tc := range []struct {
+		name    string
+		h       localapi.CallHandler
+		outcome agent.Outcome
+		want    string
+	}{
+		{"denied", localapi.CallHandler{Approve: func(localapi.ApprovalRequest) (localapi.Decision, error) {
+			return localapi.Decision{Reason: "not now"}, nil
+		}}, agent.OutcomeDenied, "not now"},
+		{"no approver", localapi.CallHandler{}, "", "nobody could be asked"},
+		{"approver failed", localapi.CallHandler{Approve: func(localapi.ApprovalRequest) (localapi.Decision, error) {
+			return localapi.Decision{}, errors.New("no terminal")
+		}}, agent.OutcomeApprovalFailed, "no terminal"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res, err := s.c.Call(ctx, localapi.CallRequest{Tool: "fx/echo", Arguments: args}, tc.h)
+			if err != nil || res.Outcome == agent.OutcomeOK || res.MaybeExecuted || !strings.Contains(res.Message, tc.want) ||
+				tc.outcome != "" && res.Outcome != tc.outcome {
+				t.Fatalf("result %+v %v", res, err)
+			}
+		})
+	}
+	if n := f.Executions("echo"); n != 1 {
+		t.Fatalf("echo ran %d times after the refusals", n)
+	}
+}
+
+// A decision counts only from the caller that made the call: the page's
+// session cannot approve a call made on the socket. A caller that goes
+// away before deciding has denied the call, and nothing is sent.
+func TestApprovalOnlyFromTheCaller(t *testing.T) {
+	f := startFixture(t, fixture.Options{})
+	s := newStack(t, stackOpts{})
+	s.addFixture(t, "fx", f)
+	ctx := ctxT(t)
+	rc := newSocketRawClient(t, s.srv.SocketPath())
+	tcp := newRawClient(t)
+	sess := s.login(t, tcp)
+	page := map[string]string{"Cookie": CookieName + "=" + sess, "Origin": s.srv.URL()}
+
+	resp := rc.request(t, ctx, http.MethodPost, sock+"/api/calls", localapi.CallRequest{Tool: "fx/echo", Arguments: json.RawMessage(`{"text":"once"}`)}, nil)
+	cl := newCallLines(resp)
+	ev := cl.next(t)
+	if ev.Type != localapi.CallEventApproval || ev.Approval == nil || ev.Approval.OperationID == "" {
+		t.Fatalf("first event %+v", ev)
+	}
+	op := url.PathEscape(ev.Approval.OperationID)
+	if r := tcp.do(t, http.MethodPost, s.page()+"api/calls/"+op+"/approval", localapi.Decision{Approved: true}, page); r.status != http.StatusNotFound {
+		t.Fatalf("the page approved a socket call: %d %s", r.status, r.body)
+	}
+	if r := rc.do(t, http.MethodPost, sock+"/api/calls/"+op+"/approval", localapi.Decision{Approved: true}, nil); r.status != http.StatusNoContent {
+		t.Fatalf("approval: %d %s", r.status, r.body)
+	}
+	if r := rc.do(t, http.MethodPost, sock+"/api/calls/"+op+"/approval", localapi.Decision{Approved: true}, nil); r.status != http.StatusNotFound && r.status != http.StatusConflict {
+		t.Fatalf("second approval: %d %s", r.status, r.body)
+	}
+	if ev := cl.next(t); ev.Type != localapi.CallEventResult || ev.Result.Outcome != agent.OutcomeOK {
+		t.Fatalf("result %+v", ev)
+	}
+	resp.Body.Close()
+
+	// The caller hangs up while the approval is pending.
+	cctx, cancel := context.WithCancel(ctx)
+	resp = rc.request(t, cctx, http.MethodPost, sock+"/api/calls", localapi.CallRequest{Tool: "fx/echo", Arguments: json.RawMessage(`{"text":"never"}`)}, nil)
+	cl = newCallLines(resp)
+	if ev := cl.next(t); ev.Type != localapi.CallEventApproval {
+		t.Fatalf("first event %+v", ev)
+	}
+	cancel()
+	resp.Body.Close()
+	waitFor(t, "the pending approval to go", func() bool {
+		s.srv.api.calls.mu.Lock()
+		defer s.srv.api.calls.mu.Unlock()
+		return len(s.srv.api.calls.waiting) == 0
+	})
+	time.Sleep(200 * time.Millisecond)
+	if n := f.Executions("echo"); n != 1 {
+		t.Fatalf("echo ran %d times, want only the approved call", n)
+	}
+}
+
+// A server's question during a call reaches the caller on the stream;
+// the answer, through the API, lets the call finish.
+func TestCallStreamQuestion(t *testing.T) {
+	f := startFixture(t, fixture.Options{})
+	s := newStack(t, stackOpts{})
+	s.addFixture(t, "fx", f)
+	ctx := ctxT(t)
+	var asked []localapi.Card
+	res, err := s.c.Call(ctx, localapi.CallRequest{Tool: "fx/ask", Approved: true}, localapi.CallHandler{
+		Question: func(q localapi.Card) {
+			asked = append(asked, q)
+			err := s.c.Answer(ctx, q.ID, localapi.Answer{Action: "accept", Content: map[string]any{"age": "old"}})
+			if e, ok := localapi.AsError(err); !ok || e.Code != localapi.CodeBadRequest || len(e.Problems) == 0 {
+				t.Errorf("invalid answer: %v", err)
+			}
+			if err := s.c.Answer(ctx, q.ID, localapi.Answer{Action: "accept", Content: map[string]any{"name": "Ada"}}); err != nil {
+				t.Errorf("answer: %v", err)
+			}
+		},
+	})
+	if err != nil || res.Outcome != agent.OutcomeOK || len(res.Content) == 0 || res.Content[0].Text != "hello Ada (42)" {
+		t.Fatalf("call %+v %v", res, err)
+	}
+	if len(asked) != 1 || asked[0].Message != "What is your name?" || asked[0].Form == nil {
+		t.Fatalf("questions %+v", asked)
+	}
+	card, err := s.c.Card(ctx, asked[0].ID)
+	if err != nil || card.Status != localapi.CardAccepted {
+		t.Fatalf("card %+v %v", card, err)
+	}
+}
+
+// CancelCall ends a call in flight by its operation id.
+func TestCancelCall(t *testing.T) {
+	f := startFixture(t, fixture.Options{})
+	s := newStack(t, stackOpts{})
+	s.addFixture(t, "fx", f)
+	ctx := ctxT(t)
+	type out struct {
+		res *localapi.ToolResult
+		err error
+	}
+	done := make(chan out, 1)
+	go func() {
+		res, err := s.c.Call(ctx, localapi.CallRequest{Tool: "fx/slow", Arguments: json.RawMessage(`{"ms":20000}`), Approved: true, OperationID: "op-cancel-me"}, localapi.CallHandler{})
+		done <- out{res, err}
+	}()
+	waitFor(t, "the call to run", func() bool { return f.Executions("slow") == 1 })
+	start := time.Now()
+	if err := s.c.CancelCall(ctx, "op-cancel-me"); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case o := <-done:
+		if o.err != nil || o.res.Outcome == agent.OutcomeOK || o.res.OperationID != "op-cancel-me" {
+			t.Fatalf("cancelled call %+v %v", o.res, o.err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the call did not end after CancelCall")
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("cancel took %v", d)
+	}
+}
+
+// The event stream starts with the current lists and follows changes.
 func TestEvents(t *testing.T) {
 	f := startFixture(t, fixture.Options{})
 	s := newStack(t, stackOpts{})
 	ctx, cancel := context.WithCancel(ctxT(t))
 	defer cancel()
-	ch, err := s.c.Events(ctx)
+	ch, err := s.c.Subscribe(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	first := map[string]bool{}
-	for len(first) < 3 {
+	seen := map[string]bool{}
+	deadline := time.After(20 * time.Second)
+	for !seen[localapi.EventServers] || !seen[localapi.EventGrants] || !seen[localapi.EventCards] {
 		select {
 		case ev := <-ch:
-			first[ev.Type] = true
-		case <-time.After(10 * time.Second):
-			t.Fatalf("first events: %v", first)
+			seen[ev.Type] = true
+		case <-deadline:
+			t.Fatalf("first events: %v", seen)
 		}
 	}
-	if _, err := s.c.AddServer(ctx, AddServerRequest{ID: "fx", URL: f.URL()}); err != nil {
+	if _, err := s.c.AddServer(ctx, localapi.AddServerRequest{ID: "fx", URL: f.URL()}); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.After(20 * time.Second)
-	for ready := false; !ready; {
+	for {
 		select {
 		case ev, ok := <-ch:
 			if !ok {
-				t.Fatal("stream ended")
+				t.Fatal("the stream ended")
 			}
-			if ev.Type != EventServers {
+			if ev.Type != localapi.EventServers {
 				continue
 			}
-			var l []ServerView
+			var l []localapi.Server
 			if err := json.Unmarshal(ev.Data, &l); err != nil {
 				t.Fatal(err)
 			}
-			ready = len(l) == 1 && l[0].State == manager.StateReady && l[0].ToolCount == 7
+			if len(l) == 1 && l[0].ID == "fx" {
+				cancel()
+				for range ch { // closed once ctx ends
+				}
+				return
+			}
 		case <-deadline:
-			t.Fatal("no servers event with the ready server")
+			t.Fatal("no servers event with the new server")
 		}
-	}
-	cancel()
-	for range ch { // the goroutine ends with ctx
 	}
 }
 
-// Shutdown ends SSE streams and cancels calls in flight; Serve returns.
+// Shutdown ends streams and calls, and removes daemon.json and the
+// socket; Dial then says no daemon runs.
 func TestShutdown(t *testing.T) {
 	f := startFixture(t, fixture.Options{})
-	s := newStack(t, stackOpts{servers: []config.Server{srvCfg("fx", f.URL())}, grants: []string{originOf(t, f.URL())}})
+	s := newStack(t, stackOpts{})
+	s.addFixture(t, "fx", f)
 	ctx := ctxT(t)
-	ch, err := s.c.Events(ctx)
+	ch, err := s.c.Subscribe(ctx)
 	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.c.Tools(ctx, true); err != nil {
 		t.Fatal(err)
 	}
 	done := make(chan error, 1)
 	go func() {
-		_, err := s.c.Call(ctx, CallRequest{Tool: "fx/slow", Arguments: json.RawMessage(`{"ms":30000}`), Approved: true})
+		_, err := s.c.Call(ctx, localapi.CallRequest{Tool: "fx/slow", Arguments: json.RawMessage(`{"ms":20000}`), Approved: true}, localapi.CallHandler{})
 		done <- err
 	}()
-	waitFor(t, "slow to start", func() bool { return f.Executions("slow") == 1 })
+	waitFor(t, "the call to run", func() bool { return f.Executions("slow") == 1 })
+	sockPath := s.srv.SocketPath()
 	start := time.Now()
 	s.close()
 	if d := time.Since(start); d > 10*time.Second {
-		t.Errorf("shutdown took %v", d)
-	}
-	for range ch {
+		t.Fatalf("shutdown took %v", d)
 	}
 	select {
 	case <-done:
 	case <-time.After(10 * time.Second):
-		t.Fatal("the call in flight did not end")
+		t.Fatal("the call did not end at shutdown")
 	}
-	waitFor(t, "the tool to be cancelled on the server", func() bool { return f.Cancelled("slow") == 1 })
-}
-
-func TestDeleteServer(t *testing.T) {
-	f := startFixture(t, fixture.Options{})
-	s := newStack(t, stackOpts{servers: []config.Server{srvCfg("fx", f.URL())}, grants: []string{originOf(t, f.URL())}})
-	ctx := ctxT(t)
-	waitFor(t, "ready", func() bool { v, err := s.c.Server(ctx, "fx"); return err == nil && v.State == manager.StateReady })
-	if err := s.c.DeleteServer(ctx, "fx"); err != nil {
-		t.Fatal(err)
+	for range ch {
 	}
-	if _, err := s.c.Server(ctx, "fx"); err == nil {
-		t.Fatal("deleted server still there")
-	}
-	var ae *APIError
-	if err := s.c.DeleteServer(ctx, "fx"); !errors.As(err, &ae) || ae.Code != CodeNotFound {
-		t.Fatalf("second delete: %v", err)
-	}
-	waitFor(t, "the session to close", func() bool { return f.Sessions() == 0 })
-}
-
-// The daemon over the facade's own wiring (remotemcp.Open), as `remotemcp
-// serve` runs it.
-func TestClientOptions(t *testing.T) {
-	f := startFixture(t, fixture.Options{})
-	ctx := ctxT(t)
-	c, err := remotemcp.Open(ctx, remotemcp.Options{DataDir: t.TempDir(), Cards: true, Logger: testLogger()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	o := ClientOptions(c)
-	o.Addr, o.Logger = "127.0.0.1:0", testLogger()
-	srv, err := New(o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv.wrap = recorded.wrap
-	if err := srv.Listen(ctx); err != nil {
-		t.Fatal(err)
-	}
-	secrets.add("API token", srv.token)
-	sctx, cancel := context.WithCancel(context.Background())
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(sctx) }()
-	defer func() {
-		cancel()
-		if err := <-served; err != nil {
-			t.Error(err)
+	for _, p := range []string{filepath.Join(s.dir, InfoFileName), sockPath} {
+		if _, err := os.Lstat(p); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s after shutdown: %v", p, err)
 		}
-	}()
-	ci, err := Discover(c.DataDir)
+	}
+	if _, err := Dial(ctx, s.dir); !errors.Is(err, ErrNotRunning) {
+		t.Fatalf("Dial after shutdown: %v", err)
+	}
+}
+
+// InProcess serves the same API for one command over a private socket.
+func TestInProcess(t *testing.T) {
+	f := startFixture(t, fixture.Options{})
+	ctx := ctxT(t)
+	eng := openEngine(t)
+	pattern := filepath.Join(shortTempDir(), "remotemcp-*")
+	before, _ := filepath.Glob(pattern)
+	c, stop, err := InProcess(ctx, eng)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cl := ci.Client()
-	defer closeIdle(cl)
-	v, err := cl.AddServer(ctx, AddServerRequest{ID: "fx", URL: f.URL()})
-	if err != nil || !v.OriginGranted {
-		t.Fatalf("add %+v %v", v, err)
+	defer stop()
+	defer c.CloseIdleConnections()
+	after, _ := filepath.Glob(pattern)
+	var dir string
+	for _, d := range after {
+		if !slices.Contains(before, d) {
+			dir = d
+		}
 	}
-	if v, err := cl.Connect(ctx, "fx"); err != nil || v.State != manager.StateReady {
-		t.Fatalf("connect %+v %v", v, err)
+	if dir == "" {
+		t.Fatal("InProcess made no directory")
 	}
-	res, err := cl.Call(ctx, CallRequest{Tool: "fx/echo", Arguments: json.RawMessage(`{"text":"via the facade"}`), Approved: true})
-	if err != nil || res.Outcome != agent.OutcomeOK {
-		t.Fatalf("call %+v %v", res, err)
+	h, err := c.Health(ctx)
+	if err != nil || !h.OK || !h.InProcess {
+		t.Fatalf("health %+v %v", h, err)
+	}
+	if _, err := c.AddServer(ctx, localapi.AddServerRequest{ID: "fx", URL: f.URL()}); err != nil {
+		t.Fatal(err)
+	}
+	var progress int
+	res, err := c.Call(ctx, localapi.CallRequest{Tool: "fx/slow", Arguments: json.RawMessage(`{"ms":200,"steps":3}`), Approved: true},
+		localapi.CallHandler{Progress: func(localapi.Progress) { progress++ }})
+	if err != nil || res.Outcome != agent.OutcomeOK || progress != 3 {
+		t.Fatalf("call %+v %v, %d progress", res, err, progress)
+	}
+	if _, err := c.LoginURL(ctx); code(err) != localapi.CodeNotFound {
+		t.Fatalf("login URL in-process: %v", err)
+	}
+	for p, want := range map[string]os.FileMode{dir: 0o700, filepath.Join(dir, localapi.SocketName): 0o600} {
+		if st, err := os.Lstat(p); err != nil || st.Mode().Perm() != want {
+			t.Fatalf("%s: %v %v, want mode %v", p, st, err, want)
+		}
+	}
+	stop()
+	if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the directory is left after stop: %v", err)
+	}
+	if _, err := c.Health(ctx); err == nil {
+		t.Fatal("the API answers after stop")
 	}
 }
 
 // Authorize through the API, with a plain HTTP client playing the
 // browser: the authorization server's redirect goes to the daemon's own
-// /mcp-oauth, which accepts only the state it waits for.
+// /mcp-oauth, which the engine matches to the flow by its state.
 func TestAuthorizeAPI(t *testing.T) {
 	as, err := authserver.Start(authserver.Options{})
 	if err != nil {
@@ -577,22 +566,17 @@ func TestAuthorizeAPI(t *testing.T) {
 	}
 	t.Cleanup(as.Close)
 	f := startFixture(t, fixture.Options{Authorize: as.Authorize, Extra: as.PRMRoutes()})
-	s := newStack(t, stackOpts{grants: []string{originOf(t, as.URL())}})
+	s := newStack(t, stackOpts{})
 	ctx := ctxT(t)
 	rc := newRawClient(t)
-	if _, err := s.c.AddServer(ctx, AddServerRequest{ID: "plain", URL: "https://plain.example/mcp", ConnectOnStartup: new(false)}); err != nil {
+	if err := s.c.Grant(ctx, as.URL(), ""); err != nil {
 		t.Fatal(err)
 	}
-	var ae *APIError
-	if _, err := s.c.Authorize(ctx, "plain"); !errors.As(err, &ae) || ae.Code != CodeConflict {
-		t.Fatalf("authorize a non-oauth server: %v", err)
-	}
-
-	if _, err := s.c.AddServer(ctx, AddServerRequest{ID: "secure", URL: f.URL(), Auth: config.AuthOAuth, RedirectPort: s.srv.Port()}); err != nil {
+	if _, err := s.c.AddServer(ctx, localapi.AddServerRequest{ID: "secure", URL: f.URL(), Auth: config.AuthOAuth, RedirectPort: s.srv.Port()}); err != nil {
 		t.Fatal(err)
 	}
 	fl, err := s.c.Authorize(ctx, "secure")
-	if err != nil || fl.Phase != PhaseWaiting || !strings.HasPrefix(fl.AuthorizationURL, as.URL()) {
+	if err != nil || fl.Phase != localapi.PhaseWaiting || !strings.HasPrefix(fl.AuthorizationURL, as.URL()) {
 		t.Fatalf("authorize: %+v %v", fl, err)
 	}
 	// The authorization server approves at once with a redirect.
@@ -608,10 +592,10 @@ func TestAuthorizeAPI(t *testing.T) {
 	q.Set("state", "forged-"+q.Get("state"))
 	forged := *lu
 	forged.RawQuery = q.Encode()
-	if r := rc.do(t, http.MethodGet, forged.String(), nil, nil); r.status != http.StatusBadRequest {
-		t.Fatalf("forged callback: %d", r.status)
+	if r := rc.do(t, http.MethodGet, forged.String(), nil, nil); r.status < 400 || r.status > 499 || strings.Contains(r.body, "forged-") {
+		t.Fatalf("forged callback: %d %s", r.status, r.body)
 	}
-	if fl, _ := s.c.Authorization(ctx, "secure"); fl.Phase != PhaseWaiting {
+	if fl, _ := s.c.Authorization(ctx, "secure"); fl.Phase != localapi.PhaseWaiting {
 		t.Fatalf("after a forged callback the flow is %s", fl.Phase)
 	}
 	// The real one completes the flow; the page says so.
@@ -619,65 +603,37 @@ func TestAuthorizeAPI(t *testing.T) {
 	if r.status != http.StatusOK || !strings.Contains(r.body, "Authorization complete") {
 		t.Fatalf("callback: %d %s", r.status, r.body)
 	}
-	if r := rc.do(t, http.MethodGet, loc, nil, nil); r.status != http.StatusBadRequest {
+	if r := rc.do(t, http.MethodGet, loc, nil, nil); r.status < 400 || r.status > 499 {
 		t.Fatalf("replayed callback: %d", r.status)
 	}
 	fl, err = s.c.WaitAuthorization(ctx, "secure")
-	if err != nil || fl.Phase != PhaseDone || fl.Result == nil || !fl.Result.RefreshToken {
+	if err != nil || fl.Phase != localapi.PhaseDone || fl.Result == nil || !fl.Result.RefreshToken {
 		t.Fatalf("flow %+v %v", fl, err)
 	}
 	waitFor(t, "ready after authorization", func() bool {
 		v, err := s.c.Server(ctx, "secure")
-		return err == nil && v.State == manager.StateReady && v.OAuth != nil && v.OAuth.HasRefreshToken
+		return err == nil && v.State == localapi.StateReady
 	})
-
-	// Logout forgets the tokens.
-	if err := s.c.OAuthLogout(ctx, "secure"); err != nil {
-		t.Fatal(err)
+	st, err := s.c.AuthStatus(ctx, "secure")
+	if err != nil || len(st) != 1 || !st[0].HasAccessToken || !st[0].HasRefreshToken {
+		t.Fatalf("auth status %+v %v", st, err)
 	}
-	v, _ := s.c.Server(ctx, "secure")
-	if v.OAuth == nil || v.OAuth.HasRefreshToken || v.OAuth.HasAccessToken {
-		t.Fatalf("after logout %+v", v.OAuth)
+	// Logout forgets the tokens and says why the server stopped.
+	lo, err := s.c.Logout(ctx, "secure")
+	if err != nil || len(lo.Forgotten) == 0 {
+		t.Fatalf("logout %+v %v", lo, err)
 	}
-
-	// A server whose redirect port is not the daemon's gets a listener
-	// of its own for the flow.
-	free := freePort(t)
-	if _, err := s.c.AddServer(ctx, AddServerRequest{ID: "other", URL: f.URL(), Auth: config.AuthOAuth, RedirectPort: free}); err != nil {
-		t.Fatal(err)
-	}
-	fl, err = s.c.Authorize(ctx, "other")
-	if err != nil || fl.Phase != PhaseWaiting {
-		t.Fatalf("authorize other: %+v %v", fl, err)
-	}
-	r = rc.do(t, http.MethodGet, fl.AuthorizationURL, nil, nil)
-	loc = r.header.Get("Location")
-	if !strings.HasPrefix(loc, "http://127.0.0.1:"+strconv.Itoa(free)+"/mcp-oauth?") {
-		t.Fatalf("redirect to %s", loc)
-	}
-	lu, _ = url.Parse(loc)
-	secrets.add("authorization code", lu.Query().Get("code"))
-	rc.do(t, http.MethodGet, loc, nil, nil)
-	if fl, err := s.c.WaitAuthorization(ctx, "other"); err != nil || fl.Phase != PhaseDone {
-		t.Fatalf("flow other %+v %v", fl, err)
-	}
-
-	// A flow abandoned by a second click fails with a clear message.
-	fl1, err := s.c.Authorize(ctx, "secure")
-	if err != nil || fl1.Phase != PhaseWaiting {
-		t.Fatalf("authorize again: %+v %v", fl1, err)
-	}
-	if _, err := s.c.Authorize(ctx, "secure"); err != nil {
-		t.Fatal(err)
-	}
-	old, _ := url.Parse(fl1.AuthorizationURL)
-	cb := s.srv.URL() + "/mcp-oauth?code=stale-code-value&state=" + url.QueryEscape(old.Query().Get("state"))
-	if r := rc.do(t, http.MethodGet, cb, nil, nil); r.status != http.StatusBadRequest {
-		t.Fatalf("callback of an abandoned flow: %d", r.status)
+	if st, err := s.c.AuthStatus(ctx, "secure"); err != nil || st[0].HasAccessToken || st[0].HasRefreshToken {
+		t.Fatalf("auth status after logout %+v %v", st, err)
 	}
 	access, refresh := as.IssuedTokens()
 	for _, tok := range append(access, refresh...) {
 		secrets.add("OAuth token", tok)
+	}
+	for _, req := range as.RequestsTo("/token") {
+		if v := req.Form.Get("code_verifier"); v != "" {
+			secrets.add("PKCE verifier", v)
+		}
 	}
 }
 

@@ -23,6 +23,7 @@ import (
 	"github.com/remotemcp/remotemcp/config"
 	"github.com/remotemcp/remotemcp/internal/testserver/authserver"
 	"github.com/remotemcp/remotemcp/internal/testserver/fixture"
+	"github.com/remotemcp/remotemcp/localapi"
 	"github.com/remotemcp/remotemcp/manager"
 )
 
@@ -98,31 +99,42 @@ func newBrowser(t *testing.T) *browser {
 	return b
 }
 
-// screenshot saves the page as it is when a test failed, in
-// $REMOTEMCP_ARTIFACTS or a directory that outlives the test.
-func (b *browser) screenshot() {
-	dir := os.Getenv("REMOTEMCP_ARTIFACTS")
-	if dir == "" {
-		var err error
-		if dir, err = os.MkdirTemp("", "remotemcp-browser-"); err != nil {
-			b.t.Logf("no screenshot: %v", err)
-			return
+// artifactDir is where a test's screenshots go: a directory per test in
+// $REMOTEMCP_ARTIFACTS when it is set, else the test's artifact directory
+// (kept with go test -artifacts).
+func artifactDir(t *testing.T) string {
+	name := regexp.MustCompile(`[^A-Za-z0-9_-]+`).ReplaceAllString(t.Name(), "_")
+	if root := os.Getenv("REMOTEMCP_ARTIFACTS"); root != "" {
+		dir := filepath.Join(root, name)
+		if err := os.MkdirAll(dir, 0o755); err == nil {
+			return dir
 		}
 	}
+	return t.ArtifactDir()
+}
+
+// shot saves a screenshot of the page as <step>.png in the test's
+// artifact folder. No pixel is compared: the pictures are for people.
+func (b *browser) shot(step string) {
 	ctx, cancel := context.WithTimeout(b.ctx, 10*time.Second)
 	defer cancel()
-	buf, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	buf, err := chromedp.Run(ctx, chromedp.FullScreenshot(100)) // quality 100: PNG
 	if err != nil {
-		b.t.Logf("no screenshot: %v", err)
+		b.t.Logf("no screenshot %s: %v", step, err)
 		return
 	}
-	name := regexp.MustCompile(`[^A-Za-z0-9_-]+`).ReplaceAllString(b.t.Name(), "_")
-	p := filepath.Join(dir, name+".png")
+	p := filepath.Join(artifactDir(b.t), step+".png")
 	if err := os.WriteFile(p, buf, 0o644); err != nil {
-		b.t.Logf("no screenshot: %v", err)
+		b.t.Logf("no screenshot %s: %v", step, err)
 		return
 	}
-	b.t.Logf("screenshot of the failed page: %s", p)
+	b.t.Logf("screenshot %s", p)
+}
+
+// screenshot saves the page as it is when a test failed, with the
+// console.
+func (b *browser) screenshot() {
+	b.shot("failed")
 	b.mu.Lock()
 	for _, m := range b.console {
 		b.t.Logf("console %s: %s", m.Type, m)
@@ -235,14 +247,22 @@ func completedCallbacks() int {
 
 func row(id string) string { return fmt.Sprintf(`tr[data-server=%q]`, id) }
 
-// The settings page end to end: log in, paste-import a mixed config, allow
-// the origin, switch a tool off, answer a server's question, delete.
+// visible is a JavaScript expression: the element of sel is displayed.
+func visible(sel string) string {
+	return fmt.Sprintf(`(() => { const e = document.querySelector(%q); return !!e && e.getClientRects().length > 0 && getComputedStyle(e).visibility !== 'hidden'; })()`, sel)
+}
+
+// The settings page end to end: log in, paste-import a mixed config (the
+// import allows the server's origin), revoke and allow the origin again,
+// switch a tool off, answer a server's question, delete; at 1280 px and
+// at 360 px wide.
 func TestBrowserSettingsPage(t *testing.T) {
 	f := startFixture(t, fixture.Options{})
 	s := newStack(t, stackOpts{})
 	b := newBrowser(t)
 	ctx := ctxT(t)
 	b.login(s)
+	b.shot("01-empty")
 
 	// Paste-import: one remote server, one stdio and one legacy SSE entry.
 	doc := `{"mcpServers": {
@@ -256,51 +276,69 @@ func TestBrowserSettingsPage(t *testing.T) {
 	if n := b.eval(`String(document.querySelectorAll('#import-result li[data-import=skipped]').length)`); n != "2" {
 		t.Fatalf("%s skipped entries listed, want 2: %s", n, b.eval(`document.querySelector('#import-result').textContent`))
 	}
-	// The imported server's first connect was refused locally; the page
-	// says its origin needs approval.
-	b.do("server row", chromedp.WaitVisible(chromedp.CSS(row("fx"))))
-	b.wait("the refused connect", `document.querySelector('`+row("fx")+`').dataset.state === 'error'`)
-	b.do("origin warning", chromedp.WaitVisible(chromedp.CSS(row("fx")+` .origin-warning button[data-action=grant]`)))
-	b.do("pending approval listed", chromedp.WaitVisible(chromedp.CSS(`#pending-rows tr[data-origin="`+originOf(t, f.URL())+`"]`)))
-	if n := len(f.Requests()); n != 0 {
-		t.Fatalf("the server saw %d requests before the grant", n)
+	origin := originOf(t, f.URL())
+	if txt := b.eval(`document.querySelector('#import-result').textContent`); !strings.Contains(txt, "Allowed "+origin) {
+		t.Fatalf("the import result does not say it allowed %s: %s", origin, txt)
 	}
-
-	// Allow the origin: the server connects.
-	b.click(row("fx") + ` .origin-warning button[data-action=grant]`)
 	b.wait("ready with 7 tools", `(() => { const r = document.querySelector('`+row("fx")+`'); return r && r.dataset.state === 'ready' && r.querySelector('.tool-count').textContent === '7'; })()`)
+	b.do("grant listed", chromedp.WaitVisible(chromedp.CSS(`#grant-rows tr[data-origin="`+origin+`"]`)))
+	b.shot("02-imported")
+
+	// Revoke on the page: the server's session ends, and connecting again
+	// is refused locally until the origin is allowed again.
+	b.click(`#grant-rows tr[data-origin="` + origin + `"] button[data-action=revoke]`)
+	b.wait("the grant to go", `!document.querySelector('#grant-rows tr[data-origin="`+origin+`"]')`)
+	b.wait("disconnected", `document.querySelector('`+row("fx")+`').dataset.state !== 'ready'`)
+	f.ResetRequests()
+	b.click(row("fx") + ` button[data-action=connect]`)
+	b.do("origin warning", chromedp.WaitVisible(chromedp.CSS(row("fx")+` .origin-warning button[data-action=grant]`)))
+	if n := len(f.Requests()); n != 0 {
+		t.Fatalf("the server saw %d requests without a grant", n)
+	}
+	b.shot("03-origin-needed")
+	b.click(row("fx") + ` .origin-warning button[data-action=grant]`)
+	b.wait("the origin warning to go", `document.querySelector('`+row("fx")+` .origin-warning').hidden`)
 	g, err := s.c.Grants(ctx)
-	if err != nil || len(g.Grants) != 1 || g.Grants[0].By != "user: settings page" || len(g.Pending) != 0 {
+	if err != nil || len(g) != 1 || g[0].By != localapi.BySettingsPage {
 		t.Fatalf("grants after approval: %+v %v", g, err)
 	}
-
-	// The catalog, and a tool switched off vanishes from the agent tools.
-	if _, err := s.c.Tools(ctx, true); err != nil {
+	if _, err := s.c.Connect(ctx, "fx"); err != nil {
 		t.Fatal(err)
 	}
+	b.wait("ready again", `document.querySelector('`+row("fx")+`').dataset.state === 'ready'`)
+
+	// The catalog, and a tool switched off vanishes from the agent tools
+	// but keeps its switch.
 	b.click(row("fx") + ` button[data-action=catalog]`)
 	b.do("catalog", chromedp.WaitVisible(chromedp.CSS(`#catalog input[data-tool=echo]`)))
 	if n := b.eval(`String(document.querySelectorAll('#catalog input[data-tool]').length)`); n != "7" {
 		t.Fatalf("catalog shows %s tools", n)
 	}
+	if txt := b.eval(`document.querySelector('#catalog').textContent`); !strings.Contains(txt, "/fx:greet") || !strings.Contains(txt, fixture.ReadmeURI) {
+		t.Fatalf("catalog without prompts or resources: %s", txt)
+	}
+	b.shot("04-catalog")
 	b.click(`#catalog input[data-tool=echo]`)
 	waitFor(t, "echo to vanish from the tools API", func() bool {
-		tv, err := s.c.Tools(ctx, false)
+		tl, err := s.c.Tools(ctx, localapi.ToolsRequest{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		return !slices.ContainsFunc(tv.Tools, func(tl Tool) bool { return tl.Name == "mcp__fx__echo" }) && len(tv.Tools) == 6
+		return !slices.ContainsFunc(tl.Tools, func(tl localapi.Tool) bool { return tl.Name == "mcp__fx__echo" }) && len(tl.Tools) == 6
 	})
 	v, _ := s.c.Server(ctx, "fx")
 	if !slices.Equal(v.DisabledTools, []string{"echo"}) {
 		t.Fatalf("disabledTools %v", v.DisabledTools)
 	}
+	b.click(`#catalog-section button[data-action=close-catalog]`)
+	b.click(row("fx") + ` button[data-action=catalog]`)
+	b.wait("echo listed, off", `(() => { const e = document.querySelector('#catalog input[data-tool=echo]'); return e && !e.checked; })()`)
 
 	// A server question during a call: the card's form comes from the
 	// requested schema; the answer lets the call finish.
-	done := make(chan *agent.ToolResult, 1)
+	done := make(chan *localapi.ToolResult, 1)
 	go func() {
-		r, err := s.c.Call(ctx, CallRequest{Tool: "fx/ask", Approved: true})
+		r, err := s.c.Call(ctx, localapi.CallRequest{Tool: "fx/ask", Approved: true}, localapi.CallHandler{})
 		if err != nil {
 			t.Error(err)
 		}
@@ -311,12 +349,16 @@ func TestBrowserSettingsPage(t *testing.T) {
 	if msg := b.eval(`document.querySelector('#cards .card blockquote').textContent`); msg != "What is your name?" {
 		t.Fatalf("card message %q", msg)
 	}
+	if meta := b.eval(`document.querySelector('#cards .card .meta').textContent`); !strings.HasPrefix(meta, "fx") {
+		t.Fatalf("card meta %q", meta)
+	}
 	if age := b.eval(`document.querySelector('#cards .card .field[data-field=age] input').value`); age != "42" {
 		t.Fatalf("age default %q", age)
 	}
 	b.do("fill the card",
 		chromedp.SendKeys(chromedp.CSS(card+` .field[data-field=name] input`), "Ada"),
 		chromedp.SetValue(chromedp.CSS(card+` .field[data-field=age] input`), "30"))
+	b.shot("05-question")
 	b.click(card + ` button[data-answer=accept]`)
 	select {
 	case r := <-done:
@@ -327,6 +369,15 @@ func TestBrowserSettingsPage(t *testing.T) {
 		t.Fatal("the call did not continue after the answer")
 	}
 	b.wait("the card to go", `document.querySelectorAll('#cards .card').length === 0`)
+
+	// On a narrow screen the page still fits.
+	b.do("narrow", chromedp.EmulateViewport(360, 800))
+	b.wait("the narrow layout", `window.innerWidth === 360`)
+	if w := b.eval(`String(document.documentElement.scrollWidth)`); w != "360" {
+		t.Errorf("at 360 px the page is %s px wide: it scrolls sideways", w)
+	}
+	b.shot("06-narrow-360")
+	b.do("wide", chromedp.EmulateViewport(1280, 1600))
 
 	// Delete asks first; Keep keeps it, Delete deletes it.
 	b.click(row("fx") + ` button[data-action=delete]`)
@@ -342,17 +393,32 @@ func TestBrowserSettingsPage(t *testing.T) {
 	if l, err := s.c.Servers(ctx); err != nil || len(l) != 0 {
 		t.Fatalf("servers after delete: %+v %v", l, err)
 	}
+	b.shot("07-deleted")
 	b.checkConsole()
 }
 
-// The add form: a bearer server; the token goes to the store and to the
-// server, never back into the page.
+// The add form: only the chosen auth type's fields show; a bearer
+// server's token goes to the engine and to the server, never back into
+// the page.
 func TestBrowserAddServer(t *testing.T) {
 	f := startFixture(t, fixture.Options{})
 	s := newStack(t, stackOpts{})
 	b := newBrowser(t)
 	ctx := ctxT(t)
 	b.login(s)
+	fields := map[string]string{"token": "bearer", "clientId": "oauth", "clientSecret": "oauth", "scopes": "oauth"}
+	for _, kind := range []string{"none", "bearer", "oauth"} {
+		b.do("choose "+kind,
+			chromedp.SetValue(chromedp.CSS(`#add-form select[name=auth]`), kind),
+			chromedp.Evaluate[chromedp.Void](`document.querySelector('#add-form select[name=auth]').dispatchEvent(new Event('change'))`))
+		for name, of := range fields {
+			sel := `#add-form input[name=` + name + `]`
+			if got, want := b.eval(`String(`+visible(sel)+`)`), fmt.Sprint(of == kind); got != want {
+				t.Errorf("auth %s: field %s visible %s, want %s", kind, name, got, want)
+			}
+		}
+		b.shot("01-auth-" + kind)
+	}
 	token := "page-bearer-" + time.Now().Format("150405.000000000")
 	secrets.add("bearer token typed into the page", token)
 	b.do("fill the add form",
@@ -363,6 +429,7 @@ func TestBrowserAddServer(t *testing.T) {
 		chromedp.SendKeys(chromedp.CSS(`#add-form input[name=token]`), token))
 	b.click(`#add-form button[type=submit]`)
 	b.wait("ready", `(() => { const r = document.querySelector('`+row("fx")+`'); return r && r.dataset.state === 'ready'; })()`)
+	b.shot("02-added")
 	if v := b.eval(`document.querySelector('#add-form input[name=token]').value`); v != "" {
 		t.Fatal("the token stays in the form")
 	}
@@ -370,7 +437,7 @@ func TestBrowserAddServer(t *testing.T) {
 		t.Fatal("the token is in the page")
 	}
 	g, _ := s.c.Grants(ctx)
-	if len(g.Grants) != 1 || g.Grants[0].By != "user: settings page" {
+	if len(g) != 1 || g[0].By != localapi.BySettingsPage {
 		t.Fatalf("grants %+v", g)
 	}
 	var sent bool
@@ -383,8 +450,8 @@ func TestBrowserAddServer(t *testing.T) {
 	b.checkConsole()
 }
 
-// Authorize against a real authorization server: the AS origin shows up as
-// pending beside the server, is approved, and the browser follows the real
+// Authorize against a real authorization server: the AS origin shows up
+// beside the server, is approved, and the browser follows the real
 // redirect to the daemon's /mcp-oauth.
 func TestBrowserAuthorize(t *testing.T) {
 	as, err := authserver.Start(authserver.Options{})
@@ -398,15 +465,16 @@ func TestBrowserAuthorize(t *testing.T) {
 	ctx := ctxT(t)
 	// Added through the API (as `remotemcp servers add --oauth` would): the
 	// MCP origin is granted, the authorization server's is not.
-	v, err := s.c.AddServer(ctx, AddServerRequest{ID: "secure", URL: f.URL(), Auth: config.AuthOAuth, RedirectPort: s.srv.Port()})
+	added, err := s.c.AddServer(ctx, localapi.AddServerRequest{ID: "secure", URL: f.URL(), Auth: config.AuthOAuth, RedirectPort: s.srv.Port()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !v.OriginGranted {
+	if !added.Server.OriginGranted {
 		t.Fatal("the MCP origin was not granted")
 	}
 	b.login(s)
-	b.wait("the login-required error", `document.querySelector('`+row("secure")+`') && document.querySelector('`+row("secure")+`').dataset.state === 'error'`)
+	b.wait("needs authorization", `document.querySelector('`+row("secure")+`') && document.querySelector('`+row("secure")+`').dataset.state === 'needs-auth'`)
+	b.shot("01-needs-auth")
 
 	// First Authorize: discovery reaches the authorization server's origin,
 	// which is refused and shown beside the server.
@@ -414,10 +482,10 @@ func TestBrowserAuthorize(t *testing.T) {
 	b.click(row("secure") + ` button[data-action=authorize]`)
 	grantSel := row("secure") + ` .auth-flow button[data-action=grant][data-origin="` + asOrigin + `"]`
 	b.do("permission needed", chromedp.WaitVisible(chromedp.CSS(grantSel)))
-	b.do("pending beside the server", chromedp.WaitVisible(chromedp.CSS(row("secure")+` .server-pending li[data-origin="`+asOrigin+`"]`)))
 	if n := len(as.Requests()); n != 0 {
 		t.Fatalf("the authorization server saw %d requests before the grant", n)
 	}
+	b.shot("02-permission")
 	b.click(grantSel)
 	b.wait("granted", `!document.querySelector('`+row("secure")+` .server-pending li')`)
 
@@ -426,12 +494,13 @@ func TestBrowserAuthorize(t *testing.T) {
 	before := completedCallbacks()
 	b.click(row("secure") + ` button[data-action=authorize]`)
 	b.wait("authorized", `(() => { const r = document.querySelector('`+row("secure")+`'); return r && r.querySelector('.auth-flow.done') && r.dataset.state === 'ready'; })()`)
+	b.shot("03-authorized")
 	fl, err := s.c.Authorization(ctx, "secure")
-	if err != nil || fl.Phase != PhaseDone || fl.Result == nil || !fl.Result.Registered || fl.Result.Binding == nil {
+	if err != nil || fl.Phase != localapi.PhaseDone || fl.Result == nil || !fl.Result.Registered || fl.Result.Binding == nil {
 		t.Fatalf("flow %+v %v", fl, err)
 	}
-	v, _ = s.c.Server(ctx, "secure")
-	if v.State != manager.StateReady || v.ToolCount != 7 {
+	v, _ := s.c.Server(ctx, "secure")
+	if v.State != localapi.StateReady || v.ToolCount != 7 {
 		t.Fatalf("server after authorization %+v", v)
 	}
 	// The callback went through the daemon, in the browser.
@@ -481,7 +550,7 @@ func TestBrowserCardFieldNamesAreInert(t *testing.T) {
 	ask := func(msg string, schema map[string]any) <-chan answer {
 		ch := make(chan answer, 1)
 		go func() {
-			r, err := s.cards.Handle(ctx, manager.ElicitInfo{ServerID: "fx"}, &mcp.ElicitRequest{Params: &mcp.ElicitParams{Message: msg, RequestedSchema: schema}})
+			r, err := s.eng.Elicit.Handle(ctx, manager.ElicitInfo{ServerID: "fx"}, &mcp.ElicitRequest{Params: &mcp.ElicitParams{Message: msg, RequestedSchema: schema}})
 			ch <- answer{r, err}
 		}()
 		return ch
@@ -507,6 +576,7 @@ func TestBrowserCardFieldNamesAreInert(t *testing.T) {
 	if n := b.eval(`String(document.querySelectorAll('#cards [name], #cards [id]').length)`); n != "0" {
 		t.Fatalf("%s card controls carry a name or id", n)
 	}
+	b.shot("01-cards")
 
 	b.do("fill the hostile card",
 		chromedp.SendKeys(chromedp.CSS(hc+` .field[data-field=append] input`), "Ada"),

@@ -8,19 +8,13 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/remotemcp/remotemcp"
-	"github.com/remotemcp/remotemcp/agent"
-	"github.com/remotemcp/remotemcp/config"
-	"github.com/remotemcp/remotemcp/elicit"
-	"github.com/remotemcp/remotemcp/hostperm"
-	"github.com/remotemcp/remotemcp/oauth"
-	"github.com/remotemcp/remotemcp/session"
-	"github.com/remotemcp/remotemcp/store"
+	"github.com/remotemcp/remotemcp/localapi"
 )
 
 // DefaultAddr is where the daemon listens when Options.Addr is empty. Its
@@ -28,161 +22,74 @@ import (
 // OAuth redirect URI http://127.0.0.1:7717/mcp-oauth (SPEC §7).
 const DefaultAddr = "127.0.0.1:7717"
 
-// Store is what the daemon needs of the store; *store.SQLite has it.
-type Store interface {
-	ListServers(ctx context.Context) ([]config.Server, error)
-	GetServer(ctx context.Context, id string) (config.Server, error)
-	AddServer(ctx context.Context, s config.Server) error
-	UpdateServer(ctx context.Context, s config.Server) error
-	DeleteServer(ctx context.Context, id string) error
-	Subscribe(ctx context.Context) <-chan store.Change
-}
-
-// Locker is a lock shared by every process on the data directory;
-// *store.SQLite has it. With one, Listen refuses to start a second daemon
-// on the same data directory.
-type Locker interface {
-	Lock(ctx context.Context, name string) (unlock func(), err error)
-}
-
-// Manager is what the daemon needs of the connection manager;
-// *manager.Manager has it.
-type Manager interface {
-	agent.Backend
-	Connect(ctx context.Context, id string) error
-	Disconnect(ctx context.Context, id string) error
-	Reconnect(ctx context.Context, id string) error
-	// Log is the server's request log (R5.3): metadata only, no secrets.
-	Log(id string) ([]session.Exchange, error)
-}
-
-// Broker is the host permission broker; *hostperm.Broker has it.
-type Broker interface {
-	Check(ctx context.Context, rawURL string, purpose hostperm.Purpose, serverID string) error
-	Grant(ctx context.Context, origin, by string) error
-	Revoke(ctx context.Context, origin string) error
-	Grants(ctx context.Context) ([]hostperm.Grant, error)
-	Pending(ctx context.Context) ([]hostperm.Pending, error)
-	DismissPending(ctx context.Context, origin string) error
-}
-
-// Authenticator runs the interactive OAuth login; *oauth.Authenticator
-// has it.
-type Authenticator interface {
-	Login(ctx context.Context, srv config.Server, b oauth.Browser) (*oauth.LoginResult, error)
-	Logout(ctx context.Context, serverID string) error
-}
-
-// OAuthStatuser is implemented by authenticators that can say what they
-// know about a server without revealing it (*oauth.Authenticator); the
-// server list then shows it.
-type OAuthStatuser interface {
-	Status(ctx context.Context, srv config.Server) oauth.Status
-}
-
-// Options configure New. Store, Manager, Broker and Cards are required;
-// they are the parts remotemcp.Open wires together, and the daemon never
-// closes them: their owner does, after Serve has returned (calls in flight
-// first, then Cards, then the manager, then the store — see package
-// elicit).
+// Options configure New.
 type Options struct {
-	Store   Store
-	Manager Manager
-	Broker  Broker
-	// Cards holds the elicitation cards; it must be the Cards whose Handle
-	// is the manager's Elicit callback.
-	Cards *elicit.Cards
-	// Registry is the agent registry behind /api/tools and /api/call. It
-	// must have been made with an Approver that consults ApprovalFrom
-	// (see NewApprover). nil: the daemon makes its own, starts it on the
-	// first tools request and closes it when Serve returns.
-	Registry *agent.Registry
-	// OAuth runs the Authorize button's login; nil answers Authorize with
-	// an error.
-	OAuth Authenticator
-	// DataDir is where daemon.json is written; "" means the store's Dir()
-	// when it has one.
+	// Engine is the one engine the daemon serves; required. The daemon
+	// never closes it: its owner does, after Serve has returned.
+	Engine localapi.Engine
+	// DataDir is the engine's data directory, where the socket (api.sock),
+	// daemon.json and the daemon lock live; required.
 	DataDir string
-	// Addr is the loopback address to listen on; "" means DefaultAddr.
-	// Port 0 picks a free port (tests). Only loopback addresses are
-	// accepted: the settings page must never be reachable from the
-	// network.
+	// Addr is the loopback address of the settings page and the OAuth
+	// callback; "" means DefaultAddr. Port 0 picks a free port (tests).
+	// Only loopback IP addresses are accepted: the settings page must
+	// never be reachable from the network.
 	Addr string
-	// Version is reported by /api/health; "" means remotemcp.Version.
+	// Version, when set, is what /api/health reports instead of the
+	// engine's.
 	Version string
 	Logger  *slog.Logger
 }
 
-// ClientOptions returns the Options for the parts of an opened
-// remotemcp.Client (which must have been opened with Cards: true, and
-// with AskHost nil, so that a refused origin becomes a pending approval
-// the page shows). Set Addr and Logger on the result as needed.
-func ClientOptions(c *remotemcp.Client) Options {
-	return Options{
-		Store: c.Store, Manager: c.Manager, Broker: c.Hosts, Cards: c.Cards, OAuth: c.OAuth,
-		DataDir: c.DataDir,
-	}
-}
-
-// Server is the daemon's HTTP side: the local JSON API, the settings page
-// and the OAuth callback, behind the local-access checks of security.go.
-// Make it with New, then Listen (optional) and Serve, once.
+// Server is the daemon's HTTP side: the local API on the Unix socket, and
+// on loopback TCP the settings page (with the API below its secret
+// prefix), its login and the OAuth callback, behind the local-access
+// checks of security.go. Make it with New, then Listen (optional) and
+// Serve, once.
 type Server struct {
-	o        Options
-	log      *slog.Logger
-	dataDir  string
-	registry *agent.Registry
-	ownReg   bool // the daemon made the registry: it starts and closes it
-	started  time.Time
-
-	// Set by Listen.
-	ln      net.Listener
-	port    int
-	baseURL string // http://127.0.0.1:PORT
-	token   string // the API token, also in daemon.json
-	unlock  func() // the data directory's daemon lock
-
-	// ctx is cancelled when Serve begins its shutdown; request contexts,
-	// flows and background work derive from it.
-	ctx    context.Context
-	cancel context.CancelFunc
-	// closing is closed at the same moment, for the long-lived SSE
-	// streams and callback waits.
-	closing chan struct{}
-	wg      sync.WaitGroup // every goroutine the server starts
-	bgMu    sync.Mutex     // orders wg.Add against the shutdown's wg.Wait
-	stopped bool           // guarded by bgMu: no new goroutines
+	o       Options
+	log     *slog.Logger
+	api     *api
+	scrub   *scrubber
+	started time.Time
 
 	// prefix is the settings page's secret path prefix, "/s/<random>/"
-	// (security.go): the page and the cookie-authenticated API live below
-	// it, and the session cookie's Path is it. New at every start.
+	// (security.go), new at every start.
 	prefix   string
 	sessions *sessions
-	hub      *hub
-	flows    *flows
-	secrets  atomic.Pointer[[]string] // known bearer tokens and client secrets, scrubbed from responses
 
-	editMu sync.Mutex // serializes read-modify-write of server configs
+	// Set by Listen.
+	tcp      net.Listener
+	port     int
+	baseURL  string // http://127.0.0.1:PORT
+	sock     net.Listener
+	sockPath string
+	unlock   func() // the data directory's daemon lock
 
-	regOnce  sync.Once
-	regReady chan struct{}
-
-	// wrap, when set (tests), wraps the handler served by Serve.
-	wrap func(http.Handler) http.Handler
+	// ctx ends when Serve begins its shutdown; request contexts and
+	// background work derive from it, so in-flight calls are cancelled.
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
 
 	served atomic.Bool
 }
 
 // New checks the options and makes a Server; nothing listens yet.
 func New(opts Options) (*Server, error) {
-	if opts.Store == nil || opts.Manager == nil || opts.Broker == nil || opts.Cards == nil {
-		return nil, errors.New("daemon: Store, Manager, Broker and Cards are required (open remotemcp with Cards: true)")
+	if opts.Engine == nil {
+		return nil, errors.New("daemon: Options.Engine is required")
 	}
+	if opts.DataDir == "" {
+		return nil, errors.New("daemon: Options.DataDir is required")
+	}
+	dir, err := filepath.Abs(opts.DataDir)
+	if err != nil {
+		return nil, fmt.Errorf("daemon: data directory %q: %w", opts.DataDir, err)
+	}
+	opts.DataDir = dir
 	if opts.Addr == "" {
 		opts.Addr = DefaultAddr
-	}
-	if opts.Version == "" {
-		opts.Version = remotemcp.Version
 	}
 	host, _, err := net.SplitHostPort(opts.Addr)
 	if err != nil {
@@ -193,100 +100,109 @@ func New(opts Options) (*Server, error) {
 		// loopback IP literal is certain to stay on this machine.
 		return nil, fmt.Errorf("daemon: address %q: the daemon listens on a loopback IP address only (127.0.0.1 or ::1)", opts.Addr)
 	}
-	dir := opts.DataDir
-	if dir == "" {
-		if d, ok := opts.Store.(interface{ Dir() string }); ok {
-			dir = d.Dir()
-		}
-	}
-	if dir == "" {
-		return nil, errors.New("daemon: DataDir is required when the store has no Dir()")
-	}
 	log := opts.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Server{
-		o: opts, log: log, dataDir: dir,
-		ctx: ctx, cancel: cancel, closing: make(chan struct{}),
-		prefix: newPagePrefix(), sessions: newSessions(), hub: newHub(), regReady: make(chan struct{}),
+		o: opts, log: log, scrub: newScrubber(),
+		prefix: newPagePrefix(), sessions: newSessions(),
+		ctx: ctx, cancel: cancel,
 	}
-	s.flows = newFlows()
-	s.registry = opts.Registry
-	if s.registry == nil {
-		reg, err := agent.New(agent.Options{Backend: opts.Manager, Approver: NewApprover(nil), Cards: opts.Cards, Logger: log})
-		if err != nil {
-			cancel()
-			return nil, fmt.Errorf("daemon: agent registry: %w", err)
-		}
-		s.registry, s.ownReg = reg, true
-	} else {
-		close(s.regReady)
-	}
+	s.api = newAPI(opts.Engine, log, s.scrub)
+	s.api.version = opts.Version
+	s.api.loginURL = s.newLoginURL
 	return s, nil
 }
 
-// Listen binds the address, takes the data directory's daemon lock and
-// writes daemon.json (0600) with the address, pid and a fresh API token,
-// so the CLI can find and authenticate to this daemon (Discover). Serve
-// calls it if it has not been called; calling it first lets the caller
+// Listen takes the data directory's daemon lock, binds the loopback TCP
+// address and the Unix socket (api.sock, 0600, in the 0700 data directory
+// or, when that path is too long, in a per-user runtime directory), and
+// writes daemon.json (0600) with the page's URL and the socket's path, so
+// the CLI can find this daemon (Dial). If the engine receives OAuth
+// callbacks (localapi.CallbackReceiver), it is told the port. Serve calls
+// Listen if it has not been called; calling it first lets the caller
 // print URL() and LoginURL() before serving. After a successful Listen,
 // Serve must be called (with a cancelled context, to release everything
 // without serving).
 func (s *Server) Listen(ctx context.Context) error {
-	if s.ln != nil {
+	if s.tcp != nil {
 		return errors.New("daemon: Listen called twice")
 	}
-	if l, ok := s.o.Store.(Locker); ok {
-		lctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
-		unlock, err := l.Lock(lctx, "daemon")
-		cancel()
-		if err != nil {
-			if info, derr := readInfo(s.dataDir); derr == nil {
-				return fmt.Errorf("daemon: another remotemcp daemon (pid %d, %s) uses the data directory %s", info.PID, info.URL, s.dataDir)
-			}
-			return fmt.Errorf("daemon: another remotemcp daemon uses the data directory %s: %w", s.dataDir, err)
-		}
-		s.unlock = unlock
+	if err := ensurePrivateDir(s.o.DataDir, true); err != nil {
+		return fmt.Errorf("daemon: data directory: %w", err)
 	}
-	var lc net.ListenConfig
-	ln, err := lc.Listen(ctx, "tcp", s.o.Addr)
+	// One spelling of the directory for every process: the runtime
+	// directory's name is a hash of it.
+	dir, err := filepath.EvalSymlinks(s.o.DataDir)
 	if err != nil {
-		s.releaseLock()
+		return fmt.Errorf("daemon: data directory: %w", err)
+	}
+	s.o.DataDir = dir
+	unlock, err := lockDataDir(dir)
+	if err != nil {
+		if in, derr := readInfo(dir); derr == nil {
+			return fmt.Errorf("daemon: another remotemcp daemon (pid %d, %s) uses the data directory %s", in.PID, in.URL, dir)
+		}
+		return fmt.Errorf("daemon: another remotemcp daemon uses the data directory %s: %w", dir, err)
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			s.closeListeners()
+			unlock()
+		}
+	}()
+	var lc net.ListenConfig
+	s.tcp, err = lc.Listen(ctx, "tcp", s.o.Addr)
+	if err != nil {
 		return fmt.Errorf("daemon: listen on %s (is another daemon running, or is the port taken? use --addr): %w", s.o.Addr, err)
 	}
-	addr := ln.Addr().(*net.TCPAddr)
-	s.ln, s.port = ln, addr.Port
+	addr := s.tcp.Addr().(*net.TCPAddr)
+	s.port = addr.Port
 	s.baseURL = "http://" + net.JoinHostPort(addr.IP.String(), strconv.Itoa(addr.Port))
-	s.token = randomToken()
-	s.started = time.Now().UTC()
-	if err := writeInfo(s.dataDir, info{
-		URL: s.baseURL, Addr: ln.Addr().String(), PID: os.Getpid(), Token: s.token,
-		Started: s.started, Version: s.o.Version,
-	}); err != nil {
-		ln.Close()
-		s.releaseLock()
-		s.ln = nil
+	if s.sockPath, err = socketPath(dir); err != nil {
 		return fmt.Errorf("daemon: %w", err)
 	}
-	s.refreshSecrets(ctx)
+	if s.sock, err = listenSocket(dir, s.sockPath, s.log); err != nil {
+		return fmt.Errorf("daemon: %w", err)
+	}
+	s.started = time.Now().UTC()
+	if err := writeInfo(dir, info{
+		URL: s.baseURL, Addr: s.tcp.Addr().String(), Socket: s.sockPath, PID: os.Getpid(),
+		Started: s.started, Version: s.o.Version,
+	}); err != nil {
+		return fmt.Errorf("daemon: %w", err)
+	}
+	ok = true
+	s.unlock = unlock
+	if cr, isCR := s.o.Engine.(localapi.CallbackReceiver); isCR {
+		cr.ServeCallbacks(s.port)
+	}
+	s.scrub.refresh(ctx, s.o.Engine)
 	return nil
 }
 
-func (s *Server) releaseLock() {
-	if s.unlock != nil {
-		s.unlock()
-		s.unlock = nil
+func (s *Server) closeListeners() {
+	if s.tcp != nil {
+		s.tcp.Close()
+	}
+	if s.sock != nil {
+		s.sock.Close()
 	}
 }
 
-// URL returns the daemon's base URL, http://127.0.0.1:PORT ("" before
-// Listen).
+// URL returns the settings page's base URL, http://127.0.0.1:PORT (""
+// before Listen).
 func (s *Server) URL() string { return s.baseURL }
 
-// Port returns the port the daemon listens on (0 before Listen).
+// Port returns the TCP port the daemon listens on (0 before Listen).
 func (s *Server) Port() int { return s.port }
+
+// SocketPath returns the path of the API's Unix socket ("" before
+// Listen).
+func (s *Server) SocketPath() string { return s.sockPath }
 
 // LoginURL returns a new one-time login URL for the settings page,
 // http://127.0.0.1:PORT/login?token=…: it works once, within
@@ -295,95 +211,118 @@ func (s *Server) LoginURL() string {
 	if s.baseURL == "" {
 		return ""
 	}
-	tok, _ := s.sessions.newLoginToken()
-	return s.baseURL + "/login?token=" + tok
+	return s.newLoginURL().URL
 }
 
-// Serve serves until ctx is done, then shuts down cleanly: SSE streams and
-// callback pages end, requests in flight are cancelled and waited for,
-// OAuth flows are abandoned, every login session is forgotten, the
-// registry the daemon made is closed, daemon.json is removed and the lock
-// released. It returns nil after a shutdown caused by ctx.
+func (s *Server) newLoginURL() *localapi.LoginURL {
+	tok, exp := s.sessions.newLoginToken()
+	return &localapi.LoginURL{URL: s.baseURL + "/login?token=" + tok, Expires: exp.UTC()}
+}
+
+// Serve serves until ctx is done, then shuts down cleanly: requests in
+// flight (tool calls, event streams, callback pages) are cancelled and
+// waited for, every login session is forgotten, daemon.json and the
+// socket are removed and the lock released. It returns nil after a
+// shutdown caused by ctx.
 func (s *Server) Serve(ctx context.Context) error {
 	if !s.served.CompareAndSwap(false, true) {
 		return errors.New("daemon: Serve called twice")
 	}
-	if s.ln == nil {
+	if s.tcp == nil {
 		if err := s.Listen(ctx); err != nil {
 			s.cancel()
-			if s.ownReg {
-				s.registry.Close()
-			}
 			return err
 		}
 	}
-	var h http.Handler = s.handler()
-	if s.wrap != nil {
-		h = s.wrap(h)
+	tcpH, sockH := s.tcpHandler(), socketHandler(s.api)
+	if testWrap != nil {
+		tcpH, sockH = testWrap(tcpH), testWrap(sockH)
 	}
-	hs := &http.Server{
-		Handler:           h,
-		ReadHeaderTimeout: 10 * time.Second,
-		// Request contexts derive from s.ctx, so cancelling it at shutdown
-		// cancels tool calls in flight (package elicit's shutdown order).
-		BaseContext: func(net.Listener) context.Context { return s.ctx },
-		ErrorLog:    slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
-	}
-	s.startWatchers()
-	s.log.Info("daemon listening", "url", s.baseURL, "dataDir", s.dataDir)
+	servers := []*http.Server{s.httpServer(tcpH), s.httpServer(sockH)}
+	s.startSecretWatch()
+	s.log.Info("daemon listening", "url", s.baseURL, "socket", s.sockPath, "dataDir", s.o.DataDir)
 
-	served := make(chan error, 1)
-	go func() { served <- hs.Serve(s.ln) }()
+	served := make(chan error, 2)
+	go func() { served <- servers[0].Serve(s.tcp) }()
+	go func() { served <- servers[1].Serve(s.sock) }()
 	var err error
 	select {
 	case <-ctx.Done():
 	case err = <-served:
-		served <- err // Shutdown below reads it again
 	}
 
-	// Shutdown: wake the long-lived handlers, cancel everything else, then
-	// give the handlers a moment to write their answers.
-	s.bgMu.Lock()
-	s.stopped = true
-	s.bgMu.Unlock()
-	close(s.closing)
+	// Shutdown: cancel everything in flight, then give the handlers a
+	// moment to write their answers.
 	s.cancel()
 	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	if serr := hs.Shutdown(sctx); serr != nil {
-		s.log.Warn("daemon: shutdown did not finish in time; closing connections", "err", serr)
-		hs.Close()
+	for _, hs := range servers {
+		if serr := hs.Shutdown(sctx); serr != nil {
+			s.log.Warn("daemon: shutdown did not finish in time; closing connections", "err", serr)
+			hs.Close()
+		}
 	}
 	cancel()
-	if serr := <-served; !errors.Is(serr, http.ErrServerClosed) && err == nil {
-		err = serr
-	}
+	s.closeListeners()
 	s.wg.Wait()
-	if s.ownReg {
-		s.registry.Close()
-	}
 	s.sessions.clear()
-	removeInfo(s.dataDir, s.token)
-	s.releaseLock()
+	removeInfo(s.o.DataDir, os.Getpid(), s.started)
+	s.unlock()
 	s.log.Info("daemon stopped")
-	if errors.Is(err, http.ErrServerClosed) {
+	if errors.Is(err, http.ErrServerClosed) || errors.Is(err, net.ErrClosed) {
 		err = nil
 	}
 	return err
 }
 
-// goBackground runs f in a goroutine owned by the server: Serve waits for
-// it, and its context ends when the daemon shuts down. It reports false
-// (and does not run f) once the shutdown has begun.
-func (s *Server) goBackground(f func(ctx context.Context)) bool {
-	s.bgMu.Lock()
-	defer s.bgMu.Unlock()
-	if s.stopped {
-		return false
+func (s *Server) httpServer(h http.Handler) *http.Server {
+	return &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: 10 * time.Second,
+		// Request contexts derive from s.ctx, so the shutdown cancels
+		// tool calls in flight.
+		BaseContext: func(net.Listener) context.Context { return s.ctx },
+		ErrorLog:    slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
 	}
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
-		f(s.ctx)
-	}()
-	return true
+}
+
+// startSecretWatch keeps the scrubber's list of the engine's secrets
+// current, when the engine can name them.
+func (s *Server) startSecretWatch() {
+	if _, ok := s.o.Engine.(localapi.SecretLister); !ok {
+		return
+	}
+	ch, err := s.o.Engine.Subscribe(s.ctx)
+	if err != nil {
+		s.log.Warn("daemon: cannot follow the engine's changes; secrets added later are not scrubbed by value", "err", err)
+		return
+	}
+	s.wg.Go(func() {
+		for {
+			select {
+			case ev, ok := <-ch:
+				if !ok {
+					return
+				}
+				if ev.Type == localapi.EventServers {
+					s.scrub.refresh(s.ctx, s.o.Engine)
+				}
+			case <-s.ctx.Done():
+				return
+			}
+		}
+	})
+}
+
+// testWrap, when set (tests), wraps every handler the package serves.
+var testWrap func(http.Handler) http.Handler
+
+// socketHandler is the API as the socket serves it: full access (the
+// socket's permissions are the access check), the security headers on
+// every answer all the same.
+func socketHandler(a *api) http.Handler {
+	h := a.handler()
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		setSecurityHeaders(w.Header())
+		h.ServeHTTP(w, r.WithContext(withCaller(r.Context(), caller{})))
+	})
 }

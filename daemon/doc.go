@@ -1,101 +1,149 @@
-// Package daemon is remotemcp's local daemon: a JSON API for the CLI and
-// embedders, the settings page, and the OAuth loopback callback, all on
-// one loopback port (default 127.0.0.1:7717, which is also the default
-// OAuth redirect port, SPEC §7). It owns no state of its own: the store,
-// manager, host permission broker, elicitation cards, agent registry and
-// OAuth authenticator are handed in (Options), and the CLI talks to them
-// through the daemon rather than opening its own (the Tailscale LocalAPI
-// model), so the two never disagree.
+// Package daemon is remotemcp's local daemon: thin HTTP adapters over one
+// [localapi.Engine] (the engine of package remotemcp), the settings page,
+// the OAuth loopback callback and local-access security. It owns no state
+// of its own and imports neither the engine nor its parts; the CLI and
+// embedders reach the engine through it with [localapi.Client] (the
+// Tailscale LocalAPI model), so the daemon, the page and every command
+// never disagree. Without a daemon, [InProcess] serves the same handlers
+// to one command.
 //
-// # Finding and authenticating to the daemon
+// # Two transports
 //
-// Listen writes daemon.json (0600) into the data directory with the URL,
-// pid and a fresh 256-bit API token. Discover reads it and checks the
-// daemon answers; ClientInfo.Client returns a Client that sends the token
-// as "Authorization: Bearer". A browser gets in through a one-time login
-// URL (Server.LoginURL, or POST /api/login-url), which sets an HttpOnly,
-// SameSite=Strict session cookie and moves on to the settings page; sessions
-// live in memory only.
+// The local API, with full access, is served on a Unix domain socket:
+// api.sock in the data directory (directory 0700, socket 0600). Access is
+// the file permissions; there is no token. On Linux the daemon also
+// refuses connections whose peer (SO_PEERCRED) is another user, and the
+// client refuses a daemon that runs as one. Socket paths are short (108
+// bytes on Linux, 104 on macOS): when the data directory's path would make
+// it longer than 100 bytes, the socket goes into a per-user runtime
+// directory, $TMPDIR/remotemcp-<uid>/<hash of the data directory>/api.sock
+// (both 0700, never a symbolic link), and daemon.json records where it is.
 //
-// The settings page and the API it uses live under a secret path prefix,
-// /s/<random>/ (130 random bits, new at every daemon start), and the
-// session cookie is scoped to it (Path=/s/<random>/) and accepted nowhere
-// else. Browsers do not isolate cookies by port: with Path=/ the cookie
-// would also go to every other web server on 127.0.0.1 the person visits,
-// which could replay it with our Origin. With the prefix, the browser
-// sends it only to URLs under the prefix, and only the answer to a login
-// URL reveals the prefix. The bearer token works at /api/… and under the
-// prefix alike.
+// The TCP listener (loopback only, default 127.0.0.1:7717, which is also
+// the default OAuth redirect port, SPEC §7) serves only the settings page
+// with the API it uses under a secret per-start prefix and a session
+// cookie, the one-time login URL, the OAuth callback /mcp-oauth and the
+// static assets. /api/… on TCP is a 404 whatever comes with it: the old
+// API token is not accepted, and the CLI sends nothing to TCP.
 //
-// # Local-access security (security.go)
+// # Finding the daemon
 //
-// Every response carries ContentSecurityPolicy, nosniff, no-referrer and
-// no-store, and never a CORS header. The Host header must be 127.0.0.1,
-// [::1] or localhost with the daemon's port (DNS rebinding); a foreign
-// Origin is refused on every request; a state-changing request
-// authenticated by the cookie must carry the daemon's own Origin (CSRF).
-// Bearer requests (the CLI) carry no Origin. /mcp-oauth needs no token and
-// is protected by the OAuth state. No response ever carries a bearer
-// token, client secret, OAuth token or the API token; the only secrets the
-// daemon sends are the session cookie and the page prefix, once, in the
-// answer to /login (and the prefix in the URLs below it).
+// Listen takes the data directory's daemon lock (flock on daemon.lock),
+// binds both listeners and writes daemon.json (0600: the page's URL, the
+// socket's path, the pid). [Dial] reads it, checks that the socket is
+// where this data directory's daemon puts it and is private to this user
+// (a socket owned by us, mode 0600, in directories of ours with mode
+// 0700; on Linux the peer's uid on every connection), and only then asks
+// GET /api/health. When the daemon is gone (no daemon.json, or a socket
+// that is missing or refuses: kill -9 leaves both behind), Dial returns
+// [ErrNotRunning] and the CLI runs in-process; a socket that is not
+// private is [ErrUntrustedSocket], and nothing is sent to it. A process
+// that takes the dead daemon's TCP port receives nothing.
+//
+// Windows: the socket is an AF_UNIX socket too (Windows 10 1803 and
+// later), in the data directory under the user's profile, whose ACL keeps
+// other users out; Windows has no owner and mode bits to check, so Dial
+// only checks that it exists, and there is no daemon lock but the TCP
+// port. The planned hardening is a challenge (the daemon proves it can
+// read a 0600 nonce file before the client sends a request). Everything
+// else is as on Unix.
+//
+// # The settings page (security.go)
+//
+// A browser gets in through a one-time login URL (Server.LoginURL, or
+// POST /api/login-url on the socket: `remotemcp open`), which sets an
+// HttpOnly, SameSite=Strict session cookie scoped to the page's secret
+// path prefix, /s/<random>/ (130 random bits, new at every start), and
+// moves on to the page; sessions live in memory only. Every response
+// carries ContentSecurityPolicy, nosniff, no-referrer and no-store, and
+// never a CORS header. The Host header must be 127.0.0.1, [::1] or
+// localhost with the daemon's port (DNS rebinding); a foreign Origin is
+// refused; a state-changing request must carry the daemon's own Origin
+// (CSRF). /mcp-oauth needs no credential and is protected by the OAuth
+// state, which the engine checks (localapi.CallbackReceiver). No response
+// carries a bearer token, client secret or OAuth token: the types have no
+// field for one, and every answer is scrubbed of the write-only secrets
+// the API received and those the engine names (localapi.SecretLister).
 //
 // Residual risk: a local web server that learns the prefix (it is in the
 // browser's history) could have the browser send it the cookie by linking
-// to that path on its own port. Sessions live in memory, end with the
-// daemon and after SessionTTL unused; on a machine shared with untrusted
-// users, prefer the CLI (bearer token in a 0600 file).
+// to that path on its own port. Sessions end with the daemon and after
+// SessionTTL unused; on a machine shared with untrusted users, prefer the
+// CLI.
 //
 // # Routes
 //
-// Pages (text/html):
+// Pages (TCP, text/html):
 //
-//	GET  /s/<random>/                    settings page (session or token)
+//	GET  /s/<random>/                    settings page (session)
 //	GET  /                               how to log in (the page is not here)
 //	GET  /login?token=T                  redeem a one-time login token → session cookie, on to /s/<random>/
-//	GET  /mcp-oauth                      OAuth redirect URI; matched to a flow by state
-//	GET  /static/{app.js,style.css}      embedded assets (no token)
+//	GET  /mcp-oauth                      OAuth redirect URI → CallbackReceiver.CompleteAuthorization
+//	GET  /static/{app.js,style.css}      embedded assets
 //
-// JSON API, at /api/… with the token, and at /s/<random>/api/… with the
-// token or a session (the settings page's relative URLs); errors are
-// {"error": APIError}:
+// The API, on the socket at /api/…, and for the page at
+// /s/<random>/api/… with its session. One route per Engine method; JSON
+// in and out with the localapi types (unknown request fields are
+// refused); errors are {"error": localapi.Error} with the status of its
+// code (localapi.StatusOf):
 //
-//	GET    /api/health                   Health
-//	POST   /api/login-url                LoginURLResponse: a new one-time login URL
-//	POST   /api/logout                   end the page session
-//	GET    /api/events                   text/event-stream of Event: servers, grants, cards
-//	GET    /api/servers                  []ServerView
-//	POST   /api/servers                  AddServerRequest → ServerView (grants the server's origin)
-//	POST   /api/servers/import           ImportRequest → ImportResult (grants nothing)
-//	GET    /api/servers/{id}             ServerView
-//	PATCH  /api/servers/{id}             UpdateServerRequest → ServerView
-//	DELETE /api/servers/{id}             delete with secrets and OAuth state
-//	POST   /api/servers/{id}/connect     → ServerView; permission_required when an origin needs a grant
-//	POST   /api/servers/{id}/disconnect  → ServerView
-//	POST   /api/servers/{id}/enable      → ServerView
-//	POST   /api/servers/{id}/disable     → ServerView
-//	POST   /api/servers/{id}/tools       ToolSwitch → ServerView (disabledTools, R5.2)
-//	GET    /api/servers/{id}/catalog     CatalogView (connects lazily)
-//	GET    /api/servers/{id}/log         []session.Exchange: the last 50 HTTP exchanges (R5.3), no secrets
-//	POST   /api/servers/{id}/authorize   → AuthFlow with the authorization URL to open
-//	GET    /api/servers/{id}/authorize   → the latest AuthFlow
-//	POST   /api/servers/{id}/logout      forget the server's OAuth tokens
-//	GET    /api/grants                   Grants (grants and pending approvals)
-//	POST   /api/grants                   OriginRequest → Grants (approve; failed servers reconnect)
-//	POST   /api/grants/revoke            OriginRequest → Grants (servers of the origin disconnect)
-//	POST   /api/pending/dismiss          OriginRequest → Grants
-//	GET    /api/cards                    []CardView, newest first
-//	POST   /api/cards/{id}/answer        elicit.Response → 204 (400 lists every bad field)
-//	POST   /api/cards/{id}/retry         RetryRequest{confirmed} → agent.ToolResult (R6.2 re-send, once)
-//	GET    /api/tools[?refresh=1]        ToolsView (agent tools, disabled ones left out)
-//	POST   /api/call                     CallRequest → agent.ToolResult ("approved": true required)
-//	POST   /api/call/cancel              CancelRequest
+//	GET    /api/health                          Health
+//	GET    /api/servers                         Servers
+//	POST   /api/servers                         AddServer (201)
+//	POST   /api/servers/import                  Import
+//	GET    /api/servers/{id}                    Server
+//	PATCH  /api/servers/{id}                    UpdateServer
+//	DELETE /api/servers/{id}                    RemoveServer (204)
+//	POST   /api/servers/{id}/enable             SetEnabled(true)
+//	POST   /api/servers/{id}/disable            SetEnabled(false)
+//	POST   /api/servers/{id}/tools              SetTool (localapi.ToolSwitch)
+//	POST   /api/servers/{id}/connect            Connect
+//	POST   /api/servers/{id}/disconnect         Disconnect
+//	GET    /api/servers/{id}/log                Log
+//	POST   /api/servers/{id}/authorize          Authorize
+//	GET    /api/servers/{id}/authorize          Authorization
+//	GET    /api/servers/{id}/authorize/wait     WaitAuthorization
+//	POST   /api/servers/{id}/logout             Logout
+//	GET    /api/auth[?serverId=…]               AuthStatus
+//	GET    /api/grants                          Grants
+//	POST   /api/grants                          Grant (localapi.OriginRequest; 204)
+//	POST   /api/grants/revoke                   Revoke (204)
+//	GET    /api/pending                         Pending
+//	POST   /api/pending/dismiss                 DismissPending (204)
+//	GET    /api/tools[?serverId=&connect=1]     Tools
+//	POST   /api/calls[?ask=0]                   Call: NDJSON of localapi.CallEvent (ask=0: no Approve)
+//	POST   /api/calls/{operationId}/approval    the caller's localapi.ApprovalReply (204)
+//	POST   /api/calls/{operationId}/cancel      CancelCall (204)
+//	GET    /api/cards                           Cards
+//	GET    /api/cards/{id}                      Card
+//	POST   /api/cards/{id}/answer               Answer (204)
+//	POST   /api/cards/{id}/retry                Retry (localapi.RetryRequest)
+//	GET    /api/prompts[?serverId=]             Prompts
+//	POST   /api/prompts/get                     GetPrompt
+//	GET    /api/resources[?serverId=&q=&limit=] Resources
+//	POST   /api/resources/read                  ReadResource
+//	GET    /api/events                          Subscribe: text/event-stream of localapi.Event
+//	POST   /api/login-url                       a one-time login URL of the page (not in-process)
+//	POST   /s/<random>/api/logout               end the page's session (page only)
+//
+// A grant, an add or an import made by the page is attributed to the
+// settings page whatever the request says.
+//
+// # The call stream
+//
+// POST /api/calls answers with one localapi.CallEvent per line, each
+// flushed: approval, progress and question events as they happen, then
+// one result or error event, which ends the stream. An approval event
+// waits (at most 10 minutes) for POST /api/calls/{operationId}/approval
+// from the same caller (the socket, or the page session that made the
+// call); a caller that goes away first has denied the call, and nothing
+// is sent to the server. Closing the request cancels the call.
 //
 // # Lifetime
 //
 // New, then Listen (optional, to learn the URL first), then Serve(ctx)
-// once. When ctx ends, Serve cancels requests in flight (tool calls
-// included), ends SSE streams and OAuth flows, forgets every session,
-// removes daemon.json and returns; the caller then closes the cards, the
-// manager and the store, in that order (package elicit explains why).
+// once. When ctx ends, Serve cancels requests in flight (tool calls and
+// streams included), forgets every session, removes daemon.json and the
+// socket, releases the lock and returns; the caller then closes the
+// engine.
 package daemon

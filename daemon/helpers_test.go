@@ -1,12 +1,14 @@
 package daemon
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"os"
 	"sort"
@@ -15,24 +17,29 @@ import (
 	"testing"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/auth"
 	"go.uber.org/goleak"
 
+	"github.com/remotemcp/remotemcp"
 	"github.com/remotemcp/remotemcp/config"
-	"github.com/remotemcp/remotemcp/elicit"
-	"github.com/remotemcp/remotemcp/hostperm"
 	"github.com/remotemcp/remotemcp/internal/testserver/fixture"
-	"github.com/remotemcp/remotemcp/manager"
-	"github.com/remotemcp/remotemcp/oauth"
-	"github.com/remotemcp/remotemcp/store"
+	"github.com/remotemcp/remotemcp/localapi"
 )
 
-// TestMain runs the tests, then checks what every daemon of the run sent:
-// no secret registered by any test in any response body or header (the
-// session cookie of /login's Set-Cookie, and the page prefix in the answer
-// to /login and below the prefix, excepted), the security headers on
-// every response, never a CORS header. Then goleak.
+// childDirEnv makes the test binary a daemon process (runChild) instead
+// of running tests: the impersonation test kills it with SIGKILL.
+const childDirEnv = "REMOTEMCP_TEST_DAEMON_DIR"
+
+// TestMain runs the tests, then checks what every daemon of the run sent,
+// on the socket and on TCP: no secret registered by any test in any
+// response body or header (the session cookie of /login's Set-Cookie, the
+// login tokens of /api/login-url, and the page prefix in the answer to
+// /login and below the prefix, excepted), the security headers on every
+// response, never a CORS header. Then goleak.
 func TestMain(m *testing.M) {
+	if dir := os.Getenv(childDirEnv); dir != "" {
+		os.Exit(runChild(dir))
+	}
+	testWrap = recorded.wrap
 	code := m.Run()
 	if code == 0 {
 		if problems := recorded.check(); len(problems) > 0 {
@@ -49,6 +56,33 @@ func TestMain(m *testing.M) {
 		}
 	}
 	os.Exit(code)
+}
+
+// runChild runs a daemon on dir until the process is killed, after
+// printing "READY <port>" on stdout.
+func runChild(dir string) int {
+	ctx := context.Background()
+	eng, err := remotemcp.Open(ctx, remotemcp.Options{DataDir: dir})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer eng.Close()
+	srv, err := New(Options{Engine: eng, DataDir: dir, Addr: "127.0.0.1:0"})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	if err := srv.Listen(ctx); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	fmt.Printf("READY %d\n", srv.Port())
+	if err := srv.Serve(ctx); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return 0
 }
 
 // ---- response recording ----
@@ -120,7 +154,7 @@ func (w *recordingWriter) Write(b []byte) (int, error) {
 	return w.ResponseWriter.Write(b)
 }
 
-// Unwrap lets http.ResponseController reach the Flusher (SSE).
+// Unwrap lets http.ResponseController reach the Flusher (streams).
 func (w *recordingWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // secretSet holds every secret the tests hand to a daemon.
@@ -225,7 +259,7 @@ func (rc *recorder) check() []string {
 	return out
 }
 
-// ---- the stack: one daemon process over a temp data directory ----
+// ---- the stack: the real engine and a daemon over a temp data directory ----
 
 func testLogger() *slog.Logger {
 	if os.Getenv("REMOTEMCP_TEST_LOG") != "" {
@@ -251,98 +285,61 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-// oauthProvider adapts the authenticator to the manager: background
-// sessions are never interactive (R3.13).
-type oauthProvider struct{ a *oauth.Authenticator }
-
-func (p oauthProvider) Handler(srv config.Server) auth.OAuthHandler { return p.a.Handler(srv, nil) }
-
-// stack wires the parts the way `remotemcp serve` does: store, broker
-// guarding one HTTP client, cards, authenticator, manager, daemon.
+// stack is `remotemcp serve` in one test: the engine (remotemcp.Open on a
+// temporary data directory), a daemon over it, and the CLI's client of
+// the socket (Dial).
 type stack struct {
 	t      *testing.T
 	dir    string
-	st     *store.SQLite
-	broker *hostperm.Broker
-	cards  *elicit.Cards
-	auth   *oauth.Authenticator
-	m      *manager.Manager
-	tr     *http.Transport
+	eng    *remotemcp.Client
 	srv    *Server
-	c      *Client // the CLI's client (bearer token)
+	c      *localapi.Client
 	served chan error
 	cancel context.CancelFunc
 	once   sync.Once
 }
 
 type stackOpts struct {
-	servers []config.Server
-	grants  []string
+	// dir is the data directory; "" means a new temporary one.
+	dir string
 }
 
 func newStack(t *testing.T, o stackOpts) *stack {
 	t.Helper()
 	ctx := ctxT(t)
-	s := &stack{t: t, dir: t.TempDir()}
+	s := &stack{t: t, dir: o.dir}
+	if s.dir == "" {
+		s.dir = t.TempDir()
+	}
 	var err error
-	s.st, err = store.Open(ctx, s.dir, store.Options{PollInterval: 50 * time.Millisecond, Logger: testLogger()})
+	s.eng, err = remotemcp.Open(ctx, remotemcp.Options{DataDir: s.dir, Logger: testLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.broker = hostperm.New(s.st, hostperm.Options{})
-	for _, g := range o.grants {
-		if err := s.broker.Grant(ctx, g, "user: test"); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for _, srv := range o.servers {
-		if err := s.st.AddServer(ctx, srv); err != nil {
-			t.Fatal(err)
-		}
-	}
-	s.tr = http.DefaultTransport.(*http.Transport).Clone()
-	hc := &http.Client{Transport: s.broker.Transport(s.tr)}
-	s.cards, err = elicit.Open(ctx, s.st, elicit.Options{Logger: testLogger()})
+	s.srv, err = New(Options{Engine: s.eng, DataDir: s.dir, Addr: "127.0.0.1:0", Logger: testLogger()})
 	if err != nil {
+		s.eng.Close()
 		t.Fatal(err)
 	}
-	s.auth = oauth.New(oauth.Options{Store: s.st, HTTPClient: hc, Logger: testLogger()})
-	s.m = manager.New(manager.Options{
-		Store: s.st, HTTPClient: hc, OAuth: oauthProvider{s.auth}, Elicit: s.cards.Handle, Logger: testLogger(),
-		ClientName: "remotemcp-test", ClientVersion: "0",
-		HandshakeTimeout: 10 * time.Second, CancelGrace: 200 * time.Millisecond,
-	})
-	if err := s.m.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	s.cards.Watch(s.m)
-	s.srv, err = New(Options{
-		Store: s.st, Manager: s.m, Broker: s.broker, Cards: s.cards, OAuth: s.auth,
-		Addr: "127.0.0.1:0", Logger: testLogger(),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.srv.wrap = recorded.wrap
 	if err := s.srv.Listen(ctx); err != nil {
+		s.eng.Close()
 		t.Fatal(err)
 	}
-	secrets.add("API token", s.srv.token)
 	addPrefixSecret(s.srv)
 	sctx, cancel := context.WithCancel(context.Background())
 	s.cancel = cancel
 	s.served = make(chan error, 1)
 	go func() { s.served <- s.srv.Serve(sctx) }()
-	ci, err := Discover(s.dir)
-	if err != nil {
-		t.Fatalf("Discover: %v", err)
-	}
-	s.c = ci.Client()
 	t.Cleanup(s.close)
+	s.c, err = Dial(ctx, s.dir)
+	if err != nil {
+		t.Fatalf("Dial: %v", err)
+	}
 	return s
 }
 
-// close shuts the "process" down in the documented order.
+// close shuts the "process" down in the documented order: the daemon,
+// then the engine.
 func (s *stack) close() {
 	s.once.Do(func() {
 		s.cancel()
@@ -354,19 +351,25 @@ func (s *stack) close() {
 		case <-time.After(20 * time.Second):
 			s.t.Error("Serve did not return after shutdown")
 		}
-		s.cards.Close()
-		s.m.Close()
-		s.broker.Close()
-		s.st.Close()
-		s.tr.CloseIdleConnections()
-		closeIdle(s.c)
+		if s.c != nil {
+			s.c.CloseIdleConnections()
+		}
+		if err := s.eng.Close(); err != nil {
+			s.t.Errorf("engine Close: %v", err)
+		}
 	})
 }
 
-func closeIdle(c *Client) {
-	if c != nil {
-		c.hc.CloseIdleConnections()
+// openEngine opens a lazy engine on a new temporary data directory, as
+// a one-shot command does.
+func openEngine(t *testing.T) *remotemcp.Client {
+	t.Helper()
+	eng, err := remotemcp.Open(ctxT(t), remotemcp.Options{DataDir: t.TempDir(), Logger: testLogger(), NoStartupConnect: true})
+	if err != nil {
+		t.Fatal(err)
 	}
+	t.Cleanup(func() { eng.Close() })
+	return eng
 }
 
 func startFixture(t *testing.T, o fixture.Options) *fixture.Server {
@@ -379,8 +382,18 @@ func startFixture(t *testing.T, o fixture.Options) *fixture.Server {
 	return f
 }
 
-func srvCfg(id, url string) config.Server {
-	return config.Server{ID: id, Name: id, URL: url, Auth: config.Auth{Kind: config.AuthNone}, Enabled: true, ConnectOnStartup: true}
+// addFixture adds the fixture as server id through the API (which
+// grants its origin) and waits until it is ready.
+func (s *stack) addFixture(t *testing.T, id string, f *fixture.Server) {
+	t.Helper()
+	ctx := ctxT(t)
+	if _, err := s.c.AddServer(ctx, localapi.AddServerRequest{ID: id, URL: f.URL()}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, id+" ready", func() bool {
+		v, err := s.c.Server(ctx, id)
+		return err == nil && v.State == localapi.StateReady
+	})
 }
 
 func originOf(t *testing.T, u string) string {
@@ -392,8 +405,15 @@ func originOf(t *testing.T, u string) string {
 	return o
 }
 
-// rawClient makes requests with full control of the headers, against a
-// real daemon; every response is read whole and returned.
+func code(err error) string {
+	if e, ok := localapi.AsError(err); ok {
+		return e.Code
+	}
+	return fmt.Sprintf("not a *localapi.Error: %v", err)
+}
+
+// rawClient makes requests with full control of the headers, over TCP or
+// (newSocketRawClient) the Unix socket; every response is read whole.
 type rawClient struct {
 	hc *http.Client
 }
@@ -404,13 +424,22 @@ func newRawClient(t *testing.T) *rawClient {
 	return &rawClient{hc: &http.Client{Transport: tr, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
 }
 
+// newSocketRawClient talks to the socket p without checking it; URLs are
+// http://sock/….
+func newSocketRawClient(t *testing.T, p string) *rawClient {
+	var d net.Dialer
+	tr := &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) { return d.DialContext(ctx, "unix", p) }}
+	t.Cleanup(tr.CloseIdleConnections)
+	return &rawClient{hc: &http.Client{Transport: tr, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
+}
+
 type rawResp struct {
 	status int
 	header http.Header
 	body   string
 }
 
-func (rc *rawClient) do(t *testing.T, method, url string, body any, hdr map[string]string) rawResp {
+func (rc *rawClient) request(t *testing.T, ctx context.Context, method, url string, body any, hdr map[string]string) *http.Response {
 	t.Helper()
 	var rd io.Reader
 	if body != nil {
@@ -425,7 +454,7 @@ func (rc *rawClient) do(t *testing.T, method, url string, body any, hdr map[stri
 			rd = bytes.NewReader(j)
 		}
 	}
-	req, err := http.NewRequest(method, url, rd)
+	req, err := http.NewRequestWithContext(ctx, method, url, rd)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -447,9 +476,40 @@ func (rc *rawClient) do(t *testing.T, method, url string, body any, hdr map[stri
 	if err != nil {
 		t.Fatal(err)
 	}
+	return resp
+}
+
+func (rc *rawClient) do(t *testing.T, method, url string, body any, hdr map[string]string) rawResp {
+	t.Helper()
+	resp := rc.request(t, context.Background(), method, url, body, hdr)
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	return rawResp{status: resp.StatusCode, header: resp.Header, body: string(b)}
+}
+
+// callLines reads an NDJSON call stream line by line.
+type callLines struct {
+	resp *http.Response
+	sc   *bufio.Scanner
+}
+
+func newCallLines(resp *http.Response) *callLines {
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64<<10), 16<<20)
+	return &callLines{resp: resp, sc: sc}
+}
+
+// next returns the next event, failing the test at the end of the stream.
+func (cl *callLines) next(t *testing.T) localapi.CallEvent {
+	t.Helper()
+	if !cl.sc.Scan() {
+		t.Fatalf("the call stream ended: %v", cl.sc.Err())
+	}
+	var ev localapi.CallEvent
+	if err := json.Unmarshal(cl.sc.Bytes(), &ev); err != nil {
+		t.Fatalf("call stream line %q: %v", cl.sc.Bytes(), err)
+	}
+	return ev
 }
 
 // login redeems a fresh login URL and returns the session cookie value.
@@ -473,6 +533,5 @@ func (s *stack) login(t *testing.T, rc *rawClient) string {
 // the page's API is at page()+"api/…".
 func (s *stack) page() string { return s.srv.URL() + s.srv.prefix }
 
-func (s *stack) bearer() map[string]string {
-	return map[string]string{"Authorization": "Bearer " + s.srv.token}
-}
+// sock is the base URL of a raw socket client's requests.
+const sock = "http://sock"

@@ -2,42 +2,48 @@ package daemon
 
 import (
 	"context"
-	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
-	"net/http"
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/remotemcp/remotemcp/localapi"
 )
 
 // InfoFileName is the file in the data directory that tells the CLI where
-// the daemon listens and which API token it takes. It is written with mode
-// 0600, like the key file: whoever can read it can use the daemon.
+// the daemon's socket and settings page are. It holds no credential (the
+// socket's permissions are the access check); it is written 0600 all the
+// same, and a file others could have written is not trusted.
 const InfoFileName = "daemon.json"
 
-// ErrNotRunning is returned (wrapped) by Discover when no daemon answers
-// for the data directory: there is no daemon.json, or the daemon it names
-// is gone.
+// ErrNotRunning is returned (wrapped) by Dial when no daemon answers for
+// the data directory: there is no daemon.json, or the socket it names is
+// gone or refuses connections (a daemon that died left its files behind).
+// The CLI then runs the engine in-process.
 var ErrNotRunning = errors.New("no remotemcp daemon is running for this data directory")
+
+// ErrUntrustedSocket is returned (wrapped) by Dial when the socket, its
+// directory or daemon.json is not private to this user: owned by someone
+// else, or open to others. Nothing is sent to it.
+var ErrUntrustedSocket = errors.New("the daemon's socket is not private to this user")
 
 // info is the content of daemon.json.
 type info struct {
-	URL     string    `json:"url"`
-	Addr    string    `json:"addr"`
+	// URL is the settings page's base URL (login links go there).
+	URL  string `json:"url"`
+	Addr string `json:"addr"`
+	// Socket is the API's Unix socket (absolute).
+	Socket  string    `json:"socket"`
 	PID     int       `json:"pid"`
-	Token   string    `json:"token"`
 	Started time.Time `json:"started"`
 	Version string    `json:"version,omitempty"`
 }
 
-// randomToken returns 256 bits of randomness as text.
-func randomToken() string { return rand.Text() + rand.Text() }
-
 // writeInfo writes daemon.json atomically (temp file + rename), so a CLI
-// reading it never sees half a token.
+// never reads half of it.
 func writeInfo(dir string, in info) error {
 	b, err := json.MarshalIndent(in, "", "  ")
 	if err != nil {
@@ -67,8 +73,8 @@ func writeInfo(dir string, in info) error {
 	return nil
 }
 
-// readInfo reads daemon.json; a group- or world-readable file is refused,
-// since its token may have been seen by others.
+// readInfo reads daemon.json: ErrNotRunning when there is none, and
+// ErrUntrustedSocket when it is not private to this user.
 func readInfo(dir string) (info, error) {
 	var in info
 	p := filepath.Join(dir, InfoFileName)
@@ -84,71 +90,81 @@ func readInfo(dir string) (info, error) {
 	if err != nil {
 		return in, err
 	}
-	if st.Mode().Perm()&0o077 != 0 {
-		return in, fmt.Errorf("%s is readable by other users (mode %v); remove it and restart the daemon", p, st.Mode().Perm())
+	if err := checkPrivateFile(p, st); err != nil {
+		return in, err
 	}
 	if err := json.NewDecoder(f).Decode(&in); err != nil {
 		return in, fmt.Errorf("%s: %w", p, err)
 	}
-	if in.URL == "" || in.Token == "" {
-		return in, fmt.Errorf("%s lacks the url or token", p)
+	if in.Socket == "" {
+		// Written by an older remotemcp, whose API was on TCP.
+		return in, fmt.Errorf("%w (%s names no socket)", ErrNotRunning, p)
 	}
 	return in, nil
 }
 
 // removeInfo removes daemon.json if it is still this daemon's (another
 // daemon may have replaced it since).
-func removeInfo(dir, token string) {
-	if token == "" {
-		return
-	}
-	if in, err := readInfo(dir); err == nil && in.Token == token {
+func removeInfo(dir string, pid int, started time.Time) {
+	if in, err := readInfo(dir); err == nil && in.PID == pid && in.Started.Equal(started) {
 		os.Remove(filepath.Join(dir, InfoFileName))
 	}
 }
 
-// ClientInfo is a running daemon found by Discover.
-type ClientInfo struct {
-	URL     string
-	Addr    string
-	PID     int
-	Started time.Time
-	Version string
-	token   string
-}
+// dialHealthWait bounds Dial's health check.
+const dialHealthWait = 5 * time.Second
 
-// String describes the daemon without its token.
-func (c *ClientInfo) String() string {
-	return fmt.Sprintf("remotemcp daemon pid %d at %s", c.PID, c.URL)
-}
-
-// Client returns an API client for the daemon.
-func (c *ClientInfo) Client() *Client { return NewClient(c.URL, c.token, nil) }
-
-// Discover finds the daemon of a data directory: it reads daemon.json and
-// checks that the daemon answers GET /api/health with that token and pid.
-// The error wraps ErrNotRunning when there is none (or only a stale file
-// of one that exited without cleaning up); the CLI then runs in-process.
-func Discover(dataDir string) (*ClientInfo, error) {
-	in, err := readInfo(dataDir)
+// Dial connects to the daemon of a data directory. It reads daemon.json,
+// checks that the socket it names is where this data directory's daemon
+// puts it and is private to this user (owned by us, mode 0600, in a
+// directory of ours with mode 0700; on Linux the peer's uid too, on every
+// connection), and asks GET /api/health. The CLI never sends a request to
+// anything it has not verified so, and never anything to TCP. The error
+// wraps ErrNotRunning when no daemon runs (the CLI then runs in-process),
+// and ErrUntrustedSocket when the socket is not ours; a daemon that
+// accepts the connection but does not answer is neither.
+func Dial(ctx context.Context, dataDir string) (*localapi.Client, error) {
+	dir, err := canonicalDir(dataDir)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("daemon: %w", err)
 	}
-	ci := &ClientInfo{URL: in.URL, Addr: in.Addr, PID: in.PID, Started: in.Started, Version: in.Version, token: in.Token}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	in, err := readInfo(dir)
+	if err != nil {
+		return nil, fmt.Errorf("daemon: %w", err)
+	}
+	if !isSocketOf(dir, in.Socket) {
+		return nil, fmt.Errorf("daemon: %w: %s names the socket %s, which is not where a daemon of %s puts it",
+			ErrUntrustedSocket, InfoFileName, in.Socket, dir)
+	}
+	c := localapi.NewClientWithTransport(newSocketTransport(dir, in.Socket))
+	hctx, cancel := context.WithTimeout(ctx, dialHealthWait)
 	defer cancel()
-	h, err := ci.Client().Health(ctx)
-	if err != nil {
-		var ae *APIError
-		if errors.As(err, &ae) && ae.Status == http.StatusUnauthorized {
-			// Something answers, but not with this token: another
-			// daemon took the port, or the file is stale.
-			return nil, fmt.Errorf("%w: %s answers but does not accept the token in %s", ErrNotRunning, in.URL, InfoFileName)
+	if _, err := c.Health(hctx); err != nil {
+		c.CloseIdleConnections()
+		if errors.Is(err, ErrNotRunning) || errors.Is(err, ErrUntrustedSocket) || ctx.Err() != nil {
+			return nil, fmt.Errorf("daemon: %w", err)
 		}
-		return nil, fmt.Errorf("%w: %s (pid %d) does not answer: %v", ErrNotRunning, in.URL, in.PID, err)
+		// Something of ours listens but does not answer: a second owner
+		// beside it would be worse than failing.
+		return nil, fmt.Errorf("daemon: the daemon on %s (pid %d) accepts connections but does not answer its health check: %w", in.Socket, in.PID, err)
 	}
-	if h.PID != in.PID {
-		return nil, fmt.Errorf("%w: %s answers as pid %d, not pid %d of %s", ErrNotRunning, in.URL, h.PID, in.PID, InfoFileName)
+	return c, nil
+}
+
+// canonicalDir is the absolute path of a data directory with its symbolic
+// links resolved, as the daemon records it; a missing directory has no
+// daemon.
+func canonicalDir(dataDir string) (string, error) {
+	abs, err := filepath.Abs(dataDir)
+	if err != nil {
+		return "", fmt.Errorf("data directory %q: %w", dataDir, err)
 	}
-	return ci, nil
+	dir, err := filepath.EvalSymlinks(abs)
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", fmt.Errorf("%w (no data directory %s)", ErrNotRunning, abs)
+	}
+	if err != nil {
+		return "", fmt.Errorf("data directory %s: %w", abs, err)
+	}
+	return dir, nil
 }

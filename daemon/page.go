@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"path"
 	"strings"
+
+	"github.com/remotemcp/remotemcp/localapi"
 )
 
 // assets holds the settings page: html/template files rendered by the
@@ -23,8 +25,8 @@ var templates = template.Must(template.ParseFS(assets, "assets/*.html"))
 // pageData is what index.html renders before the script takes over.
 type pageData struct {
 	Version string
-	Servers []ServerView
-	Grants  Grants
+	Servers []localapi.Server
+	Grants  localapi.GrantsState
 }
 
 // messageData is what message.html renders.
@@ -51,28 +53,33 @@ func (s *Server) render(w http.ResponseWriter, status int, name string, data any
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.WriteHeader(status)
-	w.Write(s.scrub(buf.Bytes()))
+	w.Write(s.scrub.scrub(buf.Bytes()))
 }
 
 func (s *Server) renderMessage(w http.ResponseWriter, status int, title, msg string) {
 	s.render(w, status, "message.html", messageData{Title: title, Message: msg})
 }
 
-func (s *Server) renderCallback(w http.ResponseWriter, status int, p callbackPage) {
-	s.render(w, status, "callback.html", p)
-}
-
 // handlePage serves GET <prefix>: the settings page, rendered with the
 // current servers and grants; app.js then follows <prefix>api/events.
 func (s *Server) handlePage(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
-	views, err := s.serverViews(ctx)
+	eng := s.o.Engine
+	srvs, err := eng.Servers(ctx)
 	if err != nil {
 		s.renderMessage(w, http.StatusInternalServerError, "Cannot read the servers", err.Error())
 		return
 	}
-	g, _ := s.grants(ctx)
-	s.render(w, http.StatusOK, "index.html", pageData{Version: s.o.Version, Servers: views, Grants: g})
+	// The grants show when they can be read; the live updates follow.
+	g, _ := eng.Grants(ctx)
+	p, _ := eng.Pending(ctx)
+	version := s.o.Version
+	if version == "" {
+		if h, err := eng.Health(ctx); err == nil {
+			version = h.Version
+		}
+	}
+	s.render(w, http.StatusOK, "index.html", pageData{Version: version, Servers: srvs, Grants: localapi.GrantsState{Grants: g, Pending: p}})
 }
 
 // handleRoot serves GET /: the settings page is not here (it lives under
@@ -104,8 +111,17 @@ func (s *Server) handleLogin(w http.ResponseWriter, r *http.Request) {
 	s.render(w, http.StatusOK, "message.html", messageData{Title: "Logged in", Message: "Opening the remotemcp settings page…", Refresh: s.prefix})
 }
 
+// handleLogout serves POST <prefix>api/logout: ends the page's session.
+func (s *Server) handleLogout(w http.ResponseWriter, r *http.Request) {
+	if c, err := r.Cookie(CookieName); err == nil {
+		s.sessions.end(c.Value)
+	}
+	http.SetCookie(w, &http.Cookie{Name: CookieName, Value: "", Path: s.prefix, MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteStrictMode})
+	w.WriteHeader(http.StatusNoContent)
+}
+
 // handleStatic serves GET /static/…: app.js and style.css. They hold no
-// data, so they need no token (the 401 page uses the stylesheet too).
+// data, so they need no credential (the 401 page uses the stylesheet too).
 func (s *Server) handleStatic(w http.ResponseWriter, r *http.Request) {
 	name := strings.TrimPrefix(r.URL.Path, "/static/")
 	if name == "" || strings.Contains(name, "/") || strings.HasSuffix(name, ".html") {
@@ -123,4 +139,43 @@ func (s *Server) handleStatic(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", ct)
 	w.Write(b)
+}
+
+// handleCallback serves GET /mcp-oauth, the loopback redirect URI of the
+// engine's sign-in flows. It needs no credential (the browser comes from
+// the authorization server, without our SameSite=Strict cookie): the
+// engine accepts only a callback whose state belongs to a flow it is
+// waiting for, and the page never echoes a parameter back.
+func (s *Server) handleCallback(w http.ResponseWriter, r *http.Request) {
+	cr, ok := s.o.Engine.(localapi.CallbackReceiver)
+	if !ok {
+		s.render(w, http.StatusNotFound, "callback.html", callbackPage{Title: "No sign-in here",
+			Message: "This remotemcp daemon runs no sign-in flows. Start the sign-in again from the settings page or the CLI."})
+		return
+	}
+	f, err := cr.CompleteAuthorization(r.Context(), r.URL.Query())
+	if err != nil {
+		status := toError(err).Status
+		if status >= 500 {
+			status = http.StatusBadRequest
+		}
+		s.render(w, status, "callback.html", callbackPage{Title: "Authorization response not accepted",
+			Message: "This response does not belong to a sign-in remotemcp is waiting for, or it arrived already, and was ignored. " +
+				"Return to the settings page and click Authorize again if the server still needs it."})
+		return
+	}
+	page := callbackPage{Server: f.ServerID}
+	switch f.Phase {
+	case localapi.PhaseDone:
+		page.OK = true
+		page.Title = "Authorization complete"
+		page.Message = "remotemcp is authorized for " + f.ServerID + ". You can close this tab."
+	case localapi.PhaseFailed:
+		page.Title = "Authorization failed"
+		page.Message = f.Error
+	default:
+		page.Title = "Authorization in progress"
+		page.Message = "remotemcp is finishing the authorization; the settings page shows the result."
+	}
+	s.render(w, http.StatusOK, "callback.html", page)
 }

@@ -2,38 +2,43 @@ package daemon
 
 import (
 	"crypto/rand"
-	"crypto/subtle"
+	"crypto/sha256"
+	"encoding/hex"
 	"net"
 	"net/http"
 	"strconv"
 	"strings"
+
+	"github.com/remotemcp/remotemcp/localapi"
 )
 
-// The threat model is Syncthing's and the MCP Inspector proxy's hole:
-// any web page the person visits, and any local process, can send
-// requests to 127.0.0.1:7717. So:
+// The threat model of the TCP listener is Syncthing's and the MCP
+// Inspector proxy's hole: any web page the person visits, and any local
+// process of any user, can send requests to 127.0.0.1:7717; and after the
+// daemon exits, any local process can take the port. So:
 //
-//   - every request must carry the API token (Authorization: Bearer, for
-//     the CLI) or a session cookie (HttpOnly, SameSite=Strict, obtained
-//     once through a one-time login URL), except the login URL itself, the
-//     OAuth callback (protected by its state) and the static assets;
-//   - the session cookie is scoped to a secret path prefix, /s/<random>/,
-//     new at every daemon start, and accepted only there: browsers do not
-//     isolate cookies by port, so a cookie with Path=/ would also go to
-//     every other web server on 127.0.0.1 the person visits, which could
-//     replay it (with our Origin: it can forge any header). With the
-//     prefix, the browser sends it only to URLs under the prefix, which
-//     another server cannot make the browser visit without knowing it. The
-//     prefix appears only in the answer to a login URL (and in the URLs
-//     below it); the page uses relative URLs, and no-referrer keeps it out
-//     of Referer headers. Bearer requests use /api/ at the root;
+//   - the API with full access is not on TCP at all: it is on the Unix
+//     socket, whose file permissions are the access check, and which the
+//     CLI verifies before it sends anything (Dial). /api/… on TCP is a 404,
+//     whatever credential comes with it;
+//   - the settings page and the API it uses live under a secret path
+//     prefix, /s/<random>/, new at every start, and need a session cookie
+//     (HttpOnly, SameSite=Strict, Path=<prefix>) obtained once through a
+//     one-time login URL. Browsers do not isolate cookies by port, so a
+//     cookie with Path=/ would also go to every other web server on
+//     127.0.0.1 the person visits, which could replay it (with our Origin:
+//     it can forge any header). With the prefix, the browser sends it only
+//     to URLs under the prefix, which another server cannot make the
+//     browser visit without knowing it. The prefix appears only in the
+//     answer to a login URL (and in the URLs below it); the page uses
+//     relative URLs, and no-referrer keeps it out of Referer headers;
+//   - the login URL, the OAuth callback (protected by its state) and the
+//     static assets need no credential;
 //   - the Host header must name the daemon by a loopback address, so a DNS
 //     rebinding page (evil.example resolving to 127.0.0.1) gets 403 even
-//     though its requests reach the socket;
+//     though its requests reach the port;
 //   - a foreign Origin is refused on every request, and a state-changing
-//     request authenticated by the cookie must carry our own Origin (the
-//     CLI's bearer requests carry none; a browser cannot send our bearer
-//     token without the page knowing it);
+//     request must carry our own Origin (CSRF);
 //   - no CORS headers are ever sent, and every response carries a strict
 //     Content-Security-Policy and friends.
 
@@ -47,15 +52,6 @@ const CookieName = "remotemcp_session"
 // newPagePrefix returns a fresh secret path prefix for the settings page,
 // "/s/<130 random bits>/".
 func newPagePrefix() string { return "/s/" + rand.Text() + "/" }
-
-// authKind says how a request authenticated.
-type authKind int
-
-const (
-	authNone authKind = iota
-	authBearer
-	authCookie
-)
 
 // setSecurityHeaders sets the headers every response carries.
 func setSecurityHeaders(h http.Header) {
@@ -98,77 +94,80 @@ func stateChanging(method string) bool {
 	return true
 }
 
+// tcpHandler is everything the TCP listener serves, behind guard: the
+// login URL, the OAuth callback, the static assets, the bare root, and
+// below the secret prefix the settings page with its API (session
+// only).
+func (s *Server) tcpHandler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /login", s.handleLogin)
+	mux.HandleFunc("GET /mcp-oauth", s.handleCallback)
+	mux.HandleFunc("GET /static/", s.handleStatic)
+	mux.HandleFunc("GET /{$}", s.handleRoot)
+	mux.HandleFunc("/api/", s.handleNoAPI)
+	page := http.NewServeMux()
+	page.HandleFunc("GET /{$}", s.handlePage)
+	page.HandleFunc("POST /api/logout", s.handleLogout)
+	s.api.register(page)
+	mux.Handle(s.prefix, http.StripPrefix(strings.TrimSuffix(s.prefix, "/"), s.requireSession(page)))
+	return s.guard(mux)
+}
+
 // guard is the outermost handler: security headers on everything, then the
-// Host and Origin checks; authentication is per route (requireAuth).
+// Host and Origin checks.
 func (s *Server) guard(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		setSecurityHeaders(w.Header())
 		if !s.allowedHost(r.Host) {
-			s.deny(w, r, http.StatusForbidden, CodeForbidden,
+			s.deny(w, r, http.StatusForbidden, localapi.CodeForbidden,
 				"the Host header must be 127.0.0.1, [::1] or localhost with the daemon's port (DNS rebinding protection)")
 			return
 		}
 		if o := r.Header.Get("Origin"); o != "" && !strings.EqualFold(o, ownOrigin(r)) {
-			s.deny(w, r, http.StatusForbidden, CodeForbidden, "cross-origin requests are refused")
+			s.deny(w, r, http.StatusForbidden, localapi.CodeForbidden, "cross-origin requests are refused")
 			return
 		}
 		next.ServeHTTP(w, r)
 	})
 }
 
-// authenticate checks the bearer token, or (when cookieOK: under the
-// page prefix) the session cookie. A request with an Authorization header
-// is judged by it alone: a wrong token is not rescued by a cookie.
-func (s *Server) authenticate(r *http.Request, cookieOK bool) authKind {
-	if h := r.Header.Get("Authorization"); h != "" {
-		scheme, tok, ok := strings.Cut(h, " ")
-		if ok && strings.EqualFold(scheme, "Bearer") && s.token != "" &&
-			subtle.ConstantTimeCompare([]byte(strings.TrimSpace(tok)), []byte(s.token)) == 1 {
-			return authBearer
-		}
-		return authNone
-	}
-	if !cookieOK {
-		return authNone
-	}
-	if c, err := r.Cookie(CookieName); err == nil && s.sessions.valid(c.Value) {
-		return authCookie
-	}
-	return authNone
+// handleNoAPI answers /api/… on TCP: the API is not served here, whatever
+// credential comes along (the CLI no longer sends one to TCP).
+func (s *Server) handleNoAPI(w http.ResponseWriter, r *http.Request) {
+	s.api.error(w, &localapi.Error{Status: http.StatusNotFound, Code: localapi.CodeNotFound,
+		Message: "the local API is not served on TCP: use the daemon's Unix socket (the CLI finds it through daemon.json)"})
 }
 
-// requireAuth wraps a route that needs the token or, when cookieOK (the
-// routes under the page prefix), a session.
-func (s *Server) requireAuth(next http.Handler, cookieOK bool) http.Handler {
+// requireSession wraps the routes below the page prefix: a live session
+// cookie, no cross-site fetch, and our Origin on anything that changes
+// state. The cookie is what a browser attaches on its own, so a cookie
+// request must prove it comes from our page.
+func (s *Server) requireSession(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		kind := s.authenticate(r, cookieOK)
-		if kind == authNone {
-			s.deny(w, r, http.StatusUnauthorized, CodeUnauthorized,
-				"not logged in: open the login URL that `remotemcp serve` printed (or ask the CLI for a new one), or send the API token from daemon.json as Authorization: Bearer")
+		c, err := r.Cookie(CookieName)
+		if err != nil || !s.sessions.valid(c.Value) {
+			s.deny(w, r, http.StatusUnauthorized, localapi.CodeUnauthorized,
+				"not logged in: open the login URL that `remotemcp serve` printed, or run `remotemcp open` for a new one")
 			return
 		}
-		if kind == authCookie {
-			// The cookie is what a browser attaches on its own, so a
-			// cookie request must prove it comes from our page: our Origin
-			// on anything that changes state, and no cross-site fetch
-			// metadata on anything at all.
-			if sfs := r.Header.Get("Sec-Fetch-Site"); sfs == "cross-site" || sfs == "same-site" {
-				s.deny(w, r, http.StatusForbidden, CodeForbidden, "cross-site requests are refused")
-				return
-			}
-			if stateChanging(r.Method) && !strings.EqualFold(r.Header.Get("Origin"), ownOrigin(r)) {
-				s.deny(w, r, http.StatusForbidden, CodeForbidden, "a state-changing request from the settings page must carry the daemon's own Origin header")
-				return
-			}
+		if sfs := r.Header.Get("Sec-Fetch-Site"); sfs == "cross-site" || sfs == "same-site" {
+			s.deny(w, r, http.StatusForbidden, localapi.CodeForbidden, "cross-site requests are refused")
+			return
 		}
-		next.ServeHTTP(w, r.WithContext(withAuth(r.Context(), kind)))
+		if stateChanging(r.Method) && !strings.EqualFold(r.Header.Get("Origin"), ownOrigin(r)) {
+			s.deny(w, r, http.StatusForbidden, localapi.CodeForbidden, "a state-changing request from the settings page must carry the daemon's own Origin header")
+			return
+		}
+		sum := sha256.Sum256([]byte(c.Value))
+		who := caller{page: hex.EncodeToString(sum[:16])}
+		next.ServeHTTP(w, r.WithContext(withCaller(r.Context(), who)))
 	})
 }
 
 // deny answers a refused request: JSON for the API, a small page otherwise.
 func (s *Server) deny(w http.ResponseWriter, r *http.Request, status int, code, msg string) {
-	if strings.HasPrefix(r.URL.Path, "/api/") || strings.HasPrefix(r.URL.Path, s.prefix+"api/") || r.Header.Get("Authorization") != "" {
-		s.writeError(w, &APIError{Status: status, Code: code, Message: msg})
+	if strings.HasPrefix(r.URL.Path, "/api/") || strings.HasPrefix(r.URL.Path, s.prefix+"api/") {
+		s.api.error(w, &localapi.Error{Status: status, Code: code, Message: msg})
 		return
 	}
 	s.renderMessage(w, status, http.StatusText(status), msg)

@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"crypto/rand"
 	"crypto/sha256"
 	"sync"
 	"time"
@@ -17,6 +18,9 @@ const (
 	// maxSessions bounds the live sessions; the oldest go first.
 	maxSessions = 64
 )
+
+// randomToken returns 256 bits of randomness as text.
+func randomToken() string { return rand.Text() + rand.Text() }
 
 // sessions holds the one-time login tokens and the settings page sessions,
 // in memory only: a restart of the daemon logs every page out, and nothing

@@ -109,13 +109,13 @@
       renderAuthFlow($(".auth-flow", row), s);
 
       const show = (action, on) => { $(`button[data-action="${action}"]`, row).hidden = !on; };
-      const live = s.state === "ready" || s.state === "connecting";
+      const live = s.state === "ready" || s.state === "connecting" || s.state === "reconnecting" || s.state === "idle";
       show("connect", s.enabled && !live);
       show("disconnect", live);
       show("enable", !s.enabled);
       show("disable", s.enabled);
       show("catalog", s.enabled);
-      show("authorize", s.auth && s.auth.kind === "oauth");
+      show("authorize", s.auth && (s.auth.kind === "oauth" || s.auth.kind === "auto"));
       const confirm = $(".confirm", row);
       $(".confirm-name", confirm).textContent = s.name || s.id;
       confirm.hidden = state.confirming !== s.id;
@@ -134,17 +134,8 @@
     const f = s.authorization;
     box.textContent = "";
     box.className = "auth-flow";
-    box.hidden = !f && !s.oauth;
-    if (!f) {
-      if (s.oauth) {
-        const o = s.oauth;
-        box.append(o.hasRefreshToken || o.hasAccessToken
-          ? `OAuth: authorized${o.clientId ? " as client " + o.clientId : ""}.`
-          : "OAuth: not authorized yet; click Authorize.");
-        if (o.problem) box.append(" " + o.problem);
-      }
-      return;
-    }
+    box.hidden = !f;
+    if (!f) return;
     box.classList.add(f.phase);
     switch (f.phase) {
       case "starting":
@@ -227,7 +218,7 @@
   function buildCard(c) {
     if (c.status === "interrupted") return buildInterrupted(c);
     const form = el("form", { class: "card", "data-card": c.id });
-    form.append(el("div", { class: "meta", text: `${c.server}${c.tool ? " · tool " + c.tool : ""} · ${new Date(c.created).toLocaleString()}` }));
+    form.append(el("div", { class: "meta", text: `${c.serverId}${c.tool ? " · tool " + c.tool : ""} · ${new Date(c.created).toLocaleString()}` }));
     form.append(el("blockquote", { text: c.message }));
     const fields = (c.form && c.form.fields) || [];
     for (const f of fields) form.append(buildField(f));
@@ -248,7 +239,7 @@
   // once, after confirming that running the tool again is safe.
   function buildInterrupted(c) {
     const box = el("div", { class: "card interrupted", "data-card": c.id });
-    box.append(el("div", { class: "meta", text: `${c.server}${c.tool ? " · tool " + c.tool : ""} · interrupted` }));
+    box.append(el("div", { class: "meta", text: `${c.serverId}${c.tool ? " · tool " + c.tool : ""} · interrupted` }));
     box.append(el("blockquote", { text: c.message }));
     box.append(el("p", { class: "desc", text: c.reason || "The answer never reached the server." }));
     const btn = el("button", { type: "button", "data-retry": c.id, text: "Re-send the call (I confirm it is safe)" });
@@ -260,7 +251,7 @@
         const res = await api("POST", `api/cards/${encodeURIComponent(c.id)}/retry`, { confirmed: true });
         state.answered.add(c.id);
         box.remove();
-        notice(`Re-sent the call of ${c.server}: ${res.outcome}.`);
+        notice(`Re-sent the call of ${c.serverId}: ${res.outcome}.`);
         renderCards();
       } catch (err) {
         btn.disabled = false;
@@ -339,7 +330,7 @@
       await api("POST", `api/cards/${encodeURIComponent(c.id)}/answer`, body);
       state.answered.add(c.id);
       form.remove();
-      notice(`Answered the question of ${c.server} (${action}).`);
+      notice(`Answered the question of ${c.serverId} (${action}).`);
       renderCards();
     } catch (err) {
       $$("button", form).forEach((b) => (b.disabled = false));
@@ -355,6 +346,8 @@
 
   // ---- catalog ----
 
+  // showCatalog lists a server's tools (connecting it if need be), prompts
+  // and resources; each part that fails says so on its own.
   async function showCatalog(id) {
     state.catalog = id;
     const sec = $("#catalog-section");
@@ -362,39 +355,53 @@
     $("#catalog-title").textContent = id;
     box.textContent = "Loading…";
     sec.hidden = false;
-    try {
-      const cat = await api("GET", `api/servers/${encodeURIComponent(id)}/catalog`);
-      if (state.catalog !== id) return;
-      renderCatalog(cat);
-    } catch (err) {
-      box.textContent = "Could not list the catalog: " + err.message;
-    }
+    const q = "serverId=" + encodeURIComponent(id);
+    const [tools, prompts, resources] = await Promise.allSettled([
+      api("GET", "api/tools?connect=1&" + q),
+      api("GET", "api/prompts?" + q),
+      api("GET", "api/resources?" + q),
+    ]);
+    if (state.catalog !== id) return;
+    renderCatalog(id, tools, prompts, resources);
   }
 
-  function renderCatalog(cat) {
+  function renderCatalog(id, tools, prompts, resources) {
     const box = $("#catalog");
     box.textContent = "";
-    box.append(el("h3", { text: `Tools (${cat.tools.length})` }));
-    for (const t of cat.tools) {
-      const sw = el("input", { type: "checkbox", checked: t.enabled, "data-tool": t.name });
-      sw.addEventListener("change", () => switchTool(cat.server, t.name, sw));
+    const srv = state.servers.find((x) => x.id === id);
+    const off = new Set((srv && srv.disabledTools) || []);
+    // Disabled tools may be left out of the agent's list; they still get
+    // a switch.
+    const rows = [];
+    if (tools.status === "fulfilled") {
+      for (const t of tools.value.tools || []) if (t.serverId === id) rows.push(t);
+      for (const e of tools.value.errors || []) if (e.serverId === id) box.append(el("p", { class: "reason", text: "tools: " + e.message }));
+    }
+    for (const name of off) if (!rows.some((t) => t.toolName === name)) rows.push({ toolName: name });
+    rows.sort((a, b) => (a.toolName < b.toolName ? -1 : a.toolName > b.toolName ? 1 : 0));
+    box.append(el("h3", { text: `Tools (${rows.length})` }));
+    if (tools.status === "rejected") box.append(el("p", { class: "reason", text: "Could not list the tools: " + tools.reason.message }));
+    for (const t of rows) {
+      const sw = el("input", { type: "checkbox", checked: !off.has(t.toolName), "data-tool": t.toolName });
+      sw.addEventListener("change", () => switchTool(id, t.toolName, sw));
       const ann = t.annotations ? Object.entries(t.annotations).filter(([k]) => k !== "title").map(([k, v]) => `${k}: ${v}`).join(", ") : "";
-      box.append(el("div", { class: "catalog-tool", "data-tool-row": t.name },
-        el("label", { class: "switch" }, sw, " ", t.title ? `${t.title} (${t.name})` : t.name),
+      box.append(el("div", { class: "catalog-tool", "data-tool-row": t.toolName },
+        el("label", { class: "switch" }, sw, " ", t.title ? `${t.title} (${t.toolName})` : t.toolName),
         t.description ? el("div", { class: "desc", text: t.description }) : null,
         ann ? el("div", { class: "ann", text: "server hints (display only): " + ann }) : null));
     }
-    box.append(el("h3", { text: `Prompts (${cat.prompts.length})` }));
     const pl = el("ul");
-    for (const p of cat.prompts) pl.append(el("li", { text: `/${cat.server}:${p.name}${p.description ? " — " + p.description : ""}` }));
-    box.append(pl);
-    box.append(el("h3", { text: `Resources (${cat.resources.length + cat.templates.length})` }));
-    const rl = el("ul");
-    for (const r of cat.resources.concat(cat.templates)) rl.append(el("li", { text: `${r.uri}${r.name ? " — " + r.name : ""}` }));
-    box.append(rl);
-    if (cat.errors) {
-      for (const [k, v] of Object.entries(cat.errors)) box.append(el("p", { class: "reason", text: `${k}: ${v}` }));
+    if (prompts.status === "fulfilled") {
+      for (const p of prompts.value) pl.append(el("li", { text: `${p.command}${p.description ? " — " + p.description : ""}` }));
     }
+    box.append(el("h3", { text: `Prompts (${pl.children.length})` }), pl);
+    if (prompts.status === "rejected") box.append(el("p", { class: "reason", text: "Could not list the prompts: " + prompts.reason.message }));
+    const rl = el("ul");
+    if (resources.status === "fulfilled") {
+      for (const r of resources.value) rl.append(el("li", { text: `${r.uri}${r.name ? " — " + r.name : ""}` }));
+    }
+    box.append(el("h3", { text: `Resources (${rl.children.length})` }), rl);
+    if (resources.status === "rejected") box.append(el("p", { class: "reason", text: "Could not list the resources: " + resources.reason.message }));
   }
 
   async function switchTool(server, tool, sw) {
@@ -457,6 +464,8 @@
         const f = await api("POST", path + "/authorize");
         if (f.phase === "done") {
           notice(f.result && f.result.notNeeded ? `${id} needs no authorization.` : `${id} is authorized.`);
+        } else if (f.phase === "failed") {
+          notice(""); // the server's row says what failed and what to do, once
         } else if (f.authorizationUrl && safeURL(f.authorizationUrl)) {
           // A new tab without a handle back to this page.
           window.open(safeURL(f.authorizationUrl), "_blank", "noopener,noreferrer");
@@ -485,17 +494,25 @@
   async function originAction(origin, action) {
     switch (action) {
       case "grant":
-        state.grants = await api("POST", "api/grants", { origin });
+        await api("POST", "api/grants", { origin });
         notice(`${origin} is allowed.`);
         break;
       case "dismiss":
-        state.grants = await api("POST", "api/pending/dismiss", { origin });
+        await api("POST", "api/pending/dismiss", { origin });
         break;
       case "revoke":
-        state.grants = await api("POST", "api/grants/revoke", { origin });
+        await api("POST", "api/grants/revoke", { origin });
         notice(`${origin} is no longer allowed.`);
         break;
     }
+    await refreshGrants();
+  }
+
+  // refreshGrants reads the grants and pending approvals now; the event
+  // stream brings them too, a moment later.
+  async function refreshGrants() {
+    const [grants, pending] = await Promise.all([api("GET", "api/grants"), api("GET", "api/pending")]);
+    state.grants = { grants: grants || [], pending: pending || [] };
     renderGrants();
   }
 
@@ -544,8 +561,9 @@
       if (scopes.length) body.scopes = scopes;
     }
     try {
-      const s = await api("POST", "api/servers", body);
-      notice(`Added ${s.id}; ${s.origin} is allowed.`);
+      const res = await api("POST", "api/servers", body);
+      const granted = (res.granted || []).length ? `; allowed ${res.granted.join(", ")}` : "";
+      notice(`Added ${res.server.id}${granted}.`);
       addForm.reset();
       syncAuthFields();
     } catch (err) {
@@ -565,14 +583,19 @@
     try {
       const res = await api("POST", "api/servers/import", { config: importForm.elements.config.value });
       const ul = el("ul");
-      for (const a of res.added) {
-        ul.append(el("li", { class: "added", "data-import": "added", "data-id": a.id, text: `added ${a.id} (${a.url})${a.originGranted ? "" : " — allow " + a.origin + " to connect"}` }));
-      }
-      for (const s of res.skipped) {
-        ul.append(el("li", { class: "skipped", "data-import": "skipped", text: `skipped ${s.name || s.id}: ${s.reason}` }));
-      }
-      out.append(el("p", { text: `${res.added.length} added, ${res.skipped.length} skipped.` }), ul);
-      if (res.added.length) importForm.reset();
+      const list = (entries, kind, text) => {
+        for (const e of entries || []) ul.append(el("li", { class: kind, "data-import": kind, "data-id": e.id || "", text: text(e) }));
+      };
+      list(res.added, "added", (a) => `added ${a.id} (${a.url})`);
+      list(res.updated, "updated", (a) => `updated ${a.id} (${a.url})`);
+      list(res.unchanged, "unchanged", (a) => `unchanged ${a.id}`);
+      list(res.conflicts, "conflict", (c) => `not imported ${c.name || c.id}: ${c.reason}`);
+      list(res.skipped, "skipped", (c) => `skipped ${c.name || c.id}: ${c.reason}`);
+      const n = (l) => (l || []).length;
+      let summary = `${n(res.added)} added, ${n(res.updated)} updated, ${n(res.unchanged)} unchanged, ${n(res.conflicts) + n(res.skipped)} not imported.`;
+      if (n(res.granted)) summary += ` Allowed ${res.granted.join(", ")}.`;
+      out.append(el("p", { text: summary }), ul);
+      if (n(res.added) || n(res.updated)) importForm.reset();
     } catch (err) {
       out.append(el("p", { class: "reason", text: "Import failed: " + err.message }));
     }

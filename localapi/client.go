@@ -1,0 +1,551 @@
+package localapi
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+)
+
+// Client is the typed client of the local API: every Engine method over
+// HTTP, one route each, on the daemon's Unix socket (or the in-process
+// socket of one command; package daemon's Dial and InProcess make both).
+// It sends no credential: on the socket, access is the file permissions.
+// Errors the daemon answers are *Error with Status set. Safe for
+// concurrent use.
+type Client struct {
+	hc *http.Client
+}
+
+var _ Engine = (*Client)(nil)
+
+// base is the URL every request goes to; the transport dials the socket
+// whatever the host says.
+const base = "http://local.remotemcp"
+
+// NewClient returns a client of the daemon listening on the Unix socket
+// at socketPath. It dials that path and nothing else, and never follows a
+// redirect. It does not check who owns the socket: package daemon's Dial
+// does, before it hands a Client out.
+func NewClient(socketPath string) *Client {
+	var d net.Dialer
+	tr := &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			return d.DialContext(ctx, "unix", socketPath)
+		},
+		MaxIdleConnsPerHost: 8,
+	}
+	return NewClientWithTransport(tr)
+}
+
+// NewClientWithTransport returns a client whose requests go through rt,
+// which must deliver them to the local API whatever the URL's host (a
+// transport that dials one socket). The client never follows redirects
+// and sets no overall timeout: a tool call may take minutes, so bound
+// each call with its context.
+func NewClientWithTransport(rt http.RoundTripper) *Client {
+	return &Client{hc: &http.Client{
+		Transport:     rt,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}}
+}
+
+// CloseIdleConnections closes the idle connections of the transport.
+func (c *Client) CloseIdleConnections() { c.hc.CloseIdleConnections() }
+
+// request sends one request and returns the response of a 2xx answer;
+// any other answer is read into an *Error.
+func (c *Client) request(ctx context.Context, method, path string, query url.Values, in any) (*http.Response, error) {
+	var body io.Reader
+	if in != nil {
+		b, err := json.Marshal(in)
+		if err != nil {
+			return nil, fmt.Errorf("local API %s %s: encode the request: %w", method, path, err)
+		}
+		body = bytes.NewReader(b)
+	}
+	u := base + path
+	if len(query) > 0 {
+		u += "?" + query.Encode()
+	}
+	req, err := http.NewRequestWithContext(ctx, method, u, body)
+	if err != nil {
+		return nil, err
+	}
+	if in != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("local API %s %s: %w", method, path, err)
+	}
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		defer resp.Body.Close()
+		return nil, readError(resp)
+	}
+	return resp, nil
+}
+
+// do sends one request; out (a pointer, or nil) receives the JSON answer.
+func (c *Client) do(ctx context.Context, method, path string, query url.Values, in, out any) error {
+	resp, err := c.request(ctx, method, path, query, in)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if out == nil || resp.StatusCode == http.StatusNoContent {
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
+		return nil
+	}
+	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+		return fmt.Errorf("local API %s %s: unreadable answer: %w", method, path, err)
+	}
+	return nil
+}
+
+// get and send return a fresh T decoded from the answer.
+func get[T any](ctx context.Context, c *Client, path string, query url.Values) (*T, error) {
+	out := new(T)
+	if err := c.do(ctx, http.MethodGet, path, query, nil, out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func send[T any](ctx context.Context, c *Client, method, path string, in any) (*T, error) {
+	out := new(T)
+	if err := c.do(ctx, method, path, nil, in, out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// list is get for listings: a nil answer becomes an empty slice.
+func list[T any](ctx context.Context, c *Client, path string, query url.Values) ([]T, error) {
+	out, err := get[[]T](ctx, c, path, query)
+	if err != nil {
+		return nil, err
+	}
+	if *out == nil {
+		return []T{}, nil
+	}
+	return *out, nil
+}
+
+// readError reads an error answer: {"error": Error}, or a status alone.
+func readError(resp *http.Response) error {
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	var eb ErrorBody
+	if json.Unmarshal(b, &eb) == nil && eb.Error != nil && eb.Error.Code != "" {
+		eb.Error.Status = resp.StatusCode
+		return eb.Error
+	}
+	return &Error{Status: resp.StatusCode, Code: CodeOf(resp.StatusCode),
+		Message: fmt.Sprintf("the local API answered HTTP %d %s", resp.StatusCode, http.StatusText(resp.StatusCode))}
+}
+
+func serverPath(id string, rest ...string) string {
+	p := "/api/servers/" + url.PathEscape(id)
+	for _, r := range rest {
+		p += "/" + r
+	}
+	return p
+}
+
+func serverQuery(id string) url.Values {
+	if id == "" {
+		return nil
+	}
+	return url.Values{"serverId": {id}}
+}
+
+// Health reports the engine behind the API.
+func (c *Client) Health(ctx context.Context) (*Health, error) {
+	return get[Health](ctx, c, "/api/health", nil)
+}
+
+// LoginURL asks the daemon for a one-time login URL of the settings page
+// (`remotemcp open`). An in-process API has no page: CodeNotFound.
+func (c *Client) LoginURL(ctx context.Context) (*LoginURL, error) {
+	return send[LoginURL](ctx, c, http.MethodPost, "/api/login-url", nil)
+}
+
+// Servers lists every server.
+func (c *Client) Servers(ctx context.Context) ([]Server, error) {
+	return list[Server](ctx, c, "/api/servers", nil)
+}
+
+// Server returns one server.
+func (c *Client) Server(ctx context.Context, id string) (*Server, error) {
+	return get[Server](ctx, c, serverPath(id), nil)
+}
+
+// AddServer adds a server and grants its own origin.
+func (c *Client) AddServer(ctx context.Context, req AddServerRequest) (*AddServerResult, error) {
+	return send[AddServerResult](ctx, c, http.MethodPost, "/api/servers", req)
+}
+
+// Import imports another client's MCP config.
+func (c *Client) Import(ctx context.Context, req ImportRequest) (*ImportResult, error) {
+	return send[ImportResult](ctx, c, http.MethodPost, "/api/servers/import", req)
+}
+
+// UpdateServer edits a server.
+func (c *Client) UpdateServer(ctx context.Context, id string, req UpdateServerRequest) (*UpdateServerResult, error) {
+	return send[UpdateServerResult](ctx, c, http.MethodPatch, serverPath(id), req)
+}
+
+// RemoveServer removes a server with its secrets and sign-in state.
+func (c *Client) RemoveServer(ctx context.Context, id string) error {
+	return c.do(ctx, http.MethodDelete, serverPath(id), nil, nil, nil)
+}
+
+// SetEnabled enables or disables a server.
+func (c *Client) SetEnabled(ctx context.Context, id string, enabled bool) (*Server, error) {
+	action := "disable"
+	if enabled {
+		action = "enable"
+	}
+	return send[Server](ctx, c, http.MethodPost, serverPath(id, action), nil)
+}
+
+// SetTool enables or disables one tool of a server for agents.
+func (c *Client) SetTool(ctx context.Context, id, tool string, enabled bool) (*Server, error) {
+	return send[Server](ctx, c, http.MethodPost, serverPath(id, "tools"), ToolSwitch{Tool: tool, Enabled: enabled})
+}
+
+// Connect connects a server and waits for the outcome.
+func (c *Client) Connect(ctx context.Context, id string) (*Server, error) {
+	return send[Server](ctx, c, http.MethodPost, serverPath(id, "connect"), nil)
+}
+
+// Disconnect disconnects a server.
+func (c *Client) Disconnect(ctx context.Context, id string) (*Server, error) {
+	return send[Server](ctx, c, http.MethodPost, serverPath(id, "disconnect"), nil)
+}
+
+// Log returns a server's request log.
+func (c *Client) Log(ctx context.Context, id string) ([]LogEntry, error) {
+	return list[LogEntry](ctx, c, serverPath(id, "log"), nil)
+}
+
+// Authorize starts a sign-in flow.
+func (c *Client) Authorize(ctx context.Context, id string) (*AuthFlow, error) {
+	return send[AuthFlow](ctx, c, http.MethodPost, serverPath(id, "authorize"), nil)
+}
+
+// Authorization returns a server's latest sign-in flow.
+func (c *Client) Authorization(ctx context.Context, id string) (*AuthFlow, error) {
+	return get[AuthFlow](ctx, c, serverPath(id, "authorize"), nil)
+}
+
+// WaitAuthorization waits until a server's sign-in flow ends.
+func (c *Client) WaitAuthorization(ctx context.Context, id string) (*AuthFlow, error) {
+	return get[AuthFlow](ctx, c, serverPath(id, "authorize", "wait"), nil)
+}
+
+// Logout forgets a server's tokens and ends its sessions.
+func (c *Client) Logout(ctx context.Context, id string) (*LogoutResult, error) {
+	return send[LogoutResult](ctx, c, http.MethodPost, serverPath(id, "logout"), nil)
+}
+
+// AuthStatus reports every server's sign-in, or the named ones.
+func (c *Client) AuthStatus(ctx context.Context, ids ...string) ([]AuthStatus, error) {
+	var q url.Values
+	if len(ids) > 0 {
+		q = url.Values{"serverId": ids}
+	}
+	return list[AuthStatus](ctx, c, "/api/auth", q)
+}
+
+// Grants lists the origins the person allowed.
+func (c *Client) Grants(ctx context.Context) ([]Grant, error) {
+	return list[Grant](ctx, c, "/api/grants", nil)
+}
+
+// Pending lists the refused requests waiting for the person.
+func (c *Client) Pending(ctx context.Context) ([]Pending, error) {
+	return list[Pending](ctx, c, "/api/pending", nil)
+}
+
+// Grant allows an origin; by names the user action (ByCLI …).
+func (c *Client) Grant(ctx context.Context, origin, by string) error {
+	return c.do(ctx, http.MethodPost, "/api/grants", nil, OriginRequest{Origin: origin, By: by}, nil)
+}
+
+// Revoke removes an origin's grant.
+func (c *Client) Revoke(ctx context.Context, origin string) error {
+	return c.do(ctx, http.MethodPost, "/api/grants/revoke", nil, OriginRequest{Origin: origin}, nil)
+}
+
+// DismissPending drops an origin's pending approvals without granting it.
+func (c *Client) DismissPending(ctx context.Context, origin string) error {
+	return c.do(ctx, http.MethodPost, "/api/pending/dismiss", nil, OriginRequest{Origin: origin}, nil)
+}
+
+// Tools lists the agent's tools.
+func (c *Client) Tools(ctx context.Context, req ToolsRequest) (*ToolList, error) {
+	q := serverQuery(req.ServerID)
+	if req.Connect {
+		if q == nil {
+			q = url.Values{}
+		}
+		q.Set("connect", "1")
+	}
+	return get[ToolList](ctx, c, "/api/tools", q)
+}
+
+// CancelCall cancels a call by its operation id.
+func (c *Client) CancelCall(ctx context.Context, operationID string) error {
+	return c.do(ctx, http.MethodPost, "/api/calls/"+url.PathEscape(operationID)+"/cancel", nil, nil, nil)
+}
+
+// Cards lists the server questions, newest first.
+func (c *Client) Cards(ctx context.Context) ([]Card, error) {
+	return list[Card](ctx, c, "/api/cards", nil)
+}
+
+// Card returns one server question.
+func (c *Client) Card(ctx context.Context, id string) (*Card, error) {
+	return get[Card](ctx, c, "/api/cards/"+url.PathEscape(id), nil)
+}
+
+// Answer answers a pending question.
+func (c *Client) Answer(ctx context.Context, cardID string, a Answer) error {
+	return c.do(ctx, http.MethodPost, "/api/cards/"+url.PathEscape(cardID)+"/answer", nil, a, nil)
+}
+
+// Retry re-sends the call of an interrupted question once.
+func (c *Client) Retry(ctx context.Context, cardID string, confirmed bool) (*ToolResult, error) {
+	return send[ToolResult](ctx, c, http.MethodPost, "/api/cards/"+url.PathEscape(cardID)+"/retry", RetryRequest{Confirmed: confirmed})
+}
+
+// Prompts lists the prompts of one server, or of all ("").
+func (c *Client) Prompts(ctx context.Context, serverID string) ([]Prompt, error) {
+	return list[Prompt](ctx, c, "/api/prompts", serverQuery(serverID))
+}
+
+// GetPrompt gets a prompt's messages.
+func (c *Client) GetPrompt(ctx context.Context, req GetPromptRequest) (*PromptResult, error) {
+	return send[PromptResult](ctx, c, http.MethodPost, "/api/prompts/get", req)
+}
+
+// Resources lists or searches resources and templates.
+func (c *Client) Resources(ctx context.Context, req ResourcesRequest) ([]Resource, error) {
+	q := serverQuery(req.ServerID)
+	if q == nil {
+		q = url.Values{}
+	}
+	if req.Query != "" {
+		q.Set("q", req.Query)
+	}
+	if req.Limit > 0 {
+		q.Set("limit", strconv.Itoa(req.Limit))
+	}
+	return list[Resource](ctx, c, "/api/resources", q)
+}
+
+// ReadResource reads a resource.
+func (c *Client) ReadResource(ctx context.Context, req ReadRequest) (*ReadResult, error) {
+	return send[ReadResult](ctx, c, http.MethodPost, "/api/resources/read", req)
+}
+
+// Call runs one tool call over the call stream of POST /api/calls: h
+// hears the approval request (its decision is posted back at once; a nil
+// Approve denies), progress and questions in the order the engine sent
+// them, and Call returns the result. Ending ctx ends the request, which
+// cancels the call.
+func (c *Client) Call(ctx context.Context, req CallRequest, h CallHandler) (*ToolResult, error) {
+	var q url.Values
+	if h.Approve == nil {
+		q = url.Values{"ask": {"0"}} // nobody to ask: the engine denies without asking
+	}
+	resp, err := c.request(ctx, http.MethodPost, "/api/calls", q, req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	dec := json.NewDecoder(resp.Body)
+	for {
+		var ev CallEvent
+		if err := dec.Decode(&ev); err != nil {
+			if ctx.Err() != nil {
+				return nil, fmt.Errorf("tool call: %w", ctx.Err())
+			}
+			return nil, &Error{Status: http.StatusBadGateway, Code: CodeUnavailable,
+				Message: fmt.Sprintf("the local API ended the call stream without a result (%v); the call may have run", err)}
+		}
+		switch ev.Type {
+		case CallEventApproval:
+			if ev.Approval == nil {
+				continue
+			}
+			var reply ApprovalReply // nil Approve: denied
+			if h.Approve != nil {
+				d, err := h.Approve(*ev.Approval)
+				if err != nil {
+					reply.Error = err.Error()
+				}
+				reply.Decision = d
+			}
+			path := "/api/calls/" + url.PathEscape(ev.Approval.OperationID) + "/approval"
+			if err := c.do(ctx, http.MethodPost, path, nil, reply, nil); err != nil {
+				return nil, fmt.Errorf("tool call: send the decision: %w", err)
+			}
+		case CallEventProgress:
+			if ev.Progress != nil && h.Progress != nil {
+				h.Progress(*ev.Progress)
+			}
+		case CallEventQuestion:
+			if ev.Question != nil && h.Question != nil {
+				h.Question(*ev.Question)
+			}
+		case CallEventResult:
+			if ev.Result == nil {
+				return nil, &Error{Status: http.StatusBadGateway, Code: CodeInternal, Message: "the local API sent an empty result"}
+			}
+			return ev.Result, nil
+		case CallEventError:
+			if ev.Error == nil {
+				ev.Error = &Error{Code: CodeInternal, Message: "the tool call failed"}
+			}
+			ev.Error.Status = StatusOf(ev.Error.Code)
+			return nil, ev.Error
+		}
+	}
+}
+
+// Subscribe follows GET /api/events until ctx ends or the daemon goes
+// away; then the channel is closed. A slow reader misses intermediate
+// events, never the newest of each type.
+func (c *Client) Subscribe(ctx context.Context) (<-chan Event, error) {
+	resp, err := c.request(ctx, http.MethodGet, "/api/events", nil, nil)
+	if err != nil {
+		return nil, err
+	}
+	if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, ContentTypeSSE) {
+		resp.Body.Close()
+		return nil, fmt.Errorf("local API GET /api/events: content type %q, want %s", ct, ContentTypeSSE)
+	}
+	q := newEventQueue()
+	go func() {
+		defer resp.Body.Close()
+		defer q.close()
+		readSSE(resp.Body, q.put)
+	}()
+	out := make(chan Event)
+	go q.deliver(ctx, out, resp.Body)
+	return out, nil
+}
+
+// readSSE reads Server-Sent Events (one data line each, as the daemon
+// writes them) until the stream ends.
+func readSSE(r io.Reader, put func(Event)) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), 64<<20)
+	var typ string
+	var data []byte
+	for sc.Scan() {
+		line := sc.Bytes()
+		switch {
+		case len(line) == 0:
+			if typ != "" && data != nil {
+				put(Event{Type: typ, Data: json.RawMessage(data)})
+			}
+			typ, data = "", nil
+		case bytes.HasPrefix(line, []byte("event:")):
+			typ = strings.TrimSpace(string(line[len("event:"):]))
+		case bytes.HasPrefix(line, []byte("data:")):
+			d := bytes.TrimPrefix(line[len("data:"):], []byte(" "))
+			if data != nil {
+				data = append(data, '\n')
+			}
+			data = append(data, d...)
+		}
+	}
+}
+
+// eventQueue keeps the newest undelivered event of each type, in the
+// order the types first arrived.
+type eventQueue struct {
+	mu      sync.Mutex
+	pending map[string]Event
+	order   []string
+	wake    chan struct{}
+	done    chan struct{}
+}
+
+func newEventQueue() *eventQueue {
+	return &eventQueue{pending: map[string]Event{}, wake: make(chan struct{}, 1), done: make(chan struct{})}
+}
+
+func (q *eventQueue) put(ev Event) {
+	q.mu.Lock()
+	if _, ok := q.pending[ev.Type]; !ok {
+		q.order = append(q.order, ev.Type)
+	}
+	q.pending[ev.Type] = ev
+	q.mu.Unlock()
+	select {
+	case q.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (q *eventQueue) close() { close(q.done) }
+
+func (q *eventQueue) empty() bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return len(q.order) == 0
+}
+
+func (q *eventQueue) next() (Event, bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if len(q.order) == 0 {
+		return Event{}, false
+	}
+	t := q.order[0]
+	q.order = q.order[1:]
+	ev := q.pending[t]
+	delete(q.pending, t)
+	return ev, true
+}
+
+// deliver sends the queued events to out until ctx ends or the stream
+// ended and everything was delivered; it closes body when ctx ends, so
+// the reader stops.
+func (q *eventQueue) deliver(ctx context.Context, out chan<- Event, body io.Closer) {
+	defer close(out)
+	for {
+		if ev, ok := q.next(); ok {
+			select {
+			case out <- ev:
+				continue
+			case <-ctx.Done():
+				body.Close()
+				return
+			}
+		}
+		select {
+		case <-q.wake:
+		case <-q.done:
+			// The stream ended: deliver what is left, then stop.
+			if q.empty() {
+				return
+			}
+		case <-ctx.Done():
+			body.Close()
+			return
+		}
+	}
+}
