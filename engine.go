@@ -20,6 +20,7 @@ import (
 var (
 	_ localapi.Engine           = (*Client)(nil)
 	_ localapi.CallbackReceiver = (*Client)(nil)
+	_ localapi.SecretLister     = (*Client)(nil)
 )
 
 // Health reports that the engine runs. InProcess is true unless an owner

@@ -890,3 +890,23 @@ func (c *Client) listed(id string) bool {
 		slices.ContainsFunc(snap.Prompts(), func(p agent.PromptCommand) bool { return p.ServerID == id }) ||
 		slices.ContainsFunc(snap.Resources(), func(r agent.ResourceEntry) bool { return r.ServerID == id })
 }
+
+// KnownSecrets names the write-only secrets the store holds for servers
+// (bearer tokens, client secrets), so the daemon can scrub them from
+// anything it sends (localapi.SecretLister). A secret that cannot be
+// opened is left out; the servers are still listed.
+func (c *Client) KnownSecrets(ctx context.Context) ([]string, error) {
+	srvs, err := c.Store.ListServers(ctx)
+	if err != nil && srvs == nil {
+		return nil, err
+	}
+	var out []string
+	for _, s := range srvs {
+		for _, v := range []string{s.Auth.Token, s.Auth.ClientSecret} {
+			if v != "" {
+				out = append(out, v)
+			}
+		}
+	}
+	return out, nil
+}
