@@ -2,34 +2,21 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"html"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"runtime"
+	"io"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/remotemcp/remotemcp/config"
-	"github.com/remotemcp/remotemcp/hostperm"
-	"github.com/remotemcp/remotemcp/oauth"
+	"github.com/remotemcp/remotemcp/localapi"
 )
 
-// newAuthCmd is "remotemcp auth": OAuth sign-in for oauth servers (SPEC §3).
+// newAuthCmd is "remotemcp auth": OAuth sign-in for oauth servers.
 func newAuthCmd(a *app) *cobra.Command {
-	cmd := &cobra.Command{
-		Use:   "auth",
-		Short: "Sign in to OAuth servers, sign out, show what is known",
-		Args:  noSubcommand,
-		RunE:  func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
-	}
-	cmd.AddCommand(newAuthLoginCmd(a), newAuthLogoutCmd(a), newAuthStatusCmd(a))
-	return cmd
+	return group("auth", "Sign in to OAuth servers, sign out, show what is known", "",
+		newAuthLoginCmd(a), newAuthLogoutCmd(a), newAuthStatusCmd(a))
 }
 
 func newAuthLoginCmd(a *app) *cobra.Command {
@@ -41,264 +28,228 @@ func newAuthLoginCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "login ID",
 		Short: "Authorize remotemcp for an OAuth server in the browser",
-		Long: `Run the OAuth 2.1 authorization code flow for server ID: discover its
-authorization server, register a client if none is configured, open the
-authorization page in the system browser (or, with --no-browser, print its
-URL alone on a line of stdout), receive the redirect on
-http://127.0.0.1:PORT/mcp-oauth, exchange the code, then connect and report
-the tools. Refresh tokens are stored sealed; access tokens stay in memory.`,
+		Long: `Run the OAuth 2.1 flow for server ID: print the authorization URL on its
+own line and open it in the browser (unless --no-browser), receive the
+redirect on http://127.0.0.1:PORT/mcp-oauth, then connect and report the
+tools. Access tokens stay in memory (the daemon's, when one runs).`,
 		Args: argsExactly(1, "ID"),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx, id := cmd.Context(), args[0]
-			if dc, err := a.daemonClient(ctx); err != nil {
-				return err
-			} else if dc != nil {
-				// The daemon serves /mcp-oauth and keeps the access token.
-				return a.loginViaDaemon(ctx, dc, id, noBrowser, timeout)
-			}
-			c, err := a.open(ctx)
+		RunE: a.do(func(ctx context.Context, e Engine, args []string) error {
+			id := args[0]
+			s, err := e.Server(ctx, id)
 			if err != nil {
 				return err
 			}
-			srv, err := getServer(ctx, c.Store, id)
-			if err != nil {
-				c.Close()
-				return err
+			if k := s.Auth.Kind; k != "oauth" && k != "auto" {
+				return fmt.Errorf("server %s uses %s auth, not OAuth; switch it with \"remotemcp servers set %s --auth oauth\"", id, k, id)
 			}
-			if srv.Auth.Kind != config.AuthOAuth {
-				c.Close()
-				return fmt.Errorf("server %s uses %s auth, not OAuth; re-add it with \"remotemcp servers add %s URL --oauth\"", id, srv.Auth.Kind, id)
-			}
-			if cmd.Flags().Changed("port") && port != srv.Auth.RedirectPort {
-				// Remembered, so the registered redirect URI keeps working.
-				srv.Auth.RedirectPort = port
-				if err := c.Store.UpdateServer(ctx, srv); err != nil {
-					c.Close()
-					return fmt.Errorf("save the redirect port: %w", err)
+			if port != 0 && port != s.Auth.RedirectPort {
+				if s.Auth.HasClientSecret {
+					return usageErrorf("--port would drop the stored client secret of %s; change the port with \"remotemcp servers set %s --auth oauth --client-id ID --client-secret-env VAR\" first", id, id)
+				}
+				ch := &localapi.AuthChange{Kind: s.Auth.Kind, ClientID: s.Auth.ClientID, Scopes: s.Auth.Scopes, RedirectPort: port}
+				if _, err := e.UpdateServer(ctx, id, localapi.UpdateServerRequest{Auth: ch}); err != nil {
+					return fmt.Errorf("remember the redirect port: %w", err)
 				}
 			}
-			p := srv.Auth.RedirectPort
-			if p == 0 {
-				p = config.DefaultRedirectPort
+			wctx, cancel := context.WithTimeout(ctx, timeout)
+			defer cancel()
+			fmt.Fprintf(a.streams.Err, "signing in to %s (%s)…\n", id, cell(s.URL))
+			flow, err := e.Authorize(wctx, id)
+			if err != nil {
+				return err
 			}
-			open := func(u string) error {
-				// The browser leaves through no client of ours: check the
-				// authorization server's origin here (R2.2).
-				if err := c.Hosts.Check(ctx, u, hostperm.PurposeAuthorization, id); err != nil {
+			if flow.Phase == localapi.PhaseStarting || flow.Phase == localapi.PhaseWaiting {
+				if flow.AuthorizationURL != "" {
+					fmt.Fprintln(a.streams.Err, "open this URL in a browser to authorize remotemcp:")
+					a.browse(ctx, flow.AuthorizationURL, noBrowser)
+					fmt.Fprintf(a.streams.Err, "waiting for the browser to return to %s …\n", orDash(flow.RedirectURI))
+				}
+				if flow, err = e.WaitAuthorization(wctx, id); err != nil {
+					if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+						return fmt.Errorf("sign-in to %s timed out after %s waiting for the browser; run \"remotemcp auth login %s\" again", id, timeout, id)
+					}
 					return err
 				}
-				if noBrowser {
-					fmt.Fprintln(a.streams.Err, "open this URL in a browser to authorize remotemcp:")
-					fmt.Fprintln(a.streams.Out, u)
-				} else if err := a.openBrowser(u); err != nil {
-					fmt.Fprintf(a.streams.Err, "could not start a browser (%v); open this URL yourself:\n", err)
-					fmt.Fprintln(a.streams.Out, u)
-				} else {
-					fmt.Fprintln(a.streams.Err, "opened the authorization page in your browser")
-				}
-				fmt.Fprintf(a.streams.Err, "waiting for the browser to return to %s …\n", oauth.RedirectURI(p))
-				return nil
 			}
-			lctx, cancel := context.WithTimeout(ctx, timeout)
-			defer cancel()
-			fmt.Fprintf(a.streams.Err, "signing in to %s (%s)…\n", id, cell(srv.URL))
-			res, err := c.OAuth.Login(lctx, srv, oauth.ListenLoopbackBrowser(p, open))
-			if err != nil {
-				c.Close()
-				if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
-					return fmt.Errorf("sign-in to %s timed out after %s waiting for the browser; run \"remotemcp auth login %s\" again", id, timeout, id)
-				}
-				return fmt.Errorf("sign-in to %s failed: %w", id, err)
+			if err := a.reportLogin(id, flow); err != nil {
+				return err
 			}
-			if res.NotNeeded {
-				fmt.Fprintf(a.streams.Err, "%s answered without authentication; no sign-in needed\n", id)
-			} else {
-				how := "configured client"
-				if res.Registered {
-					how = "registered client"
-				}
-				refresh := "no refresh token (you will sign in again when the access token expires)"
-				if res.RefreshToken {
-					refresh = "refresh token stored sealed"
-				}
-				fmt.Fprintf(a.streams.Err, "signed in: issuer %s, %s, scopes [%s], %s\n",
-					res.Binding.Issuer, how, strings.Join(res.Scopes, " "), refresh)
-			}
-			return a.connectAndReport(ctx, c, id)
-		},
+			return a.connectAndReport(ctx, e, id)
+		}),
 	}
 	f := cmd.Flags()
-	f.BoolVar(&noBrowser, "no-browser", false, "print the authorization URL instead of opening a browser")
-	f.IntVar(&port, "port", config.DefaultRedirectPort, "loopback port of the redirect URI http://127.0.0.1:PORT/mcp-oauth (remembered)")
+	f.BoolVar(&noBrowser, "no-browser", false, "only print the authorization URL; do not start a browser")
+	f.IntVar(&port, "port", 0, "loopback port of the redirect URI http://127.0.0.1:PORT/mcp-oauth (remembered; default 7717)")
 	f.DurationVar(&timeout, "timeout", 5*time.Minute, "how long to wait for the browser")
 	return cmd
 }
 
-// openBrowser asks the desktop to open u. A URL carrying secrets (a login
-// token, an OAuth state and PKCE challenge) must not appear on a command
-// line, which every user of the machine can read in /proc: the browser is
-// pointed at a 0600 file in the data directory that redirects to u.
-func (a *app) openBrowser(u string) error {
-	dir, err := a.dataDirPath()
-	if err != nil {
-		return err
-	}
-	page, err := writeRedirectPage(dir, u)
-	if err != nil {
-		return err
-	}
-	var cmd *exec.Cmd
-	switch runtime.GOOS {
-	case "darwin":
-		cmd = exec.Command("open", page)
-	case "windows":
-		cmd = exec.Command("rundll32", "url.dll,FileProtocolHandler", page)
-	default:
-		cmd = exec.Command("xdg-open", page)
-	}
-	if err := cmd.Start(); err != nil {
-		return err
-	}
-	go cmd.Wait() // reap; the browser outlives us
-	return nil
-}
-
-// redirectPageTTL is how long a redirect page may stay: long enough for a
-// browser to start, and its secrets are short-lived or single-use anyway.
-const redirectPageTTL = 10 * time.Minute
-
-// writeRedirectPage writes a 0600 HTML page that sends the browser on to
-// u, and removes the ones left from earlier runs.
-func writeRedirectPage(dir, u string) (string, error) {
-	pages := filepath.Join(dir, "open")
-	if err := os.MkdirAll(pages, 0o700); err != nil {
-		return "", err
-	}
-	if old, err := os.ReadDir(pages); err == nil {
-		for _, e := range old {
-			if info, err := e.Info(); err == nil && time.Since(info.ModTime()) > redirectPageTTL {
-				os.Remove(filepath.Join(pages, e.Name()))
-			}
+// reportLogin prints what a finished sign-in achieved, or returns why it
+// failed.
+func (a *app) reportLogin(id string, f *localapi.AuthFlow) error {
+	w := a.streams.Err
+	switch {
+	case f.Phase == localapi.PhaseFailed:
+		msg := fmt.Sprintf("sign-in to %s failed", id)
+		if f.Step != "" {
+			msg += " at step " + f.Step
 		}
+		msg += ": " + strings.TrimSpace(f.Error)
+		if p := f.Permission; p != nil {
+			msg += fmt.Sprintf(" (allow it with \"remotemcp grants approve %s\", then sign in again)", p.Origin)
+		}
+		return errors.New(msg)
+	case f.Phase != localapi.PhaseDone:
+		return fmt.Errorf("sign-in to %s: unexpected phase %q", id, f.Phase)
+	case f.Result == nil || f.Result.NotNeeded:
+		fmt.Fprintf(w, "%s answered without authorization; no sign-in needed\n", id)
+	default:
+		r := f.Result
+		how, refresh := "configured client", "no refresh token (you will sign in again when the access token expires)"
+		if r.Registered {
+			how = "registered client"
+		}
+		if r.RefreshToken {
+			refresh = "refresh token stored sealed"
+		}
+		issuer := "-"
+		if r.Binding != nil {
+			issuer = r.Binding.Issuer
+		}
+		fmt.Fprintf(w, "signed in: issuer %s, %s, scopes [%s], %s\n", issuer, how, strings.Join(r.Scopes, " "), refresh)
 	}
-	f, err := os.CreateTemp(pages, "open-*.html")
-	if err != nil {
-		return "", err
-	}
-	esc := html.EscapeString(u)
-	_, err = fmt.Fprintf(f, "<!doctype html><meta charset=utf-8><meta name=referrer content=no-referrer>"+
-		"<meta http-equiv=refresh content=\"0;url=%s\"><title>remotemcp</title><a href=\"%s\">Continue</a>\n", esc, esc)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		os.Remove(f.Name())
-		return "", err
-	}
-	return f.Name(), nil
+	return nil
 }
 
 func newAuthLogoutCmd(a *app) *cobra.Command {
 	return &cobra.Command{
 		Use:   "logout ID",
-		Short: "Forget the server's OAuth tokens and client registration",
+		Short: "Forget the server's OAuth tokens and client registration, and end its sessions",
 		Args:  argsExactly(1, "ID"),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx, id := cmd.Context(), args[0]
-			if dc, err := a.daemonClient(ctx); err != nil {
-				return err
-			} else if dc != nil {
-				// The daemon holds the access token in memory: it must
-				// forget it too.
-				if err := dc.OAuthLogout(ctx, id); err != nil {
-					return fmt.Errorf("sign out of %s: %w", id, err)
-				}
-				fmt.Fprintf(a.streams.Err, "signed out of %s through the daemon: tokens and registration forgotten\n", id)
-				return nil
-			}
-			c, err := a.open(ctx)
+		RunE: a.do(func(ctx context.Context, e Engine, args []string) error {
+			res, err := e.Logout(ctx, args[0])
 			if err != nil {
 				return err
 			}
-			defer c.Close()
-			if _, err := getServer(ctx, c.Store, id); err != nil {
-				return err
-			}
-			if err := c.OAuth.Logout(ctx, id); err != nil {
-				return fmt.Errorf("sign out of %s: %w", id, err)
-			}
-			fmt.Fprintf(a.streams.Err, "signed out of %s: tokens and registration forgotten\n", id)
-			return nil
-		},
+			_, err = fmt.Fprintf(a.streams.Out, "signed out of %s: forgot %s\n", res.ServerID, orDash(strings.Join(res.Forgotten, ", ")))
+			return err
+		}),
 	}
 }
 
 func newAuthStatusCmd(a *app) *cobra.Command {
-	var asJSON bool
-	cmd := &cobra.Command{
-		Use:   "status ID",
-		Short: "Show what remotemcp knows about a server's OAuth state (no secrets)",
-		Args:  argsExactly(1, "ID"),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx, id := cmd.Context(), args[0]
-			c, err := a.open(ctx)
+	return a.jsonFlag(&cobra.Command{
+		Use:   "status [ID...]",
+		Short: "Show what remotemcp knows about each server's sign-in (no secrets)",
+		Long: `Show every server's sign-in state, or the named ones'. --json prints an
+array (serverId, kind, signedIn, hasAccessToken, hasRefreshToken, binding,
+clientId, scopes …).`,
+		RunE: a.do(func(ctx context.Context, e Engine, ids []string) error {
+			list, err := e.AuthStatus(ctx, ids...)
 			if err != nil {
 				return err
 			}
-			defer c.Close()
-			srv, err := getServer(ctx, c.Store, id)
-			if err != nil {
-				return err
-			}
-			st := c.OAuth.Status(ctx, srv)
-			if asJSON {
-				enc := json.NewEncoder(a.streams.Out)
-				enc.SetIndent("", "  ")
-				return enc.Encode(st)
-			}
-			printAuthStatus(a, srv, st)
-			return nil
-		},
-	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
-	return cmd
+			return a.printOne(nonNil(list), func(w io.Writer) error {
+				for i, st := range list {
+					if i > 0 {
+						fmt.Fprintln(w)
+					}
+					writeAuthStatus(w, st)
+				}
+				return nil
+			})
+		}),
+	}, "print a JSON array")
 }
 
-func printAuthStatus(a *app, srv config.Server, st oauth.Status) {
-	w := a.streams.Out
-	fmt.Fprintf(w, "server:         %s (%s)\n", srv.ID, cell(srv.URL))
-	if srv.Auth.Kind != config.AuthOAuth {
-		fmt.Fprintf(w, "auth:           %s (not OAuth)\n", srv.Auth.Kind)
+func writeAuthStatus(w io.Writer, st localapi.AuthStatus) {
+	if st.Kind != "oauth" && st.Kind != "auto" {
+		writeKV(w, "server", st.ServerID, "auth", string(st.Kind))
 		return
 	}
-	if st.Binding == nil {
-		fmt.Fprintf(w, "signed in:      no (run \"remotemcp auth login %s\")\n", srv.ID)
-	} else {
-		cur := "yes"
+	signedIn := yesNo(st.SignedIn)
+	if !st.SignedIn {
+		signedIn += fmt.Sprintf(" (run \"remotemcp auth login %s\")", st.ServerID)
+	}
+	var issuer, resource, current, client, access string
+	if b := st.Binding; b != nil {
+		issuer, resource = b.Issuer, b.Resource
 		if !st.BindingCurrent {
-			cur = "no: the server's URL changed since; sign in again"
+			current = "no: the server's URL changed since; sign in again"
 		}
-		fmt.Fprintf(w, "issuer:         %s\nresource:       %s\nbinding current: %s\n", st.Binding.Issuer, st.Binding.Resource, cur)
 	}
 	if st.ClientID != "" {
-		how := "configured"
+		client = st.ClientID + " (configured)"
 		if st.Registered {
-			how = "registered " + st.RegisteredAt.Format(time.RFC3339)
+			client = st.ClientID + " (registered)"
 		}
-		fmt.Fprintf(w, "client id:      %s (%s)\n", cell(st.ClientID), how)
 	}
-	fmt.Fprintf(w, "refresh token:  %s\n", yesNo(st.HasRefreshToken))
-	if len(st.Scopes) > 0 {
-		fmt.Fprintf(w, "scopes:         %s\n", strings.Join(st.Scopes, " "))
+	if access = yesNo(st.HasAccessToken); st.AccessTokenExpiry != nil {
+		access += ", expires " + st.AccessTokenExpiry.Format(time.RFC3339)
 	}
-	if st.Problem != "" {
-		fmt.Fprintf(w, "problem:        %s\n", st.Problem)
-	}
+	writeKV(w, "server", st.ServerID, "auth", string(st.Kind), "signed in", signedIn, "issuer", issuer,
+		"resource", resource, "binding current", current, "client id", client, "access token", access,
+		"refresh token", yesNo(st.HasRefreshToken), "scopes", strings.Join(st.Scopes, " "), "problem", st.Problem)
 }
 
-func yesNo(b bool) string {
-	if b {
-		return "yes"
+func newGrantsCmd(a *app) *cobra.Command {
+	list := a.jsonFlag(&cobra.Command{
+		Use:   "list",
+		Short: "List the origins remotemcp may contact",
+		Long: `List the granted origins; --json prints an array (origin, grantedAt, by).
+Requests waiting for a decision: "remotemcp grants pending".`,
+		Args: argsExactly(0, ""),
+		RunE: a.do(func(ctx context.Context, e Engine, _ []string) error {
+			grants, err := e.Grants(ctx)
+			if err != nil {
+				return err
+			}
+			if p, err := e.Pending(ctx); err == nil && len(p) > 0 {
+				fmt.Fprintf(a.streams.Err, "%s waiting: see \"remotemcp grants pending\"\n", plural(len(p), "request is", "requests are"))
+			}
+			return printList(a, grants, "", "ORIGIN\tGRANTED\tBY", func(g localapi.Grant) string {
+				return cell(g.Origin) + "\t" + g.GrantedAt.Format(time.RFC3339) + "\t" + cell(g.By)
+			})
+		}),
+	}, "print a JSON array of grants")
+	pending := a.jsonFlag(&cobra.Command{
+		Use:   "pending",
+		Short: "List refused requests waiting for your approval",
+		Long: `List origins remotemcp was refused to contact; --json prints an array
+(origin, purpose, serverId, firstSeen, lastSeen, count).`,
+		Args: argsExactly(0, ""),
+		RunE: a.do(func(ctx context.Context, e Engine, _ []string) error {
+			p, err := e.Pending(ctx)
+			if err != nil {
+				return err
+			}
+			return printList(a, p, "", "ORIGIN\tPURPOSE\tSERVER\tCOUNT\tSINCE", func(x localapi.Pending) string {
+				return fmt.Sprintf("%s\t%s\t%s\t%d\t%s", cell(x.Origin), x.Purpose, cell(orDash(x.ServerID)), x.Count, x.FirstSeen.Format(time.RFC3339))
+			})
+		}),
+	}, "print a JSON array")
+	origin := func(use, short, done string, fn func(ctx context.Context, e Engine, origin string) error) *cobra.Command {
+		return &cobra.Command{
+			Use: use + " ORIGIN", Short: short, Args: argsExactly(1, "ORIGIN"),
+			RunE: a.do(func(ctx context.Context, e Engine, args []string) error {
+				if err := fn(ctx, e, args[0]); err != nil {
+					return err
+				}
+				_, err := fmt.Fprintf(a.streams.Out, "%s %s\n", done, args[0])
+				return err
+			}),
+		}
 	}
-	return "no"
+	return group("grants", "Origins remotemcp may contact, and refused requests waiting for approval",
+		`remotemcp contacts only origins you allowed. Adding or importing a server
+allows its own; an authorization server found later waits as a pending
+approval until you approve it here or on the settings page.`,
+		list, pending,
+		origin("approve", "Allow remotemcp to contact ORIGIN (scheme://host[:port])", "granted",
+			func(ctx context.Context, e Engine, o string) error { return e.Grant(ctx, o, byCLI) }),
+		origin("revoke", "Stop remotemcp from contacting ORIGIN", "revoked",
+			func(ctx context.Context, e Engine, o string) error { return e.Revoke(ctx, o) }),
+		origin("dismiss", "Forget the refused requests to ORIGIN without allowing it", "dismissed",
+			func(ctx context.Context, e Engine, o string) error { return e.DismissPending(ctx, o) }),
+	)
 }

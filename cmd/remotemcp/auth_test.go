@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -70,8 +71,8 @@ func TestAuthLoginNoBrowser(t *testing.T) {
 	if len(as.Requests()) != before {
 		t.Fatalf("a request reached the ungranted authorization server: %s", r)
 	}
-	if g := c.ok("grants", "list"); !strings.Contains(g.out, asOrigin) || !strings.Contains(g.out, "pending") {
-		t.Fatalf("grants list lacks the pending origin: %s", g)
+	if g := c.ok("grants", "pending"); !strings.Contains(g.out, asOrigin) || !strings.Contains(g.out, "docs") {
+		t.Fatalf("grants pending lacks the refused origin: %s", g)
 	}
 	c.ok("grants", "approve", asOrigin)
 
@@ -150,14 +151,23 @@ func TestAuthLoginNoBrowser(t *testing.T) {
 		}
 	}
 	st := c.ok("auth", "status", "docs")
-	if !strings.Contains(st.out, "refresh token:  yes") || !strings.Contains(st.out, "issuer:") {
+	if !regexp.MustCompile(`refresh token: +yes`).MatchString(st.out) || !strings.Contains(st.out, "issuer:") {
 		t.Fatalf("auth status: %s", st)
+	}
+	// Without an id, every server is shown.
+	if st = c.ok("auth", "status"); !strings.Contains(st.out, "docs") {
+		t.Fatalf("auth status without an id: %s", st)
 	}
 	// A new process has no access token, but the sealed refresh token gets
 	// it one without a browser.
 	c.ok("connect", "docs")
 	c.ok("auth", "logout", "docs")
 	c.fail(exitFail, "auth login docs", "connect", "docs")
+	// A server without OAuth has nothing to sign out of, and login points
+	// to the command that switches it.
+	c.ok("servers", "add", "plain", srv.URL())
+	c.fail(exitFail, "nothing to sign out of", "auth", "logout", "plain")
+	c.fail(exitFail, "servers set plain --auth oauth", "auth", "login", "plain")
 	keyFile, _ := os.ReadFile(filepath.Join(c.dir, "key"))
 	if len(keyFile) == 0 {
 		t.Fatal("no key file")

@@ -3,139 +3,99 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"reflect"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/remotemcp/remotemcp/agent"
-	"github.com/remotemcp/remotemcp/config"
-	"github.com/remotemcp/remotemcp/store"
+	"github.com/remotemcp/remotemcp/localapi"
 )
 
 // callFlags are the flags of commands that call a tool.
 type callFlags struct {
 	yes     bool
 	timeout time.Duration
-	asJSON  bool
 }
 
-func (f *callFlags) register(cmd *cobra.Command, yesHelp string) {
+func (f *callFlags) register(a *app, cmd *cobra.Command, yesHelp string) {
 	cmd.Flags().BoolVarP(&f.yes, "yes", "y", false, yesHelp)
-	cmd.Flags().DurationVar(&f.timeout, "timeout", 0, "time limit of the call, replacing the server's toolTimeout (default 60s), e.g. 5m")
-	cmd.Flags().BoolVar(&f.asJSON, "json", false, "print the whole result as JSON, content blocks with their provenance")
+	cmd.Flags().DurationVar(&f.timeout, "timeout", 0, "time limit of the call besides the server's toolTimeout (default 60s), e.g. 5m")
+	a.jsonFlag(cmd, "print the whole result as JSON, content blocks with their provenance")
 }
 
-func (f *callFlags) check() error {
-	if f.timeout < 0 {
-		return usageErrorf("--timeout must be positive, e.g. --timeout 30s")
-	}
-	return nil
-}
+// errNoTerminal is the refusal of a call that nobody can approve.
+var errNoTerminal = errors.New("every remote tool call needs approval, and stdin is not a terminal to ask on; " +
+	"run the command in a terminal, or add --yes to approve this call")
 
 func newCallCmd(a *app) *cobra.Command {
 	var f callFlags
 	cmd := &cobra.Command{
 		Use:   "call NAME [ARGS_JSON|-]",
 		Short: "Call a tool once, after your approval",
-		Long: `Call a tool and print its result. NAME is the tool's agent name
-mcp__SERVER__TOOL (see "remotemcp tools"), or SERVER/TOOL; ARGS_JSON is a
-JSON object (default {}), or "-" to read it from stdin.
-
-Every call needs approval: on a terminal you are shown the server, the
-tool, the arguments and the server's annotations and asked; the
-annotations (readOnlyHint …) never skip the question. Without a terminal
-the call is refused unless --yes approves it.
-
-If the server asks a question during the call (elicitation), it is asked
-at the terminal; without one, the call waits until someone answers it with
-"remotemcp elicitations answer" from another shell.
-
-The text of the result is printed; --json prints the whole result with
-its content blocks and their provenance. Progress and notes go to stderr.
-The exit status is 0 whenever the server answered, also when the tool
-reported an error (isError); it is non-zero when no answer came (refused,
-denied, timed out, failed). Ctrl-C cancels the call: the server is told to
-stop, but the call may or may not have run. A call is never re-sent.`,
+		Long: `Call a tool and print its result. NAME is mcp__SERVER__TOOL (see "remotemcp
+tools") or SERVER/TOOL; ARGS_JSON is a JSON object (default {}), or "-" for
+stdin. Every call needs approval: a terminal shows the server, tool,
+description, annotations (which never skip the question) and arguments;
+without one, only --yes approves. Progress goes to stderr. A server's
+question is asked at the terminal; without one, the command that answers it
+is printed. Exit status: 0 when the server answered (isError included), 1
+when the call failed or was not sent, 4 when no answer came and it may have
+run. Ctrl-C tells the server to stop. A call is never re-sent.`,
 		Example: `  remotemcp call mcp__docs__search '{"query": "oauth"}'
   remotemcp call docs/search '{"query": "oauth"}' --yes --json
   echo '{"ms": 5000}' | remotemcp call mcp__fx__slow - --yes --timeout 10s`,
 		Args: argsRange(1, 2, "NAME [ARGS_JSON|-]"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := f.check(); err != nil {
-				return err
+			name := args[0]
+			if f.timeout < 0 {
+				return usageErrorf("--timeout must be positive, e.g. --timeout 30s")
 			}
-			ctx := cmd.Context()
+			if s, t, ok := strings.Cut(name, "/"); !strings.HasPrefix(name, "mcp__") && (!ok || s == "" || t == "") {
+				return usageErrorf("NAME %q must be mcp__SERVER__TOOL or SERVER/TOOL (see \"remotemcp tools\")", name)
+			}
 			raw, fromStdin := "{}", false
 			if len(args) == 2 {
 				raw = args[1]
 			}
 			if raw == "-" {
-				b, err := io.ReadAll(io.LimitReader(a.streams.In, agent.MaxArgumentsSize+1))
+				b, err := io.ReadAll(io.LimitReader(a.streams.In, 1<<20))
 				if err != nil {
 					return fmt.Errorf("read the arguments from stdin: %w", err)
 				}
 				raw, fromStdin = string(b), true
 			}
-			callArgs, err := parseArgs(raw)
+			callArgs, err := parseObject("ARGS_JSON", raw)
 			if err != nil {
 				return err
 			}
-			if dc, err := a.daemonClient(ctx); err != nil {
-				return err
-			} else if dc != nil {
-				if fromStdin && !f.yes {
-					return fmt.Errorf("refused: the call of %s was not sent: every remote tool call needs approval, and stdin carried the arguments; add --yes to approve this call", args[0])
-				}
-				return a.callViaDaemon(ctx, dc, args[0], callArgs, f)
+			if !f.yes && fromStdin {
+				return fmt.Errorf("refused (nothing was sent): the call of %s needs approval, and stdin carried the arguments; add --yes to approve it", name)
 			}
-
-			c, err := a.open(ctx)
-			if err != nil {
-				return err
+			if !f.yes && !a.interactive() {
+				return fmt.Errorf("refused (nothing was sent): the call of %s: %w", name, errNoTerminal)
 			}
-			ct, err := resolveCall(ctx, c.Store, args[0])
-			if err != nil {
-				c.Close()
-				return err
+			req := localapi.CallRequest{Tool: name, Arguments: callArgs, Approved: f.yes}
+			if f.timeout > 0 {
+				req.Timeout = f.timeout.String()
 			}
-			// Refuse before connecting when nobody can approve.
-			if !f.yes && (!a.interactive() || fromStdin) {
-				c.Close()
-				why := errNoTerminal
-				if fromStdin {
-					why = errors.New("every remote tool call needs approval, and stdin carried the arguments; add --yes to approve this call")
-				}
-				return fmt.Errorf("refused: the call of %s was not sent: %w", args[0], why)
-			}
-			b, err := a.startBridge(ctx, c, ct.servers, bridgeOptions{
-				toolTimeout: f.timeout, approver: cliApprover{a: a, yes: f.yes}, cards: true,
-			})
-			if err != nil {
-				return err
-			}
-			defer b.Close()
-			t, err := b.findTool(ct)
-			if err != nil {
-				return err
-			}
-			res, err := b.reg.Call(ctx, t.Name, callArgs, agent.CallOptions{
-				Progress: func(p agent.Progress) { a.printProgress(t.Name, p) },
-				Timeout:  f.timeout,
-			})
-			return b.finishCall(ctx, res, err, f)
+			return a.do(func(ctx context.Context, e Engine, _ []string) error {
+				return a.call(ctx, e, req, f)
+			})(cmd, args)
 		},
 	}
-	f.register(cmd, "approve the call without asking (needed without a terminal)")
+	f.register(a, cmd, "approve the call without asking (needed without a terminal)")
 	return cmd
 }
 
-// parseArgs checks that raw is one JSON object.
-func parseArgs(raw string) (json.RawMessage, error) {
+// parseObject checks that raw is one JSON object.
+func parseObject(what, raw string) (json.RawMessage, error) {
 	t := bytes.TrimSpace([]byte(raw))
 	var obj map[string]json.RawMessage
 	dec := json.NewDecoder(bytes.NewReader(t))
@@ -144,117 +104,250 @@ func parseArgs(raw string) (json.RawMessage, error) {
 		if err != nil {
 			why = err.Error()
 		}
-		return nil, usageErrorf(`ARGS_JSON must be one JSON object such as '{"text": "hi"}' (%s)`, why)
+		return nil, usageErrorf(`%s must be one JSON object such as '{"text": "hi"}' (%s)`, what, why)
 	}
 	return json.RawMessage(t), nil
 }
 
-// callTarget is a resolved NAME: the servers it may belong to and how to
-// find the tool in the registry.
-type callTarget struct {
-	name    string
-	servers []config.Server // enabled candidates
-	// agentName is NAME in the mcp__SERVER__TOOL form; server and tool
-	// are the SERVER/TOOL form, or the split of agentName when only one
-	// server fits.
-	agentName    string
-	server, tool string
-}
-
-// resolveCall reads NAME against the configured servers. Server ids may
-// contain "__", so mcp__SERVER__TOOL may fit several; the registry's
-// unique names then decide. A disabled server or tool is refused before
-// anything connects.
-func resolveCall(ctx context.Context, st *store.SQLite, name string) (callTarget, error) {
-	ct := callTarget{name: name}
-	if s, t, ok := strings.Cut(name, "/"); ok && !strings.HasPrefix(name, "mcp__") {
-		if s == "" || t == "" {
-			return ct, usageErrorf("NAME %q must be mcp__SERVER__TOOL or SERVER/TOOL", name)
-		}
-		srv, err := enabledServer(ctx, st, s)
-		if err != nil {
-			return ct, err
-		}
-		ct.servers, ct.server, ct.tool = []config.Server{srv}, s, t
-	} else {
-		rest, ok := strings.CutPrefix(name, "mcp__")
-		if !ok {
-			return ct, usageErrorf("NAME %q must be mcp__SERVER__TOOL or SERVER/TOOL (see \"remotemcp tools\")", name)
-		}
-		all, err := st.ListServers(ctx)
-		if err != nil && !errors.Is(err, store.ErrSealOpen) {
-			return ct, fmt.Errorf("list servers: %w", err)
-		}
-		var disabled []string
-		for _, s := range all {
-			t, ok := strings.CutPrefix(rest, s.ID+"__")
-			if !ok || t == "" {
-				continue
+// call runs one tool call and renders its stream: approval, progress,
+// questions, then the result.
+func (a *app) call(ctx context.Context, e Engine, req localapi.CallRequest, f callFlags) error {
+	qctx, stop := context.WithCancel(ctx)
+	var forms sync.WaitGroup
+	h := localapi.CallHandler{
+		Approve: func(r localapi.ApprovalRequest) (localapi.Decision, error) {
+			if !a.interactive() {
+				return localapi.Decision{Reason: errNoTerminal.Error()}, nil
 			}
-			if !s.Enabled {
-				disabled = append(disabled, s.ID)
-				continue
+			a.describeCall(r)
+			return localapi.Decision{Approved: a.askYesNo(fmt.Sprintf("Allow %s to run with %s?", cell(r.Tool), clip(cell(string(r.Arguments)), 200)))}, nil
+		},
+		Progress: a.printProgress,
+		Question: func(c localapi.Card) { a.question(qctx, e, c, &forms) },
+	}
+	// Ctrl-C cancels the call in the engine; its outcome still arrives.
+	req.OperationID = "op-" + rand.Text()[:20]
+	cctx, abort := context.WithCancel(context.WithoutCancel(ctx))
+	defer abort()
+	defer context.AfterFunc(ctx, func() {
+		_ = e.CancelCall(cctx, req.OperationID)
+		time.AfterFunc(cancelGrace, abort)
+	})()
+	res, err := e.Call(cctx, req, h)
+	stop()
+	a.waitForms(&forms)
+	return a.finishCall(ctx, e, req.Tool, res, err, f)
+}
+
+// cancelGrace is how long a cancelled call may take to report its outcome.
+const cancelGrace = 5 * time.Second
+
+// formGrace bounds the wait for an inline question after its call ended.
+const formGrace = 200 * time.Millisecond
+
+func (a *app) waitForms(wg *sync.WaitGroup) {
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(formGrace):
+	}
+}
+
+// question asks a server's question at the terminal, or prints the
+// command that answers it.
+func (a *app) question(ctx context.Context, e Engine, c localapi.Card, forms *sync.WaitGroup) {
+	if a.interactive() {
+		forms.Go(func() {
+			a.formMu.Lock() // one form at a time
+			defer a.formMu.Unlock()
+			a.askQuestion(ctx, e, c)
+		})
+		return
+	}
+	w := a.streams.Err
+	fmt.Fprintf(w, "server %s asks (its own words): %s\n", cell(c.ServerID), cell(c.Message))
+	example := "{}"
+	if c.Form != nil {
+		for _, f := range c.Form.Fields {
+			fmt.Fprintf(w, "  %s\n", fieldLabel(f))
+		}
+		example = exampleAnswer(c.Form)
+	}
+	fmt.Fprintf(w, "waiting for an answer: %s elicitations answer %s accept '%s'\n", a.selfCommand(), c.ID, example)
+	fmt.Fprintf(w, "  (or: ... answer %s decline | cancel; the call waits until its timeout)\n", c.ID)
+}
+
+// describeCall shows what the approval is about.
+func (a *app) describeCall(r localapi.ApprovalRequest) {
+	w := a.streams.Err
+	fmt.Fprintf(w, "%s wants to run:\n", cell(r.Tool))
+	server := r.ServerID
+	if r.ServerName != "" && r.ServerName != r.ServerID {
+		server += " (" + r.ServerName + ")"
+	}
+	fmt.Fprintf(w, "  server:      %s\n", cell(server))
+	tool := r.ToolName
+	if r.Title != "" {
+		tool += " (" + r.Title + ")"
+	}
+	fmt.Fprintf(w, "  tool:        %s\n", cell(tool))
+	if d := firstLine(r.Description); d != "" {
+		fmt.Fprintf(w, "  description: %s (from the server)\n", clip(cell(d), 200))
+	}
+	if h := hints(r.Annotations); h != "" {
+		fmt.Fprintf(w, "  annotations: %s (the server's own hints: they do not make the call safe)\n", h)
+	}
+	fmt.Fprintf(w, "  arguments:   %s\n", cell(string(r.Arguments)))
+}
+
+// hints lists a tool's annotations: "readOnlyHint, destructiveHint=false".
+func hints(raw json.RawMessage) string {
+	var an map[string]any
+	if json.Unmarshal(raw, &an) != nil {
+		return ""
+	}
+	var h []string
+	for _, k := range []string{"title", "readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint"} {
+		switch v := an[k].(type) {
+		case string:
+			h = append(h, fmt.Sprintf("%s=%q", k, cell(v)))
+		case bool:
+			if v && k != "destructiveHint" && k != "openWorldHint" {
+				h = append(h, k)
+			} else {
+				h = append(h, fmt.Sprintf("%s=%t", k, v))
 			}
-			ct.servers = append(ct.servers, s)
-			ct.server, ct.tool = s.ID, t
 		}
-		switch {
-		case len(ct.servers) == 0 && len(disabled) > 0:
-			return ct, errDisabled(disabled[0])
-		case len(ct.servers) == 0:
-			guess, _, _ := strings.Cut(rest, "__")
-			return ct, errNoServer(guess)
-		case len(ct.servers) > 1:
-			ct.server, ct.tool = "", ""
-		}
-		ct.agentName = name
 	}
-	if len(ct.servers) == 1 && ct.servers[0].ToolDisabled(ct.tool) {
-		id := ct.server
-		return ct, fmt.Errorf("tool %q of server %s is switched off; switch it on with \"remotemcp servers set %s --enable-tool %s\"", ct.tool, id, id, ct.tool)
-	}
-	return ct, nil
+	return strings.Join(h, ", ")
 }
 
-// findTool looks the resolved NAME up in the registry, or explains why it
-// is not there: the server could not be listed, or has no such tool.
-func (b *bridge) findTool(ct callTarget) (agent.AgentTool, error) {
-	snap := b.reg.Snapshot()
-	if ct.agentName != "" {
-		if t, ok := snap.Tool(ct.agentName); ok {
-			return t, nil
-		}
-	}
-	if ct.server != "" {
-		if t, ok := snap.ToolFor(ct.server, ct.tool); ok {
-			return t, nil
-		}
-	}
-	if b.reportFailures(nil) {
-		return agent.AgentTool{}, reported
-	}
-	var names []string
-	for _, t := range snap.Tools() {
-		names = append(names, t.Name)
-	}
-	have := "no tools"
-	if len(names) > 0 {
-		have = "these tools: " + cell(strings.Join(names, ", "))
-	}
-	if ct.server != "" {
-		return agent.AgentTool{}, fmt.Errorf("server %s has no tool %q (it has %s); see \"remotemcp tools --server %s\"", ct.server, ct.tool, have, ct.server)
-	}
-	return agent.AgentTool{}, fmt.Errorf("no tool is named %q (the servers it could belong to have %s); see \"remotemcp tools\"", ct.name, have)
-}
-
-// printProgress shows a progress notification of a call on stderr.
-func (a *app) printProgress(tool string, p agent.Progress) {
-	s := fmt.Sprintf("%s: progress %g", cell(tool), p.Progress)
+// printProgress shows a progress notification on stderr.
+func (a *app) printProgress(p localapi.Progress) {
+	s := fmt.Sprintf("progress %g", p.Progress)
 	if p.Total > 0 {
 		s += fmt.Sprintf("/%g", p.Total)
 	}
 	if p.Message != "" {
-		s += " " + cell(p.Message)
+		s += ": " + cell(p.Message)
 	}
 	fmt.Fprintln(a.streams.Err, s)
+}
+
+// finishCall prints a call's outcome and returns the command's error.
+func (a *app) finishCall(ctx context.Context, e Engine, tool string, res *localapi.ToolResult, err error, f callFlags) error {
+	w := a.streams.Err
+	if res == nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return fmt.Errorf("the call of %s failed: %w", tool, err) // explain says whether it was sent
+	}
+	if a.asJSON {
+		if err := writeJSON(a.streams.Out, res); err != nil {
+			return err
+		}
+	}
+	if res.Outcome == "ok" {
+		if !a.asJSON {
+			if err := a.writePlain(a.streams.Out, res); err != nil {
+				return err
+			}
+		}
+		if res.IsError {
+			fmt.Fprintf(w, "note: tool %s reported an error (isError); the server answered, so the exit status is 0\n", cell(res.Tool))
+		}
+		return nil
+	}
+	if res.Outcome == "cancelled" && ctx.Err() != nil {
+		if res.MaybeExecuted {
+			fmt.Fprintf(w, "remotemcp: interrupted: the call of %s was cancelled while it ran; the server was told to stop, "+
+				"but the call may or may not have run. It was not re-sent.\n", cell(res.Tool))
+		} else {
+			fmt.Fprintf(w, "remotemcp: interrupted: the call of %s was cancelled before it was sent; it did not run.\n", cell(res.Tool))
+		}
+		return &exitError{code: exitInterrupted}
+	}
+	status := map[bool]string{false: " (nothing was sent)"}[res.MaybeExecuted]
+	fmt.Fprintf(w, "remotemcp: %s%s: %s\n", res.Outcome, status, cell(res.Message))
+	for _, bl := range res.Content {
+		fmt.Fprintf(w, "  %s\n", cell(bl.Text))
+	}
+	if res.Outcome == "unavailable" {
+		if s, err := e.Server(context.WithoutCancel(ctx), res.ServerID); err == nil && s.Reason != nil {
+			explain(w, &localapi.Error{Message: res.Message, Server: s})
+		}
+	}
+	if h := a.outcomeHint(ctx, e, res); h != "" {
+		fmt.Fprintf(w, "  what to do: %s\n", h)
+	}
+	if res.MaybeExecuted {
+		return &exitError{code: exitNoAnswer}
+	}
+	return reported
+}
+
+// outcomeHint says what to do after a call without an answer.
+func (a *app) outcomeHint(ctx context.Context, e Engine, res *localapi.ToolResult) string {
+	switch res.Outcome {
+	case "timeout":
+		return fmt.Sprintf("if the tool needs longer, give --timeout (e.g. --timeout 5m), or raise the server's limit with \"remotemcp servers set %s --tool-timeout 5m\"", res.ServerID)
+	case "interrupted":
+		if cards, err := e.Cards(context.WithoutCancel(ctx)); err == nil {
+			for _, c := range cards {
+				if c.OperationID == res.OperationID && c.Status == localapi.CardInterrupted {
+					return fmt.Sprintf("if re-running the tool is safe, re-send it with \"remotemcp elicitations retry %s\"", c.ID)
+				}
+			}
+		}
+		return "see \"remotemcp elicitations list\""
+	case "invalid-arguments":
+		return fmt.Sprintf("check the arguments against the tool's input schema (\"remotemcp tools --server %s --json\")", res.ServerID)
+	case "failed":
+		if res.MaybeExecuted {
+			return "check whether the call had an effect before running it again"
+		}
+	}
+	return ""
+}
+
+// writePlain prints a result's text blocks (binary ones summarised), then
+// its structured content unless a text block says the same.
+func (a *app) writePlain(out io.Writer, res *localapi.ToolResult) error {
+	var texts []string
+	for _, bl := range res.Content {
+		s := text(bl.Text)
+		if bl.Binary() {
+			s = cell(bl.Text) + " (not shown; use --json for the data)"
+		} else {
+			texts = append(texts, bl.Text)
+		}
+		if _, err := fmt.Fprintln(out, strings.TrimSuffix(s, "\n")); err != nil {
+			return err
+		}
+		truncated(a, bl)
+	}
+	if len(res.StructuredContent) > 0 && !sameJSONAsText(res.StructuredContent, texts) {
+		if err := writeJSON(out, res.StructuredContent); err != nil {
+			return err
+		}
+	}
+	printNotes(a, res.Notes)
+	return nil
+}
+
+// sameJSONAsText reports whether a text block is the JSON value raw.
+func sameJSONAsText(raw json.RawMessage, texts []string) bool {
+	var want any
+	if json.Unmarshal(raw, &want) != nil {
+		return false
+	}
+	for _, t := range texts {
+		var got any
+		if json.Unmarshal([]byte(t), &got) == nil && reflect.DeepEqual(got, want) {
+			return true
+		}
+	}
+	return false
 }

@@ -1,135 +1,78 @@
 package main
 
 import (
+	"cmp"
 	"context"
-	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/remotemcp/remotemcp"
-	"github.com/remotemcp/remotemcp/config"
-	"github.com/remotemcp/remotemcp/manager"
-	"github.com/remotemcp/remotemcp/session"
-	"github.com/remotemcp/remotemcp/store"
+	"github.com/remotemcp/remotemcp/internal/redact"
+	"github.com/remotemcp/remotemcp/localapi"
 )
 
 func newConnectCmd(a *app) *cobra.Command {
 	return &cobra.Command{
 		Use:   "connect ID",
 		Short: "Connect to a server and report what it offers",
-		Long: `Connect to a server (initialize and list its capabilities), print what it
-offers, or which step failed and what to do. Without a daemon the session
-ends when the command exits, so this checks that the server works.`,
+		Long: `Connect to a server and print what it offers, or which step failed and
+what to do. Without a daemon the session ends with the command.`,
 		Args: argsExactly(1, "ID"),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx, id := cmd.Context(), args[0]
-			if dc, err := a.daemonClient(ctx); err != nil {
-				return err
-			} else if dc != nil {
-				return a.connectViaDaemon(ctx, dc, id)
-			}
-			c, err := a.open(ctx)
-			if err != nil {
-				return err
-			}
-			return a.connectAndReport(ctx, c, id)
-		},
+		RunE: a.do(func(ctx context.Context, e Engine, args []string) error {
+			return a.connectAndReport(ctx, e, args[0])
+		}),
 	}
 }
 
-// connectOne starts a manager for server id over the opened data
-// directory c and connects it, showing progress on stderr. It takes
-// ownership of c: on success l.Close closes it, on failure it is closed
-// already and the attributed reason has been printed.
-func (a *app) connectOne(ctx context.Context, c *remotemcp.Client, id string) (*live, config.Server, error) {
-	srv, err := getServer(ctx, c.Store, id)
-	if err == nil && !srv.Enabled {
-		err = fmt.Errorf("server %s is disabled; enable it with \"remotemcp servers enable %s\"", id, id)
-	}
-	if err != nil {
-		c.Close()
-		return nil, config.Server{}, err
-	}
-	l, err := a.startManager(ctx, c, []string{id}, 0)
-	if err != nil {
-		c.Close()
-		return nil, config.Server{}, err
-	}
-	fmt.Fprintf(a.streams.Err, "connecting to %s (%s)…\n", id, cell(srv.URL))
-	if err := l.m.Connect(ctx, id); err != nil {
-		err = a.connectFailed(ctx, l.m, srv, err)
-		l.Close()
-		return nil, config.Server{}, err
-	}
-	return l, srv, nil
-}
-
-// connectAndReport connects server id in-process (taking ownership of
-// c), lists its catalog and prints "ready: …" or the attributed failure.
-func (a *app) connectAndReport(ctx context.Context, c *remotemcp.Client, id string) error {
-	l, srv, err := a.connectOne(ctx, c, id)
+// connectAndReport connects server id and prints "ready: …".
+func (a *app) connectAndReport(ctx context.Context, e Engine, id string) error {
+	fmt.Fprintf(a.streams.Err, "connecting to %s…\n", id)
+	s, err := e.Connect(ctx, id)
 	if err != nil {
 		return err
 	}
-	defer l.Close()
-	cat, err := l.m.Catalog(ctx, id)
-	if err != nil {
-		return a.connectFailed(ctx, l.m, srv, err)
+	if s.State != localapi.StateReady {
+		msg := fmt.Sprintf("server %s is %s", id, s.State)
+		if s.Reason != nil {
+			msg += ": " + describeReason(*s.Reason)
+		}
+		return &localapi.Error{Code: localapi.CodeUnavailable, Message: msg, Server: s}
 	}
-	fmt.Fprintf(a.streams.Out, "ready: %s\n", describeCatalog(cat))
-	return nil
-}
-
-// connectFailed reports a failed connect of srv and returns the command's
-// error.
-func (a *app) connectFailed(ctx context.Context, m *manager.Manager, srv config.Server, err error) error {
-	if ctx.Err() != nil {
-		return ctx.Err()
+	what := plural(s.ToolCount, "tool", "tools")
+	if p, err := e.Prompts(ctx, id); err == nil {
+		what += ", " + plural(len(p), "prompt", "prompts")
 	}
-	reportFailure(a.streams.Err, srv, reasonOf(m, srv.ID, err), err)
-	return reported
-}
-
-// describeCatalog summarizes a catalog: "3 tools, 1 prompt, 2 resources".
-func describeCatalog(c *session.Catalog) string {
-	s := fmt.Sprintf("%s, %s, %s", plural(len(c.Tools), "tool", "tools"),
-		plural(len(c.Prompts), "prompt", "prompts"), plural(len(c.Resources), "resource", "resources"))
-	if n := len(c.Templates); n > 0 {
-		s += fmt.Sprintf(" (and %s)", plural(n, "resource template", "resource templates"))
+	if r, err := e.Resources(ctx, localapi.ResourcesRequest{ServerID: id}); err == nil {
+		n := 0
+		for _, x := range r {
+			if !x.Template {
+				n++
+			}
+		}
+		what += ", " + plural(n, "resource", "resources")
+		if len(r) > n {
+			what += " (and " + plural(len(r)-n, "resource template", "resource templates") + ")"
+		}
 	}
-	return s
+	_, err = fmt.Fprintf(a.streams.Out, "ready: %s\n", what)
+	return err
 }
 
 func newDisconnectCmd(a *app) *cobra.Command {
 	return &cobra.Command{
 		Use:   "disconnect ID",
-		Short: "Disconnect a server in the daemon (without one there is no live session)",
+		Short: "Disconnect a server (in the daemon; without one no session outlives a command)",
 		Args:  argsExactly(1, "ID"),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx, id := cmd.Context(), args[0]
-			if dc, err := a.daemonClient(ctx); err != nil {
-				return err
-			} else if dc != nil {
-				if _, err := dc.Disconnect(ctx, id); err != nil {
-					return fmt.Errorf("disconnect %s: %w", id, err)
-				}
-				fmt.Fprintf(a.streams.Err, "disconnected %s\n", id)
-				return nil
-			}
-			c, err := a.open(ctx)
-			if err != nil {
+		RunE: a.do(func(ctx context.Context, e Engine, args []string) error {
+			if _, err := e.Disconnect(ctx, args[0]); err != nil {
 				return err
 			}
-			defer c.Close()
-			if _, err := getServer(ctx, c.Store, id); err != nil && !errors.Is(err, store.ErrSealOpen) {
-				return err
-			}
-			fmt.Fprintf(a.streams.Out, "%s has no live session to close: without a running daemon, each remotemcp command connects on its own and disconnects when it exits\n", id)
-			return nil
-		},
+			_, err := fmt.Fprintf(a.streams.Out, "disconnected %s\n", args[0])
+			return err
+		}),
 	}
 }
 
@@ -137,88 +80,95 @@ func newDisconnectCmd(a *app) *cobra.Command {
 const defaultStatusWait = 15 * time.Second
 
 func newStatusCmd(a *app) *cobra.Command {
-	var (
-		asJSON bool
-		wait   time.Duration
-	)
-	cmd := &cobra.Command{
-		Use:   "status",
-		Short: "Connect every enabled server and show its live state",
-		Long: `Connect every enabled server in parallel (each for at most --timeout) and
-print its state, the reason of a failure (class, step and message) and its
-tool count. The JSON objects have the fields of "servers list --json".`,
-		Args: argsExactly(0, ""),
-		RunE: func(cmd *cobra.Command, _ []string) error {
+	var wait time.Duration
+	cmd := a.jsonFlag(&cobra.Command{
+		Use:   "status [ID...]",
+		Short: "Show the live state of every server, or of the named ones",
+		Long: `Print each server's state (disconnected, connecting, ready, reconnecting,
+idle, needs-auth or error), why it failed, and its tool count: the daemon's
+live view, or without one after connecting the enabled servers. --json
+prints the objects of "servers list --json". Exit status 3 when a server
+named on the command line is in error or needs-auth.`,
+		RunE: a.do(func(ctx context.Context, e Engine, ids []string) error {
 			if wait <= 0 {
 				return usageErrorf("--timeout must be positive")
 			}
-			ctx := cmd.Context()
-			if dc, err := a.daemonClient(ctx); err != nil {
-				return err
-			} else if dc != nil {
-				return a.listViaDaemon(ctx, dc, asJSON)
+			servers, err := pick(ctx, e, ids)
+			if err == nil && a.inProcess {
+				wctx, cancel := context.WithTimeout(ctx, wait)
+				var wg sync.WaitGroup
+				for _, s := range servers {
+					if s.Enabled {
+						wg.Go(func() { _, _ = e.Connect(wctx, s.ID) })
+					}
+				}
+				wg.Wait()
+				cancel()
+				servers, err = pick(ctx, e, ids)
 			}
-			c, err := a.open(ctx)
 			if err != nil {
 				return err
 			}
-			servers, err := c.Store.ListServers(ctx)
-			if err != nil && !errors.Is(err, store.ErrSealOpen) {
-				c.Close()
-				return fmt.Errorf("list servers: %w", err)
-			}
-			l, err := a.startManager(ctx, c, nil, wait)
-			if err != nil {
-				c.Close()
+			if err := a.printServers(servers); err != nil {
 				return err
 			}
-			defer l.Close()
-
-			var enabled []string
 			for _, s := range servers {
-				if s.Enabled {
-					enabled = append(enabled, s.ID)
+				if s.State.NotReady() && len(ids) > 0 {
+					return &exitError{code: exitNotReady, err: fmt.Errorf("server %s is %s", s.ID, s.State)}
 				}
 			}
-			if len(enabled) > 0 {
-				fmt.Fprintf(a.streams.Err, "connecting to %s (waiting up to %s)…\n", plural(len(enabled), "server", "servers"), wait)
-			}
-			// The handshake timeout is the bound; the extra seconds let
-			// attempts report their own timeout instead of being cut off.
-			wctx, cancel := context.WithTimeout(ctx, wait+2*time.Second)
-			defer cancel()
-			var wg sync.WaitGroup
-			for _, id := range enabled {
-				wg.Go(func() { _ = l.m.Connect(wctx, id) })
-			}
-			wg.Wait()
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
-
-			byID := map[string]manager.ServerStatus{}
-			for _, st := range l.m.Status() {
-				byID[st.ID] = st
-			}
-			rows := make([]serverRow, 0, len(servers))
-			for _, s := range servers {
-				if st, ok := byID[s.ID]; ok {
-					rows = append(rows, rowOfStatus(st))
-				} else {
-					rows = append(rows, rowOfConfig(s))
-				}
-			}
-			if asJSON {
-				return writeJSON(a.streams.Out, rows)
-			}
-			if len(rows) == 0 {
-				fmt.Fprintln(a.streams.Err, "no servers configured; add one with \"remotemcp servers add ID URL\"")
-				return nil
-			}
-			return writeServerTable(a.streams.Out, rows, true)
-		},
-	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print a JSON array")
+			return nil
+		}),
+	}, "print a JSON array")
 	cmd.Flags().DurationVar(&wait, "timeout", defaultStatusWait, "how long to wait for each server")
 	return cmd
+}
+
+// pick lists the servers named by ids, in their order (none: all).
+func pick(ctx context.Context, e Engine, ids []string) ([]localapi.Server, error) {
+	servers, err := e.Servers(ctx)
+	if err != nil || len(ids) == 0 {
+		return servers, err
+	}
+	var out []localapi.Server
+	for _, id := range ids {
+		i := slices.IndexFunc(servers, func(s localapi.Server) bool { return s.ID == id })
+		if i < 0 {
+			_, err := e.Server(ctx, id)
+			return nil, cmp.Or(err, fmt.Errorf("no server %q", id))
+		}
+		out = append(out, servers[i])
+	}
+	return out, nil
+}
+
+func newLogsCmd(a *app) *cobra.Command {
+	return a.jsonFlag(&cobra.Command{
+		Use:   "logs ID",
+		Short: "Show a server's last 50 HTTP exchanges (no secrets)",
+		Long: `Show the server's last 50 HTTP exchanges (no headers, bodies or secrets):
+the daemon's log, or without one the exchanges of connecting now.`,
+		Args: argsExactly(1, "ID"),
+		RunE: a.do(func(ctx context.Context, e Engine, args []string) error {
+			id := args[0]
+			if a.inProcess {
+				if _, err := e.Server(ctx, id); err != nil {
+					return err
+				}
+				cctx, cancel := context.WithTimeout(ctx, defaultStatusWait)
+				if _, err := e.Connect(cctx, id); err != nil && ctx.Err() == nil {
+					fmt.Fprintf(a.streams.Err, "connect failed: %s\n", cell(redact.Text(err.Error())))
+				}
+				cancel()
+			}
+			log, err := e.Log(ctx, id)
+			if err != nil {
+				return err
+			}
+			return printList(a, log, "no exchanges recorded yet", "TIME\tHTTP\tRPC\tSTATUS\tMS\tERROR", func(x localapi.LogEntry) string {
+				return fmt.Sprintf("%s\t%s\t%s\t%s\t%.1f\t%s", x.Time.Format(time.TimeOnly), x.HTTPMethod, cell(orDash(x.RPCMethod)),
+					orDash(map[bool]string{true: fmt.Sprint(x.Status)}[x.Status != 0]), x.Millis, cell(x.Error))
+			})
+		}),
+	}, "print a JSON array")
 }

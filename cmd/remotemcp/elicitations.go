@@ -2,151 +2,193 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
-	"io"
+	"slices"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/remotemcp/remotemcp/elicit"
-	"github.com/remotemcp/remotemcp/store"
+	"github.com/remotemcp/remotemcp/localapi"
 )
 
 // newElicitationsCmd is `remotemcp elicitations …`: the questions servers
-// asked during tool calls (R6.1) and the calls they interrupted (R6.2).
+// ask during tool calls and the calls they interrupted.
 func newElicitationsCmd(a *app) *cobra.Command {
-	cmd := &cobra.Command{
-		Use:     "elicitations",
-		Aliases: []string{"elicitation", "cards"},
-		Short:   "List and answer the questions servers ask during tool calls; retry interrupted calls",
-		Long: `A server may ask a question while one of its tools runs (elicitation). The
-question becomes a card: "remotemcp call" asks it at the terminal, or,
-without one, waits while the card is answered from another shell with
-"remotemcp elicitations answer". A card whose process ended before the
-call finished is interrupted: the answer never reached the server, and the
-call is re-sent only when you confirm it with "elicitations retry".`,
-		Args: noSubcommand,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			return cmd.Help()
-		},
-	}
-	cmd.AddCommand(newElicitationsListCmd(a), newElicitationsAnswerCmd(a), newElicitationsRetryCmd(a))
+	cmd := group("elicitations", "List and answer the questions servers ask during tool calls; retry interrupted calls",
+		`A question a server asks during a call becomes a card: "call" asks it at the
+terminal or prints the "elicitations answer" command. A card whose process
+ended is interrupted; its call is re-sent only with "elicitations retry".`,
+		newElicitationsListCmd(a), newElicitationsAnswerCmd(a), newElicitationsRetryCmd(a))
+	cmd.Aliases = []string{"elicitation", "cards"}
 	return cmd
-}
-
-// cardRow is one card in `elicitations list --json`.
-type cardRow struct {
-	ID      string        `json:"id"`
-	Server  string        `json:"server"`
-	Tool    string        `json:"tool"`
-	Message string        `json:"message"`
-	Created time.Time     `json:"created"`
-	Status  elicit.Status `json:"status"`
-	// Reason says why a card is interrupted.
-	Reason string `json:"reason,omitempty"`
-}
-
-// liveness remembers which card owners still run.
-type liveness struct {
-	ctx   context.Context
-	st    *store.SQLite
-	known map[string]bool
-}
-
-func newLiveness(ctx context.Context, st *store.SQLite) *liveness {
-	return &liveness{ctx: ctx, st: st, known: map[string]bool{}}
-}
-
-func (l *liveness) alive(owner string) bool {
-	v, ok := l.known[owner]
-	if !ok {
-		v = ownerAlive(l.ctx, l.st, owner)
-		l.known[owner] = v
-	}
-	return v
-}
-
-// Reasons of cards whose process is gone but that no process has closed
-// yet (the next command that opens the cards records them so).
-const (
-	reasonGonePending = "the remotemcp process that asked is gone, so an answer can no longer reach the server"
-	reasonGoneRunning = "the remotemcp process ended before the tool call finished; its result was lost"
-)
-
-// effectiveStatus is a card's status as the person should see it: a card
-// whose process is gone is interrupted even before a process records it
-// so. show is false for finished cards.
-func effectiveStatus(c elicit.Card, l *liveness) (st elicit.Status, reason string, show bool) {
-	switch {
-	case c.Status == elicit.StatusPending:
-		if l.alive(c.Owner) {
-			return elicit.StatusPending, "", true
-		}
-		return elicit.StatusInterrupted, reasonGonePending, true
-	case c.Status == elicit.StatusInterrupted:
-		return c.Status, c.Reason, !c.Resent
-	case !c.Settled && !l.alive(c.Owner):
-		return elicit.StatusInterrupted, reasonGoneRunning, true
-	}
-	return c.Status, c.Reason, false
 }
 
 func newElicitationsListCmd(a *app) *cobra.Command {
-	var asJSON bool
-	cmd := &cobra.Command{
+	return a.jsonFlag(&cobra.Command{
 		Use:     "list",
 		Aliases: []string{"ls"},
 		Short:   "List the questions waiting for an answer and the interrupted calls",
-		Long: `List the pending cards (a call is waiting for the answer) and the
-interrupted ones (the call ended without it; see "elicitations retry"):
-id, server, tool, the server's message, when it was asked and the status.`,
+		Long: `List the pending and interrupted cards. --json prints an array (id,
+serverId, tool, message, form, status, reason, created …).`,
 		Args: argsExactly(0, ""),
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx := cmd.Context()
-			if dc, err := a.daemonClient(ctx); err != nil {
-				return err
-			} else if dc != nil {
-				return a.listCardsViaDaemon(ctx, dc, asJSON)
-			}
-			c, err := a.open(ctx)
+		RunE: a.do(func(ctx context.Context, e Engine, _ []string) error {
+			all, err := e.Cards(ctx)
+			cards := slices.DeleteFunc(all, func(c localapi.Card) bool {
+				return c.Status != localapi.CardPending && (c.Status != localapi.CardInterrupted || c.Resent)
+			})
 			if err != nil {
 				return err
 			}
-			defer c.Close()
-			cards, err := storedCards(ctx, c.Store)
-			if err != nil {
-				return err
-			}
-			l := newLiveness(ctx, c.Store)
-			rows := []cardRow{}
-			for _, card := range cards {
-				st, reason, show := effectiveStatus(card, l)
-				if show {
-					rows = append(rows, cardRow{ID: card.ID, Server: card.ServerID, Tool: card.Tool, Message: card.Message,
-						Created: card.Created, Status: st, Reason: reason})
+			return printList(a, cards, "no questions are waiting for an answer, and no call was interrupted",
+				"ID\tSTATUS\tSERVER\tTOOL\tCREATED\tMESSAGE", func(c localapi.Card) string {
+					return strings.Join([]string{cell(c.ID), c.Status, cell(c.ServerID), cell(orDash(c.Tool)),
+						c.Created.Local().Format(time.DateTime), clip(cell(c.Message), 80)}, "\t")
+				})
+		}),
+	}, "print a JSON array")
+}
+
+func newElicitationsAnswerCmd(a *app) *cobra.Command {
+	return &cobra.Command{
+		Use:   "answer ID accept [CONTENT_JSON] | decline | cancel",
+		Short: "Answer a question a server asked during a tool call",
+		Long: `Answer a pending card: accept with a JSON object checked against the form
+(missing fields take their defaults), decline or cancel. The waiting call
+goes on in its own process.`,
+		Example: `  remotemcp elicitations answer el-ABC accept '{"name": "Ada"}'
+  remotemcp elicitations answer el-ABC decline`,
+		Args: argsRange(2, 3, "ID accept [CONTENT_JSON] | decline | cancel"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			id, ans := args[0], localapi.Answer{Action: strings.ToLower(args[1])}
+			switch ans.Action {
+			case "accept":
+				raw := "{}"
+				if len(args) == 3 {
+					raw = args[2]
 				}
+				obj, err := parseObject("CONTENT_JSON", raw)
+				if err != nil {
+					return err
+				}
+				if err := json.Unmarshal(obj, &ans.Content); err != nil {
+					return usageErrorf("CONTENT_JSON: %s", err)
+				}
+			case "decline", "cancel":
+				if len(args) == 3 {
+					return usageErrorf("%s takes no content; only accept does", ans.Action)
+				}
+			default:
+				return usageErrorf("the answer must be accept, decline or cancel, got %q", args[1])
 			}
-			if asJSON {
-				return writeJSON(a.streams.Out, rows)
-			}
-			if len(rows) == 0 {
-				fmt.Fprintln(a.streams.Err, "no questions are waiting for an answer, and no call was interrupted")
-				return nil
-			}
-			return writeCardTable(a.streams.Out, rows)
+			return a.do(func(ctx context.Context, e Engine, _ []string) error {
+				err := e.Answer(ctx, id, ans)
+				if le, ok := localapi.AsError(err); ok && len(le.Problems) > 0 {
+					for _, p := range le.Problems {
+						fmt.Fprintf(a.streams.Err, "  field %q: %s\n", p.Field, cell(p.Problem))
+					}
+					if c, cerr := e.Card(ctx, id); cerr == nil && c.Form != nil {
+						fmt.Fprintln(a.streams.Err, "the form's fields:")
+						for _, f := range c.Form.Fields {
+							fmt.Fprintf(a.streams.Err, "  %s\n", fieldLabel(f))
+						}
+					}
+				}
+				if c, cerr := e.Card(ctx, id); err != nil && cerr == nil && c.Status == localapi.CardInterrupted && !c.Resent {
+					return fmt.Errorf("%w; the answer can no longer reach the server: if running the tool again is safe, re-send the call with \"remotemcp elicitations retry %s\"", err, id)
+				}
+				if err != nil {
+					return err
+				}
+				_, err = fmt.Fprintf(a.streams.Out, "answered %s: %s\n", id, ans.Action)
+				return err
+			})(cmd, args)
 		},
 	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print a JSON array")
+}
+
+func newElicitationsRetryCmd(a *app) *cobra.Command {
+	var f callFlags
+	cmd := &cobra.Command{
+		Use:   "retry ID",
+		Short: "Re-send the tool call of an interrupted card, once, after you confirm it is safe",
+		Long: `Re-send an interrupted card's call, once, after you confirm that running it
+again is safe (its first run may have had effects); without a terminal,
+--yes confirms. The confirmation approves the call.`,
+		Example: `  remotemcp elicitations retry el-ABC
+  remotemcp elicitations retry el-ABC --yes --json`,
+		Args: argsExactly(1, "ID"),
+		RunE: a.do(func(ctx context.Context, e Engine, args []string) error {
+			id := args[0]
+			c, err := e.Card(ctx, id)
+			if err != nil {
+				return err
+			}
+			name := "mcp__" + c.ServerID + "__" + c.Tool
+			switch {
+			case c.Status == localapi.CardPending:
+				return fmt.Errorf("card %s is still waiting for an answer: answer it with \"remotemcp elicitations answer %s accept|decline|cancel\" instead", id, id)
+			case c.Status != localapi.CardInterrupted:
+				return fmt.Errorf("card %s is %s, not interrupted: its call finished, so there is nothing to re-send", id, c.Status)
+			case c.Resent:
+				return fmt.Errorf("card %s: its call was already re-sent once", id)
+			case !f.yes && !a.interactive():
+				return fmt.Errorf("refused: re-sending the call of card %s needs your confirmation that running %s again is safe, "+
+					"and stdin is not a terminal to ask on; run the command in a terminal, or add --yes to confirm; nothing was sent", id, name)
+			case !f.yes:
+				fmt.Fprintf(a.streams.Err, "card %s: %s\n", id, cell(orDash(c.FailureMessage)))
+				a.describeCall(localapi.ApprovalRequest{Tool: name, ServerID: c.ServerID, ToolName: c.Tool, Arguments: c.Arguments})
+				if !a.askYesNo(fmt.Sprintf("Re-send %s with %s? It may already have had its effect once.", cell(name), clip(cell(string(c.Arguments)), 200))) {
+					fmt.Fprintf(a.streams.Err, "remotemcp: not confirmed: the call of card %s was not re-sent\n", id)
+					return reported
+				}
+			}
+			qctx, stop := context.WithCancel(ctx)
+			var forms sync.WaitGroup
+			started := time.Now().Add(-time.Second)
+			watching := a.watchQuestions(qctx, e, &forms, func(q localapi.Card) bool {
+				return q.ServerID == c.ServerID && q.Tool == c.Tool && q.Created.After(started)
+			})
+			res, err := e.Retry(ctx, id, true)
+			stop()
+			select {
+			case <-watching:
+			case <-time.After(formGrace):
+			}
+			a.waitForms(&forms)
+			return a.finishCall(ctx, e, name, res, err, f)
+		}),
+	}
+	f.register(a, cmd, "confirm that re-sending is safe without asking (needed without a terminal)")
 	return cmd
 }
 
-// writeCardTable prints ID, STATUS, SERVER, TOOL, CREATED and MESSAGE.
-func writeCardTable(w io.Writer, rows []cardRow) error {
-	tw := newTable(w)
-	fmt.Fprintln(tw, "ID\tSTATUS\tSERVER\tTOOL\tCREATED\tMESSAGE")
-	for _, r := range rows {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", cell(r.ID), r.Status, cell(r.Server), cell(orDash(r.Tool)),
-			r.Created.Local().Format(time.DateTime), clip(cell(r.Message), 80))
+// watchQuestions presents new matching questions while ctx lasts (a
+// re-sent call has no stream); the channel closes when it stops.
+func (a *app) watchQuestions(ctx context.Context, e Engine, forms *sync.WaitGroup, match func(localapi.Card) bool) <-chan struct{} {
+	done := make(chan struct{})
+	events, err := e.Subscribe(ctx)
+	if err != nil {
+		close(done)
+		return done
 	}
-	return tw.Flush()
+	go func() {
+		defer close(done)
+		seen := map[string]bool{}
+		for ev := range events {
+			var cards []localapi.Card
+			if ev.Type != localapi.EventCards || json.Unmarshal(ev.Data, &cards) != nil {
+				continue
+			}
+			for _, c := range cards {
+				if c.Status == localapi.CardPending && !seen[c.ID] && match(c) && ctx.Err() == nil {
+					seen[c.ID] = true
+					a.question(ctx, e, c, forms)
+				}
+			}
+		}
+	}()
+	return done
 }

@@ -8,9 +8,7 @@ import (
 	"github.com/remotemcp/remotemcp/internal/redact"
 )
 
-// newLogger returns the logger of one invocation: text on stderr, warnings
-// and errors only unless verbose, with secrets redacted from every
-// attribute.
+// newLogger logs text on w (debug when verbose), secrets redacted.
 func newLogger(w io.Writer, verbose bool) *slog.Logger {
 	level := slog.LevelWarn
 	if verbose {
@@ -22,9 +20,8 @@ func newLogger(w io.Writer, verbose bool) *slog.Logger {
 // sensitiveKeys are parts of attribute keys whose values are never logged.
 var sensitiveKeys = []string{"token", "secret", "authorization", "password", "cookie", "bearer", "apikey", "api_key", "verifier"}
 
-// redactAttr is a slog ReplaceAttr that hides secrets: the whole value of a
-// sensitive key, and bearer tokens or secret query parameters inside any
-// string or error value.
+// redactAttr hides the values of sensitive keys, and bearer tokens and
+// secret query parameters inside strings and errors.
 func redactAttr(_ []string, a slog.Attr) slog.Attr {
 	k := strings.ToLower(a.Key)
 	for _, s := range sensitiveKeys {
@@ -35,16 +32,13 @@ func redactAttr(_ []string, a slog.Attr) slog.Attr {
 	v := a.Value.Resolve()
 	switch v.Kind() {
 	case slog.KindString:
-		if r := redactText(v.String()); r != v.String() {
+		if r := redact.Text(v.String()); r != v.String() {
 			return slog.String(a.Key, r)
 		}
 	case slog.KindAny:
 		if err, ok := v.Any().(error); ok {
-			return slog.String(a.Key, redactText(err.Error()))
+			return slog.String(a.Key, redact.Text(err.Error()))
 		}
 	}
 	return a
 }
-
-// redactText replaces bearer tokens and secret query parameters in s.
-func redactText(s string) string { return redact.Text(s) }

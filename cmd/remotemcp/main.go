@@ -1,15 +1,10 @@
-// Command remotemcp manages and uses remote MCP servers (Streamable HTTP)
-// from the command line: it edits the stored server list, imports other
-// clients' configs, connects, lists tools and calls them (each call
-// approved), runs prompts, searches and reads resources, and answers the
-// questions servers ask during calls (elicitation cards).
-//
-// Without a running daemon every command works in-process: it opens the data
-// directory, connects what it needs and disconnects when it exits.
-//
-// stdout carries results only (tables, JSON, tool output) so that it can be
-// piped; progress, warnings and errors go to stderr. The exit status is 0 on
-// success, 1 when the command failed and 2 for a usage error.
+// Command remotemcp manages and uses remote MCP servers from the command
+// line. Every command is flags, one or two calls of the local API
+// (localapi.Engine, always through a *localapi.Client) and rendering: with
+// a daemon running the client talks to it over its Unix socket; without one
+// (or with --no-daemon) the command serves the same API in-process for its
+// own length. stdout carries results only; progress, questions and errors
+// go to stderr. Exit statuses are localapi's.
 package main
 
 import (
@@ -27,13 +22,12 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/remotemcp/remotemcp"
-	"github.com/remotemcp/remotemcp/session"
+	"github.com/remotemcp/remotemcp/localapi"
 )
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	// After the first signal, a second one kills the process the usual way.
-	context.AfterFunc(ctx, stop)
+	context.AfterFunc(ctx, stop) // a second signal kills the process
 	code := run(ctx, os.Args[1:], Streams{In: os.Stdin, Out: os.Stdout, Err: os.Stderr}, os.LookupEnv)
 	stop()
 	os.Exit(code)
@@ -44,26 +38,24 @@ type Streams struct {
 	In  io.Reader
 	Out io.Writer
 	Err io.Writer
-	// Terminal marks In as an interactive terminal whatever its type (tests
-	// and embedders that relay a terminal); otherwise In is a terminal when
-	// it is an *os.File on a character device.
+	// Terminal marks In as an interactive terminal whatever its type.
 	Terminal bool
 }
 
 // Env looks up an environment variable, like os.LookupEnv.
 type Env func(key string) (string, bool)
 
-// Exit statuses.
+// Exit statuses: localapi's table, and the shell's for SIGINT.
 const (
-	exitOK    = 0
-	exitFail  = 1
-	exitUsage = 2
-	// exitInterrupted is the shell's status for a command ended by SIGINT.
+	exitOK          = localapi.ExitOK
+	exitFail        = localapi.ExitFailed
+	exitUsage       = localapi.ExitUsage
+	exitNotReady    = localapi.ExitNotReady
+	exitNoAnswer    = localapi.ExitNoAnswer
 	exitInterrupted = 130
 )
 
-// exitError carries an exit status. A nil err means the problem has already
-// been reported on stderr.
+// exitError carries an exit status; a nil err was reported already.
 type exitError struct {
 	code int
 	err  error
@@ -86,8 +78,7 @@ func usageErrorf(format string, args ...any) error {
 	return &exitError{code: exitUsage, err: fmt.Errorf(format, args...)}
 }
 
-// run executes one command line and returns its exit status; errors are
-// printed to s.Err.
+// run executes one command line and returns its exit status.
 func run(ctx context.Context, args []string, s Streams, env Env) int {
 	root := newRootCmd(s, env)
 	root.SetArgs(args)
@@ -108,22 +99,28 @@ func run(ctx context.Context, args []string, s Streams, env Env) int {
 		fmt.Fprintln(s.Err, "remotemcp: interrupted")
 		return exitInterrupted
 	}
-	fmt.Fprintf(s.Err, "remotemcp: %s\n", err)
+	fmt.Fprintf(s.Err, "remotemcp: %s\n", cell(err.Error()))
+	if le, ok := localapi.AsError(err); ok {
+		explain(s.Err, le)
+	}
 	return code
 }
 
-// app is the state of one invocation: its streams, environment and global
-// flags. Nothing is kept between invocations.
+// app is the state of one invocation.
 type app struct {
 	streams  Streams
 	env      Env
-	dataDir  string
+	dataDir  string // --data-dir
 	verbose  bool
 	noDaemon bool // --no-daemon: always work in-process
 	log      *slog.Logger
 
-	inMu sync.Mutex
-	in   *bufio.Reader // lines typed at prompts; see readLine
+	inProcess bool // the command's engine runs in this process
+	asJSON    bool // --json
+
+	inMu   sync.Mutex
+	in     *bufio.Reader // lines typed at prompts; see readLine
+	formMu sync.Mutex    // one question at a time on the terminal
 }
 
 // lockedWriter serializes writes to w.
@@ -143,8 +140,6 @@ func newRootCmd(s Streams, env Env) *cobra.Command {
 	if env == nil {
 		env = func(string) (string, bool) { return "", false }
 	}
-	// Progress, prompts and results may be written from several goroutines
-	// (progress notifications, elicitation prompts); each write is whole.
 	s.Out, s.Err = &lockedWriter{w: s.Out}, &lockedWriter{w: s.Err}
 	a := &app{streams: s, env: env, log: slog.New(slog.DiscardHandler)}
 	root := &cobra.Command{
@@ -153,20 +148,30 @@ func newRootCmd(s Streams, env Env) *cobra.Command {
 		Long: `remotemcp keeps a list of remote MCP servers, connects to them over
 Streamable HTTP, lists their tools and calls them.
 
-Tokens are never taken from the command line: give them with --bearer-env
-(an environment variable) or --bearer-stdin, and they are stored encrypted
-in the data directory.`,
+With "remotemcp serve" running, every command goes through that daemon;
+without it, each command does its work in-process and connects only the
+servers it needs. Tokens are never taken from the command line: give them
+with --bearer-env (an environment variable) or --bearer-stdin, and they are
+stored encrypted in the data directory.
+
+Exit statuses: 0 ok (a tool's own isError answer included), 1 failed,
+2 usage error, 3 "status ID" found the server in error or needs-auth,
+4 a tool call got no answer (it may have run; it is never re-sent).`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Version:       remotemcp.Version,
-		PersistentPreRun: func(cmd *cobra.Command, _ []string) {
-			a.log = newLogger(s.Err, a.verbose)
+		Args:          noSubcommand,
+		RunE:          func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
+		PersistentPreRun: func(*cobra.Command, []string) {
+			if a.verbose {
+				a.log = newLogger(s.Err, true)
+			}
 		},
 	}
 	root.SetIn(s.In)
 	root.SetOut(s.Out)
 	root.SetErr(s.Err)
-	root.SetVersionTemplate("remotemcp {{.Version}}\n")
+	root.SetVersionTemplate(versionLine() + "\n")
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
 		return usageErrorf("%s (see \"%s --help\")", err, cmd.CommandPath())
 	})
@@ -176,48 +181,48 @@ in the data directory.`,
 	pf.BoolVar(&a.noDaemon, "no-daemon", false, "work in-process even when a daemon runs on the data directory")
 
 	root.AddCommand(
-		newServersCmd(a),
-		newConnectCmd(a),
-		newAuthCmd(a),
-		newGrantsCmd(a),
-		newServeCmd(a),
-		newLogsCmd(a),
-		newOpenCmd(a),
-		newDisconnectCmd(a),
-		newStatusCmd(a),
-		newToolsCmd(a),
-		newCallCmd(a),
-		newPromptsCmd(a),
-		newPromptCmd(a),
-		newResourcesCmd(a),
-		newReadCmd(a),
-		newElicitationsCmd(a),
-		newVersionCmd(a),
+		newServersCmd(a), newConnectCmd(a), newDisconnectCmd(a), newStatusCmd(a),
+		newAuthCmd(a), newGrantsCmd(a), newServeCmd(a), newOpenCmd(a), newLogsCmd(a),
+		newToolsCmd(a), newCallCmd(a), newPromptsCmd(a), newPromptCmd(a),
+		newResourcesCmd(a), newReadCmd(a), newElicitationsCmd(a),
+		&cobra.Command{
+			Use:   "version",
+			Short: "Print the remotemcp version (the same as --version)",
+			Args:  argsExactly(0, ""),
+			RunE: func(*cobra.Command, []string) error {
+				_, err := fmt.Fprintln(a.streams.Out, versionLine())
+				return err
+			},
+		},
 	)
 	return root
 }
 
-// newVersionCmd prints the version.
-func newVersionCmd(a *app) *cobra.Command {
-	return &cobra.Command{
-		Use:   "version",
-		Short: "Print the remotemcp version",
-		Args:  argsExactly(0, ""),
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			fmt.Fprintf(a.streams.Out, "remotemcp %s (MCP protocol %s)\n", remotemcp.Version, session.ProtocolVersion)
-			return nil
-		},
+// versionLine is what both "version" and "--version" print.
+func versionLine() string { return "remotemcp " + remotemcp.Version }
+
+// group makes a command that only groups subcommands.
+func group(use, short, long string, sub ...*cobra.Command) *cobra.Command {
+	cmd := &cobra.Command{
+		Use: use, Short: short, Long: long, Args: noSubcommand,
+		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
+	cmd.AddCommand(sub...)
+	return cmd
 }
 
-// argsExactly checks the number of positional arguments; names describes
-// them for the usage error ("ID URL").
+// argsExactly checks the number of positional arguments.
 func argsExactly(n int, names string) cobra.PositionalArgs {
+	return argsRange(n, n, names)
+}
+
+// argsRange checks for lo to hi positional arguments (hi < 0: any).
+func argsRange(lo, hi int, names string) cobra.PositionalArgs {
 	return func(cmd *cobra.Command, args []string) error {
-		if len(args) == n {
+		if len(args) >= lo && (hi < 0 || len(args) <= hi) {
 			return nil
 		}
-		if n == 0 {
+		if hi == 0 {
 			return usageErrorf("%s takes no arguments, got %q", cmd.CommandPath(), args)
 		}
 		return usageErrorf("usage: %s %s (got %d argument(s); see \"%s --help\")", cmd.CommandPath(), names, len(args), cmd.CommandPath())
@@ -230,14 +235,4 @@ func noSubcommand(cmd *cobra.Command, args []string) error {
 		return usageErrorf("unknown command %q for %q (see \"%s --help\")", args[0], cmd.CommandPath(), cmd.CommandPath())
 	}
 	return nil
-}
-
-// argsRange checks for between lo and hi positional arguments.
-func argsRange(lo, hi int, names string) cobra.PositionalArgs {
-	return func(cmd *cobra.Command, args []string) error {
-		if len(args) >= lo && len(args) <= hi {
-			return nil
-		}
-		return usageErrorf("usage: %s %s (got %d argument(s); see \"%s --help\")", cmd.CommandPath(), names, len(args), cmd.CommandPath())
-	}
 }

@@ -1,8 +1,8 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -10,13 +10,13 @@ import (
 	"text/tabwriter"
 	"unicode"
 
-	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/spf13/cobra"
 
-	"github.com/remotemcp/remotemcp/config"
-	"github.com/remotemcp/remotemcp/manager"
+	"github.com/remotemcp/remotemcp/localapi"
 )
 
-// writeJSON writes v as indented JSON followed by a newline.
+// writeJSON writes v as indented JSON. Every --json output prints
+// localapi's types: camelCase, listings as arrays, the server as "serverId".
 func writeJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)
@@ -24,14 +24,105 @@ func writeJSON(w io.Writer, v any) error {
 	return enc.Encode(v)
 }
 
+// writeJSONLines writes a JSON array, one compact element per line, so raw
+// JSON inside (a tool's inputSchema) keeps the server's bytes.
+func writeJSONLines[T any](w io.Writer, items []T) error {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	b.WriteString("[")
+	for i, it := range items {
+		if i > 0 {
+			b.WriteString(",")
+		}
+		b.WriteString("\n  ")
+		if err := enc.Encode(it); err != nil {
+			return err
+		}
+		b.Truncate(b.Len() - 1) // Encode's newline
+	}
+	if len(items) > 0 {
+		b.WriteString("\n")
+	}
+	b.WriteString("]\n")
+	_, err := w.Write(b.Bytes())
+	return err
+}
+
+// jsonFlag adds --json to cmd; one command runs per invocation.
+func (a *app) jsonFlag(cmd *cobra.Command, help string) *cobra.Command {
+	cmd.Flags().BoolVar(&a.asJSON, "json", false, help)
+	return cmd
+}
+
+// printList prints items as a JSON array with --json, else as a table of
+// header and row(item) lines; an empty list says empty on stderr.
+func printList[T any](a *app, items []T, empty, header string, row func(T) string) error {
+	if a.asJSON {
+		return writeJSON(a.streams.Out, nonNil(items))
+	}
+	if len(items) == 0 {
+		if empty != "" {
+			fmt.Fprintln(a.streams.Err, empty)
+		}
+		return nil
+	}
+	tw := newTable(a.streams.Out)
+	fmt.Fprintln(tw, header)
+	for _, it := range items {
+		fmt.Fprintln(tw, row(it))
+	}
+	return tw.Flush()
+}
+
+// printOne prints v as JSON with --json, else with text.
+func (a *app) printOne(v any, text func(w io.Writer) error) error {
+	if a.asJSON {
+		return writeJSON(a.streams.Out, v)
+	}
+	return text(a.streams.Out)
+}
+
+// printNotes prints remotemcp's notes on stderr.
+func printNotes(a *app, notes []string) {
+	for _, n := range notes {
+		fmt.Fprintln(a.streams.Err, cell(n))
+	}
+}
+
+// truncated notes on stderr what the size budget cut of a block.
+func truncated(a *app, bl localapi.ContextBlock) {
+	if t := bl.Truncated; t != nil {
+		fmt.Fprintf(a.streams.Err, "[remotemcp: output truncated: showing the first %d of %d characters]\n", t.ShownChars, t.OriginalChars)
+	}
+}
+
+// nonNil makes a nil listing print as [].
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}
+
+// writeKV prints "key: value" lines, leaving out empty values.
+func writeKV(w io.Writer, kv ...string) error {
+	tw := newTable(w)
+	for i := 0; i+1 < len(kv); i += 2 {
+		if kv[i+1] != "" {
+			fmt.Fprintf(tw, "%s:\t%s\n", kv[i], cell(kv[i+1]))
+		}
+	}
+	return tw.Flush()
+}
+
 // newTable returns a tab-separated table writer; call Flush when done.
 func newTable(w io.Writer) *tabwriter.Writer {
 	return tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 }
 
-// cell makes text from a server or a config safe for one table cell or
-// one line on a terminal: whitespace becomes a space, control characters
-// (escape sequences included) and bidirectional overrides become U+FFFD.
+// cell makes text safe for one table cell or line: whitespace becomes a
+// space, control characters and bidirectional overrides U+FFFD.
 func cell(s string) string {
 	return strings.Map(func(r rune) rune {
 		switch {
@@ -88,169 +179,124 @@ func orDash(s string) string {
 	return s
 }
 
-// serverRow is one server in `servers list` and `status`, as JSON: exactly
-// these fields.
-type serverRow struct {
-	ID               string          `json:"id"`
-	Name             string          `json:"name"`
-	URL              string          `json:"url"`
-	Enabled          bool            `json:"enabled"`
-	ConnectOnStartup bool            `json:"connectOnStartup"`
-	Auth             string          `json:"auth"`
-	State            manager.State   `json:"state"`
-	Reason           *manager.Reason `json:"reason"`
-	ToolCount        int             `json:"toolCount"`
+// clip cuts s to n runes, marking the cut.
+func clip(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n]) + "…"
 }
 
-// rowOfConfig is a stored server that this process has not connected.
-func rowOfConfig(s config.Server) serverRow {
-	return serverRow{
-		ID: s.ID, Name: s.Name, URL: s.URL, Enabled: s.Enabled,
-		ConnectOnStartup: s.ConnectOnStartup, Auth: authKind(s.Auth.Kind),
-		State: manager.StateDisconnected,
+func yesNo(b bool) string {
+	if b {
+		return "yes"
 	}
+	return "no"
 }
 
-// rowOfStatus is a server's live status.
-func rowOfStatus(s manager.ServerStatus) serverRow {
-	return serverRow{
-		ID: s.ID, Name: s.Name, URL: s.URL, Enabled: s.Enabled,
-		ConnectOnStartup: s.ConnectOnStartup, Auth: authKind(config.AuthKind(s.Auth)),
-		State: s.State, Reason: s.Reason, ToolCount: s.ToolCount,
-	}
-}
-
-func authKind(k config.AuthKind) string {
-	if k == "" {
-		return string(config.AuthNone)
-	}
-	return string(k)
-}
-
-// writeServerTable prints servers as a table. Without live state (servers
-// list), STATE and TOOLS show "-": nothing was connected to find out.
-func writeServerTable(w io.Writer, rows []serverRow, live bool) error {
-	tw := newTable(w)
-	reasons := false
-	for _, r := range rows {
-		reasons = reasons || r.Reason != nil
-	}
-	header := "ID\tNAME\tENABLED\tCONNECT\tAUTH\tSTATE\tTOOLS\tURL"
-	if reasons {
-		header += "\tREASON"
-	}
-	fmt.Fprintln(tw, header)
-	for _, r := range rows {
-		enabled, connect := "yes", "startup"
-		if !r.Enabled {
-			enabled = "no"
-		}
-		if !r.ConnectOnStartup {
-			connect = "lazy"
-		}
-		state, tools := "-", "-"
-		if live {
-			state = string(r.State)
-			if r.State == manager.StateReady || r.ToolCount > 0 {
-				tools = fmt.Sprint(r.ToolCount)
+// printServers prints servers as the listing commands do.
+func (a *app) printServers(servers []localapi.Server) error {
+	return printList(a, servers, "no servers configured; add one with \"remotemcp servers add ID URL\" or \"remotemcp servers import FILE\"",
+		"ID\tNAME\tENABLED\tCONNECT\tAUTH\tSTATE\tTOOLS\tURL\tREASON", func(s localapi.Server) string {
+			connect, state, tools, reason := "startup", string(s.State), "-", ""
+			if !s.ConnectOnStartup {
+				connect = "lazy"
 			}
-		}
-		if !r.Enabled {
-			state = "disabled"
-		}
-		line := strings.Join([]string{cell(r.ID), cell(orDash(r.Name)), enabled, connect, r.Auth, state, tools, cell(r.URL)}, "\t")
-		if reasons {
-			line += "\t"
-			if r.Reason != nil {
-				line += cell(r.Reason.String())
+			if !s.Enabled {
+				state = "disabled"
 			}
-		}
-		fmt.Fprintln(tw, line)
-	}
-	return tw.Flush()
+			if s.State == localapi.StateReady || s.ToolCount > 0 {
+				tools = fmt.Sprint(s.ToolCount)
+			}
+			if s.Reason != nil {
+				reason = describeReason(*s.Reason)
+			}
+			return strings.Join([]string{cell(s.ID), cell(orDash(s.Name)), yesNo(s.Enabled), connect,
+				string(s.Auth.Kind), state, tools, cell(s.URL), reason}, "\t")
+		})
 }
 
-// describeReason formats an attributed failure: "error (network): …", or
-// "error (auth, token, HTTP 401): …".
-func describeReason(r manager.Reason) string {
-	parts := []string{string(r.Class)}
+// reasonTag names a failure's class, step and HTTP status: "network",
+// or "auth, token, HTTP 401".
+func reasonTag(r localapi.Reason) string {
+	parts := []string{r.Class}
 	if r.Step != "" {
 		parts = append(parts, r.Step)
 	}
 	if r.HTTPStatus != 0 {
 		parts = append(parts, fmt.Sprintf("HTTP %d", r.HTTPStatus))
 	}
-	return fmt.Sprintf("error (%s): %s", strings.Join(parts, ", "), cell(r.Message))
+	return strings.Join(parts, ", ")
 }
 
-// reasonOf is the manager's attribution of a server's failure: the
-// reason it recorded, else err attributed now.
-func reasonOf(m *manager.Manager, id string, err error) manager.Reason {
-	if m != nil {
-		if st, serr := m.ServerStatusOf(id); serr == nil && st.Reason != nil && st.State == manager.StateError {
-			return *st.Reason
+// describeReason formats why a server failed: "network: …".
+func describeReason(r localapi.Reason) string {
+	return cell(reasonTag(r) + ": " + r.Message)
+}
+
+// explain adds to an engine error the server's state and what the person
+// can do, unless the message says it already.
+func explain(w io.Writer, e *localapi.Error) {
+	if s := e.Server; s != nil && s.Reason != nil {
+		fmt.Fprintf(w, "  server %s: %s (%s)\n", cell(s.ID), s.State, reasonTag(*s.Reason))
+	}
+	if h := hint(e); h != "" {
+		if _, cmd, _ := strings.Cut(h, "\""); cmd == "" || !strings.Contains(e.Message, strings.SplitN(cmd, "\"", 2)[0]) {
+			fmt.Fprintf(w, "  what to do: %s\n", h)
 		}
 	}
-	return manager.Attribute(err)
-}
-
-// reportFailure prints an attributed failure of server srv and what to do
-// about it, on w (stderr).
-func reportFailure(w io.Writer, srv config.Server, r manager.Reason, err error) {
-	fmt.Fprintf(w, "%s\n", describeReason(r))
-	if h := hint(srv, r, err); h != "" {
-		fmt.Fprintf(w, "  what to do: %s\n", h)
+	if e.NotSent {
+		fmt.Fprintln(w, "  nothing was sent to the server")
 	}
 }
 
-// hint says what the user can do about a failure.
-func hint(srv config.Server, r manager.Reason, err error) string {
-	id := srv.ID
+// hint says what the person can do about an engine error, from the
+// error's code and the server's reason.
+func hint(e *localapi.Error) string {
+	if p := e.Permission; p != nil {
+		return fmt.Sprintf("allow the origin with \"remotemcp grants approve %s\" (or on the settings page), then try again", p.Origin)
+	}
+	var s localapi.Server
+	var r localapi.Reason
+	if e.Server != nil {
+		s = *e.Server
+		if s.Reason != nil {
+			r = *s.Reason
+		}
+	}
 	switch {
-	case errors.Is(err, manager.ErrNoOAuth):
-		return fmt.Sprintf("OAuth sign-in is not available in this CLI yet; if the server accepts a static token, use \"remotemcp servers set %s --bearer-env VAR\"", id)
-	case errors.Is(err, manager.ErrDisabled):
-		return fmt.Sprintf("enable it with \"remotemcp servers enable %s\"", id)
-	case errors.Is(err, manager.ErrToolDisabled):
-		return fmt.Sprintf("switch the tool on with \"remotemcp servers set %s --enable-tool TOOL\"", id)
-	}
-	var rpc *jsonrpc.Error
-	if errors.As(err, &rpc) && r.Class == manager.ClassProtocol {
-		return fmt.Sprintf("the server refused the request; check the tool name and the arguments against its input schema (\"remotemcp tools --server %s --json\")", id)
+	case e.Code == localapi.CodeLoginRequired || s.State == localapi.StateNeedsAuth:
+		return fmt.Sprintf("sign in with \"remotemcp auth login %s\"", s.ID)
+	case e.Code == localapi.CodeNotFound || s.ID == "":
+		return ""
 	}
 	switch r.Class {
-	case manager.ClassNetwork:
-		return fmt.Sprintf("check that %s is the right URL and that the server is up and reachable from here (change it with \"remotemcp servers set %s --url URL\")", cell(srv.URL), id)
-	case manager.ClassTLS:
+	case "network":
+		return fmt.Sprintf("check that %s is the right URL and that the server is up and reachable from here (change it with \"remotemcp servers set %s --url URL\")", cell(s.URL), s.ID)
+	case "tls":
 		return "the server's TLS certificate was not accepted; check the host name in the URL, or the system's certificate store"
-	case manager.ClassTimeout:
+	case "timeout":
 		return "the server did not answer in time; check that it is up, then try again"
-	case manager.ClassCanceled:
-		return "the operation was interrupted; run the command again"
-	case manager.ClassAuth:
-		if srv.Auth.Kind == config.AuthBearer {
-			return fmt.Sprintf("the server refused the bearer token; give a valid one with \"remotemcp servers set %s --bearer-env VAR\" (or --bearer-stdin)", id)
+	case "auth":
+		if s.Auth.Kind == "bearer" {
+			return fmt.Sprintf("the server refused the bearer token; give a valid one with \"remotemcp servers set %s --bearer-env VAR\" (or --bearer-stdin)", s.ID)
 		}
-		if srv.Auth.Kind == config.AuthNone {
-			return fmt.Sprintf("the server wants credentials; if it accepts a static token, use \"remotemcp servers set %s --bearer-env VAR\"", id)
-		}
-		return "the authorization failed at the step named above; check the server's OAuth settings"
-	case manager.ClassHTTP:
+		return fmt.Sprintf("the server wants credentials: sign in with \"remotemcp auth login %s\", or give a token with \"remotemcp servers set %s --auth bearer --bearer-env VAR\"", s.ID, s.ID)
+	case "http":
 		switch {
 		case r.HTTPStatus == http.StatusNotFound:
-			return fmt.Sprintf("check the URL's path: MCP endpoints are often at /mcp (change it with \"remotemcp servers set %s --url URL\")", id)
-		case r.HTTPStatus == http.StatusMethodNotAllowed || r.HTTPStatus == http.StatusNotAcceptable || r.HTTPStatus == http.StatusUnsupportedMediaType:
-			return "the URL does not look like a Streamable HTTP MCP endpoint (the legacy SSE transport is not supported); check the URL"
+			return fmt.Sprintf("check the URL's path: MCP endpoints are often at /mcp (change it with \"remotemcp servers set %s --url URL\")", s.ID)
 		case r.HTTPStatus == http.StatusTooManyRequests:
 			return "the server is rate limiting; wait and try again"
 		case r.HTTPStatus >= 500:
 			return "the server failed; try again later or contact its operator"
 		}
-		return "check the URL and the server's documentation"
-	case manager.ClassProtocol:
+		return "the URL does not look like a Streamable HTTP MCP endpoint; check it and the server's documentation"
+	case "protocol":
 		return "the server's answers do not follow the MCP protocol; check that the URL is the server's Streamable HTTP MCP endpoint"
-	case manager.ClassConfig:
-		return fmt.Sprintf("check the configuration with \"remotemcp servers show %s\"", id)
+	case "configuration":
+		return fmt.Sprintf("check the configuration with \"remotemcp servers show %s\"", s.ID)
 	}
-	return "run the command again with --verbose for details"
+	return ""
 }

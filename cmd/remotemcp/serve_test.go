@@ -12,10 +12,11 @@ import (
 	"github.com/remotemcp/remotemcp/daemon"
 	"github.com/remotemcp/remotemcp/elicit"
 	"github.com/remotemcp/remotemcp/internal/testserver/fixture"
+	"github.com/remotemcp/remotemcp/localapi"
 	"github.com/remotemcp/remotemcp/store"
 )
 
-// Issue #5: with "remotemcp serve" running on a data directory, the CLI goes
+// With "remotemcp serve" running on a data directory, the CLI goes
 // through it: the session and its state are the daemon's, and they outlive
 // each command.
 func TestServeAndCLIThroughDaemon(t *testing.T) {
@@ -42,7 +43,8 @@ func TestServeAndCLIThroughDaemon(t *testing.T) {
 	})
 	deadline := time.Now().Add(20 * time.Second)
 	for {
-		if _, err := daemon.Discover(c.dir); err == nil {
+		if dc, err := daemon.Dial(t.Context(), c.dir); err == nil {
+			dc.CloseIdleConnections()
 			break
 		}
 		if time.Now().After(deadline) {
@@ -54,12 +56,18 @@ func TestServeAndCLIThroughDaemon(t *testing.T) {
 		t.Fatalf("serve printed no login URL: %s", out.String())
 	}
 
-	if r := c.ok("connect", "fx"); !strings.Contains(r.out, "session kept by the daemon") {
-		t.Fatalf("connect did not go through the daemon: %s", r)
+	if r := c.ok("connect", "fx"); !strings.HasPrefix(r.out, "ready: 7 tools") {
+		t.Fatalf("connect through the daemon: %s", r)
 	}
+	// The daemon knows the catalog, so disabling a tool it lacks warns.
+	if r := c.ok("servers", "set", "fx", "--disable-tool", "nosuch"); !strings.Contains(r.err, `warning: server fx has no tool "nosuch"`) ||
+		!strings.Contains(r.out, "updated fx: disabled nosuch") {
+		t.Fatalf("disable an unknown tool: %s", r)
+	}
+	c.ok("servers", "set", "fx", "--enable-tool", "nosuch")
 	// A later command sees the daemon's live session.
 	r := c.ok("status", "--json")
-	var rows []serverRow
+	var rows []localapi.Server
 	if err := json.Unmarshal([]byte(r.out), &rows); err != nil || len(rows) != 1 || rows[0].State != "ready" || rows[0].ToolCount != 7 {
 		t.Fatalf("status through the daemon: %v %s", err, r)
 	}
@@ -83,7 +91,7 @@ func TestServeAndCLIThroughDaemon(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatal("no pending card through the daemon")
 		}
-		var cards []cardRow
+		var cards []localapi.Card
 		if r := c.ok("elicitations", "list", "--json"); json.Unmarshal([]byte(r.out), &cards) == nil && len(cards) == 1 && cards[0].Status == "pending" {
 			cardID = cards[0].ID
 		}
@@ -144,7 +152,8 @@ func startServe(t *testing.T, c *cli) (stop func()) {
 	t.Cleanup(stop)
 	deadline := time.Now().Add(20 * time.Second)
 	for {
-		if _, err := daemon.Discover(c.dir); err == nil {
+		if dc, err := daemon.Dial(t.Context(), c.dir); err == nil {
+			dc.CloseIdleConnections()
 			return stop
 		}
 		if time.Now().After(deadline) {
@@ -159,7 +168,7 @@ func waitCard(t *testing.T, c *cli, status string) string {
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for {
-		var cards []cardRow
+		var cards []localapi.Card
 		if r := c.run("", "elicitations", "list", "--json"); r.code == 0 && json.Unmarshal([]byte(r.out), &cards) == nil {
 			for _, cd := range cards {
 				if string(cd.Status) == status {
@@ -176,7 +185,7 @@ func waitCard(t *testing.T, c *cli, status string) string {
 	}
 }
 
-// R6.2 with the daemon: a question left open when the daemon stops becomes
+// With the daemon, a question left open when the daemon stops becomes
 // an interrupted card; the call is re-sent only after the person confirms,
 // once, through the daemon.
 func TestDaemonInterruptedCardRetry(t *testing.T) {
@@ -208,7 +217,7 @@ func TestDaemonInterruptedCardRetry(t *testing.T) {
 	if n := srv.Executions("ask"); n != 1 {
 		t.Fatalf("ask ran %d times before the retry", n)
 	}
-	c.fail(exitFail, "not re-sent", "elicitations", "retry", id) // no terminal, no --yes
+	c.fail(exitFail, "needs your confirmation", "elicitations", "retry", id) // no terminal, no --yes
 	if n := srv.Executions("ask"); n != 1 {
 		t.Fatalf("an unconfirmed retry re-sent the call (%d runs)", n)
 	}

@@ -1,12 +1,12 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -14,85 +14,124 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/remotemcp/remotemcp/config"
-	"github.com/remotemcp/remotemcp/store"
+	"github.com/remotemcp/remotemcp/localapi"
 )
 
-// newServersCmd is `remotemcp servers …`: the stored server list. These
-// commands never touch the network.
+// newServersCmd is `remotemcp servers …`: the stored server list.
 func newServersCmd(a *app) *cobra.Command {
-	cmd := &cobra.Command{
-		Use:     "servers",
-		Aliases: []string{"server"},
-		Short:   "Add, import, list, show, change and remove servers (no network)",
-		Args:    noSubcommand,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			return cmd.Help()
-		},
-	}
-	cmd.AddCommand(
-		newServersAddCmd(a),
-		newServersImportCmd(a),
-		newServersListCmd(a),
-		newServersShowCmd(a),
-		newServersRmCmd(a),
-		newServersEnableCmd(a, true),
-		newServersEnableCmd(a, false),
-		newServersSetCmd(a),
-	)
+	cmd := group("servers", "Add, import, list, show, change and remove servers", "",
+		newServersAddCmd(a), newServersImportCmd(a), newServersListCmd(a), newServersShowCmd(a),
+		newServersRmCmd(a), newServersEnableCmd(a, true), newServersEnableCmd(a, false), newServersSetCmd(a))
+	cmd.Aliases = []string{"server"}
 	return cmd
 }
 
-// bearerFlags are --bearer-env and --bearer-stdin, shared by add and set.
-type bearerFlags struct {
-	env   string
-	stdin bool
+// byCLI names the person at the command line in grant records.
+const byCLI = "user: cli"
+
+// authFlags are the authentication flags of servers add and set.
+type authFlags struct {
+	kind        string
+	oauth       bool // add's shorthand for --auth oauth
+	bearerEnv   string
+	bearerStdin bool
+	clientID    string
+	secretEnv   string
+	scopes      []string
+	port        int
 }
 
-func (b *bearerFlags) register(cmd *cobra.Command) {
-	cmd.Flags().StringVar(&b.env, "bearer-env", "", "read the bearer token from this environment variable")
-	cmd.Flags().BoolVar(&b.stdin, "bearer-stdin", false, "read the bearer token from the first line of stdin")
+func (f *authFlags) register(cmd *cobra.Command) {
+	fl := cmd.Flags()
+	fl.StringVar(&f.kind, "auth", "", "authentication: none, bearer, oauth or auto (no auth until the server asks for OAuth)")
+	fl.StringVar(&f.bearerEnv, "bearer-env", "", "read the bearer token from this environment variable (implies --auth bearer)")
+	fl.BoolVar(&f.bearerStdin, "bearer-stdin", false, "read the bearer token from the first line of stdin (implies --auth bearer)")
+	fl.StringVar(&f.clientID, "client-id", "", "pre-registered OAuth client id (default: dynamic client registration)")
+	fl.StringVar(&f.secretEnv, "client-secret-env", "", "read the OAuth client secret from this environment variable")
+	fl.StringArrayVar(&f.scopes, "scope", nil, "OAuth scope, used when the server names none (repeatable)")
+	fl.IntVar(&f.port, "port", 0, "OAuth redirect port: http://127.0.0.1:PORT/mcp-oauth (default 7717)")
 }
 
-func (b *bearerFlags) given() bool { return b.env != "" || b.stdin }
+// change is the auth section the flags ask for (nil: none). Secrets never
+// come from argv, where other users and shell history would see them.
+func (f *authFlags) change(a *app, id string) (*localapi.AuthChange, error) {
+	kind := f.kind
+	if f.oauth {
+		if kind != "" && kind != "oauth" {
+			return nil, usageErrorf("--oauth and --auth %s exclude each other", kind)
+		}
+		kind = "oauth"
+	}
+	bearer := f.bearerEnv != "" || f.bearerStdin
+	oauthFlags := f.clientID != "" || f.secretEnv != "" || len(f.scopes) > 0 || f.port != 0
+	switch {
+	case f.bearerEnv != "" && f.bearerStdin:
+		return nil, usageErrorf("give the bearer token with --bearer-env or --bearer-stdin, not both")
+	case bearer && kind == "":
+		kind = "bearer"
+	case bearer && kind != "bearer":
+		return nil, usageErrorf("--bearer-env and --bearer-stdin give a bearer token; they exclude --auth %s", kind)
+	case oauthFlags && kind != "oauth" && kind != "auto":
+		return nil, usageErrorf("--client-id, --client-secret-env, --scope and --port are OAuth settings; add --auth oauth")
+	}
+	c := &localapi.AuthChange{Kind: config.AuthKind(kind), ClientID: f.clientID, Scopes: f.scopes, RedirectPort: f.port}
+	switch kind {
+	case "":
+		return nil, nil
+	case "none", "oauth", "auto":
+	case "bearer":
+		if !bearer {
+			return nil, usageErrorf("--auth bearer needs the token: --bearer-env VAR or --bearer-stdin")
+		}
+	default:
+		return nil, usageErrorf("--auth %q: want none, bearer, oauth or auto", kind)
+	}
+	var err error
+	if bearer {
+		c.Token, err = f.token(a, id)
+	}
+	if err == nil && f.secretEnv != "" {
+		c.ClientSecret, err = envSecret(a, "--client-secret-env", f.secretEnv, "the client secret")
+	}
+	return c, err
+}
 
-// token reads the bearer token from where the flags say. Tokens never come
-// from argv, where other local users and shell history would see them.
-func (b *bearerFlags) token(a *app, id string) (string, error) {
-	if b.env != "" && b.stdin {
-		return "", usageErrorf("give the bearer token with --bearer-env or --bearer-stdin, not both")
+// token reads the bearer token from where the flags say.
+func (f *authFlags) token(a *app, id string) (string, error) {
+	if f.bearerEnv != "" {
+		return envSecret(a, "--bearer-env", f.bearerEnv, "the bearer token")
 	}
-	if b.env != "" {
-		v, ok := a.env(b.env)
-		switch {
-		case !ok:
-			return "", fmt.Errorf("--bearer-env: environment variable %s is not set; export it with the token, or use --bearer-stdin", b.env)
-		case strings.TrimSpace(v) == "":
-			return "", fmt.Errorf("--bearer-env: environment variable %s is empty; it must hold the bearer token", b.env)
-		}
-		return strings.TrimSpace(v), nil
+	if a.interactive() {
+		fmt.Fprintf(a.streams.Err, "bearer token for %s (one line; it is echoed): ", id)
 	}
-	if f, ok := a.streams.In.(*os.File); ok {
-		if fi, err := f.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
-			fmt.Fprintf(a.streams.Err, "bearer token for %s (one line; it is echoed): ", id)
-		}
-	}
-	line, err := bufio.NewReader(io.LimitReader(a.streams.In, 64<<10)).ReadString('\n')
+	line, err := a.readLine()
 	if err != nil && err != io.EOF {
 		return "", fmt.Errorf("--bearer-stdin: read the token: %w", err)
 	}
-	line = strings.TrimRight(line, "\r\n")
-	if strings.TrimSpace(line) == "" {
+	if line == "" {
 		return "", errors.New("--bearer-stdin: stdin gave no token; pipe the token in, e.g. `printenv MY_TOKEN | remotemcp servers add ... --bearer-stdin`")
 	}
-	return strings.TrimSpace(line), nil
+	return line, nil
 }
 
-// fieldError returns the config.FieldError inside err, if any, so that its
-// precise text is what the user sees.
-func fieldError(err error) error {
+// envSecret reads a secret from the environment variable name.
+func envSecret(a *app, flag, name, what string) (string, error) {
+	v, ok := a.env(name)
+	switch {
+	case !ok:
+		return "", fmt.Errorf("%s: environment variable %s is not set; export it with %s", flag, name, what)
+	case strings.TrimSpace(v) == "":
+		return "", fmt.Errorf("%s: environment variable %s is empty; it must hold %s", flag, name, what)
+	}
+	return strings.TrimSpace(v), nil
+}
+
+// checkServerURL checks a URL given on the command line for server id.
+func checkServerURL(id, url string) error {
+	err := config.ValidateURL(url)
 	var fe *config.FieldError
 	if errors.As(err, &fe) {
-		return fe
+		return &config.FieldError{ServerID: id, Field: fe.Field, Problem: fe.Problem}
 	}
 	return err
 }
@@ -100,228 +139,108 @@ func fieldError(err error) error {
 func newServersAddCmd(a *app) *cobra.Command {
 	var (
 		name            string
-		bearer          bearerFlags
-		oauth           bool
-		clientID        string
-		scopes          []string
+		auth            authFlags
 		lazy, disabledF bool
 	)
 	cmd := &cobra.Command{
 		Use:   "add ID URL",
-		Short: "Add a server",
-		Long: `Add a remote MCP server under ID (lower-case letters, digits, '-' and '_').
-
-The URL must be https://, or http:// on a loopback host for local development.
-Authentication: none by default; --bearer-env VAR or --bearer-stdin for a
-static token; --oauth for OAuth 2.1 (optionally with a pre-registered
---client-id and --scope). A token is never given on the command line.`,
+		Short: "Add a server (and allow its origin)",
+		Long: `Add a remote MCP server under ID (lower-case letters, digits, '-', '_'). The
+URL is https://, or http:// on a loopback host. Adding a server allows
+remotemcp to contact its origin; the command says so. Authentication: none
+by default; --bearer-env VAR or --bearer-stdin for a static token; --auth
+oauth (or --oauth) for OAuth 2.1; --auth auto switches to OAuth when the
+server asks for it.`,
 		Example: `  remotemcp servers add docs https://mcp.example.com/mcp
   MY_TOKEN=... remotemcp servers add gh https://api.example.com/mcp --bearer-env MY_TOKEN
   printenv MY_TOKEN | remotemcp servers add gh https://api.example.com/mcp --bearer-stdin`,
 		Args: argsExactly(2, "ID URL"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			id, url := args[0], args[1]
-			if oauth && bearer.given() {
-				return usageErrorf("--oauth and --bearer-env/--bearer-stdin exclude each other: a server uses one kind of authentication")
+			if err := config.ValidateID(id); err != nil {
+				return err
 			}
-			if !oauth && (clientID != "" || len(scopes) > 0) {
-				return usageErrorf("--client-id and --scope are OAuth settings; add --oauth")
+			if err := checkServerURL(id, url); err != nil {
+				return err
 			}
-			if name == "" {
-				name = id
-			}
-			srv := config.Server{
-				ID: id, Name: name, URL: url, Auth: config.Auth{Kind: config.AuthNone},
-				Enabled: !disabledF, ConnectOnStartup: !lazy,
-			}
-			if oauth {
-				srv.Auth = config.Auth{Kind: config.AuthOAuth, ClientID: clientID, Scopes: scopes}
-			}
-			// Check what the command line alone can tell before asking for
-			// a token or touching the data directory.
-			if err := srv.Validate(); err != nil {
-				return fieldError(err)
-			}
-			if bearer.given() {
-				tok, err := bearer.token(a, id)
-				if err != nil {
-					return err
-				}
-				srv.Auth = config.Auth{Kind: config.AuthBearer, Token: tok}
-				if err := srv.Validate(); err != nil {
-					return fieldError(err)
-				}
-			}
-
-			ctx := cmd.Context()
-			c, err := a.open(ctx)
+			ac, err := auth.change(a, id)
 			if err != nil {
 				return err
 			}
-			defer c.Close()
-			if _, err := c.Store.GetServer(ctx, id); err == nil || errors.Is(err, store.ErrSealOpen) {
-				return errExists(id)
+			req := localapi.AddServerRequest{ID: id, Name: name, URL: url, Enabled: new(!disabledF), ConnectOnStartup: new(!lazy), By: byCLI}
+			if ac != nil {
+				req.Auth, req.Token, req.ClientID, req.ClientSecret, req.Scopes, req.RedirectPort = ac.Kind, ac.Token, ac.ClientID, ac.ClientSecret, ac.Scopes, ac.RedirectPort
 			}
-			// Grant first: a running daemon connects the server as soon as
-			// it sees it, and must find its origin allowed.
-			if err := a.grantServerOrigin(ctx, c, srv.URL); err != nil {
-				return err
-			}
-			if err := c.Store.AddServer(ctx, srv); err != nil {
-				if errors.Is(err, store.ErrDuplicate) {
-					return errExists(id)
+			return a.do(func(ctx context.Context, e Engine, _ []string) error {
+				res, err := e.AddServer(ctx, req)
+				if err != nil {
+					return err
 				}
-				return fmt.Errorf("add server %s: %w", id, fieldError(err))
-			}
-			fmt.Fprintf(a.streams.Out, "added %s %s\n", id, url)
-			return nil
+				fmt.Fprintf(a.streams.Out, "added %s %s\n", res.Server.ID, cell(res.Server.URL))
+				for _, o := range res.Granted {
+					fmt.Fprintf(a.streams.Out, "granted %s (adding a server allows its own origin)\n", cell(o))
+				}
+				return nil
+			})(cmd, args)
 		},
 	}
 	f := cmd.Flags()
 	f.StringVar(&name, "name", "", "display name (default: the ID)")
-	bearer.register(cmd)
-	f.BoolVar(&oauth, "oauth", false, "authenticate with OAuth 2.1")
-	f.StringVar(&clientID, "client-id", "", "pre-registered OAuth client id (default: dynamic client registration)")
-	f.StringArrayVar(&scopes, "scope", nil, "OAuth scope, used when the server names none (repeatable)")
+	auth.register(cmd)
+	f.BoolVar(&auth.oauth, "oauth", false, "authenticate with OAuth 2.1 (the same as --auth oauth)")
 	f.BoolVar(&lazy, "lazy", false, "connect on first use instead of at startup")
 	f.BoolVar(&disabledF, "disabled", false, "add the server switched off")
 	return cmd
 }
 
-// errExists is the error for a server id that is already taken.
-func errExists(id string) error {
-	return fmt.Errorf("server %s already exists; use \"remotemcp servers set\" to change it", id)
-}
-
 func newServersListCmd(a *app) *cobra.Command {
-	var asJSON bool
-	cmd := &cobra.Command{
+	return a.jsonFlag(&cobra.Command{
 		Use:     "list",
 		Aliases: []string{"ls"},
-		Short:   "List the configured servers (live state when a daemon runs; see \"status\")",
-		Args:    argsExactly(0, ""),
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx := cmd.Context()
-			if dc, err := a.daemonClient(ctx); err != nil {
-				return err
-			} else if dc != nil {
-				return a.listViaDaemon(ctx, dc, asJSON)
-			}
-			c, err := a.open(ctx)
+		Short:   "List the configured servers with their state (see also \"status\")",
+		Long: `List the configured servers. --json prints an array of the server objects
+"status --json" and "servers show --json" print (id, name, url, origin,
+enabled, connectOnStartup, auth, disabledTools, revision, state, reason,
+toolCount, originGranted, pending …).`,
+		Args: argsExactly(0, ""),
+		RunE: a.do(func(ctx context.Context, e Engine, _ []string) error {
+			servers, err := e.Servers(ctx)
 			if err != nil {
 				return err
 			}
-			defer c.Close()
-			servers, err := c.Store.ListServers(ctx)
-			if err != nil {
-				if !errors.Is(err, store.ErrSealOpen) {
-					return fmt.Errorf("list servers: %w", err)
-				}
-				fmt.Fprintf(a.streams.Err, "warning: %s\n", cell(err.Error()))
-			}
-			rows := make([]serverRow, 0, len(servers))
-			for _, s := range servers {
-				rows = append(rows, rowOfConfig(s))
-			}
-			if asJSON {
-				return writeJSON(a.streams.Out, rows)
-			}
-			if len(rows) == 0 {
-				fmt.Fprintln(a.streams.Err, "no servers configured; add one with \"remotemcp servers add ID URL\" or \"remotemcp servers import FILE\"")
-				return nil
-			}
-			return writeServerTable(a.streams.Out, rows, false)
-		},
-	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print a JSON array")
-	return cmd
+			return a.printServers(servers)
+		}),
+	}, "print a JSON array")
 }
 
-// sealedMark stands in for a stored secret in `servers show`.
-const sealedMark = "(sealed)"
-
 func newServersShowCmd(a *app) *cobra.Command {
-	var asJSON bool
-	cmd := &cobra.Command{
+	return a.jsonFlag(&cobra.Command{
 		Use:   "show ID",
-		Short: "Show one server's configuration (secrets are not shown)",
+		Short: "Show one server's configuration and state (secrets are never shown)",
 		Args:  argsExactly(1, "ID"),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx := cmd.Context()
-			c, err := a.open(ctx)
+		RunE: a.do(func(ctx context.Context, e Engine, args []string) error {
+			s, err := e.Server(ctx, args[0])
 			if err != nil {
 				return err
 			}
-			defer c.Close()
-			srv, err := c.Store.GetServer(ctx, args[0])
-			unreadable := errors.Is(err, store.ErrSealOpen)
-			switch {
-			case errors.Is(err, store.ErrNotFound):
-				return errNoServer(args[0])
-			case unreadable:
-				fmt.Fprintf(a.streams.Err, "warning: %s\n", cell(sealError(args[0], err).Error()))
-			case err != nil:
-				return fmt.Errorf("read server %s: %w", args[0], err)
-			}
-			mark := sealedMark
-			if unreadable {
-				mark = "(sealed; cannot be opened)"
-			}
-			if srv.Auth.Token != "" || unreadable && srv.Auth.Kind == config.AuthBearer {
-				srv.Auth.Token = mark
-			}
-			if srv.Auth.ClientSecret != "" {
-				srv.Auth.ClientSecret = mark
-			}
-			if asJSON {
-				return writeJSON(a.streams.Out, srv)
-			}
-			return writeServerDetails(a.streams.Out, srv)
-		},
-	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the configuration as JSON")
-	return cmd
+			return a.printOne(s, func(w io.Writer) error { return writeServerDetails(w, s) })
+		}),
+	}, "print the server as JSON")
 }
 
 // writeServerDetails prints one server as "key: value" lines.
-func writeServerDetails(w io.Writer, s config.Server) error {
-	tw := newTable(w)
-	kv := func(k, v string) { fmt.Fprintf(tw, "%s:\t%s\n", k, cell(v)) }
-	kv("id", s.ID)
-	kv("name", s.Name)
-	kv("url", s.URL)
-	kv("enabled", fmt.Sprint(s.Enabled))
-	if s.ConnectOnStartup {
-		kv("connect", "at startup")
-	} else {
-		kv("connect", "lazily, on first use")
+func writeServerDetails(w io.Writer, s *localapi.Server) error {
+	state := string(s.State)
+	if s.Reason != nil {
+		state += " (" + describeReason(*s.Reason) + ")"
 	}
-	kv("auth", authKind(s.Auth.Kind))
-	switch s.Auth.Kind {
-	case config.AuthBearer:
-		kv("token", orDash(s.Auth.Token))
-	case config.AuthOAuth:
-		kv("client id", orDash(s.Auth.ClientID))
-		if s.Auth.ClientSecret != "" {
-			kv("client secret", s.Auth.ClientSecret)
-		}
-		kv("scopes", orDash(strings.Join(s.Auth.Scopes, " ")))
-		if b := s.Auth.Binding; b != nil {
-			kv("bound to", fmt.Sprintf("resource %s, issuer %s", b.Resource, b.Issuer))
-		}
-		if s.Auth.RedirectPort != 0 {
-			kv("redirect port", fmt.Sprint(s.Auth.RedirectPort))
-		}
-	}
-	if len(s.DisabledTools) > 0 {
-		kv("disabled tools", strings.Join(s.DisabledTools, ", "))
-	}
-	if s.ToolTimeout != 0 {
-		kv("tool timeout", time.Duration(s.ToolTimeout).String())
-	} else {
-		kv("tool timeout", "60s (default)")
-	}
-	return tw.Flush()
+	sealed := map[bool]string{true: "(stored sealed)"}
+	return writeKV(w, "id", s.ID, "name", s.Name, "url", s.URL, "enabled", yesNo(s.Enabled),
+		"connect", map[bool]string{true: "at startup", false: "lazily, on first use"}[s.ConnectOnStartup],
+		"auth", string(s.Auth.Kind), "token", sealed[s.Auth.HasToken], "client id", s.Auth.ClientID,
+		"client secret", sealed[s.Auth.HasClientSecret], "scopes", strings.Join(s.Auth.Scopes, " "),
+		"disabled tools", strings.Join(s.DisabledTools, ", "), "tool timeout", s.ToolTimeout,
+		"origin", fmt.Sprintf("%s (allowed: %s)", s.Origin, yesNo(s.OriginGranted)), "state", state)
 }
 
 func newServersRmCmd(a *app) *cobra.Command {
@@ -330,22 +249,13 @@ func newServersRmCmd(a *app) *cobra.Command {
 		Aliases: []string{"remove", "delete"},
 		Short:   "Remove a server and its stored secrets",
 		Args:    argsExactly(1, "ID"),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx := cmd.Context()
-			c, err := a.open(ctx)
-			if err != nil {
+		RunE: a.do(func(ctx context.Context, e Engine, args []string) error {
+			if err := e.RemoveServer(ctx, args[0]); err != nil {
 				return err
 			}
-			defer c.Close()
-			if err := c.Store.DeleteServer(ctx, args[0]); err != nil {
-				if errors.Is(err, store.ErrNotFound) {
-					return errNoServer(args[0])
-				}
-				return fmt.Errorf("remove server %s: %w", args[0], err)
-			}
-			fmt.Fprintf(a.streams.Out, "removed %s\n", args[0])
-			return nil
-		},
+			_, err := fmt.Fprintf(a.streams.Out, "removed %s\n", args[0])
+			return err
+		}),
 	}
 }
 
@@ -359,63 +269,23 @@ func newServersEnableCmd(a *app, on bool) *cobra.Command {
 		Use:   verb + " ID",
 		Short: short,
 		Args:  argsExactly(1, "ID"),
-		RunE: func(cmd *cobra.Command, args []string) error {
+		RunE: a.do(func(ctx context.Context, e Engine, args []string) error {
 			id := args[0]
-			return a.updateServer(cmd.Context(), id, false, func(srv *config.Server) (bool, error) {
-				if srv.Enabled == on {
-					fmt.Fprintf(a.streams.Out, "%s is already %sd\n", id, verb)
-					return false, nil
-				}
-				srv.Enabled = on
-				return true, nil
-			}, func() { fmt.Fprintf(a.streams.Out, "%sd %s\n", verb, id) })
-		},
+			s, err := e.Server(ctx, id)
+			if err != nil {
+				return err
+			}
+			if s.Enabled == on {
+				fmt.Fprintf(a.streams.Out, "%s is already %sd\n", id, verb)
+				return nil
+			}
+			if _, err := e.SetEnabled(ctx, id, on); err != nil {
+				return err
+			}
+			fmt.Fprintf(a.streams.Out, "%sd %s\n", verb, id)
+			return nil
+		}),
 	}
-}
-
-// updateServer reads a server, lets edit change it and writes it back.
-// edit returns false when there is nothing to write. rebind confirms that
-// a bearer token in the edit was re-supplied by the user for the new URL.
-func (a *app) updateServer(ctx context.Context, id string, rebind bool, edit func(*config.Server) (bool, error), done func()) error {
-	c, err := a.open(ctx)
-	if err != nil {
-		return err
-	}
-	defer c.Close()
-	srv, err := getServer(ctx, c.Store, id)
-	if err != nil {
-		// A secret that cannot be opened would be written back empty;
-		// only a re-supplied token may replace it.
-		if !rebind || !errors.Is(err, store.ErrSealOpen) {
-			return err
-		}
-	}
-	changed, err := edit(&srv)
-	if err != nil || !changed {
-		return err
-	}
-	if err := srv.Validate(); err != nil {
-		return fieldError(err)
-	}
-	err = c.Store.UpdateServerWith(ctx, srv, store.UpdateOptions{RebindBearer: rebind})
-	if err == nil {
-		// Pointing a server at a new URL is the user's choice of origin.
-		// After the update, so a refused change writes nothing; a running
-		// daemon is told through its API, which reconnects the servers
-		// that failed for want of the grant.
-		err = a.grantServerOrigin(ctx, c, srv.URL)
-	}
-	switch {
-	case errors.Is(err, store.ErrBearerRebind):
-		return fmt.Errorf("server %s: the new URL %s is a different resource than the old one, and its bearer token was given for the old URL, so it does not follow the server (nothing was changed); "+
-			"re-supply the token for the new URL: \"remotemcp servers set %s --url %s --bearer-env VAR\" (or --bearer-stdin)", id, srv.URL, id, srv.URL)
-	case errors.Is(err, store.ErrNotFound):
-		return errNoServer(id)
-	case err != nil:
-		return fmt.Errorf("update server %s: %w", id, fieldError(err))
-	}
-	done()
-	return nil
 }
 
 func newServersSetCmd(a *app) *cobra.Command {
@@ -424,23 +294,23 @@ func newServersSetCmd(a *app) *cobra.Command {
 		lazy, startup     bool
 		timeout           time.Duration
 		disableT, enableT []string
-		bearer            bearerFlags
+		auth              authFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "set ID",
 		Short: "Change a server's settings",
-		Long: `Change a server's settings; flags not given stay as they are.
-
-Moving a bearer-token server to a URL of another resource (another host,
-port, path or query) needs the token again, given with --bearer-env or --bearer-stdin: a
-token issued for one server is never sent to another on its own. The same
-flags replace the token, or switch the server to bearer authentication.`,
+		Long: `Change a server's settings; flags not given stay as they are, and edits
+from elsewhere are never lost. --auth none|bearer|oauth|auto replaces the
+authentication, with --bearer-env/--bearer-stdin (alone they imply bearer),
+or --client-id, --client-secret-env and --scope. A bearer server moved to
+another resource needs its token again. --disable-tool warns when the
+server is known not to have the tool.`,
 		Example: `  remotemcp servers set docs --url https://mcp.example.com/v2/mcp --bearer-env DOCS_TOKEN
-  remotemcp servers set docs --lazy --tool-timeout 5m --disable-tool delete_page`,
+  remotemcp servers set docs --lazy --tool-timeout 5m --disable-tool delete_page
+  remotemcp servers set wiki --auth oauth --scope read`,
 		Args: argsExactly(1, "ID"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			id := args[0]
-			f := cmd.Flags()
+			id, f := args[0], cmd.Flags()
 			if lazy && startup {
 				return usageErrorf("--lazy and --startup exclude each other")
 			}
@@ -449,65 +319,60 @@ flags replace the token, or switch the server to bearer authentication.`,
 					return usageErrorf("tool %q is given to both --disable-tool and --enable-tool", t)
 				}
 			}
-			if !slices.ContainsFunc([]string{"url", "name", "lazy", "startup", "tool-timeout", "disable-tool", "enable-tool", "bearer-env", "bearer-stdin"}, f.Changed) {
-				return usageErrorf("nothing to change; give at least one of --url, --name, --lazy, --startup, --tool-timeout, --disable-tool, --enable-tool, --bearer-env, --bearer-stdin")
+			names := []string{"url", "name", "lazy", "startup", "tool-timeout", "disable-tool", "enable-tool", "auth", "bearer-env", "bearer-stdin", "client-id", "client-secret-env", "scope", "port"}
+			if !slices.ContainsFunc(names, f.Changed) {
+				return usageErrorf("nothing to change; give at least one of --%s", strings.Join(names, ", --"))
 			}
+			req := localapi.UpdateServerRequest{DisableTools: disableT, EnableTools: enableT}
 			if f.Changed("url") {
-				if err := config.ValidateURL(url); err != nil {
-					var fe *config.FieldError
-					if errors.As(err, &fe) {
-						return &config.FieldError{ServerID: id, Field: fe.Field, Problem: fe.Problem}
-					}
+				if err := checkServerURL(id, url); err != nil {
 					return err
 				}
+				req.URL = &url
 			}
-			token := ""
-			if bearer.given() {
-				var err error
-				if token, err = bearer.token(a, id); err != nil {
+			if f.Changed("name") {
+				req.Name = &name
+			}
+			if lazy || startup {
+				req.ConnectOnStartup = &startup
+			}
+			if f.Changed("tool-timeout") {
+				req.ToolTimeout = new(timeout.String())
+			}
+			ac, err := auth.change(a, id)
+			if err != nil {
+				return err
+			}
+			req.Auth, req.RebindBearer = ac, ac != nil && ac.Token != ""
+			return a.do(func(ctx context.Context, e Engine, _ []string) error {
+				before, err := e.Server(ctx, id)
+				if err != nil {
 					return err
 				}
-			}
-			var what []string
-			return a.updateServer(cmd.Context(), id, token != "", func(srv *config.Server) (bool, error) {
-				if f.Changed("url") && url != srv.URL {
-					srv.URL = url
-					what = append(what, "url")
+				res, err := e.UpdateServer(ctx, id, req)
+				if localapi.HasCode(err, localapi.CodeConflict) && req.URL != nil && before.Auth.Kind == "bearer" && ac == nil {
+					return fmt.Errorf("%w; re-supply the token: \"remotemcp servers set %s --url %s --bearer-env VAR\" (or --bearer-stdin)", err, id, url)
 				}
-				if f.Changed("name") && name != srv.Name {
-					srv.Name = name
-					what = append(what, "name")
+				if err != nil {
+					return err
 				}
-				if lazy && srv.ConnectOnStartup || startup && !srv.ConnectOnStartup {
-					srv.ConnectOnStartup = startup
-					what = append(what, "connect")
+				for _, w := range res.Warnings {
+					fmt.Fprintf(a.streams.Err, "warning: %s\n", cell(w))
 				}
-				if f.Changed("tool-timeout") && config.Duration(timeout) != srv.ToolTimeout {
-					srv.ToolTimeout = config.Duration(timeout)
-					what = append(what, "tool timeout")
-				}
-				for _, t := range disableT {
-					if !slices.Contains(srv.DisabledTools, t) {
-						srv.DisabledTools = append(srv.DisabledTools, t)
-						what = append(what, "disabled "+t)
-					}
-				}
-				for _, t := range enableT {
-					if i := slices.Index(srv.DisabledTools, t); i >= 0 {
-						srv.DisabledTools = slices.Delete(srv.DisabledTools, i, i+1)
-						what = append(what, "enabled "+t)
-					}
-				}
-				if token != "" {
-					srv.Auth = config.Auth{Kind: config.AuthBearer, Token: token}
+				what := changes(*before, res.Server)
+				switch {
+				case ac != nil && ac.Token != "":
 					what = append(what, "bearer token")
+				case ac != nil:
+					what = append(what, "auth "+string(ac.Kind))
 				}
 				if len(what) == 0 {
 					fmt.Fprintf(a.streams.Out, "%s: nothing changed (the settings already have these values)\n", id)
-					return false, nil
+					return nil
 				}
-				return true, nil
-			}, func() { fmt.Fprintf(a.streams.Out, "updated %s: %s\n", id, strings.Join(what, ", ")) })
+				fmt.Fprintf(a.streams.Out, "updated %s: %s\n", id, strings.Join(what, ", "))
+				return nil
+			})(cmd, args)
 		},
 	}
 	fl := cmd.Flags()
@@ -518,6 +383,140 @@ flags replace the token, or switch the server to bearer authentication.`,
 	fl.DurationVar(&timeout, "tool-timeout", 0, "tool call timeout, e.g. 5m (0: the default of 60s)")
 	fl.StringArrayVar(&disableT, "disable-tool", nil, "switch a tool off (repeatable)")
 	fl.StringArrayVar(&enableT, "enable-tool", nil, "switch a tool back on (repeatable)")
-	bearer.register(cmd)
+	auth.register(cmd)
 	return cmd
+}
+
+// changes names what differs between two versions of a server.
+func changes(b, a localapi.Server) []string {
+	var what []string
+	for _, f := range []struct {
+		name     string
+		old, new any
+	}{
+		{"url", b.URL, a.URL}, {"name", b.Name, a.Name}, {"enabled", b.Enabled, a.Enabled},
+		{"connect", b.ConnectOnStartup, a.ConnectOnStartup}, {"tool timeout", b.ToolTimeout, a.ToolTimeout},
+	} {
+		if f.old != f.new {
+			what = append(what, f.name)
+		}
+	}
+	for _, t := range a.DisabledTools {
+		if !slices.Contains(b.DisabledTools, t) {
+			what = append(what, "disabled "+t)
+		}
+	}
+	for _, t := range b.DisabledTools {
+		if !slices.Contains(a.DisabledTools, t) {
+			what = append(what, "enabled "+t)
+		}
+	}
+	return what
+}
+
+// maxImportSize bounds an imported document; real configs are a few KiB.
+const maxImportSize = 16 << 20
+
+func newServersImportCmd(a *app) *cobra.Command {
+	var update bool
+	cmd := &cobra.Command{
+		Use:   "import FILE|-",
+		Short: "Import servers from a Claude Code, Cursor, VS Code or Windsurf config",
+		Long: `Import the remote servers of a Claude Code, Claude Desktop, Cursor, Windsurf
+or VS Code config, or remotemcp's own list ("-" reads stdin). ${VAR} is
+expanded from this environment. Each server's origin is allowed, as adding
+does (the settings page's import too), and listed. Every entry is reported:
+added, updated, unchanged, conflict (--update replaces it) or skipped, with
+the reason. Exit status 1 when a conflict is left or nothing was imported.`,
+		Example: `  remotemcp servers import ~/.claude.json
+  remotemcp servers import .cursor/mcp.json --update
+  pbpaste | remotemcp servers import -`,
+		Args: argsExactly(1, "FILE|-"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			data, err := readInput(a, args[0])
+			if err != nil {
+				return err
+			}
+			req := localapi.ImportRequest{Config: string(data), Env: referencedEnv(a, string(data)), Update: update, By: byCLI}
+			return a.do(func(ctx context.Context, e Engine, _ []string) error {
+				res, err := e.Import(ctx, req)
+				if err != nil {
+					return err
+				}
+				return a.printImport(res, update)
+			})(cmd, args)
+		},
+	}
+	cmd.Flags().BoolVar(&update, "update", false, "replace servers whose id exists with another config")
+	return cmd
+}
+
+// printImport reports every entry of an import.
+func (a *app) printImport(res *localapi.ImportResult, update bool) error {
+	w := a.streams.Out
+	for _, l := range []struct {
+		verb string
+		list []localapi.ImportedServer
+	}{{"added", res.Added}, {"updated", res.Updated}, {"unchanged", res.Unchanged}} {
+		for _, s := range l.list {
+			fmt.Fprintf(w, "%s %s %s (auth %s)\n", l.verb, cell(s.ID), cell(s.URL), s.Auth)
+		}
+	}
+	for _, s := range res.Conflicts {
+		fmt.Fprintf(w, "conflict %s: %s\n", cell(orDash(s.ID)), cell(s.Reason))
+	}
+	for _, s := range res.Skipped {
+		fmt.Fprintf(w, "skipped %s: %s\n", cell(s.Name), cell(s.Reason))
+	}
+	for _, o := range res.Granted {
+		fmt.Fprintf(w, "granted %s\n", cell(o))
+	}
+	fmt.Fprintf(a.streams.Err, "%d added, %d updated, %d unchanged, %d conflicts, %d skipped, %s granted\n", len(res.Added), len(res.Updated),
+		len(res.Unchanged), len(res.Conflicts), len(res.Skipped), plural(len(res.Granted), "origin", "origins"))
+	switch {
+	case len(res.Conflicts) > 0 && !update:
+		return fmt.Errorf("%s not changed: the id exists with another config; run again with --update to replace them",
+			plural(len(res.Conflicts), "conflicting entry was", "conflicting entries were"))
+	case len(res.Added)+len(res.Updated)+len(res.Unchanged) == 0 && len(res.Skipped) > 0:
+		return errors.New("nothing was imported")
+	}
+	return nil
+}
+
+// envRef matches ${VAR}, ${VAR:-default} and ${env:VAR}.
+var envRef = regexp.MustCompile(`\$\{(?:env:)?([A-Za-z_][A-Za-z0-9_]*)`)
+
+// referencedEnv is the variables doc refers to (the engine never expands
+// from its own environment).
+func referencedEnv(a *app, doc string) map[string]string {
+	env := map[string]string{}
+	for _, m := range envRef.FindAllStringSubmatch(doc, -1) {
+		if v, ok := a.env(m[1]); ok {
+			env[m[1]] = v
+		}
+	}
+	return env
+}
+
+// readInput reads a file, or stdin for "-", up to maxImportSize.
+func readInput(a *app, name string) ([]byte, error) {
+	var r io.Reader = a.streams.In
+	if name != "-" {
+		f, err := os.Open(name)
+		if err != nil {
+			return nil, fmt.Errorf("read %s: %w", name, err)
+		}
+		defer f.Close()
+		r = f
+	} else {
+		name = "stdin"
+	}
+	data, err := io.ReadAll(io.LimitReader(r, maxImportSize+1))
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", name, err)
+	}
+	if len(data) > maxImportSize {
+		return nil, fmt.Errorf("%s is larger than %d MiB; that is not an MCP client config", name, maxImportSize>>20)
+	}
+	return data, nil
 }

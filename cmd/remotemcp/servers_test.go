@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/remotemcp/remotemcp/localapi"
 )
 
 func TestServersRoundTrip(t *testing.T) {
@@ -13,7 +15,7 @@ func TestServersRoundTrip(t *testing.T) {
 	c.env["DOCS_TOKEN"] = "tok-docs-0123456789"
 
 	r := c.ok("servers", "add", "docs", "https://mcp.example.com/mcp", "--name", "Docs", "--bearer-env", "DOCS_TOKEN", "--lazy")
-	if r.out != "added docs https://mcp.example.com/mcp\n" {
+	if r.out != "added docs https://mcp.example.com/mcp\ngranted https://mcp.example.com (adding a server allows its own origin)\n" {
 		t.Fatalf("add: %s", r)
 	}
 	c.ok("servers", "add", "wiki", "https://wiki.example.com/mcp", "--oauth", "--client-id", "cid-1", "--scope", "read", "--scope", "write", "--disabled")
@@ -37,7 +39,7 @@ func TestServersRoundTrip(t *testing.T) {
 
 	// show: the config without secrets.
 	r = c.ok("servers", "show", "docs")
-	if !strings.Contains(r.out, "(sealed)") || strings.Contains(r.out, "tok-docs") {
+	if !strings.Contains(r.out, "(stored sealed)") || strings.Contains(r.out, "tok-docs") {
 		t.Fatalf("show must mark the token sealed and not print it:\n%s", r.out)
 	}
 	var shown map[string]any
@@ -45,7 +47,7 @@ func TestServersRoundTrip(t *testing.T) {
 	if err := json.Unmarshal([]byte(r.out), &shown); err != nil {
 		t.Fatal(err)
 	}
-	if auth := shown["auth"].(map[string]any); auth["kind"] != "bearer" || auth["token"] != "(sealed)" {
+	if auth := shown["auth"].(map[string]any); auth["kind"] != "bearer" || auth["hasToken"] != true || strings.Contains(r.out, "tok-docs") {
 		t.Fatalf("show --json auth = %v", auth)
 	}
 	r = c.ok("servers", "show", "wiki", "--json")
@@ -102,12 +104,12 @@ func TestServersRoundTrip(t *testing.T) {
 	if r = c.ok("servers", "rm", "wiki"); r.out != "removed wiki\n" {
 		t.Fatalf("rm: %s", r)
 	}
-	c.fail(exitFail, `no server "wiki" is configured`, "servers", "rm", "wiki")
-	c.fail(exitFail, `no server "nope" is configured`, "servers", "show", "nope")
-	c.fail(exitFail, `no server "nope" is configured`, "servers", "enable", "nope")
+	c.fail(exitFail, `no server "wiki"`, "servers", "rm", "wiki")
+	c.fail(exitFail, `no server "nope"`, "servers", "show", "nope")
+	c.fail(exitFail, `no server "nope"`, "servers", "enable", "nope")
 
 	r = c.ok("servers", "list", "--json")
-	var rows []serverRow
+	var rows []localapi.Server
 	if err := json.Unmarshal([]byte(r.out), &rows); err != nil {
 		t.Fatal(err)
 	}
@@ -136,34 +138,30 @@ func TestServersListJSONShape(t *testing.T) {
 	c.ok("servers", "add", "a", "https://a.example.com/mcp", "--bearer-env", "T")
 	c.ok("servers", "add", "b", "https://b.example.com/mcp", "--oauth", "--lazy", "--disabled")
 	c.ok("servers", "add", "c", "https://c.example.com/mcp")
-	c.ok("servers", "set", "c", "--disable-tool", "x") // disabledTools must not leak into the shape
+	c.ok("servers", "set", "c", "--disable-tool", "x")
 
 	r := c.ok("servers", "list", "--json")
-	var got []map[string]json.RawMessage
+	var got []localapi.Server
 	if err := json.Unmarshal([]byte(r.out), &got); err != nil {
 		t.Fatalf("%v\n%s", err, r.out)
 	}
-	keys := []string{"auth", "connectOnStartup", "enabled", "id", "name", "reason", "state", "toolCount", "url"}
-	for _, obj := range got {
-		var k []string
-		for key := range obj {
-			k = append(k, key)
-		}
-		slices.Sort(k)
-		if !slices.Equal(k, keys) {
-			t.Fatalf("object keys = %v, want exactly %v", k, keys)
-		}
+	type row struct {
+		ID, URL, Origin, Auth string
+		Enabled, Startup      bool
+		State                 localapi.State
+		Disabled              []string
 	}
-	want := `[
-  {"id": "a", "name": "a", "url": "https://a.example.com/mcp", "enabled": true, "connectOnStartup": true, "auth": "bearer", "state": "disconnected", "reason": null, "toolCount": 0},
-  {"id": "b", "name": "b", "url": "https://b.example.com/mcp", "enabled": false, "connectOnStartup": false, "auth": "oauth", "state": "disconnected", "reason": null, "toolCount": 0},
-  {"id": "c", "name": "c", "url": "https://c.example.com/mcp", "enabled": true, "connectOnStartup": true, "auth": "none", "state": "disconnected", "reason": null, "toolCount": 0}
-]`
-	var a, b any
-	json.Unmarshal([]byte(r.out), &a)
-	json.Unmarshal([]byte(want), &b)
-	if !reflect.DeepEqual(a, b) {
-		t.Fatalf("list --json =\n%s\nwant\n%s", r.out, want)
+	var rows []row
+	for _, s := range got {
+		rows = append(rows, row{s.ID, s.URL, s.Origin, string(s.Auth.Kind), s.Enabled, s.ConnectOnStartup, s.State, s.DisabledTools})
+	}
+	want := []row{
+		{"a", "https://a.example.com/mcp", "https://a.example.com", "bearer", true, true, "disconnected", []string{}},
+		{"b", "https://b.example.com/mcp", "https://b.example.com", "oauth", false, false, "disconnected", []string{}},
+		{"c", "https://c.example.com/mcp", "https://c.example.com", "none", true, true, "disconnected", []string{"x"}},
+	}
+	if !reflect.DeepEqual(rows, want) {
+		t.Fatalf("list --json =\n%+v\nwant\n%+v\n%s", rows, want, r.out)
 	}
 	if strings.Contains(r.out, "abcdef0123456789") {
 		t.Fatal("list --json prints the token")
@@ -175,7 +173,7 @@ func TestServersAddBadInput(t *testing.T) {
 	c.env["EMPTY"] = ""
 	c.env["T"] = "abcdef0123456789"
 	c.ok("servers", "add", "docs", "https://mcp.example.com/mcp")
-	before := c.dbHash()
+	before := c.ok("servers", "list", "--json").out
 
 	for _, tc := range []struct {
 		name string
@@ -184,22 +182,22 @@ func TestServersAddBadInput(t *testing.T) {
 		args []string
 	}{
 		{"remote http", exitFail, "server x: url: http:// is only allowed for loopback hosts", []string{"servers", "add", "x", "http://mcp.example.com/mcp"}},
-		{"duplicate", exitFail, `server docs already exists; use "remotemcp servers set" to change it`, []string{"servers", "add", "docs", "https://other.example.com/mcp"}},
+		{"duplicate", exitFail, `a server with id "docs" exists already`, []string{"servers", "add", "docs", "https://other.example.com/mcp"}},
 		{"bad id", exitFail, `id: "Docs" contains upper-case 'D'`, []string{"servers", "add", "Docs", "https://mcp.example.com/mcp"}},
 		{"fragment", exitFail, "url: must not contain a fragment", []string{"servers", "add", "y", "https://mcp.example.com/mcp#x"}},
 		{"unset env", exitFail, "environment variable NOPE is not set", []string{"servers", "add", "y", "https://mcp.example.com/mcp", "--bearer-env", "NOPE"}},
 		{"empty env", exitFail, "environment variable EMPTY is empty", []string{"servers", "add", "y", "https://mcp.example.com/mcp", "--bearer-env", "EMPTY"}},
 		{"no stdin token", exitFail, "stdin gave no token", []string{"servers", "add", "y", "https://mcp.example.com/mcp", "--bearer-stdin"}},
-		{"oauth and bearer", exitUsage, "exclude each other", []string{"servers", "add", "y", "https://mcp.example.com/mcp", "--oauth", "--bearer-env", "T"}},
-		{"client id without oauth", exitUsage, "add --oauth", []string{"servers", "add", "y", "https://mcp.example.com/mcp", "--client-id", "x"}},
+		{"oauth and bearer", exitUsage, "exclude --auth oauth", []string{"servers", "add", "y", "https://mcp.example.com/mcp", "--oauth", "--bearer-env", "T"}},
+		{"client id without oauth", exitUsage, "add --auth oauth", []string{"servers", "add", "y", "https://mcp.example.com/mcp", "--client-id", "x"}},
 		{"no bearer flag", exitUsage, "unknown flag: --bearer", []string{"servers", "add", "y", "https://mcp.example.com/mcp", "--bearer", "secret"}},
 		{"missing url", exitUsage, "usage: remotemcp servers add ID URL", []string{"servers", "add", "y"}},
 		{"bad scope", exitFail, `auth.scopes[0]: "a b" contains a space`, []string{"servers", "add", "y", "https://mcp.example.com/mcp", "--oauth", "--scope", "a b"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c.fail(tc.code, tc.want, tc.args...)
-			if after := c.dbHash(); after != before {
-				t.Fatal("the database files changed")
+			if after := c.ok("servers", "list", "--json").out; after != before {
+				t.Fatal("the server list changed")
 			}
 		})
 	}
@@ -213,14 +211,14 @@ func TestServersSetBearerRebind(t *testing.T) {
 	c.env["OLD"] = "old-token-0123456789"
 	c.env["NEW"] = "new-token-9876543210"
 	c.ok("servers", "add", "api", "https://api.example.com/mcp", "--bearer-env", "OLD")
-	before := c.dbHash()
+	before := c.ok("servers", "list", "--json").out
 
-	r := c.fail(exitFail, "re-supply the token for the new URL", "servers", "set", "api", "--url", "https://other.example.com/mcp")
+	r := c.fail(exitFail, "re-supply the token", "servers", "set", "api", "--url", "https://other.example.com/mcp")
 	if !strings.Contains(r.err, "--bearer-env") || !strings.Contains(r.err, "nothing was changed") {
 		t.Fatalf("rebind error: %s", r)
 	}
-	if c.dbHash() != before {
-		t.Fatal("a refused URL change wrote to the database")
+	if c.ok("servers", "list", "--json").out != before {
+		t.Fatal("a refused URL change changed the server")
 	}
 	// The same host with another path is another resource too.
 	c.fail(exitFail, "re-supply the token", "servers", "set", "api", "--url", "https://api.example.com/v2/mcp")
@@ -230,7 +228,7 @@ func TestServersSetBearerRebind(t *testing.T) {
 		t.Fatalf("set with the token: %s", r)
 	}
 	r = c.ok("servers", "show", "api", "--json")
-	if !strings.Contains(r.out, `"url": "https://other.example.com/mcp"`) || !strings.Contains(r.out, `"token": "(sealed)"`) {
+	if !strings.Contains(r.out, `"url": "https://other.example.com/mcp"`) || !strings.Contains(r.out, `"hasToken": true`) {
 		t.Fatalf("show after rebind:\n%s", r.out)
 	}
 	// A URL change that keeps the resource needs no token.
@@ -241,7 +239,7 @@ func TestServersSetBearerRebind(t *testing.T) {
 	if r = c.run("stdin-token-abcdef\n", "servers", "set", "plain", "--bearer-stdin"); r.code != 0 {
 		t.Fatalf("set --bearer-stdin: %s", r)
 	}
-	if r = c.ok("servers", "show", "plain"); !strings.Contains(r.out, "bearer") || !strings.Contains(r.out, "(sealed)") {
+	if r = c.ok("servers", "show", "plain"); !strings.Contains(r.out, "bearer") || !strings.Contains(r.out, "(stored sealed)") {
 		t.Fatalf("show plain:\n%s", r.out)
 	}
 	for _, tok := range []string{"old-token-0123456789", "new-token-9876543210", "stdin-token-abcdef"} {
@@ -273,33 +271,34 @@ func TestServersImportClaudeCode(t *testing.T) {
 	file := writeFile(t, "claude.json", strings.Replace(claudeConfig, "%s", "https://docs.example.com/mcp", 1))
 
 	r := c.ok("servers", "import", file)
-	wantOut := "added team-docs https://docs.example.com/mcp\n" +
-		"skipped filesystem: local stdio servers are out of scope (R1.1)\n" +
-		"skipped legacy: legacy SSE transport is not supported (R1.2)\n"
-	if r.out != wantOut {
-		t.Fatalf("import stdout =\n%s\nwant\n%s", r.out, wantOut)
+	for _, want := range []string{
+		"added team-docs https://docs.example.com/mcp (auth bearer)\n",
+		"skipped filesystem: local stdio servers are out of scope",
+		"skipped legacy: legacy SSE transport is not supported",
+		"granted https://docs.example.com\n",
+	} {
+		if !strings.Contains(r.out, want) {
+			t.Fatalf("import stdout lacks %q: %s", want, r)
+		}
 	}
-	if !strings.Contains(r.err, "imported 1 of 3 entries (0 failed, 2 skipped)") {
+	if !strings.Contains(r.err, "1 added, 0 updated, 0 unchanged, 0 conflicts, 2 skipped, 1 origin granted") {
 		t.Fatalf("import summary: %s", r)
 	}
 	if c.dbContains(token) {
 		t.Fatal("the imported bearer token is readable in the database file")
 	}
 	r = c.ok("servers", "show", "team-docs", "--json")
-	if !strings.Contains(r.out, `"kind": "bearer"`) || !strings.Contains(r.out, `"token": "(sealed)"`) || !strings.Contains(r.out, `"name": "Team Docs"`) {
+	if !strings.Contains(r.out, `"kind": "bearer"`) || !strings.Contains(r.out, `"hasToken": true`) || !strings.Contains(r.out, `"name": "Team Docs"`) {
 		t.Fatalf("show imported:\n%s", r.out)
 	}
 
-	// Importing again: the existing id fails, the rest is skipped as
-	// before, nothing was imported: non-zero, and nothing written.
-	before := c.dbHash()
-	r = c.run("", "servers", "import", file)
-	if r.code != exitFail || !strings.Contains(r.out, `failed team-docs: server team-docs already exists; use "remotemcp servers set" to change it`) ||
-		!strings.Contains(r.err, "nothing was imported") {
+	// Importing again changes nothing and succeeds.
+	before := c.ok("servers", "list", "--json").out
+	if r = c.ok("servers", "import", file); !strings.Contains(r.out, "unchanged team-docs https://docs.example.com/mcp") {
 		t.Fatalf("re-import: %s", r)
 	}
-	if c.dbHash() != before {
-		t.Fatal("a failed import wrote to the database")
+	if c.ok("servers", "list", "--json").out != before {
+		t.Fatal("importing the same file again changed the servers")
 	}
 
 	// From stdin.
@@ -314,7 +313,7 @@ func TestServersImportClaudeCode(t *testing.T) {
 func TestServersImportBadInput(t *testing.T) {
 	c := newCLI(t)
 	c.ok("servers", "add", "docs", "https://mcp.example.com/mcp")
-	before := c.dbHash()
+	before := c.ok("servers", "list", "--json").out
 
 	for _, tc := range []struct {
 		name, doc, want string
@@ -323,10 +322,10 @@ func TestServersImportBadInput(t *testing.T) {
 		{"garbage", `mcpServers: a`, "line 1, column 1: invalid JSON"},
 		{"not a config", `{"foo": 1}`, "no MCP servers found"},
 		{"remote http", `{"mcpServers": {"x": {"type": "http", "url": "http://mcp.example.com/mcp"}}}`, "skipped x: server x: url: http:// is only allowed for loopback hosts"},
-		{"duplicate id", `{"mcpServers": {"docs": {"type": "http", "url": "https://other.example.com/mcp"}}}`, `failed docs: server docs already exists; use "remotemcp servers set" to change it`},
+		{"duplicate id", `{"mcpServers": {"docs": {"type": "http", "url": "https://other.example.com/mcp"}}}`, `conflict docs: `},
 		{"wrong field type", `{"mcpServers": {"y": {"type": "http", "url": "https://y.example.com/mcp", "enabled": "yes"}}}`, "skipped y: enabled must be true or false, not a string"},
 		{"own format, wrong field type", `[{"id": "z", "url": "https://z.example.com/mcp", "enabled": "yes"}]`, "server z: enabled: must be true or false, not a string (line 1, column 61)"},
-		{"own format, duplicate", `{"servers": [{"id": "docs", "url": "https://docs2.example.com/mcp"}]}`, `failed docs: server docs already exists`},
+		{"own format, duplicate", `{"servers": [{"id": "docs", "url": "https://docs2.example.com/mcp"}]}`, `conflict docs: `},
 		{"unset variable", `{"mcpServers": {"v": {"url": "https://v.example.com/mcp", "headers": {"Authorization": "Bearer ${NOT_SET}"}}}}`, "environment variable NOT_SET is not set"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -338,22 +337,29 @@ func TestServersImportBadInput(t *testing.T) {
 			if !strings.Contains(r.out+r.err, tc.want) {
 				t.Fatalf("output lacks %q: %s", tc.want, r)
 			}
-			if c.dbHash() != before {
-				t.Fatal("the database files changed")
+			if c.ok("servers", "list", "--json").out != before {
+				t.Fatal("the server list changed")
 			}
 		})
 	}
 	c.fail(exitFail, "read /nonexistent/x.json", "servers", "import", "/nonexistent/x.json")
 
-	// A mixed import adds the good entry and reports the bad one, exit 0.
+	// A mixed import adds the good entry and reports the others; the
+	// conflict fails the command until --update replaces it.
 	file := writeFile(t, "mixed.json", `{"mcpServers": {
 		"good": {"type": "http", "url": "https://good.example.com/mcp"},
 		"docs": {"type": "http", "url": "https://docs.example.com/mcp"},
 		"bad":  {"type": "http", "url": "https://bad.example.com/mcp", "enabled": "yes"}}}`)
-	r := c.ok("servers", "import", file)
-	for _, want := range []string{"added good https://good.example.com/mcp", "failed docs: server docs already exists", "skipped bad: enabled must be true or false"} {
+	r := c.fail(exitFail, "--update", "servers", "import", file)
+	for _, want := range []string{"added good https://good.example.com/mcp", "conflict docs: ", "skipped bad: enabled must be true or false"} {
 		if !strings.Contains(r.out, want) {
 			t.Errorf("mixed import lacks %q:\n%s", want, r.out)
+		}
+	}
+	r = c.ok("servers", "import", file, "--update")
+	for _, want := range []string{"unchanged good https://good.example.com/mcp", "updated docs https://docs.example.com/mcp"} {
+		if !strings.Contains(r.out, want) {
+			t.Errorf("import --update lacks %q:\n%s", want, r.out)
 		}
 	}
 }
@@ -365,15 +371,15 @@ func TestServersImportOwnFormat(t *testing.T) {
 		{"id": "two", "name": "Two", "url": "https://two.example.com/mcp", "auth": {"kind": "oauth", "scopes": ["read"]}}
 	]}`)
 	r := c.ok("servers", "import", file)
-	if r.out != "added one https://one.example.com/mcp\nadded two https://two.example.com/mcp\n" {
+	if !strings.HasPrefix(r.out, "added one https://one.example.com/mcp (auth none)\nadded two https://two.example.com/mcp (auth oauth)\n") {
 		t.Fatalf("import: %s", r)
 	}
 	r = c.ok("servers", "list", "--json")
-	var rows []serverRow
+	var rows []localapi.Server
 	if err := json.Unmarshal([]byte(r.out), &rows); err != nil {
 		t.Fatal(err)
 	}
-	if len(rows) != 2 || rows[0].ConnectOnStartup || rows[1].Auth != "oauth" || rows[1].Name != "Two" {
+	if len(rows) != 2 || rows[0].ConnectOnStartup || rows[1].Auth.Kind != "oauth" || rows[1].Name != "Two" {
 		t.Fatalf("rows = %+v", rows)
 	}
 }

@@ -1,0 +1,106 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+
+	"github.com/remotemcp/remotemcp"
+	"github.com/remotemcp/remotemcp/daemon"
+)
+
+// engine returns the command's API client and its release: the daemon's,
+// else one of an engine opened lazily in this process.
+func (a *app) engine(ctx context.Context) (Engine, func(), error) {
+	dir := a.dataDirPath()
+	if !a.noDaemon {
+		c, err := daemon.Dial(ctx, dir)
+		if err == nil {
+			a.log.Debug("using the daemon")
+			return c, c.CloseIdleConnections, nil
+		}
+		if !errors.Is(err, daemon.ErrNotRunning) {
+			return nil, nil, fmt.Errorf("reach the daemon: %w (run with --no-daemon to work without it)", err)
+		}
+		if _, serr := os.Stat(filepath.Join(dir, daemon.InfoFileName)); serr == nil {
+			fmt.Fprintln(a.streams.Err, "the daemon is not running; working in-process")
+		}
+	}
+	eng, err := remotemcp.Open(ctx, remotemcp.Options{DataDir: dir, Logger: a.log, NoStartupConnect: true})
+	if err != nil {
+		return nil, nil, fmt.Errorf("open the data directory: %w", err)
+	}
+	// The API outlives a Ctrl-C until the command ends, so that a
+	// cancelled call still delivers its outcome (see call).
+	c, stop, err := daemon.InProcess(context.WithoutCancel(ctx), eng)
+	if err != nil {
+		eng.Close()
+		return nil, nil, err
+	}
+	a.inProcess = true
+	return c, func() { stop(); eng.Close() }, nil
+}
+
+// dial returns the client of the running daemon, or says that none runs.
+func (a *app) dial(ctx context.Context) (Engine, error) {
+	c, err := daemon.Dial(ctx, a.dataDirPath())
+	if errors.Is(err, daemon.ErrNotRunning) {
+		return nil, errors.New("no daemon runs on this data directory; start one with \"remotemcp serve\"")
+	}
+	return c, err
+}
+
+func newServeCmd(a *app) *cobra.Command {
+	var addr string
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Run the daemon: the engine, the local API and the settings page",
+		Long: `Run the daemon: it owns the sessions of every server (connecting those with
+connectOnStartup), answers the local API on a Unix socket in the data
+directory (the CLI uses it while it runs), and serves the settings page and
+the OAuth callback /mcp-oauth on a loopback TCP address. It prints a
+one-time login URL for the settings page. Only one daemon runs per data
+directory. SIGINT/SIGTERM shut it down cleanly.
+
+--addr takes HOST:PORT on loopback, or PORT alone (127.0.0.1:PORT).`,
+		Args: argsExactly(0, ""),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			listen, err := loopbackAddr(addr)
+			if err != nil {
+				return err
+			}
+			log := a.log
+			if !a.verbose {
+				log = newLogger(a.streams.Err, false)
+			}
+			dir := a.dataDirPath()
+			eng, err := remotemcp.Open(ctx, remotemcp.Options{DataDir: dir, Logger: log})
+			if err != nil {
+				return fmt.Errorf("open the data directory: %w", err)
+			}
+			defer eng.Close()
+			srv, err := daemon.New(daemon.Options{Engine: eng, DataDir: dir, Addr: listen, Version: remotemcp.Version, Logger: log})
+			if err != nil {
+				return err
+			}
+			if err := srv.Listen(ctx); err != nil {
+				return fmt.Errorf("listen on %s: %w (is the port taken? choose another with --addr)", listen, err)
+			}
+			fmt.Fprintf(a.streams.Err, "remotemcp daemon on %s\nopen the settings page (this link works once):\n", srv.URL())
+			fmt.Fprintln(a.streams.Out, srv.LoginURL())
+			err = srv.Serve(ctx)
+			if ctx.Err() != nil {
+				fmt.Fprintln(a.streams.Err, "remotemcp daemon: shutting down")
+				return nil
+			}
+			return err
+		},
+	}
+	cmd.Flags().StringVar(&addr, "addr", "127.0.0.1:7717", "loopback address of the settings page and OAuth callback: HOST:PORT or PORT (the OAuth redirect port defaults to 7717 too)")
+	return cmd
+}
