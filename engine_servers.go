@@ -199,17 +199,47 @@ func reasonOf(r *manager.Reason) *localapi.Reason {
 
 func (c *Client) isSignedOut(id string) bool {
 	c.soMu.Lock()
-	defer c.soMu.Unlock()
-	return c.signedOut[id]
+	on, known := c.signedOut[id]
+	c.soMu.Unlock()
+	if known {
+		return on
+	}
+	// Another process (a CLI command, the daemon) may have signed the
+	// server out: the mark is in the store, so every process says the
+	// same.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_, err := c.Store.GetKV(ctx, signedOutNS, id)
+	on = err == nil
+	c.soMu.Lock()
+	c.signedOut[id] = on
+	c.soMu.Unlock()
+	return on
 }
+
+// signedOutNS is the store's namespace of servers signed out by the
+// person (key: server id): they stay needs-auth "signed out" in every
+// process until a sign-in or a successful connect.
+const signedOutNS = "remotemcp_signed_out"
 
 func (c *Client) setSignedOut(id string, on bool) {
 	c.soMu.Lock()
-	defer c.soMu.Unlock()
+	was, known := c.signedOut[id]
+	c.signedOut[id] = on
+	c.soMu.Unlock()
+	if known && was == on && !on {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	var err error
 	if on {
-		c.signedOut[id] = true
+		err = c.Store.PutKV(ctx, signedOutNS, id, []byte("1"))
 	} else {
-		delete(c.signedOut, id)
+		err = c.Store.DeleteKV(ctx, signedOutNS, id)
+	}
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		c.log.Warn("remotemcp: record the sign-out", "server", id, "err", err)
 	}
 }
 
