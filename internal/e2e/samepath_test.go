@@ -84,8 +84,10 @@ func answerNoTerminal(t *testing.T, e *env) string {
 	if ans.code != 0 {
 		t.Fatalf("answer: %s", ans)
 	}
-	rest, _ := io.ReadAll(stderr)
-	errText.Write(rest)
+	// The rest through the same scanner: it may already hold lines.
+	for sc.Scan() {
+		errText.WriteString(sc.Text() + "\n")
+	}
 	if err := cmd.Wait(); err != nil {
 		t.Fatalf("call: %v\nstdout:\n%s\nstderr:\n%s", err, out.String(), errText.String())
 	}
