@@ -11,6 +11,8 @@ import (
 
 	"github.com/remotemcp/remotemcp"
 	"github.com/remotemcp/remotemcp/daemon"
+	"github.com/remotemcp/remotemcp/internal/testserver/fixture"
+	"github.com/remotemcp/remotemcp/localapi"
 )
 
 // engine returns the command's API client and its release: the daemon's,
@@ -55,7 +57,10 @@ func (a *app) dial(ctx context.Context) (Engine, error) {
 }
 
 func newServeCmd(a *app) *cobra.Command {
-	var addr string
+	var (
+		addr string
+		demo bool
+	)
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Run the daemon: the engine, the local API and the settings page",
@@ -66,7 +71,9 @@ the OAuth callback /mcp-oauth on a loopback TCP address. It prints a
 one-time login URL for the settings page. Only one daemon runs per data
 directory. SIGINT/SIGTERM shut it down cleanly.
 
---addr takes HOST:PORT on loopback, or PORT alone (127.0.0.1:PORT).`,
+--addr takes HOST:PORT on loopback, or PORT alone (127.0.0.1:PORT).
+--demo also runs the bundled test MCP server on a free loopback port and
+adds it (or points it) as the server "demo", so the page is not empty.`,
 		Args: argsExactly(0, ""),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
@@ -84,6 +91,13 @@ directory. SIGINT/SIGTERM shut it down cleanly.
 				return fmt.Errorf("open the data directory: %w", err)
 			}
 			defer eng.Close()
+			if demo {
+				stop, err := startDemo(ctx, eng)
+				if err != nil {
+					return fmt.Errorf("--demo: %w", err)
+				}
+				defer stop()
+			}
 			srv, err := daemon.New(daemon.Options{Engine: eng, DataDir: dir, Addr: listen, Version: remotemcp.Version, Logger: log})
 			if err != nil {
 				return err
@@ -101,6 +115,30 @@ directory. SIGINT/SIGTERM shut it down cleanly.
 			return err
 		},
 	}
+	cmd.Flags().BoolVar(&demo, "demo", false, "also run the bundled test MCP server and add it as the server \"demo\"")
 	cmd.Flags().StringVar(&addr, "addr", "127.0.0.1:7717", "loopback address of the settings page and OAuth callback: HOST:PORT or PORT (the OAuth redirect port defaults to 7717 too)")
 	return cmd
+}
+
+// startDemo runs the bundled test MCP server on a free loopback port for
+// the daemon's lifetime and adds it as "demo" (or points an existing
+// "demo" at its new port), through the same API as any other server.
+func startDemo(ctx context.Context, eng localapi.Engine) (func(), error) {
+	f, err := fixture.Start(fixture.Options{})
+	if err != nil {
+		return nil, fmt.Errorf("start the test server: %w", err)
+	}
+	u := f.URL()
+	_, err = eng.AddServer(ctx, localapi.AddServerRequest{ID: "demo", Name: "Demo (bundled test server)", URL: u, By: localapi.ByServersAdd})
+	if localapi.HasCode(err, localapi.CodeConflict) {
+		_, err = eng.UpdateServer(ctx, "demo", localapi.UpdateServerRequest{URL: &u})
+		if err == nil {
+			err = eng.Grant(ctx, "http://"+f.Addr(), localapi.ByCLI)
+		}
+	}
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() { f.Close() }, nil
 }

@@ -175,3 +175,18 @@ func daemonPort(t *testing.T, e *env) string {
 	t.Fatalf("no login URL in:\n%s", r)
 	return ""
 }
+
+// TestServeDemo (issue #8 item 18): `serve --demo` gives a newcomer a
+// ready server at once, and a second start points it at the new port.
+func TestServeDemo(t *testing.T) {
+	e := newEnv(t)
+	e.startDaemon("--demo")
+	r := e.mustRun("", "call", "demo/echo", `{"text":"first page"}`, "--yes")
+	if !strings.Contains(r.out, "first page") {
+		t.Fatalf("demo call:\n%s", r)
+	}
+	st := e.mustRun("", "status", "demo")
+	if !strings.Contains(st.out, "ready") {
+		t.Fatalf("demo status:\n%s", st)
+	}
+}

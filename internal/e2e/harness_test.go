@@ -115,9 +115,9 @@ func (e *env) mustRun(stdin string, args ...string) result {
 
 // startDaemon runs `remotemcp serve` on the data directory as its own
 // process and waits until its socket answers.
-func (e *env) startDaemon() {
+func (e *env) startDaemon(args ...string) {
 	e.t.Helper()
-	cmd := exec.Command(bin, "serve", "--addr", "127.0.0.1:0")
+	cmd := exec.Command(bin, append([]string{"serve", "--addr", "127.0.0.1:0"}, args...)...)
 	cmd.Env = e.environ()
 	var logs syncBuffer
 	cmd.Stdout, cmd.Stderr = &logs, &logs
