@@ -594,8 +594,24 @@ func (c *Client) editServer(ctx context.Context, id string, edit func(*config.Se
 		}
 		return srv, fail(err)
 	}
+	c.syncConfig(ctx)
 	c.hub.bump(topicServers)
 	return srv, nil
+}
+
+// syncConfig waits (briefly) until the manager has applied every stored
+// change so far, so that an edit is in effect when the request that made
+// it returns: a Connect right after SetEnabled(true) must not find the
+// server still disabled.
+func (c *Client) syncConfig(ctx context.Context) {
+	if !c.running {
+		return
+	}
+	sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := c.Manager.Sync(sctx); err != nil {
+		c.log.Debug("remotemcp: wait for the config change to apply", "err", err)
+	}
 }
 
 // toggleTool adds (enabled false) or removes (enabled true) one tool name
@@ -684,6 +700,7 @@ func (c *Client) RemoveServer(ctx context.Context, id string) error {
 		return fail(err)
 	}
 	c.setSignedOut(id, false)
+	c.syncConfig(ctx)
 	c.hub.bump(topicServers)
 	return nil
 }

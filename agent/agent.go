@@ -203,7 +203,7 @@ func New(o Options) (*Registry, error) {
 		return nil, errors.New("agent: Options.Backend is required")
 	}
 	if o.Approver == nil {
-		return nil, errors.New("agent: Options.Approver is required: every remote tool call needs approval (R4.1)")
+		return nil, errors.New("agent: Options.Approver is required: every remote tool call needs approval")
 	}
 	if o.ResultBudget <= 0 {
 		o.ResultBudget = DefaultResultBudget

@@ -25,8 +25,8 @@ type Skipped struct {
 // Reasons shared by several paths, kept verbatim so the UI and tests can
 // recognise them.
 const (
-	reasonSSE   = "legacy SSE transport is not supported (R1.2)"
-	reasonStdio = "local stdio servers are out of scope (R1.1)"
+	reasonSSE   = "legacy SSE transport is not supported: remotemcp speaks Streamable HTTP only" // R1.2
+	reasonStdio = "local stdio servers are out of scope: remotemcp is for remote servers"        // R1.1
 )
 
 // Import reads the MCP server configuration of another client (R2.1) and

@@ -50,10 +50,10 @@ func TestImport(t *testing.T) {
 				srv("slack", "slack", "https://mcp.slack.com/mcp", Auth{Kind: AuthOAuth, ClientID: "1234.5678", RedirectPort: 8080, Scopes: []string{"channels:read", "chat:write"}}),
 			},
 			wantSkipped: []Skipped{
-				{"legacy", "legacy SSE transport is not supported (R1.2)"},
+				{"legacy", "legacy SSE transport is not supported: remotemcp speaks Streamable HTTP only"},
 				{"okta", "oauth.authServerMetadataUrl is not supported"},
 				{"kerberos", "headersHelper"},
-				{"local", "local stdio servers are out of scope (R1.1)"},
+				{"local", "local stdio servers are out of scope: remotemcp is for remote servers"},
 			},
 		},
 		{
@@ -97,13 +97,13 @@ func TestImport(t *testing.T) {
 				srv("bunx-p", "bunx-p", "https://bunx.example/mcp", autoAuth),
 			},
 			wantSkipped: []Skipped{
-				{"sse-path", "legacy SSE transport is not supported (R1.2): the URL ends in /sse"},
-				{"sse-only", "legacy SSE transport is not supported (R1.2)"},
+				{"sse-path", "legacy SSE transport is not supported: remotemcp speaks Streamable HTTP only: the URL ends in /sse"},
+				{"sse-only", "legacy SSE transport is not supported: remotemcp speaks Streamable HTTP only"},
 				{"custom", "custom header X-Tenant is not supported; only Authorization: Bearer"},
 				{"no-url", "mcp-remote is given no server URL"},
 				{"no-colon", "an mcp-remote --header value is not of the form Name:value"},
-				{"filesystem", "local stdio servers are out of scope (R1.1)"},
-				{"lookalike", "local stdio servers are out of scope (R1.1)"},
+				{"filesystem", "local stdio servers are out of scope: remotemcp is for remote servers"},
+				{"lookalike", "local stdio servers are out of scope: remotemcp is for remote servers"},
 			},
 		},
 		{
@@ -126,7 +126,7 @@ func TestImport(t *testing.T) {
 				srv("remote-bearer", "remote-bearer", "https://api.example.com/mcp", Auth{Kind: AuthBearer, Token: "ex-tok"}),
 				srv("static-oauth", "static-oauth", "https://mcp.mittwald.de/mcp", Auth{Kind: AuthOAuth, ClientID: "mw-id", ClientSecret: "mw-secret", Scopes: []string{"mcp", "offline_access"}}),
 			},
-			wantSkipped: []Skipped{{"local", "local stdio servers are out of scope (R1.1)"}},
+			wantSkipped: []Skipped{{"local", "local stdio servers are out of scope: remotemcp is for remote servers"}},
 		},
 		{
 			name: "vs code mcp.json with comments",
@@ -150,7 +150,7 @@ func TestImport(t *testing.T) {
 			wantSkipped: []Skipped{
 				{"api", "${input:api-token} is a VS Code input"},
 				{"sock", `server sock: url: scheme "unix" is not supported`},
-				{"local", "local stdio servers are out of scope (R1.1)"},
+				{"local", "local stdio servers are out of scope: remotemcp is for remote servers"},
 			},
 		},
 		{
@@ -181,7 +181,7 @@ func TestImport(t *testing.T) {
 				srv("b", "b", "https://b.example/mcp", autoAuth),
 				srv("c", "c", "https://c.example/mcp", autoAuth),
 			},
-			wantSkipped: []Skipped{{"d", "legacy SSE transport is not supported (R1.2)"}},
+			wantSkipped: []Skipped{{"d", "legacy SSE transport is not supported: remotemcp speaks Streamable HTTP only"}},
 		},
 		{
 			name: "gemini httpUrl and zed",
@@ -191,7 +191,7 @@ func TestImport(t *testing.T) {
 				srv("g", "g", "https://g.example/sse", autoAuth), // httpUrl says Streamable HTTP, whatever the path
 				srv("z", "z", "https://z.example/mcp", autoAuth),
 			},
-			wantSkipped: []Skipped{{"zl", "local stdio servers are out of scope (R1.1)"}},
+			wantSkipped: []Skipped{{"zl", "local stdio servers are out of scope: remotemcp is for remote servers"}},
 		},
 		{
 			name: "bare map pasted from a larger file",
@@ -199,7 +199,7 @@ func TestImport(t *testing.T) {
 			wantServers: []Server{
 				srv("linear", "linear", "https://mcp.linear.app/mcp", autoAuth),
 			},
-			wantSkipped: []Skipped{{"fs", "local stdio servers are out of scope (R1.1)"}},
+			wantSkipped: []Skipped{{"fs", "local stdio servers are out of scope: remotemcp is for remote servers"}},
 		},
 		{
 			name: "continue array",
