@@ -96,6 +96,9 @@ type Server struct {
 	// ToolTimeout overrides the default 60 s tool call timeout (R4.5);
 	// zero means the default.
 	ToolTimeout Duration `json:"toolTimeout,omitempty"`
+	// Limits bound what the server can make this process read and hold;
+	// unset fields take [DefaultLimits].
+	Limits Limits `json:"limits,omitzero"`
 }
 
 // Clone returns a deep copy, so callers can hand configs across goroutines.
@@ -112,9 +115,10 @@ func (s Server) Clone() Server {
 
 // ConnectionEqual reports whether two configs would produce the same
 // connection: same URL (path included) and the same auth material and
-// binding (R2.4). Name, enabled, disabledTools and timeouts do not matter.
+// binding (R2.4), and the same limits (they are fixed when a session is
+// made). Name, enabled, disabledTools and timeouts do not matter.
 func ConnectionEqual(a, b Server) bool {
-	if a.ID != b.ID || a.URL != b.URL || a.Auth.Kind != b.Auth.Kind {
+	if a.ID != b.ID || a.URL != b.URL || a.Auth.Kind != b.Auth.Kind || a.Limits != b.Limits {
 		return false
 	}
 	switch a.Auth.Kind {

@@ -116,6 +116,7 @@ var (
 	serverFields  = jsonFieldNames(reflect.TypeFor[Server]())
 	authFields    = jsonFieldNames(reflect.TypeFor[Auth]())
 	bindingFields = jsonFieldNames(reflect.TypeFor[Binding]())
+	limitFields   = jsonFieldNames(reflect.TypeFor[Limits]())
 )
 
 func jsonFieldNames(t reflect.Type) []string {
@@ -157,6 +158,25 @@ func decodeServer(doc []byte, base int, raw []byte, prefix string) (Server, erro
 
 	if err := checkMembers(doc, base, members, serverFields, "", fieldErr); err != nil {
 		return Server{}, err
+	}
+	for _, m := range members {
+		if m.key != "limits" {
+			continue
+		}
+		lm, ok := objectMembers(m.raw)
+		if !ok {
+			continue // the decoder below reports the type
+		}
+		if err := checkMembers(doc, base+m.off, lm, limitFields, "limits.", fieldErr); err != nil {
+			return Server{}, err
+		}
+		for _, f := range lm {
+			if f.key == "listTimeout" {
+				if p := checkDuration(f.raw); p != "" {
+					return Server{}, fieldErr("limits.listTimeout", p)
+				}
+			}
+		}
 	}
 	authSet := false
 	for _, m := range members {

@@ -126,7 +126,7 @@ func (s Server) Validate() error {
 	case d > MaxToolTimeout:
 		return fail("toolTimeout", fmt.Sprintf("is %s; the limit is 24h", d))
 	}
-	return nil
+	return s.Limits.validate(fail)
 }
 
 func (a Auth) validate(id string) error {

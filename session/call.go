@@ -70,7 +70,7 @@ func (s *Session) CallTool(ctx context.Context, name string, args json.RawMessag
 		if cause := context.Cause(ctx); errors.Is(cause, ErrClosed) {
 			return nil, fmt.Errorf("call %s: %w while the call was in flight", name, ErrClosed)
 		}
-		return nil, err
+		return nil, limitFromWire(err)
 	}
 	if err := ValidateCallResult(res); err != nil {
 		return nil, err
@@ -111,7 +111,7 @@ func (s *Session) onProgress(_ context.Context, req *mcp.ProgressNotificationCli
 func (s *Session) GetPrompt(ctx context.Context, name string, args map[string]string) (*mcp.GetPromptResult, error) {
 	res, err := s.cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: name, Arguments: args})
 	if err != nil {
-		return nil, err
+		return nil, limitFromWire(err)
 	}
 	if err := ValidatePromptResult(res); err != nil {
 		return nil, err
@@ -123,7 +123,7 @@ func (s *Session) GetPrompt(ctx context.Context, name string, args map[string]st
 func (s *Session) ReadResource(ctx context.Context, uri string) (*mcp.ReadResourceResult, error) {
 	res, err := s.cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: uri})
 	if err != nil {
-		return nil, err
+		return nil, limitFromWire(err)
 	}
 	if err := ValidateReadResult(res); err != nil {
 		return nil, err

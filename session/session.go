@@ -71,6 +71,7 @@ type Session struct {
 	srv    config.Server
 	cs     *mcp.ClientSession
 	raw    *rawToolSink
+	lim    *limiter
 	log    *slog.Logger
 	onCat  func(string, *Catalog)
 
@@ -90,7 +91,13 @@ type Session struct {
 	// set yet.
 	ready   bool
 	pending [numKinds]bool
-	closing bool // Close has begun: no new call is admitted (under calls)
+	// refreshing and again coalesce list_changed storms (issue #10): per
+	// kind at most one listing runs and one more is owed, however many
+	// notifications arrive; lastList spaces listings of a kind apart.
+	refreshing [numKinds]bool
+	again      [numKinds]bool
+	lastList   [numKinds]time.Time
+	closing    bool // Close has begun: no new call is admitted (under calls)
 
 	calls   sync.Mutex
 	ops     map[string]*operation // in-flight calls by operation id
@@ -134,8 +141,9 @@ func Connect(ctx context.Context, o Options) (*Session, error) {
 		base = http.DefaultTransport
 	}
 	raw := newRawToolSink()
+	lim := newLimiter(o.Server.ID, o.Server.Limits, log.With("server", o.Server.ID, "conn", o.ConnectionID))
 	rt := &roundTripper{base: base, raw: raw, passAuthStatuses: o.OAuth != nil, serverID: o.Server.ID,
-		connID: o.ConnectionID, onExchange: o.OnExchange}
+		connID: o.ConnectionID, onExchange: o.OnExchange, lim: lim}
 	if o.Elicit != nil {
 		rt.elicit = newRawElicitSink()
 	}
@@ -155,6 +163,7 @@ func Connect(ctx context.Context, o Options) (*Session, error) {
 		connID:  o.ConnectionID,
 		srv:     o.Server.Clone(),
 		raw:     raw,
+		lim:     lim,
 		log:     log.With("server", o.Server.ID, "conn", o.ConnectionID),
 		onCat:   o.OnCatalog,
 		ctx:     sctx,
@@ -197,7 +206,10 @@ func Connect(ctx context.Context, o Options) (*Session, error) {
 		}
 	}
 	client := mcp.NewClient(&mcp.Implementation{Name: name, Version: version}, copts)
-	tr := &mcp.StreamableClientTransport{Endpoint: o.Server.URL, HTTPClient: hc, OAuthHandler: o.OAuth}
+	// go-sdk v1.8.0 leaves MaxEventSize at 0, which means unlimited: the
+	// limiter caps events first; this is the backstop.
+	tr := &mcp.StreamableClientTransport{Endpoint: o.Server.URL, HTTPClient: hc, OAuthHandler: o.OAuth,
+		MaxEventSize: int(lim.lim.MaxMessageBytes) + 64<<10}
 	want := ProtocolVersion
 	if o.ProtocolVersion != "" {
 		want = o.ProtocolVersion
@@ -335,9 +347,17 @@ func (s *Session) Close() error {
 	return err
 }
 
+// MinRefreshInterval is the shortest time between two background listings
+// of the same category: a server announcing list_changed a thousand times
+// a second is listed at most a few times a second (issue #10).
+const MinRefreshInterval = 250 * time.Millisecond
+
 // Refresh starts a refresh of the given categories in the background. Each
 // refresh takes a new generation; only the newest generation of a category
-// may commit (R4.4).
+// may commit (R4.4). Refreshes coalesce: while a listing of a category
+// runs, further requests only make sure one more listing follows it, so a
+// notification storm costs a bounded number of listings and connections,
+// and the last listing still starts after the last notification.
 func (s *Session) Refresh(kinds ...Kind) {
 	for _, k := range kinds {
 		s.mu.Lock()
@@ -350,16 +370,55 @@ func (s *Session) Refresh(kinds ...Kind) {
 			s.mu.Unlock()
 			continue
 		}
-		s.gens[k]++
-		gen := s.gens[k]
+		if s.refreshing[k] {
+			s.again[k] = true
+			s.mu.Unlock()
+			continue
+		}
+		s.refreshing[k] = true
 		s.wg.Add(1)
 		s.mu.Unlock()
-		go func() {
-			defer s.wg.Done()
-			ctx, cancel := context.WithTimeout(s.ctx, 60*time.Second)
-			defer cancel()
-			s.refresh(ctx, k, gen)
-		}()
+		go s.refreshLoop(k)
+	}
+}
+
+// refreshLoop lists one category until no request is owed; it is the only
+// background lister of k while it runs.
+func (s *Session) refreshLoop(k Kind) {
+	defer s.wg.Done()
+	for {
+		s.mu.Lock()
+		wait := time.Until(s.lastList[k].Add(MinRefreshInterval))
+		s.mu.Unlock()
+		if wait > 0 {
+			t := time.NewTimer(wait)
+			select {
+			case <-t.C:
+			case <-s.ctx.Done():
+				t.Stop()
+			}
+		}
+		s.mu.Lock()
+		if s.closed || s.ctx.Err() != nil {
+			s.refreshing[k] = false
+			s.mu.Unlock()
+			return
+		}
+		s.again[k] = false
+		s.gens[k]++
+		gen := s.gens[k]
+		s.lastList[k] = time.Now()
+		s.mu.Unlock()
+
+		s.refresh(s.ctx, k, gen)
+
+		s.mu.Lock()
+		if !s.again[k] || s.closed {
+			s.refreshing[k] = false
+			s.mu.Unlock()
+			return
+		}
+		s.mu.Unlock()
 	}
 }
 
@@ -437,32 +496,58 @@ type lists struct {
 	templates []*mcp.ResourceTemplate
 }
 
-// maxPages bounds pagination against a server that repeats its cursor
-// (go-sdk's iterators have no guard).
-const maxPages = 1000
+// listAll pages through one listing within the server's limits: pages,
+// items, bytes (metered by the limiter through ctx) and time. go-sdk's own
+// iterators have no guard against a server that never stops paging.
+func listAll[T any](ctx context.Context, s *Session, method string, page func(ctx context.Context, cursor string) ([]T, string, error)) ([]T, error) {
+	lim := s.lim.lim
+	parent := ctx
+	ctx, cancel := context.WithTimeout(ctx, time.Duration(lim.ListTimeout))
+	defer cancel()
+	ctx = withListMeter(ctx, &listMeter{max: lim.MaxListBytes})
+	var all []T
+	cursor := ""
+	for n := 0; ; n++ {
+		if n == lim.MaxListPages {
+			return nil, s.lim.errorf("maxListPages", int64(lim.MaxListPages), method)
+		}
+		items, next, err := page(ctx, cursor)
+		if err != nil {
+			if ctx.Err() != nil && parent.Err() == nil {
+				return nil, fmt.Errorf("server %q: %s took longer than limits.listTimeout (%s): %w",
+					s.srv.ID, method, time.Duration(lim.ListTimeout), err)
+			}
+			return nil, limitFromWire(err)
+		}
+		all = append(all, items...)
+		if len(all) > lim.MaxListItems {
+			return nil, s.lim.errorf("maxListItems", int64(lim.MaxListItems), method)
+		}
+		if next == "" || next == cursor {
+			return all, nil
+		}
+		cursor = next
+	}
+}
 
 func (s *Session) fetch(ctx context.Context, k Kind) (lists, error) {
 	var out lists
+	var err error
 	switch k {
 	case KindTools:
 		var tools []*mcp.Tool
-		cursor := ""
-		for page := 0; ; page++ {
-			if page == maxPages {
-				return out, validationErrorf("tools/list: more than %d pages", maxPages)
-			}
+		tools, err = listAll(ctx, s, "tools/list", func(ctx context.Context, cursor string) ([]*mcp.Tool, string, error) {
 			res, err := s.cs.ListTools(ctx, &mcp.ListToolsParams{Cursor: cursor})
+			if err == nil && res == nil {
+				err = validationErrorf("tools/list returned no result")
+			}
 			if err != nil {
-				return out, err
+				return nil, "", err
 			}
-			if res == nil {
-				return out, validationErrorf("tools/list returned no result")
-			}
-			tools = append(tools, res.Tools...)
-			if res.NextCursor == "" || res.NextCursor == cursor {
-				break
-			}
-			cursor = res.NextCursor
+			return res.Tools, res.NextCursor, nil
+		})
+		if err != nil {
+			return out, err
 		}
 		if err := validateTools(tools); err != nil {
 			return out, err
@@ -478,73 +563,49 @@ func (s *Session) fetch(ctx context.Context, k Kind) (lists, error) {
 			out.tools[i] = Tool{Tool: t, RawInputSchema: raw}
 		}
 	case KindPrompts:
-		cursor := ""
-		for page := 0; ; page++ {
-			if page == maxPages {
-				return out, validationErrorf("prompts/list: more than %d pages", maxPages)
-			}
+		out.prompts, err = listAll(ctx, s, "prompts/list", func(ctx context.Context, cursor string) ([]*mcp.Prompt, string, error) {
 			res, err := s.cs.ListPrompts(ctx, &mcp.ListPromptsParams{Cursor: cursor})
+			if err == nil && res == nil {
+				err = validationErrorf("prompts/list returned no result")
+			}
 			if err != nil {
-				return out, err
+				return nil, "", err
 			}
-			if res == nil {
-				return out, validationErrorf("prompts/list returned no result")
-			}
-			out.prompts = append(out.prompts, res.Prompts...)
-			if res.NextCursor == "" || res.NextCursor == cursor {
-				break
-			}
-			cursor = res.NextCursor
-		}
-		if err := validatePrompts(out.prompts); err != nil {
-			return out, err
+			return res.Prompts, res.NextCursor, nil
+		})
+		if err == nil {
+			err = validatePrompts(out.prompts)
 		}
 	case KindResources:
-		cursor := ""
-		for page := 0; ; page++ {
-			if page == maxPages {
-				return out, validationErrorf("resources/list: more than %d pages", maxPages)
-			}
+		out.resources, err = listAll(ctx, s, "resources/list", func(ctx context.Context, cursor string) ([]*mcp.Resource, string, error) {
 			res, err := s.cs.ListResources(ctx, &mcp.ListResourcesParams{Cursor: cursor})
+			if err == nil && res == nil {
+				err = validationErrorf("resources/list returned no result")
+			}
 			if err != nil {
-				return out, err
+				return nil, "", err
 			}
-			if res == nil {
-				return out, validationErrorf("resources/list returned no result")
-			}
-			out.resources = append(out.resources, res.Resources...)
-			if res.NextCursor == "" || res.NextCursor == cursor {
-				break
-			}
-			cursor = res.NextCursor
-		}
-		if err := validateResources(out.resources); err != nil {
-			return out, err
+			return res.Resources, res.NextCursor, nil
+		})
+		if err == nil {
+			err = validateResources(out.resources)
 		}
 	case KindTemplates:
-		cursor := ""
-		for page := 0; ; page++ {
-			if page == maxPages {
-				return out, validationErrorf("resources/templates/list: more than %d pages", maxPages)
-			}
+		out.templates, err = listAll(ctx, s, "resources/templates/list", func(ctx context.Context, cursor string) ([]*mcp.ResourceTemplate, string, error) {
 			res, err := s.cs.ListResourceTemplates(ctx, &mcp.ListResourceTemplatesParams{Cursor: cursor})
+			if err == nil && res == nil {
+				err = validationErrorf("resources/templates/list returned no result")
+			}
 			if err != nil {
-				return out, err
+				return nil, "", err
 			}
-			if res == nil {
-				return out, validationErrorf("resources/templates/list returned no result")
-			}
-			out.templates = append(out.templates, res.ResourceTemplates...)
-			if res.NextCursor == "" || res.NextCursor == cursor {
-				break
-			}
-			cursor = res.NextCursor
-		}
-		if err := validateTemplates(out.templates); err != nil {
-			return out, err
+			return res.ResourceTemplates, res.NextCursor, nil
+		})
+		if err == nil {
+			err = validateTemplates(out.templates)
 		}
 	}
-	return out, nil
+	return out, err
 }
 
 // sameJSON reports whether raw decodes to the same value as v.

@@ -39,6 +39,9 @@ type roundTripper struct {
 	// connID and onExchange feed the per-server request log (R5.3).
 	connID     string
 	onExchange func(Exchange)
+	// lim bounds every response body (issue #10); nil in unit tests of
+	// the capture alone.
+	lim *limiter
 }
 
 // Exchange is one HTTP request of a session and how it ended, for the
@@ -105,8 +108,13 @@ func (rt *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 	if req.Method != http.MethodPost {
 		// GET (standalone SSE) and DELETE statuses are go-sdk's business:
 		// a 405 on GET means "no stream", a 404 means session missing.
-		if rt.elicit != nil && req.Method == http.MethodGet && resp.StatusCode == http.StatusOK && isSSE(resp.Header.Get("Content-Type")) {
-			resp.Body = &captureBody{rc: resp.Body, elicit: rt.elicit}
+		if req.Method == http.MethodGet && resp.StatusCode == http.StatusOK && isSSE(resp.Header.Get("Content-Type")) {
+			if rt.lim != nil {
+				rt.lim.wrapStream(req, resp)
+			}
+			if rt.elicit != nil {
+				resp.Body = &captureBody{rc: resp.Body, elicit: rt.elicit}
+			}
 		}
 		return resp, nil
 	}
@@ -134,6 +142,9 @@ func (rt *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 		io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 		resp.Body.Close()
 		return nil, e
+	}
+	if rt.lim != nil {
+		rt.lim.wrapPOST(req, resp)
 	}
 	cb := &captureBody{rc: resp.Body}
 	if listsTools {

@@ -1,0 +1,200 @@
+package config
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// Limits bound what one server can make this process read, buffer and
+// list (issue #10: a server is untrusted). Every field is optional; zero
+// means the default of [DefaultLimits]. They are per server, so raising one
+// for a server that needs it leaves every other server bounded.
+type Limits struct {
+	// MaxMessageBytes bounds one JSON-RPC message from the server: a JSON
+	// response body or one server-sent event. A tool result between the
+	// truncation budget and this cap is read and then truncated with a
+	// marker; above it the request fails with a *session.LimitError.
+	MaxMessageBytes int64 `json:"maxMessageBytes,omitempty"`
+	// MaxStreamBytes and MaxStreamEvents bound everything one request's
+	// SSE response stream may carry (progress, questions, the result).
+	MaxStreamBytes  int64 `json:"maxStreamBytes,omitempty"`
+	MaxStreamEvents int   `json:"maxStreamEvents,omitempty"`
+	// MemoryBytes is the server's buffer budget: concurrent responses of
+	// one server share it, and a response that does not fit fails.
+	MemoryBytes int64 `json:"memoryBytes,omitempty"`
+	// MaxListPages, MaxListItems, MaxListBytes and ListTimeout bound one
+	// listing of one category (tools, prompts, resources, templates).
+	MaxListPages int      `json:"maxListPages,omitempty"`
+	MaxListItems int      `json:"maxListItems,omitempty"`
+	MaxListBytes int64    `json:"maxListBytes,omitempty"`
+	ListTimeout  Duration `json:"listTimeout,omitempty"`
+	// EventsPerSecond and BytesPerSecond throttle the standalone stream
+	// (server notifications and requests outside any call), which has no
+	// end and so no total: past the rate, reading waits, which slows the
+	// server down rather than costing memory.
+	EventsPerSecond float64 `json:"eventsPerSecond,omitempty"`
+	BytesPerSecond  int64   `json:"bytesPerSecond,omitempty"`
+}
+
+// DefaultLimits are the limits of a server that sets none. They are far
+// above what any well-behaved server sends, and keep a hostile server's
+// cost to tens of megabytes.
+var DefaultLimits = Limits{
+	MaxMessageBytes: 8 << 20,
+	MaxStreamBytes:  64 << 20,
+	MaxStreamEvents: 100_000,
+	MemoryBytes:     32 << 20,
+	MaxListPages:    100,
+	MaxListItems:    10_000,
+	MaxListBytes:    16 << 20,
+	ListTimeout:     Duration(60 * time.Second),
+	EventsPerSecond: 1000,
+	BytesPerSecond:  4 << 20,
+}
+
+// maxLimits are the largest values a config may ask for: a limit exists
+// to protect the process, so it cannot be switched off.
+var maxLimits = Limits{
+	MaxMessageBytes: 256 << 20,
+	MaxStreamBytes:  4 << 30,
+	MaxStreamEvents: 100_000_000,
+	MemoryBytes:     4 << 30,
+	MaxListPages:    100_000,
+	MaxListItems:    1_000_000,
+	MaxListBytes:    1 << 30,
+	ListTimeout:     Duration(time.Hour),
+	EventsPerSecond: 1_000_000,
+	BytesPerSecond:  1 << 30,
+}
+
+// WithDefaults returns l with every unset field set to its default.
+func (l Limits) WithDefaults() Limits {
+	d := DefaultLimits
+	set := func(v *int64, def int64) {
+		if *v == 0 {
+			*v = def
+		}
+	}
+	set(&l.MaxMessageBytes, d.MaxMessageBytes)
+	set(&l.MaxStreamBytes, d.MaxStreamBytes)
+	set(&l.MemoryBytes, d.MemoryBytes)
+	set(&l.MaxListBytes, d.MaxListBytes)
+	set(&l.BytesPerSecond, d.BytesPerSecond)
+	if l.MaxStreamEvents == 0 {
+		l.MaxStreamEvents = d.MaxStreamEvents
+	}
+	if l.MaxListPages == 0 {
+		l.MaxListPages = d.MaxListPages
+	}
+	if l.MaxListItems == 0 {
+		l.MaxListItems = d.MaxListItems
+	}
+	if l.ListTimeout == 0 {
+		l.ListTimeout = d.ListTimeout
+	}
+	if l.EventsPerSecond == 0 {
+		l.EventsPerSecond = d.EventsPerSecond
+	}
+	return l
+}
+
+// validate checks each set limit is positive and at most its maximum.
+func (l Limits) validate(fail func(field, problem string) error) error {
+	type num struct {
+		name     string
+		v, max   float64
+		isBytes  bool
+		dur      bool
+		fraction bool
+	}
+	m := maxLimits
+	for _, n := range []num{
+		{"maxMessageBytes", float64(l.MaxMessageBytes), float64(m.MaxMessageBytes), true, false, false},
+		{"maxStreamBytes", float64(l.MaxStreamBytes), float64(m.MaxStreamBytes), true, false, false},
+		{"maxStreamEvents", float64(l.MaxStreamEvents), float64(m.MaxStreamEvents), false, false, false},
+		{"memoryBytes", float64(l.MemoryBytes), float64(m.MemoryBytes), true, false, false},
+		{"maxListPages", float64(l.MaxListPages), float64(m.MaxListPages), false, false, false},
+		{"maxListItems", float64(l.MaxListItems), float64(m.MaxListItems), false, false, false},
+		{"maxListBytes", float64(l.MaxListBytes), float64(m.MaxListBytes), true, false, false},
+		{"listTimeout", float64(l.ListTimeout), float64(m.ListTimeout), false, true, false},
+		{"eventsPerSecond", l.EventsPerSecond, m.EventsPerSecond, false, false, true},
+		{"bytesPerSecond", float64(l.BytesPerSecond), float64(m.BytesPerSecond), true, false, false},
+	} {
+		show := func(v float64) string {
+			switch {
+			case n.dur:
+				return time.Duration(v).String()
+			case n.isBytes:
+				return FormatBytes(int64(v))
+			case n.fraction:
+				return fmt.Sprint(v)
+			}
+			return fmt.Sprintf("%d", int64(v))
+		}
+		switch {
+		case n.v < 0:
+			return fail("limits."+n.name, fmt.Sprintf("is negative (%s); leave it out for the default of %s", show(n.v), show(defaultOf(n.name))))
+		case n.v > n.max:
+			return fail("limits."+n.name, fmt.Sprintf("is %s; the largest allowed is %s", show(n.v), show(n.max)))
+		}
+	}
+	return nil
+}
+
+func defaultOf(name string) float64 {
+	d := DefaultLimits
+	switch name {
+	case "maxMessageBytes":
+		return float64(d.MaxMessageBytes)
+	case "maxStreamBytes":
+		return float64(d.MaxStreamBytes)
+	case "maxStreamEvents":
+		return float64(d.MaxStreamEvents)
+	case "memoryBytes":
+		return float64(d.MemoryBytes)
+	case "maxListPages":
+		return float64(d.MaxListPages)
+	case "maxListItems":
+		return float64(d.MaxListItems)
+	case "maxListBytes":
+		return float64(d.MaxListBytes)
+	case "listTimeout":
+		return float64(d.ListTimeout)
+	case "eventsPerSecond":
+		return d.EventsPerSecond
+	case "bytesPerSecond":
+		return float64(d.BytesPerSecond)
+	}
+	return 0
+}
+
+// FormatBytes shows a byte count the way limits are written in messages:
+// "8 MiB", "64 KiB", "300 B".
+func FormatBytes(n int64) string {
+	switch {
+	case n >= 1<<30 && n%(1<<30) == 0:
+		return fmt.Sprintf("%d GiB", n>>30)
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return fmt.Sprintf("%d MiB", n>>20)
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10 && n%(1<<10) == 0:
+		return fmt.Sprintf("%d KiB", n>>10)
+	}
+	return fmt.Sprintf("%d B", n)
+}
+
+// checkDuration reports what is wrong with a raw JSON duration value, or
+// "" when it decodes; used before decoding so the error names the field
+// (Duration's own decoder cannot know which field it is in).
+func checkDuration(raw json.RawMessage) string {
+	var d Duration
+	if err := d.UnmarshalJSON(raw); err != nil {
+		if fe, ok := err.(*FieldError); ok {
+			return fe.Problem
+		}
+		return err.Error()
+	}
+	return ""
+}

@@ -1,0 +1,73 @@
+package config
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+// Issue #10: every limit has a config field; bad values are refused with a
+// message naming the field and what to write instead.
+func TestParseLimits(t *testing.T) {
+	base := `{"id":"s","url":"https://mcp.example.com/mcp","auth":{"kind":"none"},"limits":%s}`
+	cases := []struct {
+		limits  string
+		wantErr string
+		check   func(t *testing.T, l Limits)
+	}{
+		{`{"maxMessageBytes":16777216,"listTimeout":"90s","eventsPerSecond":50}`, "", func(t *testing.T, l Limits) {
+			if l.MaxMessageBytes != 16<<20 || time.Duration(l.ListTimeout) != 90*time.Second || l.EventsPerSecond != 50 {
+				t.Errorf("parsed %+v", l)
+			}
+			d := l.WithDefaults()
+			if d.MaxMessageBytes != 16<<20 || d.MaxStreamBytes != DefaultLimits.MaxStreamBytes {
+				t.Errorf("defaults not filled in: %+v", d)
+			}
+		}},
+		{`{}`, "", func(t *testing.T, l Limits) {
+			if l != (Limits{}) || l.WithDefaults() != DefaultLimits {
+				t.Errorf("empty limits: %+v", l)
+			}
+		}},
+		{`{"maxMesageBytes":1}`, `limits.maxMesageBytes: unknown field`, nil},
+		{`{"maxMessageBytes":-1}`, `limits.maxMessageBytes: is negative`, nil},
+		{`{"maxMessageBytes":1073741824}`, `largest allowed is 256 MiB`, nil},
+		{`{"listTimeout":"soon"}`, `limits.listTimeout: not a duration`, nil},
+		{`{"listTimeout":"2h"}`, `limits.listTimeout: is 2h0m0s; the largest allowed is 1h0m0s`, nil},
+		{`{"maxListPages":"many"}`, `limits.maxListPages`, nil},
+		{`[]`, `limits`, nil},
+	}
+	for _, tc := range cases {
+		t.Run(tc.limits, func(t *testing.T) {
+			s, err := ParseServer([]byte(strings.Replace(base, "%s", tc.limits, 1)))
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("err = %v; want it to contain %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			tc.check(t, s.Limits)
+		})
+	}
+}
+
+// A change of limits makes a new connection: they are fixed per session.
+func TestLimitsChangeConnection(t *testing.T) {
+	a := Server{ID: "s", URL: "https://x/mcp", Auth: Auth{Kind: AuthNone}}
+	b := a
+	b.Limits.MaxMessageBytes = 1 << 20
+	if ConnectionEqual(a, b) {
+		t.Fatal("a limits change kept the connection")
+	}
+}
+
+func TestFormatBytes(t *testing.T) {
+	for n, want := range map[int64]string{300: "300 B", 64 << 10: "64 KiB", 8 << 20: "8 MiB", 3 << 30: "3 GiB", 1<<20 + 1<<19: "1.5 MiB"} {
+		if got := FormatBytes(n); got != want {
+			t.Errorf("FormatBytes(%d) = %q; want %q", n, got, want)
+		}
+	}
+}

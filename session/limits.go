@@ -1,0 +1,507 @@
+package session
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"sync"
+	"sync/atomic"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"golang.org/x/time/rate"
+
+	"github.com/remotemcp/remotemcp/config"
+)
+
+// LimitError says that a server exceeded one of its limits (issue #10): a
+// message, a response stream, its memory budget or a listing was larger
+// than this process agreed to read. Nothing past the limit was read or
+// kept, and the session stays usable.
+type LimitError struct {
+	// Server is the server's id.
+	Server string `json:"server"`
+	// Limit is the config field that bounds it, e.g. "maxMessageBytes"
+	// (set as limits.maxMessageBytes on the server).
+	Limit string `json:"limit"`
+	// Value is the limit in force (bytes, items or pages).
+	Value int64 `json:"value"`
+	// What names what exceeded it: "a response", "a listing", ….
+	What string `json:"what"`
+}
+
+func (e *LimitError) Error() string {
+	v := strconv.FormatInt(e.Value, 10)
+	switch e.Limit {
+	case "maxMessageBytes", "maxStreamBytes", "memoryBytes", "maxListBytes":
+		v = config.FormatBytes(e.Value)
+	}
+	return fmt.Sprintf("server %q: %s exceeded the limit limits.%s (%s); the rest was not read. If the server is trusted and needs more, raise limits.%s for it",
+		e.Server, e.What, e.Limit, v, e.Limit)
+}
+
+// limitCode is the JSON-RPC error code of the synthetic error response a
+// session substitutes for a response that exceeded a limit, so that go-sdk
+// ends just that request (not the connection) and the caller gets a
+// *LimitError. -32000 to -32099 are implementation-defined server errors;
+// the data member makes it unambiguous.
+const limitCode = -32042
+
+// limitFromWire turns the synthetic error back into a *LimitError.
+func limitFromWire(err error) error {
+	var we *jsonrpc.Error
+	if err == nil || !errors.As(err, &we) || we.Code != limitCode || len(we.Data) == 0 {
+		return err
+	}
+	var le struct {
+		LimitError *LimitError `json:"remotemcpLimit"`
+	}
+	if json.Unmarshal(we.Data, &le) != nil || le.LimitError == nil {
+		return err
+	}
+	return le.LimitError
+}
+
+// syntheticResponse encodes a JSON-RPC error response to id carrying le.
+func syntheticResponse(id json.RawMessage, le *LimitError) []byte {
+	data, _ := json.Marshal(map[string]any{"remotemcpLimit": le})
+	b, _ := json.Marshal(map[string]any{
+		"jsonrpc": "2.0", "id": id,
+		"error": map[string]any{"code": limitCode, "message": le.Error(), "data": json.RawMessage(data)},
+	})
+	return b
+}
+
+// requestID reads the JSON-RPC id of a POST's body (a copy); nil when the
+// message has none (a notification) or cannot be read. Only called on the
+// error path, so it decodes rather than scans.
+func requestID(req *http.Request) json.RawMessage {
+	if req == nil || req.GetBody == nil {
+		return nil
+	}
+	rc, err := req.GetBody()
+	if err != nil {
+		return nil
+	}
+	defer rc.Close()
+	var m struct {
+		ID json.RawMessage `json:"id"`
+	}
+	if json.NewDecoder(io.LimitReader(rc, 16<<20)).Decode(&m) != nil || len(m.ID) == 0 || string(m.ID) == "null" {
+		return nil
+	}
+	return m.ID
+}
+
+// memBudget is one server's buffer budget: responses read concurrently
+// from the same server share it (issue #10, "a memory budget per server").
+// A response that does not fit fails at once instead of waiting, since two
+// half-read responses waiting for each other would never finish.
+type memBudget struct {
+	mu        sync.Mutex
+	used, max int64
+}
+
+func (b *memBudget) take(n int64) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.used+n > b.max {
+		return false
+	}
+	b.used += n
+	return true
+}
+
+func (b *memBudget) give(n int64) {
+	b.mu.Lock()
+	b.used -= n
+	b.mu.Unlock()
+}
+
+// listMeter counts the bytes of one listing across its pages; it travels
+// in the context of the listing's requests.
+type listMeter struct {
+	n   atomic.Int64
+	max int64
+}
+
+type listMeterKey struct{}
+
+func withListMeter(ctx context.Context, m *listMeter) context.Context {
+	return context.WithValue(ctx, listMeterKey{}, m)
+}
+
+func listMeterFrom(ctx context.Context) *listMeter {
+	m, _ := ctx.Value(listMeterKey{}).(*listMeter)
+	return m
+}
+
+// limiter applies one session's limits to the bodies go-sdk reads.
+type limiter struct {
+	server string
+	lim    config.Limits
+	mem    *memBudget
+	log    *slog.Logger
+	// events and bytes throttle the standalone stream.
+	events, bytes *rate.Limiter
+	// hits counts limit violations, for tests and the status line.
+	hits atomic.Int64
+}
+
+func newLimiter(server string, lim config.Limits, log *slog.Logger) *limiter {
+	lim = lim.WithDefaults()
+	return &limiter{
+		server: server, lim: lim, log: log,
+		mem:    &memBudget{max: lim.MemoryBytes},
+		events: rate.NewLimiter(rate.Limit(lim.EventsPerSecond), max(1, int(lim.EventsPerSecond))),
+		// The burst must hold the largest event allowed, or WaitN refuses it.
+		bytes: rate.NewLimiter(rate.Limit(lim.BytesPerSecond), int(max(lim.BytesPerSecond, lim.MaxMessageBytes+64<<10))),
+	}
+}
+
+func (l *limiter) errorf(limit string, value int64, what string) *LimitError {
+	l.hits.Add(1)
+	le := &LimitError{Server: l.server, Limit: limit, Value: value, What: what}
+	if l.log != nil {
+		l.log.Warn("server exceeded a limit", "limit", "limits."+limit, "value", value, "what", what)
+	}
+	return le
+}
+
+// wrapPOST bounds the body of a POST's 2xx response, JSON or SSE.
+func (l *limiter) wrapPOST(req *http.Request, resp *http.Response) {
+	meter := listMeterFrom(req.Context())
+	if isSSE(resp.Header.Get("Content-Type")) {
+		resp.Body = &sseBody{l: l, rc: resp.Body, req: req, meter: meter, call: true}
+		return
+	}
+	if resp.ContentLength > l.lim.MaxMessageBytes {
+		resp.Body.Close()
+		le := l.errorf("maxMessageBytes", l.lim.MaxMessageBytes, "a response")
+		resp.Body = syntheticBody(req, le)
+		resp.ContentLength = -1
+		return
+	}
+	resp.Body = &jsonBody{l: l, rc: resp.Body, req: req, meter: meter, size: resp.ContentLength}
+}
+
+// wrapStream bounds the standalone GET stream: each event is capped and
+// the stream's rate is throttled (it has no end, so it has no total).
+func (l *limiter) wrapStream(req *http.Request, resp *http.Response) {
+	resp.Body = &sseBody{l: l, rc: resp.Body, req: req}
+}
+
+// syntheticBody is a JSON body holding the error response to req's id, or
+// a body whose read fails with le when the id is unknown.
+func syntheticBody(req *http.Request, le *LimitError) io.ReadCloser {
+	id := requestID(req)
+	if id == nil {
+		return io.NopCloser(&errReader{le})
+	}
+	return io.NopCloser(bytes.NewReader(syntheticResponse(id, le)))
+}
+
+type errReader struct{ err error }
+
+func (r *errReader) Read([]byte) (int, error) { return 0, r.err }
+
+// jsonBody bounds a JSON response. A body of known length within the cap
+// passes through after reserving its size; one of unknown length (chunked)
+// is read into a buffer first, so that a body over the cap can be replaced
+// by an error response before go-sdk has seen any of it.
+type jsonBody struct {
+	l     *limiter
+	rc    io.ReadCloser
+	req   *http.Request
+	meter *listMeter
+	size  int64 // Content-Length, or -1
+
+	started  bool
+	r        io.Reader // what go-sdk reads
+	reserved int64
+}
+
+func (b *jsonBody) Read(p []byte) (int, error) {
+	if !b.started {
+		b.started = true
+		b.r = b.prepare()
+	}
+	return b.r.Read(p)
+}
+
+func (b *jsonBody) Close() error {
+	err := b.rc.Close()
+	if b.reserved > 0 {
+		b.l.mem.give(b.reserved)
+		b.reserved = 0
+	}
+	return err
+}
+
+func (b *jsonBody) fail(le *LimitError) io.Reader {
+	if b.reserved > 0 {
+		b.l.mem.give(b.reserved)
+		b.reserved = 0
+	}
+	b.rc.Close()
+	return syntheticBody(b.req, le)
+}
+
+func (b *jsonBody) prepare() io.Reader {
+	lim := b.l.lim
+	if b.meter != nil && b.size >= 0 && b.meter.n.Add(b.size) > b.meter.max {
+		return b.fail(b.l.errorf("maxListBytes", b.meter.max, "a listing"))
+	}
+	if b.size >= 0 {
+		if !b.l.mem.take(b.size) {
+			return b.fail(b.l.errorf("memoryBytes", lim.MemoryBytes, "the responses being read at once"))
+		}
+		b.reserved = b.size
+		return b.rc
+	}
+	var buf bytes.Buffer
+	chunk := make([]byte, 32<<10)
+	for {
+		n, err := b.rc.Read(chunk)
+		if n > 0 {
+			if int64(buf.Len()+n) > lim.MaxMessageBytes {
+				return b.fail(b.l.errorf("maxMessageBytes", lim.MaxMessageBytes, "a response"))
+			}
+			if b.meter != nil && b.meter.n.Add(int64(n)) > b.meter.max {
+				return b.fail(b.l.errorf("maxListBytes", b.meter.max, "a listing"))
+			}
+			if !b.l.mem.take(int64(n)) {
+				return b.fail(b.l.errorf("memoryBytes", lim.MemoryBytes, "the responses being read at once"))
+			}
+			b.reserved += int64(n)
+			buf.Write(chunk[:n])
+		}
+		if err == io.EOF {
+			return &buf
+		}
+		if err != nil {
+			return &errReader{err}
+		}
+	}
+}
+
+// sseBody re-frames an SSE stream event by event, so that every limit acts
+// on whole events: an event over maxMessageBytes is never handed to go-sdk
+// (which would buffer all of it), a call's stream ends with an error
+// response once it exceeds its totals, and the standalone stream is
+// throttled. Line ends are normalised to "\n"; field lines pass unchanged.
+type sseBody struct {
+	l     *limiter
+	rc    io.ReadCloser
+	req   *http.Request
+	meter *listMeter
+	call  bool // a POST's response stream (vs the standalone GET stream)
+
+	in      []byte // read buffer
+	line    []byte // the current partial line
+	ev      []byte // the current event's lines
+	skip    bool   // dropping an oversized event up to its end
+	out     []byte // complete events ready for go-sdk
+	events  int
+	total   int64
+	held    int64 // budget bytes held by the event being read
+	outHeld int64 // budget bytes held by the events in out
+	eof     bool
+	err     error
+	stopped bool
+}
+
+func (b *sseBody) Close() error {
+	b.release()
+	return b.rc.Close()
+}
+
+func (b *sseBody) release() {
+	b.l.mem.give(b.held + b.outHeld)
+	b.held, b.outHeld = 0, 0
+}
+
+func (b *sseBody) Read(p []byte) (int, error) {
+	for len(b.out) == 0 {
+		if b.eof {
+			return 0, io.EOF
+		}
+		if b.err != nil {
+			return 0, b.err
+		}
+		b.fill()
+	}
+	n := copy(p, b.out)
+	b.out = b.out[n:]
+	if len(b.out) == 0 {
+		b.out = nil
+		b.l.mem.give(b.outHeld)
+		b.outHeld = 0
+	}
+	return n, nil
+}
+
+// fill reads from the server until at least one event is complete, the
+// stream ends, or a limit ends it.
+func (b *sseBody) fill() {
+	if b.in == nil {
+		b.in = make([]byte, 32<<10)
+	}
+	n, err := b.rc.Read(b.in)
+	b.feed(b.in[:n])
+	if b.stopped {
+		return
+	}
+	if err == io.EOF {
+		// An unterminated last event still counts (go-sdk dispatches it).
+		if len(b.line) > 0 {
+			b.endLine()
+		}
+		if len(b.ev) > 0 && !b.skip {
+			b.endEvent()
+		}
+		b.eof = true
+		return
+	}
+	if err != nil {
+		b.err = err
+	}
+}
+
+func (b *sseBody) feed(data []byte) {
+	for len(data) > 0 && !b.stopped {
+		i := bytes.IndexByte(data, '\n')
+		if i < 0 {
+			b.appendLine(data)
+			return
+		}
+		b.appendLine(data[:i])
+		data = data[i+1:]
+		b.endLine()
+	}
+}
+
+func (b *sseBody) appendLine(p []byte) {
+	if b.skip {
+		return
+	}
+	if int64(len(b.ev)+len(b.line)+len(p)) > b.l.lim.MaxMessageBytes {
+		b.oversized()
+		return
+	}
+	if !b.hold(int64(len(p))) {
+		return
+	}
+	b.line = append(b.line, p...)
+}
+
+// hold reserves n bytes of the server's budget for the event being read.
+func (b *sseBody) hold(n int64) bool {
+	if !b.l.mem.take(n) {
+		le := b.l.errorf("memoryBytes", b.l.lim.MemoryBytes, "the responses being read at once")
+		if b.call {
+			b.stop(le)
+		} else {
+			b.drop()
+		}
+		return false
+	}
+	b.held += n
+	return true
+}
+
+func (b *sseBody) endLine() {
+	line := bytes.TrimSuffix(b.line, []byte("\r"))
+	b.line = b.line[:0]
+	if b.skip {
+		if len(line) == 0 {
+			b.skip = false
+		}
+		return
+	}
+	if len(line) == 0 {
+		if len(b.ev) > 0 {
+			b.endEvent()
+		}
+		return
+	}
+	b.ev = append(b.ev, line...)
+	b.ev = append(b.ev, '\n')
+}
+
+// endEvent hands a complete event on, after the totals and the rate.
+func (b *sseBody) endEvent() {
+	ev := b.ev
+	b.ev = nil
+	size := int64(len(ev))
+	b.events++
+	b.total += size
+	lim := b.l.lim
+	switch {
+	case b.call && b.events > lim.MaxStreamEvents:
+		b.stop(b.l.errorf("maxStreamEvents", int64(lim.MaxStreamEvents), "a response stream"))
+		return
+	case b.call && b.total > lim.MaxStreamBytes:
+		b.stop(b.l.errorf("maxStreamBytes", lim.MaxStreamBytes, "a response stream"))
+		return
+	case b.meter != nil && b.meter.n.Add(size) > b.meter.max:
+		b.stop(b.l.errorf("maxListBytes", b.meter.max, "a listing"))
+		return
+	}
+	if !b.call {
+		// Past the rate, wait: the server is slowed down by TCP instead
+		// of filling this process.
+		ctx := b.req.Context()
+		if b.l.events.Wait(ctx) != nil || b.l.bytes.WaitN(ctx, int(min(size, int64(b.l.bytes.Burst())))) != nil {
+			b.err = context.Cause(ctx)
+			if b.err == nil {
+				b.err = context.Canceled
+			}
+			return
+		}
+	}
+	b.out = append(b.out, ev...)
+	b.out = append(b.out, '\n')
+	b.outHeld += b.held
+	b.held = 0
+}
+
+// oversized handles an event over maxMessageBytes: a call's stream ends
+// with an error response; the standalone stream drops the event.
+func (b *sseBody) oversized() {
+	le := b.l.errorf("maxMessageBytes", b.l.lim.MaxMessageBytes, "one event")
+	if b.call {
+		b.stop(le)
+		return
+	}
+	b.drop()
+}
+
+// drop discards the current event of the standalone stream up to its end.
+func (b *sseBody) drop() {
+	b.ev, b.line, b.skip = nil, b.line[:0], true
+	b.l.mem.give(b.held)
+	b.held = 0
+}
+
+// stop ends a call's stream: the server's connection is closed, and go-sdk
+// reads an error response for the call, so just this request fails.
+func (b *sseBody) stop(le *LimitError) {
+	b.stopped, b.ev, b.line = true, nil, nil
+	b.l.mem.give(b.held)
+	b.held = 0
+	b.rc.Close()
+	b.eof = true
+	if id := requestID(b.req); id != nil {
+		b.out = append(b.out, "event: message\ndata: "...)
+		b.out = append(b.out, syntheticResponse(id, le)...)
+		b.out = append(b.out, "\n\n"...)
+	} else {
+		b.err, b.eof = le, false
+	}
+}
