@@ -19,7 +19,7 @@ import (
 type stormServer struct {
 	*hostile
 	sent, listings, inFlight, maxInFlight atomic.Int64
-	streamed                               chan struct{}
+	streamed                              chan struct{}
 }
 
 func startStorm(t *testing.T, n int, listDelay time.Duration) *stormServer {
