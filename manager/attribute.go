@@ -82,6 +82,7 @@ func Attribute(err error) Reason {
 		rpc    *jsonrpc.Error
 		ute    *json.UnmarshalTypeError
 		syn    *json.SyntaxError
+		le     *session.LimitError
 	)
 	switch {
 	case errors.As(err, &as) && errors.Is(err, context.DeadlineExceeded):
@@ -108,7 +109,7 @@ func Attribute(err error) Reason {
 		return Reason{Class: ClassHTTP, HTTPStatus: hs.StatusCode, Message: msg}
 	case errors.Is(err, mcp.ErrSessionMissing):
 		return Reason{Class: ClassProtocol, HTTPStatus: 404, Message: "session expired on the server (HTTP 404): " + msg}
-	case errors.Is(err, session.ErrValidation), errors.As(err, &ute), errors.As(err, &syn):
+	case errors.Is(err, session.ErrValidation), errors.As(err, &ute), errors.As(err, &syn), errors.As(err, &le):
 		return Reason{Class: ClassProtocol, Message: msg}
 	case errors.As(err, &rhe), errors.As(err, &uae), errors.As(err, &hne), errors.As(err, &cie), errors.As(err, &cve),
 		errors.As(err, &opErr) && opErr.Op == "remote error": // a TLS alert from the peer

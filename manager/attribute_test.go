@@ -31,6 +31,7 @@ func TestAttribute(t *testing.T) {
 		{"http 401", &session.HTTPStatusError{StatusCode: 401}, ClassAuth, "authorization"},
 		{"session missing", fmt.Errorf("x: %w", mcp.ErrSessionMissing), ClassProtocol, ""},
 		{"validation", fmt.Errorf("x: %w", session.ErrValidation), ClassProtocol, ""},
+		{"limit", fmt.Errorf("list tools: %w", &session.LimitError{Server: "s", Limit: "maxListPages", Value: 100, What: "tools/list"}), ClassProtocol, ""},
 		{"dial", &net.OpError{Op: "dial", Err: errors.New("connection refused")}, ClassNetwork, ""},
 		{"config", &config.FieldError{Field: "url", Problem: "bad"}, ClassConfig, ""},
 		{"disabled", ErrDisabled, ClassConfig, ""},

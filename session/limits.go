@@ -294,7 +294,8 @@ func (b *jsonBody) prepare() io.Reader {
 // on whole events: an event over maxMessageBytes is never handed to go-sdk
 // (which would buffer all of it), a call's stream ends with an error
 // response once it exceeds its totals, and the standalone stream is
-// throttled. Line ends are normalised to "\n"; field lines pass unchanged.
+// throttled. Lines end at "\n" and lose trailing "\r"s, exactly as go-sdk
+// reads them; field lines pass otherwise unchanged.
 type sseBody struct {
 	l     *limiter
 	rc    io.ReadCloser
@@ -302,18 +303,20 @@ type sseBody struct {
 	meter *listMeter
 	call  bool // a POST's response stream (vs the standalone GET stream)
 
-	in      []byte // read buffer
-	line    []byte // the current partial line
-	ev      []byte // the current event's lines
-	skip    bool   // dropping an oversized event up to its end
-	out     []byte // complete events ready for go-sdk
-	events  int
-	total   int64
-	held    int64 // budget bytes held by the event being read
-	outHeld int64 // budget bytes held by the events in out
-	eof     bool
-	err     error
-	stopped bool
+	in   []byte // read buffer
+	line []byte // the current partial line
+	ev   []byte // the current event's lines
+	skip bool   // dropping an oversized event up to its end
+	// skipLine: the current line, while dropping, is not blank
+	skipLine bool
+	out      []byte // complete events ready for go-sdk
+	events   int
+	total    int64
+	held     int64 // budget bytes held by the event being read
+	outHeld  int64 // budget bytes held by the events in out
+	eof      bool
+	err      error
+	stopped  bool
 }
 
 func (b *sseBody) Close() error {
@@ -388,9 +391,14 @@ func (b *sseBody) feed(data []byte) {
 
 func (b *sseBody) appendLine(p []byte) {
 	if b.skip {
+		// Only whether the line is blank matters: a blank line ends
+		// the dropped event.
+		b.skipLine = b.skipLine || len(bytes.TrimRight(p, "\r")) > 0
 		return
 	}
-	if int64(len(b.ev)+len(b.line)+len(p)) > b.l.lim.MaxMessageBytes {
+	// +1: the line's end counts, so an event handed on (its lines, each
+	// ending in "\n") is never over the limit.
+	if int64(len(b.ev)+len(b.line)+len(p)+1) > b.l.lim.MaxMessageBytes {
 		b.oversized()
 		return
 	}
@@ -416,12 +424,14 @@ func (b *sseBody) hold(n int64) bool {
 }
 
 func (b *sseBody) endLine() {
-	line := bytes.TrimSuffix(b.line, []byte("\r"))
+	// Trailing "\r"s go, as go-sdk's reader drops them.
+	line := bytes.TrimRight(b.line, "\r")
 	b.line = b.line[:0]
 	if b.skip {
-		if len(line) == 0 {
+		if !b.skipLine {
 			b.skip = false
 		}
+		b.skipLine = false
 		return
 	}
 	if len(line) == 0 {
@@ -484,7 +494,7 @@ func (b *sseBody) oversized() {
 
 // drop discards the current event of the standalone stream up to its end.
 func (b *sseBody) drop() {
-	b.ev, b.line, b.skip = nil, b.line[:0], true
+	b.ev, b.line, b.skip, b.skipLine = nil, b.line[:0], true, true
 	b.l.mem.give(b.held)
 	b.held = 0
 }
