@@ -1,7 +1,9 @@
 package store
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 )
@@ -32,7 +34,16 @@ func DataDir(flag string) (string, error) {
 		return "", fmt.Errorf("store: data directory %s: %w", dir, err)
 	}
 	if err := os.MkdirAll(abs, 0o700); err != nil {
-		return "", fmt.Errorf("store: create data directory %s: %w", abs, err)
+		return "", mkdirError(abs, err)
 	}
 	return abs, nil
+}
+
+// mkdirError explains a failure to create the data directory dir; one for
+// lack of permission wraps ErrDataDirNotWritable.
+func mkdirError(dir string, err error) error {
+	if errors.Is(err, fs.ErrPermission) || isReadOnlyFS(err) {
+		return fmt.Errorf("store: create data directory %s: a parent directory is not writable by this user; create it yourself, make its parent writable (chmod u+w), or choose another data directory with --data-dir or $%s: %w (%w)", dir, EnvHome, ErrDataDirNotWritable, err)
+	}
+	return fmt.Errorf("store: create data directory %s: %w", dir, err)
 }

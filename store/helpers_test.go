@@ -36,7 +36,7 @@ func openT(t *testing.T, dir string) *SQLite {
 
 // rawDB opens the database file directly, as an attacker with write
 // access to the data directory (or a newer remotemcp) would.
-func rawDB(t *testing.T, dir string) *sql.DB {
+func rawDB(t testing.TB, dir string) *sql.DB {
 	t.Helper()
 	db, err := sql.Open("sqlite", dsn(filepath.Join(dir, DBFileName)))
 	if err != nil {

@@ -15,8 +15,9 @@ import (
 
 // Sealing: AES-256-GCM under a random key kept in the data directory
 // (SPEC §7, R3.11). The key file is the only thing that turns the database
-// into readable tokens, so it is created 0600, never replaced silently, and
-// refused when other users can read it.
+// into readable tokens, so it is created 0600, never replaced silently,
+// refused when other users can read it, and refused when it is not the key
+// the store was created with (the key check record, keycheck.go).
 
 const (
 	keyFileName = "key"

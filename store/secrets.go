@@ -30,7 +30,7 @@ func (s *SQLite) PutSecret(ctx context.Context, k SecretKey, value []byte) error
 		if err != nil {
 			return nil, err
 		}
-		if err := insertSecrets(ctx, tx, []sealedSecret{{key: k, blob: blob}}, nowMillis()); err != nil {
+		if err := s.insertSecrets(ctx, tx, []sealedSecret{{key: k, blob: blob}}, nowMillis()); err != nil {
 			return nil, err
 		}
 		return &Change{Kind: ChangeSecrets, ServerID: k.ServerID}, nil

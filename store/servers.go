@@ -165,7 +165,7 @@ func (s *SQLite) AddServer(ctx context.Context, srv config.Server) error {
 			srv.ID, rec.json, now, now); err != nil {
 			return nil, err
 		}
-		if err := insertSecrets(ctx, tx, rec.secrets, now); err != nil {
+		if err := s.insertSecrets(ctx, tx, rec.secrets, now); err != nil {
 			return nil, err
 		}
 		return &Change{Kind: ChangeServers, ServerID: srv.ID}, nil
@@ -266,7 +266,7 @@ func (s *SQLite) replaceServer(ctx context.Context, tx *sql.Tx, srv config.Serve
 		srv.ID, PurposeBearer, PurposeClientSecret); err != nil {
 		return 0, err
 	}
-	if err := insertSecrets(ctx, tx, rec.secrets, now); err != nil {
+	if err := s.insertSecrets(ctx, tx, rec.secrets, now); err != nil {
 		return 0, err
 	}
 	return newRev, nil
@@ -462,7 +462,15 @@ func (s *SQLite) fillSecrets(srv *config.Server, secrets map[SecretKey][]byte) e
 	return nil
 }
 
-func insertSecrets(ctx context.Context, tx *sql.Tx, secrets []sealedSecret, now int64) error {
+// insertSecrets writes sealed secrets in tx, after making sure the key
+// they were sealed under is still the store's (keyUnchanged).
+func (s *SQLite) insertSecrets(ctx context.Context, tx *sql.Tx, secrets []sealedSecret, now int64) error {
+	if len(secrets) == 0 {
+		return nil
+	}
+	if err := s.keyUnchanged(ctx, tx); err != nil {
+		return err
+	}
 	for _, sec := range secrets {
 		k := sec.key
 		if _, err := tx.ExecContext(ctx, `INSERT INTO secrets (server_id, purpose, resource, issuer, sealed, updated)

@@ -1,12 +1,10 @@
 package store
 
 import (
-	"bytes"
 	"context"
 	"database/sql"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"log/slog"
 	"net/url"
@@ -27,9 +25,27 @@ const DBFileName = "remotemcp.db"
 var (
 	// ErrNewerSchema: the database was written by a newer remotemcp.
 	ErrNewerSchema = errors.New("database written by a newer remotemcp")
-	// ErrCorrupt: the database file is not a (healthy) remotemcp SQLite
-	// database. It is never repaired, overwritten or re-created.
+	// ErrCorrupt: the database file is not a (healthy) SQLite database. It
+	// is never repaired, overwritten or re-created.
 	ErrCorrupt = errors.New("database file is corrupt or not a remotemcp database")
+	// ErrForeignDatabase: the database file is a SQLite database of some
+	// other program (another application_id, or tables without remotemcp's
+	// application_id). It is never migrated or changed; Open does not even
+	// create a -wal or -shm file next to it when that can be avoided.
+	ErrForeignDatabase = errors.New("not a remotemcp database")
+	// ErrWrongKey: the key file is not the key the store was created with
+	// (it cannot open the store's key check record, or, in a store older
+	// than the record, any of its sealed secrets), or it is missing while
+	// sealed secrets need it. Sealing new secrets under another key would
+	// leave the store with secrets under two keys, so the store does not
+	// open; nothing is written. The message names the key file and says
+	// how to recover.
+	ErrWrongKey = errors.New("wrong key file")
+	// ErrDataDirNotWritable: the data directory, or a file remotemcp keeps
+	// in it, cannot be written by this user (permissions, a read-only
+	// file system). The message names it and how to choose another data
+	// directory.
+	ErrDataDirNotWritable = errors.New("data directory not writable")
 )
 
 // applicationID marks the file as a remotemcp database (PRAGMA
@@ -96,7 +112,19 @@ var migrations = [][]string{
 	{
 		`ALTER TABLE servers ADD COLUMN revision INTEGER NOT NULL DEFAULT 1 CHECK (revision >= 1)`,
 	},
+	// 3: key check record (issue #10). meta.key_check holds a constant
+	// sealed under the store's key, written right after the migrations
+	// (SQL cannot seal), so Open can tell a replaced key file before it
+	// seals anything under it. NULL until written; stores of schema 1 and
+	// 2 get it on their first open, once the key has opened one of their
+	// secrets.
+	{
+		`ALTER TABLE meta ADD COLUMN key_check BLOB`,
+	},
 }
+
+// keyCheckSchema is the first schema version with meta.key_check.
+const keyCheckSchema = 3
 
 // SchemaVersion returns the database schema version this binary writes
 // (and the newest it can read).
@@ -127,6 +155,12 @@ type SQLite struct {
 
 	feed feed
 
+	// keyCheck is the key check record this process verified (or wrote)
+	// on open. Writes that seal compare it with the stored one, so a
+	// process that still holds an old key stops sealing once another
+	// process has re-keyed an empty store (see ensureKeyCheck).
+	keyCheck []byte
+
 	locksMu sync.Mutex
 	locks   map[string]chan struct{} // in-process half of Lock, per name
 }
@@ -137,10 +171,18 @@ var _ Store = (*SQLite)(nil)
 // remotemcp.db in WAL mode and the key file that seals secrets. The schema
 // is migrated to SchemaVersion().
 //
-// Open never damages what it finds: a file that is not a SQLite database,
-// or is corrupt, yields an error wrapping ErrCorrupt; a database of a newer
-// schema yields ErrNewerSchema; both leave the file untouched. A missing key
-// file is created only while the database holds no sealed secrets.
+// Open never damages what it finds, and refuses before it writes anything:
+//   - a file that is not a SQLite database, or is corrupt: ErrCorrupt;
+//   - another program's SQLite database (see ErrForeignDatabase): it is
+//     identified through a read-only connection first, so not even a -wal
+//     or -shm file is created next to it when that can be avoided;
+//   - a database of a newer schema: ErrNewerSchema;
+//   - a key file that is not the one the store was created with, or a
+//     missing key file while sealed secrets need it: ErrWrongKey. A
+//     missing key file is created only while the database holds no
+//     sealed secrets;
+//   - a data directory this user cannot write: ErrDataDirNotWritable,
+//     with a hint instead of SQLite's bare "readonly database".
 func Open(ctx context.Context, dir string, opts Options) (*SQLite, error) {
 	if dir == "" {
 		return nil, errors.New("store: open: empty data directory")
@@ -150,11 +192,39 @@ func Open(ctx context.Context, dir string, opts Options) (*SQLite, error) {
 		return nil, fmt.Errorf("store: open: data directory: %w", err)
 	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("store: open: create data directory: %w", err)
+		return nil, mkdirError(dir, err)
 	}
+	s, err := open(ctx, dir, opts)
+	if err != nil {
+		return nil, notWritable(dir, err)
+	}
+	return s, nil
+}
+
+func open(ctx context.Context, dir string, opts Options) (*SQLite, error) {
 	path := filepath.Join(dir, DBFileName)
-	if err := checkHeader(path); err != nil {
+	hdr, err := checkHeader(path)
+	if err != nil {
 		return nil, err
+	}
+	// A header with remotemcp's application_id needs no closer look. Any
+	// other non-empty file (including a store of ours whose application_id
+	// is still only in the -wal file) is identified read-only before the
+	// read-write connection may touch it.
+	if !hdr.empty && hdr.appID != applicationID {
+		id, err := inspect(ctx, path)
+		if err != nil {
+			return nil, err
+		}
+		if !id.ours() {
+			return nil, foreignError(path, id)
+		}
+	}
+	// SQLite opens a database file it cannot write read-only without a
+	// word and fails only at the first write, and a directory it cannot
+	// write as "unable to open database file"; say so up front instead.
+	if p, _ := firstNotWritable(dir); p != "" {
+		return nil, notWritableError("open", dir, p, nil)
 	}
 	// Create the file ourselves so it is 0600 (SQLite would use the umask);
 	// the -wal and -shm files inherit the database file's mode.
@@ -194,44 +264,24 @@ func Open(ctx context.Context, dir string, opts Options) (*SQLite, error) {
 	return s, nil
 }
 
-// dsn builds the driver DSN: a file: URI (so any byte of the path survives,
-// '?' included) with the per-connection pragmas. _txlock=immediate makes
-// every read-write transaction take the write lock up front, so two writers
-// never deadlock upgrading read locks; read-only transactions stay deferred.
+// dsn builds the driver DSN of the read-write connections: a file: URI
+// with the per-connection pragmas. _txlock=immediate makes every
+// read-write transaction take the write lock up front, so two writers
+// never deadlock upgrading read locks; read-only transactions stay
+// deferred.
 func dsn(path string) string {
-	u := url.URL{Scheme: "file", Path: filepath.ToSlash(path)}
 	q := url.Values{}
 	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", busyTimeout.Milliseconds()))
 	q.Add("_pragma", "foreign_keys(1)")
 	q.Set("_txlock", "immediate")
-	return "file:" + u.EscapedPath() + "?" + q.Encode()
+	return fileDSN(path, q)
 }
 
-// sqliteMagic starts every SQLite 3 database file.
-var sqliteMagic = []byte("SQLite format 3\x00")
-
-// checkHeader refuses a file that is not a SQLite database before SQLite
-// gets to open it, so nothing (not even a -wal file) is created next to it.
-func checkHeader(path string) error {
-	f, err := os.Open(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("store: open database %s: %w", path, err)
-	}
-	defer f.Close()
-	hdr := make([]byte, 100) // the SQLite header is 100 bytes
-	n, err := io.ReadFull(f, hdr)
-	switch {
-	case n == 0 && (err == nil || errors.Is(err, io.EOF)):
-		return nil // an empty file is how SQLite starts a new database
-	case err != nil && !errors.Is(err, io.ErrUnexpectedEOF):
-		return fmt.Errorf("store: open database %s: read header: %w", path, err)
-	case n < len(hdr) || !bytes.Equal(hdr[:len(sqliteMagic)], sqliteMagic):
-		return corruptError(path, "not a SQLite database")
-	}
-	return nil
+// fileDSN is a file: URI of path (so any byte of the path survives, '?'
+// included) with the query q.
+func fileDSN(path string, q url.Values) string {
+	u := url.URL{Scheme: "file", Path: filepath.ToSlash(path)}
+	return "file:" + u.EscapedPath() + "?" + q.Encode()
 }
 
 func corruptError(path, why string) error {
@@ -251,42 +301,41 @@ func isCorrupt(err error) bool {
 // init checks, migrates and unseals, in an order that never writes to a
 // file it is about to refuse.
 func (s *SQLite) init(ctx context.Context) error {
-	var version, appID int
-	err := s.db.QueryRowContext(ctx, `PRAGMA user_version`).Scan(&version)
-	if err == nil {
-		err = s.db.QueryRowContext(ctx, `PRAGMA application_id`).Scan(&appID)
-	}
+	// The file was identified before this connection opened it; this
+	// second look (through the connection that will write) catches a file
+	// swapped in since, and a header that named remotemcp while the
+	// database does not.
+	id, err := readIdentity(ctx, s.db)
 	if err != nil {
 		if isCorrupt(err) {
 			return corruptError(s.path, err.Error())
 		}
-		return fmt.Errorf("store: open database %s: read schema version: %w", s.path, err)
+		return fmt.Errorf("store: open database %s: identify: %w", s.path, err)
 	}
-	if appID != 0 && appID != applicationID {
-		return corruptError(s.path, fmt.Sprintf("application id %#x is not remotemcp's", appID))
+	if !id.ours() {
+		return foreignError(s.path, id)
 	}
-	if version > SchemaVersion() {
-		return s.newerError(version)
+	if id.version < 0 {
+		return corruptError(s.path, fmt.Sprintf("schema version %d is not one remotemcp writes", id.version))
 	}
+	if id.version > int64(SchemaVersion()) {
+		return s.newerError(int(id.version))
+	}
+	version := int(id.version)
 	if version > 0 {
 		if err := s.quickCheck(ctx); err != nil {
 			return err
 		}
 	}
 
-	keyPath := filepath.Join(s.dir, keyFileName)
-	key, err := readKeyFile(keyPath)
+	key, err := readKeyFile(s.keyPath())
 	keyMissing := errors.Is(err, fs.ErrNotExist)
 	if err != nil && !keyMissing {
 		return err
 	}
-	if keyMissing && version > 0 {
-		var n int
-		if err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM secrets`).Scan(&n); err != nil {
-			return fmt.Errorf("store: open database %s: count secrets: %w", s.path, err)
-		}
-		if n > 0 {
-			return fmt.Errorf("store: open: key file %s is missing but the database holds %d sealed secret(s); restore the key file from where you backed up the data directory (a new key cannot open them, so none was created)", keyPath, n)
+	if version > 0 {
+		if err := s.checkKey(ctx, key, version); err != nil {
+			return err
 		}
 	}
 
@@ -308,7 +357,7 @@ func (s *SQLite) init(ctx context.Context) error {
 	if s.sealer, err = newSealer(key); err != nil {
 		return err
 	}
-	return nil
+	return s.ensureKeyCheck(ctx, keyMissing)
 }
 
 func (s *SQLite) newerError(version int) error {
@@ -369,6 +418,8 @@ func (s *SQLite) migrateOne(ctx context.Context) (done bool, err error) {
 		return false, fmt.Errorf("store: migrate %s: read schema version: %w", s.path, err)
 	}
 	switch {
+	case version < 0:
+		return false, corruptError(s.path, fmt.Sprintf("schema version %d is not one remotemcp writes", version))
 	case version > SchemaVersion():
 		return false, s.newerError(version)
 	case version == SchemaVersion():

@@ -19,7 +19,8 @@ var (
 	// ErrSealOpen: a sealed secret could not be opened: the key file is not
 	// the one it was sealed with, the blob was tampered with, or it was moved
 	// to another server, purpose or binding (the associated data differs).
-	// The error that wraps it names the secret.
+	// The error that wraps it names the secret. (A replaced key file is
+	// normally refused by Open already, with ErrWrongKey.)
 	ErrSealOpen = errors.New("cannot open sealed secret (wrong key file, tampered data, or a different binding)")
 	// ErrBearerRebind: UpdateServer was asked to move a bearer server to a
 	// URL with another canonical resource while keeping the old token. The

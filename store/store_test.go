@@ -444,16 +444,6 @@ func TestOpenDamagedPage(t *testing.T) {
 	sameSums(t, before, fileSums(t, dir))
 }
 
-func TestOpenForeignSQLite(t *testing.T) {
-	dir := t.TempDir()
-	execRaw(t, dir, "CREATE TABLE t (x)", "PRAGMA application_id = 12345")
-	before := fileSums(t, dir)
-	if _, err := Open(context.Background(), dir, Options{}); !errors.Is(err, ErrCorrupt) {
-		t.Fatalf("Open = %v, want ErrCorrupt", err)
-	}
-	sameSums(t, before, fileSums(t, dir))
-}
-
 func TestKeyFile(t *testing.T) {
 	ctx := context.Background()
 	t.Run("created 0600", func(t *testing.T) {
@@ -497,7 +487,7 @@ func TestKeyFile(t *testing.T) {
 		os.Remove(key)
 		before := fileSums(t, dir)
 		_, err := Open(ctx, dir, Options{})
-		if err == nil || !strings.Contains(err.Error(), "missing") {
+		if !errors.Is(err, ErrWrongKey) || !strings.Contains(err.Error(), "missing") {
 			t.Fatalf("Open = %v, want a missing key error", err)
 		}
 		t.Log(err)
@@ -526,49 +516,6 @@ func TestKeyFile(t *testing.T) {
 			t.Fatalf("Open = %v", err)
 		}
 	})
-}
-
-// TestWrongKey: a replaced key file makes sealed secrets fail with
-// ErrSealOpen naming the secret; reading overwrites nothing.
-func TestWrongKey(t *testing.T) {
-	ctx := context.Background()
-	dir := t.TempDir()
-	s := openT(t, dir)
-	if err := s.AddServer(ctx, bearerServer("a", "https://a.example.com/mcp", "tokA")); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.AddServer(ctx, noneServer("b", "https://b.example.com/mcp")); err != nil {
-		t.Fatal(err)
-	}
-	k := SecretKey{ServerID: "b", Purpose: PurposeRefreshToken, Binding: config.Binding{Resource: "r", Issuer: "i"}}
-	if err := s.PutSecret(ctx, k, []byte("refresh")); err != nil {
-		t.Fatal(err)
-	}
-	s.Close()
-
-	other := make([]byte, keySize)
-	rand.Read(other)
-	if err := os.WriteFile(filepath.Join(dir, keyFileName), other, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	before := fileSums(t, dir)
-	s = openT(t, dir)
-	srv, err := s.GetServer(ctx, "a")
-	if !errors.Is(err, ErrSealOpen) || !strings.Contains(err.Error(), `"bearer" of server "a"`) {
-		t.Fatalf("GetServer = %v, want ErrSealOpen naming the secret", err)
-	}
-	if srv.ID != "a" || srv.Auth.Token != "" {
-		t.Fatalf("GetServer returned %+v", srv)
-	}
-	list, err := s.ListServers(ctx)
-	if !errors.Is(err, ErrSealOpen) || len(list) != 2 {
-		t.Fatalf("ListServers = %d servers, %v", len(list), err)
-	}
-	if _, err := s.GetSecret(ctx, k); !errors.Is(err, ErrSealOpen) {
-		t.Fatalf("GetSecret = %v, want ErrSealOpen", err)
-	}
-	s.Close()
-	sameSums(t, before, fileSums(t, dir))
 }
 
 func TestTamperedAndMovedBlobs(t *testing.T) {
