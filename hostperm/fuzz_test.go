@@ -3,6 +3,7 @@ package hostperm
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/remotemcp/remotemcp/config"
@@ -111,4 +112,47 @@ func clearPending(t *testing.T, b *Broker) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// FuzzDecodeGrant: a stored grant record never panics the reader, and one
+// that decodes names exactly the origin it is stored under (a record
+// copied to another key grants nothing).
+func FuzzDecodeGrant(f *testing.F) {
+	f.Add("https://a.example", []byte(`{"origin":"https://a.example","by":"user"}`))
+	f.Add("https://a.example", []byte(`{"origin":"https://b.example"}`))
+	f.Add("https://a.example", []byte(`{"origin":1}`))
+	f.Add("", []byte(`null`))
+	f.Add("x", []byte(`{"origin":"x"`))
+	f.Fuzz(func(t *testing.T, key string, v []byte) {
+		g, err := decodeGrant(key, v)
+		if err == nil && g.Origin != key {
+			t.Fatalf("grant for %q decoded from the record of %q", g.Origin, key)
+		}
+		if err != nil && !strings.Contains(err.Error(), "damaged grant record") {
+			t.Fatalf("unclear error: %v", err)
+		}
+	})
+}
+
+// FuzzDecodePending: a stored pending approval never panics the reader,
+// and one that decodes matches its key in origin, purpose and server.
+func FuzzDecodePending(f *testing.F) {
+	key := pendingKey("https://as.example", PurposeMCP, "docs")
+	f.Add(key, []byte(`{"origin":"https://as.example","purpose":"mcp","serverId":"docs"}`))
+	f.Add(key, []byte(`{"origin":"https://as.example","purpose":"token","serverId":"docs"}`))
+	f.Add(`["a","b"]`, []byte(`{}`))
+	f.Add(`not json`, []byte(`{"origin":"a"}`))
+	f.Fuzz(func(t *testing.T, key string, v []byte) {
+		p, err := decodePending(key, v)
+		if err != nil {
+			if !strings.Contains(err.Error(), "damaged pending record") {
+				t.Fatalf("unclear error: %v", err)
+			}
+			return
+		}
+		o, pu, s, ok := splitPendingKey(key)
+		if !ok || o != p.Origin || pu != p.Purpose || s != p.ServerID {
+			t.Fatalf("pending %+v decoded from the record of key %q", p, key)
+		}
+	})
 }
