@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"reflect"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -30,6 +31,20 @@ const (
 	reasonSignedOut = "signed out"
 	reasonNeedsAuth = "needs authorization"
 )
+
+// cliAdvice matches the advice to run a command that library errors
+// carry (oauth's `; run "remotemcp auth login X"`, hostperm's `; approve
+// it with "remotemcp grants approve O" or in the settings page`,
+// session's `(check the bearer token, or run "remotemcp auth login" …)`).
+// A server's view is shown where the person acts (the page, the CLI),
+// and each surface says what to do in its own terms from the reason's
+// class and step, so the view leaves that advice out.
+var cliAdvice = regexp.MustCompile(`\s*\([^()]*"remotemcp [^"]*"[^()]*\)|;\s*(?:run|approve it with|see)\s+"remotemcp [^"]*"(?:\s+again)?(?:\s+or in the settings page)?`)
+
+// withoutCLIAdvice is msg without cliAdvice.
+func withoutCLIAdvice(msg string) string {
+	return cliAdvice.ReplaceAllString(msg, "")
+}
 
 // Servers lists every server as every surface shows it.
 func (c *Client) Servers(ctx context.Context) ([]localapi.Server, error) {
@@ -120,6 +135,9 @@ func (c *Client) view(ctx context.Context, srv config.Server, st manager.ServerS
 	oauthKind := srv.Auth.Kind.OAuthCapable()
 	if oauthKind {
 		v.Authorization = c.flows.view(srv.ID)
+		if v.Authorization != nil {
+			v.Authorization.Error = withoutCLIAdvice(v.Authorization.Error)
+		}
 	}
 	if st.ID == srv.ID {
 		v.ToolCount = st.ToolCount
@@ -158,10 +176,8 @@ func (c *Client) state(ctx context.Context, srv config.Server, st manager.Server
 			if lr.Step == "" {
 				lr.Step = string(oauth.StepAuthorization)
 			}
-			// The person acts where they see this (the page, the CLI):
-			// the library's advice to run a command is left out.
-			msg, _, _ := strings.Cut(lr.Message, "; run \"remotemcp auth login")
-			lr.Message = reasonNeedsAuth + ": " + msg
+			// reasonOf left the library's advice to run a command out.
+			lr.Message = reasonNeedsAuth + ": " + lr.Message
 			return localapi.StateNeedsAuth, lr
 		}
 		return localapi.StateError, reasonOf(r)
@@ -194,7 +210,7 @@ func reasonOf(r *manager.Reason) *localapi.Reason {
 	if r == nil {
 		return nil
 	}
-	return &localapi.Reason{Class: string(r.Class), Step: r.Step, HTTPStatus: r.HTTPStatus, Message: r.Message}
+	return &localapi.Reason{Class: string(r.Class), Step: r.Step, HTTPStatus: r.HTTPStatus, Message: withoutCLIAdvice(r.Message)}
 }
 
 func (c *Client) isSignedOut(id string) bool {

@@ -21,6 +21,7 @@ import (
 
 	"github.com/remotemcp/remotemcp/agent"
 	"github.com/remotemcp/remotemcp/config"
+	"github.com/remotemcp/remotemcp/elicit"
 	"github.com/remotemcp/remotemcp/internal/testserver/authserver"
 	"github.com/remotemcp/remotemcp/internal/testserver/fixture"
 	"github.com/remotemcp/remotemcp/localapi"
@@ -476,25 +477,88 @@ func TestBrowserAuthorize(t *testing.T) {
 	b.wait("needs authorization", `document.querySelector('`+row("secure")+`') && document.querySelector('`+row("secure")+`').dataset.state === 'needs-auth'`)
 	b.shot("01-needs-auth")
 
+	if got := b.text(row("secure") + ` td.state-cell .state`); got != "needs authorization" {
+		t.Fatalf("a fresh OAuth server's state reads %q", got)
+	}
+
 	// First Authorize: discovery reaches the authorization server's origin,
-	// which is refused and shown beside the server.
+	// which is refused and shown beside the server, once: not again in a
+	// banner, not again as a waiting approval in the row, and in the
+	// page's words, the technical chain folded away.
 	asOrigin := originOf(t, as.URL())
 	b.click(row("secure") + ` button[data-action=authorize]`)
-	grantSel := row("secure") + ` .auth-flow button[data-action=grant][data-origin="` + asOrigin + `"]`
+	note := row("secure") + ` .auth-flow`
+	grantSel := note + ` button[data-action=grant][data-origin="` + asOrigin + `"]`
 	b.do("permission needed", chromedp.WaitVisible(chromedp.CSS(grantSel)))
 	if n := len(as.Requests()); n != 0 {
 		t.Fatalf("the authorization server saw %d requests before the grant", n)
 	}
+	b.wait("the starting notice to go", `document.querySelector('#notice').hidden`)
+	checkOnce := func(step string) {
+		t.Helper()
+		body := b.text("body")
+		if n := strings.Count(body, "Authorization needs your permission to contact"); n != 1 {
+			t.Errorf("%s: the failure shows %d times:\n%s", step, n, body)
+		}
+		if n := b.eval(`String(document.querySelectorAll('` + row("secure") + ` .server-pending li').length)`); n != "0" {
+			t.Errorf("%s: the row lists the origin again as waiting (%s entries)", step, n)
+		}
+		for _, never := range []string{`"remotemcp `, "remotemcp grants", "remotemcp auth", "discovery-AS:", "permission required:"} {
+			if strings.Contains(body, never) {
+				t.Errorf("%s: the page shows %q:\n%s", step, never, body)
+			}
+		}
+		if got := b.text(row("secure") + ` .state-hint`); got != "Allow the origin beside the server's name, then click Authorize." {
+			t.Errorf("%s: the state's hint reads %q", step, got)
+		}
+		if c := b.eval(`getComputedStyle(document.querySelector('` + note + `')).color`); c == badColor {
+			t.Errorf("%s: a sign-in waiting for a permission is shown as a failure", step)
+		}
+		detail := b.eval(`document.querySelector('` + note + ` details.reason .reason-text').textContent`)
+		if !strings.Contains(detail, "permission required") || strings.Contains(detail, "remotemcp grants") {
+			t.Errorf("%s: the folded detail reads %q", step, detail)
+		}
+	}
+	checkOnce("first failure")
 	b.shot("02-permission")
-	b.click(grantSel)
-	b.wait("granted", `!document.querySelector('`+row("secure")+` .server-pending li')`)
 
-	// Second Authorize: a new tab opens the authorization page, which
+	// The note is about that moment: once the server's state changes
+	// (disabled here), it goes, and does not come back with the state.
+	b.click(row("secure") + ` button[data-action=disable]`)
+	b.wait("the note to go on disable", `document.querySelector('`+note+`').hidden`)
+	b.click(row("secure") + ` button[data-action=enable]`)
+	b.wait("needs authorization again", `document.querySelector('`+row("secure")+`').dataset.state === 'needs-auth'`)
+	if b.eval(`String(document.querySelector('`+note+`').hidden)`) != "true" {
+		t.Error("the stale note came back with the state")
+	}
+	// Without the note, the row lists the origin as waiting, once.
+	b.do("the origin waits in the row", chromedp.WaitVisible(chromedp.CSS(row("secure")+` .server-pending li[data-origin="`+asOrigin+`"]`)))
+	b.shot("03-note-gone-after-state-change")
+
+	// Authorize again: the same failure, a new note; Allow in the note
+	// allows the origin and the note goes at once.
+	b.click(row("secure") + ` button[data-action=authorize]`)
+	b.do("permission needed again", chromedp.WaitVisible(chromedp.CSS(grantSel)))
+	b.wait("the starting notice to go", `document.querySelector('#notice').hidden`)
+	checkOnce("second failure")
+	b.click(grantSel)
+	b.wait("the note to go on Allow", `document.querySelector('`+note+`').hidden && !document.querySelector('`+row("secure")+` .server-pending li')`)
+	if got := b.text(row("secure") + ` td.state-cell`); !strings.Contains(got, "needs authorization") || !strings.Contains(got, "Click Authorize to sign in.") {
+		t.Errorf("after Allow the state cell reads %q", got)
+	}
+	b.shot("04-allowed")
+
+	// Third Authorize: a new tab opens the authorization page, which
 	// redirects to /mcp-oauth; the flow finishes and the server connects.
+	// The notice that pointed at the new tab goes with the flow.
 	before := completedCallbacks()
 	b.click(row("secure") + ` button[data-action=authorize]`)
 	b.wait("authorized", `(() => { const r = document.querySelector('`+row("secure")+`'); return r && r.querySelector('.auth-flow.done') && r.dataset.state === 'ready'; })()`)
-	b.shot("03-authorized")
+	b.wait("the notice about the new tab to go", `document.querySelector('#notice').hidden`)
+	if got := b.text(row("secure")); strings.Contains(got, "failed") || strings.Contains(got, "Allow") {
+		t.Errorf("after the sign-in the row reads %q", got)
+	}
+	b.shot("05-authorized")
 	fl, err := s.c.Authorization(ctx, "secure")
 	if err != nil || fl.Phase != localapi.PhaseDone || fl.Result == nil || !fl.Result.Registered || fl.Result.Binding == nil {
 		t.Fatalf("flow %+v %v", fl, err)
@@ -542,6 +606,13 @@ func TestBrowserCardFieldNamesAreInert(t *testing.T) {
 	b.login(s)
 	ctx, cancel := context.WithCancel(ctxT(t))
 	defer cancel()
+	// A server's question is taken only during a tool call to it: one is
+	// in flight for as long as the cards are open.
+	adm, err := s.eng.Elicit.Admit(ctx, elicit.CallInfo{ServerID: "fx", Tool: "ask", OperationID: "op-inert"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer adm.Finish()
 
 	type answer struct {
 		r   *mcp.ElicitResult

@@ -20,7 +20,22 @@ import (
 //go:embed assets
 var assets embed.FS
 
-var templates = template.Must(template.ParseFS(assets, "assets/*.html"))
+var templates = template.Must(template.New("").Funcs(template.FuncMap{"stateLabel": stateLabel}).ParseFS(assets, "assets/*.html"))
+
+// stateLabel is a state in the page's words for the first paint, before
+// app.js takes over with the same words and the finer ones it derives
+// from the reason ("can't reach the server").
+func stateLabel(s localapi.State) string {
+	switch s {
+	case localapi.StateNeedsAuth:
+		return "needs authorization"
+	case localapi.StateConnecting:
+		return "connecting…"
+	case localapi.StateReconnecting:
+		return "reconnecting…"
+	}
+	return string(s)
+}
 
 // pageData is what index.html renders before the script takes over.
 type pageData struct {

@@ -111,12 +111,20 @@ func (o out) reply(w http.ResponseWriter, status int, v any, err error) {
 // misspelled "approved" must not pass silently), and the Content-Type
 // must be JSON, which a cross-site form cannot send.
 func decode[T any](w http.ResponseWriter, r *http.Request, limit int64) (T, error) {
+	return decodeBody[T](r.Header.Get("Content-Type"), http.MaxBytesReader(w, r.Body, limit), limit)
+}
+
+// decodeBody is decode without the request: the Content-Type header's
+// value and a body that http.MaxBytesReader already bounds to limit
+// bytes. Every failure is a *localapi.Error with CodeBadRequest: 415 for
+// the content type, 413 for the size, 400 for the rest.
+func decodeBody[T any](contentType string, body io.Reader, limit int64) (T, error) {
 	var v T
-	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	mt, _, err := mime.ParseMediaType(contentType)
 	if err != nil || mt != "application/json" {
 		return v, &localapi.Error{Status: http.StatusUnsupportedMediaType, Code: localapi.CodeBadRequest, Message: "the request body must be application/json"}
 	}
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, limit))
+	dec := json.NewDecoder(body)
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&v); err != nil {
 		var mbe *http.MaxBytesError

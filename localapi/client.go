@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -105,10 +106,51 @@ func (c *Client) do(ctx context.Context, method, path string, query url.Values, 
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
 		return nil
 	}
-	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+	if err := json.NewDecoder(&capReader{r: resp.Body, n: maxAnswer}).Decode(out); err != nil {
 		return fmt.Errorf("local API %s %s: unreadable answer: %w", method, path, err)
 	}
 	return nil
+}
+
+// Bounds of what the client reads from the daemon. They are far above
+// what a working daemon sends (a tool result is cut to its size budget,
+// arguments are at most 4 MiB, a catalog of hundreds of tools is a few
+// MiB), and they keep a broken or impostor peer from making the client
+// buffer without end.
+const (
+	// maxAnswer bounds one JSON answer.
+	maxAnswer = 64 << 20
+	// maxErrorBody bounds an error answer.
+	maxErrorBody = 1 << 20
+	// maxStreamLine bounds one line of the call stream and one event of
+	// the event stream.
+	maxStreamLine = 64 << 20
+	// maxEventTypes bounds how many event types wait undelivered: the
+	// daemon sends four, each carrying the whole current list.
+	maxEventTypes = 32
+)
+
+// errTooLarge marks an answer, line or event over its bound.
+var errTooLarge = errors.New("larger than the client accepts")
+
+// capReader reads at most n bytes of r, then fails with errTooLarge
+// rather than ending quietly (a cut answer must not decode as a shorter
+// one).
+type capReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *capReader) Read(p []byte) (int, error) {
+	if c.n <= 0 {
+		return 0, fmt.Errorf("the answer is %w (%d bytes)", errTooLarge, maxAnswer)
+	}
+	if int64(len(p)) > c.n {
+		p = p[:c.n]
+	}
+	n, err := c.r.Read(p)
+	c.n -= int64(n)
+	return n, err
 }
 
 // get and send return a fresh T decoded from the answer.
@@ -142,14 +184,25 @@ func list[T any](ctx context.Context, c *Client, path string, query url.Values) 
 
 // readError reads an error answer: {"error": Error}, or a status alone.
 func readError(resp *http.Response) error {
-	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+	return parseError(resp.StatusCode, b)
+}
+
+// parseError is the *Error of an error answer's status and body: the
+// API's own {"error": {"code": …}} with the status set, or, for any other
+// body (a proxy's page, a cut or malformed answer), the status's code and
+// a message that names the status. Never nil, never without a code.
+func parseError(status int, body []byte) *Error {
 	var eb ErrorBody
-	if json.Unmarshal(b, &eb) == nil && eb.Error != nil && eb.Error.Code != "" {
-		eb.Error.Status = resp.StatusCode
+	if json.Unmarshal(body, &eb) == nil && eb.Error != nil && eb.Error.Code != "" {
+		eb.Error.Status = status
+		if eb.Error.Message == "" {
+			eb.Error.Message = fmt.Sprintf("the local API answered HTTP %d (%s)", status, eb.Error.Code)
+		}
 		return eb.Error
 	}
-	return &Error{Status: resp.StatusCode, Code: CodeOf(resp.StatusCode),
-		Message: fmt.Sprintf("the local API answered HTTP %d %s", resp.StatusCode, http.StatusText(resp.StatusCode))}
+	return &Error{Status: status, Code: CodeOf(status),
+		Message: fmt.Sprintf("the local API answered HTTP %d %s", status, http.StatusText(status))}
 }
 
 func serverPath(id string, rest ...string) string {
@@ -362,7 +415,8 @@ func (c *Client) ReadResource(ctx context.Context, req ReadRequest) (*ReadResult
 // hears the approval request (its decision is posted back at once; a nil
 // Approve denies), progress and questions in the order the engine sent
 // them, and Call returns the result. Ending ctx ends the request, which
-// cancels the call.
+// cancels the call. A stream line over 64 MiB fails the call
+// (CodeUnavailable) rather than being buffered.
 func (c *Client) Call(ctx context.Context, req CallRequest, h CallHandler) (*ToolResult, error) {
 	var q url.Values
 	if h.Approve == nil {
@@ -373,10 +427,10 @@ func (c *Client) Call(ctx context.Context, req CallRequest, h CallHandler) (*Too
 		return nil, err
 	}
 	defer resp.Body.Close()
-	dec := json.NewDecoder(resp.Body)
+	cs := newCallStream(resp.Body, maxStreamLine)
 	for {
-		var ev CallEvent
-		if err := dec.Decode(&ev); err != nil {
+		ev, err := cs.next()
+		if err != nil {
 			if ctx.Err() != nil {
 				return nil, fmt.Errorf("tool call: %w", ctx.Err())
 			}
@@ -414,8 +468,16 @@ func (c *Client) Call(ctx context.Context, req CallRequest, h CallHandler) (*Too
 			}
 			return ev.Result, nil
 		case CallEventError:
+			// An error event always becomes an error a person can read,
+			// however little of it arrived.
 			if ev.Error == nil {
-				ev.Error = &Error{Code: CodeInternal, Message: "the tool call failed"}
+				ev.Error = &Error{}
+			}
+			if ev.Error.Code == "" {
+				ev.Error.Code = CodeInternal
+			}
+			if ev.Error.Message == "" {
+				ev.Error.Message = "the tool call failed (the local API gave no reason)"
 			}
 			ev.Error.Status = StatusOf(ev.Error.Code)
 			return nil, ev.Error
@@ -423,9 +485,49 @@ func (c *Client) Call(ctx context.Context, req CallRequest, h CallHandler) (*Too
 	}
 }
 
+// callStream reads a call stream: one CallEvent per line, each line at
+// most limit bytes (a longer one ends the stream with an error instead
+// of being buffered), blank lines skipped.
+type callStream struct {
+	sc    *bufio.Scanner
+	limit int
+}
+
+func newCallStream(r io.Reader, limit int) *callStream {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, min(64<<10, limit)), limit)
+	return &callStream{sc: sc, limit: limit}
+}
+
+// next returns the next event; at the end of the stream the error is
+// io.ErrUnexpectedEOF (a stream ends with its result or error event, so
+// running out is never the normal end).
+func (cs *callStream) next() (CallEvent, error) {
+	for cs.sc.Scan() {
+		line := bytes.TrimSpace(cs.sc.Bytes())
+		if len(line) == 0 {
+			continue
+		}
+		var ev CallEvent
+		if err := json.Unmarshal(line, &ev); err != nil {
+			return CallEvent{}, fmt.Errorf("unreadable line: %w", err)
+		}
+		return ev, nil
+	}
+	if err := cs.sc.Err(); err != nil {
+		if errors.Is(err, bufio.ErrTooLong) {
+			return CallEvent{}, fmt.Errorf("a line is %w (%d bytes)", errTooLarge, cs.limit)
+		}
+		return CallEvent{}, err
+	}
+	return CallEvent{}, io.ErrUnexpectedEOF
+}
+
 // Subscribe follows GET /api/events until ctx ends or the daemon goes
 // away; then the channel is closed. A slow reader misses intermediate
-// events, never the newest of each type.
+// events, never the newest of each type. A line or an event over 64 MiB
+// ends the stream (the channel closes) rather than being buffered; an
+// event whose data is not JSON is skipped.
 func (c *Client) Subscribe(ctx context.Context) (<-chan Event, error) {
 	resp, err := c.request(ctx, http.MethodGet, "/api/events", nil, nil)
 	if err != nil {
@@ -439,7 +541,9 @@ func (c *Client) Subscribe(ctx context.Context) (<-chan Event, error) {
 	go func() {
 		defer resp.Body.Close()
 		defer q.close()
-		readSSE(resp.Body, q.put)
+		// An error ends the stream as the daemon going away does: the
+		// channel closes, and the caller subscribes again if it wants.
+		_ = readSSE(resp.Body, maxStreamLine, q.put)
 	}()
 	out := make(chan Event)
 	go q.deliver(ctx, out, resp.Body)
@@ -447,17 +551,21 @@ func (c *Client) Subscribe(ctx context.Context) (<-chan Event, error) {
 }
 
 // readSSE reads Server-Sent Events (one data line each, as the daemon
-// writes them) until the stream ends.
-func readSSE(r io.Reader, put func(Event)) {
+// writes them) until the stream ends, and returns why it ended: nil at
+// its end, or an error for a line or an event (its data lines together)
+// over limit bytes, which is refused rather than buffered. Only events
+// whose data is valid JSON are put: Event.Data is a json.RawMessage, and
+// a consumer re-encoding one must not fail on it.
+func readSSE(r io.Reader, limit int, put func(Event)) error {
 	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64<<10), 64<<20)
+	sc.Buffer(make([]byte, 0, min(64<<10, limit)), limit)
 	var typ string
 	var data []byte
 	for sc.Scan() {
 		line := sc.Bytes()
 		switch {
 		case len(line) == 0:
-			if typ != "" && data != nil {
+			if typ != "" && data != nil && json.Valid(data) {
 				put(Event{Type: typ, Data: json.RawMessage(data)})
 			}
 			typ, data = "", nil
@@ -465,12 +573,22 @@ func readSSE(r io.Reader, put func(Event)) {
 			typ = strings.TrimSpace(string(line[len("event:"):]))
 		case bytes.HasPrefix(line, []byte("data:")):
 			d := bytes.TrimPrefix(line[len("data:"):], []byte(" "))
+			if len(data)+1+len(d) > limit {
+				return fmt.Errorf("event stream: an event is %w (%d bytes)", errTooLarge, limit)
+			}
 			if data != nil {
 				data = append(data, '\n')
 			}
 			data = append(data, d...)
 		}
 	}
+	if err := sc.Err(); err != nil {
+		if errors.Is(err, bufio.ErrTooLong) {
+			return fmt.Errorf("event stream: a line is %w (%d bytes)", errTooLarge, limit)
+		}
+		return fmt.Errorf("event stream: %w", err)
+	}
+	return nil
 }
 
 // eventQueue keeps the newest undelivered event of each type, in the
@@ -487,9 +605,16 @@ func newEventQueue() *eventQueue {
 	return &eventQueue{pending: map[string]Event{}, wake: make(chan struct{}, 1), done: make(chan struct{})}
 }
 
+// put queues ev in place of an undelivered event of its type. A new type
+// beyond maxEventTypes waiting is dropped: the daemon sends a handful of
+// types, and a stream of ever new ones must not grow the queue.
 func (q *eventQueue) put(ev Event) {
 	q.mu.Lock()
 	if _, ok := q.pending[ev.Type]; !ok {
+		if len(q.order) >= maxEventTypes {
+			q.mu.Unlock()
+			return
+		}
 		q.order = append(q.order, ev.Type)
 	}
 	q.pending[ev.Type] = ev

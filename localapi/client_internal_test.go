@@ -170,7 +170,9 @@ func TestReadSSE(t *testing.T) {
 		"event: cards\n\n" + // no data: not an event
 		"event: catalog\ndata: {}\n\n"
 	var got []Event
-	readSSE(strings.NewReader(in), func(ev Event) { got = append(got, ev) })
+	if err := readSSE(strings.NewReader(in), maxStreamLine, func(ev Event) { got = append(got, ev) }); err != nil {
+		t.Fatal(err)
+	}
 	want := []string{`servers [1]`, "grants {\"a\":\n1}", `catalog {}`}
 	if len(got) != len(want) {
 		t.Fatalf("events %+v", got)

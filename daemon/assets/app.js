@@ -16,6 +16,14 @@
     confirming: null, // server id whose delete confirmation is open
     catalog: null, // server id whose catalog is shown
     answered: new Set(), // cards answered here, until the live list drops them
+    open: new Set(), // "details" boxes the person opened, kept across re-renders
+    // Per server, the finished sign-in flow the row shows a note about and
+    // the server's state when the page first saw it: a note is about that
+    // moment, and goes once the state moves on.
+    notes: new Map(),
+    // The notice's expiry: a function of a server that says the notice is
+    // out of date (the flow it points at has moved on), or null.
+    noticeUntil: null,
   };
 
   // api calls the daemon's JSON API. The browser adds our Origin header
@@ -42,11 +50,15 @@
     return data;
   }
 
-  function notice(msg, isError) {
+  // notice shows one message above the page. until, when given, is a
+  // predicate over a server's live state that ends the message (it was
+  // about a step that has since moved on, and the row says what happened).
+  function notice(msg, isError, until) {
     const n = $("#notice");
     n.textContent = msg;
     n.classList.toggle("error", !!isError);
     n.hidden = !msg;
+    state.noticeUntil = msg && until ? until : null;
   }
 
   function el(tag, props = {}, ...children) {
@@ -86,10 +98,6 @@
       $(".name", row).textContent = s.name || s.id;
       $(".id", row).textContent = s.id;
       $(".url", row).textContent = s.url;
-      const st = $(".state", row);
-      st.textContent = s.enabled ? s.state : "disabled";
-      st.className = "state state-" + (s.enabled ? s.state : "disconnected");
-      $(".reason", row).textContent = s.reason ? describeReason(s.reason) : "";
       $(".tool-count", row).textContent = String(s.toolCount);
 
       const warn = $(".origin-warning", row);
@@ -97,70 +105,227 @@
       $(".origin", warn).textContent = s.origin;
       $("button", warn).dataset.origin = s.origin;
 
+      // The sign-in note first: when it asks for an origin, the list of
+      // waiting approvals below leaves that origin out (one message each).
+      const asked = renderAuthFlow($(".auth-flow", row), s);
       const pend = $(".server-pending", row);
       for (const p of s.pending || []) {
         if (p.origin === s.origin && !s.originGranted) continue; // said above
+        if (p.origin === asked) continue; // the sign-in note asks for it
         pend.append(el("li", { "data-origin": p.origin },
-          "Waiting for approval: ", el("code", { text: p.origin }), ` (${p.purpose}) `,
+          "Waiting for your approval: ", el("code", { text: p.origin }), ` (${purposeWords(p.purpose)}) `,
           el("button", { type: "button", class: "small", "data-action": "grant", "data-origin": p.origin, text: "Approve" }), " ",
           el("button", { type: "button", class: "small", "data-action": "dismiss", "data-origin": p.origin, text: "Dismiss" })));
       }
 
-      renderAuthFlow($(".auth-flow", row), s);
+      // A sign-in cannot succeed while an origin it needs waits for the
+      // person: then the hint says to allow it first.
+      const words = stateWords(s, !!asked || pend.children.length > 0);
+      const st = $(".state", row);
+      st.textContent = words.label;
+      st.className = "state state-" + words.cls;
+      st.title = s.state; // the API's own word, for bug reports
+      $(".state-hint", row).textContent = words.hint || "";
+      renderDetails($("td.state-cell > details.reason", row), s.reason ? describeReason(s.reason) : "", s.id + ":state");
 
       const show = (action, on) => { $(`button[data-action="${action}"]`, row).hidden = !on; };
       const live = s.state === "ready" || s.state === "connecting" || s.state === "reconnecting" || s.state === "idle";
-      show("connect", s.enabled && !live);
+      const signIn = !!(s.auth && (s.auth.kind === "oauth" || s.auth.kind === "auto"));
+      // A server waiting for a sign-in is paused until the person signs
+      // in: Authorize is the one thing to do, Connect would only fail.
+      show("connect", s.enabled && !live && !(signIn && s.state === "needs-auth"));
       show("disconnect", live);
       show("enable", !s.enabled);
       show("disable", s.enabled);
       show("catalog", s.enabled);
-      show("authorize", s.auth && (s.auth.kind === "oauth" || s.auth.kind === "auto"));
+      show("authorize", signIn);
       const confirm = $(".confirm", row);
       $(".confirm-name", confirm).textContent = s.name || s.id;
       confirm.hidden = state.confirming !== s.id;
       tbody.append(row);
     }
+    for (const id of state.notes.keys()) {
+      if (!state.servers.some((s) => s.id === id)) state.notes.delete(id);
+    }
+    if (state.noticeUntil && state.servers.some((s) => state.noticeUntil(s))) notice("");
   }
 
+  // describeReason is the technical detail of a failure, kept behind a
+  // "details" toggle: the class, step and status codes, then the message.
   function describeReason(r) {
     let t = r.class || "";
     if (r.step) t += ", " + r.step;
     if (r.httpStatus) t += ", HTTP " + r.httpStatus;
-    return (t ? t + ": " : "") + (r.message || "");
+    return redact((t ? t + ": " : "") + (r.message || ""));
   }
 
+  // redact drops the query, fragment and user info of every URL in a
+  // detail: error chains quote request URLs, whose query may carry an
+  // authorization request's state or a code. (The daemon already scrubs
+  // every secret it knows of from what it sends.)
+  function redact(text) {
+    return text.replace(/\b(https?:\/\/)(?:[^\s"'@\/]*@)?([^\s"'?#]*)(?:[?#][^\s"']*)?/g, "$1$2");
+  }
+
+  // renderDetails fills a collapsed "details" box with a technical
+  // message; key keeps it open across re-renders once opened.
+  function renderDetails(box, text, key) {
+    $(".reason-text", box).textContent = text;
+    box.hidden = !text;
+    box.open = !!text && state.open.has(key);
+    box.ontoggle = () => { if (box.open) state.open.add(key); else state.open.delete(key); };
+  }
+
+  // stateWords says a server's state in the page's words, from the API's
+  // codes (state, reason class and step, HTTP status), with what to do
+  // about it here: the raw error chain goes behind "details", and the
+  // CLI's advice (`remotemcp auth login`) never shows (the CLI has its own
+  // hints, from the same codes).
+  function stateWords(s, originWaits) {
+    if (!s.enabled) return { label: "disabled", cls: "disconnected", hint: "Enable it to use its tools." };
+    const r = s.reason || {};
+    const signIn = !!(s.auth && (s.auth.kind === "oauth" || s.auth.kind === "auto"));
+    switch (s.state) {
+      case "ready": return { label: "ready", cls: "ready" };
+      case "connecting": return { label: "connecting…", cls: "connecting" };
+      case "reconnecting": return { label: "reconnecting…", cls: "reconnecting", hint: "The connection was lost; remotemcp is restoring it." };
+      case "idle": return { label: "idle", cls: "idle", hint: "Asleep to save resources; it reconnects when a tool is used." };
+      case "disconnected": return { label: "disconnected", cls: "disconnected" };
+      case "needs-auth": {
+        const more = r.scopes && r.scopes.length ? " It asks for more permissions: " + r.scopes.join(" ") + "." : "";
+        return { label: "needs authorization", cls: "needs-auth",
+          hint: (originWaits ? "Allow the origin beside the server's name, then click Authorize." : "Click Authorize to sign in.") + more };
+      }
+    }
+    // error, or a state this page does not know yet.
+    const again = "Click Connect to try again.";
+    switch (r.class) {
+      case "network":
+        return { label: "can't reach the server", cls: "error", hint: "Check the URL and that the server is running. " + again };
+      case "tls":
+        return { label: "secure connection failed", cls: "error", hint: "The server's certificate was not accepted: check the host name in the URL." };
+      case "timeout":
+        return { label: "no answer in time", cls: "error", hint: "The server did not answer in time. " + again };
+      case "permission":
+        return { label: "origin not allowed", cls: "error", hint: "Allow the origin (beside the server's name), then click Connect." };
+      case "auth":
+        if (signIn) return { label: "authorization failed", cls: "error", hint: "Click Authorize to sign in again." };
+        if (s.auth && s.auth.kind === "bearer") return { label: "token refused", cls: "error", hint: "The server refused the bearer token. Delete the server and add it again with a valid token." };
+        return { label: "needs credentials", cls: "error", hint: "The server asks for credentials. Delete it and add it again with a bearer token or OAuth." };
+      case "http":
+        if (r.httpStatus === 404) return { label: "not found (HTTP 404)", cls: "error", hint: "Check the URL's path: MCP endpoints are often at /mcp." };
+        if (r.httpStatus === 429) return { label: "rate limited (HTTP 429)", cls: "error", hint: "Wait a moment. " + again };
+        if (r.httpStatus >= 500) return { label: "server failure (HTTP " + r.httpStatus + ")", cls: "error", hint: "The server failed. " + again };
+        return { label: "unexpected answer" + (r.httpStatus ? " (HTTP " + r.httpStatus + ")" : ""), cls: "error", hint: "The URL does not look like an MCP endpoint: check it." };
+      case "protocol":
+        return { label: "not a working MCP server", cls: "error", hint: "Its answers do not follow the MCP protocol: check that the URL is its MCP endpoint." };
+      case "configuration":
+        return { label: "configuration problem", cls: "error", hint: "Check the server's URL and settings." };
+      case "canceled":
+        return { label: "stopped", cls: "error", hint: again };
+    }
+    return { label: "error", cls: "error", hint: again };
+  }
+
+  // purposeWords says why remotemcp wanted to contact an origin.
+  function purposeWords(p) {
+    switch (p) {
+      case "mcp": return "the MCP server itself";
+      case "discovery-PRM": return "finding its authorization server";
+      case "discovery-AS": return "reading the authorization server's settings";
+      case "registration": return "registering remotemcp with the authorization server";
+      case "authorization": return "the sign-in page";
+      case "token": return "getting a token";
+    }
+    return p || "a request";
+  }
+
+  // flowStepWords says which part of a sign-in failed.
+  function flowStepWords(step) {
+    switch (step) {
+      case "discovery-PRM":
+      case "discovery-AS": return "the authorization server could not be found or read";
+      case "registration": return "remotemcp could not register with the authorization server";
+      case "authorization": return "the sign-in was not completed";
+      case "token": return "the authorization server did not issue a token";
+      case "refresh": return "the sign-in could not be renewed";
+      case "scope": return "the server asks for more permissions";
+    }
+    return "";
+  }
+
+  function isGranted(origin) {
+    return (state.grants.grants || []).some((g) => g.origin === origin);
+  }
+
+  // noteIsStale reports whether a finished flow's note is out of date. A
+  // failure is about the moment it happened: it goes once the origin it
+  // asked for is allowed (Approve, here or elsewhere) or the server's
+  // state changes. "Authorized" stays while the server connects, and goes
+  // when a later problem has its own words in the state cell.
+  function noteIsStale(s, f) {
+    let n = state.notes.get(s.id);
+    if (!n || n.started !== f.started || n.phase !== f.phase) {
+      n = { started: f.started, phase: f.phase, state: s.state };
+      state.notes.set(s.id, n);
+    }
+    // Once out of date, always: the server coming back to the state of
+    // the moment (disabled, then enabled) does not make the note true again.
+    if (f.phase === "failed") {
+      n.stale = n.stale || (f.permission && isGranted(f.permission.origin)) || s.state !== n.state;
+    } else {
+      n.stale = n.stale || (s.state !== n.state && (s.state === "error" || s.state === "needs-auth" || s.state === "disconnected"));
+    }
+    return n.stale;
+  }
+
+  // renderAuthFlow shows the server's latest sign-in, in the page's words;
+  // it returns the origin the note asks the person to allow, if any.
   function renderAuthFlow(box, s) {
     const f = s.authorization;
     box.textContent = "";
     box.className = "auth-flow";
-    box.hidden = !f;
-    if (!f) return;
-    box.classList.add(f.phase);
+    box.hidden = true;
+    if (!f) return "";
+    if ((f.phase === "done" || f.phase === "failed") && noteIsStale(s, f)) return "";
+    box.hidden = false;
+    // A sign-in stopped for want of a permission is waiting for the
+    // person, not failing: it is shown as the other approvals are.
+    box.classList.add(f.phase === "failed" && f.permission ? "needs-permission" : f.phase);
     switch (f.phase) {
       case "starting":
-        box.append("Authorization: discovering the authorization server…");
+        box.append("Authorization: finding the authorization server…");
         break;
       case "waiting": {
-        box.append("Authorization: waiting for you in the authorization page. ");
+        box.append("Authorization: waiting for you to sign in on the authorization page. ");
         const u = safeURL(f.authorizationUrl);
         if (u) box.append(el("a", { href: u, target: "_blank", rel: "noopener noreferrer", class: "auth-link", text: "Open the authorization page" }));
         break;
       }
       case "exchanging":
-        box.append("Authorization: exchanging the code…");
+        box.append("Authorization: finishing the sign-in…");
         break;
       case "done":
         box.append(f.result && f.result.notNeeded ? "This server needs no authorization." : "Authorized.");
         break;
-      case "failed":
-        box.append("Authorization failed: " + (f.error || "unknown error"));
-        if (f.permission) {
-          box.append(" ", el("button", { type: "button", class: "small", "data-action": "grant", "data-origin": f.permission.origin, text: "Allow " + f.permission.origin }),
-            " then Authorize again.");
+      case "failed": {
+        const p = f.permission;
+        if (p) {
+          box.append("Authorization needs your permission to contact ", el("code", { text: p.origin }),
+            ` (${purposeWords(p.purpose)}). `,
+            el("button", { type: "button", class: "small", "data-action": "grant", "data-origin": p.origin, text: "Allow " + p.origin }),
+            " then click Authorize again.");
+        } else {
+          const why = flowStepWords(f.step);
+          box.append("Authorization failed" + (why ? ": " + why : "") + ". Click Authorize to try again.");
         }
-        break;
+        const d = el("details", { class: "reason" }, el("summary", { text: "details" }), el("div", { class: "reason-text" }));
+        box.append(d);
+        renderDetails(d, redact(f.error || "unknown error"), s.id + ":flow");
+        return p ? p.origin : "";
+      }
     }
+    return "";
   }
 
   // ---- grants ----
@@ -174,7 +339,7 @@
     for (const p of state.grants.pending) {
       pb.append(el("tr", { "data-origin": p.origin },
         el("td", {}, el("code", { text: p.origin })),
-        el("td", { text: p.purpose }),
+        el("td", { text: purposeWords(p.purpose) }),
         el("td", { text: p.serverId || "" }),
         el("td", { text: String(p.count) }),
         el("td", {},
@@ -247,11 +412,13 @@
     box.append(el("div", { class: "buttons" }, btn));
     btn.addEventListener("click", async () => {
       btn.disabled = true;
+      const what = c.tool ? `${c.tool} of ${c.serverId}` : `the call of ${c.serverId}`;
+      notice(`Re-sending ${what}…`);
       try {
         const res = await api("POST", `api/cards/${encodeURIComponent(c.id)}/retry`, { confirmed: true });
         state.answered.add(c.id);
         box.remove();
-        notice(`Re-sent the call of ${c.serverId}: ${res.outcome}.`);
+        notice(`Re-sent ${what}: ${outcomeWords(res)}.`, res.isError);
         renderCards();
       } catch (err) {
         btn.disabled = false;
@@ -259,6 +426,19 @@
       }
     });
     return box;
+  }
+
+  // outcomeWords says how a re-sent call ended (the model gets the
+  // result itself; the page only says what happened).
+  function outcomeWords(res) {
+    switch (res.outcome) {
+      case "ok": return res.isError ? "the server ran it and answered with an error" : "the server ran it and answered";
+      case "denied": return "it was denied";
+      case "cancelled": return "it was cancelled";
+      case "timeout": return "no answer in time; it may have run";
+      case "unavailable": return res.maybeExecuted ? "no answer; it may have run" : "the server could not be reached; it did not run";
+    }
+    return "it ended (" + res.outcome + ")";
   }
 
   // buildField makes one field of a card. The field's name comes from the
@@ -446,6 +626,8 @@
         } catch (err) {
           if (err.data && err.data.code === "permission_required") {
             notice(`${id}: ${err.data.permission.origin} needs your approval first (see beside the server).`, true);
+          } else if (err.data && err.data.server) {
+            notice(""); // the server's row says what failed and what to do, once
           } else throw err;
         }
         return;
@@ -461,17 +643,34 @@
         return showCatalog(id);
       case "authorize": {
         notice(`Starting the authorization of ${id}…`);
-        const f = await api("POST", path + "/authorize");
+        let f;
+        try {
+          f = await api("POST", path + "/authorize");
+        } catch (err) {
+          // A flow that failed is the server's latest flow: its row says
+          // what failed and what to do, once. Anything else (the server
+          // is gone, remotemcp is closing) has no row to say it.
+          if (err.data && (err.data.code === "permission_required" || err.status === 502)) {
+            notice("");
+            return;
+          }
+          throw err;
+        }
+        // The notice is about this flow: it goes when the flow moves on
+        // (the row then shows the outcome).
+        const moved = (s) => s.id === id && s.authorization && (
+          new Date(s.authorization.started) > new Date(f.started) ||
+          (s.authorization.started === f.started && (s.authorization.phase === "done" || s.authorization.phase === "failed")));
         if (f.phase === "done") {
           notice(f.result && f.result.notNeeded ? `${id} needs no authorization.` : `${id} is authorized.`);
         } else if (f.phase === "failed") {
-          notice(""); // the server's row says what failed and what to do, once
+          notice("");
         } else if (f.authorizationUrl && safeURL(f.authorizationUrl)) {
           // A new tab without a handle back to this page.
           window.open(safeURL(f.authorizationUrl), "_blank", "noopener,noreferrer");
-          notice(`Finish the authorization of ${id} in the new tab (or use the link beside the server).`);
+          notice(`Finish the authorization of ${id} in the new tab (or use the link beside the server).`, false, moved);
         } else {
-          notice(`The authorization of ${id} is starting; the server list shows its progress.`);
+          notice(`The authorization of ${id} is starting; the server list shows its progress.`, false, moved);
         }
         return;
       }
@@ -514,6 +713,7 @@
     const [grants, pending] = await Promise.all([api("GET", "api/grants"), api("GET", "api/pending")]);
     state.grants = { grants: grants || [], pending: pending || [] };
     renderGrants();
+    renderServers(); // a sign-in note asking for an origin now allowed goes
   }
 
   document.addEventListener("click", async (ev) => {
@@ -620,6 +820,7 @@
     es.addEventListener("grants", (ev) => {
       state.grants = JSON.parse(ev.data);
       renderGrants();
+      renderServers();
     });
     es.addEventListener("cards", (ev) => {
       state.cards = JSON.parse(ev.data) || [];

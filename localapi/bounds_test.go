@@ -1,0 +1,125 @@
+package localapi
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+)
+
+// endless is a reader of n bytes of c and nothing else: a peer that
+// sends one line without end, without the test holding it in memory.
+type endless struct {
+	c byte
+	n int64
+}
+
+func (e *endless) Read(p []byte) (int, error) {
+	if e.n <= 0 {
+		return 0, io.EOF
+	}
+	if int64(len(p)) > e.n {
+		p = p[:e.n]
+	}
+	for i := range p {
+		p[i] = e.c
+	}
+	e.n -= int64(len(p))
+	return len(p), nil
+}
+
+// A peer whose call stream or event stream sends one line longer than
+// the client's bound gets an error saying so; the client stops reading
+// at the bound rather than buffering the line.
+func TestStreamsRefuseHugeLines(t *testing.T) {
+	const size = maxStreamLine + 1<<20
+	c := serveSocket(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/api/calls":
+			w.Header().Set("Content-Type", ContentTypeNDJSON)
+			io.Copy(w, &endless{c: ' ', n: size}) // whitespace: valid JSON so far, never a value
+		case "/api/events":
+			w.Header().Set("Content-Type", ContentTypeSSE)
+			io.WriteString(w, "event: servers\ndata: ")
+			io.Copy(w, &endless{c: '1', n: size})
+		}
+	}))
+	ctx := ctxT(t)
+	_, err := c.Call(ctx, CallRequest{Tool: "s/t", Approved: true}, CallHandler{})
+	e, ok := AsError(err)
+	if !ok || e.Code != CodeUnavailable || !strings.Contains(e.Message, "larger than the client accepts") ||
+		!strings.Contains(e.Message, fmt.Sprint(maxStreamLine)) {
+		t.Fatalf("call over a huge line: %v", err)
+	}
+
+	var got []Event
+	err = readSSE(&endless{c: '1', n: size}, maxStreamLine, func(ev Event) { got = append(got, ev) })
+	if !errors.Is(err, errTooLarge) || len(got) != 0 {
+		t.Fatalf("event stream of a huge line: %v, %d events", err, len(got))
+	}
+	// Through Subscribe, the stream just ends: the channel closes.
+	ch, err := c.Subscribe(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for ev := range ch {
+		t.Fatalf("an event from a huge line: %s (%d bytes)", ev.Type, len(ev.Data))
+	}
+}
+
+// Many short data lines add up to one event: the bound is on the event,
+// not only on each line.
+func TestSSEBoundsTheWholeEvent(t *testing.T) {
+	const limit = 1 << 10
+	in := "event: servers\n" + strings.Repeat("data: 1\n", limit) + "\n"
+	err := readSSE(strings.NewReader(in), limit, func(ev Event) { t.Fatalf("event of %d bytes", len(ev.Data)) })
+	if !errors.Is(err, errTooLarge) || !strings.Contains(err.Error(), "an event is larger") {
+		t.Fatalf("err %v", err)
+	}
+}
+
+// An answer over its bound fails as too large instead of decoding as a
+// cut, shorter one.
+func TestAnswerBound(t *testing.T) {
+	r := &capReader{r: strings.NewReader(`["a","b"]`), n: 5}
+	var v []string
+	err := json.NewDecoder(r).Decode(&v)
+	if !errors.Is(err, errTooLarge) {
+		t.Fatalf("decoded %v, err %v", v, err)
+	}
+	r = &capReader{r: strings.NewReader(`["a","b"]`), n: 64}
+	if err := json.NewDecoder(r).Decode(&v); err != nil || len(v) != 2 {
+		t.Fatalf("decoded %v, err %v", v, err)
+	}
+}
+
+// A stream of ever new event types does not grow the queue: beyond
+// maxEventTypes undelivered types, new ones are dropped and the known
+// ones still keep their newest event.
+func TestEventQueueBoundsTypes(t *testing.T) {
+	q := newEventQueue()
+	q.put(Event{Type: EventServers, Data: json.RawMessage(`1`)})
+	for i := range 10 * maxEventTypes {
+		q.put(Event{Type: fmt.Sprintf("t%d", i), Data: json.RawMessage(`0`)})
+	}
+	q.put(Event{Type: EventServers, Data: json.RawMessage(`2`)})
+	q.close()
+	n := 0
+	for {
+		ev, ok := q.next()
+		if !ok {
+			break
+		}
+		n++
+		if ev.Type == EventServers && !bytes.Equal(ev.Data, []byte(`2`)) {
+			t.Errorf("servers %s, want the newest", ev.Data)
+		}
+	}
+	if n != maxEventTypes {
+		t.Fatalf("%d types queued, want %d", n, maxEventTypes)
+	}
+}
