@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"net"
 	"net/http"
@@ -142,6 +143,9 @@ func (s *Server) Listen(ctx context.Context) error {
 	s.o.DataDir = dir
 	unlock, err := lockDataDir(dir)
 	if err != nil {
+		if errors.Is(err, fs.ErrPermission) {
+			return fmt.Errorf("daemon: data directory %s is not writable by this user (the daemon keeps its lock and socket there); make it writable (chmod u+w %s) or choose another with --data-dir or $REMOTEMCP_HOME: %w", dir, dir, err)
+		}
 		if in, derr := readInfo(dir); derr == nil {
 			return fmt.Errorf("daemon: another remotemcp daemon (pid %d, %s) uses the data directory %s", in.PID, in.URL, dir)
 		}

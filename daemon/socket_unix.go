@@ -28,9 +28,11 @@ func ensurePrivateDir(dir string, followLinks bool) error {
 	if uid := fileOwner(fi); uid != os.Getuid() {
 		return fmt.Errorf("%w: %s is owned by uid %d", ErrUntrustedSocket, dir, uid)
 	}
-	if fi.Mode().Perm()&0o077 != 0 {
-		if err := os.Chmod(dir, 0o700); err != nil {
-			return fmt.Errorf("make %s private (mode 0700): %w", dir, err)
+	if perm := fi.Mode().Perm(); perm&0o077 != 0 {
+		// Only take the others' bits away: a directory the user made
+		// read-only stays read-only, and the error that follows says so.
+		if err := os.Chmod(dir, perm&0o700); err != nil {
+			return fmt.Errorf("make %s private (mode %o): %w", dir, perm&0o700, err)
 		}
 	}
 	return nil
