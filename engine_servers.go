@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"reflect"
 	"regexp"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -124,6 +125,7 @@ func (c *Client) view(ctx context.Context, srv config.Server, st manager.ServerS
 	if srv.ToolTimeout != 0 {
 		v.ToolTimeout = time.Duration(srv.ToolTimeout).String()
 	}
+	v.Limits = srv.Limits
 	if rev, err := c.Store.ServerRevision(ctx, srv.ID); err == nil {
 		v.Revision = rev
 	}
@@ -514,6 +516,13 @@ func (c *Client) UpdateServer(ctx context.Context, id string, req localapi.Updat
 		cd := config.Duration(d)
 		timeout = &cd
 	}
+	// Check the limits before the edit, so a bad one changes nothing.
+	var probe config.Limits
+	for _, name := range slices.Sorted(maps.Keys(req.Limits)) {
+		if err := probe.Set(name, req.Limits[name]); err != nil {
+			return nil, badRequest("limits", "%v", err)
+		}
+	}
 	for _, t := range req.DisableTools {
 		if slices.Contains(req.EnableTools, t) {
 			return nil, badRequest("disableTools", "tool %q is both disabled and enabled in one request", t)
@@ -549,6 +558,11 @@ func (c *Client) UpdateServer(ctx context.Context, id string, req localapi.Updat
 		}
 		if timeout != nil {
 			s.ToolTimeout = *timeout
+		}
+		for _, name := range slices.Sorted(maps.Keys(req.Limits)) {
+			if err := s.Limits.Set(name, req.Limits[name]); err != nil {
+				return badRequest("limits", "%v", err)
+			}
 		}
 		for _, t := range req.DisableTools {
 			s.DisabledTools = toggleTool(s.DisabledTools, t, false)

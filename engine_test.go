@@ -776,3 +776,34 @@ func TestPromptsAndResources(t *testing.T) {
 		t.Fatalf("log: %+v %v", log, err)
 	}
 }
+
+// TestUpdateServerLimits (issue #10): limits are set by name with units,
+// shown on the server, reset with "default"; a bad one changes nothing and
+// names the limit; the new limits apply to the server's next session.
+func TestUpdateServerLimits(t *testing.T) {
+	f := startFixture(t, fixture.Options{})
+	c := lazyEngine(t)
+	ctx := ctxT(t)
+	v := addServer(t, c, localapi.AddServerRequest{ID: "fx", URL: f.URL()})
+	res, err := c.UpdateServer(ctx, "fx", localapi.UpdateServerRequest{Limits: map[string]string{"maxMessageBytes": "200B", "listTimeout": "90s"}})
+	if err != nil || res.Server.Limits.MaxMessageBytes != 200 || time.Duration(res.Server.Limits.ListTimeout) != 90*time.Second {
+		t.Fatalf("set limits: %+v %v", res, err)
+	}
+	// 200 bytes are too few for the fixture's tools/list: the handshake
+	// fails naming the limit.
+	if _, err := c.Connect(ctx, "fx"); err == nil || !strings.Contains(err.Error(), "limits.maxMessageBytes") {
+		t.Fatalf("connect under a 200 B message limit: %v", err)
+	}
+	for _, bad := range []map[string]string{{"maxMessageBytes": "lots"}, {"noSuchLimit": "1"}, {"maxListPages": "-1"}} {
+		if _, err := c.UpdateServer(ctx, "fx", localapi.UpdateServerRequest{Limits: bad}); code(err) != localapi.CodeBadRequest || !strings.Contains(err.Error(), "limits.") {
+			t.Fatalf("bad limits %v: %v", bad, err)
+		}
+	}
+	res, err = c.UpdateServer(ctx, "fx", localapi.UpdateServerRequest{Limits: map[string]string{"maxMessageBytes": "default"}})
+	if err != nil || res.Server.Limits.MaxMessageBytes != 0 || res.Server.Revision != v.Revision+2 {
+		t.Fatalf("reset: %+v %v", res, err)
+	}
+	if _, err := c.Connect(ctx, "fx"); err != nil {
+		t.Fatalf("connect with the default limits: %v", err)
+	}
+}

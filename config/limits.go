@@ -3,6 +3,10 @@ package config
 import (
 	"encoding/json"
 	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -197,4 +201,113 @@ func checkDuration(raw json.RawMessage) string {
 		return err.Error()
 	}
 	return ""
+}
+
+// LimitNames lists the limits' field names, as written in a server's
+// config and accepted by [Limits.Set].
+func LimitNames() []string { return slices.Clone(limitFields) }
+
+// Set sets one limit by its field name from text: sizes in bytes with an
+// optional unit ("16MiB", "512KiB", "2GB", "1048576"), counts as integers,
+// listTimeout as a duration ("90s"), eventsPerSecond as a number. "default"
+// or "" returns the limit to its default. The value is checked like a
+// config's.
+func (l *Limits) Set(name, value string) error {
+	value = strings.TrimSpace(value)
+	reset := value == "" || strings.EqualFold(value, "default")
+	fail := func(problem string) error { return &FieldError{Field: "limits." + name, Problem: problem} }
+	next := *l
+	switch name {
+	case "maxMessageBytes", "maxStreamBytes", "memoryBytes", "maxListBytes", "bytesPerSecond":
+		var n int64
+		if !reset {
+			var err error
+			if n, err = ParseBytes(value); err != nil {
+				return fail(err.Error())
+			}
+		}
+		switch name {
+		case "maxMessageBytes":
+			next.MaxMessageBytes = n
+		case "maxStreamBytes":
+			next.MaxStreamBytes = n
+		case "memoryBytes":
+			next.MemoryBytes = n
+		case "maxListBytes":
+			next.MaxListBytes = n
+		case "bytesPerSecond":
+			next.BytesPerSecond = n
+		}
+	case "maxStreamEvents", "maxListPages", "maxListItems":
+		var n int
+		if !reset {
+			v, err := strconv.Atoi(strings.ReplaceAll(value, "_", ""))
+			if err != nil {
+				return fail(fmt.Sprintf("%q is not a whole number", value))
+			}
+			n = v
+		}
+		switch name {
+		case "maxStreamEvents":
+			next.MaxStreamEvents = n
+		case "maxListPages":
+			next.MaxListPages = n
+		case "maxListItems":
+			next.MaxListItems = n
+		}
+	case "listTimeout":
+		var d time.Duration
+		if !reset {
+			v, err := time.ParseDuration(value)
+			if err != nil {
+				return fail(fmt.Sprintf("%q is not a duration such as \"90s\"", value))
+			}
+			d = v
+		}
+		next.ListTimeout = Duration(d)
+	case "eventsPerSecond":
+		var f float64
+		if !reset {
+			v, err := strconv.ParseFloat(value, 64)
+			if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
+				return fail(fmt.Sprintf("%q is not a number", value))
+			}
+			f = v
+		}
+		next.EventsPerSecond = f
+	default:
+		return &FieldError{Field: "limits." + name, Problem: "unknown limit" + suggest(name, limitFields) + "; the limits are " + strings.Join(limitFields, ", ")}
+	}
+	if err := next.validate(func(field, problem string) error { return &FieldError{Field: field, Problem: problem} }); err != nil {
+		return err
+	}
+	*l = next
+	return nil
+}
+
+// ParseBytes reads a size: a whole number of bytes with an optional unit,
+// B, KiB, MiB, GiB (powers of 1024) or KB, MB, GB (powers of 1000).
+func ParseBytes(s string) (int64, error) {
+	s = strings.TrimSpace(s)
+	if s == "" || s[0] < '0' || s[0] > '9' {
+		return 0, fmt.Errorf("%q is not a size such as 16MiB", s)
+	}
+	i := strings.IndexFunc(s, func(r rune) bool { return (r < '0' || r > '9') && r != '_' })
+	num, unit := s, ""
+	if i >= 0 {
+		num, unit = s[:i], strings.TrimSpace(s[i:])
+	}
+	mult := map[string]int64{"": 1, "B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "KB": 1e3, "MB": 1e6, "GB": 1e9}
+	m, ok := mult[unit]
+	if !ok {
+		return 0, fmt.Errorf("%q: unknown unit %q; use B, KiB, MiB, GiB, KB, MB or GB", s, unit)
+	}
+	n, err := strconv.ParseInt(strings.ReplaceAll(num, "_", ""), 10, 64)
+	if err != nil || num == "" {
+		return 0, fmt.Errorf("%q is not a size such as 16MiB", s)
+	}
+	if n > math.MaxInt64/m {
+		return 0, fmt.Errorf("%q is too large", s)
+	}
+	return n * m, nil
 }

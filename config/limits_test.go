@@ -71,3 +71,45 @@ func TestFormatBytes(t *testing.T) {
 		}
 	}
 }
+
+func TestLimitsSet(t *testing.T) {
+	cases := []struct {
+		name, value string
+		wantErr     string
+		check       func(Limits) bool
+	}{
+		{"maxMessageBytes", "16MiB", "", func(l Limits) bool { return l.MaxMessageBytes == 16<<20 }},
+		{"maxMessageBytes", "2MB", "", func(l Limits) bool { return l.MaxMessageBytes == 2_000_000 }},
+		{"maxMessageBytes", "1048576", "", func(l Limits) bool { return l.MaxMessageBytes == 1<<20 }},
+		{"maxMessageBytes", "default", "", func(l Limits) bool { return l.MaxMessageBytes == 0 }},
+		{"maxListItems", "20_000", "", func(l Limits) bool { return l.MaxListItems == 20000 }},
+		{"listTimeout", "2m", "", func(l Limits) bool { return time.Duration(l.ListTimeout) == 2*time.Minute }},
+		{"eventsPerSecond", "2.5", "", func(l Limits) bool { return l.EventsPerSecond == 2.5 }},
+		{"maxMessageBytes", "16 furlongs", "unknown unit", nil},
+		{"maxMessageBytes", "1TiB", "unknown unit", nil},
+		{"maxMessageBytes", "1GiB", "largest allowed is 256 MiB", nil},
+		{"maxMessageBytes", "-5", "not a size", nil},
+		{"maxListPages", "lots", "not a whole number", nil},
+		{"listTimeout", "soon", "not a duration", nil},
+		{"eventsPerSecond", "NaN", "not a number", nil},
+		{"maxMesageBytes", "1", `did you mean "maxMessageBytes"`, nil},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name+"="+tc.value, func(t *testing.T) {
+			l := Limits{MaxMessageBytes: 4 << 20}
+			err := l.Set(tc.name, tc.value)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("err = %v; want %q", err, tc.wantErr)
+				}
+				if l.MaxMessageBytes != 4<<20 {
+					t.Fatal("a refused value changed the limits")
+				}
+				return
+			}
+			if err != nil || !tc.check(l) {
+				t.Fatalf("err = %v, limits %+v", err, l)
+			}
+		})
+	}
+}

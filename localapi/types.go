@@ -85,6 +85,9 @@ type Server struct {
 	Auth             AuthInfo `json:"auth"`
 	DisabledTools    []string `json:"disabledTools"`
 	ToolTimeout      string   `json:"toolTimeout,omitempty"`
+	// Limits holds the limits set for this server; the others are
+	// config.DefaultLimits.
+	Limits config.Limits `json:"limits,omitzero"`
 	// Revision is the stored record's revision; every edit bumps it.
 	Revision  int64   `json:"revision"`
 	State     State   `json:"state"`
@@ -233,15 +236,18 @@ type AuthChange struct {
 // edit is lost. With Revision set, the edit applies to that revision only
 // and fails with CodeConflict otherwise.
 type UpdateServerRequest struct {
-	Revision         int64       `json:"revision,omitempty"`
-	URL              *string     `json:"url,omitempty"`
-	Name             *string     `json:"name,omitempty"`
-	Enabled          *bool       `json:"enabled,omitempty"`
-	ConnectOnStartup *bool       `json:"connectOnStartup,omitempty"`
-	ToolTimeout      *string     `json:"toolTimeout,omitempty"`
-	DisableTools     []string    `json:"disableTools,omitempty"`
-	EnableTools      []string    `json:"enableTools,omitempty"`
-	Auth             *AuthChange `json:"auth,omitempty"`
+	Revision         int64   `json:"revision,omitempty"`
+	URL              *string `json:"url,omitempty"`
+	Name             *string `json:"name,omitempty"`
+	Enabled          *bool   `json:"enabled,omitempty"`
+	ConnectOnStartup *bool   `json:"connectOnStartup,omitempty"`
+	ToolTimeout      *string `json:"toolTimeout,omitempty"`
+	// Limits sets limits by name (config.LimitNames) to a value as
+	// config.Limits.Set reads it ("16MiB", "90s"); "default" resets one.
+	Limits       map[string]string `json:"limits,omitempty"`
+	DisableTools []string          `json:"disableTools,omitempty"`
+	EnableTools  []string          `json:"enableTools,omitempty"`
+	Auth         *AuthChange       `json:"auth,omitempty"`
 	// Token replaces a bearer server's token (write-only).
 	Token *string `json:"token,omitempty"`
 	// RebindBearer confirms that the token is meant for a changed URL.
