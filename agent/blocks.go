@@ -75,7 +75,8 @@ func newFence() string { return rand.Text() }
 //
 // followed, when the block was cut, by a trusted marker line. The content
 // cannot contain the id (any occurrence, in any letter case, is replaced)
-// nor anything that opens or closes a fence (its '<' is escaped).
+// nor anything that opens or closes a fence, look-alike characters,
+// invisible ones and NUL included (the '<' that starts it is escaped).
 func (b ContextBlock) Render() string {
 	id := b.fence
 	if id == "" {
@@ -122,14 +123,17 @@ func quoteAttr(v, id string) string {
 
 // escapeContent neutralises everything in s that could end the fence or
 // pass for one: every occurrence of the id (ASCII case-insensitively) is
-// replaced by "[fence-id]", then every '<' (or fullwidth / small '<') that
-// starts an opening or closing fence tag becomes "&lt;".
+// replaced by "[fence-id]", then every '<', or character that looks like
+// one, that starts something a model could read as an opening or closing
+// fence tag becomes "&lt;" (see opensFenceTag and lookalike.go for what
+// counts). Nothing else changes, so the text stays readable.
 //
 // Why this cannot be undone by the content: the id is 26 characters of
 // [A-Z2-7]; the replacement's brackets and hyphen are not in that set, so
 // no id can span a replacement, and the text between replacements held no
-// id to begin with. "&lt;" introduces no '<' and no run of id characters
-// longer than two.
+// id to begin with. "&lt;" brings no '<' look-alike and is bounded by '&'
+// and ';', so it cannot join a run of id characters either, and it
+// replaces exactly one character, so no tag can form across it.
 func escapeContent(s, id string) string {
 	return escapeTags(removeID(s, id))
 }
@@ -172,48 +176,33 @@ func asciiLower(s string) string {
 	return string(b)
 }
 
-// lessThans are the characters a model may read as '<'.
-var lessThans = []string{"<", "\uFF1C", "\uFE64"}
-
+// escapeTags replaces with "&lt;" each '<' or look-alike that opens a
+// fence tag.
 func escapeTags(s string) string {
-	if !strings.Contains(asciiLower(s), fenceTag) {
-		return s
-	}
 	var b strings.Builder
-	b.Grow(len(s) + 16)
+	done := 0 // s[:done] is in b
 	for i := 0; i < len(s); {
-		if n := tagOpenerLen(s[i:]); n > 0 {
-			b.WriteString("&lt;")
+		n := lessThanLen(s[i:])
+		if n == 0 {
+			_, n = utf8.DecodeRuneInString(s[i:])
 			i += n
 			continue
 		}
-		b.WriteByte(s[i])
-		i++
-	}
-	return b.String()
-}
-
-// tagOpenerLen returns the byte length of the '<' at the start of s if it
-// opens a fence tag: '<', optional space, optional '/', optional space,
-// then "mcp-untrusted" in any letter case. Zero otherwise.
-func tagOpenerLen(s string) int {
-	n := 0
-	for _, lt := range lessThans {
-		if strings.HasPrefix(s, lt) {
-			n = len(lt)
-			break
+		if opensFenceTag(s[i+n:]) {
+			if done == 0 {
+				b.Grow(len(s) + 16)
+			}
+			b.WriteString(s[done:i])
+			b.WriteString("&lt;")
+			done = i + n
 		}
+		i += n
 	}
-	if n == 0 {
-		return 0
+	if done == 0 {
+		return s
 	}
-	rest := strings.TrimLeft(s[n:], " \t\r\n")
-	rest = strings.TrimPrefix(rest, "/")
-	rest = strings.TrimLeft(rest, " \t\r\n")
-	if len(rest) >= len(fenceTag) && asciiLower(rest[:len(fenceTag)]) == fenceTag {
-		return n
-	}
-	return 0
+	b.WriteString(s[done:])
+	return b.String()
 }
 
 // RenderBlocks renders several blocks, separated by blank lines.

@@ -219,9 +219,12 @@ func FuzzEscapeContent(f *testing.F) {
 			t.Fatalf("escaped %q still holds the id: %q", s, out)
 		}
 		for i := range len(out) {
-			if tagOpenerLen(out[i:]) > 0 {
+			if n := lessThanLen(out[i:]); n > 0 && opensFenceTag(out[i+n:]) {
 				t.Fatalf("escaped %q still opens a fence tag at %d: %q", s, i, out)
 			}
+		}
+		if again := escapeContent(out, id); again != out {
+			t.Fatalf("escaping %q is not idempotent: %q, then %q", s, out, again)
 		}
 		r := renderBlock(ContextBlock{Text: s, Provenance: Provenance{Name: s, URI: s}}, id)
 		closing := "</mcp-untrusted id=\"" + id + "\">"

@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/remotemcp/remotemcp/internal/redact"
 	"github.com/remotemcp/remotemcp/localapi"
 )
 
@@ -53,7 +54,7 @@ tools. Access tokens stay in memory (the daemon's, when one runs).`,
 			}
 			wctx, cancel := context.WithTimeout(ctx, timeout)
 			defer cancel()
-			fmt.Fprintf(a.streams.Err, "signing in to %s (%s)…\n", id, cell(s.URL))
+			fmt.Fprintf(a.streams.Err, "signing in to %s (%s)…\n", id, cell(redact.URL(s.URL)))
 			flow, err := e.Authorize(wctx, id)
 			if err != nil {
 				return err

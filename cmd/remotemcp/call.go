@@ -15,6 +15,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/remotemcp/remotemcp/internal/redact"
 	"github.com/remotemcp/remotemcp/localapi"
 )
 
@@ -270,7 +271,7 @@ func (a *app) finishCall(ctx context.Context, e Engine, tool string, res *locala
 		return &exitError{code: exitInterrupted}
 	}
 	status := map[bool]string{false: " (nothing was sent)"}[res.MaybeExecuted]
-	fmt.Fprintf(w, "remotemcp: %s%s: %s\n", res.Outcome, status, cell(res.Message))
+	fmt.Fprintf(w, "remotemcp: %s%s: %s\n", res.Outcome, status, cell(redact.Text(res.Message)))
 	for _, bl := range res.Content {
 		fmt.Fprintf(w, "  %s\n", cell(bl.Text))
 	}

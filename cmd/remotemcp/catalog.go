@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/remotemcp/remotemcp/internal/redact"
 	"github.com/remotemcp/remotemcp/localapi"
 )
 
@@ -56,7 +57,7 @@ retry. Exit status 1 when a server could not be listed.`,
 // serverErrors reports the servers a listing could not reach.
 func serverErrors(a *app, errs []localapi.ServerError, err error) error {
 	for _, se := range errs {
-		fmt.Fprintf(a.streams.Err, "%s: %s\n", se.ServerID, cell(se.Message))
+		fmt.Fprintf(a.streams.Err, "%s: %s\n", se.ServerID, cell(redact.Text(se.Message)))
 	}
 	if err == nil && len(errs) > 0 {
 		return reported

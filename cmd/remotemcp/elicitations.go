@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/remotemcp/remotemcp/internal/redact"
 	"github.com/remotemcp/remotemcp/localapi"
 )
 
@@ -138,7 +139,7 @@ again is safe (its first run may have had effects); without a terminal,
 				return fmt.Errorf("refused: re-sending the call of card %s needs your confirmation that running %s again is safe, "+
 					"and stdin is not a terminal to ask on; run the command in a terminal, or add --yes to confirm; nothing was sent", id, name)
 			case !f.yes:
-				fmt.Fprintf(a.streams.Err, "card %s: %s\n", id, cell(orDash(c.FailureMessage)))
+				fmt.Fprintf(a.streams.Err, "card %s: %s\n", id, cell(orDash(redact.Text(c.FailureMessage))))
 				a.describeCall(localapi.ApprovalRequest{Tool: name, ServerID: c.ServerID, ToolName: c.Tool, Arguments: c.Arguments})
 				if !a.askYesNo(fmt.Sprintf("Re-send %s with %s? It may already have had its effect once.", cell(name), clip(cell(string(c.Arguments)), 200))) {
 					fmt.Fprintf(a.streams.Err, "remotemcp: not confirmed: the call of card %s was not re-sent\n", id)

@@ -22,6 +22,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/remotemcp/remotemcp"
+	"github.com/remotemcp/remotemcp/internal/redact"
 	"github.com/remotemcp/remotemcp/localapi"
 )
 
@@ -99,7 +100,7 @@ func run(ctx context.Context, args []string, s Streams, env Env) int {
 		fmt.Fprintln(s.Err, "remotemcp: interrupted")
 		return exitInterrupted
 	}
-	fmt.Fprintf(s.Err, "remotemcp: %s\n", cell(err.Error()))
+	fmt.Fprintf(s.Err, "remotemcp: %s\n", cell(redact.Text(err.Error())))
 	if le, ok := localapi.AsError(err); ok {
 		explain(s.Err, le)
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/remotemcp/remotemcp/internal/redact"
 	"github.com/remotemcp/remotemcp/localapi"
 )
 
@@ -213,7 +214,7 @@ func (a *app) printServers(servers []localapi.Server) error {
 				reason = describeReason(*s.Reason)
 			}
 			return strings.Join([]string{cell(s.ID), cell(orDash(s.Name)), yesNo(s.Enabled), connect,
-				string(s.Auth.Kind), state, tools, cell(s.URL), reason}, "\t")
+				string(s.Auth.Kind), state, tools, cell(redact.URL(s.URL)), reason}, "\t")
 		})
 }
 
@@ -232,7 +233,7 @@ func reasonTag(r localapi.Reason) string {
 
 // describeReason formats why a server failed: "network: …".
 func describeReason(r localapi.Reason) string {
-	return cell(reasonTag(r) + ": " + r.Message)
+	return cell(reasonTag(r) + ": " + redact.Text(r.Message))
 }
 
 // explain adds to an engine error the server's state and what the person
@@ -273,7 +274,7 @@ func hint(e *localapi.Error) string {
 	}
 	switch r.Class {
 	case "network":
-		return fmt.Sprintf("check that %s is the right URL and that the server is up and reachable from here (change it with \"remotemcp servers set %s --url URL\")", cell(s.URL), s.ID)
+		return fmt.Sprintf("check that %s is the right URL and that the server is up and reachable from here (change it with \"remotemcp servers set %s --url URL\")", cell(redact.URL(s.URL)), s.ID)
 	case "tls":
 		return "the server's TLS certificate was not accepted; check the host name in the URL, or the system's certificate store"
 	case "timeout":

@@ -40,14 +40,14 @@ func TestLoggerRedacts(t *testing.T) {
 		"Authorization", "Bearer s3cret-header",
 		"token", "s3cret-token",
 		"err", errors.New(`Post "https://x.example.com/mcp?access_token=s3cret-query": refused (Bearer s3cret-msg)`),
-		"url", "https://x.example.com/cb?code=s3cret-code&state=ok",
+		"url", "https://x.example.com/cb?code=s3cret-code&page=2",
 		slog.Group("auth", "client_secret", "s3cret-group"),
 	)
 	out := buf.String()
 	if strings.Contains(out, "s3cret") {
 		t.Fatalf("secret in log:\n%s", out)
 	}
-	if !strings.Contains(out, "state=ok") || !strings.Contains(out, "[redacted]") {
+	if !strings.Contains(out, "page=2") || !strings.Contains(out, "[redacted]") {
 		t.Fatalf("redaction removed too much or nothing:\n%s", out)
 	}
 	buf.Reset()

@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/remotemcp/remotemcp/config"
+	"github.com/remotemcp/remotemcp/internal/redact"
 	"github.com/remotemcp/remotemcp/localapi"
 )
 
@@ -176,7 +177,7 @@ server asks for it.`,
 				if err != nil {
 					return err
 				}
-				fmt.Fprintf(a.streams.Out, "added %s %s\n", res.Server.ID, cell(res.Server.URL))
+				fmt.Fprintf(a.streams.Out, "added %s %s\n", res.Server.ID, cell(redact.URL(res.Server.URL)))
 				for _, o := range res.Granted {
 					fmt.Fprintf(a.streams.Out, "granted %s (adding a server allows its own origin)\n", cell(o))
 				}
@@ -235,7 +236,7 @@ func writeServerDetails(w io.Writer, s *localapi.Server) error {
 		state += " (" + describeReason(*s.Reason) + ")"
 	}
 	sealed := map[bool]string{true: "(stored sealed)"}
-	return writeKV(w, "id", s.ID, "name", s.Name, "url", s.URL, "enabled", yesNo(s.Enabled),
+	return writeKV(w, "id", s.ID, "name", s.Name, "url", redact.URL(s.URL), "enabled", yesNo(s.Enabled),
 		"connect", map[bool]string{true: "at startup", false: "lazily, on first use"}[s.ConnectOnStartup],
 		"auth", string(s.Auth.Kind), "token", sealed[s.Auth.HasToken], "client id", s.Auth.ClientID,
 		"client secret", sealed[s.Auth.HasClientSecret], "scopes", strings.Join(s.Auth.Scopes, " "),
@@ -459,7 +460,7 @@ func (a *app) printImport(res *localapi.ImportResult, update bool) error {
 		list []localapi.ImportedServer
 	}{{"added", res.Added}, {"updated", res.Updated}, {"unchanged", res.Unchanged}} {
 		for _, s := range l.list {
-			fmt.Fprintf(w, "%s %s %s (auth %s)\n", l.verb, cell(s.ID), cell(s.URL), s.Auth)
+			fmt.Fprintf(w, "%s %s %s (auth %s)\n", l.verb, cell(s.ID), cell(redact.URL(s.URL)), s.Auth)
 		}
 	}
 	for _, s := range res.Conflicts {

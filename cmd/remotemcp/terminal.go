@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/remotemcp/remotemcp/internal/redact"
 	"github.com/remotemcp/remotemcp/localapi"
 )
 
@@ -96,7 +97,7 @@ func (a *app) askQuestion(ctx context.Context, e Engine, card localapi.Card) {
 		le, _ := localapi.AsError(err)
 		if err == nil || le == nil || len(le.Problems) == 0 || ans.Action != "accept" {
 			if err != nil && ctx.Err() == nil {
-				fmt.Fprintf(w, "question %s: your answer was not used: %s\n", card.ID, cell(err.Error()))
+				fmt.Fprintf(w, "question %s: your answer was not used: %s\n", card.ID, cell(redact.Text(err.Error())))
 			}
 			return
 		}

@@ -1,0 +1,344 @@
+package redact
+
+import "strings"
+
+// fieldKind is how a field's value is hidden.
+type fieldKind int
+
+const (
+	plainField  fieldKind = iota // not secret
+	secretField                  // the value is hidden
+	numberField                  // the value is hidden unless it is a number ("code")
+	headerField                  // the rest of the line is hidden, an auth scheme kept
+)
+
+// classify says whether a field name speaks of a secret. The name counts
+// after its last '.', so "oauth.client_secret" is secret and the host
+// "auth.example.com" is not. Names are compared in lower case without
+// '_' and '-', so that snake, kebab and camel case are alike: any name
+// containing token, secret, pass (password, passwd, passphrase), pwd,
+// key, credential, session, jwt, sig (signature), auth, cookie, verifier
+// (code_verifier), bearer, assertion, saml or private is secret, and so is
+// a name with a word tok, pin, otp, sid or pw. A name with the word code
+// is an OAuth code unless its value is a number (a status or error code).
+func classify(name string) fieldKind {
+	if i := strings.LastIndexByte(name, '.'); i >= 0 {
+		name = name[i+1:]
+	}
+	n := strings.Map(func(r rune) rune {
+		switch {
+		case r == '_' || r == '-':
+			return -1
+		case 'A' <= r && r <= 'Z':
+			return r + 'a' - 'A'
+		}
+		return r
+	}, name)
+	switch n {
+	case "authorization", "proxyauthorization", "cookie", "setcookie":
+		return headerField
+	case "wwwauthenticate", "proxyauthenticate":
+		return plainField // a challenge: its parameters are checked one by one
+	}
+	for _, w := range [...]string{"token", "secret", "pass", "pwd", "key", "credential", "session", "jwt", "sig", "auth", "cookie", "verifier", "bearer", "assertion", "saml", "private"} {
+		if strings.Contains(n, w) {
+			return secretField
+		}
+	}
+	kind := plainField
+	for _, w := range words(name) {
+		switch w {
+		case "tok", "pin", "otp", "sid", "pw":
+			return secretField
+		case "code":
+			kind = numberField
+		}
+	}
+	return kind
+}
+
+// strongName reports whether a field name is one that only credentials
+// have, so that its value is hidden whatever it looks like.
+func strongName(name string) bool {
+	if i := strings.LastIndexByte(name, '.'); i >= 0 {
+		name = name[i+1:]
+	}
+	switch strings.ToLower(strings.NewReplacer("_", "", "-", "").Replace(name)) {
+	case "accesstoken", "refreshtoken", "idtoken", "clientsecret", "password", "passwd", "passphrase",
+		"apikey", "privatekey", "codeverifier", "sessionid", "jsessionid", "phpsessid":
+		return true
+	}
+	return false
+}
+
+// words splits a field name into lower-case words at '_', '-' and
+// lower-to-upper case changes: "clientSecret" is client, secret.
+func words(name string) []string {
+	var out []string
+	start := 0
+	for i := 0; i <= len(name); i++ {
+		split := i == len(name) || name[i] == '_' || name[i] == '-'
+		if !split && i > start && 'A' <= name[i] && name[i] <= 'Z' && 'a' <= name[i-1] && name[i-1] <= 'z' {
+			out = append(out, strings.ToLower(name[start:i]))
+			start = i
+			continue
+		}
+		if split {
+			if i > start {
+				out = append(out, strings.ToLower(name[start:i]))
+			}
+			start = i + 1
+		}
+	}
+	return out
+}
+
+func isNameByte(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '-' || c == '.'
+}
+
+// fieldSpans finds the values of secret-named fields wherever s holds
+// one: JSON ("access_token": "…", also with escaped quotes as in a
+// quoted error), YAML (access_token: … at the start of a line hides the
+// rest of the line), headers (X-Api-Key: …; Authorization and Cookie hide
+// the rest of the line), and k=v (forms, queries, logfmt, cookies). A
+// value is a quoted string (its inside is hidden), a bracketed list or
+// object (its inside), or else a run up to whitespace or one of
+// & " ' , ; ) ] } < > \. Inside a line, "name: value" with an unquoted
+// name counts only when the value looks like a credential (see
+// fieldValue): error chains are written that way too.
+func fieldSpans(s string) []span {
+	var spans []span
+	for i := 0; i < len(s); {
+		if !isNameByte(s[i]) || i > 0 && isNameByte(s[i-1]) {
+			i++
+			continue
+		}
+		j := i
+		for j < len(s) && isNameByte(s[j]) {
+			j++
+		}
+		start, end, ok := fieldValue(s, i, j)
+		if !ok {
+			i = j
+			continue
+		}
+		if start < end {
+			spans = append(spans, span{start, end})
+		}
+		i = max(end, j)
+	}
+	return spans
+}
+
+// fieldValue finds the value of the field whose name is s[i:j], if it is
+// a secret field: ok is false when it is not a field or not secret, and
+// start == end when there is nothing (left) to hide.
+func fieldValue(s string, i, j int) (start, end int, ok bool) {
+	kind := classify(s[i:j])
+	if kind == plainField {
+		return 0, 0, false
+	}
+	k := j
+	quotedName := false
+	switch {
+	case k < len(s) && (s[k] == '"' || s[k] == '\''):
+		quotedName = true
+		k++
+	case strings.HasPrefix(s[k:], `\"`):
+		quotedName = true
+		k += 2
+	}
+	spaced := k
+	for k < len(s) && (s[k] == ' ' || s[k] == '\t') {
+		k++
+	}
+	if k >= len(s) || s[k] != ':' && s[k] != '=' {
+		return 0, 0, false
+	}
+	sep := s[k]
+	spaced = k - spaced
+	k++
+	if sep == '=' && k < len(s) && s[k] == '=' {
+		return 0, 0, false // a comparison, "token == x"
+	}
+	v := k
+	// "k: v", "k = v", but in "k= v" the value of k is empty.
+	if sep == ':' || spaced > 0 {
+		for v < len(s) && (s[v] == ' ' || s[v] == '\t') {
+			v++
+		}
+	}
+	if v >= len(s) || strings.HasPrefix(s[v:], Redacted) {
+		return v, v, true
+	}
+	yaml := sep == ':' && lineStartBefore(s, i) && strings.ContainsAny(s, "\n\r")
+	if sep == ':' && !quotedName && kind != headerField && !yaml {
+		// "name: value" in a line of prose is as likely an error chain
+		// ("oauth: origin not allowed", "auth.token: starts with …") or
+		// a host and port as a field. It counts only with a space after
+		// the colon, and, unless the name is one that only credentials
+		// have, with a value that looks like a credential.
+		e := v
+		for e < len(s) && !isDelim(s[e]) {
+			e++
+		}
+		if v == k || !strongName(s[i:j]) && (strings.IndexByte(`"'[{`, s[v]) >= 0 || !looksLikeCredential("", s[v:e])) {
+			return 0, 0, false
+		}
+	}
+	start, end = valueSpan(s, v, kind, yaml)
+	if kind == numberField && isNumber(strings.TrimSpace(s[start:end])) {
+		return end, end, true
+	}
+	return start, end, true
+}
+
+// valueSpan returns the part of the value at s[v] to hide; yaml says
+// that it is the rest of the line.
+func valueSpan(s string, v int, kind fieldKind, yaml bool) (start, end int) {
+	switch {
+	case strings.HasPrefix(s[v:], `\"`):
+		return closeAt(s, v+2, `\"`)
+	case s[v] == '"' || s[v] == '\'':
+		return closeQuote(s, v+1, s[v])
+	case s[v] == '[' || s[v] == '{':
+		return closeBracket(s, v)
+	case kind == headerField:
+		// Keep a known scheme ("Bearer"), hide the credentials after it;
+		// an unknown first word may be the credential itself. A header
+		// in quotes ("Authorization: …") ends at the closing quote.
+		e := lineEnd(s, v, v > 0 && strings.LastIndexByte(s[:v], '"') > strings.LastIndexByte(s[:v], '\n'))
+		w := v
+		for w < e && isWordByte(s[w]) {
+			w++
+		}
+		if _, known := schemeKind(strings.ToLower(s[v:w])); known && w < e && isSpace(s[w]) {
+			for w < e && isSpace(s[w]) {
+				w++
+			}
+			if strings.HasPrefix(s[w:], Redacted) {
+				return w, w
+			}
+			if w < e {
+				v = w
+			}
+		}
+		return v, e
+	case yaml:
+		return v, lineEnd(s, v, false)
+	}
+	e := v
+	for e < len(s) && !isDelim(s[e]) {
+		e++
+	}
+	return v, e
+}
+
+// lineEnd is the end of the line that holds s[v], or with quoted the
+// first '"', trailing spaces left out.
+func lineEnd(s string, v int, quoted bool) int {
+	e := v
+	for e < len(s) && s[e] != '\n' && s[e] != '\r' && !(quoted && s[e] == '"') {
+		e++
+	}
+	for e > v && (s[e-1] == ' ' || s[e-1] == '\t') {
+		e--
+	}
+	return e
+}
+
+// lineStartBefore reports whether only indentation, a YAML list dash or
+// an opening quote stands between the start of the line and s[i].
+func lineStartBefore(s string, i int) bool {
+	j := i - 1
+	if j >= 0 && (s[j] == '"' || s[j] == '\'') {
+		j--
+	}
+	for j >= 0 && (s[j] == ' ' || s[j] == '\t') {
+		j--
+	}
+	if j >= 0 && s[j] == '-' {
+		j--
+		for j >= 0 && (s[j] == ' ' || s[j] == '\t') {
+			j--
+		}
+	}
+	return j < 0 || s[j] == '\n' || s[j] == '\r'
+}
+
+// closeAt returns the span from v to the next close, or to the end of
+// the line when there is none.
+func closeAt(s string, v int, close string) (int, int) {
+	if strings.HasPrefix(s[v:], Redacted+close) {
+		return v, v
+	}
+	if e := strings.Index(s[v:], close); e >= 0 {
+		return v, v + e
+	}
+	return v, lineEnd(s, v, false)
+}
+
+// closeQuote returns the span from v to the quote q that closes a string
+// (a backslash escapes it), or to the end of the line.
+func closeQuote(s string, v int, q byte) (int, int) {
+	if strings.HasPrefix(s[v:], Redacted+string(q)) {
+		return v, v
+	}
+	for e := v; e < len(s); e++ {
+		switch s[e] {
+		case '\\':
+			e++
+		case q, '\n', '\r':
+			return v, e
+		}
+	}
+	return v, len(s)
+}
+
+// closeBracket returns the inside of the bracketed value that opens at
+// s[v], or the rest of s when it does not close.
+func closeBracket(s string, v int) (int, int) {
+	depth := 0
+	inString := byte(0)
+	for e := v; e < len(s); e++ {
+		c := s[e]
+		switch {
+		case inString != 0:
+			if c == '\\' {
+				e++
+			} else if c == inString {
+				inString = 0
+			}
+		case c == '"':
+			inString = c
+		case c == '[' || c == '{':
+			depth++
+		case c == ']' || c == '}':
+			depth--
+			if depth == 0 {
+				if e == v+1 || s[v+1:e] == Redacted {
+					return e, e
+				}
+				return v + 1, e
+			}
+		}
+	}
+	// Unclosed: everything after it is hidden. (Up to the end of the line
+	// would do, but then every later unclosed value would scan to the end
+	// of s again.)
+	return v + 1, len(s)
+}
+
+func isNumber(s string) bool {
+	s = strings.TrimPrefix(s, "-")
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
