@@ -311,3 +311,38 @@ func ParseBytes(s string) (int64, error) {
 	}
 	return n * m, nil
 }
+
+// String lists the limits that are set, as "name=value" in field order
+// ("maxMessageBytes=16MiB, listTimeout=2m0s"), each readable by [Limits.Set]; "" when all are defaults.
+func (l Limits) String() string {
+	var parts []string
+	add := func(name string, set bool, v string) {
+		if set {
+			parts = append(parts, name+"="+v)
+		}
+	}
+	add("maxMessageBytes", l.MaxMessageBytes != 0, exactBytes(l.MaxMessageBytes))
+	add("maxStreamBytes", l.MaxStreamBytes != 0, exactBytes(l.MaxStreamBytes))
+	add("maxStreamEvents", l.MaxStreamEvents != 0, strconv.Itoa(l.MaxStreamEvents))
+	add("memoryBytes", l.MemoryBytes != 0, exactBytes(l.MemoryBytes))
+	add("maxListPages", l.MaxListPages != 0, strconv.Itoa(l.MaxListPages))
+	add("maxListItems", l.MaxListItems != 0, strconv.Itoa(l.MaxListItems))
+	add("maxListBytes", l.MaxListBytes != 0, exactBytes(l.MaxListBytes))
+	add("listTimeout", l.ListTimeout != 0, time.Duration(l.ListTimeout).String())
+	add("eventsPerSecond", l.EventsPerSecond != 0, strconv.FormatFloat(l.EventsPerSecond, 'g', -1, 64))
+	add("bytesPerSecond", l.BytesPerSecond != 0, exactBytes(l.BytesPerSecond))
+	return strings.Join(parts, ", ")
+}
+
+// exactBytes shows a size so that ParseBytes reads it back unchanged.
+func exactBytes(n int64) string {
+	switch {
+	case n != 0 && n%(1<<30) == 0:
+		return fmt.Sprintf("%dGiB", n>>30)
+	case n != 0 && n%(1<<20) == 0:
+		return fmt.Sprintf("%dMiB", n>>20)
+	case n != 0 && n%(1<<10) == 0:
+		return fmt.Sprintf("%dKiB", n>>10)
+	}
+	return fmt.Sprintf("%dB", n)
+}

@@ -241,6 +241,7 @@ func writeServerDetails(w io.Writer, s *localapi.Server) error {
 		"auth", string(s.Auth.Kind), "token", sealed[s.Auth.HasToken], "client id", s.Auth.ClientID,
 		"client secret", sealed[s.Auth.HasClientSecret], "scopes", strings.Join(s.Auth.Scopes, " "),
 		"disabled tools", strings.Join(s.DisabledTools, ", "), "tool timeout", s.ToolTimeout,
+		"limits", s.Limits.String(),
 		"origin", fmt.Sprintf("%s (allowed: %s)", s.Origin, yesNo(s.OriginGranted)), "state", state)
 }
 
@@ -295,6 +296,7 @@ func newServersSetCmd(a *app) *cobra.Command {
 		lazy, startup     bool
 		timeout           time.Duration
 		disableT, enableT []string
+		limits            []string
 		auth              authFlags
 	)
 	cmd := &cobra.Command{
@@ -305,10 +307,13 @@ from elsewhere are never lost. --auth none|bearer|oauth|auto replaces the
 authentication, with --bearer-env/--bearer-stdin (alone they imply bearer),
 or --client-id, --client-secret-env and --scope. A bearer server moved to
 another resource needs its token again. --disable-tool warns when the
-server is known not to have the tool.`,
+server is known not to have the tool. --limit NAME=VALUE raises or lowers
+one of the limits that bound what the server may send (sizes like 16MiB,
+counts, listTimeout like 2m; "default" resets one): ` + strings.Join(config.LimitNames(), ", ") + `.`,
 		Example: `  remotemcp servers set docs --url https://mcp.example.com/v2/mcp --bearer-env DOCS_TOKEN
   remotemcp servers set docs --lazy --tool-timeout 5m --disable-tool delete_page
-  remotemcp servers set wiki --auth oauth --scope read`,
+  remotemcp servers set wiki --auth oauth --scope read
+  remotemcp servers set big --limit maxMessageBytes=32MiB --limit listTimeout=2m`,
 		Args: argsExactly(1, "ID"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			id, f := args[0], cmd.Flags()
@@ -320,7 +325,7 @@ server is known not to have the tool.`,
 					return usageErrorf("tool %q is given to both --disable-tool and --enable-tool", t)
 				}
 			}
-			names := []string{"url", "name", "lazy", "startup", "tool-timeout", "disable-tool", "enable-tool", "auth", "bearer-env", "bearer-stdin", "client-id", "client-secret-env", "scope", "port"}
+			names := []string{"url", "name", "lazy", "startup", "tool-timeout", "limit", "disable-tool", "enable-tool", "auth", "bearer-env", "bearer-stdin", "client-id", "client-secret-env", "scope", "port"}
 			if !slices.ContainsFunc(names, f.Changed) {
 				return usageErrorf("nothing to change; give at least one of --%s", strings.Join(names, ", --"))
 			}
@@ -339,6 +344,16 @@ server is known not to have the tool.`,
 			}
 			if f.Changed("tool-timeout") {
 				req.ToolTimeout = new(timeout.String())
+			}
+			for _, kv := range limits {
+				k, v, ok := strings.Cut(kv, "=")
+				if !ok || strings.TrimSpace(k) == "" {
+					return usageErrorf("--limit %q: write NAME=VALUE, e.g. --limit maxMessageBytes=32MiB; the limits are %s", kv, strings.Join(config.LimitNames(), ", "))
+				}
+				if req.Limits == nil {
+					req.Limits = map[string]string{}
+				}
+				req.Limits[strings.TrimSpace(k)] = v
 			}
 			ac, err := auth.change(a, id)
 			if err != nil {
@@ -382,6 +397,7 @@ server is known not to have the tool.`,
 	fl.BoolVar(&lazy, "lazy", false, "connect on first use")
 	fl.BoolVar(&startup, "startup", false, "connect at startup")
 	fl.DurationVar(&timeout, "tool-timeout", 0, "tool call timeout, e.g. 5m (0: the default of 60s)")
+	fl.StringArrayVar(&limits, "limit", nil, "set a limit, NAME=VALUE (repeatable; VALUE \"default\" resets it)")
 	fl.StringArrayVar(&disableT, "disable-tool", nil, "switch a tool off (repeatable)")
 	fl.StringArrayVar(&enableT, "enable-tool", nil, "switch a tool back on (repeatable)")
 	auth.register(cmd)
@@ -397,6 +413,7 @@ func changes(b, a localapi.Server) []string {
 	}{
 		{"url", b.URL, a.URL}, {"name", b.Name, a.Name}, {"enabled", b.Enabled, a.Enabled},
 		{"connect", b.ConnectOnStartup, a.ConnectOnStartup}, {"tool timeout", b.ToolTimeout, a.ToolTimeout},
+		{"limits", b.Limits, a.Limits},
 	} {
 		if f.old != f.new {
 			what = append(what, f.name)

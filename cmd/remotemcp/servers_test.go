@@ -408,3 +408,24 @@ func TestServersEmptyDataDirAndEnvHome(t *testing.T) {
 		t.Fatalf("server not in $REMOTEMCP_HOME: %s", r)
 	}
 }
+
+// Issue #10: `servers set --limit` changes one limit by name, shows it,
+// resets it with "default", and refuses a bad name or value, saying what
+// to write.
+func TestServersSetLimit(t *testing.T) {
+	c := newCLI(t)
+	c.ok("servers", "add", "big", "http://127.0.0.1:9/mcp", "--lazy")
+	if r := c.ok("servers", "set", "big", "--limit", "maxMessageBytes=32MiB", "--limit", "listTimeout=2m"); !strings.Contains(r.out, "updated big: limits") {
+		t.Fatalf("set: %s", r)
+	}
+	if r := c.ok("servers", "show", "big"); !strings.Contains(r.out, "maxMessageBytes=32MiB, listTimeout=2m0s") {
+		t.Fatalf("show: %s", r)
+	}
+	c.fail(2, "write NAME=VALUE", "servers", "set", "big", "--limit", "maxMessageBytes")
+	c.fail(1, `did you mean "maxMessageBytes"`, "servers", "set", "big", "--limit", "maxMesageBytes=1")
+	c.fail(1, "not a size such as 16MiB", "servers", "set", "big", "--limit", "maxMessageBytes=lots")
+	c.ok("servers", "set", "big", "--limit", "maxMessageBytes=default")
+	if r := c.ok("servers", "show", "big"); !strings.Contains(r.out, "limits:") || strings.Contains(r.out, "maxMessageBytes") {
+		t.Fatalf("after the reset: %s", r)
+	}
+}
