@@ -300,6 +300,12 @@ func (r *Registry) callFailed(base func(Outcome) *ToolResult, ctx, cctx context.
 		return r.cancelled(base, ctx, false)
 	case ctx.Err() != nil:
 		return r.cancelled(base, ctx, maybe)
+	case errors.As(err, new(*session.LimitError)):
+		res := base(OutcomeFailed)
+		res.MaybeExecuted = true
+		res.Message = fmt.Sprintf("The call of tool %q reached the server, but its answer exceeded one of the server's limits and was not read; the call was not re-sent. The problem follows.", t.Name)
+		res.Content = []ContextBlock{errorBlock(t, err)}
+		return res, nil
 	case errors.Is(err, session.ErrValidation):
 		res := base(OutcomeFailed)
 		res.MaybeExecuted = true

@@ -41,8 +41,8 @@ func (e *LimitError) Error() string {
 	case "maxMessageBytes", "maxStreamBytes", "memoryBytes", "maxListBytes":
 		v = config.FormatBytes(e.Value)
 	}
-	return fmt.Sprintf("server %q: %s exceeded the limit limits.%s (%s); the rest was not read. If the server is trusted and needs more, raise limits.%s for it",
-		e.Server, e.What, e.Limit, v, e.Limit)
+	return fmt.Sprintf("server %q: %s exceeded the limit limits.%s (%s); the rest was not read. If the server is trusted and needs more, raise its limits.%s (servers set %s --limit %s=…)",
+		e.Server, e.What, e.Limit, v, e.Limit, e.Server, e.Limit)
 }
 
 // limitCode is the JSON-RPC error code of the synthetic error response a
