@@ -2,6 +2,12 @@
 // persistent interaction card that a person answers (R6.1), and makes sure
 // that after a restart nobody pretends an answer reached the server (R6.2).
 //
+// Questions taken. A question is taken only while a tool call to its
+// server, admitted through [Cards.Admit], is in flight (R6.1), within the
+// server's [Limits], and with a requested schema the form can check
+// exactly ([Limits.ParseForm]); any other is declined at once, its reason
+// logged, and nothing is stored.
+//
 // Flow. The manager's Elicit callback is [Cards.Handle]: it stores an
 // "mcp_elicitation" card (status pending) in the store's KV table, publishes
 // it to subscribers (the settings page, the CLI) and blocks until the
@@ -35,7 +41,8 @@
 // call is in flight on the server, the card is attributed to it (tool,
 // operationId, arguments); otherwise the card records the server only and
 // cannot be re-sent by [Cards.ClaimResend]. Calls made around Cards (not
-// through Admit) are invisible to attribution.
+// through Admit) are invisible to Cards: a question during such a call
+// alone is declined as asked outside any call.
 //
 // Restart (R6.2). A remote HTTP call cannot survive the process that made
 // it. [Open] closes every card left pending by a process that is gone, and
@@ -150,8 +157,10 @@ type Card struct {
 	Owner string `json:"owner"`
 }
 
-// Form parses the card's requested schema.
-func (c Card) Form() (*Form, error) { return ParseForm(c.RequestedSchema) }
+// Form parses the card's requested schema. The schema passed the limits
+// of the instance that made the card, which may exceed DefaultLimits, so
+// only its consistency is checked again.
+func (c Card) Form() (*Form, error) { return storedLimits.ParseForm(c.RequestedSchema) }
 
 // FailureMessage is the explicit failure the model gets for an interrupted
 // card (R6.2): the answer never reached the server (or the result was
@@ -217,6 +226,13 @@ type Options struct {
 	// Retention is how long finished cards are kept (DefaultRetention when
 	// zero); older ones are deleted by Open.
 	Retention time.Duration
+	// Limits bound the questions servers may ask; zero fields take
+	// DefaultLimits. A question over them is declined and makes no card.
+	Limits Limits
+	// ServerLimits, when set, gives one server's own limits (SPEC A2:
+	// per-server limits override the defaults); its zero fields fall back
+	// to Limits. It is called for every question, so it must be cheap.
+	ServerLimits func(serverID string) Limits
 }
 
 // Cards owns the elicitation cards of one data directory. Safe for
@@ -224,6 +240,8 @@ type Options struct {
 type Cards struct {
 	kv       KV
 	log      *slog.Logger
+	limits   Limits // Options.Limits with the defaults filled in
+	perSrv   func(serverID string) Limits
 	instance string
 	done     chan struct{}
 	wg       sync.WaitGroup // Watch goroutines and the answer server
@@ -281,7 +299,8 @@ func Open(ctx context.Context, kv KV, o Options) (*Cards, error) {
 		o.Retention = DefaultRetention
 	}
 	c := &Cards{
-		kv: kv, log: o.Logger, instance: "i-" + rand.Text()[:16], done: make(chan struct{}),
+		kv: kv, log: o.Logger, limits: o.Limits.withDefaults(), perSrv: o.ServerLimits,
+		instance: "i-" + rand.Text()[:16], done: make(chan struct{}),
 		recs: map[string]*Card{}, live: map[string]*liveCard{}, waitOn: map[string]map[string]bool{},
 		servers: map[string]*gate{},
 	}
@@ -453,8 +472,15 @@ func (c *Cards) checkConnections(src ConnectionSource) {
 }
 
 // Handle is the manager's Elicit callback (manager.Options.Elicit): it
-// makes a pending card and blocks until it is answered or closed. URL mode
-// and schemas a form cannot show are declined.
+// makes a pending card and blocks until it is answered or closed.
+//
+// A question is only taken while an admitted tool call to its server is
+// in flight (R6.1: questions belong to a tool call; see [Cards.Admit]).
+// URL mode, a question outside a call, one over the server's [Limits]
+// and one whose schema a form cannot show faithfully (see
+// [Limits.ParseForm]) are declined with a logged reason and leave nothing
+// stored: a server cannot fill the store, or a person's screen, with
+// questions nobody asked for.
 func (c *Cards) Handle(ctx context.Context, info manager.ElicitInfo, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
 	if req == nil || req.Params == nil {
 		return nil, errors.New("elicitation request without params")
@@ -464,14 +490,32 @@ func (c *Cards) Handle(ctx context.Context, info manager.ElicitInfo, req *mcp.El
 		// URL mode is explicitly declined (R6.1).
 		return &mcp.ElicitResult{Action: string(ActionDecline)}, nil
 	}
+	// Checked first, before any of the question is read: a stray question
+	// costs nothing. Checked again when the card is registered.
+	c.mu.Lock()
+	closed, inCall := c.closed, c.inCall(info.ServerID)
+	c.mu.Unlock()
+	if closed {
+		return nil, ErrClosed
+	}
+	if !inCall {
+		return c.decline(info, errNoCall)
+	}
+	lim := c.limitsFor(info.ServerID)
+	if err := lim.CheckMessage(p.Message); err != nil {
+		return c.decline(info, err)
+	}
+	if raw, ok := p.RequestedSchema.(json.RawMessage); ok && len(raw) > lim.MaxSchemaBytes {
+		// Refused before json.Marshal copies (and compacts) it.
+		return c.decline(info, schemaError(&LimitError{Limit: "MaxSchemaBytes", Max: lim.MaxSchemaBytes, What: fmt.Sprintf("%d bytes", len(raw))}))
+	}
 	schema, err := json.Marshal(p.RequestedSchema)
 	if err != nil {
 		return nil, fmt.Errorf("requested schema: %w", err)
 	}
-	form, err := ParseForm(schema)
+	form, err := lim.ParseForm(schema)
 	if err != nil {
-		c.log.Warn("elicit: declining a question the form cannot show", "server", info.ServerID, "err", err)
-		return &mcp.ElicitResult{Action: string(ActionDecline)}, nil
+		return c.decline(info, err)
 	}
 	now := time.Now().UTC()
 	card := &Card{
@@ -485,6 +529,11 @@ func (c *Cards) Handle(ctx context.Context, info manager.ElicitInfo, req *mcp.El
 	if c.closed {
 		c.mu.Unlock()
 		return nil, ErrClosed
+	}
+	if !c.inCall(info.ServerID) {
+		// The call ended while the question was read.
+		c.mu.Unlock()
+		return c.decline(info, errNoCall)
 	}
 	g := c.gate(info.ServerID)
 	cands := make(map[string]bool, len(g.calls))
@@ -525,6 +574,31 @@ func (c *Cards) Handle(ctx context.Context, info manager.ElicitInfo, req *mcp.El
 	// A copy: go-sdk writes schema defaults into the map it gets, which
 	// must not race readers of the stored card.
 	return &mcp.ElicitResult{Action: string(l.resp.Action), Content: maps.Clone(l.resp.Content)}, nil
+}
+
+// errNoCall is the reason a question outside a tool call is declined.
+var errNoCall = errors.New("the server asked a question while no tool call to it was in flight")
+
+// inCall reports whether an admitted call to the server is in flight.
+// c.mu is held; unlike gate, it records nothing for an unknown server.
+func (c *Cards) inCall(server string) bool {
+	g := c.servers[server]
+	return g != nil && len(g.calls) > 0
+}
+
+// limitsFor returns the limits of one server's questions.
+func (c *Cards) limitsFor(server string) Limits {
+	if c.perSrv == nil {
+		return c.limits
+	}
+	return c.perSrv(server).over(c.limits)
+}
+
+// decline refuses a question without making a card, and logs why (the
+// decline itself carries no reason to the server).
+func (c *Cards) decline(info manager.ElicitInfo, reason error) (*mcp.ElicitResult, error) {
+	c.log.Warn("elicit: declined a server's question", "server", info.ServerID, "reason", reason.Error())
+	return &mcp.ElicitResult{Action: string(ActionDecline)}, nil
 }
 
 // withdrawnReason words why the question's context ended. Only a bare

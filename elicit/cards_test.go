@@ -232,6 +232,7 @@ func TestAdmitWaitsForOpenCard(t *testing.T) {
 
 func TestHandlerContextEnds(t *testing.T) {
 	c := openCards(t, openStore(t), Options{})
+	a, _ := c.Admit(ctxT(t), CallInfo{ServerID: "s", Tool: "ask", OperationID: "o1"})
 	ctx, cancel := context.WithCancel(ctxT(t))
 	ch := handle(ctx, c, "s", "")
 	card := waitPending(t, c, 1)[0]
@@ -239,6 +240,10 @@ func TestHandlerContextEnds(t *testing.T) {
 	if h := recvH(t, ch); !errors.Is(h.err, context.Canceled) {
 		t.Fatalf("handler = %+v, %v", h.res, h.err)
 	}
+	if got, _ := c.Get(ctxT(t), card.ID); got.Status != StatusCancelled || got.Settled {
+		t.Fatalf("card settled while its call runs: %+v", got)
+	}
+	a.Finish()
 	got, _ := c.Get(ctxT(t), card.ID)
 	if got.Status != StatusCancelled || !got.Settled {
 		t.Fatalf("card = %+v", got)
@@ -246,8 +251,10 @@ func TestHandlerContextEnds(t *testing.T) {
 	if err := c.Answer(ctxT(t), card.ID, Response{Action: ActionDecline}); !errors.Is(err, ErrNotPending) {
 		t.Fatalf("answer after close: %v", err)
 	}
-	if _, err := c.Admit(ctxT(t), CallInfo{ServerID: "s", OperationID: "o"}); err != nil {
+	if b, err := c.Admit(ctxT(t), CallInfo{ServerID: "s", OperationID: "o"}); err != nil {
 		t.Fatalf("the gate stayed shut: %v", err)
+	} else {
+		b.Finish()
 	}
 }
 
@@ -420,6 +427,8 @@ func TestWatchClosesCardsOfGoneConnections(t *testing.T) {
 	c := openCards(t, openStore(t), Options{})
 	src := &fakeSource{conn: "c1", ch: make(chan manager.Event, 4)}
 	c.Watch(src)
+	a, _ := c.Admit(ctxT(t), CallInfo{ServerID: "s", Tool: "ask", OperationID: "o1"})
+	defer a.Finish()
 	ch := handle(ctxT(t), c, "s", "c1")
 	card := waitPending(t, c, 1)[0]
 	src.ch <- manager.Event{ServerID: "s"} // same connection: nothing happens
