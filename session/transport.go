@@ -405,7 +405,8 @@ type rawElicit struct {
 const (
 	// maxRawElicit bounds the schemas held for questions not yet handled.
 	maxRawElicit = 16
-	// maxRawElicitSchema is the largest schema kept (elicit.MaxSchemaSize).
+	// maxRawElicitSchema is the largest schema kept: above elicit's
+	// default MaxSchemaBytes (64 KiB), so its order survives a raised limit.
 	maxRawElicitSchema = 256 << 10
 )
 
