@@ -7,6 +7,7 @@ package config
 
 import (
 	"encoding/json"
+	"maps"
 	"math"
 	"slices"
 	"time"
@@ -99,13 +100,39 @@ type Server struct {
 	// Limits bound what the server can make this process read and hold;
 	// unset fields take [DefaultLimits].
 	Limits Limits `json:"limits,omitzero"`
+	// Headers are extra HTTP headers sent with every request to the MCP
+	// endpoint only (never to metadata, registration or token endpoints),
+	// e.g. an API key. Every value is a secret: stored sealed like a
+	// bearer token (SPEC §9 A2). Names the transport owns are refused.
+	Headers map[string]string `json:"headers,omitempty"`
+	// ProtocolVersion pins the MCP revision asked for; "" is the default
+	// (offer 2025-11-25, accept 2025-06-18 and 2025-03-26; SPEC §9 A6).
+	ProtocolVersion string `json:"protocolVersion,omitempty"`
+	// LogLevel is the level asked of the server with logging/setLevel
+	// ("" means warning); its notifications/message go to the request log.
+	LogLevel string `json:"logLevel,omitempty"`
 }
+
+// ProtocolVersions are the MCP revisions a server may be pinned to, newest
+// first. 2026-07-28 is opt-in only (SPEC §9 A6).
+var ProtocolVersions = []string{"2026-07-28", "2025-11-25", "2025-06-18", "2025-03-26"}
+
+// LogLevels are the levels of logging/setLevel (RFC 5424 names), least
+// severe first.
+var LogLevels = []string{"debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"}
+
+// reservedHeaders are the header names the transport owns: a config may
+// not set them (SPEC §9 A2). Authorization is refused for every auth kind.
+var reservedHeaders = []string{"Authorization", "Host", "Content-Length", "Content-Type", "Accept",
+	"Mcp-Session-Id", "Mcp-Protocol-Version", "Last-Event-Id", "Connection", "Transfer-Encoding",
+	"Proxy-Authorization", "Cookie", "Te", "Trailer", "Upgrade"}
 
 // Clone returns a deep copy, so callers can hand configs across goroutines.
 func (s Server) Clone() Server {
 	c := s
 	c.DisabledTools = slices.Clone(s.DisabledTools)
 	c.Auth.Scopes = slices.Clone(s.Auth.Scopes)
+	c.Headers = maps.Clone(s.Headers)
 	if s.Auth.Binding != nil {
 		b := *s.Auth.Binding
 		c.Auth.Binding = &b
@@ -115,10 +142,11 @@ func (s Server) Clone() Server {
 
 // ConnectionEqual reports whether two configs would produce the same
 // connection: same URL (path included) and the same auth material and
-// binding (R2.4), and the same limits (they are fixed when a session is
-// made). Name, enabled, disabledTools and timeouts do not matter.
+// binding (R2.4), and the same limits, headers, protocol pin and log level
+// (they are fixed when a session is made). Name, enabled, disabledTools and timeouts do not matter.
 func ConnectionEqual(a, b Server) bool {
-	if a.ID != b.ID || a.URL != b.URL || a.Auth.Kind != b.Auth.Kind || a.Limits != b.Limits {
+	if a.ID != b.ID || a.URL != b.URL || a.Auth.Kind != b.Auth.Kind || a.Limits != b.Limits ||
+		!maps.Equal(a.Headers, b.Headers) || a.ProtocolVersion != b.ProtocolVersion || a.LogLevel != b.LogLevel {
 		return false
 	}
 	switch a.Auth.Kind {

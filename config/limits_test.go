@@ -113,3 +113,38 @@ func TestLimitsSet(t *testing.T) {
 		})
 	}
 }
+
+// SPEC §9 A2: custom headers, a protocol pin and a log level are checked;
+// names the transport owns are refused, Authorization for every auth kind.
+func TestValidateHeadersProtocolLogLevel(t *testing.T) {
+	ok := Server{ID: "s", URL: "https://mcp.example.com/mcp", Auth: Auth{Kind: AuthNone},
+		Headers: map[string]string{"X-Api-Key": "k"}, ProtocolVersion: "2025-03-26", LogLevel: "info"}
+	if err := ok.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		mut  func(*Server)
+		want string
+	}{
+		{func(s *Server) { s.Headers = map[string]string{"Authorization": "Bearer x"} }, "remotemcp sends Authorization itself"},
+		{func(s *Server) { s.Headers = map[string]string{"mcp-session-id": "x"} }, "the MCP transport owns this header"},
+		{func(s *Server) { s.Headers = map[string]string{"Host": "x"} }, "the MCP transport owns this header"},
+		{func(s *Server) { s.Headers = map[string]string{"X Key": "x"} }, "not a valid header name"},
+		{func(s *Server) { s.Headers = map[string]string{"X-Key": "a\r\nInjected: 1"} }, "control character"},
+		{func(s *Server) { s.Headers = map[string]string{"X-Key": "a", "x-key": "b"} }, "names ignore case"},
+		{func(s *Server) { s.ProtocolVersion = "2024-11-05" }, "protocolVersion"},
+		{func(s *Server) { s.LogLevel = "loud" }, "logLevel"},
+	}
+	for _, tc := range cases {
+		s := ok.Clone()
+		tc.mut(&s)
+		if err := s.Validate(); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%+v: err = %v; want %q", s.Headers, err, tc.want)
+		}
+	}
+	b := ok.Clone()
+	b.Headers["X-Api-Key"] = "other"
+	if ConnectionEqual(ok, b) {
+		t.Error("a header change kept the connection")
+	}
+}

@@ -2,7 +2,9 @@ package config
 
 import (
 	"fmt"
+	"maps"
 	"net/netip"
+	"slices"
 	"strings"
 	"time"
 	"unicode"
@@ -125,6 +127,25 @@ func (s Server) Validate() error {
 		return fail("toolTimeout", fmt.Sprintf("is negative (%s); use 0 for the default of 60s, or a positive duration", d))
 	case d > MaxToolTimeout:
 		return fail("toolTimeout", fmt.Sprintf("is %s; the limit is 24h", d))
+	}
+	if len(s.Headers) > MaxHeaders {
+		return fail("headers", fmt.Sprintf("has %d headers; the limit is %d", len(s.Headers), MaxHeaders))
+	}
+	seen := map[string]string{}
+	for _, name := range slices.Sorted(maps.Keys(s.Headers)) {
+		if p := checkHeader(name, s.Headers[name]); p != "" {
+			return fail("headers."+name, p)
+		}
+		if other, dup := seen[strings.ToLower(name)]; dup {
+			return fail("headers."+name, fmt.Sprintf("is the same header as %q (names ignore case); keep one", other))
+		}
+		seen[strings.ToLower(name)] = name
+	}
+	if v := s.ProtocolVersion; v != "" && !slices.Contains(ProtocolVersions, v) {
+		return fail("protocolVersion", fmt.Sprintf("%q is not a revision remotemcp speaks; use one of %s, or leave it out for the default", v, strings.Join(ProtocolVersions, ", ")))
+	}
+	if v := s.LogLevel; v != "" && !slices.Contains(LogLevels, v) {
+		return fail("logLevel", fmt.Sprintf("%q is not a log level; use one of %s", v, strings.Join(LogLevels, ", ")))
 	}
 	return s.Limits.validate(fail)
 }
@@ -320,4 +341,41 @@ func ValidateAll(servers []Server) error {
 		seen[s.ID] = i
 	}
 	return nil
+}
+
+// MaxHeaders bounds a server's custom headers, and MaxHeaderValue each
+// value's length.
+const (
+	MaxHeaders     = 32
+	MaxHeaderValue = 8 << 10
+)
+
+// checkHeader says what is wrong with a custom header, or "".
+func checkHeader(name, value string) string {
+	if name == "" {
+		return "has an empty name"
+	}
+	for _, r := range name {
+		// RFC 9110 token characters.
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("!#$%&'*+-.^_`|~", r)) {
+			return fmt.Sprintf("is not a valid header name (%q is not allowed in one)", r)
+		}
+	}
+	for _, r := range reservedHeaders {
+		if strings.EqualFold(name, r) {
+			if strings.EqualFold(r, "Authorization") {
+				return "cannot be set: remotemcp sends Authorization itself (use auth bearer or oauth)"
+			}
+			return "cannot be set: the MCP transport owns this header"
+		}
+	}
+	if len(value) > MaxHeaderValue {
+		return fmt.Sprintf("value is %d bytes; the limit is %d", len(value), MaxHeaderValue)
+	}
+	for _, r := range value {
+		if r < 0x20 && r != '\t' || r == 0x7f {
+			return "value contains a control character (a line break, say)"
+		}
+	}
+	return ""
 }

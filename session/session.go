@@ -21,9 +21,10 @@ import (
 	"github.com/remotemcp/remotemcp/config"
 )
 
-// ProtocolVersion is the protocol revision we ask for. go-sdk's default
-// probes the 2026-07-28 draft first; we pin the released revision and accept
-// a server that negotiates 2025-06-18 (the floor).
+// ProtocolVersion is the protocol revision we ask for by default. go-sdk's
+// default probes the 2026-07-28 draft first; we offer the released revision
+// and accept a server that answers with an older one we speak (SPEC §9 A6).
+// A server's config may pin a revision instead (config.Server.ProtocolVersion).
 const ProtocolVersion = "2025-11-25"
 
 // ProtocolAuto, as Options.ProtocolVersion, lets go-sdk negotiate the
@@ -31,7 +32,9 @@ const ProtocolVersion = "2025-11-25"
 const ProtocolAuto = "auto"
 
 // acceptedVersions are the negotiated revisions we keep a session for.
-var acceptedVersions = map[string]bool{"2025-11-25": true, "2025-06-18": true}
+// 2025-03-26 servers get that revision's transport and features; OAuth
+// keeps the 2025-06-18+ rules whatever the revision (SPEC §3, A6).
+var acceptedVersions = map[string]bool{"2025-11-25": true, "2025-06-18": true, "2025-03-26": true}
 
 // Options configure one session.
 type Options struct {
@@ -143,7 +146,7 @@ func Connect(ctx context.Context, o Options) (*Session, error) {
 	raw := newRawToolSink()
 	lim := newLimiter(o.Server.ID, o.Server.Limits, log.With("server", o.Server.ID, "conn", o.ConnectionID))
 	rt := &roundTripper{base: base, raw: raw, passAuthStatuses: o.OAuth != nil, serverID: o.Server.ID,
-		connID: o.ConnectionID, onExchange: o.OnExchange, lim: lim}
+		connID: o.ConnectionID, onExchange: o.OnExchange, lim: lim, headers: o.Server.Headers}
 	if o.Elicit != nil {
 		rt.elicit = newRawElicitSink()
 	}
@@ -210,7 +213,11 @@ func Connect(ctx context.Context, o Options) (*Session, error) {
 	// limiter caps events first; this is the backstop.
 	tr := &mcp.StreamableClientTransport{Endpoint: o.Server.URL, HTTPClient: hc, OAuthHandler: o.OAuth,
 		MaxEventSize: int(lim.lim.MaxMessageBytes) + 64<<10}
-	want := ProtocolVersion
+	want, accept, speaks := ProtocolVersion, acceptedVersions, "2025-11-25, 2025-06-18 and 2025-03-26"
+	if pin := o.Server.ProtocolVersion; pin != "" {
+		// A pin is exact: the person chose this revision for the server.
+		want, accept, speaks = pin, map[string]bool{pin: true}, pin+" (the server's protocolVersion pin)"
+	}
 	if o.ProtocolVersion != "" {
 		want = o.ProtocolVersion
 	}
@@ -227,14 +234,14 @@ func Connect(ctx context.Context, o Options) (*Session, error) {
 	s.cs = cs
 	s.mu.Unlock()
 	ir := cs.InitializeResult()
-	if ir == nil || !(acceptedVersions[ir.ProtocolVersion] || ir.ProtocolVersion == want || want == ProtocolAuto) {
+	if ir == nil || !(accept[ir.ProtocolVersion] || ir.ProtocolVersion == want || want == ProtocolAuto) {
 		v := "none"
 		if ir != nil {
 			v = ir.ProtocolVersion
 		}
 		cs.Close()
 		cancel()
-		return nil, fmt.Errorf("initialize: %w: server negotiated protocol version %q; remotemcp speaks 2025-11-25 and 2025-06-18", ErrValidation, v)
+		return nil, fmt.Errorf("initialize: %w: server negotiated protocol version %q; remotemcp speaks %s", ErrValidation, v, speaks)
 	}
 
 	// The first listing is part of the handshake: a session without its

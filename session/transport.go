@@ -25,6 +25,8 @@ type roundTripper struct {
 	base http.RoundTripper
 	// bearer is the static bearer token; "" for none/oauth servers.
 	bearer string
+	// headers are the server's custom headers (config.Server.Headers).
+	headers map[string]string
 	// passAuthStatuses lets 401/403 through to go-sdk, which then calls the
 	// OAuthHandler; for other servers they become typed errors, because
 	// go-sdk would otherwise kill the connection with an untyped string.
@@ -71,9 +73,16 @@ func (rt *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	listsTools := rt.raw != nil && rpcMethod == "tools/list"
 	start := time.Now()
-	if rt.bearer != "" {
+	if rt.bearer != "" || len(rt.headers) > 0 {
 		req = req.Clone(req.Context())
-		req.Header.Set("Authorization", "Bearer "+rt.bearer)
+		// The configured headers go only here, to the MCP endpoint; the
+		// config refuses the names the transport owns (SPEC §9 A2).
+		for k, v := range rt.headers {
+			req.Header.Set(k, v)
+		}
+		if rt.bearer != "" {
+			req.Header.Set("Authorization", "Bearer "+rt.bearer)
+		}
 	}
 	var cancelDelete context.CancelFunc
 	if req.Method == http.MethodDelete {
