@@ -105,6 +105,10 @@ type Options struct {
 	// ProtocolVersion overrides the MCP revision sessions ask for (see
 	// session.Options.ProtocolVersion); empty means the pinned default.
 	ProtocolVersion string
+	// CatalogPoll is how often a session without a working notification
+	// stream re-lists its catalog while in use (default 5 min; negative:
+	// never). Without the stream, list_changed cannot reach us.
+	CatalogPoll time.Duration
 	// NoStartupConnect makes Start connect nothing: every server is lazy.
 	// One-shot CLI commands use it so a command about one server does not
 	// contact the others.
@@ -159,7 +163,15 @@ type entry struct {
 	// stand still meanwhile.
 	eliciting int
 	log       requestLog // the last LogSize HTTP exchanges (own lock)
+	// streamFailures counts sessions in a row whose notification stream
+	// failed before it ever opened; past maxStreamFailures, sessions keep
+	// going without one (and poll) instead of reconnecting forever.
+	streamFailures int
 }
+
+// maxStreamFailures is how many sessions in a row may lose a stream that
+// never opened before the server is treated as offering none.
+const maxStreamFailures = 3
 
 type reconnectLoop struct{ cancel context.CancelFunc }
 
@@ -188,6 +200,9 @@ func New(o Options) *Manager {
 	}
 	if o.BackoffBase == 0 {
 		o.BackoffBase = 250 * time.Millisecond
+	}
+	if o.CatalogPoll == 0 {
+		o.CatalogPoll = 5 * time.Minute
 	}
 	if o.BackoffMax == 0 {
 		o.BackoffMax = 30 * time.Second
@@ -370,7 +385,14 @@ func (m *Manager) startConnectLocked(e *entry) *attempt {
 	ctx, cancel := context.WithCancel(m.ctx)
 	a := &attempt{epoch: e.epoch, ctx: ctx, cancel: cancel, done: make(chan struct{})}
 	e.attempt = a
-	m.setState(e, StateConnecting, nil)
+	if e.loop != nil && e.state == StateConnecting {
+		// Reconnecting after a lost connection: the state keeps saying so
+		// (and why) through every attempt, never flipping to "connecting"
+		// or "error" while the server is away (SPEC §9 A1).
+		m.emitLocked(e)
+	} else {
+		m.setState(e, StateConnecting, nil)
+	}
 	m.wg.Add(1)
 	go m.runAttempt(e, a)
 	return a
@@ -388,7 +410,15 @@ func (m *Manager) runAttempt(e *entry, a *attempt) {
 		e.attempt = nil
 		if err != nil && e.epoch == a.epoch {
 			r := Attribute(err)
-			m.setState(e, StateError, &r)
+			if e.loop != nil && r.Class != ClassAuth && r.Class != ClassConfig && r.Class != ClassPermission {
+				// The reconnect loop tries again; the server is away, not
+				// broken. Auth, config and permission failures need the
+				// person and stop being "reconnecting".
+				r.Message = reconnectingPrefix + r.Message
+				m.setState(e, StateConnecting, &r)
+			} else {
+				m.setState(e, StateError, &r)
+			}
 		}
 	}
 	a.err = err
@@ -422,7 +452,11 @@ func (m *Manager) attemptOnce(e *entry, a *attempt) error {
 		Logger:          m.log,
 		OnCatalog:       func(connID string, c *session.Catalog) { m.onCatalog(e, connID, c) },
 		OnExchange:      e.log.add,
+		CatalogPoll:     max(m.o.CatalogPoll, 0),
 	}
+	e.mu.Lock()
+	opts.KeepWithoutStream = e.streamFailures >= maxStreamFailures
+	e.mu.Unlock()
 	switch {
 	case cfg.Auth.Kind.OAuthCapable() && m.o.OAuth != nil:
 		opts.OAuth = m.o.OAuth.Handler(cfg)
@@ -502,8 +536,14 @@ func (m *Manager) connectionLost(e *entry, sess *session.Session, cause error) {
 	}
 	e.sess = nil
 	e.epoch++
+	switch {
+	case sess.StreamOpened():
+		e.streamFailures = 0
+	case errors.Is(cause, session.ErrStreamLost):
+		e.streamFailures++
+	}
 	r := Attribute(cause)
-	r.Message = "connection lost, reconnecting: " + r.Message
+	r.Message = reconnectingPrefix + r.Message
 	m.setState(e, StateConnecting, &r)
 	ctx, cancel := context.WithCancel(m.ctx)
 	l := &reconnectLoop{cancel: cancel}
@@ -780,6 +820,25 @@ func (m *Manager) CallToolOn(ctx context.Context, id, connID, tool string, args 
 }
 
 func (m *Manager) callOn(ctx context.Context, id string, sess *session.Session, tool string, args json.RawMessage, o session.CallOptions) (*mcp.CallToolResult, error) {
+	res, err := m.callOnce(ctx, id, sess, tool, args, o)
+	if !errors.Is(err, session.ErrSessionNotFound) || ctx.Err() != nil {
+		return res, err
+	}
+	// The server answered the call's own POST with 404: it forgot the
+	// session (it restarted, say) and provably never ran the call. Re-send
+	// it once on a fresh session (SPEC §9 A5); any other failure keeps R4.1.
+	m.log.Info("the server forgot the session; re-sending the call once on a fresh session", "server", id, "tool", tool)
+	if e := m.entry(id); e != nil {
+		m.connectionLost(e, sess, err)
+	}
+	fresh, cerr := m.ensure(ctx, id)
+	if cerr != nil {
+		return nil, &CallError{ServerID: id, Tool: tool, Err: fmt.Errorf("%w; reconnecting to re-send it failed: %w", err, cerr)}
+	}
+	return m.callOnce(ctx, id, fresh, tool, args, o)
+}
+
+func (m *Manager) callOnce(ctx context.Context, id string, sess *session.Session, tool string, args json.RawMessage, o session.CallOptions) (*mcp.CallToolResult, error) {
 	cfg := sess.Server()
 	if e := m.entry(id); e != nil {
 		e.mu.Lock()
@@ -807,7 +866,8 @@ func (m *Manager) callOn(ctx context.Context, id string, sess *session.Session, 
 	if timedOut {
 		err = fmt.Errorf("%w: %w", context.DeadlineExceeded, err)
 	}
-	ce := &CallError{ServerID: id, Tool: tool, Err: err, MaybeExecuted: !errors.Is(err, session.ErrCancelledBeforeDispatch)}
+	ce := &CallError{ServerID: id, Tool: tool, Err: err,
+		MaybeExecuted: !errors.Is(err, session.ErrCancelledBeforeDispatch) && !errors.Is(err, session.ErrSessionNotFound)}
 	switch {
 	case timedOut:
 		ce.Err = fmt.Errorf("timed out after %s of tool time, not counting time spent answering the server's questions (raise the server's toolTimeout for long tools): %w", timeout, err)
@@ -822,6 +882,11 @@ func (m *Manager) callOn(ctx context.Context, id string, sess *session.Session, 
 	}
 	return nil, ce
 }
+
+// reconnectingPrefix starts the reason of a server whose connection was
+// lost and that is reconnecting by itself; the engine shows such a server
+// as "reconnecting".
+const reconnectingPrefix = "connection lost, reconnecting: "
 
 // errToolTimeout is the cause of a call's context when its tool time ran out.
 var errToolTimeout = errors.New("tool timeout")
@@ -914,20 +979,38 @@ func (m *Manager) admit(ctx context.Context, id, operationID string) (context.Co
 
 // GetPrompt gets a prompt, connecting lazily.
 func (m *Manager) GetPrompt(ctx context.Context, id, name string, args map[string]string) (*mcp.GetPromptResult, error) {
-	sess, err := m.ensure(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	return sess.GetPrompt(ctx, name, args)
+	return resendOnce(ctx, m, id, func(sess *session.Session) (*mcp.GetPromptResult, error) {
+		return sess.GetPrompt(ctx, name, args)
+	})
 }
 
 // ReadResource reads a resource, connecting lazily.
 func (m *Manager) ReadResource(ctx context.Context, id, uri string) (*mcp.ReadResourceResult, error) {
+	return resendOnce(ctx, m, id, func(sess *session.Session) (*mcp.ReadResourceResult, error) {
+		return sess.ReadResource(ctx, uri)
+	})
+}
+
+// resendOnce runs a request on the server's session and, when the server
+// answered its own POST with 404 (it forgot the session, so the request
+// never ran), once more on a fresh session (SPEC §9 A5).
+func resendOnce[T any](ctx context.Context, m *Manager, id string, do func(*session.Session) (T, error)) (T, error) {
+	var zero T
 	sess, err := m.ensure(ctx, id)
 	if err != nil {
-		return nil, err
+		return zero, err
 	}
-	return sess.ReadResource(ctx, uri)
+	res, err := do(sess)
+	if !errors.Is(err, session.ErrSessionNotFound) || ctx.Err() != nil {
+		return res, err
+	}
+	if e := m.entry(id); e != nil {
+		m.connectionLost(e, sess, err)
+	}
+	if sess, err = m.ensure(ctx, id); err != nil {
+		return zero, err
+	}
+	return do(sess)
 }
 
 // ServerStatus is one server's state for display (CLI status, API).

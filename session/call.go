@@ -65,8 +65,13 @@ func (s *Session) CallTool(ctx context.Context, name string, args json.RawMessag
 		// listener there is no reason to ask the server for progress.
 		params.SetProgressToken(o.OperationID)
 	}
+	s.used()
+	ctx, slot := withRequestSlot(ctx)
 	res, err := s.cs.CallTool(ctx, params)
 	if err != nil {
+		if slot.sessionMissing.Load() {
+			return nil, notRun(slot, "call "+name, err)
+		}
 		if cause := context.Cause(ctx); errors.Is(cause, ErrClosed) {
 			return nil, fmt.Errorf("call %s: %w while the call was in flight", name, ErrClosed)
 		}
@@ -109,9 +114,11 @@ func (s *Session) onProgress(_ context.Context, req *mcp.ProgressNotificationCli
 
 // GetPrompt fetches a prompt and validates the result (R2.10).
 func (s *Session) GetPrompt(ctx context.Context, name string, args map[string]string) (*mcp.GetPromptResult, error) {
+	s.used()
+	ctx, slot := withRequestSlot(ctx)
 	res, err := s.cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: name, Arguments: args})
 	if err != nil {
-		return nil, limitFromWire(err)
+		return nil, notRun(slot, "get prompt "+name, limitFromWire(err))
 	}
 	if err := ValidatePromptResult(res); err != nil {
 		return nil, err
@@ -121,9 +128,11 @@ func (s *Session) GetPrompt(ctx context.Context, name string, args map[string]st
 
 // ReadResource reads a resource and validates the result (R2.10).
 func (s *Session) ReadResource(ctx context.Context, uri string) (*mcp.ReadResourceResult, error) {
+	s.used()
+	ctx, slot := withRequestSlot(ctx)
 	res, err := s.cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: uri})
 	if err != nil {
-		return nil, limitFromWire(err)
+		return nil, notRun(slot, "read "+uri, limitFromWire(err))
 	}
 	if err := ValidateReadResult(res); err != nil {
 		return nil, err

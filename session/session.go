@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
@@ -62,6 +63,14 @@ type Options struct {
 	// the draft revision where go-sdk supports it: ProtocolAuto lets
 	// go-sdk negotiate (it probes the 2026-07-28 draft first).
 	ProtocolVersion string
+	// KeepWithoutStream keeps the session when its standalone stream
+	// fails (the owner saw it fail on earlier sessions: reconnecting again
+	// would not help); the catalog is then polled instead.
+	KeepWithoutStream bool
+	// CatalogPoll is the interval of the catalog check of a session
+	// without a working notification stream, while in use (within
+	// IdleWindow of its last request); 0 means no polling.
+	CatalogPoll time.Duration
 	// ClientName is sent in initialize.
 	ClientName, ClientVersion string
 	Logger                    *slog.Logger
@@ -88,6 +97,14 @@ type Session struct {
 	catalog *Catalog
 	gens    [numKinds]uint64 // newest refresh generation started, per kind
 	closed  bool
+	lost    bool // streamLost ended the session
+	// troubleEarly is stream trouble seen during the handshake.
+	troubleEarly error
+	// keepWithoutStream and noStream: see Options.KeepWithoutStream.
+	keepWithoutStream bool
+	noStream          bool
+	streamOpen        atomic.Bool
+	lastUse           atomic.Int64 // unix nanos of the last request
 	// ready is set once the handshake (initialize + first listings) is
 	// done; list_changed before that only marks the kind pending, because
 	// the first listing is still to come (or running) and s.cs may not be
@@ -147,6 +164,22 @@ func Connect(ctx context.Context, o Options) (*Session, error) {
 	lim := newLimiter(o.Server.ID, o.Server.Limits, log.With("server", o.Server.ID, "conn", o.ConnectionID))
 	rt := &roundTripper{base: base, raw: raw, passAuthStatuses: o.OAuth != nil, serverID: o.Server.ID,
 		connID: o.ConnectionID, onExchange: o.OnExchange, lim: lim, headers: o.Server.Headers}
+	var sess *Session // set below; the transport reports the stream to it
+	rt.onStreamTrouble = func(err error) {
+		if sess != nil {
+			sess.streamLost(err)
+		}
+	}
+	rt.onStreamOpen = func(ok bool) {
+		if sess != nil {
+			sess.streamOpen.Store(ok)
+			if !ok {
+				sess.mu.Lock()
+				sess.noStream = true // 405: the server offers no stream
+				sess.mu.Unlock()
+			}
+		}
+	}
 	if o.Elicit != nil {
 		rt.elicit = newRawElicitSink()
 	}
@@ -174,8 +207,12 @@ func Connect(ctx context.Context, o Options) (*Session, error) {
 		done:    make(chan struct{}),
 		catalog: &Catalog{},
 		ops:     map[string]*operation{},
+
+		keepWithoutStream: o.KeepWithoutStream,
 	}
+	s.used()
 	s.cancels.init()
+	sess = s
 
 	name, version := o.ClientName, o.ClientVersion
 	if name == "" {
@@ -267,8 +304,16 @@ func Connect(ctx context.Context, o Options) (*Session, error) {
 			missed = append(missed, k)
 		}
 	}
+	early := s.troubleEarly
 	s.mu.Unlock()
 	s.Refresh(missed...)
+	if early != nil {
+		s.streamLost(early)
+	}
+	if o.CatalogPoll > 0 {
+		s.wg.Add(1)
+		go s.pollCatalog(o.CatalogPoll)
+	}
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()

@@ -44,6 +44,11 @@ type roundTripper struct {
 	// lim bounds every response body (issue #10); nil in unit tests of
 	// the capture alone.
 	lim *limiter
+	// onStreamTrouble hears that the standalone stream cannot be kept.
+	onStreamTrouble func(error)
+	// onStreamOpen hears the standalone stream's answer: true for 200,
+	// false for 405 (the server offers none).
+	onStreamOpen func(bool)
 }
 
 // Exchange is one HTTP request of a session and how it ended, for the
@@ -104,6 +109,19 @@ func (rt *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 		rt.onExchange(ex)
 	}
+	if rt.onStreamTrouble != nil {
+		if trouble := standaloneTrouble(req, resp, err); trouble != nil {
+			rt.onStreamTrouble(trouble)
+		}
+	}
+	if rt.onStreamOpen != nil && err == nil && isStandalone(req) {
+		switch resp.StatusCode {
+		case http.StatusOK:
+			rt.onStreamOpen(true)
+		case http.StatusMethodNotAllowed:
+			rt.onStreamOpen(false)
+		}
+	}
 	if cancelDelete != nil {
 		if err != nil {
 			cancelDelete()
@@ -133,6 +151,11 @@ func (rt *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 		// go-sdk turns a 404 on a request with a session id into
 		// ErrSessionMissing, which the manager reconnects on. Without a
 		// session id a 404 means a wrong endpoint path: typed below.
+		// This POST carried the request itself, so the request never
+		// ran (SPEC §9 A5): say so to the request's caller.
+		if slot := requestSlotFrom(req.Context()); slot != nil {
+			slot.sessionMissing.Store(true)
+		}
 		return resp, nil
 	case (code == http.StatusUnauthorized || code == http.StatusForbidden) && rt.passAuthStatuses:
 		return resp, nil

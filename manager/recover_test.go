@@ -1,0 +1,232 @@
+package manager
+
+import (
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/remotemcp/remotemcp/internal/testserver/fixture"
+	"github.com/remotemcp/remotemcp/session"
+)
+
+// Issue #11 item 1, SPEC §9 A1: the test server is killed and restarted.
+// While it is down the server is not "ready" (it is reconnecting, with the
+// reason); the first call after the restart succeeds and runs exactly once;
+// a call that may have run is still never re-sent.
+func TestRestartRecovers(t *testing.T) {
+	f := startServer(t, fixture.Options{})
+	e := newEnv(t, srvCfg("fx", f.URL(), true))
+	e.start()
+	waitFor(t, "ready", func() bool { return e.state("fx") == StateReady })
+	waitFor(t, "the notification stream", func() bool { return f.StandaloneStreams() > 0 })
+
+	if err := f.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the state to leave ready while the server is down", func() bool { return e.state("fx") != StateReady })
+	// Through several failed attempts it keeps saying it is reconnecting.
+	for range 20 {
+		st, _ := e.m.ServerStatusOf("fx")
+		if st.State != StateConnecting || st.Reason == nil || !strings.HasPrefix(st.Reason.Message, reconnectingPrefix) {
+			t.Fatalf("while down: state %s, reason %+v; want connecting with the reconnecting reason", st.State, st.Reason)
+		}
+		time.Sleep(30 * time.Millisecond) // the backoff is 20–200 ms here
+	}
+
+	if err := f.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	ctx := ctxT(t)
+	if _, err := e.m.CallTool(ctx, "fx", "echo", argsEcho, session.CallOptions{OperationID: "after-restart"}); err != nil {
+		t.Fatalf("the first call after the restart failed: %v", err)
+	}
+	if n := f.Executions("echo"); n != 1 {
+		t.Fatalf("echo ran %d times; want exactly 1", n)
+	}
+	waitFor(t, "ready again", func() bool { return e.state("fx") == StateReady })
+
+	// R4.1 still holds: a call whose connection drops after it ran is
+	// reported as maybe run and never re-sent.
+	f.DropNextCall()
+	_, err := e.m.CallTool(ctx, "fx", "echo", argsEcho, session.CallOptions{OperationID: "dropped"})
+	var ce *CallError
+	if !errors.As(err, &ce) || !ce.MaybeExecuted {
+		t.Fatalf("dropped call: %v; want a CallError that may have run", err)
+	}
+	if n := f.Executions("echo"); n != 2 {
+		t.Fatalf("echo ran %d times after the dropped call; want 2 (never re-sent)", n)
+	}
+}
+
+// SPEC §9 A5: a call whose own POST is answered 404 (the server forgot the
+// session) never ran; it is re-sent once on a fresh session and runs
+// exactly once. Prompts and reads get the same treatment.
+func TestSessionNotFoundResendsOnce(t *testing.T) {
+	var forget atomic.Int64 // POSTs of these methods still to answer with 404
+	var method atomic.Value
+	method.Store("")
+	f := startServer(t, fixture.Options{Authorize: func(w http.ResponseWriter, r *http.Request) bool {
+		if r.Method != http.MethodPost || r.Header.Get("Mcp-Session-Id") == "" {
+			return true
+		}
+		body, _ := io.ReadAll(r.Body)
+		var m struct {
+			Method string `json:"method"`
+		}
+		json.Unmarshal(body, &m)
+		if m.Method == method.Load().(string) && forget.Add(-1) >= 0 {
+			http.Error(w, "session not found", http.StatusNotFound)
+			return false
+		}
+		return true
+	}})
+	e := newEnv(t, srvCfg("fx", f.URL(), true))
+	e.start()
+	waitFor(t, "ready", func() bool { return e.state("fx") == StateReady })
+	ctx := ctxT(t)
+	inits := func() int {
+		n := 0
+		for _, r := range f.Requests() {
+			if r.RPCMethod == "initialize" {
+				n++
+			}
+		}
+		return n
+	}
+	before := inits()
+
+	method.Store("tools/call")
+	forget.Store(1)
+	if _, err := e.m.CallTool(ctx, "fx", "echo", argsEcho, session.CallOptions{OperationID: "op-404"}); err != nil {
+		t.Fatalf("the call was not re-sent after the 404: %v", err)
+	}
+	if n := f.Executions("echo"); n != 1 {
+		t.Fatalf("echo ran %d times; want exactly 1", n)
+	}
+	if n := inits() - before; n != 1 {
+		t.Fatalf("%d new sessions; want 1 (the fresh session the call was re-sent on)", n)
+	}
+
+	// Re-sent once only: a server that forgets every session gets two
+	// tries, and the error says the call never ran.
+	forget.Store(2)
+	_, err := e.m.CallTool(ctx, "fx", "echo", argsEcho, session.CallOptions{OperationID: "op-404-twice"})
+	var ce *CallError
+	if !errors.As(err, &ce) || ce.MaybeExecuted || !errors.Is(err, session.ErrSessionNotFound) {
+		t.Fatalf("twice forgotten: %v; want a CallError that did not run", err)
+	}
+	if n := f.Executions("echo"); n != 1 {
+		t.Fatalf("echo ran %d times; want still 1", n)
+	}
+
+	method.Store("prompts/get")
+	forget.Store(1)
+	if _, err := e.m.GetPrompt(ctx, "fx", "greet", map[string]string{"name": "Ada"}); err != nil {
+		t.Fatalf("prompt after a 404: %v", err)
+	}
+}
+
+// Issue #11 item 1: a standalone stream refused once with 401 (go-sdk
+// drops it silently and never reopens it) ends the session; the fresh
+// session reopens the stream, and a later list_changed arrives.
+func TestStreamRefusedOnceIsReopened(t *testing.T) {
+	var refuse atomic.Int64
+	refuse.Store(1)
+	f := startServer(t, fixture.Options{Authorize: func(w http.ResponseWriter, r *http.Request) bool {
+		if r.Method == http.MethodGet && refuse.Add(-1) >= 0 {
+			w.Header().Set("WWW-Authenticate", `Bearer error="invalid_token"`)
+			http.Error(w, "token expired", http.StatusUnauthorized)
+			return false
+		}
+		return true
+	}})
+	e := newEnv(t, srvCfg("fx", f.URL(), true))
+	e.start()
+	waitFor(t, "ready", func() bool { return e.state("fx") == StateReady })
+	waitFor(t, "the stream to be reopened", func() bool { return f.StandaloneStreams() > 0 })
+	waitFor(t, "ready after the reconnect", func() bool { return e.state("fx") == StateReady })
+	f.AddTool("late")
+	waitFor(t, "the later list_changed", func() bool {
+		c, err := e.m.Catalog(ctxT(t), "fx")
+		if err != nil {
+			return false
+		}
+		for _, tl := range c.Tools {
+			if tl.Name == "late" {
+				return true
+			}
+		}
+		return false
+	})
+}
+
+// Issue #11 item 1: where no stream can be kept - a server that refuses it
+// every time, or a stateless server that offers none - the session is kept
+// (no endless reconnects) and the catalog is checked periodically while
+// the server is in use, so a new tool still arrives.
+func TestNoStreamPollsCatalog(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		o    func(*atomic.Int64) fixture.Options
+	}{
+		{"refused every time", func(gets *atomic.Int64) fixture.Options {
+			return fixture.Options{Authorize: func(w http.ResponseWriter, r *http.Request) bool {
+				if r.Method == http.MethodGet {
+					gets.Add(1)
+					http.Error(w, "no", http.StatusUnauthorized)
+					return false
+				}
+				return true
+			}}
+		}},
+		{"stateless, no stream", func(*atomic.Int64) fixture.Options { return fixture.Options{Stateless: true} }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var gets atomic.Int64
+			f := startServer(t, tc.o(&gets))
+			st := newStore(t, t.TempDir())
+			if err := st.AddServer(ctxT(t), srvCfg("fx", f.URL(), true)); err != nil {
+				t.Fatal(err)
+			}
+			m := New(Options{Store: st, Logger: testLogger(t), BackoffBase: 20 * time.Millisecond, BackoffMax: 100 * time.Millisecond,
+				HandshakeTimeout: 10 * time.Second, CatalogPoll: 100 * time.Millisecond})
+			t.Cleanup(func() { m.Close() })
+			if err := m.Start(ctxT(t)); err != nil {
+				t.Fatal(err)
+			}
+			ready := func() bool { st, _ := m.ServerStatusOf("fx"); return st.State == StateReady }
+			waitFor(t, "ready", ready)
+			// The session settles: once kept without a stream it stays.
+			time.Sleep(500 * time.Millisecond)
+			conn, _ := m.CurrentConnection("fx")
+			time.Sleep(500 * time.Millisecond)
+			if now, _ := m.CurrentConnection("fx"); now != conn || !ready() {
+				t.Fatalf("the session keeps being replaced (%s, then %s)", conn, now)
+			}
+			if n := gets.Load(); n > 2*maxStreamFailures+2 {
+				t.Errorf("%d stream requests; the refusals should stop the reconnects after %d", n, maxStreamFailures)
+			}
+			if _, err := m.CallTool(ctxT(t), "fx", "echo", argsEcho, session.CallOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			f.AddTool("polled")
+			waitFor(t, "the new tool through the catalog poll", func() bool {
+				c, err := m.Catalog(ctxT(t), "fx")
+				if err != nil {
+					return false
+				}
+				for _, tl := range c.Tools {
+					if tl.Name == "polled" {
+						return true
+					}
+				}
+				return false
+			})
+		})
+	}
+}
