@@ -334,7 +334,7 @@ func TestR4_5_Timeouts(t *testing.T) {
 	long.ToolTimeout = config.Duration(5 * time.Second)
 	e := newEnv(t, envOpts{servers: []config.Server{short, long}})
 
-	res, err := e.call(t, "mcp__short__slow", `{"ms":3000}`, CallOptions{})
+	res, err := e.call(t, "mcp__short__slow", `{"ms":3000,"quiet":true}`, CallOptions{})
 	if err != nil || res.Outcome != OutcomeTimeout || !res.MaybeExecuted || !strings.Contains(res.Render(), "timed out") {
 		t.Fatalf("slow past the server timeout: %+v, %v", res, err)
 	}

@@ -67,6 +67,10 @@ var (
 	ErrClosed = errors.New("manager closed")
 )
 
+// MaxToolTimeFactor bounds a call whose progress keeps restarting its
+// timeout: it ends after this many times its tool timeout in all.
+const MaxToolTimeFactor = 10
+
 // DefaultToolTimeout is the tool call timeout without a per-server
 // toolTimeout (R4.5).
 const DefaultToolTimeout = 60 * time.Second
@@ -105,6 +109,10 @@ type Options struct {
 	// ProtocolVersion overrides the MCP revision sessions ask for (see
 	// session.Options.ProtocolVersion); empty means the pinned default.
 	ProtocolVersion string
+	// NoProgressExtension turns off what progress does to a call's
+	// timeout: by default each progress notification restarts it, up to
+	// MaxToolTimeFactor times the timeout in all.
+	NoProgressExtension bool
 	// CatalogPoll is how often a session without a working notification
 	// stream re-lists its catalog while in use (default 5 min; negative:
 	// never). Without the stream, list_changed cannot reach us.
@@ -856,6 +864,17 @@ func (m *Manager) callOnce(ctx context.Context, id string, sess *session.Session
 	defer cancel(nil)
 	ct := m.startTimer(id, timeout, func() { cancel(errToolTimeout) })
 	defer m.stopTimer(id, ct)
+	if !m.o.NoProgressExtension {
+		// Progress restarts the tool time, up to a hard limit per call.
+		hard := time.Now().Add(timeout * MaxToolTimeFactor)
+		report := o.Progress
+		o.Progress = func(p session.Progress) {
+			ct.extend(timeout, hard)
+			if report != nil {
+				report(p)
+			}
+		}
+	}
 	res, err := sess.CallTool(cctx, tool, args, o)
 	if err == nil {
 		return res, nil
@@ -870,7 +889,7 @@ func (m *Manager) callOnce(ctx context.Context, id string, sess *session.Session
 		MaybeExecuted: !errors.Is(err, session.ErrCancelledBeforeDispatch) && !errors.Is(err, session.ErrSessionNotFound)}
 	switch {
 	case timedOut:
-		ce.Err = fmt.Errorf("timed out after %s of tool time, not counting time spent answering the server's questions (raise the server's toolTimeout for long tools): %w", timeout, err)
+		ce.Err = fmt.Errorf("timed out: %s of tool time passed without progress from the tool (progress restarts it, up to %s in all; time spent answering the server's questions does not count; raise the server's toolTimeout for long tools): %w", timeout, timeout*MaxToolTimeFactor, err)
 	case session.IsConnectionLost(err):
 		if e := m.entry(id); e != nil {
 			m.connectionLost(e, sess, err)

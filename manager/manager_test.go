@@ -435,7 +435,7 @@ func TestToolTimeout(t *testing.T) {
 	c.ToolTimeout = config.Duration(300 * time.Millisecond)
 	e := newEnv(t, c)
 	e.start()
-	_, err := e.m.CallTool(ctxT(t), "a", "slow", []byte(`{"ms":3000}`), session.CallOptions{})
+	_, err := e.m.CallTool(ctxT(t), "a", "slow", []byte(`{"ms":3000,"quiet":true}`), session.CallOptions{})
 	if !errors.Is(err, context.DeadlineExceeded) || Attribute(err).Class != ClassTimeout {
 		t.Fatalf("err = %v", err)
 	}
@@ -474,7 +474,7 @@ func TestToolTimeoutPausesDuringElicitation(t *testing.T) {
 	if tc, ok := res.Content[0].(*mcp.TextContent); !ok || tc.Text != "hello Ada (42)" {
 		t.Fatalf("result %+v", res.Content)
 	}
-	if _, err := m.CallTool(ctxT(t), "a", "slow", []byte(`{"ms":2000}`), session.CallOptions{}); !errors.Is(err, context.DeadlineExceeded) {
+	if _, err := m.CallTool(ctxT(t), "a", "slow", []byte(`{"ms":2000,"quiet":true}`), session.CallOptions{}); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("slow tool: err = %v, want a timeout", err)
 	}
 }

@@ -88,3 +88,27 @@ func (m *Manager) pauseCalls(e *entry, d int) {
 		}
 	}
 }
+
+// extend restarts the timeout at d because the tool reported progress: a
+// tool that keeps saying it is working is not stuck (issue #11 item 2).
+// The time never runs past hard, the call's absolute limit. A timer that
+// already fired stays fired.
+func (ct *callTimer) extend(d time.Duration, hard time.Time) {
+	ct.mu.Lock()
+	defer ct.mu.Unlock()
+	if ct.done {
+		return
+	}
+	rem := max(min(d, time.Until(hard)), 0)
+	if ct.paused > 0 {
+		ct.remaining = rem
+		return
+	}
+	if ct.t != nil && !ct.t.Stop() {
+		ct.done = true // fired already
+		ct.t = nil
+		return
+	}
+	ct.remaining, ct.started = rem, time.Now()
+	ct.t = time.AfterFunc(rem, ct.fire)
+}

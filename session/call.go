@@ -29,7 +29,7 @@ func (s *Session) CallTool(ctx context.Context, name string, args json.RawMessag
 	}
 	ctx, cancelCause := context.WithCancelCause(ctx)
 	defer cancelCause(nil)
-	op := &operation{cancel: cancelCause, progress: o.Progress, token: o.OperationID}
+	op := &operation{cancel: cancelCause, progress: o.Progress, token: o.OperationID, delivery: make(chan struct{}, 1)}
 
 	s.calls.Lock()
 	if s.closing {
@@ -49,7 +49,14 @@ func (s *Session) CallTool(ctx context.Context, name string, args json.RawMessag
 	defer func() {
 		s.calls.Lock()
 		delete(s.ops, o.OperationID)
+		last := s.endAfterCalls && len(s.ops) == 0
+		if last {
+			s.endAfterCalls = false
+		}
 		s.calls.Unlock()
+		if last {
+			s.end()
+		}
 	}()
 
 	if s.Err() != nil {
@@ -68,6 +75,9 @@ func (s *Session) CallTool(ctx context.Context, name string, args json.RawMessag
 	s.used()
 	ctx, slot := withRequestSlot(ctx)
 	res, err := s.cs.CallTool(ctx, params)
+	if o.Progress != nil {
+		s.awaitProgress(ctx, op)
+	}
 	if err != nil {
 		if slot.sessionMissing.Load() {
 			return nil, notRun(slot, "call "+name, err)
@@ -107,8 +117,63 @@ func (s *Session) onProgress(_ context.Context, req *mcp.ProgressNotificationCli
 	s.calls.Lock()
 	op := s.ops[tok]
 	s.calls.Unlock()
-	if op != nil && op.progress != nil {
+	if op == nil {
+		return
+	}
+	if op.progress != nil {
 		op.progress(Progress{Progress: req.Params.Progress, Total: req.Params.Total, Message: req.Params.Message})
+	}
+	s.calls.Lock()
+	op.delivered++
+	s.calls.Unlock()
+	select {
+	case op.delivery <- struct{}{}:
+	default:
+	}
+}
+
+// progressSeen counts a progress notification of a call in flight as the
+// transport hands it to go-sdk (limiter.onProgress).
+func (s *Session) progressSeen(token string) {
+	s.calls.Lock()
+	if op := s.ops[token]; op != nil {
+		op.seen++
+	}
+	s.calls.Unlock()
+}
+
+// progressGrace bounds the wait for a call's last progress notifications.
+const progressGrace = 2 * time.Second
+
+// awaitProgress waits until every progress notification of the call that
+// arrived before its response has reached the caller. go-sdk delivers the
+// response directly but queues notifications, so without this the last
+// progress of a call was often lost (issue #11 item 2). The transport
+// counts them in stream order, so when the response is in, the count is
+// final; the wait is bounded all the same.
+func (s *Session) awaitProgress(ctx context.Context, op *operation) {
+	var timer *time.Timer
+	for {
+		s.calls.Lock()
+		done := op.delivered >= op.seen
+		s.calls.Unlock()
+		if done {
+			break
+		}
+		if timer == nil {
+			timer = time.NewTimer(progressGrace)
+		}
+		select {
+		case <-op.delivery:
+		case <-timer.C:
+			return
+		case <-ctx.Done():
+			timer.Stop()
+			return
+		}
+	}
+	if timer != nil {
+		timer.Stop()
 	}
 }
 

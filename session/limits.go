@@ -151,6 +151,10 @@ type limiter struct {
 	events, bytes *rate.Limiter
 	// hits counts limit violations, for tests and the status line.
 	hits atomic.Int64
+	// onProgress hears the token of every progress notification as the
+	// framer hands it to go-sdk, in stream order (before the response
+	// that follows it), so a call can wait for its last progress.
+	onProgress func(token string)
 }
 
 func newLimiter(server string, lim config.Limits, log *slog.Logger) *limiter {
@@ -475,6 +479,11 @@ func (b *sseBody) endEvent() {
 			return
 		}
 	}
+	if b.l.onProgress != nil && bytes.Contains(ev, []byte(`"notifications/progress"`)) {
+		if tok, ok := progressToken(ev); ok {
+			b.l.onProgress(tok)
+		}
+	}
 	b.out = append(b.out, ev...)
 	b.out = append(b.out, '\n')
 	b.outHeld += b.held
@@ -514,4 +523,29 @@ func (b *sseBody) stop(le *LimitError) {
 	} else {
 		b.err, b.eof = le, false
 	}
+}
+
+// progressToken reads the string progress token of an SSE event holding a
+// notifications/progress message.
+func progressToken(ev []byte) (string, bool) {
+	var data []byte
+	for line := range bytes.SplitSeq(ev, []byte("\n")) {
+		if rest, ok := bytes.CutPrefix(line, []byte("data:")); ok {
+			if len(data) > 0 {
+				data = append(data, '\n')
+			}
+			data = append(data, bytes.TrimPrefix(rest, []byte(" "))...)
+		}
+	}
+	var m struct {
+		Method string `json:"method"`
+		Params struct {
+			ProgressToken any `json:"progressToken"`
+		} `json:"params"`
+	}
+	if json.Unmarshal(data, &m) != nil || m.Method != "notifications/progress" {
+		return "", false
+	}
+	tok, ok := m.Params.ProgressToken.(string)
+	return tok, ok
 }

@@ -51,10 +51,10 @@ func notRun(slot *requestSlot, what string, err error) error {
 }
 
 // standaloneTrouble reports whether the outcome of a standalone stream GET
-// means the stream cannot be kept: a network failure, credentials refused,
-// the session gone, or a server error. 405 means the server offers no
-// stream (not trouble); a GET carrying Last-Event-ID resumes a call's
-// stream, which go-sdk handles.
+// means the stream cannot be kept and go-sdk will not say so: a network
+// failure (go-sdk retries silently for a long while) or credentials
+// refused. A GET carrying Last-Event-ID resumes a call's stream, which
+// go-sdk handles.
 func standaloneTrouble(req *http.Request, resp *http.Response, err error) error {
 	if !isStandalone(req) {
 		return nil
@@ -65,9 +65,13 @@ func standaloneTrouble(req *http.Request, resp *http.Response, err error) error 
 		}
 		return err
 	}
-	switch code := resp.StatusCode; {
-	case code == http.StatusUnauthorized, code == http.StatusForbidden, code == http.StatusNotFound, code >= 500:
-		return fmt.Errorf("HTTP %d %s on the notification stream", code, http.StatusText(code))
+	// go-sdk itself ends the session on a 404 or 5xx once the stream ran,
+	// and reads any other 4xx on the first GET as "no stream here" (many
+	// servers answer 404 where they mean 405). Only a 401 needs us: go-sdk
+	// drops that stream silently, though a fresh session with a refreshed
+	// token would get it back.
+	if resp.StatusCode == http.StatusUnauthorized {
+		return fmt.Errorf("HTTP 401 on the notification stream")
 	}
 	return nil
 }
@@ -109,7 +113,28 @@ func (s *Session) streamLost(cause error) {
 		s.err = fmt.Errorf("%w: %w", ErrStreamLost, cause)
 	}
 	s.mu.Unlock()
-	s.log.Info("notification stream lost; ending the session so it reconnects", "err", cause)
+	s.calls.Lock()
+	if len(s.ops) > 0 {
+		// Calls in flight may well finish (a 401 on the stream says
+		// nothing about them): end the session after the last one.
+		s.endAfterCalls = true
+		s.calls.Unlock()
+		s.log.Info("notification stream lost; the session ends after the calls in flight", "err", cause)
+		return
+	}
+	s.calls.Unlock()
+	s.end()
+}
+
+// end closes the go-sdk session of a session whose stream was lost.
+func (s *Session) end() {
+	s.mu.Lock()
+	closed := s.closed
+	s.mu.Unlock()
+	if closed {
+		return
+	}
+	s.log.Info("notification stream lost; ending the session so it reconnects")
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()

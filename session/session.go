@@ -119,15 +119,23 @@ type Session struct {
 	lastList   [numKinds]time.Time
 	closing    bool // Close has begun: no new call is admitted (under calls)
 
-	calls   sync.Mutex
-	ops     map[string]*operation // in-flight calls by operation id
-	cancels CancelRecords         // cancels that overtook their call (R4.5)
+	calls sync.Mutex
+	ops   map[string]*operation // in-flight calls by operation id
+	// endAfterCalls: the stream was lost while calls were in flight; the
+	// last of them to finish ends the session.
+	endAfterCalls bool
+	cancels       CancelRecords // cancels that overtook their call (R4.5)
 }
 
 type operation struct {
 	cancel   context.CancelCauseFunc
 	progress func(Progress)
 	token    string
+	// seen counts the call's progress notifications the transport handed
+	// to go-sdk, delivered those given to progress (both under calls);
+	// delivery signals each delivery.
+	seen, delivered int
+	delivery        chan struct{}
 }
 
 // Progress is one progress notification of a call.
@@ -213,6 +221,7 @@ func Connect(ctx context.Context, o Options) (*Session, error) {
 	s.used()
 	s.cancels.init()
 	sess = s
+	lim.onProgress = s.progressSeen
 
 	name, version := o.ClientName, o.ClientVersion
 	if name == "" {

@@ -174,7 +174,7 @@ func TestCallTimeout(t *testing.T) {
 
 	// The server's own limit applies too.
 	c.ok("servers", "set", "fx", "--tool-timeout", "200ms")
-	c.fail(exitNoAnswer, "timed out", "call", "mcp__fx__slow", `{"ms": 600}`, "--yes")
+	c.fail(exitNoAnswer, "timed out", "call", "mcp__fx__slow", `{"ms": 600, "quiet": true}`, "--yes")
 }
 
 // A 5 MB result is cut to the budget, with the marker.
