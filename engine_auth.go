@@ -43,6 +43,10 @@ const (
 	// callbackWait is how long CompleteAuthorization waits for the code
 	// exchange before answering with the flow as it stands.
 	callbackWait = 60 * time.Second
+	// replacedWait is how long Authorize waits for the flow it abandons to
+	// end, so that what that flow records (a registration whose browser
+	// step never came back) is seen by the new one.
+	replacedWait = 5 * time.Second
 )
 
 // flow is one sign-in flow.
@@ -102,8 +106,9 @@ func (fs *flows) update(f *flow, change func(*localapi.AuthFlow)) {
 	fs.mu.Unlock()
 }
 
-// replace installs f as the server's flow, cancelling the one before.
-func (fs *flows) replace(f *flow) {
+// replace installs f as the server's flow, cancelling the one before,
+// which it returns (nil if none).
+func (fs *flows) replace(f *flow) *flow {
 	fs.mu.Lock()
 	old := fs.m[f.server]
 	fs.m[f.server] = f
@@ -111,6 +116,7 @@ func (fs *flows) replace(f *flow) {
 	if old != nil {
 		old.cancel()
 	}
+	return old
 }
 
 // drop forgets a deleted server's flow, cancelling it.
@@ -151,7 +157,18 @@ func (c *Client) ServeCallbacks(port int) { c.cbPort.Store(int64(port)) }
 // was not needed. A flow that failed is returned together with an
 // *localapi.Error (CodePermissionRequired when an origin needs a grant
 // first). Starting a flow abandons the server's previous one.
-func (c *Client) Authorize(ctx context.Context, id string) (*localapi.AuthFlow, error) {
+//
+// Registration recovery (issue #11): a flow whose browser step never came
+// back with a dynamically registered client leaves the registration
+// marked, and the next flow registers a new client — the authorization
+// server may have forgotten the old one, and it never redirects back for
+// an unknown client. Options.Reregister forces a new registration. The
+// scopes asked for include those a 403 insufficient_scope recorded.
+func (c *Client) Authorize(ctx context.Context, id string, opts ...localapi.AuthorizeOptions) (*localapi.AuthFlow, error) {
+	var o localapi.AuthorizeOptions
+	if len(opts) > 0 {
+		o = opts[0]
+	}
 	srv, err := c.Store.GetServer(ctx, id)
 	if err != nil {
 		if errors.Is(err, store.ErrNotFound) {
@@ -171,10 +188,18 @@ func (c *Client) Authorize(ctx context.Context, id string) (*localapi.AuthFlow, 
 	// not the engine.
 	fctx, cancel := context.WithTimeout(c.ctx, flowTimeout)
 	f.cancel = cancel
-	c.flows.replace(f)
+	if old := c.flows.replace(f); old != nil {
+		t := time.NewTimer(replacedWait)
+		select {
+		case <-old.done:
+		case <-t.C:
+		case <-ctx.Done():
+		}
+		t.Stop()
+	}
 	started := c.goBackground(func(context.Context) {
 		defer cancel()
-		c.runFlow(fctx, f, srv)
+		c.runFlow(fctx, f, srv, oauth.LoginOptions{Reregister: o.Reregister})
 	})
 	if !started {
 		cancel()
@@ -234,11 +259,11 @@ func (c *Client) WaitAuthorization(ctx context.Context, id string) (*localapi.Au
 }
 
 // runFlow runs oauth.Login for one flow and records the outcome.
-func (c *Client) runFlow(ctx context.Context, f *flow, srv config.Server) {
+func (c *Client) runFlow(ctx context.Context, f *flow, srv config.Server, lo oauth.LoginOptions) {
 	// Every request the flow makes is attributed to the server, so a
 	// refused authorization-server origin shows up beside it as pending.
 	ctx = hostperm.WithPurpose(ctx, hostperm.PurposeAuthorization, srv.ID)
-	res, err := c.OAuth.Login(ctx, srv, c.browserFor(f, srv))
+	res, err := c.OAuth.Login(ctx, srv, c.browserFor(f, srv), lo)
 	c.flows.update(f, func(v *localapi.AuthFlow) {
 		now := time.Now().UTC()
 		v.Finished = &now
@@ -259,6 +284,8 @@ func (c *Client) runFlow(ctx context.Context, f *flow, srv config.Server) {
 				// The message names the port and the flag already.
 			case errors.Is(err, context.Canceled):
 				v.Error = "the sign-in was abandoned (it was started again, the server was removed, or remotemcp stopped)"
+			case errors.Is(err, context.DeadlineExceeded) && errors.Is(err, oauth.ErrMaybeForgottenClient):
+				v.Error = fmt.Sprintf("the sign-in was not completed within %v. If the authorization page showed an error such as invalid_client or \"unknown client\", the authorization server has forgotten remotemcp's client registration (for example after a restart): the next sign-in registers a new client. Start it again", flowTimeout)
 			case errors.Is(err, context.DeadlineExceeded):
 				v.Error = fmt.Sprintf("the sign-in was not completed within %v; start it again", flowTimeout)
 			}
@@ -295,10 +322,12 @@ func (c *Client) runFlow(ctx context.Context, f *flow, srv config.Server) {
 	}
 	c.log.Info("remotemcp: signed in", "server", srv.ID)
 	// The manager's sessions pick the new token up on their next request;
-	// a server that failed for want of it is connected again now.
+	// a server that failed for want of it is connected again now. A live
+	// session is kept (Connect, not Reconnect): replacing it would fail
+	// the calls in flight on it, which the new token serves anyway.
 	if cur, gerr := c.Store.GetServer(ctx, srv.ID); gerr == nil && cur.Enabled && c.running {
 		rctx, rcancel := context.WithTimeout(ctx, connectWait)
-		if rerr := c.Manager.Reconnect(rctx, srv.ID); rerr != nil {
+		if rerr := c.Manager.Connect(rctx, srv.ID); rerr != nil {
 			c.log.Info("remotemcp: reconnect after sign-in failed", "server", srv.ID, "err", rerr)
 		} else if rerr := c.reg.Refresh(withWant(rctx, srv.ID)); rerr != nil {
 			c.log.Debug("remotemcp: list after sign-in", "server", srv.ID, "err", rerr)

@@ -235,8 +235,19 @@ func (a *api) serverLog(w http.ResponseWriter, r *http.Request) {
 	a.reply(w, http.StatusOK, nonNil(v), err)
 }
 
+// authorize takes optional AuthorizeOptions as its body; the settings
+// page sends none.
 func (a *api) authorize(w http.ResponseWriter, r *http.Request) {
-	v, err := a.eng.Authorize(r.Context(), r.PathValue("id"))
+	var opts []localapi.AuthorizeOptions
+	if r.ContentLength != 0 {
+		o, err := decode[localapi.AuthorizeOptions](w, r, maxBody)
+		if err != nil {
+			a.error(w, err)
+			return
+		}
+		opts = append(opts, o)
+	}
+	v, err := a.eng.Authorize(r.Context(), r.PathValue("id"), opts...)
 	a.reply(w, http.StatusOK, v, err)
 }
 

@@ -290,9 +290,14 @@ func (c *Client) Log(ctx context.Context, id string) ([]LogEntry, error) {
 	return list[LogEntry](ctx, c, serverPath(id, "log"), nil)
 }
 
-// Authorize starts a sign-in flow.
-func (c *Client) Authorize(ctx context.Context, id string) (*AuthFlow, error) {
-	return send[AuthFlow](ctx, c, http.MethodPost, serverPath(id, "authorize"), nil)
+// Authorize starts a sign-in flow. Without options (or with the zero
+// value) the request has no body, as the settings page sends it.
+func (c *Client) Authorize(ctx context.Context, id string, opts ...AuthorizeOptions) (*AuthFlow, error) {
+	var body any
+	if len(opts) > 0 && opts[0] != (AuthorizeOptions{}) {
+		body = opts[0]
+	}
+	return send[AuthFlow](ctx, c, http.MethodPost, serverPath(id, "authorize"), body)
 }
 
 // Authorization returns a server's latest sign-in flow.

@@ -31,8 +31,9 @@ type Engine interface {
 	// Sign-in. Authorize starts a flow and returns once the authorization
 	// URL is known (or the flow failed or was not needed); WaitAuthorization
 	// waits until it ends. The callback reaches the owner's loopback
-	// /mcp-oauth. Logout forgets the tokens and ends the server's sessions.
-	Authorize(ctx context.Context, id string) (*AuthFlow, error)
+	// /mcp-oauth. At most one AuthorizeOptions is used; none means the
+	// defaults. Logout forgets the tokens and ends the server's sessions.
+	Authorize(ctx context.Context, id string, opts ...AuthorizeOptions) (*AuthFlow, error)
 	Authorization(ctx context.Context, id string) (*AuthFlow, error)
 	WaitAuthorization(ctx context.Context, id string) (*AuthFlow, error)
 	Logout(ctx context.Context, id string) (*LogoutResult, error)
@@ -87,4 +88,15 @@ type Engine interface {
 type CallbackReceiver interface {
 	ServeCallbacks(port int)
 	CompleteAuthorization(ctx context.Context, query url.Values) (*AuthFlow, error)
+}
+
+// AuthorizeOptions adjust one sign-in flow (Engine.Authorize; the body of
+// POST /api/servers/{id}/authorize, which may also be empty).
+type AuthorizeOptions struct {
+	// Reregister forgets the server's dynamic client registration and
+	// registers a new client before signing in ("auth login
+	// --reregister"): for an authorization server that forgot the old
+	// one. Refused (the flow fails at step registration) for a server
+	// with a configured client id.
+	Reregister bool `json:"reregister,omitempty"`
 }

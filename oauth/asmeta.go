@@ -47,7 +47,7 @@ func asMetadataURLs(issuer string) ([]string, error) {
 // requires metadata, and guessing would send credentials to URLs nobody
 // published.
 func (a *Authenticator) discoverAS(ctx context.Context, serverID, issuer string) (*oauthex.AuthServerMeta, error) {
-	ctx = hostperm.WithPurpose(ctx, hostperm.PurposeDiscoveryAS, serverID)
+	ctx = withStep(hostperm.WithPurpose(ctx, hostperm.PurposeDiscoveryAS, serverID), StepDiscoveryAS)
 	urls, err := asMetadataURLs(issuer)
 	if err != nil {
 		return nil, stepErr(StepDiscoveryAS, serverID, fmt.Errorf("%s: %w", issuer, err))
@@ -150,6 +150,10 @@ func validateASMetadata(body []byte, issuer string) (*oauthex.AuthServerMeta, er
 	if asm.AuthorizationResponseIssParameterSupported, err = obj.boolean("authorization_response_iss_parameter_supported"); err != nil {
 		return nil, bad(err)
 	}
+	// A malformed flag counts as "not supported" rather than failing the
+	// document: it only matters when a CIMD URL is configured, and then
+	// DCR or the configured client is the safe fallback (SPEC §9 A3).
+	asm.ClientIDMetadataDocumentSupported, _ = obj.boolean("client_id_metadata_document_supported")
 
 	switch {
 	case !obj.has("code_challenge_methods_supported"):

@@ -156,7 +156,7 @@ func prmCandidates(log *slog.Logger, serverID, mcpURL, canonical, headerURL stri
 // discovery, since silently skipping a broken document could pick a
 // different authorization server than the operator published.
 func (a *Authenticator) discoverPRM(ctx context.Context, serverID, mcpURL, canonical, headerURL string) (*resourceMeta, error) {
-	ctx = hostperm.WithPurpose(ctx, hostperm.PurposeDiscoveryPRM, serverID)
+	ctx = withStep(hostperm.WithPurpose(ctx, hostperm.PurposeDiscoveryPRM, serverID), StepDiscoveryPRM)
 	cands, err := prmCandidates(a.log, serverID, mcpURL, canonical, headerURL)
 	if err != nil {
 		return nil, stepErr(StepDiscoveryPRM, serverID, err)

@@ -43,11 +43,11 @@ func (e *Error) Error() string {
 	return "oauth: " + string(e.Step) + ": " + msg
 }
 
-// Unwrap returns the cause.
 // AuthStep names the failed step for the manager's error attribution
 // (R5.1, R3.12) without it importing this package.
 func (e *Error) AuthStep() string { return string(e.Step) }
 
+// Unwrap returns the cause.
 func (e *Error) Unwrap() error { return e.Err }
 
 // Sentinel causes callers and tests branch on with errors.Is. Each is
@@ -111,7 +111,72 @@ var (
 	// OAuth answered 401 without a Bearer challenge (WWW-Authenticate), so
 	// nothing says OAuth would help (SPEC §9 A2).
 	ErrNoChallenge = errors.New("the server demands authentication but sent no OAuth challenge")
+	// ErrNothingToReregister: a new registration was asked for a server
+	// whose client id is configured.
+	ErrNothingToReregister = errors.New("nothing to re-register")
+	// ErrBadClientMetadataURL: the configured client ID metadata document
+	// URL is unusable (not https, no path, …).
+	ErrBadClientMetadataURL = errors.New("invalid client ID metadata document URL")
+	// ErrRefusedBeforeRun marks every error of the Handler's Authorize:
+	// the MCP server answered the request with 401 or 403, so it refused
+	// the request before running it, and no sign-in made it go through.
+	// A tool call that fails with it did not run ("not sent", R4.1). The
+	// error's message is the cause's; only errors.Is sees the mark.
+	ErrRefusedBeforeRun = errors.New("the server refused the request before running it")
+	// ErrMaybeForgottenClient: the browser never came back from the
+	// authorization server with a dynamically registered client. An
+	// authorization server that forgot the client (an in-memory server
+	// restarted) shows invalid_client and never redirects back (RFC 6749
+	// §4.1.2.1), so the next login registers a new client.
+	ErrMaybeForgottenClient = errors.New("the authorization server may have forgotten remotemcp's client registration")
 )
+
+// refusedError is an error of Handler.Authorize: the cause, marked with
+// ErrRefusedBeforeRun. It is a new value around the cause, since a flight
+// hands the same cause to every caller.
+type refusedError struct{ err error }
+
+func (e *refusedError) Error() string   { return e.err.Error() }
+func (e *refusedError) Unwrap() []error { return []error{e.err, ErrRefusedBeforeRun} }
+
+// refused marks err (nil stays nil) with ErrRefusedBeforeRun.
+func refused(err error) error {
+	if err == nil || errors.Is(err, ErrRefusedBeforeRun) {
+		return err
+	}
+	return &refusedError{err}
+}
+
+// InsufficientScopeError is the cause of a StepScope *Error when the
+// server answered 403 insufficient_scope and no browser could step up
+// (background work, R3.13): the person must sign in again, and that
+// sign-in asks for Scopes. errors.Is(err, ErrLoginRequired) holds.
+type InsufficientScopeError struct {
+	ServerID string
+	// Missing are the scopes the server demanded that the current token
+	// lacks (all demanded scopes when the granted ones are unknown).
+	Missing []string
+	// Scopes are the scopes recorded for the server's binding, which the
+	// next authorization asks for (with what R3.9 selects).
+	Scopes []string
+}
+
+// Error says what is missing and what to run.
+func (e *InsufficientScopeError) Error() string {
+	what := "more scopes than the current token has (it named none)"
+	if len(e.Missing) > 0 {
+		what = fmt.Sprintf("the scopes %q", strings.Join(e.Missing, " "))
+	}
+	asks := ""
+	if len(e.Scopes) > 0 {
+		asks = fmt.Sprintf(" (it asks for %q)", strings.Join(e.Scopes, " "))
+	}
+	return fmt.Sprintf("%v: the server refused the request for want of %s, which need a new authorization; run \"remotemcp auth login %s\"%s",
+		ErrLoginRequired, what, e.ServerID, asks)
+}
+
+// Unwrap makes errors.Is(err, ErrLoginRequired) true.
+func (e *InsufficientScopeError) Unwrap() error { return ErrLoginRequired }
 
 // TokenError is an error response of the token endpoint (RFC 6749 §5.2).
 // The description is sanitized; the response body is never kept, since a

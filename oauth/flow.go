@@ -156,18 +156,41 @@ type flowParams struct {
 	asm     *oauthex.AuthServerMeta
 	scopes  []string
 	browser Browser
+	// reregister drops the stored registration first (auth login
+	// --reregister).
+	reregister bool
+}
+
+// clientRejected reports a token endpoint answer saying the client itself
+// is no good: invalid_client (unknown client, failed authentication) or
+// unauthorized_client. For a dynamically registered client it means the
+// authorization server has forgotten the registration (an in-memory
+// server restarted), and a new registration is the cure.
+func clientRejected(err error) bool {
+	var te *TokenError
+	return errors.As(err, &te) && (te.Code == "invalid_client" || te.Code == "unauthorized_client")
 }
 
 // runFlow performs the authorization code flow with PKCE S256, state,
-// RFC 8707 resource and RFC 9207 iss checks, and exchanges the code. On
-// invalid_client from the token endpoint with a dynamically registered
-// client it drops the registration and goes round once more with a fresh
-// one — once only, so a server that rejects every client cannot make us
-// loop.
+// RFC 8707 resource and RFC 9207 iss checks, and exchanges the code.
+//
+// Registration recovery: when the token endpoint rejects a dynamically
+// registered client (clientRejected), the code is spent, so the flow drops
+// the registration, registers again and runs the authorization once more
+// with the new client — once only, so a server that rejects every client
+// cannot make us loop. A browser step that never comes back with a
+// dynamically registered client leaves the registration marked
+// (setAwaiting), and the next flow registers a new client.
 func (a *Authenticator) runFlow(ctx context.Context, p flowParams) (*grant, *client, error) {
 	id := p.srv.ID
 	for attempt := 0; ; attempt++ {
 		markStep(ctx, StepRegistration)
+		if attempt == 0 && p.reregister {
+			if err := a.dropRegistration(ctx, id, p.binding); err != nil {
+				return nil, nil, stepErr(StepRegistration, id, fmt.Errorf("forgetting the old registration: %w", err))
+			}
+			a.log.Info("oauth: registering a new client as asked", "server", id, "issuer", p.asm.Issuer)
+		}
 		cl, err := a.resolveClient(ctx, p.srv, p.binding, p.asm, true)
 		if err != nil {
 			return nil, nil, stepErr(StepRegistration, id, err)
@@ -196,16 +219,35 @@ func (a *Authenticator) runFlow(ctx context.Context, p flowParams) (*grant, *cli
 			"scopes", p.scopes)
 
 		markStep(ctx, StepAuthorization)
+		if cl.Dynamic {
+			a.setAwaiting(ctx, id, p.binding, cl.ID, true)
+		}
 		res, err := p.browser(ctx, authURL)
 		if err != nil {
+			if cl.Dynamic {
+				if neverCameBack(err) {
+					// The mark stays: the next flow registers anew.
+					err = &forgottenClientError{err: err, serverID: id}
+				} else {
+					// The browser step failed before it began (port
+					// taken, origin not granted): nothing is suspect.
+					a.setAwaiting(ctx, id, p.binding, cl.ID, false)
+				}
+			}
 			return nil, nil, stepErr(StepAuthorization, id, err)
+		}
+		if cl.Dynamic {
+			// Any callback, even an error, proves the authorization
+			// server knows the client: it never redirects for an
+			// unknown one.
+			a.setAwaiting(ctx, id, p.binding, cl.ID, false)
 		}
 		if err := checkCallback(res, state, p.asm); err != nil {
 			return nil, nil, stepErr(StepAuthorization, id, err)
 		}
 
 		markStep(ctx, StepToken)
-		xctx := hostperm.WithPurpose(context.WithValue(ctx, oauth2.HTTPClient, a.hc), hostperm.PurposeToken, id)
+		xctx := withStep(hostperm.WithPurpose(context.WithValue(ctx, oauth2.HTTPClient, a.hc), hostperm.PurposeToken, id), StepToken)
 		xctx, cancel := context.WithTimeout(xctx, requestTimeout)
 		tok, err := cfg.Exchange(xctx,
 			res.Code,
@@ -214,14 +256,20 @@ func (a *Authenticator) runFlow(ctx context.Context, p flowParams) (*grant, *cli
 		cancel()
 		if err != nil {
 			err = exchangeError(err, p.asm.TokenEndpoint)
-			var te *TokenError
-			if errors.As(err, &te) && te.Code == "invalid_client" && cl.Dynamic && attempt == 0 {
-				a.log.Warn("oauth: the token endpoint rejected the registered client; registering again",
-					"server", id, "issuer", p.asm.Issuer)
-				if derr := a.dropRegistration(ctx, id, p.binding); derr != nil {
+			if clientRejected(err) && cl.Dynamic {
+				if derr := a.dropRegistration(context.WithoutCancel(ctx), id, p.binding); derr != nil {
 					return nil, nil, stepErr(StepRegistration, id, derr)
 				}
-				continue
+				if attempt == 0 {
+					a.log.Warn("oauth: the token endpoint rejected the registered client; registering again and authorizing once more",
+						"server", id, "issuer", p.asm.Issuer)
+					continue
+				}
+				err = fmt.Errorf("%w; the authorization server rejected a freshly registered client as well, so registering again will not help", err)
+			} else if clientRejected(err) && cl.CIMD {
+				err = fmt.Errorf("%w; the authorization server refused the client ID metadata document %s as client id", err, cl.ID)
+			} else if clientRejected(err) {
+				err = fmt.Errorf("%w; check the configured auth.clientId and client secret", err)
 			}
 			return nil, nil, stepErr(StepToken, id, err)
 		}
@@ -232,6 +280,27 @@ func (a *Authenticator) runFlow(ctx context.Context, p flowParams) (*grant, *cli
 		return g, cl, nil
 	}
 }
+
+// neverCameBack reports a browser step that ended without a callback
+// because nobody came back: it was abandoned or timed out, or (a headless
+// browser) the authorization endpoint answered instead of redirecting.
+func neverCameBack(err error) bool {
+	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) || errors.Is(err, ErrBadCallback)
+}
+
+// forgottenClientError is a browser step with a dynamically registered
+// client that never came back: the cause, with the advice that the next
+// login registers a new client (ErrMaybeForgottenClient).
+type forgottenClientError struct {
+	err      error
+	serverID string
+}
+
+func (e *forgottenClientError) Error() string {
+	return fmt.Sprintf("%v; if the authorization page showed an error such as invalid_client or \"unknown client\", the authorization server has forgotten remotemcp's registration (for example after a restart): the next \"remotemcp auth login %s\" registers a new client", e.err, e.serverID)
+}
+
+func (e *forgottenClientError) Unwrap() []error { return []error{e.err, ErrMaybeForgottenClient} }
 
 // exchangeError turns x/oauth2's errors into ours: a redirect becomes
 // ErrRedirectRefused, an error response a *TokenError (without the body,

@@ -1,11 +1,23 @@
 // Package oauth is remotemcp's OAuth 2.1 client for remote MCP servers, as
 // the MCP Authorization spec (2025-11-25; floor 2025-06-18) and SPEC §3
 // demand: protected resource metadata discovery (RFC 9728), authorization
-// server metadata (RFC 8414 / OIDC), pre-configured clients or dynamic
-// client registration (RFC 7591), the authorization code flow with PKCE
-// S256, state, RFC 8707 resource and RFC 9207 iss, refresh with resource,
-// step-up on insufficient_scope, and bindings of client ids and tokens to
+// server metadata (RFC 8414 / OIDC), client ID metadata documents (CIMD,
+// SPEC §9 A3), pre-configured clients or dynamic client registration (RFC
+// 7591), the authorization code flow with PKCE S256, state, RFC 8707
+// resource and RFC 9207 iss, refresh with resource, step-up on
+// insufficient_scope (the demanded scopes recorded with the binding for
+// the next authorization), and bindings of client ids and tokens to
 // resource + issuer (R3.10).
+//
+// Registration recovery (issue #11): an authorization server that forgets
+// its registered clients is detected at the token endpoint
+// (invalid_client, unauthorized_client: the registration is dropped and
+// the next authorization registers anew), and by a browser step that
+// never comes back (the next interactive flow registers anew).
+// LoginOptions.Reregister forces it.
+//
+// Options.OnExchange feeds every discovery, registration and token
+// request, metadata only, to the per-server request log.
 //
 // An Authenticator serves every server of a process. Its Handler is the
 // go-sdk auth.OAuthHandler of one session; Login, Logout and Status back the
@@ -91,6 +103,18 @@ type Options struct {
 	Logger *slog.Logger
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// ClientMetadataURL returns the HTTPS URL of the client ID metadata
+	// document (CIMD) configured for a server, "" if none (SPEC §9 A3).
+	// When the authorization server's metadata says
+	// client_id_metadata_document_supported, that URL is the client id
+	// and nothing is registered; otherwise DCR or the pre-registered
+	// client is used as before. nil means no server has one.
+	ClientMetadataURL func(srv config.Server) string
+	// OnExchange, when set, receives every HTTP request the authenticator
+	// makes for a server (discovery, registration, token, refresh), with
+	// metadata only (Exchange), for the per-server request log (SPEC B1).
+	// It is called on the request's goroutine and must not block.
+	OnExchange func(Exchange)
 }
 
 // Authenticator performs OAuth for every server of one process.
@@ -101,6 +125,7 @@ type Authenticator struct {
 	hc     *http.Client
 	log    *slog.Logger
 	now    func() time.Time
+	cimd   func(config.Server) string
 
 	// flights makes concurrent 401s (or 403s) of one server share one
 	// refresh or authorization (in-process half of the single flight; the
@@ -110,6 +135,13 @@ type Authenticator struct {
 
 	mu      sync.Mutex
 	stepUps map[string][]time.Time // server id → recent step-up authorizations
+
+	// scopeMu serializes updates of recorded scopes (recordScopes).
+	scopeMu sync.Mutex
+	// regMu makes setAwaiting's read-modify-write of a stored
+	// registration atomic against the other writes of registrations in
+	// this process, so it never writes back one just replaced.
+	regMu sync.Mutex
 }
 
 // New returns an Authenticator. It panics if opts.Store is nil.
@@ -121,9 +153,10 @@ func New(opts Options) *Authenticator {
 		store:   opts.Store,
 		mem:     opts.Memory,
 		locker:  opts.Locker,
-		hc:      noRedirectClient(opts.HTTPClient),
+		hc:      withExchangeLog(noRedirectClient(opts.HTTPClient), opts.OnExchange),
 		log:     opts.Logger,
 		now:     opts.Now,
+		cimd:    opts.ClientMetadataURL,
 		stepUps: make(map[string][]time.Time),
 	}
 	if a.mem == nil {
@@ -253,12 +286,19 @@ func (h *handler) TokenSource(context.Context) (oauth2.TokenSource, error) {
 	return tokenSource{h}, nil
 }
 
-// Authorize implements auth.OAuthHandler.
+// Authorize implements auth.OAuthHandler. Every error it returns is
+// marked ErrRefusedBeforeRun: the server answered 401 or 403, so the
+// request did not run.
 func (h *handler) Authorize(ctx context.Context, req *http.Request, resp *http.Response) error {
 	defer func() {
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 		resp.Body.Close()
 	}()
+	return refused(h.handle(ctx, req, resp))
+}
+
+// handle is Authorize without the mark.
+func (h *handler) handle(ctx context.Context, req *http.Request, resp *http.Response) error {
 	id := h.srv.ID
 	if !h.srv.Auth.Kind.OAuthCapable() {
 		return &Error{Step: StepAuthorization, ServerID: id,
@@ -376,21 +416,45 @@ const (
 	stepUpWindow = time.Hour
 )
 
-// stepUp handles a 403 insufficient_scope (R3.9): a new authorization for
-// the union of the granted and the demanded scopes.
+// stepUp handles a 403 insufficient_scope (R3.9). It first records the
+// union of the granted and the demanded scopes with the binding
+// (recordScopes), so whichever authorization comes next — this step-up,
+// or the person's "auth login" when this is background work — asks for
+// all of them. With a browser it then authorizes at once; without one
+// (R3.13) it fails with an *InsufficientScopeError naming what is
+// missing, without contacting anyone.
 func (h *handler) stepUp(ctx context.Context, ch challenge) error {
 	id := h.srv.ID
 	demanded := slices.Clone(ch.scopes)
 	sort.Strings(demanded)
-	if b, ok := h.binding(); ok && len(demanded) > 0 {
-		granted := h.a.grantedScopes(ctx, id, b)
-		if len(granted) > 0 && isSubset(demanded, granted) {
-			// We already hold every scope demanded: another
-			// authorization would end the same way.
-			return &Error{Step: StepScope, ServerID: id,
-				Err: fmt.Errorf("%w: the server demands the scopes %q, which the current token already has; a new authorization cannot fix this",
-					ErrForbidden, strings.Join(demanded, " "))}
+	b, bound := h.binding()
+	var granted []string
+	if bound {
+		granted = h.a.grantedScopes(ctx, id, b)
+	}
+	if len(demanded) > 0 && len(granted) > 0 && isSubset(demanded, granted) {
+		// We already hold every scope demanded: another
+		// authorization would end the same way.
+		return &Error{Step: StepScope, ServerID: id,
+			Err: fmt.Errorf("%w: the server demands the scopes %q, which the current token already has; a new authorization cannot fix this",
+				ErrForbidden, strings.Join(demanded, " "))}
+	}
+	recorded := uniq(append(slices.Clone(granted), demanded...))
+	if bound && len(demanded) > 0 {
+		// Persisted even if the caller gives up right after: it is what
+		// breaks the loop of issue #11.
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), requestTimeout)
+		all, err := h.a.recordScopes(rctx, id, b, recorded)
+		cancel()
+		if err != nil {
+			h.a.log.Warn("oauth: could not record the demanded scopes", "server", id, "error", err)
+		} else {
+			recorded = all
 		}
+	}
+	if h.browser == nil {
+		return &Error{Step: StepScope, ServerID: id, Err: &InsufficientScopeError{
+			ServerID: id, Missing: without(demanded, granted), Scopes: recorded}}
 	}
 	v, at, err := h.a.flights.do(ctx, h.flightKey("stepup", demanded...), func(ctx context.Context) (any, error) {
 		if !h.a.takeStepUp(id) {
@@ -503,6 +567,9 @@ type authzRequest struct {
 	browser   Browser
 	mode      mode
 	prm       *resourceMeta // already discovered, or nil
+	// reregister: register a new client even if one is stored (auth
+	// login --reregister).
+	reregister bool
 }
 
 // outcome is what authorize achieved.
@@ -571,6 +638,8 @@ func (a *Authenticator) authorize(ctx context.Context, r authzRequest) (*outcome
 			}
 			return &outcome{binding: b, grant: g, client: cl, refreshed: true}, nil
 		case errors.Is(err, errNoRefreshToken):
+		case clientRejected(err):
+			reason = "the authorization server no longer accepts remotemcp's client (" + err.Error() + "); the next sign-in registers a new one"
 		case isRefusal(err):
 			reason = "the stored refresh token was refused (" + err.Error() + ")"
 		default:
@@ -578,19 +647,17 @@ func (a *Authenticator) authorize(ctx context.Context, r authzRequest) (*outcome
 		}
 	}
 	if r.browser == nil {
-		if r.mode == modeStepUp {
-			return nil, &Error{Step: StepScope, ServerID: id,
-				Err: fmt.Errorf("%w: the server requires the scopes %q, which need a new authorization; run \"remotemcp auth login %s\"",
-					ErrLoginRequired, strings.Join(r.ch.scopes, " "), id)}
-		}
 		return nil, loginRequired(id, reason)
 	}
-	var granted []string
+	var keep []string
 	if r.mode == modeStepUp {
-		granted = a.grantedScopes(ctx, id, b)
+		keep = a.grantedScopes(ctx, id, b)
 	}
-	scopes := selectScopes(r.ch.scopes, prm.ScopesSupported, srv.Auth.Scopes, asm.ScopesSupported, granted)
-	g, cl, err := a.runFlow(ctx, flowParams{srv: srv, binding: b, prm: prm, asm: asm, scopes: scopes, browser: r.browser})
+	// What a 403 insufficient_scope taught us is asked for by every
+	// authorization of the binding, a login included (R3.9, issue #11).
+	keep = uniq(append(keep, a.loadRecordedScopes(ctx, id, b)...))
+	scopes := selectScopes(r.ch.scopes, prm.ScopesSupported, srv.Auth.Scopes, asm.ScopesSupported, keep)
+	g, cl, err := a.runFlow(ctx, flowParams{srv: srv, binding: b, prm: prm, asm: asm, scopes: scopes, browser: r.browser, reregister: r.reregister})
 	if err != nil {
 		if r.mode == modeStepUp {
 			var e *Error
@@ -632,11 +699,15 @@ func (a *Authenticator) tryRefresh(ctx context.Context, srv config.Server, b con
 	}
 	g, err := a.refresh(ctx, srv, b, prm.Resource, asm.TokenEndpoint, cl)
 	if err != nil {
-		var te *TokenError
-		if errors.As(err, &te) && te.Code == "invalid_client" && cl.Dynamic {
-			// The registration itself is dead; the flow will register
-			// again (once).
-			_ = a.dropRegistration(context.WithoutCancel(ctx), srv.ID, b)
+		if clientRejected(err) && cl.Dynamic {
+			// The registration itself is dead (the authorization
+			// server forgot it): the next flow, interactive or the
+			// person's login, registers a new client.
+			if derr := a.dropRegistration(context.WithoutCancel(ctx), srv.ID, b); derr != nil {
+				a.log.Warn("oauth: could not forget the rejected registration", "server", srv.ID, "error", derr)
+			} else {
+				a.log.Warn("oauth: the token endpoint rejected the registered client; the next authorization registers a new one", "server", srv.ID, "issuer", b.Issuer)
+			}
 		}
 		return nil, nil, err
 	}
@@ -681,7 +752,7 @@ func (a *Authenticator) rebind(ctx context.Context, srv config.Server, b config.
 // forget drops the client registration and tokens of one binding.
 func (a *Authenticator) forget(ctx context.Context, serverID string, b config.Binding) {
 	a.mem.Delete(secretKey(serverID, purposeAccessToken, b))
-	for _, p := range []string{store.PurposeRefreshToken, store.PurposeRegistration} {
+	for _, p := range []string{store.PurposeRefreshToken, store.PurposeRegistration, purposeScopes} {
 		if err := a.store.DeleteSecret(ctx, secretKey(serverID, p, b)); err != nil && !errors.Is(err, store.ErrNotFound) {
 			a.log.Warn("oauth: could not delete an old secret", "server", serverID, "purpose", p, "error", err)
 		}
@@ -707,19 +778,39 @@ type LoginResult struct {
 	RefreshToken bool
 }
 
+// LoginOptions adjust one Login.
+type LoginOptions struct {
+	// Reregister forgets the stored dynamic client registration of the
+	// binding and registers a new client (auth login --reregister), for
+	// an authorization server that forgot the old one. It is refused for
+	// a server with a configured client id, which has nothing to renew.
+	Reregister bool
+}
+
 // Login authorizes srv interactively (the user's explicit "Authorize",
 // R3.13): it probes the MCP URL with an unauthenticated initialize to get
 // the 401 challenge, then runs discovery, registration, PKCE, the browser
 // step through b, the code exchange, and stores the result. When the
 // server answers without authentication, Login still looks for protected
 // resource metadata (some servers only protect later requests) and reports
-// NotNeeded when there is none.
-func (a *Authenticator) Login(ctx context.Context, srv config.Server, b Browser) (*LoginResult, error) {
+// NotNeeded when there is none. The scopes asked for are those R3.9
+// selects plus those recorded by a 403 insufficient_scope
+// (RecordedScopes). At most one LoginOptions is used.
+func (a *Authenticator) Login(ctx context.Context, srv config.Server, b Browser, opts ...LoginOptions) (*LoginResult, error) {
+	var o LoginOptions
+	if len(opts) > 0 {
+		o = opts[0]
+	}
 	if !srv.Auth.Kind.OAuthCapable() {
 		return nil, &Error{Step: StepAuthorization, ServerID: srv.ID, Err: ErrNotOAuth}
 	}
 	if b == nil {
 		return nil, &Error{Step: StepAuthorization, ServerID: srv.ID, Err: errors.New("no browser to complete the authorization")}
+	}
+	if o.Reregister && srv.Auth.ClientID != "" {
+		return nil, &Error{Step: StepRegistration, ServerID: srv.ID,
+			Err: fmt.Errorf("%w: server %s uses the configured client id %q, so there is no registration to renew; change auth.clientId instead",
+				ErrNothingToReregister, srv.ID, srv.Auth.ClientID)}
 	}
 	canonical, err := config.CanonicalResource(srv.URL)
 	if err != nil {
@@ -741,7 +832,7 @@ func (a *Authenticator) Login(ctx context.Context, srv config.Server, b Browser)
 			return nil, err
 		}
 	}
-	out, err := a.authorize(ctx, authzRequest{srv: srv, canonical: canonical, ch: ch, browser: b, mode: modeLogin, prm: prm})
+	out, err := a.authorize(ctx, authzRequest{srv: srv, canonical: canonical, ch: ch, browser: b, mode: modeLogin, prm: prm, reregister: o.Reregister})
 	if err != nil {
 		return nil, err
 	}
@@ -762,7 +853,7 @@ const probeBody = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"prot
 
 // probe POSTs an unauthenticated initialize. needed reports a 401/403.
 func (a *Authenticator) probe(ctx context.Context, srv config.Server) (ch challenge, needed bool, err error) {
-	pctx, cancel := context.WithTimeout(hostperm.WithPurpose(ctx, hostperm.PurposeMCP, srv.ID), requestTimeout)
+	pctx, cancel := context.WithTimeout(withStep(hostperm.WithPurpose(ctx, hostperm.PurposeMCP, srv.ID), StepDiscoveryPRM), requestTimeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(pctx, http.MethodPost, srv.URL, strings.NewReader(probeBody))
 	if err != nil {
@@ -811,7 +902,8 @@ func (a *Authenticator) endProbeSession(ctx context.Context, mcpURL, sid string)
 }
 
 // Logout forgets everything OAuth knows about a server: access tokens in
-// memory, and the refresh tokens and registrations of every binding. The
+// memory, and the refresh tokens, registrations and recorded scopes of
+// every binding. The
 // config (and its binding) is left as it is; the next request needs a new
 // login. It waits for a refresh or login of the server that is saving its
 // tokens.
@@ -832,15 +924,17 @@ func (a *Authenticator) Logout(ctx context.Context, serverID string) error {
 			return fmt.Errorf("oauth: logout %s: %w", serverID, err)
 		}
 		for _, k := range all {
-			if k.Purpose == store.PurposeRefreshToken || k.Purpose == store.PurposeRegistration {
+			if k.Purpose == store.PurposeRefreshToken || k.Purpose == store.PurposeRegistration || k.Purpose == purposeScopes {
 				keys = append(keys, k)
 			}
 		}
 	} else if srv, err := a.store.GetServer(ctx, serverID); err == nil && srv.Auth.Binding != nil {
-		for _, p := range []string{store.PurposeRefreshToken, store.PurposeRegistration} {
+		for _, p := range []string{store.PurposeRefreshToken, store.PurposeRegistration, purposeScopes} {
 			keys = append(keys, secretKey(serverID, p, *srv.Auth.Binding))
 		}
 	}
+	a.regMu.Lock() // a flow's setAwaiting must not write a registration back
+	defer a.regMu.Unlock()
 	for _, k := range keys {
 		if err := a.store.DeleteSecret(ctx, k); err != nil && !errors.Is(err, store.ErrNotFound) {
 			return fmt.Errorf("oauth: logout %s: %w", serverID, err)
@@ -871,6 +965,9 @@ type Status struct {
 	AccessTokenExpiry time.Time
 	// Scopes are the granted scopes as far as known.
 	Scopes []string
+	// RecordedScopes are the scopes a 403 insufficient_scope recorded
+	// for the binding; the next authorization asks for them.
+	RecordedScopes []string
 	// Problem describes a failure to read the state, "" if none.
 	Problem string
 }
@@ -901,7 +998,14 @@ func (a *Authenticator) Status(ctx context.Context, srv config.Server) Status {
 	} else if rec != nil {
 		st.HasRefreshToken = true
 		st.Scopes = rec.Scopes
+		if u := a.clientMetadataURL(srv); u != "" && rec.ClientID == u {
+			// The client ID metadata document URL was the client id
+			// (the authorization server accepted it): nothing is
+			// registered, the refresh token says which id it was.
+			st.ClientID, st.Registered, st.RegisteredAt = u, false, time.Time{}
+		}
 	}
+	st.RecordedScopes = a.loadRecordedScopes(ctx, srv.ID, b)
 	if r := a.loadAccess(srv.ID, b); r.valid(a.now()) {
 		st.HasAccessToken = true
 		st.AccessTokenExpiry = r.Expiry

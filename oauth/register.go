@@ -7,8 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
@@ -44,6 +46,7 @@ type client struct {
 	Secret     string
 	AuthMethod string // authNone, authBasic or authPost
 	Dynamic    bool   // obtained by dynamic registration (and stored)
+	CIMD       bool   // ID is the URL of a client ID metadata document (SPEC §9 A3)
 }
 
 // registration is the sealed record of a dynamic registration
@@ -56,6 +59,13 @@ type registration struct {
 	RedirectPort    int    `json:"redirect_port"`
 	SecretExpiresAt int64  `json:"client_secret_expires_at,omitempty"` // unix seconds; 0 never
 	RegisteredAt    int64  `json:"registered_at"`                      // unix seconds
+	// AwaitingSince is set (unix seconds) while a browser step with this
+	// client waits for its callback, and cleared when one arrives. Found
+	// set by the next interactive flow, it means the browser never came
+	// back — what an authorization server that forgot the client looks
+	// like (it shows invalid_client and never redirects, RFC 6749
+	// §4.1.2.1) — so that flow registers a new client.
+	AwaitingSince int64 `json:"awaiting_since,omitempty"`
 }
 
 func secretKey(serverID, purpose string, b config.Binding) store.SecretKey {
@@ -81,12 +91,29 @@ func (a *Authenticator) loadRegistration(ctx context.Context, serverID string, b
 	return &r, nil
 }
 
-// resolveClient returns the client for a binding: the configured client id
-// (R3.3), or the stored dynamic registration, or a new one (when register
-// is true). A configured client id is bound too (R3.10): once the server
-// is bound to an issuer, the id is never sent to a different one.
+// resolveClient returns the client for a binding: the configured client
+// ID metadata document URL when the authorization server accepts one
+// (SPEC §9 A3), else the configured client id (R3.3), else the stored
+// dynamic registration, or a new one (when register is true). A
+// configured client id is bound too (R3.10): once the server is bound to
+// an issuer, the id is never sent to a different one. A CIMD URL is not:
+// it names a document any authorization server may fetch.
+//
+// When register is true (an interactive flow follows), a stored
+// registration whose last browser step never came back (AwaitingSince)
+// is replaced by a new one.
 func (a *Authenticator) resolveClient(ctx context.Context, srv config.Server, b config.Binding, asm *oauthex.AuthServerMeta, register bool) (*client, error) {
 	port := srv.Auth.RedirectPort
+	if u := a.clientMetadataURL(srv); u != "" {
+		if err := checkClientMetadataURL(u); err != nil {
+			return nil, err
+		}
+		if asm.ClientIDMetadataDocumentSupported {
+			return &client{ID: u, AuthMethod: authNone, CIMD: true}, nil
+		}
+		a.log.Debug("oauth: the authorization server does not accept client ID metadata documents; using the configured or a registered client",
+			"server", srv.ID, "issuer", asm.Issuer)
+	}
 	if srv.Auth.ClientID != "" {
 		if old := srv.Auth.Binding; old != nil && old.Issuer != "" && old.Issuer != b.Issuer {
 			return nil, fmt.Errorf("%w: the server now names authorization server %s, but the configured clientId was used with %s; register a client with the new server, set auth.clientId (and clientSecret) to it and remove auth.binding",
@@ -102,8 +129,14 @@ func (a *Authenticator) resolveClient(ctx context.Context, srv config.Server, b 
 	if err != nil {
 		return nil, err
 	}
-	if reg != nil && reg.RedirectURI == RedirectURI(port) &&
-		(reg.SecretExpiresAt == 0 || a.now().Unix() < reg.SecretExpiresAt) {
+	usable := reg != nil && reg.RedirectURI == RedirectURI(port) &&
+		(reg.SecretExpiresAt == 0 || a.now().Unix() < reg.SecretExpiresAt)
+	if usable && register && reg.AwaitingSince != 0 {
+		a.log.Warn("oauth: the last sign-in with the registered client never came back from the authorization server, which may have forgotten it; registering a new client",
+			"server", srv.ID, "issuer", b.Issuer, "client_id", reg.ClientID, "waiting_since", time.Unix(reg.AwaitingSince, 0).UTC())
+		usable = false
+	}
+	if usable {
 		return &client{ID: reg.ClientID, Secret: reg.ClientSecret, AuthMethod: reg.AuthMethod, Dynamic: true}, nil
 	}
 	if !register {
@@ -123,7 +156,10 @@ func (a *Authenticator) resolveClient(ctx context.Context, srv config.Server, b 
 	if err != nil {
 		return nil, err
 	}
-	if err := a.store.PutSecret(ctx, secretKey(srv.ID, store.PurposeRegistration, b), raw); err != nil {
+	a.regMu.Lock()
+	err = a.store.PutSecret(ctx, secretKey(srv.ID, store.PurposeRegistration, b), raw)
+	a.regMu.Unlock()
+	if err != nil {
 		return nil, fmt.Errorf("saving the registration: %w", err)
 	}
 	a.log.Info("oauth: registered client", "server", srv.ID, "issuer", b.Issuer, "client_id", reg.ClientID)
@@ -164,7 +200,7 @@ func (a *Authenticator) register(ctx context.Context, serverID, endpoint string,
 	if err != nil {
 		return nil, err
 	}
-	ctx, cancel := context.WithTimeout(hostperm.WithPurpose(ctx, hostperm.PurposeRegistration, serverID), requestTimeout)
+	ctx, cancel := context.WithTimeout(withStep(hostperm.WithPurpose(ctx, hostperm.PurposeRegistration, serverID), StepRegistration), requestTimeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, bytes.NewReader(payload))
 	if err != nil {
@@ -286,9 +322,72 @@ func vschar(s string) bool {
 }
 
 // dropRegistration forgets the stored registration of a binding, after the
-// token endpoint said invalid_client.
+// token endpoint said invalid_client or unauthorized_client, or on
+// request (auth login --reregister). A missing one is no error.
 func (a *Authenticator) dropRegistration(ctx context.Context, serverID string, b config.Binding) error {
-	return a.store.DeleteSecret(ctx, secretKey(serverID, store.PurposeRegistration, b))
+	a.regMu.Lock()
+	defer a.regMu.Unlock()
+	err := a.store.DeleteSecret(ctx, secretKey(serverID, store.PurposeRegistration, b))
+	if errors.Is(err, store.ErrNotFound) {
+		return nil
+	}
+	return err
+}
+
+// setAwaiting records (on) or clears (off) that a browser step with the
+// registered client clientID is waiting for its callback. It changes the
+// stored registration only while it is still clientID's: a flow that
+// registered anew meanwhile wins. Failures are logged, not returned: the
+// mark only decides whether the next flow registers again.
+func (a *Authenticator) setAwaiting(ctx context.Context, serverID string, b config.Binding, clientID string, on bool) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), requestTimeout)
+	defer cancel()
+	a.regMu.Lock()
+	defer a.regMu.Unlock()
+	reg, err := a.loadRegistration(ctx, serverID, b)
+	if err != nil || reg == nil || reg.ClientID != clientID || (reg.AwaitingSince != 0) == on {
+		return
+	}
+	reg.AwaitingSince = 0
+	if on {
+		reg.AwaitingSince = a.now().Unix()
+	}
+	raw, err := json.Marshal(reg)
+	if err == nil {
+		err = a.store.PutSecret(ctx, secretKey(serverID, store.PurposeRegistration, b), raw)
+	}
+	if err != nil {
+		a.log.Warn("oauth: could not update the stored registration", "server", serverID, "error", err)
+	}
+}
+
+// clientMetadataURL is the server's configured CIMD URL, "" if none.
+func (a *Authenticator) clientMetadataURL(srv config.Server) string {
+	if a.cimd == nil {
+		return ""
+	}
+	return a.cimd(srv)
+}
+
+// checkClientMetadataURL checks a configured CIMD URL: the client ID
+// metadata document spec requires https and a path (the URL is the
+// client id, and an origin alone cannot name a document); no fragment or
+// user information, which could not be an identifier.
+func checkClientMetadataURL(raw string) error {
+	u, err := url.Parse(raw)
+	switch {
+	case err != nil || !u.IsAbs() || u.Host == "" || u.Opaque != "":
+		return fmt.Errorf("%w: %q is not an absolute URL", ErrBadClientMetadataURL, sanitize(raw, 200))
+	case u.Scheme != "https":
+		return fmt.Errorf("%w: %s must use https", ErrBadClientMetadataURL, redactURL(raw))
+	case u.Path == "" || u.Path == "/":
+		return fmt.Errorf("%w: %s has no path naming the document", ErrBadClientMetadataURL, redactURL(raw))
+	case u.User != nil || u.Fragment != "" || strings.Contains(raw, "#"):
+		return fmt.Errorf("%w: %s must not carry user information or a fragment", ErrBadClientMetadataURL, redactURL(raw))
+	case len(raw) > config.MaxURLLength:
+		return fmt.Errorf("%w: it is %d bytes long", ErrBadClientMetadataURL, len(raw))
+	}
+	return nil
 }
 
 // registeredAt is when the client was registered (zero if unknown), for Status.

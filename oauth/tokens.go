@@ -202,7 +202,7 @@ func (a *Authenticator) refresh(ctx context.Context, srv config.Server, b config
 	// the host permission purpose).
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), requestTimeout)
 	defer cancel()
-	g, err := a.tokenRequest(hostperm.WithPurpose(rctx, hostperm.PurposeToken, srv.ID), tokenURL, cl, form, rec.Scopes)
+	g, err := a.tokenRequest(withStep(hostperm.WithPurpose(rctx, hostperm.PurposeToken, srv.ID), StepRefresh), tokenURL, cl, form, rec.Scopes)
 	if err != nil {
 		var te *TokenError
 		if errors.As(err, &te) && (te.Code == "invalid_grant" || te.Code == "invalid_client" || te.Code == "unauthorized_client") {

@@ -22,9 +22,10 @@ func newAuthCmd(a *app) *cobra.Command {
 
 func newAuthLoginCmd(a *app) *cobra.Command {
 	var (
-		noBrowser bool
-		port      int
-		timeout   time.Duration
+		noBrowser  bool
+		reregister bool
+		port       int
+		timeout    time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "login ID",
@@ -32,7 +33,13 @@ func newAuthLoginCmd(a *app) *cobra.Command {
 		Long: `Run the OAuth 2.1 flow for server ID: print the authorization URL on its
 own line and open it in the browser (unless --no-browser), receive the
 redirect on http://127.0.0.1:PORT/mcp-oauth, then connect and report the
-tools. Access tokens stay in memory (the daemon's, when one runs).`,
+tools. Access tokens stay in memory (the daemon's, when one runs).
+
+The scopes asked for include any the server demanded with 403
+insufficient_scope since the last sign-in. An authorization server that
+forgot remotemcp's registered client (it restarted) shows an error such as
+invalid_client and never comes back: the next login then registers a new
+client by itself; --reregister forces that now.`,
 		Args: argsExactly(1, "ID"),
 		RunE: a.do(func(ctx context.Context, e Engine, args []string) error {
 			id := args[0]
@@ -55,7 +62,7 @@ tools. Access tokens stay in memory (the daemon's, when one runs).`,
 			wctx, cancel := context.WithTimeout(ctx, timeout)
 			defer cancel()
 			fmt.Fprintf(a.streams.Err, "signing in to %s (%s)…\n", id, cell(redact.URL(s.URL)))
-			flow, err := e.Authorize(wctx, id)
+			flow, err := e.Authorize(wctx, id, localapi.AuthorizeOptions{Reregister: reregister})
 			if err != nil {
 				return err
 			}
@@ -67,7 +74,7 @@ tools. Access tokens stay in memory (the daemon's, when one runs).`,
 				}
 				if flow, err = e.WaitAuthorization(wctx, id); err != nil {
 					if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
-						return fmt.Errorf("sign-in to %s timed out after %s waiting for the browser; run \"remotemcp auth login %s\" again", id, timeout, id)
+						return loginTimeout(ctx, e, id, timeout)
 					}
 					return err
 				}
@@ -82,7 +89,30 @@ tools. Access tokens stay in memory (the daemon's, when one runs).`,
 	f.BoolVar(&noBrowser, "no-browser", false, "only print the authorization URL; do not start a browser")
 	f.IntVar(&port, "port", 0, "loopback port of the redirect URI http://127.0.0.1:PORT/mcp-oauth (remembered; default 7717)")
 	f.DurationVar(&timeout, "timeout", 5*time.Minute, "how long to wait for the browser")
+	f.BoolVar(&reregister, "reregister", false, "register a new OAuth client first (when the authorization server forgot the old registration)")
 	return cmd
+}
+
+// loginTimeout is the error of a login whose browser never came back: it
+// says what to try, which depends on how the client was obtained (an
+// authorization server that forgot a registered client never redirects
+// back; the next login registers a new one, issue #11).
+func loginTimeout(ctx context.Context, e Engine, id string, timeout time.Duration) error {
+	msg := fmt.Sprintf("sign-in to %s timed out after %s: the browser never came back to remotemcp", id, timeout)
+	var registered, configured bool
+	if st, err := e.AuthStatus(ctx, id); err == nil && len(st) == 1 {
+		registered = st[0].Registered
+		configured = st[0].ClientID != "" && !st[0].Registered
+	}
+	switch {
+	case registered:
+		msg += fmt.Sprintf(`. If the authorization page showed an error such as "invalid_client" or "unknown client", the authorization server has forgotten remotemcp's client registration (it restarted): run "remotemcp auth login %s" again, which registers a new client (--reregister forces that). Otherwise run it again and finish in the browser within --timeout`, id)
+	case configured:
+		msg += fmt.Sprintf(`. If the authorization page showed an error such as "invalid_client", the authorization server does not know the configured client id: check it with "remotemcp servers show %s". Otherwise run "remotemcp auth login %s" again and finish in the browser within --timeout`, id, id)
+	default:
+		msg += fmt.Sprintf(`; run "remotemcp auth login %s" again and finish in the browser within --timeout (if the authorization page showed an error, the next login registers a new client)`, id)
+	}
+	return errors.New(msg)
 }
 
 // reportLogin prints what a finished sign-in achieved, or returns why it

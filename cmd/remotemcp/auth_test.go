@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -193,4 +194,145 @@ func TestRedirectPageIsPrivate(t *testing.T) {
 	if filepath.Dir(page) != filepath.Join(dir, "open") {
 		t.Fatalf("page outside the data directory: %s", page)
 	}
+}
+
+// authURLOf waits for the authorization URL that "auth login --no-browser"
+// prints alone on its line.
+func authURLOf(t *testing.T, out *syncBuffer, errb *syncBuffer) string {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		sc := bufio.NewScanner(strings.NewReader(out.String()))
+		for sc.Scan() {
+			if strings.HasPrefix(sc.Text(), "http") {
+				return sc.Text()
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no authorization URL printed\nstdout: %s\nstderr: %s", out.String(), errb.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// loginRun is one "auth login" running in the background.
+type loginRun struct {
+	out, errb syncBuffer
+	done      chan int
+}
+
+func (c *cli) startLogin(t *testing.T, args ...string) *loginRun {
+	l := &loginRun{done: make(chan int, 1)}
+	env := func(string) (string, bool) { return "", false }
+	go func() {
+		l.done <- run(t.Context(), append([]string{"--data-dir", c.dir, "auth", "login"}, args...),
+			Streams{In: strings.NewReader(""), Out: &l.out, Err: &l.errb}, env)
+	}()
+	return l
+}
+
+func (l *loginRun) wait(t *testing.T) int {
+	t.Helper()
+	select {
+	case code := <-l.done:
+		return code
+	case <-time.After(60 * time.Second):
+		t.Fatal("auth login did not finish")
+		return 0
+	}
+}
+
+// openAuthURL plays the browser: it GETs the authorization URL without
+// following the redirect and returns the response (status, Location, page).
+func openAuthURL(t *testing.T, authURL string) (int, string, string) {
+	t.Helper()
+	noFollow := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := noFollow.Get(authURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode, resp.Header.Get("Location"), string(page)
+}
+
+// browserLogin runs "auth login ID --no-browser [args]" and completes it
+// in the "browser"; it returns the authorization URL it used.
+func (c *cli) browserLogin(t *testing.T, id string, args ...string) string {
+	t.Helper()
+	l := c.startLogin(t, append([]string{id, "--no-browser"}, args...)...)
+	authURL := authURLOf(t, &l.out, &l.errb)
+	status, loc, page := openAuthURL(t, authURL)
+	if status != http.StatusFound {
+		t.Fatalf("authorization endpoint answered %d: %s", status, page)
+	}
+	cb, err := http.Get(loc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cb.Body.Close()
+	if code := l.wait(t); code != 0 {
+		t.Fatalf("auth login exit %d\nstdout: %s\nstderr: %s", code, l.out.String(), l.errb.String())
+	}
+	return authURL
+}
+
+func clientIDOf(t *testing.T, authURL string) string {
+	t.Helper()
+	u, err := url.Parse(authURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u.Query().Get("client_id")
+}
+
+// Issue #11: an authorization server that forgets its registered clients
+// when it restarts. The login right after the restart cannot succeed (the
+// authorization page shows invalid_client and never redirects back); it
+// times out saying what to try, and the next login registers a new client
+// and succeeds — no logout. --reregister forces a new registration.
+func TestAuthLoginAfterServerForgotClient(t *testing.T) {
+	as, err := authserver.Start(authserver.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(as.Close)
+	srv := startFixture(t, fixture.Options{Authorize: as.Authorize, Extra: as.PRMRoutes()})
+	c := newCLI(t)
+	c.ok("servers", "add", "docs", srv.URL(), "--oauth")
+	c.ok("grants", "approve", strings.TrimSuffix(as.URL(), "/"))
+	port := freePort(t)
+	first := clientIDOf(t, c.browserLogin(t, "docs", "--port", strconv.Itoa(port)))
+
+	as.Restart()
+	l := c.startLogin(t, "docs", "--no-browser", "--timeout", "2s")
+	stale := authURLOf(t, &l.out, &l.errb)
+	if clientIDOf(t, stale) != first {
+		t.Fatalf("the login right after the restart used %s, not the stored %s", clientIDOf(t, stale), first)
+	}
+	if status, loc, page := openAuthURL(t, stale); status != http.StatusBadRequest || loc != "" || !strings.Contains(page, "invalid_client") {
+		t.Fatalf("forgotten client at the authorization endpoint: %d %q %s", status, loc, page)
+	}
+	if code := l.wait(t); code != exitFail {
+		t.Fatalf("exit %d\nstderr: %s", code, l.errb.String())
+	}
+	for _, want := range []string{"timed out after 2s", "invalid_client", `run "remotemcp auth login docs" again, which registers a new client`, "--reregister"} {
+		if !strings.Contains(l.errb.String(), want) {
+			t.Fatalf("the timeout message lacks %q:\n%s", want, l.errb.String())
+		}
+	}
+
+	second := clientIDOf(t, c.browserLogin(t, "docs"))
+	if second == first || second == "" {
+		t.Fatalf("the next login used client %q again", second)
+	}
+	c.ok("connect", "docs")
+	third := clientIDOf(t, c.browserLogin(t, "docs", "--reregister"))
+	if third == second || third == "" {
+		t.Fatalf("--reregister kept client %q", third)
+	}
+	if n := len(as.RequestsTo("/register")); n != 3 {
+		t.Fatalf("%d registrations, want 3", n)
+	}
+	c.ok("connect", "docs")
 }

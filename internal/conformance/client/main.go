@@ -208,11 +208,23 @@ func (h *harness) call(ctx context.Context, tool string, args json.RawMessage) (
 	return res, nil
 }
 
+// cimdURL is the client ID metadata document URL the suite's auth
+// scenarios expect: auth/basic-cimd checks that the authorization
+// request's client_id is exactly this URL when its authorization server
+// advertises client_id_metadata_document_supported, and that server
+// accepts it without fetching it (the suite's CIMD_CLIENT_METADATA_URL).
+// The product takes the URL from the server's config (SPEC §9 A3); the
+// harness plays the person who configured it.
+const cimdURL = "https://conformance-test.local/client-metadata.json"
+
 // authHooks makes the manager's OAuth handlers interactive for auth
 // scenarios: the harness's authorization server answers the authorization
 // request with an immediate redirect, so a headless GET that reads the
-// Location header plays the person and the browser. Everything else is the
-// product's own oauth code.
+// Location header plays the person and the browser. The authenticator is
+// the product's own, over the engine's store, memory and guarded HTTP
+// client, configured with the suite's CIMD URL; it is used only where the
+// authorization server accepts CIMD, and DCR or the scenario's
+// pre-registered client otherwise, as in the product.
 func (h *harness) authHooks(auth bool, opts *remotemcp.Options) (func(*remotemcp.Client) error, error) {
 	if !auth {
 		return nil, nil
@@ -222,7 +234,8 @@ func (h *harness) authHooks(auth bool, opts *remotemcp.Options) (func(*remotemcp
 		return remotemcp.OAuthProvider(authn, oauth.HeadlessBrowser(nil))
 	})
 	return func(c *remotemcp.Client) error {
-		authn = c.OAuth
+		authn = oauth.New(oauth.Options{Store: c.Store, Memory: c.Memory, HTTPClient: c.HTTP, Logger: h.log,
+			ClientMetadataURL: func(config.Server) string { return cimdURL }})
 		return nil
 	}, nil
 }

@@ -109,6 +109,12 @@ type Knobs struct {
 	// TokenEndpointAuthMethods replaces the advertised
 	// token_endpoint_auth_methods_supported (default none, basic, post).
 	TokenEndpointAuthMethods []string
+	// ClientIDMetadataDocumentSupported advertises
+	// client_id_metadata_document_supported, and accepts any https URL
+	// with a path as the client id of a public client (the document is
+	// not fetched: like the conformance suite's server, it takes the URL
+	// as is).
+	ClientIDMetadataDocumentSupported bool
 
 	// --- protected resource metadata and the resource server ---
 
@@ -130,6 +136,11 @@ type Knobs struct {
 	// RequiredScopes must all be granted to pass Authorize; otherwise 403
 	// insufficient_scope naming them.
 	RequiredScopes []string
+	// RequiredScopesFor is RequiredScopes for one JSON-RPC method of a
+	// POST ("tools/call"): a token lacking them gets 403
+	// insufficient_scope naming them (the scopes it has plus these), while
+	// other requests pass with the token alone.
+	RequiredScopesFor map[string][]string
 
 	// --- registration ---
 
@@ -149,6 +160,9 @@ type Knobs struct {
 
 	// InvalidClient makes the next N token requests fail with invalid_client.
 	InvalidClient int
+	// UnauthorizedClient makes the next N token requests fail with
+	// unauthorized_client.
+	UnauthorizedClient int
 	// InvalidClientAlways makes every token request fail with invalid_client.
 	InvalidClientAlways bool
 	// RedirectToken answers token requests with a 302.
@@ -199,6 +213,8 @@ type Server struct {
 type clientInfo struct {
 	id, secret, method string
 	redirectURIs       []string
+	// registered: obtained by dynamic registration (Restart forgets it).
+	registered bool
 }
 
 type codeInfo struct {
@@ -296,6 +312,25 @@ func (s *Server) AddClient(id, secret, method string, redirectURIs ...string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.clients[id] = &clientInfo{id: id, secret: secret, method: method, redirectURIs: redirectURIs}
+}
+
+// Restart simulates an in-memory authorization server that restarted: it
+// forgets every dynamically registered client, every code and every
+// access and refresh token. Clients added with AddClient (configuration)
+// stay. A forgotten client gets "invalid_client" at the token endpoint,
+// and its authorization requests are answered with an error page instead
+// of a redirect (RFC 6749 §4.1.2.1).
+func (s *Server) Restart() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for id, c := range s.clients {
+		if c.registered {
+			delete(s.clients, id)
+		}
+	}
+	clear(s.codes)
+	clear(s.access)
+	clear(s.refresh)
 }
 
 // ClientIDs returns the ids of every registered client.
@@ -445,6 +480,9 @@ func (s *Server) metadata(w http.ResponseWriter, r *http.Request, loc string) {
 	if !k.DisableRegistration {
 		m["registration_endpoint"] = iss + "/register"
 	}
+	if k.ClientIDMetadataDocumentSupported {
+		m["client_id_metadata_document_supported"] = true
+	}
 	if !k.OmitCodeChallengeMethods {
 		m["code_challenge_methods_supported"] = []string{"S256"}
 		if k.CodeChallengeMethods != nil {
@@ -542,7 +580,7 @@ func (s *Server) register(w http.ResponseWriter, body []byte) {
 		method = k.RegisterAuthMethod
 	}
 	s.mu.Lock()
-	c := &clientInfo{id: s.newID("client"), method: method, redirectURIs: req.RedirectURIs}
+	c := &clientInfo{id: s.newID("client"), method: method, redirectURIs: req.RedirectURIs, registered: true}
 	if method != "none" {
 		c.secret = s.newID("secret")
 	}
@@ -588,15 +626,34 @@ func (s *Server) register(w http.ResponseWriter, body []byte) {
 	writeJSON(w, http.StatusCreated, resp)
 }
 
+// lookupClient finds a client by id: a registered or configured one, or
+// a client ID metadata document URL when that is enabled (a public
+// client; its redirect URIs are not checked, as the document is never
+// fetched).
+func (s *Server) lookupClient(id string, k Knobs) *clientInfo {
+	s.mu.Lock()
+	c := s.clients[id]
+	s.mu.Unlock()
+	if c == nil && k.ClientIDMetadataDocumentSupported && isCIMDURL(id) {
+		c = &clientInfo{id: id, method: "none"}
+	}
+	return c
+}
+
+func isCIMDURL(id string) bool {
+	u, err := url.Parse(id)
+	return err == nil && u.Scheme == "https" && u.Host != "" && u.Path != "" && u.Path != "/"
+}
+
 func (s *Server) authorize(w http.ResponseWriter, r *http.Request) {
 	k := s.knobsCopy()
 	q := r.URL.Query()
-	s.mu.Lock()
-	c := s.clients[q.Get("client_id")]
-	s.mu.Unlock()
+	c := s.lookupClient(q.Get("client_id"), k)
 	redirect := q.Get("redirect_uri")
 	if c == nil {
-		http.Error(w, "unknown client_id", http.StatusBadRequest)
+		// Never a redirect for an unknown client (RFC 6749 §4.1.2.1):
+		// the person sees this page, and the client hears nothing.
+		http.Error(w, "invalid_client: unknown client_id", http.StatusBadRequest)
 		return
 	}
 	if len(c.redirectURIs) > 0 && !slices.Contains(c.redirectURIs, redirect) || redirect == "" {
@@ -663,7 +720,7 @@ func tokenError(w http.ResponseWriter, status int, code, desc string) {
 }
 
 // authenticateClient checks client authentication per the client's method.
-func (s *Server) authenticateClient(r *http.Request, form url.Values) (*clientInfo, error) {
+func (s *Server) authenticateClient(r *http.Request, form url.Values, k Knobs) (*clientInfo, error) {
 	id, secret, basic := r.BasicAuth()
 	if basic {
 		var err1, err2 error
@@ -675,9 +732,7 @@ func (s *Server) authenticateClient(r *http.Request, form url.Values) (*clientIn
 	} else {
 		id, secret = form.Get("client_id"), form.Get("client_secret")
 	}
-	s.mu.Lock()
-	c := s.clients[id]
-	s.mu.Unlock()
+	c := s.lookupClient(id, k)
 	if c == nil {
 		return nil, errors.New("unknown client")
 	}
@@ -719,8 +774,17 @@ func (s *Server) token(w http.ResponseWriter, r *http.Request, rec Request) {
 		tokenError(w, http.StatusUnauthorized, "invalid_client", "client authentication failed (injected)")
 		return
 	}
+	if k.UnauthorizedClient > 0 {
+		s.mu.Lock()
+		if s.knobs.UnauthorizedClient > 0 {
+			s.knobs.UnauthorizedClient--
+		}
+		s.mu.Unlock()
+		tokenError(w, http.StatusBadRequest, "unauthorized_client", "the client may not use this grant (injected)")
+		return
+	}
 	form := rec.Form
-	c, err := s.authenticateClient(r, form)
+	c, err := s.authenticateClient(r, form, k)
 	if err != nil {
 		tokenError(w, http.StatusUnauthorized, "invalid_client", err.Error())
 		return
@@ -865,6 +929,46 @@ func (s *Server) Authorize(w http.ResponseWriter, r *http.Request) bool {
 		if !slices.Contains(ti.scopes, need) {
 			w.Header().Set("WWW-Authenticate", challenge("insufficient_scope", strings.Join(k.RequiredScopes, " ")))
 			writeJSON(w, http.StatusForbidden, map[string]string{"error": "insufficient_scope"})
+			return false
+		}
+	}
+	if need := k.RequiredScopesFor[rpcMethod(r)]; len(need) > 0 && !isSubset(need, ti.scopes) {
+		// As real servers do: the challenge names what the token has
+		// and what the request needs besides (MCP 2025-11-25 §scope
+		// challenge handling).
+		all := append(slices.Clone(ti.scopes), need...)
+		slices.Sort(all)
+		w.Header().Set("WWW-Authenticate", challenge("insufficient_scope", strings.Join(slices.Compact(all), " ")))
+		writeJSON(w, http.StatusForbidden, map[string]string{"error": "insufficient_scope"})
+		return false
+	}
+	return true
+}
+
+// rpcMethod is the JSON-RPC method of a POST's body ("" for other
+// requests). The body is read and put back for the next handler.
+func rpcMethod(r *http.Request) string {
+	if r.Method != http.MethodPost || r.Body == nil {
+		return ""
+	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, 4<<20))
+	_ = r.Body.Close()
+	r.Body = io.NopCloser(strings.NewReader(string(body)))
+	if err != nil {
+		return ""
+	}
+	var m struct {
+		Method string `json:"method"`
+	}
+	if json.Unmarshal(body, &m) != nil {
+		return ""
+	}
+	return m.Method
+}
+
+func isSubset(sub, super []string) bool {
+	for _, s := range sub {
+		if !slices.Contains(super, s) {
 			return false
 		}
 	}

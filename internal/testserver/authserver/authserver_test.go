@@ -127,3 +127,147 @@ func TestMalformedRegistration(t *testing.T) {
 		t.Fatalf("body %s, clients %v", b, s.ClientIDs())
 	}
 }
+
+// register registers a public client and returns its id.
+func register(t *testing.T, s *Server) string {
+	t.Helper()
+	resp, err := http.Post(s.Issuer()+"/register", "application/json",
+		strings.NewReader(`{"redirect_uris":["http://127.0.0.1:7717/mcp-oauth"],"token_endpoint_auth_method":"none"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var m struct {
+		ClientID string `json:"client_id"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&m); err != nil || m.ClientID == "" {
+		t.Fatalf("register: %d %v", resp.StatusCode, err)
+	}
+	return m.ClientID
+}
+
+// Restart forgets registered clients, codes and tokens, keeps configured
+// clients, and answers an unknown client's authorization request without
+// redirecting (RFC 6749 §4.1.2.1).
+func TestRestartForgetsRegisteredClients(t *testing.T) {
+	s := start(t, Options{})
+	s.AddClient("configured", "", "none")
+	const res = "http://127.0.0.1:1/mcp"
+	id := register(t, s)
+	code := authorizeCode(t, s, id, "verifier-verifier-verifier-verifier-0123", res)
+	s.Restart()
+	if ids := s.ClientIDs(); len(ids) != 1 || ids[0] != "configured" {
+		t.Fatalf("clients after restart: %v", ids)
+	}
+	if st, m := postForm(t, s.Issuer()+"/token", url.Values{"grant_type": {"authorization_code"}, "code": {code}, "client_id": {id},
+		"redirect_uri": {"http://127.0.0.1:7717/mcp-oauth"}, "code_verifier": {"verifier-verifier-verifier-verifier-0123"}, "resource": {res}}); st != 401 || m["error"] != "invalid_client" {
+		t.Fatalf("forgotten client at the token endpoint: %d %v", st, m)
+	}
+	resp, err := noRedirect.Get(s.Issuer() + "/authorize?" + url.Values{"client_id": {id}, "redirect_uri": {"http://127.0.0.1:7717/mcp-oauth"}}.Encode())
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusBadRequest || resp.Header.Get("Location") != "" || !strings.Contains(string(b), "invalid_client") {
+		t.Fatalf("forgotten client at the authorization endpoint: %d %q %s", resp.StatusCode, resp.Header.Get("Location"), b)
+	}
+	authorizeCode(t, s, "configured", "verifier-verifier-verifier-verifier-0123", res)
+}
+
+// Token endpoint faults: each knob fails the next N requests with its code.
+func TestTokenClientFaults(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		knob   func(*Knobs)
+		status int
+		code   string
+	}{
+		{"invalid_client", func(k *Knobs) { k.InvalidClient = 1 }, 401, "invalid_client"},
+		{"unauthorized_client", func(k *Knobs) { k.UnauthorizedClient = 1 }, 400, "unauthorized_client"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := start(t, Options{})
+			s.AddClient("c1", "", "none")
+			s.Set(tc.knob)
+			form := url.Values{"grant_type": {"refresh_token"}, "refresh_token": {"x"}, "client_id": {"c1"}, "resource": {"http://r/"}}
+			if st, m := postForm(t, s.Issuer()+"/token", form); st != tc.status || m["error"] != tc.code {
+				t.Fatalf("first: %d %v", st, m)
+			}
+			if st, m := postForm(t, s.Issuer()+"/token", form); m["error"] != "invalid_grant" {
+				t.Fatalf("second (fault used up): %d %v", st, m)
+			}
+		})
+	}
+}
+
+// With CIMD on, the metadata says so and an https URL is a public client.
+func TestClientIDMetadataDocument(t *testing.T) {
+	s := start(t, Options{})
+	const res = "http://127.0.0.1:1/mcp"
+	const cimd = "https://client.example/metadata.json"
+	s.Set(func(k *Knobs) { k.ClientIDMetadataDocumentSupported = true })
+	resp, err := http.Get(s.URL() + "/.well-known/oauth-authorization-server")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	_ = json.NewDecoder(resp.Body).Decode(&m)
+	resp.Body.Close()
+	if m["client_id_metadata_document_supported"] != true {
+		t.Fatalf("metadata %v", m)
+	}
+	code := authorizeCode(t, s, cimd, "verifier-verifier-verifier-verifier-0123", res)
+	if st, m := postForm(t, s.Issuer()+"/token", url.Values{"grant_type": {"authorization_code"}, "code": {code}, "client_id": {cimd},
+		"redirect_uri": {"http://127.0.0.1:7717/mcp-oauth"}, "code_verifier": {"verifier-verifier-verifier-verifier-0123"}, "resource": {res}}); st != 200 {
+		t.Fatalf("exchange: %d %v", st, m)
+	}
+	s.Set(func(k *Knobs) { k.ClientIDMetadataDocumentSupported = false })
+	resp, err = noRedirect.Get(s.Issuer() + "/authorize?" + url.Values{"client_id": {cimd}}.Encode())
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusBadRequest {
+		t.Fatalf("CIMD off: %d", resp.StatusCode)
+	}
+}
+
+// RequiredScopesFor refuses only the named JSON-RPC method, naming the
+// token's scopes and the missing ones, and leaves the body readable.
+func TestRequiredScopesFor(t *testing.T) {
+	s := start(t, Options{})
+	s.AddClient("c1", "", "none")
+	const host = "127.0.0.1:5"
+	res := "http://" + host + "/mcp"
+	code := authorizeCode(t, s, "c1", "verifier-verifier-verifier-verifier-0123", res)
+	st, m := postForm(t, s.Issuer()+"/token", url.Values{"grant_type": {"authorization_code"}, "code": {code}, "client_id": {"c1"},
+		"redirect_uri": {"http://127.0.0.1:7717/mcp-oauth"}, "code_verifier": {"verifier-verifier-verifier-verifier-0123"}, "resource": {res}})
+	if st != 200 {
+		t.Fatalf("exchange: %d %v", st, m)
+	}
+	tok := m["access_token"].(string)
+	s.Set(func(k *Knobs) { k.RequiredScopesFor = map[string][]string{"tools/call": {"mcp:write"}} })
+	for _, tc := range []struct {
+		body string
+		ok   bool
+	}{
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`, true},
+		{`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo"}}`, false},
+	} {
+		rec := httptest.NewRecorder()
+		r := httptest.NewRequest(http.MethodPost, "http://"+host+"/mcp", strings.NewReader(tc.body))
+		r.Header.Set("Authorization", "Bearer "+tok)
+		if got := s.Authorize(rec, r); got != tc.ok {
+			t.Fatalf("%s: allowed %v (%d)", tc.body, got, rec.Code)
+		}
+		if b, _ := io.ReadAll(r.Body); string(b) != tc.body {
+			t.Fatalf("body not restored: %q", b)
+		}
+		if !tc.ok {
+			if rec.Code != 403 || !strings.Contains(rec.Header().Get("WWW-Authenticate"), `error="insufficient_scope", scope="mcp:write"`) {
+				t.Fatalf("refusal: %d %q", rec.Code, rec.Header().Get("WWW-Authenticate"))
+			}
+		}
+	}
+}

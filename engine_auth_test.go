@@ -1,0 +1,142 @@
+package remotemcp_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/remotemcp/remotemcp"
+	"github.com/remotemcp/remotemcp/agent"
+	"github.com/remotemcp/remotemcp/config"
+	"github.com/remotemcp/remotemcp/internal/testserver/authserver"
+	"github.com/remotemcp/remotemcp/internal/testserver/fixture"
+	"github.com/remotemcp/remotemcp/localapi"
+)
+
+// Issue #11 (step-up, R3.9): a call refused with 403 insufficient_scope is
+// recorded with the binding and did not run; the next sign-in asks for
+// the union of the recorded and the selected scopes; then the call
+// succeeds.
+func TestAuthStepUpThenLoginAsksForUnion(t *testing.T) {
+	as, err := authserver.Start(authserver.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(as.Close)
+	as.Set(func(k *authserver.Knobs) { k.ChallengeScope = "mcp:basic" })
+	f := startFixture(t, fixture.Options{Authorize: as.Authorize, Extra: as.PRMRoutes()})
+	ctx := ctxT(t)
+	c := openEngine(t, "", remotemcp.Options{NoStartupConnect: true})
+	if err := c.Grant(ctx, as.URL(), ""); err != nil {
+		t.Fatal(err)
+	}
+	port := freePort(t)
+	addServer(t, c, localapi.AddServerRequest{ID: "secure", URL: f.URL(), Auth: config.AuthOAuth, RedirectPort: port})
+	signIn(t, c, "secure", port)
+	call := func() *localapi.ToolResult {
+		t.Helper()
+		res, err := c.Call(ctx, localapi.CallRequest{Tool: "secure/echo", Arguments: json.RawMessage(`{"text":"hi"}`), Approved: true}, localapi.CallHandler{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	if res := call(); res.Outcome != agent.OutcomeOK {
+		t.Fatalf("first call: %+v", res)
+	}
+
+	as.Set(func(k *authserver.Knobs) { k.RequiredScopesFor = map[string][]string{"tools/call": {"mcp:write"}} })
+	before := f.Executions("echo")
+	res := call()
+	if res.Outcome == agent.OutcomeOK || res.MaybeExecuted || f.Executions("echo") != before {
+		t.Fatalf("call without the scope: %+v (executions %d → %d)", res, before, f.Executions("echo"))
+	}
+	if !strings.Contains(res.Message, "not sent") || strings.Contains(res.Message, "may or may not") {
+		t.Fatalf("the refused call's message: %s", res.Message)
+	}
+	if got := c.OAuth.RecordedScopes(ctx, "secure"); !slices.Equal(got, []string{"mcp:basic", "mcp:write"}) {
+		t.Fatalf("recorded scopes %v", got)
+	}
+
+	authz := len(as.RequestsTo("/authorize"))
+	signIn(t, c, "secure", port)
+	reqs := as.RequestsTo("/authorize")
+	if len(reqs) != authz+1 {
+		t.Fatalf("%d authorization requests, want %d", len(reqs), authz+1)
+	}
+	if got := reqs[len(reqs)-1].Query.Get("scope"); got != "mcp:basic mcp:write" {
+		t.Fatalf("the sign-in asked for %q, want the union", got)
+	}
+	if res := call(); res.Outcome != agent.OutcomeOK || f.Executions("echo") != before+1 {
+		t.Fatalf("call after the sign-in: %+v", res)
+	}
+}
+
+// Issue #11 (registration recovery): the authorization server restarts
+// and forgets its clients. The sign-in right after cannot come back (the
+// authorization page shows invalid_client); the next one registers a new
+// client and succeeds, with no logout in between. Reregister forces a
+// new registration.
+func TestAuthForgottenClientNextSignInSucceeds(t *testing.T) {
+	as, err := authserver.Start(authserver.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(as.Close)
+	f := startFixture(t, fixture.Options{Authorize: as.Authorize, Extra: as.PRMRoutes()})
+	ctx := ctxT(t)
+	c := openEngine(t, "", remotemcp.Options{NoStartupConnect: true})
+	if err := c.Grant(ctx, as.URL(), ""); err != nil {
+		t.Fatal(err)
+	}
+	port := freePort(t)
+	addServer(t, c, localapi.AddServerRequest{ID: "secure", URL: f.URL(), Auth: config.AuthOAuth, RedirectPort: port})
+	signIn(t, c, "secure", port)
+	// lastClient is the client id of the latest authorization request.
+	lastClient := func() string {
+		reqs := as.RequestsTo("/authorize")
+		return reqs[len(reqs)-1].Query.Get("client_id")
+	}
+	first := lastClient()
+
+	as.Restart()
+	fl, err := c.Authorize(ctx, "secure")
+	if err != nil || fl.Phase != localapi.PhaseWaiting {
+		t.Fatalf("authorize after the restart: %+v %v", fl, err)
+	}
+	noFollow := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := noFollow.Get(fl.AuthorizationURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 400 || resp.Header.Get("Location") != "" || lastClient() != first {
+		t.Fatalf("the forgotten client %s: %d %q", lastClient(), resp.StatusCode, resp.Header.Get("Location"))
+	}
+	// The person gives up and signs in again, without logging out.
+	signIn(t, c, "secure", port)
+	second := lastClient()
+	if second == first {
+		t.Fatal("the next sign-in used the forgotten client again")
+	}
+	res, err := c.Call(ctx, localapi.CallRequest{Tool: "secure/echo", Arguments: json.RawMessage(`{"text":"hi"}`), Approved: true}, localapi.CallHandler{})
+	if err != nil || res.Outcome != agent.OutcomeOK {
+		t.Fatalf("call after the sign-in: %+v %v", res, err)
+	}
+
+	// Reregister: a new client although the current one works.
+	fl, err = c.Authorize(ctx, "secure", localapi.AuthorizeOptions{Reregister: true})
+	if err != nil || fl.Phase != localapi.PhaseWaiting {
+		t.Fatalf("authorize --reregister: %+v %v", fl, err)
+	}
+	u, _ := url.Parse(fl.AuthorizationURL)
+	if id := u.Query().Get("client_id"); id == second || id == "" {
+		t.Fatalf("--reregister kept client %q", id)
+	}
+	if n := len(as.RequestsTo("/register")); n != 3 {
+		t.Fatalf("%d registrations, want 3", n)
+	}
+}
