@@ -126,6 +126,9 @@ func (c *Client) view(ctx context.Context, srv config.Server, st manager.ServerS
 		v.ToolTimeout = time.Duration(srv.ToolTimeout).String()
 	}
 	v.Limits = srv.Limits
+	// Names only: header values are secrets (SPEC §9 A2).
+	v.HeaderNames = headerNames(srv.Headers)
+	v.ProtocolVersion, v.LogLevel = srv.ProtocolVersion, srv.LogLevel
 	if rev, err := c.Store.ServerRevision(ctx, srv.ID); err == nil {
 		v.Revision = rev
 	}
@@ -313,6 +316,10 @@ func (c *Client) AddServer(ctx context.Context, req localapi.AddServerRequest) (
 		}
 		srv.ToolTimeout = config.Duration(d)
 	}
+	if len(req.Headers) > 0 {
+		srv.Headers = maps.Clone(req.Headers)
+	}
+	srv.ProtocolVersion, srv.LogLevel = orDefault(req.ProtocolVersion), orDefault(req.LogLevel)
 	if err := srv.Validate(); err != nil {
 		return nil, fail(err)
 	}
@@ -419,7 +426,7 @@ func (c *Client) Import(ctx context.Context, req localapi.ImportRequest) (*local
 	changed := false
 	for _, srv := range servers {
 		origin, _ := config.Origin(srv.URL)
-		entry := localapi.ImportedServer{ID: srv.ID, Name: srv.Name, URL: srv.URL, Origin: origin, Auth: srv.Auth.Kind}
+		entry := localapi.ImportedServer{ID: srv.ID, Name: srv.Name, URL: srv.URL, Origin: origin, Auth: srv.Auth.Kind, HeaderNames: headerNames(srv.Headers)}
 		skip := func(err error) {
 			out.Skipped = append(out.Skipped, localapi.SkippedEntry{Name: srv.Name, ID: srv.ID, Reason: err.Error()})
 		}
@@ -449,11 +456,12 @@ func (c *Client) Import(ctx context.Context, req localapi.ImportRequest) (*local
 				Reason: fmt.Sprintf("a server with id %q exists with another configuration; it was left unchanged (import with update to replace it)", srv.ID)})
 		default:
 			// The document gives the credentials for its own URL, so a
-			// bearer token that follows a new URL was meant for it.
+			// bearer token or header values that follow a new URL were
+			// meant for it.
 			_, err := c.editServer(ctx, srv.ID, func(s *config.Server) error {
 				applyImport(s, srv, own)
 				return nil
-			}, store.UpdateOptions{RebindBearer: true})
+			}, store.UpdateOptions{RebindBearer: true, RebindHeaders: slices.Collect(maps.Keys(srv.Headers))})
 			if err == nil {
 				err = grant(srv.URL)
 			}
@@ -475,8 +483,9 @@ func (c *Client) Import(ctx context.Context, req localapi.ImportRequest) (*local
 }
 
 // sameEntry reports whether the stored server already is what the import
-// entry says. Another client's entry says name, URL and auth; remotemcp's
-// own says everything. A binding (set by a sign-in) never counts.
+// entry says. Another client's entry says name, URL, auth and headers;
+// remotemcp's own says everything. A binding (set by a sign-in) never
+// counts.
 func sameEntry(cur, imp config.Server, own bool) bool {
 	a, b := cur.Clone(), cur.Clone()
 	applyImport(&b, imp, own)
@@ -490,7 +499,8 @@ func applyImport(s *config.Server, imp config.Server, own bool) {
 	if own {
 		*s = imp.Clone()
 	} else {
-		s.Name, s.URL, s.Auth = imp.Name, imp.URL, imp.Clone().Auth
+		c := imp.Clone()
+		s.Name, s.URL, s.Auth, s.Headers = c.Name, c.URL, c.Auth, c.Headers
 	}
 	if s.Auth.Kind.OAuthCapable() && config.SameResource(s.URL, imp.URL) {
 		s.Auth.Binding = binding
@@ -528,7 +538,15 @@ func (c *Client) UpdateServer(ctx context.Context, id string, req localapi.Updat
 			return nil, badRequest("disableTools", "tool %q is both disabled and enabled in one request", t)
 		}
 	}
+	for _, name := range req.UnsetHeaders {
+		if hasHeader(req.Headers, name) {
+			return nil, badRequest("unsetHeaders", "header %s is both set and removed in one request", name)
+		}
+	}
 	rebind := req.RebindBearer || req.Token != nil || req.Auth != nil && req.Auth.Token != ""
+	// Headers given with the edit are meant for the server's (new) URL.
+	rebindHeaders := slices.Sorted(maps.Keys(req.Headers))
+	var warnings []string
 	newURL := ""
 	_, err := c.editServer(ctx, id, func(s *config.Server) error {
 		if req.Revision != 0 {
@@ -588,8 +606,32 @@ func (c *Client) UpdateServer(ctx context.Context, id string, req localapi.Updat
 			}
 			s.Auth.Token = *req.Token
 		}
+		// The edit may run again on a newer record: start over each time.
+		warnings = nil
+		for _, name := range req.UnsetHeaders {
+			if !deleteHeader(s.Headers, name) {
+				warnings = append(warnings, fmt.Sprintf("server %s has no header %q (nothing to remove)", id, name))
+			}
+		}
+		for _, name := range slices.Sorted(maps.Keys(req.Headers)) {
+			if s.Headers == nil {
+				s.Headers = map[string]string{}
+			}
+			// Names ignore case: a new spelling replaces the old one.
+			deleteHeader(s.Headers, name)
+			s.Headers[name] = req.Headers[name]
+		}
+		if len(s.Headers) == 0 {
+			s.Headers = nil
+		}
+		if req.ProtocolVersion != nil {
+			s.ProtocolVersion = orDefault(*req.ProtocolVersion)
+		}
+		if req.LogLevel != nil {
+			s.LogLevel = orDefault(*req.LogLevel)
+		}
 		return nil
-	}, store.UpdateOptions{RebindBearer: rebind})
+	}, store.UpdateOptions{RebindBearer: rebind, RebindHeaders: rebindHeaders})
 	if err != nil {
 		return nil, err
 	}
@@ -603,7 +645,46 @@ func (c *Client) UpdateServer(ctx context.Context, id string, req localapi.Updat
 	if err != nil {
 		return nil, fail(err)
 	}
-	return &localapi.UpdateServerResult{Server: *v, Warnings: c.unknownTools(id, req.DisableTools)}, nil
+	return &localapi.UpdateServerResult{Server: *v, Warnings: append(warnings, c.unknownTools(id, req.DisableTools)...)}, nil
+}
+
+// headerNames lists the names of custom headers, sorted; nil for none.
+func headerNames(h map[string]string) []string {
+	if len(h) == 0 {
+		return nil
+	}
+	return slices.Sorted(maps.Keys(h))
+}
+
+// hasHeader reports whether h has a header called name in any case.
+func hasHeader(h map[string]string, name string) bool {
+	for k := range h {
+		if strings.EqualFold(k, name) {
+			return true
+		}
+	}
+	return false
+}
+
+// deleteHeader removes the header called name in any case from h and
+// reports whether there was one.
+func deleteHeader(h map[string]string, name string) bool {
+	found := false
+	for k := range h {
+		if strings.EqualFold(k, strings.TrimSpace(name)) {
+			delete(h, k)
+			found = true
+		}
+	}
+	return found
+}
+
+// orDefault is a setting as given, with "default" meaning unset ("").
+func orDefault(v string) string {
+	if v = strings.TrimSpace(v); strings.EqualFold(v, "default") {
+		return ""
+	}
+	return v
 }
 
 // editServer applies edit by compare-and-swap and announces the change.
@@ -619,8 +700,21 @@ func (c *Client) editServer(ctx context.Context, id string, edit func(*config.Se
 			return srv, errNoServer(id)
 		case errors.Is(err, store.ErrBearerRebind):
 			return srv, conflict("server %s: the new URL is a different resource than the old one, and its bearer token was given for the old URL, so it does not follow the server (nothing was changed); give the token for the new URL with the edit", id)
+		case errors.Is(err, store.ErrHeaderRebind):
+			// The store's message names the headers, never their values.
+			var names []string
+			if he := (*store.HeaderRebindError)(nil); errors.As(err, &he) {
+				names = he.Headers
+			}
+			e := conflict("server %s: the new URL is a different resource than the old one, and the values of its headers %s were given for the old URL, so they do not follow the server (nothing was changed); give them for the new URL with the edit, or remove them", id, strings.Join(names, ", "))
+			e.Field = "headers"
+			return srv, e
 		case errors.Is(err, store.ErrSealOpen):
-			return srv, conflict("server %s: its stored secret cannot be opened, so it cannot be edited without losing it; give the secret again (auth change) or remove and re-add the server", id)
+			what := "a stored secret"
+			if ue := (*store.UnopenedError)(nil); errors.As(err, &ue) {
+				what = "its stored " + strings.Join(ue.Fields, ", ")
+			}
+			return srv, conflict("server %s: %s cannot be opened, so it cannot be edited without losing it; give it again with the edit (an auth change for a token or client secret, the header for a header value), remove that header, or remove and re-add the server", id, what)
 		}
 		return srv, fail(err)
 	}
@@ -969,7 +1063,7 @@ func (c *Client) listed(id string) bool {
 }
 
 // KnownSecrets names the write-only secrets the store holds for servers
-// (bearer tokens, client secrets), so the daemon can scrub them from
+// (bearer tokens, client secrets, header values), so the daemon can scrub them from
 // anything it sends (localapi.SecretLister). A secret that cannot be
 // opened is left out; the servers are still listed.
 func (c *Client) KnownSecrets(ctx context.Context) ([]string, error) {
@@ -979,7 +1073,7 @@ func (c *Client) KnownSecrets(ctx context.Context) ([]string, error) {
 	}
 	var out []string
 	for _, s := range srvs {
-		for _, v := range []string{s.Auth.Token, s.Auth.ClientSecret} {
+		for _, v := range append([]string{s.Auth.Token, s.Auth.ClientSecret}, slices.Collect(maps.Values(s.Headers))...) {
 			if v != "" {
 				out = append(out, v)
 			}

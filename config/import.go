@@ -46,17 +46,19 @@ const (
 // /sse, "command" entries and anything else that remotemcp cannot represent
 // faithfully are reported in Skipped rather than imported half-right. The one
 // command that is converted is mcp-remote (`npx [-y] mcp-remote[@v] URL
-// [--header "Authorization: Bearer ${TOKEN}"]...`), a local proxy for exactly
-// the kind of remote server remotemcp talks to directly.
+// [--header "Name: ${VALUE}"]...`), a local proxy for exactly the kind of
+// remote server remotemcp talks to directly.
 //
 // ${VAR}, ${VAR:-default} and ${env:VAR} in URLs, headers and OAuth settings
 // are expanded with env (nil: no variables are set); for mcp-remote entries
 // the entry's own "env" is consulted first, as the proxy process would see
 // it. An unset variable without a default skips the entry, naming it.
 //
-// An "Authorization: Bearer X" header becomes bearer auth; "oauth" (Claude
-// Code, VS Code) or "auth" (Cursor) objects become oauth auth with their
-// client id, secret, scopes and callback port. An entry with only a URL
+// An "Authorization: Bearer X" header becomes bearer auth; any other
+// header (an API key, say) is kept in Server.Headers, where the store
+// seals its value (SPEC §9 A2) and names the transport owns are refused;
+// "oauth" (Claude Code, VS Code) or "auth" (Cursor) objects become oauth
+// auth with their client id, secret, scopes and callback port. An entry with only a URL
 // becomes auth kind "auto" (SPEC §9 A2): no credentials until the server
 // answers 401 with a challenge, then OAuth, as the source clients all do on
 // such a 401; a server that never asks is used without authentication.
@@ -408,13 +410,13 @@ func fromRemote(f entryFields) (remoteSpec, string) {
 		for _, m := range members {
 			var v string
 			if json.Unmarshal(m.raw, &v) != nil {
-				return spec, fmt.Sprintf("header %s must be a string, not %s", m.key, jsonKind(m.raw))
+				return spec, fmt.Sprintf("header %s must be a string, not %s", headerLabel(m.key), jsonKind(m.raw))
 			}
 			spec.headers = append(spec.headers, header{m.key, v})
 		}
 	}
 	if f.has("headersHelper") {
-		return spec, "headersHelper (a command printing headers) is not supported; only a static Authorization: Bearer header"
+		return spec, "headersHelper (a command printing headers) is not supported; only static headers (values may use ${VAR})"
 	}
 
 	if f.has("oauth") && f.has("auth") {
@@ -615,7 +617,21 @@ func finish(spec remoteSpec, env func(string) (string, bool)) (Server, string) {
 	bearer := false
 	for _, h := range spec.headers {
 		if !strings.EqualFold(h.name, "Authorization") {
-			return s, fmt.Sprintf("custom header %s is not supported; only Authorization: Bearer", h.name)
+			// A custom header (an API key, a tenant): kept, its value
+			// sealed by the store like a bearer token (SPEC §9 A2). Names
+			// the transport owns are refused by Validate.
+			v, err := expand(h.value, env)
+			if err != nil {
+				return s, fmt.Sprintf("header %s: %s", headerLabel(h.name), err)
+			}
+			if s.Headers == nil {
+				s.Headers = map[string]string{}
+			}
+			if _, dup := s.Headers[h.name]; dup {
+				return s, fmt.Sprintf("header %s is given twice; keep one", headerLabel(h.name))
+			}
+			s.Headers[h.name] = v
+			continue
 		}
 		v, err := expand(h.value, env)
 		if err != nil {
@@ -664,6 +680,16 @@ func finish(spec remoteSpec, env func(string) (string, bool)) (Server, string) {
 		s.Auth = a
 	}
 	return s, ""
+}
+
+// headerLabel is a header name fit for a message: the name itself when it
+// is one, else a note that it is not, since a malformed name may be a
+// pasted "Name: value" line.
+func headerLabel(name string) string {
+	if validHeaderName(name) {
+		return name
+	}
+	return "(a name that is not a valid header name)"
 }
 
 // endsInSSE reports a URL whose path ends in /sse, the legacy transport's

@@ -19,6 +19,11 @@ func srv(id, name, url string, auth Auth) Server {
 
 var autoAuth = Auth{Kind: AuthAuto}
 
+func withHeaders(s Server, h map[string]string) Server {
+	s.Headers = h
+	return s
+}
+
 func TestImport(t *testing.T) {
 	tests := []struct {
 		name        string
@@ -92,6 +97,7 @@ func TestImport(t *testing.T) {
 				srv("cmd", "cmd", "https://cmd.example/mcp", autoAuth),
 				srv("static", "static", "https://static.example/mcp", Auth{Kind: AuthOAuth, ClientID: "cid", ClientSecret: "csec"}),
 				srv("http-only-sse-path", "http-only-sse-path", "https://y.example/sse", autoAuth),
+				withHeaders(srv("custom", "custom", "https://z.example/mcp", autoAuth), map[string]string{"X-Tenant": "acme"}),
 				srv("installed", "installed", "https://installed.example/mcp", autoAuth),
 				srv("pnpm", "pnpm", "https://pnpm.example/mcp", Auth{Kind: AuthBearer, Token: "eq-tok"}),
 				srv("bunx-p", "bunx-p", "https://bunx.example/mcp", autoAuth),
@@ -99,7 +105,6 @@ func TestImport(t *testing.T) {
 			wantSkipped: []Skipped{
 				{"sse-path", "legacy SSE transport is not supported: remotemcp speaks Streamable HTTP only: the URL ends in /sse"},
 				{"sse-only", "legacy SSE transport is not supported: remotemcp speaks Streamable HTTP only"},
-				{"custom", "custom header X-Tenant is not supported; only Authorization: Bearer"},
 				{"no-url", "mcp-remote is given no server URL"},
 				{"no-colon", "an mcp-remote --header value is not of the form Name:value"},
 				{"filesystem", "local stdio servers are out of scope: remotemcp is for remote servers"},

@@ -134,6 +134,12 @@ func (s Server) Validate() error {
 	seen := map[string]string{}
 	for _, name := range slices.Sorted(maps.Keys(s.Headers)) {
 		if p := checkHeader(name, s.Headers[name]); p != "" {
+			// A name that is no header name may be a pasted "Name: value"
+			// line, so it is not echoed whole (checkHeader shows the
+			// valid part).
+			if !validHeaderName(name) {
+				return fail("headers", p)
+			}
 			return fail("headers."+name, p)
 		}
 		if other, dup := seen[strings.ToLower(name)]; dup {
@@ -355,16 +361,24 @@ func checkHeader(name, value string) string {
 	if name == "" {
 		return "has an empty name"
 	}
-	for _, r := range name {
-		// RFC 9110 token characters.
-		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("!#$%&'*+-.^_`|~", r)) {
-			return fmt.Sprintf("is not a valid header name (%q is not allowed in one)", r)
+	for i, r := range name {
+		if !headerNameRune(r) {
+			// Only the part before the bad character is shown: the rest
+			// may be a value pasted along with the name.
+			prefix := name[:i]
+			if len(prefix) > 64 {
+				prefix = prefix[:64] + "…"
+			}
+			if prefix == "" {
+				return fmt.Sprintf("a name starting with %q is not a valid header name (use letters, digits and !#$%%&'*+-.^_`|~)", r)
+			}
+			return fmt.Sprintf("the name %q followed by %q is not a valid header name (use letters, digits and !#$%%&'*+-.^_`|~; give the value separately)", prefix, r)
 		}
 	}
 	for _, r := range reservedHeaders {
 		if strings.EqualFold(name, r) {
 			if strings.EqualFold(r, "Authorization") {
-				return "cannot be set: remotemcp sends Authorization itself (use auth bearer or oauth)"
+				return `cannot be set: remotemcp sends Authorization itself; use auth kind "bearer" or "oauth" instead`
 			}
 			return "cannot be set: the MCP transport owns this header"
 		}
@@ -378,4 +392,20 @@ func checkHeader(name, value string) string {
 		}
 	}
 	return ""
+}
+
+// headerNameRune reports whether r may appear in a header name: the
+// token characters of RFC 9110.
+func headerNameRune(r rune) bool {
+	return r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("!#$%&'*+-.^_`|~", r)
+}
+
+// validHeaderName reports whether name is a non-empty RFC 9110 token.
+func validHeaderName(name string) bool {
+	for _, r := range name {
+		if !headerNameRune(r) {
+			return false
+		}
+	}
+	return name != ""
 }

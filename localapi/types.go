@@ -11,8 +11,9 @@ import (
 )
 
 // None of these types has a field that could carry a secret on the way
-// out: auth material is reduced to "is there one" flags. Write-only
-// secrets (a bearer token, a client secret) appear only in requests.
+// out: auth material is reduced to "is there one" flags, custom headers
+// to their names. Write-only secrets (a bearer token, a client secret, a
+// header value) appear only in requests.
 
 // State is a server's state (SPEC §9 A1).
 type State string
@@ -88,6 +89,16 @@ type Server struct {
 	// Limits holds the limits set for this server; the others are
 	// config.DefaultLimits.
 	Limits config.Limits `json:"limits,omitzero"`
+	// HeaderNames are the names of the server's custom headers, sorted
+	// (SPEC §9 A2). Their values are secrets, stored sealed, and never
+	// leave the engine.
+	HeaderNames []string `json:"headerNames,omitempty"`
+	// ProtocolVersion is the MCP revision the server is pinned to; empty
+	// is the default negotiation (SPEC §9 A6).
+	ProtocolVersion string `json:"protocolVersion,omitempty"`
+	// LogLevel is the level asked of the server for notifications/message;
+	// empty is the default, warning.
+	LogLevel string `json:"logLevel,omitempty"`
 	// Revision is the stored record's revision; every edit bumps it.
 	Revision  int64   `json:"revision"`
 	State     State   `json:"state"`
@@ -191,8 +202,8 @@ type Grant = hostperm.Grant
 // Pending is a refused request waiting for the person's decision.
 type Pending = hostperm.Pending
 
-// AddServerRequest adds a server. Token and ClientSecret are write-only:
-// stored sealed and never returned.
+// AddServerRequest adds a server. Token, ClientSecret and the values of
+// Headers are write-only: stored sealed and never returned.
 type AddServerRequest struct {
 	ID   string `json:"id"`
 	Name string `json:"name,omitempty"`
@@ -208,6 +219,16 @@ type AddServerRequest struct {
 	Enabled          *bool  `json:"enabled,omitempty"`
 	ConnectOnStartup *bool  `json:"connectOnStartup,omitempty"`
 	ToolTimeout      string `json:"toolTimeout,omitempty"`
+	// Headers are custom HTTP headers sent to the MCP endpoint only, name
+	// → value (SPEC §9 A2). Values are write-only secrets. Names the
+	// transport owns (Authorization, Host, Mcp-Session-Id …) are refused.
+	Headers map[string]string `json:"headers,omitempty"`
+	// ProtocolVersion pins the MCP revision (config.ProtocolVersions);
+	// empty or "default" negotiates (SPEC §9 A6).
+	ProtocolVersion string `json:"protocolVersion,omitempty"`
+	// LogLevel is asked of the server with logging/setLevel
+	// (config.LogLevels); empty or "default" is warning.
+	LogLevel string `json:"logLevel,omitempty"`
 	// By names who asked (cli, settings-page, api) in the grant record.
 	By string `json:"by,omitempty"`
 }
@@ -252,6 +273,18 @@ type UpdateServerRequest struct {
 	Token *string `json:"token,omitempty"`
 	// RebindBearer confirms that the token is meant for a changed URL.
 	RebindBearer bool `json:"rebindBearer,omitempty"`
+	// Headers sets custom headers, name → value (write-only), replacing a
+	// header of the same name in any case; the other headers stay. A
+	// header given here is meant for the server's (new) URL: when the URL
+	// moves to another resource, every header it keeps must be given
+	// again or removed (CodeConflict otherwise), like a bearer token.
+	Headers map[string]string `json:"headers,omitempty"`
+	// UnsetHeaders removes custom headers by name (any case).
+	UnsetHeaders []string `json:"unsetHeaders,omitempty"`
+	// ProtocolVersion pins the MCP revision; "" or "default" resets it.
+	ProtocolVersion *string `json:"protocolVersion,omitempty"`
+	// LogLevel sets the server's log level; "" or "default" resets it.
+	LogLevel *string `json:"logLevel,omitempty"`
 }
 
 // UpdateServerResult is the edited server and warnings about the edit
@@ -296,6 +329,9 @@ type ImportedServer struct {
 	URL    string          `json:"url"`
 	Origin string          `json:"origin"`
 	Auth   config.AuthKind `json:"auth"`
+	// HeaderNames are the names of the entry's custom headers (values
+	// are sealed and never returned).
+	HeaderNames []string `json:"headerNames,omitempty"`
 }
 
 // SkippedEntry is one entry an import did not apply, and why.

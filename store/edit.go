@@ -47,24 +47,29 @@ const (
 //
 // Nothing is written, and the stored record stays byte-for-byte as it was,
 // when: edit returns an error (returned wrapped, errors.Is-able); the
-// edited server is invalid, changes the id, or fails the rebind check; the
-// server does not exist (ErrNotFound); or a stored secret cannot be opened
-// (ErrSealOpen: writing the server back would drop that secret).
+// edited server is invalid, changes the id, or fails a rebind check
+// (ErrBearerRebind, ErrHeaderRebind); the server does not exist
+// (ErrNotFound); or a stored secret cannot be opened (ErrSealOpen: writing
+// the server back would drop that secret) and the edit neither gives it
+// again nor removes it (a header) or the auth that used it.
 func (s *SQLite) EditServer(ctx context.Context, id string, edit func(*config.Server) error, opts UpdateOptions) (config.Server, error) {
 	fail := func(step string, err error) (config.Server, error) {
 		return config.Server{}, fmt.Errorf("store: edit server %q: %s: %w", id, step, err)
 	}
 	for attempt := 1; ; attempt++ {
-		cur, rev, sealErrs, err := s.getServer(ctx, id)
+		cur, rev, unopened, sealErrs, err := s.getServer(ctx, id)
 		if err != nil {
 			return fail("read", err)
 		}
-		if sealErrs != nil {
-			return fail("read (its stored secret cannot be opened, so writing it back would lose it; enter the secret again with a full update)", sealErrs)
-		}
 		next := cur.Clone()
 		if err := edit(&next); err != nil {
+			if sealErrs != nil {
+				return fail("read", sealErrs)
+			}
 			return fail("edit", err)
+		}
+		if sealErrs != nil && !repairs(next, unopened) {
+			return fail("read", &UnopenedError{Fields: unopened, Err: sealErrs})
 		}
 		if next.ID != id {
 			return fail("edit", fmt.Errorf("the id cannot change (to %q)", next.ID))

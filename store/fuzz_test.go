@@ -53,6 +53,7 @@ func FuzzDecodeServer(f *testing.F) {
 		`{"toolTimeout":"90s"}`, `{"toolTimeout":90000}`, `{"toolTimeout":1e300}`, `{"toolTimeout":"forever"}`, `{"toolTimeout":null}`,
 		`{"auth":{"binding":null,"scopes":[]}}`, `{"disabledTools":[]}`, `{"auth":{"kind":"magic","redirectPort":-1}}`,
 		`{"limits":{"maxMessageBytes":-5}}`, `{"name":"\ud800"}`, "{\"name\":\"\xff\"}",
+		`{"headers":{"X-A":"","x-b":"clear"}}`, `{"headers":null}`, `{"headers":{"":1}}`, `{"protocolVersion":"2025-03-26","logLevel":"debug"}`,
 		strings.Repeat("[", 10000) + strings.Repeat("]", 10000),
 	} {
 		f.Add("s", js)

@@ -6,13 +6,18 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
+	"strings"
 
 	"github.com/remotemcp/remotemcp/config"
 )
 
-// Server configs are stored as JSON without their secrets; the bearer token
-// and the OAuth client secret are sealed into the secrets table under the
-// server's canonical resource, and filled back in on read.
+// Server configs are stored as JSON without their secrets; the bearer token,
+// the OAuth client secret and every custom header value (SPEC §9 A2) are
+// sealed into the secrets table under the server's canonical resource, and
+// filled back in on read. The stored JSON keeps the header names, with
+// empty values, so a listing can show them without opening anything.
 
 // UpdateOptions modify UpdateServerWith.
 type UpdateOptions struct {
@@ -22,6 +27,12 @@ type UpdateOptions struct {
 	// for the new URL); without it UpdateServer refuses with
 	// ErrBearerRebind.
 	RebindBearer bool
+	// RebindHeaders names the custom headers (names ignore case) whose
+	// values in the update are meant for the new URL although they equal
+	// the values given for the old URL: the user supplied them again.
+	// Every other header whose value would follow the server to another
+	// canonical resource makes UpdateServer refuse with ErrHeaderRebind.
+	RebindHeaders []string
 }
 
 // ListServers returns every server, oldest first, with its secrets opened.
@@ -56,7 +67,7 @@ func (s *SQLite) ListServers(ctx context.Context) ([]config.Server, error) {
 			if err != nil {
 				return err
 			}
-			if err := s.fillSecrets(&srv, secrets); err != nil {
+			if _, err := s.fillSecrets(&srv, secrets); err != nil {
 				errs = append(errs, err)
 			}
 			out = append(out, srv)
@@ -90,7 +101,7 @@ func (s *SQLite) GetServer(ctx context.Context, id string) (config.Server, error
 // over at 1. Errors are those of GetServer (including the server with an
 // error wrapping ErrSealOpen); the revision is valid whenever the server is.
 func (s *SQLite) GetServerRevision(ctx context.Context, id string) (config.Server, int64, error) {
-	srv, rev, sealErrs, err := s.getServer(ctx, id)
+	srv, rev, _, sealErrs, err := s.getServer(ctx, id)
 	if err != nil {
 		return config.Server{}, 0, fmt.Errorf("store: get server %q: %w", id, err)
 	}
@@ -116,8 +127,9 @@ func (s *SQLite) ServerRevision(ctx context.Context, id string) (int64, error) {
 
 // getServer reads one server, its secrets opened, and its revision from
 // one snapshot. err is fatal (unwrapped); sealErrs reports secrets that
-// could not be opened and were left empty.
-func (s *SQLite) getServer(ctx context.Context, id string) (srv config.Server, rev int64, sealErrs, err error) {
+// could not be opened and were left empty, and unopened names their
+// fields (see fillSecrets).
+func (s *SQLite) getServer(ctx context.Context, id string) (srv config.Server, rev int64, unopened []string, sealErrs, err error) {
 	err = s.readTx(ctx, func(tx *sql.Tx) error {
 		var js string
 		err := tx.QueryRowContext(ctx, `SELECT config, revision FROM servers WHERE id = ?`, id).Scan(&js, &rev)
@@ -134,13 +146,13 @@ func (s *SQLite) getServer(ctx context.Context, id string) (srv config.Server, r
 		if err != nil {
 			return err
 		}
-		sealErrs = s.fillSecrets(&srv, secrets)
+		unopened, sealErrs = s.fillSecrets(&srv, secrets)
 		return nil
 	})
 	if err != nil {
-		return config.Server{}, 0, nil, err
+		return config.Server{}, 0, nil, nil, err
 	}
-	return srv, rev, sealErrs, nil
+	return srv, rev, unopened, sealErrs, nil
 }
 
 // AddServer validates srv and inserts it, sealing its secrets; ErrDuplicate
@@ -222,7 +234,8 @@ var errStale = errors.New("server revision changed since it was read")
 // it writes only if the stored revision is still expect, and returns
 // errStale otherwise; expect == 0 overwrites whatever revision is stored.
 // It refuses to carry a bearer token to another resource unless
-// opts.RebindBearer.
+// opts.RebindBearer, and header values unless opts.RebindHeaders names
+// them.
 func (s *SQLite) replaceServer(ctx context.Context, tx *sql.Tx, srv config.Server, rec serverRecord, opts UpdateOptions, expect int64) (int64, error) {
 	var (
 		js  string
@@ -247,6 +260,9 @@ func (s *SQLite) replaceServer(ctx context.Context, tx *sql.Tx, srv config.Serve
 			return 0, err
 		}
 	}
+	if err := s.checkHeaderRebind(ctx, tx, old, srv, rec.resource, opts.RebindHeaders); err != nil {
+		return 0, err
+	}
 	now := nowMillis()
 	// The compare-and-swap proper. The write transaction already holds
 	// the database's write lock (BEGIN IMMEDIATE), so the row cannot have
@@ -262,7 +278,7 @@ func (s *SQLite) replaceServer(ctx context.Context, tx *sql.Tx, srv config.Serve
 	if err != nil {
 		return 0, err
 	}
-	if _, err := tx.ExecContext(ctx, `DELETE FROM secrets WHERE server_id = ? AND purpose IN (?, ?)`,
+	if _, err := tx.ExecContext(ctx, `DELETE FROM secrets WHERE server_id = ? AND (purpose IN (?, ?) OR `+headerPurposeSQL+`)`,
 		srv.ID, PurposeBearer, PurposeClientSecret); err != nil {
 		return 0, err
 	}
@@ -302,6 +318,47 @@ func (s *SQLite) checkBearerRebind(ctx context.Context, tx *sql.Tx, old, srv con
 	}
 	if string(oldToken) == srv.Auth.Token {
 		return fmt.Errorf("url %q is a different resource than %q: %w", srv.URL, old.URL, ErrBearerRebind)
+	}
+	return nil
+}
+
+// checkHeaderRebind is checkBearerRebind for custom header values: a
+// header of srv whose value is the one sealed for the old resource under
+// the same name was carried along by an edit of the URL, not given for
+// the new one. Names in rebind were supplied again by the user and pass.
+// The error names the headers, never their values. An empty value is no
+// secret and passes.
+func (s *SQLite) checkHeaderRebind(ctx context.Context, tx *sql.Tx, old, srv config.Server, newResource string, rebind []string) error {
+	if len(srv.Headers) == 0 {
+		return nil
+	}
+	oldResource, err := config.CanonicalResource(old.URL)
+	if err == nil && oldResource == newResource {
+		return nil
+	}
+	var carried []string
+	for _, name := range slices.Sorted(maps.Keys(srv.Headers)) {
+		value := srv.Headers[name]
+		if value == "" || slices.ContainsFunc(rebind, func(r string) bool { return strings.EqualFold(r, name) }) {
+			continue
+		}
+		k := SecretKey{ServerID: old.ID, Purpose: HeaderPurpose(name), Binding: config.Binding{Resource: oldResource}}
+		var blob []byte
+		err := tx.QueryRowContext(ctx, `SELECT sealed FROM secrets WHERE server_id = ? AND purpose = ? AND resource = ? AND issuer = ?`,
+			k.ServerID, k.Purpose, k.Binding.Resource, k.Binding.Issuer).Scan(&blob)
+		if errors.Is(err, sql.ErrNoRows) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		// An unreadable old value cannot have been echoed back.
+		if v, err := s.sealer.open(k, blob); err == nil && string(v) == value {
+			carried = append(carried, name)
+		}
+	}
+	if len(carried) > 0 {
+		return &HeaderRebindError{URL: srv.URL, OldURL: old.URL, Headers: carried}
 	}
 	return nil
 }
@@ -383,6 +440,15 @@ func (s *SQLite) prepareServer(srv config.Server) (serverRecord, error) {
 	clean := srv.Clone()
 	clean.Auth.Token = ""
 	clean.Auth.ClientSecret = ""
+	// Every header value is sealed, an empty one too, so that a header
+	// whose sealed value is missing on read is noticed (fillSecrets)
+	// rather than sent empty. The JSON keeps the names only.
+	for _, name := range slices.Sorted(maps.Keys(srv.Headers)) {
+		if err := add(HeaderPurpose(name), srv.Headers[name]); err != nil {
+			return serverRecord{}, err
+		}
+		clean.Headers[name] = ""
+	}
 	js, err := json.Marshal(clean)
 	if err != nil {
 		return serverRecord{}, fmt.Errorf("encode config: %w", err)
@@ -400,10 +466,22 @@ func decodeServer(id, js string) (config.Server, error) {
 	return srv, nil
 }
 
-// configSecrets loads the sealed bearer tokens and client secrets, of one
-// server or (id == "") of all.
+// headerPurposeSQL is an SQL condition true for the purposes of header
+// values (PurposeHeaderPrefix). substr, not LIKE or GLOB: header names
+// may hold '%', '_' and '*', which are wildcards there.
+const headerPurposeSQL = `substr(purpose, 1, 7) = 'header:'`
+
+func init() {
+	// headerPurposeSQL spells the prefix out; keep the two in step.
+	if len(PurposeHeaderPrefix) != 7 || !strings.Contains(headerPurposeSQL, "'"+PurposeHeaderPrefix+"'") {
+		panic("store: headerPurposeSQL does not match PurposeHeaderPrefix")
+	}
+}
+
+// configSecrets loads the sealed bearer tokens, client secrets and header
+// values, of one server or (id == "") of all.
 func configSecrets(ctx context.Context, tx *sql.Tx, id string) (map[SecretKey][]byte, error) {
-	q := `SELECT server_id, purpose, resource, issuer, sealed FROM secrets WHERE purpose IN (?, ?)`
+	q := `SELECT server_id, purpose, resource, issuer, sealed FROM secrets WHERE (purpose IN (?, ?) OR ` + headerPurposeSQL + `)`
 	args := []any{PurposeBearer, PurposeClientSecret}
 	if id != "" {
 		q += ` AND server_id = ?`
@@ -426,40 +504,87 @@ func configSecrets(ctx context.Context, tx *sql.Tx, id string) (map[SecretKey][]
 	return out, rows.Err()
 }
 
-// fillSecrets opens the secrets of srv's configured kind, bound to the
-// canonical resource of its current URL, into srv. A secret sealed for
-// another resource is not used.
-func (s *SQLite) fillSecrets(srv *config.Server, secrets map[SecretKey][]byte) error {
-	var purpose string
+// fillSecrets opens the secrets of srv, bound to the canonical resource of
+// its current URL, into srv: the bearer token or client secret of its
+// configured kind, and the value of every header it names. A secret sealed
+// for another resource is not used.
+//
+// What cannot be opened is left empty and named in unopened ("auth.token",
+// "auth.clientSecret", "headers.<name>"), and err (wrapping ErrSealOpen)
+// says why. A missing bearer token or client secret is simply absent, as
+// before headers existed; a header whose sealed value is missing is
+// unopened, since sending it empty would be wrong in a way nobody sees.
+func (s *SQLite) fillSecrets(srv *config.Server, secrets map[SecretKey][]byte) (unopened []string, err error) {
+	var errs []error
+	resource, rerr := config.CanonicalResource(srv.URL)
+	var purpose, field string
 	switch srv.Auth.Kind {
 	case config.AuthBearer:
-		purpose = PurposeBearer
+		purpose, field = PurposeBearer, "auth.token"
 	case config.AuthOAuth:
-		purpose = PurposeClientSecret
-	default:
-		return nil
+		purpose, field = PurposeClientSecret, "auth.clientSecret"
 	}
-	resource, err := config.CanonicalResource(srv.URL)
-	if err != nil {
-		// Stored before the URL rules changed, perhaps. Without a resource
-		// nothing can be bound to it, so no secret is filled in.
-		return nil
+	// Without a resource (a URL stored before the URL rules changed,
+	// perhaps) nothing can be bound to it, so no token or client secret is
+	// filled in.
+	if purpose != "" && rerr == nil {
+		k := SecretKey{ServerID: srv.ID, Purpose: purpose, Binding: config.Binding{Resource: resource}}
+		if blob, ok := secrets[k]; ok {
+			v, err := s.sealer.open(k, blob)
+			switch {
+			case err != nil:
+				unopened, errs = append(unopened, field), append(errs, err)
+			case purpose == PurposeBearer:
+				srv.Auth.Token = string(v)
+			default:
+				srv.Auth.ClientSecret = string(v)
+			}
+		}
 	}
-	k := SecretKey{ServerID: srv.ID, Purpose: purpose, Binding: config.Binding{Resource: resource}}
-	blob, ok := secrets[k]
-	if !ok {
-		return nil
+	for _, name := range slices.Sorted(maps.Keys(srv.Headers)) {
+		// Whatever the stored JSON held is never used: values live sealed.
+		srv.Headers[name] = ""
+		k := SecretKey{ServerID: srv.ID, Purpose: HeaderPurpose(name), Binding: config.Binding{Resource: resource}}
+		blob, ok := secrets[k]
+		if rerr != nil || !ok {
+			unopened = append(unopened, "headers."+name)
+			errs = append(errs, fmt.Errorf("store: open %s: no sealed value is stored for the server's URL: %w", describeKey(k), ErrSealOpen))
+			continue
+		}
+		v, err := s.sealer.open(k, blob)
+		if err != nil {
+			unopened, errs = append(unopened, "headers."+name), append(errs, err)
+			continue
+		}
+		srv.Headers[name] = string(v)
 	}
-	v, err := s.sealer.open(k, blob)
-	if err != nil {
-		return err
+	return unopened, errors.Join(errs...)
+}
+
+// repairs reports whether next, the result of an edit of a server whose
+// secrets named in unopened (see fillSecrets) could not be opened, no
+// longer needs any of them: each was given again or is no longer used.
+// Only then may the edit be written without losing a secret.
+func repairs(next config.Server, unopened []string) bool {
+	for _, f := range unopened {
+		switch name, isHeader := strings.CutPrefix(f, "headers."); {
+		case isHeader:
+			if v, ok := next.Headers[name]; ok && v == "" {
+				return false
+			}
+		case f == "auth.token":
+			if next.Auth.Kind == config.AuthBearer && next.Auth.Token == "" {
+				return false
+			}
+		case f == "auth.clientSecret":
+			if next.Auth.Kind == config.AuthOAuth && next.Auth.ClientID != "" && next.Auth.ClientSecret == "" {
+				return false
+			}
+		default:
+			return false
+		}
 	}
-	if purpose == PurposeBearer {
-		srv.Auth.Token = string(v)
-	} else {
-		srv.Auth.ClientSecret = string(v)
-	}
-	return nil
+	return true
 }
 
 // insertSecrets writes sealed secrets in tx, after making sure the key
@@ -481,4 +606,163 @@ func (s *SQLite) insertSecrets(ctx context.Context, tx *sql.Tx, secrets []sealed
 		}
 	}
 	return nil
+}
+
+// sealClearHeaders seals header values found in clear in stored configs
+// (written by a build from before schema 4) and blanks them in the JSON,
+// in one write transaction. Nothing a reader sees changes (the value was
+// and is the header's), so it is no store or server revision. A header
+// that already has a sealed value for the server's resource keeps it: the
+// sealed one is newer.
+//
+// It runs on every open, after the key check, and writes only when it
+// finds a row with a value in clear; then every header of that row
+// without a sealed value is sealed, an empty one too. upgraded (the store
+// was below schema 4 when this open began) also seals the headers of rows
+// whose values are all empty, which look like rows of schema 4 except for
+// their missing secrets; later, a missing secret is reported, not filled.
+func (s *SQLite) sealClearHeaders(ctx context.Context, upgraded bool) error {
+	fail := func(err error) error {
+		return fmt.Errorf("store: open database %s: seal header values stored in clear: %w", s.path, err)
+	}
+	// Look first, without the write lock: normally there is nothing to do.
+	var found bool
+	err := s.readTx(ctx, func(tx *sql.Tx) error {
+		todo, err := clearHeaderRows(ctx, tx, upgraded)
+		found = len(todo) > 0
+		return err
+	})
+	if err != nil {
+		return fail(err)
+	}
+	if !found {
+		return nil
+	}
+	err = s.scrubTx(ctx, func(tx *sql.Tx) error {
+		// Again under the write lock: another process may have done it.
+		todo, err := clearHeaderRows(ctx, tx, upgraded)
+		if err != nil {
+			return err
+		}
+		now := nowMillis()
+		for _, srv := range todo {
+			resource, err := config.CanonicalResource(srv.URL)
+			if err != nil {
+				resource = "" // bound to nothing; the reader reports it unopened
+			}
+			var sealed []sealedSecret
+			for _, name := range slices.Sorted(maps.Keys(srv.Headers)) {
+				k := SecretKey{ServerID: srv.ID, Purpose: HeaderPurpose(name), Binding: config.Binding{Resource: resource}}
+				var one int
+				err := tx.QueryRowContext(ctx, `SELECT 1 FROM secrets WHERE server_id = ? AND purpose = ? AND resource = ? AND issuer = ?`,
+					k.ServerID, k.Purpose, k.Binding.Resource, k.Binding.Issuer).Scan(&one)
+				if err == nil {
+					continue
+				}
+				if !errors.Is(err, sql.ErrNoRows) {
+					return err
+				}
+				blob, err := s.sealer.seal(k, []byte(srv.Headers[name]))
+				if err != nil {
+					return err
+				}
+				sealed = append(sealed, sealedSecret{key: k, blob: blob})
+			}
+			clean := srv.Clone()
+			inClear := false
+			for name, v := range clean.Headers {
+				inClear = inClear || v != ""
+				clean.Headers[name] = ""
+			}
+			if len(sealed) == 0 && !inClear {
+				continue // sealed already (by another process opening it too)
+			}
+			js, err := json.Marshal(clean)
+			if err != nil {
+				return fmt.Errorf("encode config of server %q: %w", srv.ID, err)
+			}
+			if err := s.insertSecrets(ctx, tx, sealed, now); err != nil {
+				return err
+			}
+			if _, err := tx.ExecContext(ctx, `UPDATE servers SET config = ? WHERE id = ?`, string(js), srv.ID); err != nil {
+				return err
+			}
+			s.log.Warn("store: sealed the header values an older remotemcp had stored in clear", "server", srv.ID)
+		}
+		return nil
+	})
+	if err != nil {
+		return fail(err)
+	}
+	return nil
+}
+
+// scrubTx runs fn in a write transaction that publishes no change, on a
+// connection with PRAGMA secure_delete on, and then checkpoints the WAL
+// into the database file and truncates it: what fn overwrites or deletes
+// is zeroed, not left in free space or old WAL frames. For moving clear
+// text out of the file (sealClearHeaders); ordinary writes never put a
+// secret in clear there.
+func (s *SQLite) scrubTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	if s.closed.Load() {
+		return ErrClosed
+	}
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	conn, err := s.db.Conn(ctx)
+	if err != nil {
+		return fmt.Errorf("connection: %w", err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, `PRAGMA secure_delete = ON`); err != nil {
+		return fmt.Errorf("secure_delete: %w", err)
+	}
+	// The connection goes back to the pool; it must not stay slow.
+	defer func() { _, _ = conn.ExecContext(context.WithoutCancel(ctx), `PRAGMA secure_delete = OFF`) }()
+	tx, err := conn.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("begin: %w", err)
+	}
+	defer tx.Rollback()
+	if err := fn(tx); err != nil {
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
+	// Best effort: a reader of another process may hold the WAL open, in
+	// which case the next checkpoint overwrites the old frames.
+	if _, err := conn.ExecContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`); err != nil {
+		s.log.Warn("store: checkpoint after sealing header values", "err", err)
+	}
+	return nil
+}
+
+// clearHeaderRows returns the stored servers whose JSON holds a header
+// value, or (all) any header at all (sealClearHeaders).
+func clearHeaderRows(ctx context.Context, tx *sql.Tx, all bool) ([]config.Server, error) {
+	// A cheap filter first: only rows with a headers member can qualify.
+	rows, err := tx.QueryContext(ctx, `SELECT id, config FROM servers WHERE config LIKE '%"headers":{%'`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []config.Server
+	for rows.Next() {
+		var id, js string
+		if err := rows.Scan(&id, &js); err != nil {
+			return nil, err
+		}
+		srv, err := decodeServer(id, js)
+		if err != nil {
+			continue // left for the reader to report
+		}
+		for _, v := range srv.Headers {
+			if all || v != "" {
+				out = append(out, srv)
+				break
+			}
+		}
+	}
+	return out, rows.Err()
 }

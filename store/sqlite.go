@@ -121,10 +121,22 @@ var migrations = [][]string{
 	{
 		`ALTER TABLE meta ADD COLUMN key_check BLOB`,
 	},
+	// 4: custom header values are sealed (SPEC §9 A2): servers.config keeps
+	// the header names with empty values, and each value is a secret of
+	// purpose "header:<name>" bound to the canonical resource. Nothing to
+	// change in SQL; the version fences off older binaries, which would
+	// send the headers empty (or, one development build, store values in
+	// clear). Values an older build stored in clear are sealed by
+	// sealClearHeaders on every open, once the key is known.
+	{},
 }
 
 // keyCheckSchema is the first schema version with meta.key_check.
 const keyCheckSchema = 3
+
+// headerSealSchema is the first schema version whose header values are
+// sealed (SPEC §9 A2).
+const headerSealSchema = 4
 
 // SchemaVersion returns the database schema version this binary writes
 // (and the newest it can read).
@@ -357,7 +369,10 @@ func (s *SQLite) init(ctx context.Context) error {
 	if s.sealer, err = newSealer(key); err != nil {
 		return err
 	}
-	return s.ensureKeyCheck(ctx, keyMissing)
+	if err := s.ensureKeyCheck(ctx, keyMissing); err != nil {
+		return err
+	}
+	return s.sealClearHeaders(ctx, version > 0 && version < headerSealSchema)
 }
 
 func (s *SQLite) newerError(version int) error {

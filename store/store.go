@@ -6,6 +6,8 @@ package store
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 
 	"github.com/remotemcp/remotemcp/config"
 )
@@ -28,6 +30,11 @@ var (
 	// (R3.10), so nothing is written; the caller must supply the token for
 	// the new URL (or an empty-token change of auth kind) explicitly.
 	ErrBearerRebind = errors.New("the server URL moved to another resource: supply the bearer token for the new URL again")
+	// ErrHeaderRebind is ErrBearerRebind for custom header values (SPEC §9
+	// A2: every header value is sealed like a bearer token, and bound to the
+	// server's canonical resource the same way). The error that wraps it
+	// names the headers, never their values.
+	ErrHeaderRebind = errors.New("the server URL moved to another resource: supply the header values for the new URL again, or remove the headers")
 	// ErrClosed: the store was closed.
 	ErrClosed = errors.New("store closed")
 	// ErrConflict: EditServer gave up because the server kept being
@@ -37,6 +44,41 @@ var (
 	ErrConflict = errors.New("the server kept changing while it was being edited (another remotemcp process is writing it); nothing was written, retry")
 )
 
+// HeaderRebindError is the error of an update refused with
+// ErrHeaderRebind (errors.Is works); Headers names the headers whose
+// values would have followed the server to another resource. It never
+// holds a value.
+type HeaderRebindError struct {
+	URL, OldURL string
+	Headers     []string
+}
+
+func (e *HeaderRebindError) Error() string {
+	return fmt.Sprintf("url %q is a different resource than %q, and the value of header %s was given for the old one: %v",
+		e.URL, e.OldURL, strings.Join(e.Headers, ", "), ErrHeaderRebind)
+}
+
+// Unwrap makes errors.Is(err, ErrHeaderRebind) hold.
+func (e *HeaderRebindError) Unwrap() error { return ErrHeaderRebind }
+
+// UnopenedError is the error of an EditServer refused because stored
+// secrets of the server cannot be opened (errors.Is(err, ErrSealOpen)
+// holds). Fields names them: "auth.token", "auth.clientSecret",
+// "headers.<name>". The edit may go ahead once it gives each of them again
+// or drops it.
+type UnopenedError struct {
+	Fields []string
+	Err    error // the causes, each wrapping ErrSealOpen
+}
+
+func (e *UnopenedError) Error() string {
+	return fmt.Sprintf("its stored %s cannot be opened, so writing it back would lose it; give it again in the edit, or remove it: %v",
+		strings.Join(e.Fields, ", "), e.Err)
+}
+
+// Unwrap returns the causes.
+func (e *UnopenedError) Unwrap() error { return e.Err }
+
 // Secret purposes. The purpose and the binding go into the AES-GCM
 // associated data, so a sealed value can only be opened for the purpose and
 // binding it was sealed for (R3.10, R3.11).
@@ -45,7 +87,23 @@ const (
 	PurposeRefreshToken = "oauth-refresh" // OAuth refresh token; binding = resource + issuer
 	PurposeClientSecret = "oauth-client-secret"
 	PurposeRegistration = "oauth-registration" // DCR result (JSON); binding = resource + issuer
+	// PurposeHeaderPrefix starts the purpose of a custom header value
+	// (SPEC §9 A2): "header:" + the header's name as configured; binding =
+	// canonical resource. The name is part of the purpose, so a sealed
+	// value opens only for the header, server and resource it was given
+	// for. Use HeaderPurpose.
+	PurposeHeaderPrefix = "header:"
 )
+
+// HeaderPurpose is the purpose of the sealed value of the custom header
+// name (PurposeHeaderPrefix + name).
+func HeaderPurpose(name string) string { return PurposeHeaderPrefix + name }
+
+// IsHeaderPurpose reports whether purpose is that of a custom header
+// value, and of which header.
+func IsHeaderPurpose(purpose string) (name string, ok bool) {
+	return strings.CutPrefix(purpose, PurposeHeaderPrefix)
+}
 
 // SecretKey names one sealed secret.
 type SecretKey struct {
@@ -89,8 +147,9 @@ func (c Change) RereadAll() bool { return c.ServerID == "" && c.Namespace == "" 
 
 // Store is the persistent state of remotemcp.
 //
-// Servers returned by ListServers/GetServer carry their bearer token and
-// client secret opened from the sealed secrets; writes seal them again.
+// Servers returned by ListServers/GetServer carry their bearer token,
+// client secret and custom header values opened from the sealed secrets;
+// writes seal them again.
 type Store interface {
 	ListServers(ctx context.Context) ([]config.Server, error)
 	GetServer(ctx context.Context, id string) (config.Server, error)

@@ -35,6 +35,11 @@ func TestServerRoundTrip(t *testing.T) {
 			ID: "oauth-dcr", Name: "DCR", URL: "http://127.0.0.1:9000/mcp",
 			Auth: config.Auth{Kind: config.AuthOAuth},
 		},
+		{
+			ID: "headers", Name: "Headers", URL: "https://h.example.com/mcp",
+			Auth:    config.Auth{Kind: config.AuthBearer, Token: "tok-h"},
+			Headers: map[string]string{"X-Api-Key": "hdr-SECRET-789", "X-Empty": ""}, ProtocolVersion: "2025-03-26", LogLevel: "debug",
+		},
 	}
 	dir := t.TempDir()
 	s := openT(t, dir)
@@ -93,6 +98,9 @@ func TestRefusedWritesLeaveFileUnchanged(t *testing.T) {
 	if err := s.AddServer(ctx, bearerServer("a", "https://a.example.com/mcp", "tokA")); err != nil {
 		t.Fatal(err)
 	}
+	if err := s.AddServer(ctx, headerServer("hd", "https://hd.example.com/mcp", map[string]string{"X-Key": "hdrA"})); err != nil {
+		t.Fatal(err)
+	}
 	bad := func(mut func(*config.Server)) config.Server {
 		srv := bearerServer("b", "https://b.example.com/mcp", "tokB")
 		mut(&srv)
@@ -119,6 +127,12 @@ func TestRefusedWritesLeaveFileUnchanged(t *testing.T) {
 		{"update rebind", func() error {
 			return s.UpdateServer(ctx, bearerServer("a", "https://other.example.com/mcp", "tokA"))
 		}, ErrBearerRebind},
+		{"update header rebind", func() error {
+			return s.UpdateServer(ctx, headerServer("hd", "https://other.example.com/mcp", map[string]string{"X-Key": "hdrA"}))
+		}, ErrHeaderRebind},
+		{"add reserved header", func() error {
+			return s.AddServer(ctx, bad(func(c *config.Server) { c.Headers = map[string]string{"Authorization": "Bearer x"} }))
+		}, nil},
 		{"delete missing", func() error { return s.DeleteServer(ctx, "zzz") }, ErrNotFound},
 		{"secret of missing server", func() error {
 			return s.PutSecret(ctx, SecretKey{ServerID: "zzz", Purpose: PurposeRefreshToken}, []byte("x"))
@@ -215,11 +229,19 @@ func TestSecretsNeverInClear(t *testing.T) {
 		bearer2 = "bearer-NEEDLE-second-11d2"
 		client  = "client-NEEDLE-secret-42"
 		refresh = "refresh-NEEDLE-token-99"
+		header  = "header-NEEDLE-value-3c"
+		header2 = "header-NEEDLE-second-d8"
 	)
 	if err := s.AddServer(ctx, bearerServer("a", "https://a.example.com/mcp", bearer)); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.UpdateServer(ctx, bearerServer("a", "https://a.example.com/mcp", bearer2)); err != nil {
+	a2 := bearerServer("a", "https://a.example.com/mcp", bearer2)
+	a2.Headers = map[string]string{"X-Api-Key": header}
+	if err := s.UpdateServer(ctx, a2); err != nil {
+		t.Fatal(err)
+	}
+	h := headerServer("h", "https://h.example.com/mcp", map[string]string{"X-Api-Key": header2})
+	if err := s.AddServer(ctx, h); err != nil {
 		t.Fatal(err)
 	}
 	o := config.Server{ID: "o", URL: "https://o.example.com/mcp", Auth: config.Auth{Kind: config.AuthOAuth, ClientID: "cid", ClientSecret: client}}
@@ -231,7 +253,7 @@ func TestSecretsNeverInClear(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, phase := range []string{"before checkpoint", "after checkpoint"} {
-		for _, needle := range []string{bearer, bearer2, client, refresh, "NEEDLE"} {
+		for _, needle := range []string{bearer, bearer2, client, refresh, header, header2, "NEEDLE"} {
 			if hits := grepDir(t, dir, needle); len(hits) > 0 {
 				t.Errorf("%s: %q found in clear in %v", phase, needle, hits)
 			}
@@ -243,7 +265,7 @@ func TestSecretsNeverInClear(t *testing.T) {
 	}
 	// And they still open.
 	got, err := s.GetServer(ctx, "a")
-	if err != nil || got.Auth.Token != bearer2 {
+	if err != nil || got.Auth.Token != bearer2 || got.Headers["X-Api-Key"] != header {
 		t.Fatalf("GetServer(a) = %+v, %v", got, err)
 	}
 	v, err := s.GetSecret(ctx, k)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"regexp"
 	"slices"
@@ -127,6 +128,123 @@ func envSecret(a *app, flag, name, what string) (string, error) {
 	return strings.TrimSpace(v), nil
 }
 
+// headerFlags are the custom header flags of servers add and set (SPEC §9
+// A2). Every header value is a secret to the store; --header takes one on
+// the command line for values that are not (a tenant name), and warns,
+// since argv is visible to other users of the machine and kept in shell
+// history. --header-env and --header-stdin keep values off argv.
+type headerFlags struct {
+	plain []string // "Name: value"
+	env   []string // "Name=VAR"
+	stdin []string // "Name"
+	unset []string // "Name" (set only)
+}
+
+func (f *headerFlags) register(cmd *cobra.Command, set bool) {
+	fl := cmd.Flags()
+	fl.StringArrayVar(&f.plain, "header", nil, "custom header 'Name: value' sent to the MCP endpoint (repeatable); the value is visible on the command line: use --header-env or --header-stdin for secrets")
+	fl.StringArrayVar(&f.env, "header-env", nil, "custom header Name=VAR: the value is read from the environment variable VAR (repeatable)")
+	fl.StringArrayVar(&f.stdin, "header-stdin", nil, "custom header Name: the value is read from one line of stdin (repeatable; after --bearer-stdin's line, in the order given)")
+	if set {
+		fl.StringArrayVar(&f.unset, "unset-header", nil, "remove a custom header by name (repeatable)")
+	}
+}
+
+// given reports whether any header flag was given.
+func (f *headerFlags) given() bool {
+	return len(f.plain)+len(f.env)+len(f.stdin)+len(f.unset) > 0
+}
+
+// values reads the headers the flags give, name → value. Call it after
+// the bearer token was read, so that --bearer-stdin reads the first line
+// of stdin. No error shows a value: a malformed --header is not echoed,
+// since without its ':' it may be all secret.
+func (f *headerFlags) values(a *app, id string) (map[string]string, error) {
+	if len(f.plain)+len(f.env)+len(f.stdin) == 0 {
+		return nil, nil
+	}
+	out := map[string]string{}
+	add := func(flag, name, value string) error {
+		if name == "" {
+			return usageErrorf("%s: the header name is empty", flag)
+		}
+		if !headerToken(name) {
+			// Not echoed: a name that is none may hold a pasted value.
+			return usageErrorf("%s: a header name is made of letters, digits and !#$%%&'*+-.^_`|~ only, with no spaces; give the name, then the value as the flag says", flag)
+		}
+		for k := range out {
+			if strings.EqualFold(k, name) {
+				return usageErrorf("header %s is given twice (names ignore case); give it once", name)
+			}
+		}
+		if slices.ContainsFunc(f.unset, func(u string) bool { return strings.EqualFold(strings.TrimSpace(u), name) }) {
+			return usageErrorf("header %s is both set and removed (--unset-header); give one", name)
+		}
+		out[name] = value
+		return nil
+	}
+	for _, h := range f.plain {
+		name, value, ok := strings.Cut(h, ":")
+		if !ok {
+			return nil, usageErrorf("--header wants 'Name: value', with a ':' after the name (for a secret use --header-env Name=VAR or --header-stdin Name)")
+		}
+		name = strings.TrimSpace(name)
+		if err := add("--header", name, strings.TrimSpace(value)); err != nil {
+			return nil, err
+		}
+		fmt.Fprintf(a.streams.Err, "warning: --header %s puts the value on the command line, where other users of this machine can see it (ps) and shell history keeps it; for a secret use --header-env %s=VAR or --header-stdin %s\n", name, name, name)
+	}
+	for _, h := range f.env {
+		name, v, ok := strings.Cut(h, "=")
+		if !ok || strings.TrimSpace(v) == "" {
+			return nil, usageErrorf("--header-env wants Name=VAR, the header's name and the environment variable holding its value")
+		}
+		name = strings.TrimSpace(name)
+		if !headerToken(name) {
+			return nil, add("--header-env", name, "") // the error, without the name
+		}
+		value, err := envSecret(a, "--header-env "+name, strings.TrimSpace(v), "the value of header "+name)
+		if err != nil {
+			return nil, err
+		}
+		if err := add("--header-env", name, value); err != nil {
+			return nil, err
+		}
+	}
+	for _, name := range f.stdin {
+		name = strings.TrimSpace(name)
+		if !headerToken(name) {
+			return nil, usageErrorf("--header-stdin wants only the header's name (letters, digits and !#$%%&'*+-.^_`|~); its value is read from stdin")
+		}
+		if a.interactive() {
+			fmt.Fprintf(a.streams.Err, "value of header %s for %s (one line; it is echoed): ", cell(name), id)
+		}
+		line, err := a.readLine()
+		if err != nil && err != io.EOF {
+			return nil, fmt.Errorf("--header-stdin %s: read the value: %w", name, err)
+		}
+		if line == "" {
+			return nil, fmt.Errorf("--header-stdin %s: stdin gave no value; pipe it in, e.g. `printenv MY_KEY | remotemcp servers ... --header-stdin %s`", name, name)
+		}
+		if err := add("--header-stdin", name, line); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// headerToken reports whether name is a header name (an RFC 9110 token);
+// the config's validation says the same, but the flags check first so
+// that what is not a name is never echoed.
+func headerToken(name string) bool {
+	for _, r := range name {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("!#$%&'*+-.^_`|~", r)) {
+			return false
+		}
+	}
+	return name != ""
+}
+
 // checkServerURL checks a URL given on the command line for server id.
 func checkServerURL(id, url string) error {
 	err := config.ValidateURL(url)
@@ -139,9 +257,11 @@ func checkServerURL(id, url string) error {
 
 func newServersAddCmd(a *app) *cobra.Command {
 	var (
-		name            string
-		auth            authFlags
-		lazy, disabledF bool
+		name             string
+		auth             authFlags
+		headers          headerFlags
+		lazy, disabledF  bool
+		protocol, logLvl string
 	)
 	cmd := &cobra.Command{
 		Use:   "add ID URL",
@@ -151,10 +271,17 @@ URL is https://, or http:// on a loopback host. Adding a server allows
 remotemcp to contact its origin; the command says so. Authentication: none
 by default; --bearer-env VAR or --bearer-stdin for a static token; --auth
 oauth (or --oauth) for OAuth 2.1; --auth auto switches to OAuth when the
-server asks for it.`,
+server asks for it. Custom headers (an API key, a tenant) go to the MCP
+endpoint only, their values stored sealed: --header-env Name=VAR or
+--header-stdin Name for secrets, --header 'Name: value' for values that
+may show on the command line. Authorization, Host, Mcp-Session-Id and the
+other headers the transport sets are refused. --protocol-version pins the
+MCP revision (` + strings.Join(config.ProtocolVersions, ", ") + `); --log-level sets the
+level of the server's log messages (default warning).`,
 		Example: `  remotemcp servers add docs https://mcp.example.com/mcp
   MY_TOKEN=... remotemcp servers add gh https://api.example.com/mcp --bearer-env MY_TOKEN
-  printenv MY_TOKEN | remotemcp servers add gh https://api.example.com/mcp --bearer-stdin`,
+  printenv MY_TOKEN | remotemcp servers add gh https://api.example.com/mcp --bearer-stdin
+  API_KEY=... remotemcp servers add search https://search.example.com/mcp --header-env X-Api-Key=API_KEY --header 'X-Tenant: acme'`,
 		Args: argsExactly(2, "ID URL"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			id, url := args[0], args[1]
@@ -168,7 +295,12 @@ server asks for it.`,
 			if err != nil {
 				return err
 			}
-			req := localapi.AddServerRequest{ID: id, Name: name, URL: url, Enabled: new(!disabledF), ConnectOnStartup: new(!lazy), By: byCLI}
+			hv, err := headers.values(a, id)
+			if err != nil {
+				return err
+			}
+			req := localapi.AddServerRequest{ID: id, Name: name, URL: url, Enabled: new(!disabledF), ConnectOnStartup: new(!lazy), By: byCLI,
+				Headers: hv, ProtocolVersion: protocol, LogLevel: logLvl}
 			if ac != nil {
 				req.Auth, req.Token, req.ClientID, req.ClientSecret, req.Scopes, req.RedirectPort = ac.Kind, ac.Token, ac.ClientID, ac.ClientSecret, ac.Scopes, ac.RedirectPort
 			}
@@ -177,7 +309,7 @@ server asks for it.`,
 				if err != nil {
 					return err
 				}
-				fmt.Fprintf(a.streams.Out, "added %s %s\n", res.Server.ID, cell(redact.URL(res.Server.URL)))
+				fmt.Fprintf(a.streams.Out, "added %s %s%s\n", res.Server.ID, cell(redact.URL(res.Server.URL)), headersNote(res.Server.HeaderNames))
 				for _, o := range res.Granted {
 					fmt.Fprintf(a.streams.Out, "granted %s (adding a server allows its own origin)\n", cell(o))
 				}
@@ -191,7 +323,23 @@ server asks for it.`,
 	f.BoolVar(&auth.oauth, "oauth", false, "authenticate with OAuth 2.1 (the same as --auth oauth)")
 	f.BoolVar(&lazy, "lazy", false, "connect on first use instead of at startup")
 	f.BoolVar(&disabledF, "disabled", false, "add the server switched off")
+	headers.register(cmd, false)
+	f.StringVar(&protocol, "protocol-version", "", "pin the MCP protocol revision: "+strings.Join(config.ProtocolVersions, ", ")+` (default: negotiate)`)
+	f.StringVar(&logLvl, "log-level", "", "level of the server's log messages: "+strings.Join(config.LogLevels, ", ")+" (default warning)")
 	return cmd
+}
+
+// headersNote is " (headers A, B sealed)" for a server with custom
+// headers, "" otherwise: names only, never a value.
+func headersNote(names []string) string {
+	if len(names) == 0 {
+		return ""
+	}
+	word := "headers"
+	if len(names) == 1 {
+		word = "header"
+	}
+	return " (" + word + " " + cell(strings.Join(names, ", ")) + " stored sealed)"
 }
 
 func newServersListCmd(a *app) *cobra.Command {
@@ -240,9 +388,19 @@ func writeServerDetails(w io.Writer, s *localapi.Server) error {
 		"connect", map[bool]string{true: "at startup", false: "lazily, on first use"}[s.ConnectOnStartup],
 		"auth", string(s.Auth.Kind), "token", sealed[s.Auth.HasToken], "client id", s.Auth.ClientID,
 		"client secret", sealed[s.Auth.HasClientSecret], "scopes", strings.Join(s.Auth.Scopes, " "),
+		"headers", headerList(s.HeaderNames),
+		"protocol", s.ProtocolVersion, "log level", s.LogLevel,
 		"disabled tools", strings.Join(s.DisabledTools, ", "), "tool timeout", s.ToolTimeout,
 		"limits", s.Limits.String(),
 		"origin", fmt.Sprintf("%s (allowed: %s)", s.Origin, yesNo(s.OriginGranted)), "state", state)
+}
+
+// headerList is "A, B (stored sealed)", or "" for no headers.
+func headerList(names []string) string {
+	if len(names) == 0 {
+		return ""
+	}
+	return strings.Join(names, ", ") + " (stored sealed)"
 }
 
 func newServersRmCmd(a *app) *cobra.Command {
@@ -298,6 +456,8 @@ func newServersSetCmd(a *app) *cobra.Command {
 		disableT, enableT []string
 		limits            []string
 		auth              authFlags
+		headers           headerFlags
+		protocol, logLvl  string
 	)
 	cmd := &cobra.Command{
 		Use:   "set ID",
@@ -309,11 +469,19 @@ or --client-id, --client-secret-env and --scope. A bearer server moved to
 another resource needs its token again. --disable-tool warns when the
 server is known not to have the tool. --limit NAME=VALUE raises or lowers
 one of the limits that bound what the server may send (sizes like 16MiB,
-counts, listTimeout like 2m; "default" resets one): ` + strings.Join(config.LimitNames(), ", ") + `.`,
+counts, listTimeout like 2m; "default" resets one): ` + strings.Join(config.LimitNames(), ", ") + `.
+--header-env Name=VAR, --header-stdin Name and --header 'Name: value' set
+a custom header (replacing one of the same name), --unset-header Name
+removes one; the others stay. Header values are stored sealed and, like a
+bearer token, do not follow a server moved to another resource: give
+them again with the new --url, or remove them. --protocol-version and
+--log-level take "default" to reset.`,
 		Example: `  remotemcp servers set docs --url https://mcp.example.com/v2/mcp --bearer-env DOCS_TOKEN
   remotemcp servers set docs --lazy --tool-timeout 5m --disable-tool delete_page
   remotemcp servers set wiki --auth oauth --scope read
-  remotemcp servers set big --limit maxMessageBytes=32MiB --limit listTimeout=2m`,
+  remotemcp servers set big --limit maxMessageBytes=32MiB --limit listTimeout=2m
+  printenv NEW_KEY | remotemcp servers set search --header-stdin X-Api-Key --unset-header X-Old
+  remotemcp servers set legacy --protocol-version 2025-03-26 --log-level info`,
 		Args: argsExactly(1, "ID"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			id, f := args[0], cmd.Flags()
@@ -325,7 +493,8 @@ counts, listTimeout like 2m; "default" resets one): ` + strings.Join(config.Limi
 					return usageErrorf("tool %q is given to both --disable-tool and --enable-tool", t)
 				}
 			}
-			names := []string{"url", "name", "lazy", "startup", "tool-timeout", "limit", "disable-tool", "enable-tool", "auth", "bearer-env", "bearer-stdin", "client-id", "client-secret-env", "scope", "port"}
+			names := []string{"url", "name", "lazy", "startup", "tool-timeout", "limit", "disable-tool", "enable-tool", "auth", "bearer-env", "bearer-stdin", "client-id", "client-secret-env", "scope", "port",
+				"header", "header-env", "header-stdin", "unset-header", "protocol-version", "log-level"}
 			if !slices.ContainsFunc(names, f.Changed) {
 				return usageErrorf("nothing to change; give at least one of --%s", strings.Join(names, ", --"))
 			}
@@ -360,13 +529,32 @@ counts, listTimeout like 2m; "default" resets one): ` + strings.Join(config.Limi
 				return err
 			}
 			req.Auth, req.RebindBearer = ac, ac != nil && ac.Token != ""
+			if req.Headers, err = headers.values(a, id); err != nil {
+				return err
+			}
+			for _, n := range headers.unset {
+				req.UnsetHeaders = append(req.UnsetHeaders, strings.TrimSpace(n))
+			}
+			if f.Changed("protocol-version") {
+				req.ProtocolVersion = &protocol
+			}
+			if f.Changed("log-level") {
+				req.LogLevel = &logLvl
+			}
 			return a.do(func(ctx context.Context, e Engine, _ []string) error {
 				before, err := e.Server(ctx, id)
 				if err != nil {
 					return err
 				}
 				res, err := e.UpdateServer(ctx, id, req)
-				if localapi.HasCode(err, localapi.CodeConflict) && req.URL != nil && before.Auth.Kind == "bearer" && ac == nil {
+				headerConflict := false
+				if le, ok := localapi.AsError(err); ok && le.Code == localapi.CodeConflict && le.Field == "headers" {
+					headerConflict = true
+				}
+				switch {
+				case headerConflict && req.URL != nil:
+					return fmt.Errorf("%w; re-supply the header values: \"remotemcp servers set %s --url %s --header-env NAME=VAR\" (or --header-stdin NAME) for each, or remove them with --unset-header NAME", err, id, url)
+				case localapi.HasCode(err, localapi.CodeConflict) && req.URL != nil && before.Auth.Kind == "bearer" && ac == nil:
 					return fmt.Errorf("%w; re-supply the token: \"remotemcp servers set %s --url %s --bearer-env VAR\" (or --bearer-stdin)", err, id, url)
 				}
 				if err != nil {
@@ -381,6 +569,16 @@ counts, listTimeout like 2m; "default" resets one): ` + strings.Join(config.Limi
 					what = append(what, "bearer token")
 				case ac != nil:
 					what = append(what, "auth "+string(ac.Kind))
+				}
+				// A header given is reported as set even when its value
+				// did not change: the values cannot be compared here.
+				for _, n := range slices.Sorted(maps.Keys(req.Headers)) {
+					what = append(what, "header "+n)
+				}
+				for _, n := range before.HeaderNames {
+					if !slices.ContainsFunc(res.Server.HeaderNames, func(m string) bool { return strings.EqualFold(m, n) }) {
+						what = append(what, "removed header "+n)
+					}
 				}
 				if len(what) == 0 {
 					fmt.Fprintf(a.streams.Out, "%s: nothing changed (the settings already have these values)\n", id)
@@ -401,6 +599,9 @@ counts, listTimeout like 2m; "default" resets one): ` + strings.Join(config.Limi
 	fl.StringArrayVar(&disableT, "disable-tool", nil, "switch a tool off (repeatable)")
 	fl.StringArrayVar(&enableT, "enable-tool", nil, "switch a tool back on (repeatable)")
 	auth.register(cmd)
+	headers.register(cmd, true)
+	fl.StringVar(&protocol, "protocol-version", "", "pin the MCP protocol revision: "+strings.Join(config.ProtocolVersions, ", ")+` ("default": negotiate)`)
+	fl.StringVar(&logLvl, "log-level", "", "level of the server's log messages: "+strings.Join(config.LogLevels, ", ")+` ("default": warning)`)
 	return cmd
 }
 
@@ -413,7 +614,8 @@ func changes(b, a localapi.Server) []string {
 	}{
 		{"url", b.URL, a.URL}, {"name", b.Name, a.Name}, {"enabled", b.Enabled, a.Enabled},
 		{"connect", b.ConnectOnStartup, a.ConnectOnStartup}, {"tool timeout", b.ToolTimeout, a.ToolTimeout},
-		{"limits", b.Limits, a.Limits},
+		{"limits", b.Limits, a.Limits}, {"protocol version", b.ProtocolVersion, a.ProtocolVersion},
+		{"log level", b.LogLevel, a.LogLevel},
 	} {
 		if f.old != f.new {
 			what = append(what, f.name)
@@ -477,7 +679,11 @@ func (a *app) printImport(res *localapi.ImportResult, update bool) error {
 		list []localapi.ImportedServer
 	}{{"added", res.Added}, {"updated", res.Updated}, {"unchanged", res.Unchanged}} {
 		for _, s := range l.list {
-			fmt.Fprintf(w, "%s %s %s (auth %s)\n", l.verb, cell(s.ID), cell(redact.URL(s.URL)), s.Auth)
+			hdr := ""
+			if len(s.HeaderNames) > 0 {
+				hdr = ", headers " + cell(strings.Join(s.HeaderNames, ", ")) + " stored sealed"
+			}
+			fmt.Fprintf(w, "%s %s %s (auth %s%s)\n", l.verb, cell(s.ID), cell(redact.URL(s.URL)), s.Auth, hdr)
 		}
 	}
 	for _, s := range res.Conflicts {

@@ -173,7 +173,12 @@ func fieldValue(s string, i, j int) (start, end int, ok bool) {
 		return v, v, true
 	}
 	yaml := sep == ':' && lineStartBefore(s, i) && strings.ContainsAny(s, "\n\r")
-	if sep == ':' && !quotedName && kind != headerField && !yaml {
+	// A header name as the last part of a dotted path ("headers.Authorization:
+	// cannot be set") is a field path in an error chain, not a header line:
+	// header names have no '.'. A scheme's credential after it is still
+	// hidden (schemeSpans), and so is a value that looks like one.
+	dottedHeader := kind == headerField && strings.IndexByte(s[i:j], '.') >= 0
+	if sep == ':' && !quotedName && (kind != headerField || dottedHeader) && !yaml {
 		// "name: value" in a line of prose is as likely an error chain
 		// ("oauth: origin not allowed", "auth.token: starts with …") or
 		// a host and port as a field. It counts only with a space after

@@ -66,6 +66,8 @@ func TestText(t *testing.T) {
 		{"flag in an error", "--bearer-env: environment variable NOPE is not set", "--bearer-env: environment variable NOPE is not set"},
 		{"quoted prose", `re-supply the token: "--bearer-env VAR"`, `re-supply the token: "--bearer-env VAR"`},
 		{"field path in an error", `auth.token: starts with "Bearer "`, `auth.token: starts with "Bearer "`},
+		{"header field path in an error", "server t: headers.Authorization: cannot be set: remotemcp sends Authorization itself", "server t: headers.Authorization: cannot be set: remotemcp sends Authorization itself"},
+		{"header field path with a credential", "headers.Authorization: Bearer abc123 and headers.Cookie: sid-9f8e7d", "headers.Authorization: Bearer [redacted] and headers.Cookie: [redacted]"},
 		{"mid-line credential", "sent password: hunter2 to", "sent password: [redacted] to"},
 		{"empty value", "token= next", "token= next"},
 		{"malformed url", "http://%zz?x=1&&=&page", "http://%zz?x=[redacted]&&=&page"},
