@@ -15,7 +15,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -117,9 +119,25 @@ func artifactDir(t *testing.T) string {
 // shot saves a screenshot of the page as <step>.png in the test's
 // artifact folder. No pixel is compared: the pictures are for people.
 func (b *browser) shot(step string) {
+	b.save(step, chromedp.FullScreenshot(100)) // quality 100: PNG
+}
+
+// shotView saves what the viewport shows as <step>.png: a modal dialog
+// (the request log drawer) covers the viewport, not the whole page.
+func (b *browser) shotView(step string) {
+	b.save(step, chromedp.CaptureScreenshot())
+}
+
+func (b *browser) save(step string, capture chromedp.Action[[]byte]) {
 	ctx, cancel := context.WithTimeout(b.ctx, 10*time.Second)
 	defer cancel()
-	buf, err := chromedp.Run(ctx, chromedp.FullScreenshot(100)) // quality 100: PNG
+	// A tab the page opened (the authorization page) may be in front,
+	// and a tab behind paints no frame to capture.
+	if _, err := chromedp.Call(ctx, page.BringToFront, cdp.Empty{}); err != nil {
+		b.t.Logf("no screenshot %s: %v", step, err)
+		return
+	}
+	buf, err := chromedp.Run(ctx, capture)
 	if err != nil {
 		b.t.Logf("no screenshot %s: %v", step, err)
 		return
@@ -185,7 +203,21 @@ func (b *browser) eval(expr string) string {
 
 func (b *browser) click(sel string) {
 	b.t.Helper()
-	b.do("click "+sel, chromedp.WaitVisible(chromedp.CSS(sel)), chromedp.Click(chromedp.CSS(sel)))
+	// The page draws the server list anew on every change: a row's button
+	// found a moment ago may be gone when the click is placed (before any
+	// mouse event). Then the new one is clicked.
+	for try := 1; ; try++ {
+		ctx, cancel := context.WithTimeout(b.ctx, 30*time.Second)
+		err := chromedp.Do(ctx, chromedp.WaitVisible(chromedp.CSS(sel)), chromedp.Click(chromedp.CSS(sel)))
+		cancel()
+		if err == nil {
+			return
+		}
+		if try < 5 && strings.Contains(err.Error(), "Could not find node") {
+			continue
+		}
+		b.t.Fatalf("browser: click %s: %v", sel, err)
+	}
 }
 
 // login opens a login URL and waits until the page is live.

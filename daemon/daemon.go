@@ -39,7 +39,11 @@ type Options struct {
 	// Version, when set, is what /api/health reports instead of the
 	// engine's.
 	Version string
-	Logger  *slog.Logger
+	// Notify runs notify-send, where it is installed, when a server the
+	// daemon knew enters needs-auth (SPEC §9 A4): the person is told that
+	// background work waits for their sign-in (notify.go).
+	Notify bool
+	Logger *slog.Logger
 }
 
 // Server is the daemon's HTTP side: the local API on the Unix socket, and
@@ -244,6 +248,9 @@ func (s *Server) Serve(ctx context.Context) error {
 	}
 	servers := []*http.Server{s.httpServer(tcpH), s.httpServer(sockH)}
 	s.startSecretWatch()
+	if s.o.Notify {
+		s.startNotifier()
+	}
 	s.log.Info("daemon listening", "url", s.baseURL, "socket", s.sockPath, "dataDir", s.o.DataDir)
 
 	served := make(chan error, 2)

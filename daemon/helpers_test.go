@@ -302,6 +302,8 @@ type stack struct {
 type stackOpts struct {
 	// dir is the data directory; "" means a new temporary one.
 	dir string
+	// notify turns the desktop notifications on (Options.Notify).
+	notify bool
 }
 
 func newStack(t *testing.T, o stackOpts) *stack {
@@ -316,7 +318,7 @@ func newStack(t *testing.T, o stackOpts) *stack {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.srv, err = New(Options{Engine: s.eng, DataDir: s.dir, Addr: "127.0.0.1:0", Logger: testLogger()})
+	s.srv, err = New(Options{Engine: s.eng, DataDir: s.dir, Addr: "127.0.0.1:0", Notify: o.notify, Logger: testLogger()})
 	if err != nil {
 		s.eng.Close()
 		t.Fatal(err)

@@ -146,8 +146,9 @@ func newLogsCmd(a *app) *cobra.Command {
 	return a.jsonFlag(&cobra.Command{
 		Use:   "logs ID",
 		Short: "Show a server's last 50 HTTP exchanges (no secrets)",
-		Long: `Show the server's last 50 HTTP exchanges (no headers, bodies or secrets):
-the daemon's log, or without one the exchanges of connecting now.`,
+		Long: `Show the server's last 50 HTTP exchanges (no headers, bodies or secrets),
+oldest first: the daemon's log, or without one the exchanges of connecting
+now. --json prints them as the settings page's Export saves them.`,
 		Args: argsExactly(1, "ID"),
 		RunE: a.do(func(ctx context.Context, e Engine, args []string) error {
 			id := args[0]
@@ -165,8 +166,10 @@ the daemon's log, or without one the exchanges of connecting now.`,
 			if err != nil {
 				return err
 			}
-			return printList(a, log, "no exchanges recorded yet", "TIME\tHTTP\tRPC\tSTATUS\tMS\tERROR", func(x localapi.LogEntry) string {
-				return fmt.Sprintf("%s\t%s\t%s\t%s\t%.1f\t%s", x.Time.Format(time.TimeOnly), x.HTTPMethod, cell(orDash(x.RPCMethod)),
+			// --json prints the API's entries as they are: the settings
+			// page's Export saves the same bytes.
+			return printList(a, log, "no exchanges recorded yet", "TIME\tCONN\tHTTP\tRPC\tSTATUS\tMS\tERROR", func(x localapi.LogEntry) string {
+				return fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%.1f\t%s", x.Time.Format(time.TimeOnly), cell(orDash(x.ConnectionID)), x.HTTPMethod, cell(orDash(x.RPCMethod)),
 					orDash(map[bool]string{true: fmt.Sprint(x.Status)}[x.Status != 0]), x.Millis, cell(x.Error))
 			})
 		}),

@@ -58,8 +58,9 @@ func (a *app) dial(ctx context.Context) (Engine, error) {
 
 func newServeCmd(a *app) *cobra.Command {
 	var (
-		addr string
-		demo bool
+		addr   string
+		demo   bool
+		notify bool
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -73,7 +74,9 @@ directory. SIGINT/SIGTERM shut it down cleanly.
 
 --addr takes HOST:PORT on loopback, or PORT alone (127.0.0.1:PORT).
 --demo also runs the bundled test MCP server on a free loopback port and
-adds it (or points it) as the server "demo", so the page is not empty.`,
+adds it (or points it) as the server "demo", so the page is not empty.
+--notify shows a desktop notification (notify-send, where it is installed)
+when a server needs you to sign in again: it is paused until you do.`,
 		Args: argsExactly(0, ""),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
@@ -98,7 +101,7 @@ adds it (or points it) as the server "demo", so the page is not empty.`,
 				}
 				defer stop()
 			}
-			srv, err := daemon.New(daemon.Options{Engine: eng, DataDir: dir, Addr: listen, Version: remotemcp.Version, Logger: log})
+			srv, err := daemon.New(daemon.Options{Engine: eng, DataDir: dir, Addr: listen, Version: remotemcp.Version, Notify: notify, Logger: log})
 			if err != nil {
 				return err
 			}
@@ -115,6 +118,7 @@ adds it (or points it) as the server "demo", so the page is not empty.`,
 			return err
 		},
 	}
+	cmd.Flags().BoolVar(&notify, "notify", false, "show a desktop notification (notify-send) when a server needs you to sign in")
 	cmd.Flags().BoolVar(&demo, "demo", false, "also run the bundled test MCP server and add it as the server \"demo\"")
 	cmd.Flags().StringVar(&addr, "addr", "127.0.0.1:7717", "loopback address of the settings page and OAuth callback: HOST:PORT or PORT (the OAuth redirect port defaults to 7717 too)")
 	return cmd

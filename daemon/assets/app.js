@@ -24,6 +24,7 @@
     // The notice's expiry: a function of a server that says the notice is
     // out of date (the flow it points at has moved on), or null.
     noticeUntil: null,
+    bannerKey: null, // what the sign-in banner shows, to rebuild it only on change
   };
 
   // api calls the daemon's JSON API. The browser adds our Origin header
@@ -138,6 +139,7 @@
       show("enable", !s.enabled);
       show("disable", s.enabled);
       show("catalog", s.enabled);
+      show("log", true);
       show("authorize", signIn);
       const confirm = $(".confirm", row);
       $(".confirm-name", confirm).textContent = s.name || s.id;
@@ -148,6 +150,72 @@
       if (!state.servers.some((s) => s.id === id)) state.notes.delete(id);
     }
     if (state.noticeUntil && state.servers.some((s) => state.noticeUntil(s))) notice("");
+    renderBanner();
+  }
+
+  // ---- the sign-in banner (B2) ----
+
+  // authWhy says in the page's words why a server waits for the person's
+  // sign-in, from the reason the API gives (SPEC §9 A1, A4): its scopes
+  // and step, else the sign-in library's own words in its message (never
+  // a server's): signed out, never signed in, a sign-in that ended and
+  // cannot be renewed, a server asking for more permissions. The daemon's
+  // desktop notification says the same (notify.go needsAuthWhy).
+  function authWhy(r) {
+    r = r || {};
+    const m = r.message || "";
+    const scopes = (r.scopes || []).join(" ");
+    if (scopes || r.step === "scope" || m.includes("requires the scopes")) return "it asks for more permissions" + (scopes ? " (" + scopes + ")" : "");
+    if (m === "signed out") return "you signed out";
+    if (m === "needs authorization" || m.includes("has not been signed in to yet")) return "it has not been signed in yet";
+    if (r.step === "refresh" || m.includes("refresh token was refused")) return "its sign-in expired and could not be renewed";
+    if (m.includes("no refresh token is stored")) return "its sign-in ended and there is nothing to renew it with";
+    if (m.includes("no longer accepts remotemcp's client")) return "the authorization server no longer knows remotemcp";
+    if (m.includes("now names the authorization server")) return "it moved to another authorization server";
+    if (r.httpStatus === 401) return "it no longer accepts the sign-in";
+    return "its sign-in is no longer valid";
+  }
+
+  // flowBusy reports whether a sign-in of the server is under way.
+  function flowBusy(s) {
+    const p = s.authorization && s.authorization.phase;
+    return p === "starting" || p === "waiting" || p === "exchanging";
+  }
+
+  // originWaits reports whether a sign-in of the server cannot succeed
+  // yet because an origin it needs waits for the person's approval (the
+  // row says which, beside the server's name).
+  function originWaits(s) {
+    const f = s.authorization;
+    if (!s.originGranted) return true;
+    if (f && f.phase === "failed" && f.permission && !isGranted(f.permission.origin)) return true;
+    return (s.pending || []).some((p) => !isGranted(p.origin));
+  }
+
+  // renderBanner lists, above everything, the servers paused until the
+  // person signs in, each with its own Authorize button (the row's
+  // action). It is rebuilt only when what it says changes, so that a
+  // screen reader hears it once and a button under the pointer stays.
+  function renderBanner() {
+    const waiting = state.servers.filter((s) => s.enabled && s.state === "needs-auth");
+    const key = JSON.stringify(waiting.map((s) => [s.id, s.name, s.reason, flowBusy(s), originWaits(s)]));
+    if (key === state.bannerKey) return;
+    state.bannerKey = key;
+    const list = $("#auth-banner-list");
+    list.textContent = "";
+    for (const s of waiting) {
+      list.append(el("li", { "data-server": s.id },
+        el("strong", { class: "name", text: s.name || s.id }), " ",
+        s.name && s.name !== s.id ? el("code", { class: "id", text: s.id }) : null, s.name && s.name !== s.id ? " " : null,
+        `needs you to sign in: ${authWhy(s.reason)}.`,
+        flowBusy(s) ? el("span", { class: "banner-busy", text: " A sign-in is under way." }) : null,
+        originWaits(s) ? el("span", { class: "banner-busy", text: " Allow the origin beside the server's name first." }) : null, " ",
+        el("button", { type: "button", "data-action": "authorize", "data-server": s.id, text: "Authorize" })));
+    }
+    const many = waiting.length > 1;
+    $("#auth-banner-title").textContent = many ? `${waiting.length} servers need you to sign in` : "A server needs you to sign in";
+    $("#auth-banner-hint").textContent = (many ? "They are" : "It is") + " paused: nothing is retried against " + (many ? "them" : "it") + " until you sign in.";
+    $("#auth-banner").hidden = waiting.length === 0;
   }
 
   // describeReason is the technical detail of a failure, kept behind a
@@ -641,6 +709,8 @@
         return;
       case "catalog":
         return showCatalog(id);
+      case "log":
+        return openLog(id);
       case "authorize": {
         notice(`Starting the authorization of ${id}…`);
         let f;
@@ -730,11 +800,158 @@
       if (b.dataset.origin) {
         await originAction(b.dataset.origin, action);
       } else {
+        // A row's buttons act on its server; the banner's name theirs.
         const row = b.closest("tr[data-server]");
-        if (row) await serverAction(row.dataset.server, action);
+        const id = b.dataset.server || (row && row.dataset.server);
+        if (id) await serverAction(id, action);
       }
     } catch (err) {
       notice(err.message, true);
+    } finally {
+      b.disabled = false;
+    }
+  });
+
+  // ---- request log (B1) ----
+
+  // The drawer shows a server's last 50 HTTP exchanges, newest first, as
+  // the API gives them (metadata only, already redacted), and reads them
+  // again every few seconds while it is open.
+  const LOG_POLL_MS = 3000;
+  const logView = { id: null, entries: [], key: null, timer: null, seq: 0 };
+
+  async function openLog(id) {
+    const d = $("#log-drawer");
+    const s = state.servers.find((x) => x.id === id);
+    logView.id = id;
+    logView.entries = [];
+    logView.key = null;
+    $("#log-server").textContent = (s && s.name) || id;
+    $("#log-rows").textContent = "";
+    $("#log-status").textContent = "Loading…";
+    if (!d.open) d.showModal();
+    clearInterval(logView.timer);
+    logView.timer = setInterval(() => {
+      if (document.visibilityState === "visible") loadLog().catch(() => {});
+    }, LOG_POLL_MS);
+    await loadLog();
+  }
+
+  function closeLog() {
+    clearInterval(logView.timer);
+    logView.timer = null;
+    logView.id = null;
+    const d = $("#log-drawer");
+    if (d.open) d.close();
+  }
+  $("#log-drawer").addEventListener("close", () => { if (logView.id) closeLog(); });
+
+  // loadLog reads the open server's log and shows it; it returns the
+  // entries as the API sent them (null when the drawer moved on).
+  async function loadLog() {
+    const id = logView.id;
+    if (!id) return null;
+    const seq = ++logView.seq;
+    let entries;
+    try {
+      entries = (await api("GET", `api/servers/${encodeURIComponent(id)}/log`)) || [];
+    } catch (err) {
+      if (logView.id === id && seq === logView.seq) $("#log-status").textContent = "Could not read the log: " + err.message;
+      throw err;
+    }
+    // A slower, older answer never replaces a newer one.
+    if (logView.id !== id || seq !== logView.seq) return null;
+    logView.entries = entries;
+    renderLog();
+    const n = entries.length;
+    $("#log-status").textContent = `${n} exchange${n === 1 ? "" : "s"} · updated ${clock(new Date())}`;
+    return entries;
+  }
+
+  // clock is a time of day with milliseconds.
+  function clock(t) {
+    if (isNaN(t)) return "";
+    const p = (n, w = 2) => String(n).padStart(w, "0");
+    return `${p(t.getHours())}:${p(t.getMinutes())}:${p(t.getSeconds())}.${p(t.getMilliseconds(), 3)}`;
+  }
+
+  // requestCell says what an exchange was: its kind and step when the
+  // entry has them (the sign-in's discovery, registration and token
+  // requests), then the JSON-RPC method, or what a request without one
+  // is for.
+  function requestCell(e) {
+    const td = el("td", { "data-label": "Request" });
+    for (const tag of [e.kind, e.step]) {
+      if (typeof tag === "string" && tag) td.append(el("span", { class: "tag", text: tag }), " ");
+    }
+    if (e.rpcMethod) td.append(el("code", { text: e.rpcMethod }));
+    else if (!e.kind && !e.step) {
+      const what = e.httpMethod === "GET" ? "event stream" : e.httpMethod === "DELETE" ? "end of session" : "—";
+      td.append(el("span", { class: "muted", text: what }));
+    }
+    return td;
+  }
+
+  function renderLog() {
+    const key = JSON.stringify(logView.entries);
+    if (key === logView.key) return; // nothing new: leave a selection alone
+    logView.key = key;
+    const tbody = $("#log-rows");
+    tbody.textContent = "";
+    if (logView.entries.length === 0) {
+      tbody.append(el("tr", { class: "empty" }, el("td", { colSpan: 7, text: "No exchanges recorded yet." })));
+      return;
+    }
+    for (const e of logView.entries.slice().reverse()) { // newest first
+      const failed = !!e.error || e.status >= 400;
+      const t = new Date(e.time);
+      tbody.append(el("tr", { class: failed ? "failed" : "" },
+        el("td", { "data-label": "Time" }, el("time", { dateTime: e.time || "", title: isNaN(t) ? "" : t.toLocaleString(), text: clock(t) || String(e.time || "") })),
+        el("td", { "data-label": "Connection" }, el("code", { text: e.connectionId || "—" })),
+        el("td", { "data-label": "HTTP", text: e.httpMethod || "" }),
+        requestCell(e),
+        el("td", { "data-label": "Status", class: "status", text: e.status ? String(e.status) : "—" }),
+        el("td", { "data-label": "ms", class: "ms", text: typeof e.ms === "number" ? e.ms.toFixed(1) : "" }),
+        el("td", { "data-label": "Error", class: "error", text: e.error || "" })));
+    }
+  }
+
+  // goJSON is JSON as Go's encoder writes it for `remotemcp logs ID
+  // --json`: two-space indent, no HTML escaping, U+2028 and U+2029
+  // escaped, a final newline. The export is then the same bytes as the
+  // command's output for the same log.
+  function goJSON(v) {
+    return JSON.stringify(v, null, 2).replace(/[\u2028\u2029]/g, (c) => "\\u" + c.charCodeAt(0).toString(16)) + "\n";
+  }
+
+  // exportLog reads the log afresh, shows it, and saves exactly that as a
+  // JSON file, built here from the API's answer (a Blob behind a
+  // download link: nothing is inlined, so the CSP holds).
+  async function exportLog() {
+    const id = logView.id;
+    const entries = await loadLog();
+    if (!entries || logView.id !== id) return;
+    const name = `remotemcp-log-${id}-${new Date().toISOString().replace(/\.\d+Z$/, "Z").replace(/:/g, "")}.json`;
+    const url = URL.createObjectURL(new Blob([goJSON(entries)], { type: "application/json" }));
+    const a = el("a", { href: url, download: name, hidden: true });
+    $("#log-drawer").append(a); // inside the modal drawer, where clicks count
+    a.click();
+    setTimeout(() => { URL.revokeObjectURL(url); a.remove(); }, 10000);
+    $("#log-status").textContent = `Exported ${entries.length} exchange${entries.length === 1 ? "" : "s"} as ${name}.`;
+  }
+
+  $("#log-drawer").addEventListener("click", async (ev) => {
+    const b = ev.target.closest("button[data-page-action]");
+    if (!b) return;
+    b.disabled = true;
+    try {
+      switch (b.dataset.pageAction) {
+        case "log-close": closeLog(); break;
+        case "log-refresh": await loadLog(); break;
+        case "log-export": await exportLog(); break;
+      }
+    } catch (err) {
+      $("#log-status").textContent = err.message;
     } finally {
       b.disabled = false;
     }
@@ -814,6 +1031,7 @@
     es.addEventListener("servers", (ev) => {
       state.servers = JSON.parse(ev.data) || [];
       if (state.confirming && !state.servers.some((s) => s.id === state.confirming)) state.confirming = null;
+      if (logView.id && !state.servers.some((s) => s.id === logView.id)) closeLog();
       renderServers();
       syncCatalogSwitches();
     });
