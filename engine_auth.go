@@ -306,6 +306,7 @@ func (c *Client) runFlow(ctx context.Context, f *flow, srv config.Server, lo oau
 	})
 	if err == nil {
 		c.setSignedOut(srv.ID, false)
+		c.setWaiting(srv.ID, nil)
 	}
 	close(f.done)
 	c.flows.mu.Lock()

@@ -60,6 +60,11 @@ func TestAuthStepUpThenLoginAsksForUnion(t *testing.T) {
 	if got := c.OAuth.RecordedScopes(ctx, "secure"); !slices.Equal(got, []string{"mcp:basic", "mcp:write"}) {
 		t.Fatalf("recorded scopes %v", got)
 	}
+	// The server now waits for the person, naming the scopes (SPEC §9 A1).
+	if v, err := c.Server(ctx, "secure"); err != nil || v.State != localapi.StateNeedsAuth || v.Reason == nil ||
+		!slices.Contains(v.Reason.Scopes, "mcp:write") || !strings.Contains(v.Reason.Message, "mcp:write") {
+		t.Fatalf("after the 403: %+v %v; want needs-auth naming mcp:write", v, err)
+	}
 
 	authz := len(as.RequestsTo("/authorize"))
 	signIn(t, c, "secure", port)
@@ -72,6 +77,27 @@ func TestAuthStepUpThenLoginAsksForUnion(t *testing.T) {
 	}
 	if res := call(); res.Outcome != agent.OutcomeOK || f.Executions("echo") != before+1 {
 		t.Fatalf("call after the sign-in: %+v", res)
+	}
+	if v, _ := c.Server(ctx, "secure"); v.State != localapi.StateReady {
+		t.Fatalf("after the sign-in: state %s", v.State)
+	}
+	// The sign-ins' OAuth requests are in the server's request log (B1),
+	// metadata only.
+	log, err := c.Log(ctx, "secure")
+	if err != nil {
+		t.Fatal(err)
+	}
+	steps := map[string]bool{}
+	for _, ex := range log {
+		if ex.Kind == "oauth" {
+			steps[ex.Step] = true
+			if strings.Contains(ex.URL, "code=") || strings.Contains(ex.URL, "code_verifier") {
+				t.Fatalf("a secret in the log: %+v", ex)
+			}
+		}
+	}
+	if !steps["token"] {
+		t.Fatalf("no OAuth token request in the log: %v (log %+v)", steps, log)
 	}
 }
 

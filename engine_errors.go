@@ -67,7 +67,7 @@ func apiError(err error) *localapi.Error {
 		errors.Is(err, elicit.ErrNotInterrupted), errors.Is(err, elicit.ErrNotAttributed), errors.Is(err, elicit.ErrAlreadyResent),
 		errors.Is(err, elicit.ErrRetryNotConfirmed), errors.Is(err, elicit.ErrNotOwner),
 		errors.Is(err, manager.ErrDisabled), errors.Is(err, oauth.ErrNotOAuth),
-		errors.Is(err, store.ErrBearerRebind), errors.Is(err, store.ErrConflict):
+		errors.Is(err, store.ErrBearerRebind), errors.Is(err, store.ErrHeaderRebind), errors.Is(err, store.ErrConflict):
 		e.Status, e.Code = http.StatusConflict, localapi.CodeConflict
 	case errors.Is(err, context.DeadlineExceeded):
 		e.Status, e.Code = http.StatusGatewayTimeout, localapi.CodeTimeout

@@ -115,7 +115,7 @@ func (c *Client) view(ctx context.Context, srv config.Server, st manager.ServerS
 		Auth: localapi.AuthInfo{
 			Kind: srv.Auth.Kind, HasToken: srv.Auth.Token != "", ClientID: srv.Auth.ClientID,
 			HasClientSecret: srv.Auth.ClientSecret != "", Scopes: slices.Clone(srv.Auth.Scopes),
-			RedirectPort: srv.Auth.RedirectPort,
+			RedirectPort: srv.Auth.RedirectPort, ClientMetadataURL: srv.Auth.ClientMetadataURL,
 		},
 		DisabledTools: append([]string{}, srv.DisabledTools...),
 		State:         localapi.StateDisconnected,
@@ -146,6 +146,12 @@ func (c *Client) view(ctx context.Context, srv config.Server, st manager.ServerS
 	}
 	if st.ID == srv.ID {
 		v.ToolCount = st.ToolCount
+		if st.State == manager.StateReady {
+			// Connected: the catalog is at hand, nothing connects.
+			if cat, err := c.Manager.Catalog(ctx, srv.ID); err == nil {
+				v.Instructions = cat.Instructions
+			}
+		}
 	}
 	v.State, v.Reason = c.state(ctx, srv, st)
 	return v
@@ -163,6 +169,9 @@ func (c *Client) state(ctx context.Context, srv config.Server, st manager.Server
 	}
 	if ms == manager.StateReady {
 		c.setSignedOut(srv.ID, false)
+		if r := c.waitingReason(srv.ID); r != nil && srv.Enabled {
+			return localapi.StateNeedsAuth, r
+		}
 		return localapi.StateReady, nil
 	}
 	oauthKind := srv.Auth.Kind.OAuthCapable()
@@ -294,7 +303,7 @@ func (c *Client) AddServer(ctx context.Context, req localapi.AddServerRequest) (
 	srv := config.Server{
 		ID: strings.TrimSpace(req.ID), Name: strings.TrimSpace(req.Name), URL: strings.TrimSpace(req.URL),
 		Auth: config.Auth{Kind: req.Auth, Token: req.Token, ClientID: req.ClientID, ClientSecret: req.ClientSecret,
-			Scopes: req.Scopes, RedirectPort: req.RedirectPort},
+			Scopes: req.Scopes, RedirectPort: req.RedirectPort, ClientMetadataURL: strings.TrimSpace(req.ClientMetadataURL)},
 		Enabled: true, ConnectOnStartup: true,
 	}
 	if srv.Auth.Kind == "" {
@@ -590,7 +599,7 @@ func (c *Client) UpdateServer(ctx context.Context, id string, req localapi.Updat
 		}
 		if a := req.Auth; a != nil {
 			next := config.Auth{Kind: a.Kind, Token: a.Token, ClientID: a.ClientID, ClientSecret: a.ClientSecret,
-				Scopes: slices.Clone(a.Scopes), RedirectPort: a.RedirectPort}
+				Scopes: slices.Clone(a.Scopes), RedirectPort: a.RedirectPort, ClientMetadataURL: strings.TrimSpace(a.ClientMetadataURL)}
 			if next.Kind == "" {
 				return badRequest("auth.kind", "auth.kind is required: none, bearer, oauth or auto")
 			}

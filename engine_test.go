@@ -807,3 +807,21 @@ func TestUpdateServerLimits(t *testing.T) {
 		t.Fatalf("connect with the default limits: %v", err)
 	}
 }
+
+// Issue #11 item 7: a connected server's view carries its instructions;
+// a server that is not connected shows none (nothing connects for it).
+func TestServerViewInstructions(t *testing.T) {
+	f := startFixture(t, fixture.Options{})
+	c := lazyEngine(t)
+	ctx := ctxT(t)
+	addServer(t, c, localapi.AddServerRequest{ID: "fx", URL: f.URL()})
+	if v, _ := c.Server(ctx, "fx"); v.Instructions != "" || v.State == localapi.StateReady {
+		t.Fatalf("before connecting: %+v", v)
+	}
+	if _, err := c.Connect(ctx, "fx"); err != nil {
+		t.Fatal(err)
+	}
+	if v, _ := c.Server(ctx, "fx"); v.Instructions != fixture.Instructions {
+		t.Fatalf("instructions %q", v.Instructions)
+	}
+}

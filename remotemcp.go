@@ -31,8 +31,10 @@ import (
 	"github.com/remotemcp/remotemcp/config"
 	"github.com/remotemcp/remotemcp/elicit"
 	"github.com/remotemcp/remotemcp/hostperm"
+	"github.com/remotemcp/remotemcp/localapi"
 	"github.com/remotemcp/remotemcp/manager"
 	"github.com/remotemcp/remotemcp/oauth"
+	"github.com/remotemcp/remotemcp/session"
 	"github.com/remotemcp/remotemcp/store"
 )
 
@@ -124,6 +126,10 @@ type Client struct {
 	// connect again (their state is needs-auth, reason "signed out").
 	soMu      sync.Mutex
 	signedOut map[string]bool
+	// waiting holds servers whose last request needed the person (a
+	// sign-in, more scopes): they show needs-auth with this reason until
+	// a sign-in or a request that works (SPEC §9 A4, B2).
+	waiting map[string]*localapi.Reason
 
 	editMu sync.Mutex // queues this process's server edits
 
@@ -177,7 +183,16 @@ func Open(ctx context.Context, o Options) (*Client, error) {
 		hub: newHub(), flows: newFlows(), loops: map[int]*loopback{}, signedOut: map[string]bool{},
 	}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
-	c.OAuth = oauth.New(oauth.Options{Store: st, Memory: c.Memory, HTTPClient: c.HTTP, Logger: o.Logger})
+	c.OAuth = oauth.New(oauth.Options{Store: st, Memory: c.Memory, HTTPClient: c.HTTP, Logger: o.Logger,
+		ClientMetadataURL: func(s config.Server) string { return s.Auth.ClientMetadataURL },
+		// OAuth requests join the server's request log (B1); c.Manager is
+		// read when one is made, after it is set below.
+		OnExchange: func(x oauth.Exchange) {
+			if c.Manager != nil {
+				c.Manager.RecordExchange(x.ServerID, session.Exchange{Time: x.Time, HTTPMethod: x.HTTPMethod,
+					Status: x.Status, Millis: x.Millis, Error: x.Error, Kind: "oauth", Step: string(x.Step), URL: x.URL})
+			}
+		}})
 	provider := o.OAuth
 	if provider == nil {
 		provider = OAuthProvider(c.OAuth, nil)

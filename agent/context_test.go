@@ -138,3 +138,21 @@ func TestSearchRanking(t *testing.T) {
 		t.Fatalf("server filter = %+v", got)
 	}
 }
+
+// Issue #11 item 7: a connected server's instructions reach the agent as
+// a fenced block of kind instructions; a closer inside them stays inert.
+func TestInstructionsFenced(t *testing.T) {
+	f := startFixture(t)
+	e := newEnv(t, envOpts{servers: []config.Server{srvCfg("fx", f.URL())}})
+	if _, err := e.call(t, "mcp__fx__echo", `{"text":"hi"}`, CallOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	blocks := e.reg.Instructions(e.ctx)
+	if len(blocks) != 1 || blocks[0].Provenance.Server != "fx" || blocks[0].Provenance.Kind != KindInstructions {
+		t.Fatalf("instructions: %+v", blocks)
+	}
+	out := blocks[0].Render()
+	if strings.Count(out, "</mcp-untrusted") != 1 || !strings.Contains(out, "Use echo to repeat text.") {
+		t.Fatalf("rendered instructions:\n%s", out)
+	}
+}

@@ -79,6 +79,10 @@ type Auth struct {
 	// http://127.0.0.1:<port>/mcp-oauth; 0 means DefaultRedirectPort
 	// (Kind oauth or auto).
 	RedirectPort int `json:"redirectPort,omitempty"`
+	// ClientMetadataURL is the HTTPS URL of a client ID metadata document
+	// (CIMD, SPEC §9 A3): where the authorization server supports them,
+	// it is the client id, and no registration is needed.
+	ClientMetadataURL string `json:"clientMetadataUrl,omitempty"`
 }
 
 // DefaultRedirectPort is the loopback port of the OAuth redirect URI when
@@ -153,7 +157,7 @@ func ConnectionEqual(a, b Server) bool {
 	case AuthBearer:
 		return a.Auth.Token == b.Auth.Token
 	case AuthOAuth, AuthAuto:
-		return a.Auth.ClientID == b.Auth.ClientID &&
+		return a.Auth.ClientID == b.Auth.ClientID && a.Auth.ClientMetadataURL == b.Auth.ClientMetadataURL &&
 			a.Auth.ClientSecret == b.Auth.ClientSecret &&
 			ptrBindingEqual(a.Auth.Binding, b.Auth.Binding)
 	}

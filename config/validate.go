@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"net/netip"
+	"net/url"
 	"slices"
 	"strings"
 	"time"
@@ -241,6 +242,17 @@ func (a Auth) validate(id string) error {
 			if p := checkText(b.Issuer, MaxURLLength); p != "" {
 				return fail("binding.issuer", p)
 			}
+		}
+	}
+	if u := a.ClientMetadataURL; u != "" {
+		pu, err := url.Parse(u)
+		switch {
+		case err != nil || pu.Scheme != "https" || pu.Host == "":
+			return fail("clientMetadataUrl", "must be an https URL of a client ID metadata document, e.g. https://app.example.com/client.json")
+		case pu.Path == "" || pu.Path == "/":
+			return fail("clientMetadataUrl", "must have a path (the document's location), e.g. https://app.example.com/client.json")
+		case pu.Fragment != "" || pu.User != nil:
+			return fail("clientMetadataUrl", "must not carry a fragment or user info")
 		}
 	}
 	return nil

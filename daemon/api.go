@@ -157,6 +157,9 @@ func (a *api) addServer(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	a.scrub.add(req.Token, req.ClientSecret)
+	for _, v := range req.Headers {
+		a.scrub.add(v)
+	}
 	req.By = by(r.Context(), req.By)
 	v, err := a.eng.AddServer(r.Context(), req)
 	a.reply(w, http.StatusCreated, v, err)
@@ -190,6 +193,9 @@ func (a *api) updateServer(w http.ResponseWriter, r *http.Request) {
 	}
 	if req.Auth != nil {
 		a.scrub.add(req.Auth.Token, req.Auth.ClientSecret)
+	}
+	for _, v := range req.Headers {
+		a.scrub.add(v)
 	}
 	v, err := a.eng.UpdateServer(r.Context(), r.PathValue("id"), req)
 	a.reply(w, http.StatusOK, v, err)

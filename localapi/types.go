@@ -71,6 +71,9 @@ type AuthInfo struct {
 	HasClientSecret bool            `json:"hasClientSecret,omitempty"`
 	Scopes          []string        `json:"scopes,omitempty"`
 	RedirectPort    int             `json:"redirectPort,omitempty"`
+	// ClientMetadataURL is the CIMD document URL used as the client id
+	// where the authorization server supports it.
+	ClientMetadataURL string `json:"clientMetadataUrl,omitempty"`
 }
 
 // Server is one server as every surface shows it: the stored config
@@ -109,6 +112,9 @@ type Server struct {
 	// Pending are the refused requests waiting for the person's approval
 	// that concern this server.
 	Pending []Pending `json:"pending"`
+	// Instructions are the connected server's instructions (initialize):
+	// untrusted server text, shown as such.
+	Instructions string `json:"instructions,omitempty"`
 	// Authorization is the latest sign-in flow of an OAuth server.
 	Authorization *AuthFlow `json:"authorization,omitempty"`
 }
@@ -215,6 +221,8 @@ type AddServerRequest struct {
 	ClientSecret string          `json:"clientSecret,omitempty"`
 	Scopes       []string        `json:"scopes,omitempty"`
 	RedirectPort int             `json:"redirectPort,omitempty"`
+	// ClientMetadataURL: see AuthInfo.
+	ClientMetadataURL string `json:"clientMetadataUrl,omitempty"`
 	// Enabled and ConnectOnStartup default to true.
 	Enabled          *bool  `json:"enabled,omitempty"`
 	ConnectOnStartup *bool  `json:"connectOnStartup,omitempty"`
@@ -242,12 +250,13 @@ type AddServerResult struct {
 
 // AuthChange replaces a server's auth section (servers set --auth).
 type AuthChange struct {
-	Kind         config.AuthKind `json:"kind"`
-	Token        string          `json:"token,omitempty"`
-	ClientID     string          `json:"clientId,omitempty"`
-	ClientSecret string          `json:"clientSecret,omitempty"`
-	Scopes       []string        `json:"scopes,omitempty"`
-	RedirectPort int             `json:"redirectPort,omitempty"`
+	Kind              config.AuthKind `json:"kind"`
+	Token             string          `json:"token,omitempty"`
+	ClientID          string          `json:"clientId,omitempty"`
+	ClientSecret      string          `json:"clientSecret,omitempty"`
+	Scopes            []string        `json:"scopes,omitempty"`
+	RedirectPort      int             `json:"redirectPort,omitempty"`
+	ClientMetadataURL string          `json:"clientMetadataUrl,omitempty"`
 }
 
 // UpdateServerRequest edits a server: only the fields present change.

@@ -43,6 +43,14 @@ func (l *requestLog) snapshot() []session.Exchange {
 	return out
 }
 
+// RecordExchange adds an exchange made for the server outside its sessions
+// (an OAuth request) to its request log; unknown ids are ignored.
+func (m *Manager) RecordExchange(id string, ex session.Exchange) {
+	if e := m.entry(id); e != nil {
+		e.log.add(ex)
+	}
+}
+
 // Log returns the server's last LogSize HTTP exchanges, oldest first:
 // method, JSON-RPC method, status, time and a redacted error — never a
 // header or a body, so never a secret.

@@ -460,7 +460,14 @@ func (m *Manager) attemptOnce(e *entry, a *attempt) error {
 		Logger:          m.log,
 		OnCatalog:       func(connID string, c *session.Catalog) { m.onCatalog(e, connID, c) },
 		OnExchange:      e.log.add,
-		CatalogPoll:     max(m.o.CatalogPoll, 0),
+		OnLog: func(l session.LogMessage) {
+			msg := l.Text
+			if l.Logger != "" {
+				msg = l.Logger + ": " + msg
+			}
+			e.log.add(session.Exchange{Time: l.Time, Kind: "log", Level: l.Level, Message: msg})
+		},
+		CatalogPoll: max(m.o.CatalogPoll, 0),
 	}
 	e.mu.Lock()
 	opts.KeepWithoutStream = e.streamFailures >= maxStreamFailures

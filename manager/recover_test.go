@@ -230,3 +230,38 @@ func TestNoStreamPollsCatalog(t *testing.T) {
 		})
 	}
 }
+
+// Issue #11 item 7: the server's instructions are kept with the catalog,
+// and its notifications/message reach the request log with their level;
+// the level asked for is the config's (default warning).
+func TestServerContextKept(t *testing.T) {
+	f := startServer(t, fixture.Options{})
+	e := newEnv(t, srvCfg("fx", f.URL(), true))
+	e.start()
+	waitFor(t, "ready", func() bool { return e.state("fx") == StateReady })
+	c, err := e.m.Catalog(ctxT(t), "fx")
+	if err != nil || c.Instructions != fixture.Instructions {
+		t.Fatalf("instructions %q, %v", c.Instructions, err)
+	}
+	if _, err := e.m.CallTool(ctxT(t), "fx", "fail", json.RawMessage(`{}`), session.CallOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the server's log message in the request log", func() bool {
+		log, _ := e.m.Log("fx")
+		for _, ex := range log {
+			if ex.Kind == "log" && ex.Level == "error" && strings.Contains(ex.Message, fixture.FailLogText) {
+				return true
+			}
+		}
+		return false
+	})
+	var levels []string
+	for _, r := range f.Requests() {
+		if r.RPCMethod == "logging/setLevel" {
+			levels = append(levels, string(r.Body))
+		}
+	}
+	if len(levels) != 1 || !strings.Contains(levels[0], `"level":"warning"`) {
+		t.Fatalf("logging/setLevel requests: %v; want one for warning", levels)
+	}
+}

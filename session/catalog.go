@@ -57,6 +57,9 @@ type Catalog struct {
 	// Errors holds, per Kind, the error of the latest failed refresh (nil
 	// when the latest refresh committed).
 	Errors [numKinds]error
+	// Instructions are the server's instructions from initialize:
+	// untrusted server text, at most MaxInstructions bytes.
+	Instructions string
 }
 
 // Supported reports whether the server advertised the category.

@@ -63,6 +63,10 @@ type Options struct {
 	// the draft revision where go-sdk supports it: ProtocolAuto lets
 	// go-sdk negotiate (it probes the 2026-07-28 draft first).
 	ProtocolVersion string
+	// OnLog receives the server's notifications/message, bounded and
+	// redacted; logging/setLevel asks for Server.LogLevel (default
+	// warning) when the server offers logging.
+	OnLog func(LogMessage)
 	// KeepWithoutStream keeps the session when its standalone stream
 	// fails (the owner saw it fail on earlier sessions: reconnecting again
 	// would not help); the catalog is then polled instead.
@@ -105,6 +109,7 @@ type Session struct {
 	noStream          bool
 	streamOpen        atomic.Bool
 	lastUse           atomic.Int64 // unix nanos of the last request
+	onLogMsg          func(LogMessage)
 	// ready is set once the handshake (initialize + first listings) is
 	// done; list_changed before that only marks the kind pending, because
 	// the first listing is still to come (or running) and s.cs may not be
@@ -217,6 +222,7 @@ func Connect(ctx context.Context, o Options) (*Session, error) {
 		ops:     map[string]*operation{},
 
 		keepWithoutStream: o.KeepWithoutStream,
+		onLogMsg:          o.OnLog,
 	}
 	s.used()
 	s.cancels.init()
@@ -233,6 +239,7 @@ func Connect(ctx context.Context, o Options) (*Session, error) {
 		PromptListChangedHandler:    func(context.Context, *mcp.PromptListChangedRequest) { s.Refresh(KindPrompts) },
 		ResourceListChangedHandler:  func(context.Context, *mcp.ResourceListChangedRequest) { s.Refresh(KindResources, KindTemplates) },
 		ProgressNotificationHandler: s.onProgress,
+		LoggingMessageHandler:       s.onLog,
 	}
 	if o.Elicit != nil {
 		connID := o.ConnectionID
@@ -289,6 +296,11 @@ func Connect(ctx context.Context, o Options) (*Session, error) {
 		cancel()
 		return nil, fmt.Errorf("initialize: %w: server negotiated protocol version %q; remotemcp speaks %s", ErrValidation, v, speaks)
 	}
+
+	s.setLogLevel(ctx)
+	s.mu.Lock()
+	s.catalog = &Catalog{Instructions: s.Instructions()}
+	s.mu.Unlock()
 
 	// The first listing is part of the handshake: a session without its
 	// catalog is not ready (R2.8).

@@ -64,6 +64,16 @@ type Exchange struct {
 	// Millis is the time until the response headers (or the failure).
 	Millis float64 `json:"ms"`
 	Error  string  `json:"error,omitempty"`
+	// Kind is "oauth" for a request of a sign-in or refresh (discovery,
+	// registration, token), "" for the MCP endpoint's; Step and URL
+	// (redacted) say which OAuth request it was.
+	Kind string `json:"kind,omitempty"`
+	Step string `json:"step,omitempty"`
+	URL  string `json:"url,omitempty"`
+	// Level and Message are a server log message's (Kind "log"):
+	// notifications/message, bounded and redacted.
+	Level   string `json:"level,omitempty"`
+	Message string `json:"message,omitempty"`
 }
 
 func (rt *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {

@@ -301,3 +301,16 @@ func hint(e *localapi.Error) string {
 	}
 	return ""
 }
+
+// untrustedLine shows server-written text on one line, marked as the
+// server's, cut to 300 characters ("" stays "").
+func untrustedLine(s string) string {
+	if s == "" {
+		return ""
+	}
+	r := []rune(cell(s))
+	if len(r) > 300 {
+		r = append(r[:300], '…')
+	}
+	return "(from the server, untrusted) " + string(r)
+}

@@ -41,6 +41,7 @@ type authFlags struct {
 	secretEnv   string
 	scopes      []string
 	port        int
+	cimd        string
 }
 
 func (f *authFlags) register(cmd *cobra.Command) {
@@ -52,6 +53,7 @@ func (f *authFlags) register(cmd *cobra.Command) {
 	fl.StringVar(&f.secretEnv, "client-secret-env", "", "read the OAuth client secret from this environment variable")
 	fl.StringArrayVar(&f.scopes, "scope", nil, "OAuth scope, used when the server names none (repeatable)")
 	fl.IntVar(&f.port, "port", 0, "OAuth redirect port: http://127.0.0.1:PORT/mcp-oauth (default 7717)")
+	fl.StringVar(&f.cimd, "client-metadata-url", "", "https URL of a client ID metadata document, used as the client id where the authorization server supports it (CIMD)")
 }
 
 // change is the auth section the flags ask for (nil: none). Secrets never
@@ -65,7 +67,7 @@ func (f *authFlags) change(a *app, id string) (*localapi.AuthChange, error) {
 		kind = "oauth"
 	}
 	bearer := f.bearerEnv != "" || f.bearerStdin
-	oauthFlags := f.clientID != "" || f.secretEnv != "" || len(f.scopes) > 0 || f.port != 0
+	oauthFlags := f.clientID != "" || f.secretEnv != "" || len(f.scopes) > 0 || f.port != 0 || f.cimd != ""
 	switch {
 	case f.bearerEnv != "" && f.bearerStdin:
 		return nil, usageErrorf("give the bearer token with --bearer-env or --bearer-stdin, not both")
@@ -74,9 +76,9 @@ func (f *authFlags) change(a *app, id string) (*localapi.AuthChange, error) {
 	case bearer && kind != "bearer":
 		return nil, usageErrorf("--bearer-env and --bearer-stdin give a bearer token; they exclude --auth %s", kind)
 	case oauthFlags && kind != "oauth" && kind != "auto":
-		return nil, usageErrorf("--client-id, --client-secret-env, --scope and --port are OAuth settings; add --auth oauth")
+		return nil, usageErrorf("--client-id, --client-secret-env, --scope, --port and --client-metadata-url are OAuth settings; add --auth oauth")
 	}
-	c := &localapi.AuthChange{Kind: config.AuthKind(kind), ClientID: f.clientID, Scopes: f.scopes, RedirectPort: f.port}
+	c := &localapi.AuthChange{Kind: config.AuthKind(kind), ClientID: f.clientID, Scopes: f.scopes, RedirectPort: f.port, ClientMetadataURL: f.cimd}
 	switch kind {
 	case "":
 		return nil, nil
@@ -303,6 +305,7 @@ level of the server's log messages (default warning).`,
 				Headers: hv, ProtocolVersion: protocol, LogLevel: logLvl}
 			if ac != nil {
 				req.Auth, req.Token, req.ClientID, req.ClientSecret, req.Scopes, req.RedirectPort = ac.Kind, ac.Token, ac.ClientID, ac.ClientSecret, ac.Scopes, ac.RedirectPort
+				req.ClientMetadataURL = ac.ClientMetadataURL
 			}
 			return a.do(func(ctx context.Context, e Engine, _ []string) error {
 				res, err := e.AddServer(ctx, req)
@@ -387,6 +390,8 @@ func writeServerDetails(w io.Writer, s *localapi.Server) error {
 	return writeKV(w, "id", s.ID, "name", s.Name, "url", redact.URL(s.URL), "enabled", yesNo(s.Enabled),
 		"connect", map[bool]string{true: "at startup", false: "lazily, on first use"}[s.ConnectOnStartup],
 		"auth", string(s.Auth.Kind), "token", sealed[s.Auth.HasToken], "client id", s.Auth.ClientID,
+		"client metadata", s.Auth.ClientMetadataURL,
+		"instructions", untrustedLine(s.Instructions),
 		"client secret", sealed[s.Auth.HasClientSecret], "scopes", strings.Join(s.Auth.Scopes, " "),
 		"headers", headerList(s.HeaderNames),
 		"protocol", s.ProtocolVersion, "log level", s.LogLevel,

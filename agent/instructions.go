@@ -1,0 +1,32 @@
+package agent
+
+import (
+	"context"
+
+	"github.com/remotemcp/remotemcp/manager"
+)
+
+// KindInstructions marks a server's instructions (initialize): text the
+// server wants the agent to read, untrusted like any other server text.
+const KindInstructions Kind = "instructions"
+
+// Instructions returns the instructions of every enabled server that gave
+// some, one fenced block per server, in server order (issue #11 item 7).
+// Only connected servers are asked: Instructions never connects one
+// (R2.3); call it again after a catalog change.
+func (r *Registry) Instructions(ctx context.Context) []ContextBlock {
+	var out []ContextBlock
+	for _, st := range r.be.Status() {
+		// Only a connected server's: asking another would connect it.
+		if !st.Enabled || st.State != manager.StateReady {
+			continue
+		}
+		c, err := r.be.Catalog(ctx, st.ID)
+		if err != nil || c == nil || c.Instructions == "" {
+			continue
+		}
+		out = append(out, ContextBlock{Provenance: Provenance{Server: st.ID, Kind: KindInstructions},
+			MIMEType: "text/plain", Text: c.Instructions, fence: newFence()})
+	}
+	return out
+}
