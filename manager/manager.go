@@ -600,6 +600,13 @@ func (m *Manager) reconnect(ctx context.Context, e *entry, epoch uint64, l *reco
 		if a.err == nil || errors.Is(a.err, ErrSuperseded) || errors.Is(a.err, ErrDisconnected) || errors.Is(a.err, ErrDisabled) {
 			return
 		}
+		if Attribute(a.err).Class == ClassAuth {
+			// The server needs the person (a sign-in): retrying in the
+			// background would only hammer it. The next sign-in or call
+			// connects again (SPEC §9 A4, B2).
+			m.log.Info("reconnect needs a sign-in; waiting for the person", "server", e.id, "err", a.err)
+			return
+		}
 		d := m.backoff(i)
 		m.log.Info("reconnect failed; retrying", "server", e.id, "in", d, "err", a.err)
 		t := time.NewTimer(d)

@@ -265,3 +265,33 @@ func TestServerContextKept(t *testing.T) {
 		t.Fatalf("logging/setLevel requests: %v; want one for warning", levels)
 	}
 }
+
+// SPEC §9 A4 (B2): a reconnect that needs a sign-in stops retrying in the
+// background; the state says why, and nothing hammers the server.
+func TestReconnectStopsWhenSignInNeeded(t *testing.T) {
+	var refuse atomic.Bool
+	var refused atomic.Int64
+	f := startServer(t, fixture.Options{Authorize: func(w http.ResponseWriter, r *http.Request) bool {
+		if refuse.Load() {
+			refused.Add(1)
+			w.Header().Set("WWW-Authenticate", `Bearer error="invalid_token"`)
+			http.Error(w, "token revoked", http.StatusUnauthorized)
+			return false
+		}
+		return true
+	}})
+	e := newEnv(t, srvCfg("fx", f.URL(), true))
+	e.start()
+	waitFor(t, "ready", func() bool { return e.state("fx") == StateReady })
+	refuse.Store(true)
+	f.ExpireSessions()
+	waitFor(t, "an auth error", func() bool {
+		st, _ := e.m.ServerStatusOf("fx")
+		return st.State == StateError && st.Reason != nil && st.Reason.Class == ClassAuth
+	})
+	n := refused.Load()
+	time.Sleep(600 * time.Millisecond) // the backoff here is 20–200 ms
+	if more := refused.Load() - n; more > 0 {
+		t.Fatalf("%d more requests after the sign-in became necessary; want none", more)
+	}
+}
