@@ -508,6 +508,14 @@ func TestInProcess(t *testing.T) {
 	f := startFixture(t, fixture.Options{})
 	ctx := ctxT(t)
 	eng := openEngine(t)
+	// A temporary directory of this test's own: other packages' tests
+	// make and remove remotemcp-* directories in /tmp at the same time.
+	tmp, err := os.MkdirTemp("/tmp", "ip")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(tmp) })
+	t.Setenv("TMPDIR", tmp)
 	pattern := filepath.Join(shortTempDir(), "remotemcp-*")
 	before, _ := filepath.Glob(pattern)
 	c, stop, err := InProcess(ctx, eng)
