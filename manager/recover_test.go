@@ -201,12 +201,17 @@ func TestNoStreamPollsCatalog(t *testing.T) {
 			}
 			ready := func() bool { st, _ := m.ServerStatusOf("fx"); return st.State == StateReady }
 			waitFor(t, "ready", ready)
-			// The session settles: once kept without a stream it stays.
-			time.Sleep(500 * time.Millisecond)
-			conn, _ := m.CurrentConnection("fx")
-			time.Sleep(500 * time.Millisecond)
-			if now, _ := m.CurrentConnection("fx"); now != conn || !ready() {
-				t.Fatalf("the session keeps being replaced (%s, then %s)", conn, now)
+			// The session settles: once kept without a stream it stays
+			// (the same connection for a whole second).
+			stable := false
+			for deadline := time.Now().Add(20 * time.Second); !stable && time.Now().Before(deadline); {
+				conn, _ := m.CurrentConnection("fx")
+				time.Sleep(time.Second)
+				now, _ := m.CurrentConnection("fx")
+				stable = now == conn && ready()
+			}
+			if !stable {
+				t.Fatal("the session keeps being replaced")
 			}
 			if n := gets.Load(); n > 2*maxStreamFailures+2 {
 				t.Errorf("%d stream requests; the refusals should stop the reconnects after %d", n, maxStreamFailures)
