@@ -16,6 +16,7 @@ import (
 	"github.com/remotemcp/remotemcp/config"
 	"github.com/remotemcp/remotemcp/hostperm"
 	"github.com/remotemcp/remotemcp/localapi"
+	"github.com/remotemcp/remotemcp/manager"
 	"github.com/remotemcp/remotemcp/oauth"
 	"github.com/remotemcp/remotemcp/store"
 )
@@ -328,7 +329,15 @@ func (c *Client) runFlow(ctx context.Context, f *flow, srv config.Server, lo oau
 	// the calls in flight on it, which the new token serves anyway.
 	if cur, gerr := c.Store.GetServer(ctx, srv.ID); gerr == nil && cur.Enabled && c.running {
 		rctx, rcancel := context.WithTimeout(ctx, connectWait)
-		if rerr := c.Manager.Connect(rctx, srv.ID); rerr != nil {
+		connect := c.Manager.Connect
+		if st, serr := c.Manager.ServerStatusOf(srv.ID); serr == nil && st.State != manager.StateReady {
+			// No live session to keep: an attempt already in flight
+			// started without the new token and would fail for want of
+			// it (and a reconnect that needs a sign-in is not retried),
+			// so start afresh.
+			connect = c.Manager.Reconnect
+		}
+		if rerr := connect(rctx, srv.ID); rerr != nil {
 			c.log.Info("remotemcp: reconnect after sign-in failed", "server", srv.ID, "err", rerr)
 		} else if rerr := c.reg.Refresh(withWant(rctx, srv.ID)); rerr != nil {
 			c.log.Debug("remotemcp: list after sign-in", "server", srv.ID, "err", rerr)

@@ -51,6 +51,8 @@ type notifier struct {
 	// prev is each server's state in the previous list (disabled servers
 	// count as not waiting); nil until the first list.
 	prev map[string]localapi.State
+	// worked holds the servers seen ready in this daemon.
+	worked map[string]bool
 }
 
 // startNotifier follows the engine's server lists until the daemon
@@ -64,7 +66,7 @@ func (s *Server) startNotifier() {
 	if _, err := exec.LookPath(NotifyCommand); err != nil {
 		s.log.Info("daemon: "+NotifyCommand+" is not installed; desktop notifications are off until it is", "err", err)
 	}
-	n := &notifier{log: s.log, cooldown: notifyCooldown, run: s.wg.Go, last: map[string]time.Time{}}
+	n := &notifier{log: s.log, cooldown: notifyCooldown, run: s.wg.Go, last: map[string]time.Time{}, worked: map[string]bool{}}
 	s.wg.Go(func() {
 		for {
 			select {
@@ -98,8 +100,14 @@ func (n *notifier) event(ctx context.Context, ev localapi.Event) {
 			st = localapi.StateDisconnected
 		}
 		next[srv.ID] = st
+		if st == localapi.StateReady {
+			n.worked[srv.ID] = true
+		}
 		was, known := n.prev[srv.ID]
-		if n.prev == nil || !known || was == localapi.StateNeedsAuth || st != localapi.StateNeedsAuth {
+		// Only a server that worked in this daemon is announced: one
+		// waiting for its first sign-in (a fresh add) passes through
+		// connecting on its way to needs-auth, which is no news.
+		if n.prev == nil || !known || was == localapi.StateNeedsAuth || st != localapi.StateNeedsAuth || !n.worked[srv.ID] {
 			continue
 		}
 		if srv.Reason != nil && srv.Reason.Message == "signed out" {
@@ -115,6 +123,11 @@ func (n *notifier) event(ctx context.Context, ev localapi.Event) {
 	for id := range n.last {
 		if _, ok := next[id]; !ok {
 			delete(n.last, id)
+		}
+	}
+	for id := range n.worked {
+		if _, ok := next[id]; !ok {
+			delete(n.worked, id)
 		}
 	}
 	n.prev = next
