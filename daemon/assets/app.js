@@ -342,7 +342,11 @@
     if (f.phase === "failed") {
       n.stale = n.stale || (f.permission && isGranted(f.permission.origin)) || s.state !== n.state;
     } else {
-      n.stale = n.stale || (s.state !== n.state && (s.state === "error" || s.state === "needs-auth" || s.state === "disconnected"));
+      // A finished sign-in is followed by a reconnect, whose passing
+      // states (the old error, connecting) say nothing about it; the note
+      // goes when the server, once ready, falls into trouble again.
+      n.sawReady = n.sawReady || s.state === "ready";
+      n.stale = n.stale || (n.sawReady && (s.state === "error" || s.state === "needs-auth" || s.state === "disconnected"));
     }
     return n.stale;
   }
