@@ -167,7 +167,7 @@ func (c *Client) Call(ctx context.Context, req localapi.CallRequest, h localapi.
 	if len(req.Arguments) > agent.MaxArgumentsSize {
 		return nil, badRequest("arguments", "the arguments are larger than %d bytes", agent.MaxArgumentsSize)
 	}
-	opts := agent.CallOptions{OperationID: req.OperationID}
+	opts := agent.CallOptions{OperationID: req.OperationID, Raw: req.Raw}
 	if opts.OperationID == "" {
 		opts.OperationID = newOperationID()
 	}

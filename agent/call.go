@@ -28,6 +28,9 @@ type CallOptions struct {
 	// Timeout, when positive, bounds this call in addition to the server's
 	// toolTimeout (default 60 s); the shorter one wins.
 	Timeout time.Duration
+	// Raw asks for the server's validated result as it came
+	// (ToolResult.Raw), for a host that is the agent (SPEC §9 A8).
+	Raw bool
 }
 
 // Progress is one progress notification of a call.
@@ -81,6 +84,11 @@ type ToolResult struct {
 	Truncated     bool `json:"truncated,omitempty"`
 	OriginalChars int  `json:"originalChars,omitempty"`
 	ShownChars    int  `json:"shownChars,omitempty"`
+	// Raw is the server's validated CallToolResult, unchanged, when
+	// CallOptions.Raw asked for it and it fitted the size budget whole
+	// (nothing Truncated): the MCP front end passes it to the host as it
+	// is (SPEC §9 A8). Otherwise the budgeted Content stands.
+	Raw json.RawMessage `json:"raw,omitempty"`
 }
 
 // Render returns the text to give the model: the trusted message, the
@@ -286,7 +294,13 @@ func (r *Registry) call(parent context.Context, t AgentTool, rawArgs json.RawMes
 		out.Content = []ContextBlock{errorBlock(t, err)}
 		return out, nil
 	}
-	return r.toolResult(t, o.OperationID, res), nil
+	out := r.toolResult(t, o.OperationID, res)
+	if o.Raw && !out.Truncated {
+		// Unchanged, since the host is the agent (A8); a result the
+		// budget cut goes the budgeted way instead (G's limits apply).
+		out.Raw, _ = json.Marshal(res)
+	}
+	return out, nil
 }
 
 func (r *Registry) callFailed(base func(Outcome) *ToolResult, ctx, cctx context.Context, timeout time.Duration, t AgentTool, err error) (*ToolResult, error) {

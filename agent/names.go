@@ -15,8 +15,18 @@ const MaxNameLength = 64
 // hashLen is the length of the stable hash suffix ("_" + 8 hex digits).
 const hashLen = 9
 
-// rawName is the unsanitised mcp__{serverId}__{tool}.
-func rawName(server, tool string) string { return "mcp__" + server + "__" + tool }
+// namer builds names prefix{server}__{tool} of at most max characters with
+// the rules of R4.1: the agent's (mcp__, 64) and the MCP front end's
+// ("", 48, since hosts add their own prefix) differ only in these two.
+type namer struct {
+	prefix string
+	max    int
+}
+
+// agentNames are the AgentTool names.
+var agentNames = namer{prefix: "mcp__", max: MaxNameLength}
+
+func (n namer) raw(server, tool string) string { return n.prefix + server + "__" + tool }
 
 // Sanitize replaces every character outside [A-Za-z0-9_-] with '_' (one
 // '_' per rune, and per byte of invalid UTF-8). It does not shorten.
@@ -37,7 +47,7 @@ func Sanitize(s string) string {
 // hashed cuts a sanitised name so that a "_" and 8 hex digits of a hash of
 // (server, tool, n) fit within MaxNameLength. The hash is of the original
 // names, so it is stable across rebuilds and processes.
-func hashed(sanitized, server, tool string, n int) string {
+func (nm namer) hashed(sanitized, server, tool string, n int) string {
 	h := sha256.New()
 	h.Write([]byte(server))
 	h.Write([]byte{0})
@@ -47,28 +57,53 @@ func hashed(sanitized, server, tool string, n int) string {
 		h.Write([]byte(strconv.Itoa(n)))
 	}
 	sum := hex.EncodeToString(h.Sum(nil))[:hashLen-1]
-	return sanitized[:min(len(sanitized), MaxNameLength-hashLen)] + "_" + sum
+	return sanitized[:min(len(sanitized), nm.max-hashLen)] + "_" + sum
 }
 
 // ToolName is the AgentTool name of a tool when nothing collides with it:
 // mcp__{serverId}__{tool}, sanitised, and cut with a hash suffix when
 // longer than MaxNameLength.
-func ToolName(server, tool string) string {
-	s := Sanitize(rawName(server, tool))
-	if len(s) <= MaxNameLength {
+func ToolName(server, tool string) string { return agentNames.name(server, tool) }
+
+func (nm namer) name(server, tool string) string {
+	s := Sanitize(nm.raw(server, tool))
+	if len(s) <= nm.max {
 		return s
 	}
-	return hashed(s, server, tool, 0)
+	return nm.hashed(s, server, tool, 0)
 }
 
 type toolKey struct{ server, tool string }
+
+// NameKey is one (server, name) pair to name with [AssignNames].
+type NameKey struct{ Server, Name string }
+
+// AssignNames gives every key a unique name {prefix}{server}__{name} of
+// at most maxLen characters (at least 16), by the rules of the AgentTool
+// names (R4.1): sanitised, cut with a stable hash suffix when too long,
+// and on a collision the name that needed no change wins. The MCP front
+// end uses it with prefix "" and 48.
+func AssignNames(prefix string, maxLen int, keys []NameKey) map[NameKey]string {
+	nm := namer{prefix: prefix, max: max(maxLen, 16)}
+	tk := make([]toolKey, len(keys))
+	for i, k := range keys {
+		tk[i] = toolKey{k.Server, k.Name}
+	}
+	out := make(map[NameKey]string, len(keys))
+	for k, v := range nm.assign(tk) {
+		out[NameKey{k.server, k.tool}] = v
+	}
+	return out
+}
 
 // assignNames gives every (server, tool) a unique name. A name that needed
 // no change (already valid and short enough) wins a collision, so renaming
 // only hits tools whose name was mangled anyway; ties go by server id,
 // then tool name. The losers get a hash suffix; if even that is taken
 // (practically never), the hash input gets a counter.
-func assignNames(keys []toolKey) map[toolKey]string {
+func assignNames(keys []toolKey) map[toolKey]string { return agentNames.assign(keys) }
+
+func (nm namer) assign(keys []toolKey) map[toolKey]string {
 	type req struct {
 		k     toolKey
 		base  string
@@ -76,8 +111,8 @@ func assignNames(keys []toolKey) map[toolKey]string {
 	}
 	reqs := make([]req, len(keys))
 	for i, k := range keys {
-		raw := rawName(k.server, k.tool)
-		base := ToolName(k.server, k.tool)
+		raw := nm.raw(k.server, k.tool)
+		base := nm.name(k.server, k.tool)
 		reqs[i] = req{k: k, base: base, exact: base == raw}
 	}
 	slices.SortFunc(reqs, func(a, b req) int {
@@ -97,9 +132,9 @@ func assignNames(keys []toolKey) map[toolKey]string {
 	for _, r := range reqs {
 		name := r.base
 		if taken[name] {
-			s := Sanitize(rawName(r.k.server, r.k.tool))
+			s := Sanitize(nm.raw(r.k.server, r.k.tool))
 			for n := 0; ; n++ {
-				name = hashed(s, r.k.server, r.k.tool, n)
+				name = nm.hashed(s, r.k.server, r.k.tool, n)
 				if !taken[name] {
 					break
 				}

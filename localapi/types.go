@@ -400,6 +400,10 @@ type CallRequest struct {
 	OperationID string `json:"operationId,omitempty"`
 	// Timeout ("30s") bounds the call besides the server's toolTimeout.
 	Timeout string `json:"timeout,omitempty"`
+	// Raw asks for the server's result unchanged in ToolResult.Raw when it
+	// fits the size budget: for the MCP front end, whose host is the agent
+	// (SPEC §9 A8).
+	Raw bool `json:"raw,omitempty"`
 }
 
 // ApprovalRequest is the whole question put to the person before a call.

@@ -1,0 +1,166 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/spf13/cobra"
+
+	"github.com/remotemcp/remotemcp"
+	"github.com/remotemcp/remotemcp/daemon"
+	"github.com/remotemcp/remotemcp/frontend"
+)
+
+// daemonStartWait bounds the wait for a daemon started in the background.
+const daemonStartWait = 30 * time.Second
+
+// daemonLogName is the file in the data directory that gets the output of
+// a daemon started by "remotemcp mcp" (its stdout must not reach the
+// host: that is the MCP channel).
+const daemonLogName = "daemon.log"
+
+func newMcpCmd(a *app) *cobra.Command {
+	var (
+		serverID   string
+		daemonAddr string
+	)
+	cmd := &cobra.Command{
+		Use:   "mcp",
+		Short: "Serve the managed servers to an MCP host (Claude Desktop, Claude Code, Cursor, VS Code …) over stdio",
+		Long: `Run an MCP server on stdin/stdout for an MCP host to launch. It offers
+every enabled server: tools and prompts named SERVER__NAME (at most 48
+characters), resources under their own URIs (remotemcp://SERVER/ESCAPED-URI
+when two servers list the same URI), and the connected servers'
+instructions. Results, progress, cancellation and list_changed pass through;
+a server's question goes to the host when it supports elicitation, else it
+waits on the settings page and in "remotemcp elicitations". The host's
+approval of a call is the approval.
+
+With --server ID one server passes through with its names unchanged: a
+drop-in for "npx mcp-remote URL".
+
+It goes through the running daemon, and starts one in the background
+(remotemcp serve, output in DATA-DIR/daemon.log) when none runs, so every
+host shares the same sessions, tokens and questions. --no-daemon serves
+from this process instead.`,
+		Args: argsExactly(0, ""),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			log := newLogger(a.streams.Err, a.verbose)
+			eng, release, err := a.mcpEngine(ctx, daemonAddr)
+			if err != nil {
+				return err
+			}
+			defer release()
+			fe, err := frontend.New(ctx, frontend.Options{Engine: eng, ServerID: serverID, Name: "remotemcp", Version: remotemcp.Version, Logger: log})
+			if err != nil {
+				return err
+			}
+			t := &mcp.IOTransport{Reader: io.NopCloser(a.streams.In), Writer: nopWriteCloser{a.streams.Out}}
+			err = fe.Run(ctx, t)
+			if ctx.Err() != nil || errors.Is(err, io.EOF) || errors.Is(err, mcp.ErrConnectionClosed) {
+				return nil // the host left
+			}
+			return err
+		},
+	}
+	cmd.Flags().StringVar(&serverID, "server", "", "pass one server through with its names unchanged")
+	cmd.Flags().StringVar(&daemonAddr, "daemon-addr", "127.0.0.1:7717", "--addr of the daemon started in the background when none runs")
+	return cmd
+}
+
+// nopWriteCloser leaves the standard output open when the transport ends.
+type nopWriteCloser struct{ io.Writer }
+
+func (nopWriteCloser) Close() error { return nil }
+
+// mcpEngine is the front end's engine: the running daemon's, else a
+// daemon's started in the background, else (--no-daemon) in-process.
+func (a *app) mcpEngine(ctx context.Context, daemonAddr string) (Engine, func(), error) {
+	if a.noDaemon {
+		return a.engine(ctx)
+	}
+	dir := a.dataDirPath()
+	c, err := daemon.Dial(ctx, dir)
+	if err == nil {
+		return c, c.CloseIdleConnections, nil
+	}
+	if !errors.Is(err, daemon.ErrNotRunning) {
+		return nil, nil, fmt.Errorf("reach the daemon: %w (run with --no-daemon to work without it)", err)
+	}
+	listen, err := loopbackAddr(daemonAddr)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := a.startDaemon(ctx, dir, listen); err != nil {
+		return nil, nil, err
+	}
+	c, err = daemon.Dial(ctx, dir)
+	if err != nil {
+		return nil, nil, fmt.Errorf("reach the daemon started in the background: %w", err)
+	}
+	return c, c.CloseIdleConnections, nil
+}
+
+// startDaemon starts "remotemcp serve" detached on dir and waits, bounded,
+// until its socket answers. Losing the race to another host's daemon is
+// fine: whichever daemon answers is the owner.
+func (a *app) startDaemon(ctx context.Context, dir, listen string) error {
+	exe, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("start the daemon: find this program: %w", err)
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("start the daemon: create the data directory: %w", err)
+	}
+	logPath := filepath.Join(dir, daemonLogName)
+	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return fmt.Errorf("start the daemon: open its log: %w", err)
+	}
+	defer logf.Close()
+	// Not tied to ctx: the daemon outlives this host's session, for the
+	// next host.
+	cmd := exec.Command(exe, "--data-dir", dir, "serve", "--addr", listen)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = detached()
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("start the daemon: %w", err)
+	}
+	fmt.Fprintf(a.streams.Err, "remotemcp: started the daemon (pid %d, log %s)\n", cmd.Process.Pid, logPath)
+	// Reap it if it ends while this process runs (it lost a race, or
+	// failed); exited says so.
+	exited := make(chan struct{})
+	go func() { cmd.Wait(); close(exited) }()
+	deadline := time.Now().Add(daemonStartWait)
+	for {
+		dctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		_, err := daemon.Dial(dctx, dir)
+		cancel()
+		if err == nil {
+			return nil
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("start the daemon: it did not answer within %s (see %s): %w", daemonStartWait, logPath, err)
+		}
+		select {
+		case <-exited:
+			// Another daemon may have won; give it the rest of the wait,
+			// but a daemon that failed alone will not come.
+			if _, serr := os.Stat(filepath.Join(dir, daemon.InfoFileName)); serr != nil {
+				return fmt.Errorf("start the daemon: it exited (see %s)", logPath)
+			}
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}

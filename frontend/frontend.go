@@ -1,0 +1,549 @@
+// Package frontend serves remotemcp's servers to other MCP hosts: an MCP
+// server (go-sdk server side) that is one more client of the local API
+// (localapi.Engine). In aggregate mode it offers every enabled server's
+// tools and prompts as {server}__{name} and their resources under their
+// own URIs (remotemcp://{server}/… when two servers share one); in
+// single-server mode (Options.ServerID) one server passes through with
+// its names unchanged. The host is the agent (SPEC §9 A8): tool results
+// pass through unchanged, the host's approval is the approval, and
+// progress, cancellation, questions and list_changed travel both ways.
+package frontend
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/remotemcp/remotemcp/agent"
+	"github.com/remotemcp/remotemcp/localapi"
+)
+
+// MaxProtocolVersion is the newest MCP revision offered to hosts (SPEC §9
+// A6): server-sent questions to a 2026-07-28 host need a flow go-sdk does
+// not give yet.
+const MaxProtocolVersion = "2025-11-25"
+
+// syncDelay coalesces bursts of engine events into one re-sync.
+const syncDelay = 50 * time.Millisecond
+
+// Options configure a front end.
+type Options struct {
+	Engine localapi.Engine
+	// ServerID, when set, passes that one server through with its names
+	// unchanged (remotemcp mcp --server ID).
+	ServerID string
+	// Name and Version are the implementation the host sees.
+	Name, Version string
+	// Logger gets what could not be offered (a tool with a bad schema, a
+	// failed sync); nil discards.
+	Logger *slog.Logger
+}
+
+// Frontend is one MCP server over the engine. Build it with New and serve
+// it with Run.
+type Frontend struct {
+	o   Options
+	srv *mcp.Server
+	log *slog.Logger
+
+	syncMu     sync.Mutex        // one sync at a time
+	tools      map[string]string // offered name → signature
+	prompts    map[string]string
+	resources  map[string]string
+	templates  map[string]string
+	serversSig string // what of the servers event matters to the catalog
+}
+
+// New builds the front end: it connects the enabled servers (the host's
+// session is their use), lists their catalogs, and takes the connected
+// servers' instructions. Lazy servers are never connected just for
+// instructions (R2.3): New lists through the engine, which connects what
+// the listing needs and nothing else.
+func New(ctx context.Context, o Options) (*Frontend, error) {
+	if o.Engine == nil {
+		return nil, errors.New("frontend: no engine")
+	}
+	if o.Name == "" {
+		o.Name = "remotemcp"
+	}
+	f := &Frontend{o: o, log: o.Logger,
+		tools: map[string]string{}, prompts: map[string]string{}, resources: map[string]string{}, templates: map[string]string{}}
+	if f.log == nil {
+		f.log = slog.New(slog.DiscardHandler)
+	}
+	if o.ServerID != "" {
+		if _, err := o.Engine.Server(ctx, o.ServerID); err != nil {
+			return nil, fmt.Errorf("frontend: server %s: %w", o.ServerID, err)
+		}
+	}
+	// The first listing connects the servers, so that the instructions
+	// and catalogs below are those of live sessions.
+	if _, err := o.Engine.Tools(ctx, localapi.ToolsRequest{ServerID: o.ServerID, Connect: true}); err != nil {
+		return nil, fmt.Errorf("frontend: list tools: %w", err)
+	}
+	instr, err := f.instructions(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var versions []string
+	for _, v := range mcp.SupportedProtocolVersions() {
+		if v <= MaxProtocolVersion {
+			versions = append(versions, v)
+		}
+	}
+	f.srv = mcp.NewServer(&mcp.Implementation{Name: o.Name, Version: o.Version}, &mcp.ServerOptions{
+		Instructions:              instr,
+		Logger:                    f.log,
+		SupportedProtocolVersions: versions,
+		// Advertised from the start, so a host hears list_changed even
+		// for a catalog that was empty when it connected.
+		Capabilities: &mcp.ServerCapabilities{
+			Tools:     &mcp.ToolCapabilities{ListChanged: true},
+			Prompts:   &mcp.PromptCapabilities{ListChanged: true},
+			Resources: &mcp.ResourceCapabilities{ListChanged: true},
+		},
+	})
+	if err := f.sync(ctx); err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
+// Server is the go-sdk server, for serving it on another transport.
+func (f *Frontend) Server() *mcp.Server { return f.srv }
+
+// Run serves one host on t until the host leaves or ctx ends, re-syncing
+// the catalogs whenever the engine says they changed.
+func (f *Frontend) Run(ctx context.Context, t mcp.Transport) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	events, err := f.o.Engine.Subscribe(ctx)
+	if err != nil {
+		return fmt.Errorf("frontend: subscribe to the engine's events: %w", err)
+	}
+	var wg sync.WaitGroup
+	wg.Go(func() { f.watch(ctx, events) })
+	defer wg.Wait()
+	defer cancel()
+	return f.srv.Run(ctx, t)
+}
+
+// watch re-syncs after catalog changes, coalescing bursts.
+func (f *Frontend) watch(ctx context.Context, events <-chan localapi.Event) {
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	defer timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case ev, ok := <-events:
+			if !ok {
+				return
+			}
+			if f.matters(ev) {
+				timer.Reset(syncDelay)
+			}
+		case <-timer.C:
+			if err := f.sync(ctx); err != nil && ctx.Err() == nil {
+				f.log.Warn("frontend: re-sync the catalogs", "err", err)
+			}
+		}
+	}
+}
+
+// matters reports whether an event can change what the host is offered:
+// any catalog event, and a servers event that changed which servers are
+// enabled and ready (a state flicker alone does not re-list).
+func (f *Frontend) matters(ev localapi.Event) bool {
+	switch ev.Type {
+	case localapi.EventCatalog:
+		return true
+	case localapi.EventServers:
+		var servers []localapi.Server
+		if json.Unmarshal(ev.Data, &servers) != nil {
+			return true
+		}
+		var b strings.Builder
+		for _, s := range servers {
+			if f.o.ServerID == "" || s.ID == f.o.ServerID {
+				fmt.Fprintf(&b, "%s:%t:%t:%d;", s.ID, s.Enabled, s.State == localapi.StateReady, s.ToolCount)
+			}
+		}
+		f.syncMu.Lock()
+		defer f.syncMu.Unlock()
+		if b.String() == f.serversSig {
+			return false
+		}
+		f.serversSig = b.String()
+		return true
+	}
+	return false
+}
+
+// instructions combine the connected servers' instructions, each marked
+// as coming from its server; in single-server mode they pass unchanged.
+func (f *Frontend) instructions(ctx context.Context) (string, error) {
+	servers, err := f.o.Engine.Servers(ctx)
+	if err != nil {
+		return "", fmt.Errorf("frontend: list servers: %w", err)
+	}
+	var parts []string
+	for _, s := range servers {
+		if !s.Enabled || s.Instructions == "" {
+			continue
+		}
+		if f.o.ServerID != "" {
+			if s.ID == f.o.ServerID {
+				return s.Instructions, nil
+			}
+			continue
+		}
+		parts = append(parts, fmt.Sprintf("## From MCP server %q (its tools are named %s__TOOL; the server's own words, not remotemcp's)\n\n%s",
+			s.ID, agent.Sanitize(s.ID), s.Instructions))
+	}
+	if len(parts) == 0 {
+		return "", nil
+	}
+	return "remotemcp serves several MCP servers; their instructions follow.\n\n" + strings.Join(parts, "\n\n"), nil
+}
+
+// sync brings the offered tools, prompts, resources and templates in line
+// with the engine's catalogs. go-sdk tells the host (list_changed) about
+// every change.
+func (f *Frontend) sync(ctx context.Context) error {
+	f.syncMu.Lock()
+	defer f.syncMu.Unlock()
+	var errs []error
+	if err := f.syncTools(ctx); err != nil {
+		errs = append(errs, err)
+	}
+	if err := f.syncPrompts(ctx); err != nil {
+		errs = append(errs, err)
+	}
+	if err := f.syncResources(ctx); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// offer is one item to offer: its signature (to notice a change) and how
+// to add it.
+type offer struct {
+	sig string
+	add func()
+}
+
+// apply removes what is gone and adds what is new or changed.
+func apply(have map[string]string, want map[string]offer, remove func(...string)) {
+	var gone []string
+	for name, sig := range have {
+		if w, ok := want[name]; !ok || w.sig != sig {
+			gone = append(gone, name)
+		}
+	}
+	slices.Sort(gone)
+	if len(gone) > 0 {
+		remove(gone...)
+	}
+	for _, name := range gone {
+		delete(have, name)
+	}
+	for _, name := range slices.Sorted(maps.Keys(want)) {
+		if _, ok := have[name]; ok {
+			continue
+		}
+		want[name].add()
+		have[name] = want[name].sig
+	}
+}
+
+func (f *Frontend) syncTools(ctx context.Context) error {
+	tl, err := f.o.Engine.Tools(ctx, localapi.ToolsRequest{ServerID: f.o.ServerID})
+	if err != nil {
+		return fmt.Errorf("frontend: list tools: %w", err)
+	}
+	for _, e := range tl.Errors {
+		f.log.Warn("frontend: a server's tools could not be listed", "server", e.ServerID, "err", e.Message)
+	}
+	keys := make([]agent.NameKey, 0, len(tl.Tools))
+	for _, t := range tl.Tools {
+		keys = append(keys, agent.NameKey{Server: t.ServerID, Name: t.ToolName})
+	}
+	names := f.names(keys)
+	want := make(map[string]offer, len(tl.Tools))
+	for _, t := range tl.Tools {
+		if !objectSchema(t.InputSchema) {
+			f.log.Warn("frontend: tool left out: its input schema is not an object schema", "server", t.ServerID, "tool", t.ToolName)
+			continue
+		}
+		name := names[agent.NameKey{Server: t.ServerID, Name: t.ToolName}]
+		mt := &mcp.Tool{Name: name, Title: t.Title, Description: t.Description, InputSchema: t.InputSchema}
+		// Annotations are dropped: readOnlyHint and friends are the
+		// server's claims, passed only for servers marked trusted (A8),
+		// and no server can be marked so yet.
+		sig, _ := json.Marshal(mt)
+		target := t.ServerID + "/" + t.ToolName
+		want[name] = offer{sig: string(sig), add: func() { f.addTool(mt, f.callTool(target)) }}
+	}
+	apply(f.tools, want, f.srv.RemoveTools)
+	return nil
+}
+
+// addTool adds a tool; a panic of go-sdk's checks leaves the tool out.
+func (f *Frontend) addTool(t *mcp.Tool, h mcp.ToolHandler) {
+	defer func() {
+		if r := recover(); r != nil {
+			f.log.Warn("frontend: tool left out", "tool", t.Name, "err", fmt.Sprint(r))
+		}
+	}()
+	f.srv.AddTool(t, h)
+}
+
+// names are the offered names: the servers' own in single-server mode.
+func (f *Frontend) names(keys []agent.NameKey) map[agent.NameKey]string {
+	if f.o.ServerID == "" {
+		return Names(keys)
+	}
+	out := make(map[agent.NameKey]string, len(keys))
+	for _, k := range keys {
+		out[k] = k.Name
+	}
+	return out
+}
+
+func (f *Frontend) syncPrompts(ctx context.Context) error {
+	ps, err := f.o.Engine.Prompts(ctx, f.o.ServerID)
+	if err != nil {
+		return fmt.Errorf("frontend: list prompts: %w", err)
+	}
+	keys := make([]agent.NameKey, 0, len(ps))
+	for _, p := range ps {
+		keys = append(keys, agent.NameKey{Server: p.ServerID, Name: p.Name})
+	}
+	names := f.names(keys)
+	want := make(map[string]offer, len(ps))
+	for _, p := range ps {
+		mp := &mcp.Prompt{Name: names[agent.NameKey{Server: p.ServerID, Name: p.Name}], Title: p.Title, Description: p.Description}
+		for _, a := range p.Arguments {
+			mp.Arguments = append(mp.Arguments, &mcp.PromptArgument{Name: a.Name, Title: a.Title, Description: a.Description, Required: a.Required})
+		}
+		sig, _ := json.Marshal(mp)
+		command := p.Command
+		want[mp.Name] = offer{sig: string(sig), add: func() { f.srv.AddPrompt(mp, f.getPrompt(command)) }}
+	}
+	apply(f.prompts, want, f.srv.RemovePrompts)
+	return nil
+}
+
+func (f *Frontend) syncResources(ctx context.Context) error {
+	rs, err := f.o.Engine.Resources(ctx, localapi.ResourcesRequest{ServerID: f.o.ServerID})
+	if err != nil {
+		return fmt.Errorf("frontend: list resources: %w", err)
+	}
+	// A URI is unique when one server lists it; the rule counts every
+	// enabled server's resources and templates apart.
+	type uk struct {
+		uri      string
+		template bool
+	}
+	owners := map[uk]map[string]bool{}
+	for _, r := range rs {
+		k := uk{r.URI, r.Template}
+		if owners[k] == nil {
+			owners[k] = map[string]bool{}
+		}
+		owners[k][r.ServerID] = true
+	}
+	wantR, wantT := map[string]offer{}, map[string]offer{}
+	for _, r := range rs {
+		exposed := ExposedURI(r.ServerID, r.URI, len(owners[uk{r.URI, r.Template}]) == 1)
+		server := r.ServerID
+		if r.Template {
+			mt := &mcp.ResourceTemplate{URITemplate: exposed, Name: r.Name, Title: r.Title, Description: r.Description, MIMEType: r.MIMEType}
+			sig, _ := json.Marshal(mt)
+			wantT[exposed] = offer{sig: string(sig), add: func() { f.srv.AddResourceTemplate(mt, f.readResource(server)) }}
+			continue
+		}
+		mr := &mcp.Resource{URI: exposed, Name: r.Name, Title: r.Title, Description: r.Description, MIMEType: r.MIMEType, Size: r.Size}
+		if mr.Name == "" {
+			mr.Name = r.URI
+		}
+		sig, _ := json.Marshal(mr)
+		wantR[exposed] = offer{sig: string(sig), add: func() { f.srv.AddResource(mr, f.readResource(server)) }}
+	}
+	apply(f.resources, wantR, f.srv.RemoveResources)
+	apply(f.templates, wantT, f.srv.RemoveResourceTemplates)
+	return nil
+}
+
+func newOperationID() string { return "mcp-" + rand.Text()[:20] }
+
+// callTool is the handler of one offered tool: the call goes to the
+// engine approved (the host asked its person, approval "host"), the
+// host's progress token gets the server's progress, the host's cancel
+// (ctx) cancels the call, and questions go to the host when it can
+// answer them.
+func (f *Frontend) callTool(target string) mcp.ToolHandler {
+	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		ctx, cancel := context.WithCancel(ctx)
+		var wg sync.WaitGroup
+		// The questions' goroutines end with the call.
+		defer wg.Wait()
+		defer cancel()
+		var h localapi.CallHandler
+		ss := req.Session
+		if token := req.Params.GetProgressToken(); token != nil && ss != nil {
+			h.Progress = func(p localapi.Progress) {
+				_ = ss.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: token, Progress: p.Progress, Total: p.Total, Message: p.Message})
+			}
+		}
+		if ss != nil && canElicit(ss) {
+			h.Question = func(c localapi.Card) {
+				wg.Go(func() { f.ask(ctx, ss, c) })
+			}
+		}
+		args := json.RawMessage(req.Params.Arguments)
+		res, err := f.o.Engine.Call(ctx, localapi.CallRequest{Tool: target, Arguments: args, Approved: true, Raw: true, OperationID: newOperationID()}, h)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil, fmt.Errorf("call %s: %w", target, ctx.Err())
+			}
+			return errorResult(fmt.Sprintf("remotemcp could not call %s: %v", target, err)), nil
+		}
+		return toolResult(res), nil
+	}
+}
+
+// canElicit reports whether the host declared form elicitation.
+func canElicit(ss *mcp.ServerSession) bool {
+	ip := ss.InitializeParams()
+	if ip == nil || ip.Capabilities == nil || ip.Capabilities.Elicitation == nil {
+		return false
+	}
+	e := ip.Capabilities.Elicitation
+	return e.Form != nil || e.URL == nil
+}
+
+// ask puts a server's question to the host and answers the card with the
+// host's answer. When the host cannot answer, the card stays for the page
+// and the CLI, and the call keeps waiting (R6.1, R6.2).
+func (f *Frontend) ask(ctx context.Context, ss *mcp.ServerSession, c localapi.Card) {
+	res, err := ss.Elicit(ctx, &mcp.ElicitParams{Mode: "form", Message: c.Message, RequestedSchema: c.RequestedSchema})
+	if err != nil {
+		f.log.Info("frontend: the host did not answer a question; it waits on the page", "card", c.ID, "err", err)
+		return
+	}
+	if err := f.o.Engine.Answer(ctx, c.ID, localapi.Answer{Action: res.Action, Content: res.Content}); err != nil {
+		f.log.Warn("frontend: the host's answer was refused; the question waits on the page", "card", c.ID, "err", err)
+	}
+}
+
+// errorResult is a tool error in remotemcp's words.
+func errorResult(msg string) *mcp.CallToolResult {
+	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: msg}}}
+}
+
+// toolResult is the host's result: the server's own when it came whole
+// (A8), else remotemcp's message, the budgeted content and the notes.
+func toolResult(res *localapi.ToolResult) *mcp.CallToolResult {
+	if len(res.Raw) > 0 {
+		var out mcp.CallToolResult
+		if err := json.Unmarshal(res.Raw, &out); err == nil {
+			return &out
+		}
+	}
+	out := &mcp.CallToolResult{IsError: res.IsError}
+	if res.Message != "" {
+		out.Content = append(out.Content, &mcp.TextContent{Text: res.Message})
+	}
+	for _, b := range res.Content {
+		out.Content = append(out.Content, content(b))
+	}
+	for _, n := range res.Notes {
+		out.Content = append(out.Content, &mcp.TextContent{Text: n})
+	}
+	if len(res.StructuredContent) > 0 {
+		out.StructuredContent = res.StructuredContent
+	}
+	if len(out.Content) == 0 {
+		out.Content = []mcp.Content{&mcp.TextContent{Text: "[remotemcp: the tool returned no content]"}}
+	}
+	return out
+}
+
+// content is a block without its fence: images and audio as such when
+// their bytes came, else the text (or the binary summary).
+func content(b agent.ContextBlock) mcp.Content {
+	switch {
+	case b.Data != nil && strings.HasPrefix(b.MIMEType, "image/"):
+		return &mcp.ImageContent{Data: b.Data, MIMEType: b.MIMEType}
+	case b.Data != nil && strings.HasPrefix(b.MIMEType, "audio/"):
+		return &mcp.AudioContent{Data: b.Data, MIMEType: b.MIMEType}
+	}
+	return &mcp.TextContent{Text: b.Text}
+}
+
+// getPrompt is the handler of one offered prompt.
+func (f *Frontend) getPrompt(command string) mcp.PromptHandler {
+	return func(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+		res, err := f.o.Engine.GetPrompt(ctx, localapi.GetPromptRequest{Command: command, Arguments: req.Params.Arguments})
+		if err != nil {
+			return nil, fmt.Errorf("get prompt %s: %w", command, err)
+		}
+		out := &mcp.GetPromptResult{Description: res.Description}
+		for _, b := range res.Blocks {
+			role := mcp.Role(b.Role)
+			if role == "" {
+				role = "user"
+			}
+			out.Messages = append(out.Messages, &mcp.PromptMessage{Role: role, Content: content(b)})
+		}
+		for _, n := range res.Notes {
+			out.Messages = append(out.Messages, &mcp.PromptMessage{Role: "user", Content: &mcp.TextContent{Text: n}})
+		}
+		return out, nil
+	}
+}
+
+// readResource is the handler of one server's resources and templates:
+// it maps the exposed URI back to the server's.
+func (f *Frontend) readResource(server string) mcp.ResourceHandler {
+	return func(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+		uri := OriginalURI(server, req.Params.URI)
+		res, err := f.o.Engine.ReadResource(ctx, localapi.ReadRequest{Mention: "@" + server + ":" + uri})
+		if err != nil {
+			if localapi.HasCode(err, localapi.CodeNotFound) {
+				return nil, mcp.ResourceNotFoundError(req.Params.URI)
+			}
+			return nil, fmt.Errorf("read %s from server %s: %w", uri, server, err)
+		}
+		out := &mcp.ReadResourceResult{}
+		for _, b := range res.Blocks {
+			rc := &mcp.ResourceContents{URI: b.Provenance.URI, MIMEType: b.MIMEType}
+			if rc.URI == "" || rc.URI == uri {
+				rc.URI = req.Params.URI
+			}
+			if b.Data != nil {
+				rc.Blob = b.Data
+			} else {
+				rc.Text = b.Text
+			}
+			out.Contents = append(out.Contents, rc)
+		}
+		for _, n := range res.Notes {
+			out.Contents = append(out.Contents, &mcp.ResourceContents{URI: req.Params.URI, MIMEType: "text/plain", Text: n})
+		}
+		return out, nil
+	}
+}
