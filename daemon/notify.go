@@ -51,8 +51,6 @@ type notifier struct {
 	// prev is each server's state in the previous list (disabled servers
 	// count as not waiting); nil until the first list.
 	prev map[string]localapi.State
-	// worked holds the servers seen ready in this daemon.
-	worked map[string]bool
 }
 
 // startNotifier follows the engine's server lists until the daemon
@@ -66,7 +64,7 @@ func (s *Server) startNotifier() {
 	if _, err := exec.LookPath(NotifyCommand); err != nil {
 		s.log.Info("daemon: "+NotifyCommand+" is not installed; desktop notifications are off until it is", "err", err)
 	}
-	n := &notifier{log: s.log, cooldown: notifyCooldown, run: s.wg.Go, last: map[string]time.Time{}, worked: map[string]bool{}}
+	n := &notifier{log: s.log, cooldown: notifyCooldown, run: s.wg.Go, last: map[string]time.Time{}}
 	s.wg.Go(func() {
 		for {
 			select {
@@ -100,14 +98,14 @@ func (n *notifier) event(ctx context.Context, ev localapi.Event) {
 			st = localapi.StateDisconnected
 		}
 		next[srv.ID] = st
-		if st == localapi.StateReady {
-			n.worked[srv.ID] = true
-		}
 		was, known := n.prev[srv.ID]
-		// Only a server that worked in this daemon is announced: one
-		// waiting for its first sign-in (a fresh add) passes through
-		// connecting on its way to needs-auth, which is no news.
-		if n.prev == nil || !known || was == localapi.StateNeedsAuth || st != localapi.StateNeedsAuth || !n.worked[srv.ID] {
+		if n.prev == nil || !known || was == localapi.StateNeedsAuth || st != localapi.StateNeedsAuth {
+			continue
+		}
+		// A server waiting for its first sign-in (a fresh add passes
+		// through connecting on its way to needs-auth) is no news; the
+		// reason says so, whatever states a busy reader skipped.
+		if needsAuthWhy(srv.Reason) == whyNeverSignedIn {
 			continue
 		}
 		if srv.Reason != nil && srv.Reason.Message == "signed out" {
@@ -123,11 +121,6 @@ func (n *notifier) event(ctx context.Context, ev localapi.Event) {
 	for id := range n.last {
 		if _, ok := next[id]; !ok {
 			delete(n.last, id)
-		}
-	}
-	for id := range n.worked {
-		if _, ok := next[id]; !ok {
-			delete(n.worked, id)
 		}
 	}
 	n.prev = next
@@ -165,6 +158,10 @@ func notification(srv localapi.Server) (summary, body string) {
 	return summary, body
 }
 
+// whyNeverSignedIn is needsAuthWhy's words for a server that was never
+// signed in.
+const whyNeverSignedIn = "It has not been signed in yet"
+
 // needsAuthWhy says why a server waits for the person's sign-in, from
 // its reason: its scopes and step, else the sign-in library's own words
 // in its message. The settings page says the same (app.js authWhy).
@@ -181,7 +178,7 @@ func needsAuthWhy(r *localapi.Reason) string {
 	case m == "signed out":
 		return "You signed out"
 	case m == "needs authorization" || strings.Contains(m, "has not been signed in to yet"):
-		return "It has not been signed in yet"
+		return whyNeverSignedIn
 	case r.Step == "refresh" || strings.Contains(m, "refresh token was refused"):
 		return "Its sign-in expired and could not be renewed"
 	case strings.Contains(m, "no refresh token is stored"):

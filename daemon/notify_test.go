@@ -66,7 +66,7 @@ func srvIn(id, name string, st localapi.State, r *localapi.Reason) localapi.Serv
 func TestNotifierAnnouncesNeedsAuth(t *testing.T) {
 	runs := fakeNotifySend(t)
 	ctx := context.Background()
-	n := &notifier{log: testLogger(), cooldown: time.Hour, run: func(f func()) { f() }, last: map[string]time.Time{}, worked: map[string]bool{}}
+	n := &notifier{log: testLogger(), cooldown: time.Hour, run: func(f func()) { f() }, last: map[string]time.Time{}}
 	expired := &localapi.Reason{Class: "auth", Step: "authorization", Message: "needs authorization: oauth: authorization: login required: the stored refresh token was refused (token request refused: HTTP 400: invalid_grant)"}
 	hostile := "-x --icon=/etc/passwd <b>bold</b> & <a href=\"http://evil\">x</a>\n\u202Egnp.exe " + strings.Repeat("long ", 40)
 
