@@ -4,9 +4,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
-	"net"
 	"net/http"
-	"strconv"
 	"strings"
 
 	"github.com/remotemcp/remotemcp/localapi"
@@ -69,17 +67,7 @@ func setSecurityHeaders(h http.Header) {
 // allowedHost reports whether the Host header names this daemon: a
 // loopback address with our port. "localhost" is accepted because people
 // type it; no other name is, since any other name may be a rebinding.
-func (s *Server) allowedHost(host string) bool {
-	h, p, err := net.SplitHostPort(host)
-	if err != nil || p != strconv.Itoa(s.port) {
-		return false
-	}
-	switch strings.ToLower(h) {
-	case "127.0.0.1", "::1", "localhost":
-		return true
-	}
-	return false
-}
+func (s *Server) allowedHost(host string) bool { return LoopbackHost(host, s.port) }
 
 // ownOrigin is the origin a same-origin browser request to this Host
 // carries.
@@ -123,7 +111,7 @@ func (s *Server) guard(next http.Handler) http.Handler {
 				"the Host header must be 127.0.0.1, [::1] or localhost with the daemon's port (DNS rebinding protection)")
 			return
 		}
-		if o := r.Header.Get("Origin"); o != "" && !strings.EqualFold(o, ownOrigin(r)) {
+		if foreignOrigin(r) {
 			s.deny(w, r, http.StatusForbidden, localapi.CodeForbidden, "cross-origin requests are refused")
 			return
 		}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -30,10 +31,11 @@ func newMcpCmd(a *app) *cobra.Command {
 	var (
 		serverID   string
 		daemonAddr string
+		httpAddr   string
 	)
 	cmd := &cobra.Command{
 		Use:   "mcp",
-		Short: "Serve the managed servers to an MCP host (Claude Desktop, Claude Code, Cursor, VS Code …) over stdio",
+		Short: "Serve the managed servers to an MCP host (Claude Desktop, Claude Code, Cursor, VS Code …) over stdio or --http",
 		Long: `Run an MCP server on stdin/stdout for an MCP host to launch. It offers
 every enabled server: tools and prompts named SERVER__NAME (at most 48
 characters), resources under their own URIs (remotemcp://SERVER/ESCAPED-URI
@@ -49,11 +51,22 @@ drop-in for "npx mcp-remote URL".
 It goes through the running daemon, and starts one in the background
 (remotemcp serve, output in DATA-DIR/daemon.log) when none runs, so every
 host shares the same sessions, tokens and questions. --no-daemon serves
-from this process instead.`,
+from this process instead.
+
+--http 127.0.0.1:PORT serves Streamable HTTP at http://127.0.0.1:PORT/mcp
+instead of stdio, in the foreground until stopped (Ctrl-C, SIGTERM), for
+hosts that take a URL. It relays to the running daemon, or owns the
+sessions itself when none runs (it starts no daemon). Only loopback
+addresses are allowed; the Host header must name that address (DNS
+rebinding), a foreign Origin is refused, and every request needs
+"Authorization: Bearer TOKEN" with a token of "remotemcp mcp token create".`,
 		Args: argsExactly(0, ""),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
 			log := newLogger(a.streams.Err, a.verbose)
+			if httpAddr != "" {
+				return a.runMcpHTTP(ctx, httpAddr, serverID, log)
+			}
 			eng, release, err := a.mcpEngine(ctx, daemonAddr)
 			if err != nil {
 				return err
@@ -73,7 +86,32 @@ from this process instead.`,
 	}
 	cmd.Flags().StringVar(&serverID, "server", "", "pass one server through with its names unchanged")
 	cmd.Flags().StringVar(&daemonAddr, "daemon-addr", "127.0.0.1:7717", "--addr of the daemon started in the background when none runs")
+	cmd.Flags().StringVar(&httpAddr, "http", "", "serve Streamable HTTP on this loopback HOST:PORT instead of stdio (needs a token: see \"mcp token\")")
+	cmd.AddCommand(newMcpTokenCmd(a))
 	return cmd
+}
+
+// runMcpHTTP is "mcp --http": the front end over Streamable HTTP on a
+// loopback address until ctx ends. Its engine is the running daemon's, or
+// when none runs an in-process one: this process is then the owner, and
+// there is never a second owner beside a daemon.
+func (a *app) runMcpHTTP(ctx context.Context, addr, serverID string, log *slog.Logger) error {
+	ln, err := mcpHTTPListen("--http", addr)
+	if err != nil {
+		return err
+	}
+	eng, release, err := a.engine(ctx)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	defer release()
+	fe, err := frontend.New(ctx, frontend.Options{Engine: eng, ServerID: serverID, Name: "remotemcp", Version: remotemcp.Version, Logger: log})
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	return serveMcpHTTP(ctx, fe, a.dataDirPath(), ln, a.streams.Err, log)
 }
 
 // nopWriteCloser leaves the standard output open when the transport ends.

@@ -4,13 +4,18 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
+	"sync"
 
 	"github.com/spf13/cobra"
 
 	"github.com/remotemcp/remotemcp"
 	"github.com/remotemcp/remotemcp/daemon"
+	"github.com/remotemcp/remotemcp/frontend"
 	"github.com/remotemcp/remotemcp/internal/testserver/fixture"
 	"github.com/remotemcp/remotemcp/localapi"
 )
@@ -58,9 +63,10 @@ func (a *app) dial(ctx context.Context) (Engine, error) {
 
 func newServeCmd(a *app) *cobra.Command {
 	var (
-		addr   string
-		demo   bool
-		notify bool
+		addr    string
+		mcpHTTP string
+		demo    bool
+		notify  bool
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -76,7 +82,10 @@ directory. SIGINT/SIGTERM shut it down cleanly.
 --demo also runs the bundled test MCP server on a free loopback port and
 adds it (or points it) as the server "demo", so the page is not empty.
 --notify shows a desktop notification (notify-send, where it is installed)
-when a server needs you to sign in again: it is paused until you do.`,
+when a server needs you to sign in again: it is paused until you do.
+--mcp-http 127.0.0.1:PORT also serves every enabled server to MCP hosts as
+Streamable HTTP at http://127.0.0.1:PORT/mcp, like "remotemcp mcp --http"
+(loopback only, bearer tokens of "remotemcp mcp token").`,
 		Args: argsExactly(0, ""),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
@@ -105,11 +114,35 @@ when a server needs you to sign in again: it is paused until you do.`,
 			if err != nil {
 				return err
 			}
+			// Bound before the daemon's own listener, so a bad or taken
+			// address fails the start instead of leaving a daemon without it.
+			var mcpLn net.Listener
+			if mcpHTTP != "" {
+				if mcpLn, err = mcpHTTPListen("--mcp-http", mcpHTTP); err != nil {
+					return err
+				}
+			}
 			if err := srv.Listen(ctx); err != nil {
+				if mcpLn != nil {
+					mcpLn.Close()
+				}
 				return fmt.Errorf("listen on %s: %w (is the port taken? choose another with --addr)", listen, err)
 			}
 			fmt.Fprintf(a.streams.Err, "remotemcp daemon on %s\nopen the settings page (this link works once):\n", srv.URL())
 			fmt.Fprintln(a.streams.Out, srv.LoginURL())
+			// The endpoint lives as long as the daemon serves: it is
+			// stopped (mcancel) and waited for before the engine closes.
+			mctx, mcancel := context.WithCancel(ctx)
+			var wg sync.WaitGroup
+			defer wg.Wait()
+			defer mcancel()
+			if mcpLn != nil {
+				wg.Go(func() {
+					if err := serveDaemonMcpHTTP(mctx, eng, dir, mcpLn, a.streams.Err, log); err != nil {
+						fmt.Fprintf(a.streams.Err, "remotemcp: --mcp-http: %v\n", err)
+					}
+				})
+			}
 			err = srv.Serve(ctx)
 			if ctx.Err() != nil {
 				fmt.Fprintln(a.streams.Err, "remotemcp daemon: shutting down")
@@ -119,9 +152,22 @@ when a server needs you to sign in again: it is paused until you do.`,
 		},
 	}
 	cmd.Flags().BoolVar(&notify, "notify", false, "show a desktop notification (notify-send) when a server needs you to sign in")
+	cmd.Flags().StringVar(&mcpHTTP, "mcp-http", "", "also serve the MCP endpoint (Streamable HTTP, bearer tokens of \"mcp token\") on this loopback HOST:PORT")
 	cmd.Flags().BoolVar(&demo, "demo", false, "also run the bundled test MCP server and add it as the server \"demo\"")
 	cmd.Flags().StringVar(&addr, "addr", "127.0.0.1:7717", "loopback address of the settings page and OAuth callback: HOST:PORT or PORT (the OAuth redirect port defaults to 7717 too)")
 	return cmd
+}
+
+// serveDaemonMcpHTTP is serve --mcp-http: the aggregate front end over the
+// daemon's own engine on ln until ctx ends. A failure ends the endpoint,
+// not the daemon.
+func serveDaemonMcpHTTP(ctx context.Context, eng localapi.Engine, dir string, ln net.Listener, w io.Writer, log *slog.Logger) error {
+	fe, err := frontend.New(ctx, frontend.Options{Engine: eng, Name: "remotemcp", Version: remotemcp.Version, Logger: log})
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	return serveMcpHTTP(ctx, fe, dir, ln, w, log)
 }
 
 // startDemo runs the bundled test MCP server on a free loopback port for

@@ -1,0 +1,110 @@
+package frontend
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// httpShutdownWait bounds a graceful shutdown: open SSE streams never go
+// idle on their own, so after this the connections are closed.
+const httpShutdownWait = 2 * time.Second
+
+// HTTPHandler is the Streamable HTTP endpoint of the front end behind the
+// bearer token check of tokens: every request must carry
+// "Authorization: Bearer TOKEN" with a token of tokens, else 401. The Host
+// and Origin checks are the caller's (daemon.GuardLoopback), outside this.
+func (f *Frontend) HTTPHandler(tokens *Tokens) http.Handler {
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return f.srv },
+		&mcp.StreamableHTTPOptions{Logger: f.log})
+	return tokens.Require(h, f.log)
+}
+
+// Require wraps next so that only requests with a valid bearer token reach
+// it. A refusal is 401 with WWW-Authenticate: Bearer; the presented token
+// is never logged.
+func (t *Tokens) Require(next http.Handler, log *slog.Logger) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		tok, ok := bearer(r.Header.Get("Authorization"))
+		if !ok {
+			unauthorized(w, `error="invalid_request"`, "a bearer token is required: create one with \"remotemcp mcp token create NAME\"")
+			return
+		}
+		_, ok, err := t.Check(r.Context(), tok)
+		if err != nil {
+			if log != nil {
+				log.Warn("mcp http: token check failed", "err", err)
+			}
+			http.Error(w, "the tokens could not be read", http.StatusInternalServerError)
+			return
+		}
+		if !ok {
+			unauthorized(w, `error="invalid_token"`, "the bearer token is unknown or revoked")
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// bearer extracts the token of an Authorization header (RFC 6750: the
+// scheme is case-insensitive).
+func bearer(h string) (string, bool) {
+	scheme, tok, ok := strings.Cut(h, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return "", false
+	}
+	tok = strings.TrimSpace(tok)
+	return tok, tok != ""
+}
+
+// unauthorized answers 401 with the challenge RFC 6750 asks for.
+func unauthorized(w http.ResponseWriter, params, msg string) {
+	w.Header().Set("WWW-Authenticate", `Bearer realm="remotemcp", `+params)
+	http.Error(w, msg, http.StatusUnauthorized)
+}
+
+// RunHTTP serves h (built around HTTPHandler) on ln until ctx ends,
+// re-syncing the catalogs whenever the engine says they changed, as Run
+// does for one stdio host. It closes ln.
+func (f *Frontend) RunHTTP(ctx context.Context, ln net.Listener, h http.Handler) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	events, err := f.o.Engine.Subscribe(ctx)
+	if err != nil {
+		ln.Close()
+		return fmt.Errorf("frontend: subscribe to the engine's events: %w", err)
+	}
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	wg.Go(func() { f.watch(ctx, events) })
+	srv := &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: 10 * time.Second,
+		BaseContext:       func(net.Listener) context.Context { return ctx },
+	}
+	served := make(chan error, 1)
+	wg.Go(func() { served <- srv.Serve(ln) })
+	select {
+	case err = <-served:
+		cancel()
+		return fmt.Errorf("frontend: serve http on %s: %w", ln.Addr(), err)
+	case <-ctx.Done():
+	}
+	sctx, scancel := context.WithTimeout(context.WithoutCancel(ctx), httpShutdownWait)
+	defer scancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		srv.Close()
+	}
+	if err := <-served; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("frontend: serve http on %s: %w", ln.Addr(), err)
+	}
+	return nil
+}
