@@ -116,6 +116,20 @@ func checkLogRows(t *testing.T, rows []logRow, l []localapi.LogEntry) {
 		if x.RPCMethod == "" {
 			want.Request = map[string]string{"GET": "event stream", "DELETE": "end of session"}[x.HTTPMethod]
 		}
+		if x.Kind != "" {
+			// An OAuth request or a server's log message: its tags, then
+			// its text.
+			var parts []string
+			for _, p := range []string{x.Kind, x.Step, x.Level, x.Message, x.URL, x.RPCMethod} {
+				if p != "" {
+					parts = append(parts, p)
+				}
+			}
+			want.Request = strings.Join(parts, " ")
+		}
+		if x.ConnectionID == "" {
+			want.Conn = "—"
+		}
 		// One decimal, rounded (JavaScript rounds a tie up, Go to even).
 		if ms, err := strconv.ParseFloat(r.MS, 64); err != nil || math.Abs(ms-x.Millis) > 0.051 {
 			t.Errorf("row %d: ms %q for %v", i, r.MS, x.Millis)
@@ -189,6 +203,16 @@ func TestBrowserRequestLog(t *testing.T) {
 	l, _ = s.c.Log(ctx, "fx")
 	b.wait("the new call on top", fmt.Sprintf(`(() => { const t = document.querySelector('#log-rows tr time'); return t && t.dateTime === %q; })()`, l[len(l)-1].Time.Format(time.RFC3339Nano)))
 	checkLogRows(t, b.logRows(), l)
+
+	// A server's log message (notifications/message) shows with its
+	// level and text, as text.
+	if r, err := s.c.Call(ctx, localapi.CallRequest{Tool: "fx/fail", Arguments: json.RawMessage(`{}`), Approved: true}, localapi.CallHandler{}); err != nil {
+		t.Fatalf("fail: %+v %v", r, err)
+	}
+	b.wait("the server's log message", `document.querySelector('#log-rows').innerText.includes(`+strconv.Quote(fixture.FailLogText)+`)`)
+	if got := b.text(`#log-rows`); !strings.Contains(got, "log") || !strings.Contains(got, "error") {
+		t.Errorf("the log message's row lacks its kind or level:\n%s", got)
+	}
 
 	// The log stops changing once the server is disconnected (its DELETE
 	// is the last exchange); Refresh shows it at once.

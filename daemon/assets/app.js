@@ -885,9 +885,12 @@
   // is for.
   function requestCell(e) {
     const td = el("td", { "data-label": "Request" });
-    for (const tag of [e.kind, e.step]) {
+    for (const tag of [e.kind, e.step, e.level]) {
       if (typeof tag === "string" && tag) td.append(el("span", { class: "tag", text: tag }), " ");
     }
+    // A server's log message (kind "log"): its text, as text.
+    if (typeof e.message === "string" && e.message) td.append(el("span", { class: "log-message", text: e.message }));
+    if (typeof e.url === "string" && e.url) td.append(el("code", { text: e.url }));
     if (e.rpcMethod) td.append(el("code", { text: e.rpcMethod }));
     else if (!e.kind && !e.step) {
       const what = e.httpMethod === "GET" ? "event stream" : e.httpMethod === "DELETE" ? "end of session" : "—";
