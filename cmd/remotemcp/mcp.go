@@ -88,6 +88,7 @@ rebinding), a foreign Origin is refused, and every request needs
 	cmd.Flags().StringVar(&daemonAddr, "daemon-addr", "127.0.0.1:7717", "--addr of the daemon started in the background when none runs")
 	cmd.Flags().StringVar(&httpAddr, "http", "", "serve Streamable HTTP on this loopback HOST:PORT instead of stdio (needs a token: see \"mcp token\")")
 	cmd.AddCommand(newMcpTokenCmd(a))
+	addMcpHTTPTestFlag(cmd) // hidden: see mcp_http.go
 	return cmd
 }
 

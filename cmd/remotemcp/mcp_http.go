@@ -8,6 +8,9 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync"
+
+	"github.com/spf13/cobra"
 
 	"github.com/remotemcp/remotemcp/daemon"
 	"github.com/remotemcp/remotemcp/frontend"
@@ -56,11 +59,138 @@ func serveMcpHTTP(ctx context.Context, fe *frontend.Frontend, dir string, ln net
 	defer st.Close()
 	tokens := frontend.NewTokens(st)
 	port := ln.Addr().(*net.TCPAddr).Port
+	if noToken, _ := ctx.Value(noTokenKey{}).(bool); noToken {
+		h, err := noTokenHandler(ctx, fe, ln)
+		if err != nil {
+			ln.Close()
+			return err
+		}
+		fmt.Fprintf(w, "remotemcp: MCP endpoint (Streamable HTTP) on %s\n", mcpURL(ln))
+		fmt.Fprintf(w, "remotemcp: WARNING: --%s: no bearer token is checked; for conformance tests only\n", insecureTestNoTokenFlag)
+		return fe.RunHTTP(ctx, ln, h)
+	}
 	fmt.Fprintf(w, "remotemcp: MCP endpoint (Streamable HTTP) on %s\n", mcpURL(ln))
 	if list, err := tokens.List(ctx); err == nil && len(list) == 0 {
 		fmt.Fprintln(w, "remotemcp: no tokens yet, so every request gets 401: create one with \"remotemcp mcp token create NAME\"")
 	}
 	return fe.RunHTTP(ctx, ln, mcpHTTPHandler(fe, tokens, port))
+}
+
+// insecureTestNoTokenFlag is the hidden "mcp --http" flag that serves the
+// endpoint without the bearer token check, for the official conformance
+// suite in server mode: it takes only --url and cannot send a token.
+// It is refused without --http and on any address that is not loopback;
+// the Host and Origin checks stay.
+const insecureTestNoTokenFlag = "insecure-test-no-token"
+
+// noTokenKey marks, in the command's context, that the endpoint is served
+// without tokens (--insecure-test-no-token).
+type noTokenKey struct{}
+
+// addMcpHTTPTestFlag registers --insecure-test-no-token on cmd ("mcp"),
+// hidden from --help. When it is set, cmd's run checks that --http names
+// a loopback address and marks the context for serveMcpHTTP.
+func addMcpHTTPTestFlag(cmd *cobra.Command) {
+	var noToken bool
+	cmd.Flags().BoolVar(&noToken, insecureTestNoTokenFlag, false, "TESTS ONLY: serve --http without checking bearer tokens (loopback only)")
+	_ = cmd.Flags().MarkHidden(insecureTestNoTokenFlag)
+	run := cmd.RunE
+	cmd.RunE = func(c *cobra.Command, args []string) error {
+		if noToken {
+			addr, _ := c.Flags().GetString("http")
+			if err := checkNoTokenAddr(addr); err != nil {
+				return err
+			}
+			c.SetContext(context.WithValue(c.Context(), noTokenKey{}, true))
+		}
+		return run(c, args)
+	}
+}
+
+// checkNoTokenAddr refuses --insecure-test-no-token unless --http names a
+// literal loopback address (or localhost, or PORT alone).
+func checkNoTokenAddr(addr string) error {
+	if addr == "" {
+		return usageErrorf("--%s needs --http 127.0.0.1:PORT", insecureTestNoTokenFlag)
+	}
+	hp, err := loopbackAddr(addr)
+	if err == nil {
+		host, _, _ := net.SplitHostPort(hp)
+		if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
+			return nil
+		}
+	}
+	return usageErrorf("--%s is refused with --http %q: only a loopback address (127.0.0.1, [::1], localhost) is allowed", insecureTestNoTokenFlag, addr)
+}
+
+// noTokenHandler is mcpHTTPHandler without the token check: the front
+// end's handler checks tokens of a store held in memory, holding one
+// token made here, which every request is given after the Host and Origin
+// checks (whatever Authorization it carried is replaced). It refuses a
+// listener that is not on loopback.
+func noTokenHandler(ctx context.Context, fe *frontend.Frontend, ln net.Listener) (http.Handler, error) {
+	a, ok := ln.Addr().(*net.TCPAddr)
+	if !ok || !a.IP.IsLoopback() {
+		return nil, fmt.Errorf("--%s: the listener %s is not on loopback", insecureTestNoTokenFlag, ln.Addr())
+	}
+	tokens := frontend.NewTokens(&memKV{})
+	tok, err := tokens.Create(ctx, "insecure-test")
+	if err != nil {
+		return nil, fmt.Errorf("--%s: %w", insecureTestNoTokenFlag, err)
+	}
+	inner := fe.HTTPHandler(tokens)
+	mux := http.NewServeMux()
+	mux.Handle(mcpHTTPPath, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		r = r.Clone(r.Context())
+		r.Header.Set("Authorization", "Bearer "+tok)
+		inner.ServeHTTP(w, r)
+	}))
+	return daemon.GuardLoopback(a.Port, mux), nil
+}
+
+// memKV is a frontend.KV in memory, for the one token of noTokenHandler.
+type memKV struct {
+	mu sync.Mutex
+	m  map[string][]byte // ns + "\x00" + key
+}
+
+func (k *memKV) GetKV(_ context.Context, ns, key string) ([]byte, error) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	v, ok := k.m[ns+"\x00"+key]
+	if !ok {
+		return nil, store.ErrNotFound
+	}
+	return v, nil
+}
+
+func (k *memKV) PutKV(_ context.Context, ns, key string, value []byte) error {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.m == nil {
+		k.m = map[string][]byte{}
+	}
+	k.m[ns+"\x00"+key] = value
+	return nil
+}
+
+func (k *memKV) ListKV(_ context.Context, ns string) (map[string][]byte, error) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	out := map[string][]byte{}
+	for nk, v := range k.m {
+		if key, ok := strings.CutPrefix(nk, ns+"\x00"); ok {
+			out[key] = v
+		}
+	}
+	return out, nil
+}
+
+func (k *memKV) DeleteKV(_ context.Context, ns, key string) error {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	delete(k.m, ns+"\x00"+key)
+	return nil
 }
 
 // mcpURL is the endpoint's URL as a host is configured with it.
