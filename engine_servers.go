@@ -129,6 +129,7 @@ func (c *Client) view(ctx context.Context, srv config.Server, st manager.ServerS
 	// Names only: header values are secrets (SPEC §9 A2).
 	v.HeaderNames = headerNames(srv.Headers)
 	v.ProtocolVersion, v.LogLevel = srv.ProtocolVersion, srv.LogLevel
+	v.Approval, v.Trusted = approvalOf(srv.Approval), srv.Trusted
 	if rev, err := c.Store.ServerRevision(ctx, srv.ID); err == nil {
 		v.Revision = rev
 	}
@@ -329,6 +330,10 @@ func (c *Client) AddServer(ctx context.Context, req localapi.AddServerRequest) (
 		srv.Headers = maps.Clone(req.Headers)
 	}
 	srv.ProtocolVersion, srv.LogLevel = orDefault(req.ProtocolVersion), orDefault(req.LogLevel)
+	srv.Approval, srv.Trusted = config.Approval(orDefault(string(req.Approval))), req.Trusted
+	if srv.Approval == config.ApprovalHost {
+		srv.Approval = "" // the default is stored as absent
+	}
 	if err := srv.Validate(); err != nil {
 		return nil, fail(err)
 	}
@@ -639,6 +644,15 @@ func (c *Client) UpdateServer(ctx context.Context, id string, req localapi.Updat
 		if req.LogLevel != nil {
 			s.LogLevel = orDefault(*req.LogLevel)
 		}
+		if req.Approval != nil {
+			s.Approval = config.Approval(orDefault(string(*req.Approval)))
+			if s.Approval == config.ApprovalHost {
+				s.Approval = "" // the default is stored as absent
+			}
+		}
+		if req.Trusted != nil {
+			s.Trusted = *req.Trusted
+		}
 		return nil
 	}, store.UpdateOptions{RebindBearer: rebind, RebindHeaders: rebindHeaders})
 	if err != nil {
@@ -655,6 +669,14 @@ func (c *Client) UpdateServer(ctx context.Context, id string, req localapi.Updat
 		return nil, fail(err)
 	}
 	return &localapi.UpdateServerResult{Server: *v, Warnings: append(warnings, c.unknownTools(id, req.DisableTools)...)}, nil
+}
+
+// approvalOf is a stored approval as shown: empty is host.
+func approvalOf(a config.Approval) config.Approval {
+	if a == "" {
+		return config.ApprovalHost
+	}
+	return a
 }
 
 // headerNames lists the names of custom headers, sorted; nil for none.

@@ -115,7 +115,35 @@ type Server struct {
 	// LogLevel is the level asked of the server with logging/setLevel
 	// ("" means warning); its notifications/message go to the request log.
 	LogLevel string `json:"logLevel,omitempty"`
+	// Approval says who approves this server's tool calls made through the
+	// MCP front end (SPEC §9 A2, A8): ApprovalHost ("" means host) or
+	// ApprovalAsk. Not a connection setting.
+	Approval Approval `json:"approval,omitempty"`
+	// Trusted marks the server as one the person trusts: only then are its
+	// tool annotations (readOnlyHint and friends) passed to MCP hosts
+	// (SPEC §9 A8). Not a connection setting.
+	Trusted bool `json:"trusted,omitempty"`
 }
+
+// Approval names who approves a server's tool calls made through the MCP
+// front end (SPEC §9 A2, A8).
+type Approval string
+
+// The approvals of SPEC §9 A2.
+const (
+	// ApprovalHost (the default): the MCP host's own approval is the
+	// approval.
+	ApprovalHost Approval = "host"
+	// ApprovalAsk: remotemcp asks the person before every call, by a
+	// question to the host, and refuses the call when it cannot ask.
+	ApprovalAsk Approval = "ask"
+)
+
+// Approvals are the valid approval values, the default first.
+var Approvals = []Approval{ApprovalHost, ApprovalAsk}
+
+// Ask reports whether remotemcp asks the person itself before a call.
+func (a Approval) Ask() bool { return a == ApprovalAsk }
 
 // ProtocolVersions are the MCP revisions a server may be pinned to, newest
 // first. 2026-07-28 is opt-in only (SPEC §9 A6).
@@ -147,7 +175,8 @@ func (s Server) Clone() Server {
 // ConnectionEqual reports whether two configs would produce the same
 // connection: same URL (path included) and the same auth material and
 // binding (R2.4), and the same limits, headers, protocol pin and log level
-// (they are fixed when a session is made). Name, enabled, disabledTools and timeouts do not matter.
+// (they are fixed when a session is made). Name, enabled, disabledTools,
+// timeouts, approval and trusted do not matter.
 func ConnectionEqual(a, b Server) bool {
 	if a.ID != b.ID || a.URL != b.URL || a.Auth.Kind != b.Auth.Kind || a.Limits != b.Limits ||
 		!maps.Equal(a.Headers, b.Headers) || a.ProtocolVersion != b.ProtocolVersion || a.LogLevel != b.LogLevel {

@@ -18,6 +18,7 @@ func TestConnectionEqual(t *testing.T) {
 		{"name, enabled, tools, timeout do not matter", func(s *Server) {
 			s.Name, s.Enabled, s.DisabledTools, s.ConnectOnStartup, s.ToolTimeout = "B", false, []string{"x"}, true, Duration(time.Second)
 		}, true},
+		{"approval and trusted do not matter", func(s *Server) { s.Approval, s.Trusted = ApprovalAsk, true }, true},
 		{"binding copied", func(s *Server) { b := *s.Auth.Binding; s.Auth.Binding = &b }, true},
 		{"scopes do not matter", func(s *Server) { s.Auth.Scopes = []string{"x"} }, true},
 		{"path", func(s *Server) { s.URL = "https://a.example/mcp/" }, false},

@@ -154,6 +154,9 @@ func (s Server) Validate() error {
 	if v := s.LogLevel; v != "" && !slices.Contains(LogLevels, v) {
 		return fail("logLevel", fmt.Sprintf("%q is not a log level; use one of %s", v, strings.Join(LogLevels, ", ")))
 	}
+	if v := s.Approval; v != "" && !slices.Contains(Approvals, v) {
+		return fail("approval", fmt.Sprintf("%q is not an approval; use host (the MCP host approves, the default) or ask (remotemcp asks you before every call)", v))
+	}
 	return s.Limits.validate(fail)
 }
 

@@ -142,6 +142,9 @@ func TestServerValidate(t *testing.T) {
 		}, ""},
 		{"disabled tools", func(s *Server) { s.DisabledTools = []string{"delete_repo", "a b"} }, ""},
 		{"timeout", func(s *Server) { s.ToolTimeout = Duration(24 * time.Hour) }, ""},
+		{"approval host", func(s *Server) { s.Approval = ApprovalHost }, ""},
+		{"approval ask, trusted", func(s *Server) { s.Approval, s.Trusted = ApprovalAsk, true }, ""},
+		{"approval unknown", func(s *Server) { s.Approval = "always" }, `approval: "always" is not an approval; use host`},
 
 		{"bad id", func(s *Server) { s.ID = "Foo" }, `id: "Foo" contains upper-case`},
 		{"remote http", func(s *Server) { s.URL = "http://mcp.example.com/mcp" }, "server foo: url: http:// is only allowed for loopback hosts (127.0.0.1, ::1, localhost); use https://"},

@@ -5,7 +5,10 @@
 // own URIs (remotemcp://{server}/… when two servers share one); in
 // single-server mode (Options.ServerID) one server passes through with
 // its names unchanged. The host is the agent (SPEC §9 A8): tool results
-// pass through unchanged, the host's approval is the approval, and
+// pass through unchanged, the host's approval is the approval unless the
+// server's approval is "ask" (then remotemcp asks the person by a question
+// to the host, and refuses the call when the host cannot be asked), tool
+// annotations reach the host only for servers marked trusted, and
 // progress, cancellation, questions and list_changed travel both ways.
 package frontend
 
@@ -25,6 +28,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/remotemcp/remotemcp/agent"
+	"github.com/remotemcp/remotemcp/config"
 	"github.com/remotemcp/remotemcp/localapi"
 )
 
@@ -62,7 +66,19 @@ type Frontend struct {
 	resources  map[string]string
 	templates  map[string]string
 	serversSig string // what of the servers event matters to the catalog
+
+	policyMu sync.Mutex
+	policies map[string]policy // server id → its front-end settings
 }
+
+// policy is what the front end does with one server's calls and
+// annotations (SPEC §9 A2, A8).
+type policy struct {
+	approval config.Approval
+	trusted  bool
+}
+
+func policyOf(s localapi.Server) policy { return policy{approval: s.Approval, trusted: s.Trusted} }
 
 // New builds the front end: it connects the enabled servers (the host's
 // session is their use), lists their catalogs, and takes the connected
@@ -77,7 +93,8 @@ func New(ctx context.Context, o Options) (*Frontend, error) {
 		o.Name = "remotemcp"
 	}
 	f := &Frontend{o: o, log: o.Logger,
-		tools: map[string]string{}, prompts: map[string]string{}, resources: map[string]string{}, templates: map[string]string{}}
+		tools: map[string]string{}, prompts: map[string]string{}, resources: map[string]string{}, templates: map[string]string{},
+		policies: map[string]policy{}}
 	if f.log == nil {
 		f.log = slog.New(slog.DiscardHandler)
 	}
@@ -164,7 +181,8 @@ func (f *Frontend) watch(ctx context.Context, events <-chan localapi.Event) {
 
 // matters reports whether an event can change what the host is offered:
 // any catalog event, and a servers event that changed which servers are
-// enabled and ready (a state flicker alone does not re-list).
+// enabled, ready or trusted (a state flicker alone does not re-list). A
+// servers event also brings the servers' approvals up to date.
 func (f *Frontend) matters(ev localapi.Event) bool {
 	switch ev.Type {
 	case localapi.EventCatalog:
@@ -174,10 +192,11 @@ func (f *Frontend) matters(ev localapi.Event) bool {
 		if json.Unmarshal(ev.Data, &servers) != nil {
 			return true
 		}
+		f.setPolicies(servers)
 		var b strings.Builder
 		for _, s := range servers {
 			if f.o.ServerID == "" || s.ID == f.o.ServerID {
-				fmt.Fprintf(&b, "%s:%t:%t:%d;", s.ID, s.Enabled, s.State == localapi.StateReady, s.ToolCount)
+				fmt.Fprintf(&b, "%s:%t:%t:%d:%t;", s.ID, s.Enabled, s.State == localapi.StateReady, s.ToolCount, s.Trusted)
 			}
 		}
 		f.syncMu.Lock()
@@ -268,7 +287,39 @@ func apply(have map[string]string, want map[string]offer, remove func(...string)
 	}
 }
 
+// setPolicies replaces the known servers' front-end settings.
+func (f *Frontend) setPolicies(servers []localapi.Server) {
+	m := make(map[string]policy, len(servers))
+	for _, s := range servers {
+		m[s.ID] = policyOf(s)
+	}
+	f.policyMu.Lock()
+	f.policies = m
+	f.policyMu.Unlock()
+}
+
+// policy is a server's front-end settings: the known ones, else asked of
+// the engine.
+func (f *Frontend) policy(ctx context.Context, id string) (policy, error) {
+	f.policyMu.Lock()
+	p, ok := f.policies[id]
+	f.policyMu.Unlock()
+	if ok {
+		return p, nil
+	}
+	s, err := f.o.Engine.Server(ctx, id)
+	if err != nil {
+		return policy{}, err
+	}
+	return policyOf(*s), nil
+}
+
 func (f *Frontend) syncTools(ctx context.Context) error {
+	servers, err := f.o.Engine.Servers(ctx)
+	if err != nil {
+		return fmt.Errorf("frontend: list servers: %w", err)
+	}
+	f.setPolicies(servers)
 	tl, err := f.o.Engine.Tools(ctx, localapi.ToolsRequest{ServerID: f.o.ServerID})
 	if err != nil {
 		return fmt.Errorf("frontend: list tools: %w", err)
@@ -289,15 +340,30 @@ func (f *Frontend) syncTools(ctx context.Context) error {
 		}
 		name := names[agent.NameKey{Server: t.ServerID, Name: t.ToolName}]
 		mt := &mcp.Tool{Name: name, Title: t.Title, Description: t.Description, InputSchema: t.InputSchema}
-		// Annotations are dropped: readOnlyHint and friends are the
-		// server's claims, passed only for servers marked trusted (A8),
-		// and no server can be marked so yet.
+		// readOnlyHint and friends are the server's claims: passed only
+		// for servers the person marked trusted, else dropped (A8).
+		if p, _ := f.policy(ctx, t.ServerID); p.trusted {
+			mt.Annotations = annotations(t.Annotations)
+		}
 		sig, _ := json.Marshal(mt)
-		target := t.ServerID + "/" + t.ToolName
-		want[name] = offer{sig: string(sig), add: func() { f.addTool(mt, f.callTool(target)) }}
+		server, target := t.ServerID, t.ServerID+"/"+t.ToolName
+		want[name] = offer{sig: string(sig), add: func() { f.addTool(mt, f.callTool(server, target)) }}
 	}
 	apply(f.tools, want, f.srv.RemoveTools)
 	return nil
+}
+
+// annotations are a trusted server's tool annotations as the host gets
+// them; nil when there are none or they do not parse.
+func annotations(raw json.RawMessage) *mcp.ToolAnnotations {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil
+	}
+	var a mcp.ToolAnnotations
+	if json.Unmarshal(raw, &a) != nil {
+		return nil
+	}
+	return &a
 }
 
 // addTool adds a tool; a panic of go-sdk's checks leaves the tool out.
@@ -389,20 +455,38 @@ func (f *Frontend) syncResources(ctx context.Context) error {
 
 func newOperationID() string { return "mcp-" + rand.Text()[:20] }
 
-// callTool is the handler of one offered tool: the call goes to the
-// engine approved (the host asked its person, approval "host"), the
-// host's progress token gets the server's progress, the host's cancel
+// callTool is the handler of one offered tool of server. With approval
+// "host" the call goes to the engine approved (the host asked its
+// person); with "ask" it goes unapproved, and the engine's approval
+// request is put to the person as a question to the host (declined:
+// nothing is sent), or, when the host cannot be asked, the call is
+// refused before it reaches the engine. Never an automatic retry (R4.1).
+// The host's progress token gets the server's progress, the host's cancel
 // (ctx) cancels the call, and questions go to the host when it can
 // answer them.
-func (f *Frontend) callTool(target string) mcp.ToolHandler {
+func (f *Frontend) callTool(server, target string) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		pol, err := f.policy(ctx, server)
+		if err != nil {
+			return errorResult(fmt.Sprintf("remotemcp did not send the call of %s: its server's settings could not be read (%v). Nothing was sent.", target, err)), nil
+		}
+		ss := req.Session
+		ask := pol.approval.Ask()
+		if ask && (ss == nil || !canElicit(ss)) {
+			return errorResult(fmt.Sprintf("remotemcp did not send the call of %s: MCP server %q is set to ask the person before every call (approval: ask), "+
+				"and this host cannot be asked (it did not declare the elicitation capability). Nothing was sent. "+
+				"To approve its calls, use a host that supports questions, or let the host's own approval count: remotemcp servers set %s --approval host",
+				target, server, server)), nil
+		}
 		ctx, cancel := context.WithCancel(ctx)
 		var wg sync.WaitGroup
 		// The questions' goroutines end with the call.
 		defer wg.Wait()
 		defer cancel()
 		var h localapi.CallHandler
-		ss := req.Session
+		if ask {
+			h.Approve = func(ar localapi.ApprovalRequest) (localapi.Decision, error) { return f.approve(ctx, ss, ar) }
+		}
 		if token := req.Params.GetProgressToken(); token != nil && ss != nil {
 			h.Progress = func(p localapi.Progress) {
 				_ = ss.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: token, Progress: p.Progress, Total: p.Total, Message: p.Message})
@@ -414,15 +498,62 @@ func (f *Frontend) callTool(target string) mcp.ToolHandler {
 			}
 		}
 		args := json.RawMessage(req.Params.Arguments)
-		res, err := f.o.Engine.Call(ctx, localapi.CallRequest{Tool: target, Arguments: args, Approved: true, Raw: true, OperationID: newOperationID()}, h)
+		res, err := f.o.Engine.Call(ctx, localapi.CallRequest{Tool: target, Arguments: args, Approved: !ask, Raw: true, OperationID: newOperationID()}, h)
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil, fmt.Errorf("call %s: %w", target, ctx.Err())
 			}
 			return errorResult(fmt.Sprintf("remotemcp could not call %s: %v", target, err)), nil
 		}
+		if ask && !res.MaybeExecuted && (res.Outcome == agent.OutcomeDenied || res.Outcome == agent.OutcomeApprovalFailed) {
+			return errorResult(res.Message), nil
+		}
 		return toolResult(res), nil
 	}
+}
+
+// approvalSchema is the form of an approval question: nothing to fill
+// in; the host's accept is the approval, decline or cancel the refusal.
+var approvalSchema = json.RawMessage(`{"type":"object","properties":{}}`)
+
+// maxArgumentsShown bounds the arguments quoted in an approval question.
+const maxArgumentsShown = 1000
+
+// approve puts the engine's approval request to the person as a question
+// to the host (approval "ask"). Only an explicit accept approves.
+func (f *Frontend) approve(ctx context.Context, ss *mcp.ServerSession, ar localapi.ApprovalRequest) (localapi.Decision, error) {
+	res, err := ss.Elicit(ctx, &mcp.ElicitParams{Mode: "form", Message: approvalMessage(ar), RequestedSchema: approvalSchema})
+	if err != nil {
+		return localapi.Decision{}, fmt.Errorf("the host did not answer remotemcp's approval question: %w", err)
+	}
+	if res.Action != "accept" {
+		return localapi.Decision{Reason: "the person did not approve the call when remotemcp asked (" + res.Action + ")"}, nil
+	}
+	return localapi.Decision{Approved: true}, nil
+}
+
+// approvalMessage is the approval question: the tool, its server and the
+// arguments (clipped), each named as the server's words.
+func approvalMessage(ar localapi.ApprovalRequest) string {
+	server := ar.ServerID
+	if ar.ServerName != "" && ar.ServerName != ar.ServerID {
+		server = fmt.Sprintf("%s (%s)", ar.ServerID, ar.ServerName)
+	}
+	args := strings.ToValidUTF8(string(ar.Arguments), "\uFFFD")
+	if len(args) > maxArgumentsShown {
+		args = strings.ToValidUTF8(args[:maxArgumentsShown], "") + " … (clipped)"
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "remotemcp asks before sending (approval: ask).\n\nAllow MCP server %s to run its tool %q?\n", server, ar.ToolName)
+	if ar.Description != "" {
+		d := ar.Description
+		if len(d) > 300 {
+			d = strings.ToValidUTF8(d[:300], "") + " …"
+		}
+		fmt.Fprintf(&b, "The server describes it as: %s\n", d)
+	}
+	fmt.Fprintf(&b, "Arguments: %s\n\nAccept to send the call once; decline and nothing is sent.", args)
+	return b.String()
 }
 
 // canElicit reports whether the host declared form elicitation.

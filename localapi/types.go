@@ -102,6 +102,13 @@ type Server struct {
 	// LogLevel is the level asked of the server for notifications/message;
 	// empty is the default, warning.
 	LogLevel string `json:"logLevel,omitempty"`
+	// Approval says who approves calls made through the MCP front end:
+	// host (the host's approval) or ask (remotemcp asks the person); never
+	// empty (SPEC §9 A2, A8).
+	Approval config.Approval `json:"approval"`
+	// Trusted: the person trusts the server, so its tool annotations are
+	// passed to MCP hosts (SPEC §9 A8).
+	Trusted bool `json:"trusted"`
 	// Revision is the stored record's revision; every edit bumps it.
 	Revision  int64   `json:"revision"`
 	State     State   `json:"state"`
@@ -237,6 +244,11 @@ type AddServerRequest struct {
 	// LogLevel is asked of the server with logging/setLevel
 	// (config.LogLevels); empty or "default" is warning.
 	LogLevel string `json:"logLevel,omitempty"`
+	// Approval is host (the default; empty or "default" too) or ask
+	// (config.Approvals; SPEC §9 A2).
+	Approval config.Approval `json:"approval,omitempty"`
+	// Trusted passes the server's tool annotations to MCP hosts (A8).
+	Trusted bool `json:"trusted,omitempty"`
 	// By names who asked (cli, settings-page, api) in the grant record.
 	By string `json:"by,omitempty"`
 }
@@ -294,6 +306,12 @@ type UpdateServerRequest struct {
 	ProtocolVersion *string `json:"protocolVersion,omitempty"`
 	// LogLevel sets the server's log level; "" or "default" resets it.
 	LogLevel *string `json:"logLevel,omitempty"`
+	// Approval sets who approves calls made through the MCP front end:
+	// host or ask; "" or "default" resets it to host (SPEC §9 A2).
+	Approval *config.Approval `json:"approval,omitempty"`
+	// Trusted marks the server trusted (its tool annotations reach MCP
+	// hosts) or not (SPEC §9 A8).
+	Trusted *bool `json:"trusted,omitempty"`
 }
 
 // UpdateServerResult is the edited server and warnings about the edit

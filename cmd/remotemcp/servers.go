@@ -264,6 +264,8 @@ func newServersAddCmd(a *app) *cobra.Command {
 		headers          headerFlags
 		lazy, disabledF  bool
 		protocol, logLvl string
+		approval         string
+		trusted          bool
 	)
 	cmd := &cobra.Command{
 		Use:   "add ID URL",
@@ -279,7 +281,10 @@ endpoint only, their values stored sealed: --header-env Name=VAR or
 may show on the command line. Authorization, Host, Mcp-Session-Id and the
 other headers the transport sets are refused. --protocol-version pins the
 MCP revision (` + strings.Join(config.ProtocolVersions, ", ") + `); --log-level sets the
-level of the server's log messages (default warning).`,
+level of the server's log messages (default warning). For "remotemcp mcp":
+--approval ask makes remotemcp ask you before every call of the server's
+tools (default host: the MCP host's approval is the approval), and
+--trusted passes the server's tool annotations (readOnlyHint …) to hosts.`,
 		Example: `  remotemcp servers add docs https://mcp.example.com/mcp
   MY_TOKEN=... remotemcp servers add gh https://api.example.com/mcp --bearer-env MY_TOKEN
   printenv MY_TOKEN | remotemcp servers add gh https://api.example.com/mcp --bearer-stdin
@@ -301,8 +306,12 @@ level of the server's log messages (default warning).`,
 			if err != nil {
 				return err
 			}
+			ap, err := approvalFlag(approval, false)
+			if err != nil {
+				return err
+			}
 			req := localapi.AddServerRequest{ID: id, Name: name, URL: url, Enabled: new(!disabledF), ConnectOnStartup: new(!lazy), By: byCLI,
-				Headers: hv, ProtocolVersion: protocol, LogLevel: logLvl}
+				Headers: hv, ProtocolVersion: protocol, LogLevel: logLvl, Approval: ap, Trusted: trusted}
 			if ac != nil {
 				req.Auth, req.Token, req.ClientID, req.ClientSecret, req.Scopes, req.RedirectPort = ac.Kind, ac.Token, ac.ClientID, ac.ClientSecret, ac.Scopes, ac.RedirectPort
 				req.ClientMetadataURL = ac.ClientMetadataURL
@@ -329,7 +338,26 @@ level of the server's log messages (default warning).`,
 	headers.register(cmd, false)
 	f.StringVar(&protocol, "protocol-version", "", "pin the MCP protocol revision: "+strings.Join(config.ProtocolVersions, ", ")+` (default: negotiate)`)
 	f.StringVar(&logLvl, "log-level", "", "level of the server's log messages: "+strings.Join(config.LogLevels, ", ")+" (default warning)")
+	f.StringVar(&approval, "approval", "", `who approves calls made through "remotemcp mcp": host (the MCP host, the default) or ask (remotemcp asks you first)`)
+	f.BoolVar(&trusted, "trusted", false, "trust the server: pass its tool annotations (readOnlyHint …) to MCP hosts")
 	return cmd
+}
+
+// approvalFlag reads --approval: host or ask, and with reset also
+// "default" (host).
+func approvalFlag(v string, reset bool) (config.Approval, error) {
+	switch a := config.Approval(strings.ToLower(strings.TrimSpace(v))); {
+	case a == "":
+		if reset {
+			return "", usageErrorf("--approval is empty; give host or ask")
+		}
+		return "", nil
+	case slices.Contains(config.Approvals, a):
+		return a, nil
+	case reset && a == "default":
+		return config.ApprovalHost, nil
+	}
+	return "", usageErrorf("--approval %q: give host (the MCP host approves, the default) or ask (remotemcp asks you before every call)", cell(v))
 }
 
 // headersNote is " (headers A, B sealed)" for a server with custom
@@ -395,9 +423,30 @@ func writeServerDetails(w io.Writer, s *localapi.Server) error {
 		"client secret", sealed[s.Auth.HasClientSecret], "scopes", strings.Join(s.Auth.Scopes, " "),
 		"headers", headerList(s.HeaderNames),
 		"protocol", s.ProtocolVersion, "log level", s.LogLevel,
+		"approval", approvalLine(s.Approval), "trusted", trustedLine(s.Trusted),
 		"disabled tools", strings.Join(s.DisabledTools, ", "), "tool timeout", s.ToolTimeout,
 		"limits", s.Limits.String(),
 		"origin", fmt.Sprintf("%s (allowed: %s)", s.Origin, yesNo(s.OriginGranted)), "state", state)
+}
+
+// approvalLine says who approves the server's calls through the MCP front
+// end.
+func approvalLine(a config.Approval) string {
+	switch a {
+	case config.ApprovalAsk:
+		return "ask (remotemcp asks you before every call through remotemcp mcp)"
+	case config.ApprovalHost, "":
+		return "host (the MCP host's approval is the approval)"
+	}
+	return string(a)
+}
+
+// trustedLine says whether the server's annotations reach MCP hosts.
+func trustedLine(t bool) string {
+	if t {
+		return "yes (its tool annotations are passed to MCP hosts)"
+	}
+	return "no (its tool annotations are dropped)"
 }
 
 // headerList is "A, B (stored sealed)", or "" for no headers.
@@ -455,14 +504,16 @@ func newServersEnableCmd(a *app, on bool) *cobra.Command {
 
 func newServersSetCmd(a *app) *cobra.Command {
 	var (
-		url, name         string
-		lazy, startup     bool
-		timeout           time.Duration
-		disableT, enableT []string
-		limits            []string
-		auth              authFlags
-		headers           headerFlags
-		protocol, logLvl  string
+		url, name          string
+		lazy, startup      bool
+		timeout            time.Duration
+		disableT, enableT  []string
+		limits             []string
+		auth               authFlags
+		headers            headerFlags
+		protocol, logLvl   string
+		approval           string
+		trusted, untrusted bool
 	)
 	cmd := &cobra.Command{
 		Use:   "set ID",
@@ -480,7 +531,10 @@ a custom header (replacing one of the same name), --unset-header Name
 removes one; the others stay. Header values are stored sealed and, like a
 bearer token, do not follow a server moved to another resource: give
 them again with the new --url, or remove them. --protocol-version and
---log-level take "default" to reset.`,
+--log-level take "default" to reset. --approval host|ask says who approves
+calls made through "remotemcp mcp" (ask: remotemcp asks you first);
+--trusted / --untrusted say whether the server's tool annotations reach
+MCP hosts.`,
 		Example: `  remotemcp servers set docs --url https://mcp.example.com/v2/mcp --bearer-env DOCS_TOKEN
   remotemcp servers set docs --lazy --tool-timeout 5m --disable-tool delete_page
   remotemcp servers set wiki --auth oauth --scope read
@@ -493,13 +547,16 @@ them again with the new --url, or remove them. --protocol-version and
 			if lazy && startup {
 				return usageErrorf("--lazy and --startup exclude each other")
 			}
+			if trusted && untrusted {
+				return usageErrorf("--trusted and --untrusted exclude each other")
+			}
 			for _, t := range disableT {
 				if slices.Contains(enableT, t) {
 					return usageErrorf("tool %q is given to both --disable-tool and --enable-tool", t)
 				}
 			}
 			names := []string{"url", "name", "lazy", "startup", "tool-timeout", "limit", "disable-tool", "enable-tool", "auth", "bearer-env", "bearer-stdin", "client-id", "client-secret-env", "scope", "port",
-				"header", "header-env", "header-stdin", "unset-header", "protocol-version", "log-level"}
+				"header", "header-env", "header-stdin", "unset-header", "protocol-version", "log-level", "approval", "trusted", "untrusted"}
 			if !slices.ContainsFunc(names, f.Changed) {
 				return usageErrorf("nothing to change; give at least one of --%s", strings.Join(names, ", --"))
 			}
@@ -545,6 +602,16 @@ them again with the new --url, or remove them. --protocol-version and
 			}
 			if f.Changed("log-level") {
 				req.LogLevel = &logLvl
+			}
+			if f.Changed("approval") {
+				ap, err := approvalFlag(approval, true)
+				if err != nil {
+					return err
+				}
+				req.Approval = &ap
+			}
+			if trusted || untrusted {
+				req.Trusted = &trusted
 			}
 			return a.do(func(ctx context.Context, e Engine, _ []string) error {
 				before, err := e.Server(ctx, id)
@@ -607,6 +674,9 @@ them again with the new --url, or remove them. --protocol-version and
 	headers.register(cmd, true)
 	fl.StringVar(&protocol, "protocol-version", "", "pin the MCP protocol revision: "+strings.Join(config.ProtocolVersions, ", ")+` ("default": negotiate)`)
 	fl.StringVar(&logLvl, "log-level", "", "level of the server's log messages: "+strings.Join(config.LogLevels, ", ")+` ("default": warning)`)
+	fl.StringVar(&approval, "approval", "", `who approves calls made through "remotemcp mcp": host (the MCP host) or ask (remotemcp asks you first); "default": host`)
+	fl.BoolVar(&trusted, "trusted", false, "trust the server: pass its tool annotations (readOnlyHint …) to MCP hosts")
+	fl.BoolVar(&untrusted, "untrusted", false, "stop trusting the server: drop its tool annotations")
 	return cmd
 }
 
@@ -620,7 +690,8 @@ func changes(b, a localapi.Server) []string {
 		{"url", b.URL, a.URL}, {"name", b.Name, a.Name}, {"enabled", b.Enabled, a.Enabled},
 		{"connect", b.ConnectOnStartup, a.ConnectOnStartup}, {"tool timeout", b.ToolTimeout, a.ToolTimeout},
 		{"limits", b.Limits, a.Limits}, {"protocol version", b.ProtocolVersion, a.ProtocolVersion},
-		{"log level", b.LogLevel, a.LogLevel},
+		{"log level", b.LogLevel, a.LogLevel}, {"approval", b.Approval, a.Approval},
+		{"trusted", b.Trusted, a.Trusted},
 	} {
 		if f.old != f.new {
 			what = append(what, f.name)

@@ -1,0 +1,261 @@
+package frontend_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/remotemcp/remotemcp"
+	"github.com/remotemcp/remotemcp/config"
+	"github.com/remotemcp/remotemcp/frontend"
+	"github.com/remotemcp/remotemcp/localapi"
+)
+
+// host is an in-process go-sdk client (the MCP host) connected to a
+// front end over the engine.
+type host struct {
+	cs    *mcp.ClientSession
+	asked atomic.Int32 // elicitations the host received
+	last  atomic.Value // the last elicitation's message
+}
+
+// startHost runs a front end over eng and connects a host to it. answer,
+// when set, makes the host declare elicitation and answer with it.
+func startHost(t *testing.T, ctx context.Context, eng localapi.Engine, answer string) *host {
+	t.Helper()
+	fe, err := frontend.New(ctx, frontend.Options{Engine: eng})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, ct := mcp.NewInMemoryTransports()
+	done := make(chan error, 1)
+	rctx, stop := context.WithCancel(ctx)
+	go func() { done <- fe.Run(rctx, st) }()
+	t.Cleanup(func() { stop(); <-done })
+	h := &host{}
+	var opts *mcp.ClientOptions
+	if answer != "" {
+		opts = &mcp.ClientOptions{ElicitationHandler: func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			h.asked.Add(1)
+			h.last.Store(req.Params.Message)
+			return &mcp.ElicitResult{Action: answer}, nil
+		}}
+	}
+	h.cs, err = mcp.NewClient(&mcp.Implementation{Name: "host"}, opts).Connect(ctx, ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { h.cs.Close() })
+	return h
+}
+
+// waitTool waits until the host is offered the tool: the catalog of a
+// server just added may reach the front end after New (list_changed).
+func (h *host) waitTool(t *testing.T, ctx context.Context, name string) *mcp.Tool {
+	t.Helper()
+	for {
+		tl, err := h.cs.ListTools(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tool := range tl.Tools {
+			if tool.Name == name {
+				return tool
+			}
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("the host was never offered %s", name)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+func openEngine(t *testing.T, ctx context.Context) *remotemcp.Client {
+	t.Helper()
+	eng, err := remotemcp.Open(ctx, remotemcp.Options{DataDir: t.TempDir(), NoStartupConnect: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { eng.Close() })
+	return eng
+}
+
+func resultText(res *mcp.CallToolResult) string {
+	var b strings.Builder
+	for _, c := range res.Content {
+		if tc, ok := c.(*mcp.TextContent); ok {
+			b.WriteString(tc.Text)
+		}
+	}
+	return b.String()
+}
+
+// TestApproval: a server set to approval "ask" runs a host's call only
+// after the person accepted remotemcp's question, once; a decline or a
+// host that cannot be asked sends nothing, and never retries. Approval
+// "host" (the default) runs the call without a question.
+func TestApproval(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		approval config.Approval
+		answer   string // the host's answer; "" = no elicitation capability
+		runs     int64
+		asked    int32
+		errHas   string // "" = the call succeeds
+	}{
+		{"ask, host accepts", config.ApprovalAsk, "accept", 1, 1, ""},
+		{"ask, host declines", config.ApprovalAsk, "decline", 0, 1, "Nothing was sent"},
+		{"ask, host cancels", config.ApprovalAsk, "cancel", 0, 1, "Nothing was sent"},
+		{"ask, host cannot be asked", config.ApprovalAsk, "", 0, 0, "--approval host"},
+		{"host, no question", config.ApprovalHost, "accept", 1, 0, ""},
+		{"default, host without questions", "", "", 1, 0, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+			defer cancel()
+			eng := openEngine(t, ctx)
+			fx := startFixture(t)
+			if _, err := eng.AddServer(ctx, localapi.AddServerRequest{ID: "fx", URL: fx.URL(), By: localapi.ByServersAdd, Approval: tc.approval}); err != nil {
+				t.Fatal(err)
+			}
+			h := startHost(t, ctx, eng, tc.answer)
+			h.waitTool(t, ctx, "fx__echo")
+			res, err := h.cs.CallTool(ctx, &mcp.CallToolParams{Name: "fx__echo", Arguments: map[string]any{"text": "hi"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			text := resultText(res)
+			if tc.errHas == "" {
+				if res.IsError || text != "hi" {
+					t.Errorf("result %v %q, want hi", res.IsError, text)
+				}
+			} else {
+				if !res.IsError || !strings.Contains(text, tc.errHas) {
+					t.Errorf("result %v %q, want an error saying %q", res.IsError, text, tc.errHas)
+				}
+				if !strings.Contains(text, "not sent") && !strings.Contains(text, "Nothing was sent") {
+					t.Errorf("the refusal %q does not say nothing was sent", text)
+				}
+			}
+			if got := fx.Executions("echo"); got != tc.runs {
+				t.Errorf("echo ran %d times, want %d", got, tc.runs)
+			}
+			if got := h.asked.Load(); got != tc.asked {
+				t.Errorf("the host was asked %d times, want %d", got, tc.asked)
+			}
+			if tc.asked > 0 {
+				msg, _ := h.last.Load().(string)
+				for _, want := range []string{"fx", `"echo"`, `{"text":"hi"}`} {
+					if !strings.Contains(msg, want) {
+						t.Errorf("the question %q lacks %s", msg, want)
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestApprovalChange: switching a server to "ask" while a host is
+// connected takes effect for the host's next call.
+func TestApprovalChange(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
+	eng := openEngine(t, ctx)
+	fx := startFixture(t)
+	if _, err := eng.AddServer(ctx, localapi.AddServerRequest{ID: "fx", URL: fx.URL(), By: localapi.ByServersAdd}); err != nil {
+		t.Fatal(err)
+	}
+	h := startHost(t, ctx, eng, "")
+	h.waitTool(t, ctx, "fx__echo")
+	if _, err := eng.UpdateServer(ctx, "fx", localapi.UpdateServerRequest{Approval: new(config.ApprovalAsk)}); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		res, err := h.cs.CallTool(ctx, &mcp.CallToolParams{Name: "fx__echo", Arguments: map[string]any{"text": "hi"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.IsError {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("calls still run without a question after approval was set to ask")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	before := fx.Executions("echo")
+	if _, err := h.cs.CallTool(ctx, &mcp.CallToolParams{Name: "fx__echo", Arguments: map[string]any{"text": "hi"}}); err != nil {
+		t.Fatal(err)
+	}
+	if fx.Executions("echo") != before {
+		t.Error("a refused call ran")
+	}
+}
+
+// annotatedServer is a loopback MCP server with one tool that claims
+// readOnlyHint.
+func annotatedServer(t *testing.T) string {
+	t.Helper()
+	s := mcp.NewServer(&mcp.Implementation{Name: "annotated"}, nil)
+	s.AddTool(&mcp.Tool{Name: "look", InputSchema: json.RawMessage(`{"type":"object"}`),
+		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, Title: "Look"}},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "seen"}}}, nil
+		})
+	hs := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil))
+	t.Cleanup(func() { hs.CloseClientConnections(); hs.Close() })
+	return hs.URL
+}
+
+// TestAnnotations: a trusted server's readOnlyHint reaches the host; an
+// untrusted one's is dropped, and marking it trusted later offers it.
+func TestAnnotations(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
+	eng := openEngine(t, ctx)
+	for id, trusted := range map[string]bool{"trusted": true, "untrusted": false} {
+		if _, err := eng.AddServer(ctx, localapi.AddServerRequest{ID: id, URL: annotatedServer(t), By: localapi.ByServersAdd, Trusted: trusted}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h := startHost(t, ctx, eng, "")
+	h.waitTool(t, ctx, "trusted__look")
+	h.waitTool(t, ctx, "untrusted__look")
+	annotations := func() map[string]*mcp.ToolAnnotations {
+		tl, err := h.cs.ListTools(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]*mcp.ToolAnnotations{}
+		for _, tool := range tl.Tools {
+			out[tool.Name] = tool.Annotations
+		}
+		return out
+	}
+	got := annotations()
+	if a := got["trusted__look"]; a == nil || !a.ReadOnlyHint {
+		t.Errorf("the trusted server's annotations %+v lack readOnlyHint", a)
+	}
+	if a, ok := got["untrusted__look"]; !ok || a != nil {
+		t.Errorf("the untrusted server's tool (offered %t) has annotations %+v", ok, a)
+	}
+	if _, err := eng.UpdateServer(ctx, "untrusted", localapi.UpdateServerRequest{Trusted: new(true)}); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for a := annotations()["untrusted__look"]; a == nil || !a.ReadOnlyHint; a = annotations()["untrusted__look"] {
+		if time.Now().After(deadline) {
+			t.Fatal("marking the server trusted did not offer its annotations")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
