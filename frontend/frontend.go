@@ -575,9 +575,41 @@ func (f *Frontend) ask(ctx context.Context, ss *mcp.ServerSession, c localapi.Ca
 		f.log.Info("frontend: the host did not answer a question; it waits on the page", "card", c.ID, "err", err)
 		return
 	}
-	if err := f.o.Engine.Answer(ctx, c.ID, localapi.Answer{Action: res.Action, Content: res.Content}); err != nil {
-		f.log.Warn("frontend: the host's answer was refused; the question waits on the page", "card", c.ID, "err", err)
+	content := onlyAsked(c.RequestedSchema, res.Content)
+	err = f.o.Engine.Answer(ctx, c.ID, localapi.Answer{Action: res.Action, Content: content})
+	if err == nil {
+		return
 	}
+	// The host answered, but not in the question's terms (a required
+	// field missing, a wrong type): asking the host again could loop, and
+	// nobody may ever look at the page, so the question is cancelled and
+	// the server decides what that means for its call.
+	f.log.Warn("frontend: the host's answer did not fit the question; cancelling it", "card", c.ID, "err", err)
+	if cerr := f.o.Engine.Answer(ctx, c.ID, localapi.Answer{Action: "cancel"}); cerr != nil {
+		f.log.Warn("frontend: cancelling the question failed; it waits on the page", "card", c.ID, "err", cerr)
+	}
+}
+
+// onlyAsked keeps the fields of a host's answer that the question asked
+// for: hosts add fields of their own (the conformance suite does), and the
+// server must get only what it asked.
+func onlyAsked(schema json.RawMessage, content map[string]any) map[string]any {
+	if content == nil {
+		return nil
+	}
+	var s struct {
+		Properties map[string]json.RawMessage `json:"properties"`
+	}
+	if json.Unmarshal(schema, &s) != nil {
+		return content
+	}
+	out := make(map[string]any, len(content))
+	for k, v := range content {
+		if _, ok := s.Properties[k]; ok {
+			out[k] = v
+		}
+	}
+	return out
 }
 
 // errorResult is a tool error in remotemcp's words.

@@ -27,3 +27,15 @@ func TestObjectSchema(t *testing.T) {
 		}
 	}
 }
+
+// A host's answer keeps only the fields the question asked for.
+func TestOnlyAsked(t *testing.T) {
+	schema := json.RawMessage(`{"type":"object","properties":{"username":{"type":"string"}},"required":["username"]}`)
+	got := onlyAsked(schema, map[string]any{"username": "ada", "email": "a@example.com"})
+	if len(got) != 1 || got["username"] != "ada" {
+		t.Fatalf("got %v", got)
+	}
+	if onlyAsked(schema, nil) != nil {
+		t.Fatal("nil content changed")
+	}
+}
