@@ -367,6 +367,10 @@ func (c *Client) AddServer(ctx context.Context, req localapi.AddServerRequest) (
 		}
 		return nil, fail(err)
 	}
+	// The manager knows the server before the request returns, so a
+	// listing or call right after the add finds it (a front end started
+	// at once offered no tools for it).
+	c.syncConfig(ctx)
 	c.hub.bump(topicServers, topicGrants)
 	v, err := c.serverView(ctx, srv.ID)
 	if err != nil {
@@ -491,6 +495,7 @@ func (c *Client) Import(ctx context.Context, req localapi.ImportRequest) (*local
 		out.Skipped = append(out.Skipped, localapi.SkippedEntry{Name: sk.Name, Reason: sk.Reason})
 	}
 	if changed {
+		c.syncConfig(ctx)
 		c.hub.bump(topicServers)
 	}
 	return out, nil

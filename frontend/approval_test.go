@@ -259,3 +259,32 @@ func TestAnnotations(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// A host that lists tools right after connecting is offered every enabled
+// server's tools at once, without waiting for a list_changed (not every
+// host follows one). Run several times: the registry catches up with the
+// connects a moment after the first listing.
+func TestToolsOfferedAtOnce(t *testing.T) {
+	for i := range 5 {
+		ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+		eng := openEngine(t, ctx)
+		fx := startFixture(t)
+		if _, err := eng.AddServer(ctx, localapi.AddServerRequest{ID: "fx", URL: fx.URL(), By: localapi.ByServersAdd}); err != nil {
+			t.Fatal(err)
+		}
+		h := startHost(t, ctx, eng, "")
+		tl, err := h.cs.ListTools(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		found := false
+		for _, tool := range tl.Tools {
+			found = found || tool.Name == "fx__echo"
+		}
+		if !found {
+			srvs, _ := eng.Servers(ctx)
+			t.Fatalf("round %d: the first listing offers %d tools, without fx__echo (server state %s)", i, len(tl.Tools), srvs[0].State)
+		}
+		cancel()
+	}
+}

@@ -60,8 +60,9 @@ type Frontend struct {
 	srv *mcp.Server
 	log *slog.Logger
 
-	syncMu     sync.Mutex        // one sync at a time
-	tools      map[string]string // offered name → signature
+	syncMu     sync.Mutex         // one sync at a time
+	firstTools *localapi.ToolList // New's connecting listing, for the first sync (under syncMu)
+	tools      map[string]string  // offered name → signature
 	prompts    map[string]string
 	resources  map[string]string
 	templates  map[string]string
@@ -104,10 +105,14 @@ func New(ctx context.Context, o Options) (*Frontend, error) {
 		}
 	}
 	// The first listing connects the servers, so that the instructions
-	// and catalogs below are those of live sessions.
-	if _, err := o.Engine.Tools(ctx, localapi.ToolsRequest{ServerID: o.ServerID, Connect: true}); err != nil {
+	// and catalogs below are those of live sessions; the tools offered
+	// first are that listing's own (a second listing could still see the
+	// registry from before the connects, and offer the host no tools).
+	first, err := o.Engine.Tools(ctx, localapi.ToolsRequest{ServerID: o.ServerID, Connect: true})
+	if err != nil {
 		return nil, fmt.Errorf("frontend: list tools: %w", err)
 	}
+	f.firstTools = first
 	instr, err := f.instructions(ctx)
 	if err != nil {
 		return nil, err
@@ -320,9 +325,12 @@ func (f *Frontend) syncTools(ctx context.Context) error {
 		return fmt.Errorf("frontend: list servers: %w", err)
 	}
 	f.setPolicies(servers)
-	tl, err := f.o.Engine.Tools(ctx, localapi.ToolsRequest{ServerID: f.o.ServerID})
-	if err != nil {
-		return fmt.Errorf("frontend: list tools: %w", err)
+	tl := f.firstTools
+	f.firstTools = nil
+	if tl == nil {
+		if tl, err = f.o.Engine.Tools(ctx, localapi.ToolsRequest{ServerID: f.o.ServerID}); err != nil {
+			return fmt.Errorf("frontend: list tools: %w", err)
+		}
 	}
 	for _, e := range tl.Errors {
 		f.log.Warn("frontend: a server's tools could not be listed", "server", e.ServerID, "err", e.Message)

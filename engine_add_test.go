@@ -1,0 +1,31 @@
+package remotemcp_test
+
+import (
+	"testing"
+
+	"github.com/remotemcp/remotemcp"
+	"github.com/remotemcp/remotemcp/internal/testserver/fixture"
+	"github.com/remotemcp/remotemcp/localapi"
+)
+
+// A listing right after an add finds the server: the add returns once the
+// manager knows it (a front end started at once offered no tools).
+func TestToolsRightAfterAdd(t *testing.T) {
+	f := startFixture(t, fixture.Options{})
+	for i := range 20 {
+		ctx := ctxT(t)
+		c, err := remotemcp.Open(ctx, remotemcp.Options{DataDir: t.TempDir(), NoStartupConnect: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.AddServer(ctx, localapi.AddServerRequest{ID: "fx", URL: f.URL(), By: localapi.ByServersAdd}); err != nil {
+			t.Fatal(err)
+		}
+		tl, err := c.Tools(ctx, localapi.ToolsRequest{Connect: true})
+		v, _ := c.Server(ctx, "fx")
+		if err != nil || len(tl.Tools) == 0 {
+			t.Errorf("round %d: %d tools, %v; state %s", i, len(tl.Tools), err, v.State)
+		}
+		c.Close()
+	}
+}
