@@ -296,6 +296,14 @@ func (c *Client) resolveTool(ctx context.Context, name string) (callTarget, erro
 
 // callable checks that a server exists and is enabled.
 func (c *Client) callable(ctx context.Context, id string) error {
+	// The manager's view is the store's after every edit (edits wait for
+	// it), and reading it costs no query and no unsealing on each call.
+	if st, err := c.Manager.ServerStatusOf(id); err == nil {
+		if !st.Enabled {
+			return errDisabled(id)
+		}
+		return nil
+	}
 	srv, err := c.Store.GetServer(ctx, id)
 	if err != nil && !errors.Is(err, store.ErrSealOpen) {
 		if errors.Is(err, store.ErrNotFound) {

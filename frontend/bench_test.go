@@ -1,0 +1,75 @@
+package frontend_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/remotemcp/remotemcp"
+	"github.com/remotemcp/remotemcp/frontend"
+	"github.com/remotemcp/remotemcp/internal/testserver/fixture"
+	"github.com/remotemcp/remotemcp/localapi"
+)
+
+// BenchmarkCallThroughFrontEnd: a host's tool call through the front end
+// over an in-process engine (in-memory host transport), beside the same
+// call made directly, to profile the front end's own cost:
+//
+//	go test -run XXX -bench CallThroughFrontEnd -cpuprofile cpu.out ./frontend/
+func BenchmarkCallThroughFrontEnd(b *testing.B) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	fx, err := fixture.Start(fixture.Options{NoRecord: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer fx.Close()
+	eng, err := remotemcp.Open(ctx, remotemcp.Options{DataDir: b.TempDir(), NoStartupConnect: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer eng.Close()
+	if _, err := eng.AddServer(ctx, localapi.AddServerRequest{ID: "fx", URL: fx.URL(), By: localapi.ByServersAdd}); err != nil {
+		b.Fatal(err)
+	}
+	fe, err := frontend.New(ctx, frontend.Options{Engine: eng, ServerID: "fx"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	st, ct := mcp.NewInMemoryTransports()
+	rctx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- fe.Run(rctx, st) }()
+	defer func() { stop(); <-done }()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "host"}, nil).Connect(ctx, ct, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer cs.Close()
+	direct, err := mcp.NewClient(&mcp.Implementation{Name: "host"}, nil).Connect(ctx, &mcp.StreamableClientTransport{Endpoint: fx.URL()}, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer direct.Close()
+	params := &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "hi"}}
+	for _, c := range []struct {
+		name string
+		cs   *mcp.ClientSession
+	}{{"direct", direct}, {"frontend", cs}} {
+		b.Run(c.name, func(b *testing.B) {
+			for range 20 {
+				if _, err := c.cs.CallTool(ctx, params); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ResetTimer()
+			for b.Loop() {
+				if res, err := c.cs.CallTool(ctx, params); err != nil || res.IsError {
+					b.Fatal(res, err)
+				}
+			}
+		})
+	}
+}
