@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/remotemcp/remotemcp/agent"
 	"github.com/remotemcp/remotemcp/config"
@@ -699,6 +700,54 @@ func (c *Client) GetPrompt(ctx context.Context, req localapi.GetPromptRequest) (
 		return nil, fail(err)
 	}
 	return res, nil
+}
+
+// Complete asks a server for completion values of an argument of one of
+// its prompts or resource templates (completion/complete), connecting it
+// when it has no session. A request without a server, a reference or an
+// argument name is CodeBadRequest before anything is sent, as is one the
+// server refuses.
+func (c *Client) Complete(ctx context.Context, req localapi.CompleteRequest) (*localapi.CompleteResult, error) {
+	if err := c.errNotRunning(); err != nil {
+		return nil, err
+	}
+	switch {
+	case req.ServerID == "":
+		return nil, badRequest("serverId", "which server? serverId is required")
+	case req.Ref.Type == localapi.RefPrompt && req.Ref.Name == "":
+		return nil, badRequest("ref", "a %s reference needs the prompt's name", req.Ref.Type)
+	case req.Ref.Type == localapi.RefResource && req.Ref.URI == "":
+		return nil, badRequest("ref", "a %s reference needs the resource template's URI", req.Ref.Type)
+	case req.Ref.Type != localapi.RefPrompt && req.Ref.Type != localapi.RefResource:
+		return nil, badRequest("ref", "reference type %q is not %s or %s", req.Ref.Type, localapi.RefPrompt, localapi.RefResource)
+	case req.Argument.Name == "":
+		return nil, badRequest("argument", "the argument's name is required")
+	}
+	if err := c.listFor(ctx, req.ServerID); err != nil {
+		return nil, err
+	}
+	params := &mcp.CompleteParams{
+		Ref:      &mcp.CompleteReference{Type: req.Ref.Type, Name: req.Ref.Name, URI: req.Ref.URI},
+		Argument: mcp.CompleteParamsArgument{Name: req.Argument.Name, Value: req.Argument.Value},
+	}
+	if len(req.Context) > 0 {
+		params.Context = &mcp.CompleteContext{Arguments: req.Context}
+	}
+	res, err := c.Manager.Complete(ctx, req.ServerID, params)
+	if err != nil {
+		ae := apiError(fmt.Errorf("complete %s of server %s: %w", req.Argument.Name, req.ServerID, err))
+		var rpc *jsonrpc.Error
+		if errors.As(err, &rpc) {
+			ae.Status, ae.Code = http.StatusBadRequest, localapi.CodeBadRequest
+			ae.Message = "the server refused the completion: " + err.Error()
+		}
+		return nil, ae
+	}
+	out := &localapi.CompleteResult{Values: res.Completion.Values, Total: res.Completion.Total, HasMore: res.Completion.HasMore}
+	if out.Values == nil {
+		out.Values = []string{}
+	}
+	return out, nil
 }
 
 // Resources lists or searches the resources and resource templates of a

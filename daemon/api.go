@@ -93,6 +93,7 @@ func (a *api) register(mux *http.ServeMux) {
 
 	mux.HandleFunc("GET /api/prompts", a.prompts)
 	mux.HandleFunc("POST /api/prompts/get", a.getPrompt)
+	mux.HandleFunc("POST /api/complete", a.complete)
 	mux.HandleFunc("GET /api/resources", a.resources)
 	mux.HandleFunc("POST /api/resources/read", a.readResource)
 
@@ -390,6 +391,16 @@ func (a *api) readResource(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	v, err := a.eng.ReadResource(r.Context(), req)
+	a.reply(w, http.StatusOK, v, err)
+}
+
+func (a *api) complete(w http.ResponseWriter, r *http.Request) {
+	req, err := decode[localapi.CompleteRequest](w, r, maxBody)
+	if err != nil {
+		a.error(w, err)
+		return
+	}
+	v, err := a.eng.Complete(r.Context(), req)
 	a.reply(w, http.StatusOK, v, err)
 }
 

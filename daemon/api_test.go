@@ -98,6 +98,15 @@ func TestAPIRoundTrip(t *testing.T) {
 	if err != nil || pr == nil {
 		t.Fatalf("get prompt %+v %v", pr, err)
 	}
+	cr, err := c.Complete(ctx, localapi.CompleteRequest{ServerID: "fx", Ref: localapi.CompleteRef{Type: localapi.RefPrompt, Name: "greet"},
+		Argument: localapi.CompleteArg{Name: "style", Value: "fo"}})
+	if err != nil || !slices.Equal(cr.Values, []string{"formal"}) {
+		t.Fatalf("complete %+v %v", cr, err)
+	}
+	if _, err := c.Complete(ctx, localapi.CompleteRequest{ServerID: "fx", Ref: localapi.CompleteRef{Type: "ref/tool", Name: "echo"},
+		Argument: localapi.CompleteArg{Name: "text"}}); !localapi.HasCode(err, localapi.CodeBadRequest) {
+		t.Fatalf("complete of a bad reference: %v, want bad_request", err)
+	}
 	res, err := c.Resources(ctx, localapi.ResourcesRequest{ServerID: "fx", Query: "readme", Limit: 5})
 	if err != nil || len(res) == 0 || res[0].URI != fixture.ReadmeURI {
 		t.Fatalf("resources %+v %v", res, err)

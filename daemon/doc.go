@@ -122,6 +122,7 @@
 //	POST   /api/prompts/get                     GetPrompt
 //	GET    /api/resources[?serverId=&q=&limit=] Resources
 //	POST   /api/resources/read                  ReadResource
+//	POST   /api/complete                        Complete (completion/complete)
 //	GET    /api/events                          Subscribe: text/event-stream of localapi.Event
 //	POST   /api/login-url                       a one-time login URL of the page (not in-process)
 //	POST   /s/<random>/api/logout               end the page's session (page only)

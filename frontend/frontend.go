@@ -25,6 +25,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/remotemcp/remotemcp/agent"
@@ -67,6 +68,10 @@ type Frontend struct {
 	resources  map[string]string
 	templates  map[string]string
 	serversSig string // what of the servers event matters to the catalog
+
+	refMu      sync.RWMutex
+	promptRefs map[string]agent.NameKey // offered prompt name → its server and own name
+	uriRefs    map[string]string        // offered resource or template URI → its server
 
 	policyMu sync.Mutex
 	policies map[string]policy // server id → its front-end settings
@@ -130,10 +135,12 @@ func New(ctx context.Context, o Options) (*Frontend, error) {
 		// Advertised from the start, so a host hears list_changed even
 		// for a catalog that was empty when it connected.
 		Capabilities: &mcp.ServerCapabilities{
-			Tools:     &mcp.ToolCapabilities{ListChanged: true},
-			Prompts:   &mcp.PromptCapabilities{ListChanged: true},
-			Resources: &mcp.ResourceCapabilities{ListChanged: true},
+			Tools:       &mcp.ToolCapabilities{ListChanged: true},
+			Prompts:     &mcp.PromptCapabilities{ListChanged: true},
+			Resources:   &mcp.ResourceCapabilities{ListChanged: true},
+			Completions: &mcp.CompletionCapabilities{},
 		},
+		CompletionHandler: f.complete,
 	})
 	if err := f.sync(ctx); err != nil {
 		return nil, err
@@ -417,6 +424,13 @@ func (f *Frontend) syncPrompts(ctx context.Context) error {
 		want[mp.Name] = offer{sig: string(sig), add: func() { f.srv.AddPrompt(mp, f.getPrompt(command)) }}
 	}
 	apply(f.prompts, want, f.srv.RemovePrompts)
+	refs := make(map[string]agent.NameKey, len(names))
+	for k, name := range names {
+		refs[name] = k
+	}
+	f.refMu.Lock()
+	f.promptRefs = refs
+	f.refMu.Unlock()
 	return nil
 }
 
@@ -440,9 +454,11 @@ func (f *Frontend) syncResources(ctx context.Context) error {
 		owners[k][r.ServerID] = true
 	}
 	wantR, wantT := map[string]offer{}, map[string]offer{}
+	refs := make(map[string]string, len(rs))
 	for _, r := range rs {
 		exposed := ExposedURI(r.ServerID, r.URI, len(owners[uk{r.URI, r.Template}]) == 1)
 		server := r.ServerID
+		refs[exposed] = server
 		if r.Template {
 			mt := &mcp.ResourceTemplate{URITemplate: exposed, Name: r.Name, Title: r.Title, Description: r.Description, MIMEType: r.MIMEType}
 			sig, _ := json.Marshal(mt)
@@ -458,6 +474,9 @@ func (f *Frontend) syncResources(ctx context.Context) error {
 	}
 	apply(f.resources, wantR, f.srv.RemoveResources)
 	apply(f.templates, wantT, f.srv.RemoveResourceTemplates)
+	f.refMu.Lock()
+	f.uriRefs = refs
+	f.refMu.Unlock()
 	return nil
 }
 
@@ -717,4 +736,50 @@ func (f *Frontend) readResource(server string) mcp.ResourceHandler {
 		}
 		return out, nil
 	}
+}
+
+// complete answers the host's completion/complete: it maps the offered
+// prompt name or resource URI back to its server and the server's own
+// name or URI, and asks that server. In single-server mode (--server) a
+// reference the front end does not know goes to that server unchanged.
+func (f *Frontend) complete(ctx context.Context, req *mcp.CompleteRequest) (*mcp.CompleteResult, error) {
+	p := req.Params
+	creq := localapi.CompleteRequest{
+		Ref:      localapi.CompleteRef{Type: p.Ref.Type},
+		Argument: localapi.CompleteArg{Name: p.Argument.Name, Value: p.Argument.Value},
+	}
+	if p.Context != nil {
+		creq.Context = p.Context.Arguments
+	}
+	f.refMu.RLock()
+	switch p.Ref.Type {
+	case localapi.RefPrompt:
+		if k, ok := f.promptRefs[p.Ref.Name]; ok {
+			creq.ServerID, creq.Ref.Name = k.Server, k.Name
+		} else if f.o.ServerID != "" {
+			creq.ServerID, creq.Ref.Name = f.o.ServerID, p.Ref.Name
+		}
+	case localapi.RefResource:
+		if server, ok := f.uriRefs[p.Ref.URI]; ok {
+			creq.ServerID, creq.Ref.URI = server, OriginalURI(server, p.Ref.URI)
+		} else if f.o.ServerID != "" {
+			creq.ServerID, creq.Ref.URI = f.o.ServerID, p.Ref.URI
+		}
+	}
+	f.refMu.RUnlock()
+	if creq.ServerID == "" {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("complete: no %s %q is offered", p.Ref.Type, p.Ref.Name+p.Ref.URI)}
+	}
+	res, err := f.o.Engine.Complete(ctx, creq)
+	if err != nil {
+		if localapi.HasCode(err, localapi.CodeBadRequest) {
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: err.Error()}
+		}
+		return nil, fmt.Errorf("complete %s of %s on server %s: %w", p.Argument.Name, p.Ref.Name+p.Ref.URI, creq.ServerID, err)
+	}
+	values := res.Values
+	if values == nil {
+		values = []string{}
+	}
+	return &mcp.CompleteResult{Completion: mcp.CompletionResultDetails{Values: values, Total: res.Total, HasMore: res.HasMore}}, nil
 }

@@ -416,6 +416,11 @@ func (c *Client) ReadResource(ctx context.Context, req ReadRequest) (*ReadResult
 	return send[ReadResult](ctx, c, http.MethodPost, "/api/resources/read", req)
 }
 
+// Complete asks a server for completion values of an argument.
+func (c *Client) Complete(ctx context.Context, req CompleteRequest) (*CompleteResult, error) {
+	return send[CompleteResult](ctx, c, http.MethodPost, "/api/complete", req)
+}
+
 // Call runs one tool call over the call stream of POST /api/calls: h
 // hears the approval request (its decision is posted back at once; a nil
 // Approve denies), progress and questions in the order the engine sent

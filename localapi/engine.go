@@ -70,6 +70,9 @@ type Engine interface {
 	GetPrompt(ctx context.Context, req GetPromptRequest) (*PromptResult, error)
 	Resources(ctx context.Context, req ResourcesRequest) ([]Resource, error)
 	ReadResource(ctx context.Context, req ReadRequest) (*ReadResult, error)
+	// Complete asks a server for completion values of an argument of
+	// one of its prompts or resource templates.
+	Complete(ctx context.Context, req CompleteRequest) (*CompleteResult, error)
 
 	// Subscribe delivers events until ctx ends. A slow reader misses
 	// intermediate events, never the newest of each type.

@@ -575,6 +575,46 @@ type GetPromptRequest struct {
 // PromptResult is a prompt's messages as fenced context blocks.
 type PromptResult = agent.PromptResult
 
+// Completion reference types (CompleteRef.Type).
+const (
+	RefPrompt   = "ref/prompt"
+	RefResource = "ref/resource"
+)
+
+// CompleteRequest asks one server for completion values of an argument
+// of one of its prompts or resource templates (MCP completion/complete).
+type CompleteRequest struct {
+	ServerID string      `json:"serverId"`
+	Ref      CompleteRef `json:"ref"`
+	Argument CompleteArg `json:"argument"`
+	// Context holds the arguments already filled in, by name.
+	Context map[string]string `json:"context,omitempty"`
+}
+
+// CompleteRef is what is being completed: a prompt by its server's own
+// name (Type RefPrompt) or a resource template by its server's own URI
+// template (Type RefResource).
+type CompleteRef struct {
+	Type string `json:"type"`
+	Name string `json:"name,omitempty"`
+	URI  string `json:"uri,omitempty"`
+}
+
+// CompleteArg is the argument being completed and what is typed so far.
+type CompleteArg struct {
+	Name  string `json:"name"`
+	Value string `json:"value"`
+}
+
+// CompleteResult is a server's completion values, at most 100, best
+// first. Total, when not 0, is how many there are in all; HasMore says
+// there are more than Values.
+type CompleteResult struct {
+	Values  []string `json:"values"`
+	Total   int      `json:"total,omitempty"`
+	HasMore bool     `json:"hasMore,omitempty"`
+}
+
 // Resource is a resource or a resource template (Template set).
 type Resource = agent.ResourceEntry
 

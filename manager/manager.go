@@ -1024,6 +1024,14 @@ func (m *Manager) ReadResource(ctx context.Context, id, uri string) (*mcp.ReadRe
 	})
 }
 
+// Complete asks a server for completion values of a prompt's or a
+// resource template's argument, connecting lazily.
+func (m *Manager) Complete(ctx context.Context, id string, params *mcp.CompleteParams) (*mcp.CompleteResult, error) {
+	return resendOnce(ctx, m, id, func(sess *session.Session) (*mcp.CompleteResult, error) {
+		return sess.Complete(ctx, params)
+	})
+}
+
 // resendOnce runs a request on the server's session and, when the server
 // answered its own POST with 404 (it forgot the session, so the request
 // never ran), once more on a fresh session (SPEC §9 A5).

@@ -205,6 +205,61 @@ func (s *Session) ReadResource(ctx context.Context, uri string) (*mcp.ReadResour
 	return res, nil
 }
 
+// Complete asks the server for completion values of a prompt's or a
+// resource template's argument (completion/complete), and bounds the
+// result (BoundCompleteResult). A server that does not offer completions
+// is not asked: it has none, and the result has no values.
+func (s *Session) Complete(ctx context.Context, params *mcp.CompleteParams) (*mcp.CompleteResult, error) {
+	if params == nil || params.Ref == nil {
+		return nil, errors.New("complete: no reference")
+	}
+	if ir := s.cs.InitializeResult(); ir == nil || ir.Capabilities == nil || ir.Capabilities.Completions == nil {
+		return &mcp.CompleteResult{Completion: mcp.CompletionResultDetails{Values: []string{}}}, nil
+	}
+	s.used()
+	ctx, slot := withRequestSlot(ctx)
+	res, err := s.cs.Complete(ctx, params)
+	if err != nil {
+		return nil, notRun(slot, "complete "+params.Ref.Type+" "+params.Ref.Name+params.Ref.URI, limitFromWire(err))
+	}
+	if res == nil {
+		return nil, validationErrorf("completion/complete returned no result")
+	}
+	BoundCompleteResult(res)
+	return res, nil
+}
+
+// Bounds of a completion/complete result: the specification allows at
+// most 100 values; a value longer than MaxCompletionValueLen is no
+// sensible completion and is left out.
+const (
+	MaxCompletionValues   = 100
+	MaxCompletionValueLen = 4096
+)
+
+// BoundCompleteResult keeps at most MaxCompletionValues values of at most
+// MaxCompletionValueLen bytes each, in order, and sets HasMore when it
+// left any out. A negative total is dropped.
+func BoundCompleteResult(r *mcp.CompleteResult) {
+	c := &r.Completion
+	values := make([]string, 0, min(len(c.Values), MaxCompletionValues))
+	for _, v := range c.Values {
+		if len(values) == MaxCompletionValues {
+			c.HasMore = true
+			break
+		}
+		if len(v) > MaxCompletionValueLen {
+			c.HasMore = true
+			continue
+		}
+		values = append(values, v)
+	}
+	c.Values = values
+	if c.Total < 0 {
+		c.Total = 0
+	}
+}
+
 // Ping checks the session is alive.
 func (s *Session) Ping(ctx context.Context) error { return s.cs.Ping(ctx, nil) }
 
