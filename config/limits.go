@@ -72,105 +72,115 @@ var maxLimits = Limits{
 	BytesPerSecond:  1 << 30,
 }
 
+// limitKind says how a limit is written and read.
+type limitKind int
+
+const (
+	kindBytes    limitKind = iota // int64 bytes: "16MiB"
+	kindCount                     // int: "10000"
+	kindDuration                  // Duration: "90s"
+	kindRate                      // float64: "2.5"
+)
+
+// limitField is one field of Limits, as the table below drives defaults,
+// validation, Set and String: each limit is described once.
+type limitField struct {
+	name string
+	kind limitKind
+	get  func(Limits) float64
+	set  func(*Limits, float64)
+}
+
+// limitTable lists the fields of Limits in declaration order.
+var limitTable = []limitField{
+	{"maxMessageBytes", kindBytes, func(l Limits) float64 { return float64(l.MaxMessageBytes) }, func(l *Limits, v float64) { l.MaxMessageBytes = int64(v) }},
+	{"maxStreamBytes", kindBytes, func(l Limits) float64 { return float64(l.MaxStreamBytes) }, func(l *Limits, v float64) { l.MaxStreamBytes = int64(v) }},
+	{"maxStreamEvents", kindCount, func(l Limits) float64 { return float64(l.MaxStreamEvents) }, func(l *Limits, v float64) { l.MaxStreamEvents = int(v) }},
+	{"memoryBytes", kindBytes, func(l Limits) float64 { return float64(l.MemoryBytes) }, func(l *Limits, v float64) { l.MemoryBytes = int64(v) }},
+	{"maxListPages", kindCount, func(l Limits) float64 { return float64(l.MaxListPages) }, func(l *Limits, v float64) { l.MaxListPages = int(v) }},
+	{"maxListItems", kindCount, func(l Limits) float64 { return float64(l.MaxListItems) }, func(l *Limits, v float64) { l.MaxListItems = int(v) }},
+	{"maxListBytes", kindBytes, func(l Limits) float64 { return float64(l.MaxListBytes) }, func(l *Limits, v float64) { l.MaxListBytes = int64(v) }},
+	{"listTimeout", kindDuration, func(l Limits) float64 { return float64(l.ListTimeout) }, func(l *Limits, v float64) { l.ListTimeout = Duration(v) }},
+	{"eventsPerSecond", kindRate, func(l Limits) float64 { return l.EventsPerSecond }, func(l *Limits, v float64) { l.EventsPerSecond = v }},
+	{"bytesPerSecond", kindBytes, func(l Limits) float64 { return float64(l.BytesPerSecond) }, func(l *Limits, v float64) { l.BytesPerSecond = int64(v) }},
+}
+
+// show writes a value of the field for a message ("8 MiB", "1h0m0s").
+func (f limitField) show(v float64) string {
+	switch f.kind {
+	case kindDuration:
+		return time.Duration(v).String()
+	case kindBytes:
+		return FormatBytes(int64(v))
+	case kindRate:
+		return fmt.Sprint(v)
+	}
+	return fmt.Sprintf("%d", int64(v))
+}
+
+// exact writes a value of the field so that Set reads it back unchanged.
+func (f limitField) exact(v float64) string {
+	switch f.kind {
+	case kindDuration:
+		return time.Duration(v).String()
+	case kindBytes:
+		return exactBytes(int64(v))
+	case kindRate:
+		return strconv.FormatFloat(v, 'g', -1, 64)
+	}
+	return strconv.FormatInt(int64(v), 10)
+}
+
+// parse reads a value of the field as Set takes it.
+func (f limitField) parse(value string) (float64, string) {
+	switch f.kind {
+	case kindBytes:
+		n, err := ParseBytes(value)
+		if err != nil {
+			return 0, err.Error()
+		}
+		return float64(n), ""
+	case kindCount:
+		n, err := strconv.Atoi(strings.ReplaceAll(value, "_", ""))
+		if err != nil {
+			return 0, fmt.Sprintf("%q is not a whole number", value)
+		}
+		return float64(n), ""
+	case kindDuration:
+		d, err := time.ParseDuration(value)
+		if err != nil {
+			return 0, fmt.Sprintf("%q is not a duration such as \"90s\"", value)
+		}
+		return float64(d), ""
+	}
+	v, err := strconv.ParseFloat(value, 64)
+	if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
+		return 0, fmt.Sprintf("%q is not a number", value)
+	}
+	return v, ""
+}
+
 // WithDefaults returns l with every unset field set to its default.
 func (l Limits) WithDefaults() Limits {
-	d := DefaultLimits
-	set := func(v *int64, def int64) {
-		if *v == 0 {
-			*v = def
+	for _, f := range limitTable {
+		if f.get(l) == 0 {
+			f.set(&l, f.get(DefaultLimits))
 		}
-	}
-	set(&l.MaxMessageBytes, d.MaxMessageBytes)
-	set(&l.MaxStreamBytes, d.MaxStreamBytes)
-	set(&l.MemoryBytes, d.MemoryBytes)
-	set(&l.MaxListBytes, d.MaxListBytes)
-	set(&l.BytesPerSecond, d.BytesPerSecond)
-	if l.MaxStreamEvents == 0 {
-		l.MaxStreamEvents = d.MaxStreamEvents
-	}
-	if l.MaxListPages == 0 {
-		l.MaxListPages = d.MaxListPages
-	}
-	if l.MaxListItems == 0 {
-		l.MaxListItems = d.MaxListItems
-	}
-	if l.ListTimeout == 0 {
-		l.ListTimeout = d.ListTimeout
-	}
-	if l.EventsPerSecond == 0 {
-		l.EventsPerSecond = d.EventsPerSecond
 	}
 	return l
 }
 
 // validate checks each set limit is positive and at most its maximum.
 func (l Limits) validate(fail func(field, problem string) error) error {
-	type num struct {
-		name     string
-		v, max   float64
-		isBytes  bool
-		dur      bool
-		fraction bool
-	}
-	m := maxLimits
-	for _, n := range []num{
-		{"maxMessageBytes", float64(l.MaxMessageBytes), float64(m.MaxMessageBytes), true, false, false},
-		{"maxStreamBytes", float64(l.MaxStreamBytes), float64(m.MaxStreamBytes), true, false, false},
-		{"maxStreamEvents", float64(l.MaxStreamEvents), float64(m.MaxStreamEvents), false, false, false},
-		{"memoryBytes", float64(l.MemoryBytes), float64(m.MemoryBytes), true, false, false},
-		{"maxListPages", float64(l.MaxListPages), float64(m.MaxListPages), false, false, false},
-		{"maxListItems", float64(l.MaxListItems), float64(m.MaxListItems), false, false, false},
-		{"maxListBytes", float64(l.MaxListBytes), float64(m.MaxListBytes), true, false, false},
-		{"listTimeout", float64(l.ListTimeout), float64(m.ListTimeout), false, true, false},
-		{"eventsPerSecond", l.EventsPerSecond, m.EventsPerSecond, false, false, true},
-		{"bytesPerSecond", float64(l.BytesPerSecond), float64(m.BytesPerSecond), true, false, false},
-	} {
-		show := func(v float64) string {
-			switch {
-			case n.dur:
-				return time.Duration(v).String()
-			case n.isBytes:
-				return FormatBytes(int64(v))
-			case n.fraction:
-				return fmt.Sprint(v)
-			}
-			return fmt.Sprintf("%d", int64(v))
-		}
-		switch {
-		case n.v < 0:
-			return fail("limits."+n.name, fmt.Sprintf("is negative (%s); leave it out for the default of %s", show(n.v), show(defaultOf(n.name))))
-		case n.v > n.max:
-			return fail("limits."+n.name, fmt.Sprintf("is %s; the largest allowed is %s", show(n.v), show(n.max)))
+	for _, f := range limitTable {
+		switch v, max := f.get(l), f.get(maxLimits); {
+		case v < 0:
+			return fail("limits."+f.name, fmt.Sprintf("is negative (%s); leave it out for the default of %s", f.show(v), f.show(f.get(DefaultLimits))))
+		case v > max:
+			return fail("limits."+f.name, fmt.Sprintf("is %s; the largest allowed is %s", f.show(v), f.show(max)))
 		}
 	}
 	return nil
-}
-
-func defaultOf(name string) float64 {
-	d := DefaultLimits
-	switch name {
-	case "maxMessageBytes":
-		return float64(d.MaxMessageBytes)
-	case "maxStreamBytes":
-		return float64(d.MaxStreamBytes)
-	case "maxStreamEvents":
-		return float64(d.MaxStreamEvents)
-	case "memoryBytes":
-		return float64(d.MemoryBytes)
-	case "maxListPages":
-		return float64(d.MaxListPages)
-	case "maxListItems":
-		return float64(d.MaxListItems)
-	case "maxListBytes":
-		return float64(d.MaxListBytes)
-	case "listTimeout":
-		return float64(d.ListTimeout)
-	case "eventsPerSecond":
-		return d.EventsPerSecond
-	case "bytesPerSecond":
-		return float64(d.BytesPerSecond)
-	}
-	return 0
 }
 
 // FormatBytes shows a byte count the way limits are written in messages:
@@ -213,71 +223,20 @@ func LimitNames() []string { return slices.Clone(limitFields) }
 // or "" returns the limit to its default. The value is checked like a
 // config's.
 func (l *Limits) Set(name, value string) error {
-	value = strings.TrimSpace(value)
-	reset := value == "" || strings.EqualFold(value, "default")
-	fail := func(problem string) error { return &FieldError{Field: "limits." + name, Problem: problem} }
-	next := *l
-	switch name {
-	case "maxMessageBytes", "maxStreamBytes", "memoryBytes", "maxListBytes", "bytesPerSecond":
-		var n int64
-		if !reset {
-			var err error
-			if n, err = ParseBytes(value); err != nil {
-				return fail(err.Error())
-			}
-		}
-		switch name {
-		case "maxMessageBytes":
-			next.MaxMessageBytes = n
-		case "maxStreamBytes":
-			next.MaxStreamBytes = n
-		case "memoryBytes":
-			next.MemoryBytes = n
-		case "maxListBytes":
-			next.MaxListBytes = n
-		case "bytesPerSecond":
-			next.BytesPerSecond = n
-		}
-	case "maxStreamEvents", "maxListPages", "maxListItems":
-		var n int
-		if !reset {
-			v, err := strconv.Atoi(strings.ReplaceAll(value, "_", ""))
-			if err != nil {
-				return fail(fmt.Sprintf("%q is not a whole number", value))
-			}
-			n = v
-		}
-		switch name {
-		case "maxStreamEvents":
-			next.MaxStreamEvents = n
-		case "maxListPages":
-			next.MaxListPages = n
-		case "maxListItems":
-			next.MaxListItems = n
-		}
-	case "listTimeout":
-		var d time.Duration
-		if !reset {
-			v, err := time.ParseDuration(value)
-			if err != nil {
-				return fail(fmt.Sprintf("%q is not a duration such as \"90s\"", value))
-			}
-			d = v
-		}
-		next.ListTimeout = Duration(d)
-	case "eventsPerSecond":
-		var f float64
-		if !reset {
-			v, err := strconv.ParseFloat(value, 64)
-			if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
-				return fail(fmt.Sprintf("%q is not a number", value))
-			}
-			f = v
-		}
-		next.EventsPerSecond = f
-	default:
+	i := slices.IndexFunc(limitTable, func(f limitField) bool { return f.name == name })
+	if i < 0 {
 		return &FieldError{Field: "limits." + name, Problem: "unknown limit" + suggest(name, limitFields) + "; the limits are " + strings.Join(limitFields, ", ")}
 	}
+	f := limitTable[i]
+	var v float64
+	if value = strings.TrimSpace(value); value != "" && !strings.EqualFold(value, "default") {
+		var problem string
+		if v, problem = f.parse(value); problem != "" {
+			return &FieldError{Field: "limits." + name, Problem: problem}
+		}
+	}
+	next := *l
+	f.set(&next, v)
 	if err := next.validate(func(field, problem string) error { return &FieldError{Field: field, Problem: problem} }); err != nil {
 		return err
 	}
@@ -316,21 +275,11 @@ func ParseBytes(s string) (int64, error) {
 // ("maxMessageBytes=16MiB, listTimeout=2m0s"), each readable by [Limits.Set]; "" when all are defaults.
 func (l Limits) String() string {
 	var parts []string
-	add := func(name string, set bool, v string) {
-		if set {
-			parts = append(parts, name+"="+v)
+	for _, f := range limitTable {
+		if v := f.get(l); v != 0 {
+			parts = append(parts, f.name+"="+f.exact(v))
 		}
 	}
-	add("maxMessageBytes", l.MaxMessageBytes != 0, exactBytes(l.MaxMessageBytes))
-	add("maxStreamBytes", l.MaxStreamBytes != 0, exactBytes(l.MaxStreamBytes))
-	add("maxStreamEvents", l.MaxStreamEvents != 0, strconv.Itoa(l.MaxStreamEvents))
-	add("memoryBytes", l.MemoryBytes != 0, exactBytes(l.MemoryBytes))
-	add("maxListPages", l.MaxListPages != 0, strconv.Itoa(l.MaxListPages))
-	add("maxListItems", l.MaxListItems != 0, strconv.Itoa(l.MaxListItems))
-	add("maxListBytes", l.MaxListBytes != 0, exactBytes(l.MaxListBytes))
-	add("listTimeout", l.ListTimeout != 0, time.Duration(l.ListTimeout).String())
-	add("eventsPerSecond", l.EventsPerSecond != 0, strconv.FormatFloat(l.EventsPerSecond, 'g', -1, 64))
-	add("bytesPerSecond", l.BytesPerSecond != 0, exactBytes(l.BytesPerSecond))
 	return strings.Join(parts, ", ")
 }
 

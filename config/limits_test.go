@@ -148,3 +148,25 @@ func TestValidateHeadersProtocolLogLevel(t *testing.T) {
 		t.Error("a header change kept the connection")
 	}
 }
+
+// Every field of Limits is in the table that drives defaults, validation,
+// Set and String, in declaration order.
+func TestLimitTableCoversEveryField(t *testing.T) {
+	var names []string
+	for _, f := range limitTable {
+		names = append(names, f.name)
+	}
+	if strings.Join(names, ",") != strings.Join(limitFields, ",") {
+		t.Fatalf("limitTable %v; Limits' fields %v", names, limitFields)
+	}
+	for _, f := range limitTable {
+		if f.get(DefaultLimits) == 0 || f.get(maxLimits) < f.get(DefaultLimits) {
+			t.Errorf("%s: default %v, max %v", f.name, f.get(DefaultLimits), f.get(maxLimits))
+		}
+		var l Limits
+		f.set(&l, f.get(DefaultLimits))
+		if f.get(l) != f.get(DefaultLimits) {
+			t.Errorf("%s: set/get do not round-trip", f.name)
+		}
+	}
+}
