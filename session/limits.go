@@ -178,10 +178,11 @@ func (l *limiter) errorf(limit string, value int64, what string) *LimitError {
 }
 
 // wrapPOST bounds the body of a POST's 2xx response, JSON or SSE.
-func (l *limiter) wrapPOST(req *http.Request, resp *http.Response) {
+// An SSE body records what cp wants as it hands each event on.
+func (l *limiter) wrapPOST(req *http.Request, resp *http.Response, cp capture) {
 	meter := listMeterFrom(req.Context())
 	if isSSE(resp.Header.Get("Content-Type")) {
-		resp.Body = &sseBody{l: l, rc: resp.Body, req: req, meter: meter, call: true}
+		resp.Body = &sseBody{l: l, rc: resp.Body, req: req, meter: meter, call: true, capture: cp}
 		return
 	}
 	if resp.ContentLength > l.lim.MaxMessageBytes {
@@ -196,8 +197,8 @@ func (l *limiter) wrapPOST(req *http.Request, resp *http.Response) {
 
 // wrapStream bounds the standalone GET stream: each event is capped and
 // the stream's rate is throttled (it has no end, so it has no total).
-func (l *limiter) wrapStream(req *http.Request, resp *http.Response) {
-	resp.Body = &sseBody{l: l, rc: resp.Body, req: req}
+func (l *limiter) wrapStream(req *http.Request, resp *http.Response, cp capture) {
+	resp.Body = &sseBody{l: l, rc: resp.Body, req: req, capture: cp}
 }
 
 // syntheticBody is a JSON body holding the error response to req's id, or
@@ -306,6 +307,8 @@ type sseBody struct {
 	req   *http.Request
 	meter *listMeter
 	call  bool // a POST's response stream (vs the standalone GET stream)
+	// capture records raw tools and question schemas from the events.
+	capture capture
 
 	in   []byte // read buffer
 	line []byte // the current partial line
@@ -479,8 +482,13 @@ func (b *sseBody) endEvent() {
 			return
 		}
 	}
-	if b.l.onProgress != nil && bytes.Contains(ev, []byte(`"notifications/progress"`)) {
-		if tok, ok := progressToken(ev); ok {
+	progress := b.l.onProgress != nil && bytes.Contains(ev, []byte(`"notifications/progress"`))
+	if progress || b.capture.wanted(ev) {
+		// Before go-sdk sees the event: a capture must be in place when
+		// it acts on the message, and a progress count before the answer.
+		data := eventData(ev)
+		b.capture.take(data)
+		if tok, ok := progressToken(data); progress && ok {
 			b.l.onProgress(tok)
 		}
 	}
@@ -525,9 +533,9 @@ func (b *sseBody) stop(le *LimitError) {
 	}
 }
 
-// progressToken reads the string progress token of an SSE event holding a
-// notifications/progress message.
-func progressToken(ev []byte) (string, bool) {
+// eventData joins the data lines of an SSE event (its raw lines), as an
+// SSE reader does.
+func eventData(ev []byte) []byte {
 	var data []byte
 	for line := range bytes.SplitSeq(ev, []byte("\n")) {
 		if rest, ok := bytes.CutPrefix(line, []byte("data:")); ok {
@@ -537,6 +545,12 @@ func progressToken(ev []byte) (string, bool) {
 			data = append(data, bytes.TrimPrefix(rest, []byte(" "))...)
 		}
 	}
+	return data
+}
+
+// progressToken reads the string progress token of a notifications/progress
+// message.
+func progressToken(data []byte) (string, bool) {
 	var m struct {
 		Method string `json:"method"`
 		Params struct {

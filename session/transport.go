@@ -146,10 +146,10 @@ func (rt *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 		// GET (standalone SSE) and DELETE statuses are go-sdk's business:
 		// a 405 on GET means "no stream", a 404 means session missing.
 		if req.Method == http.MethodGet && resp.StatusCode == http.StatusOK && isSSE(resp.Header.Get("Content-Type")) {
-			if rt.lim != nil {
-				rt.lim.wrapStream(req, resp)
-			}
-			if rt.elicit != nil {
+			switch {
+			case rt.lim != nil:
+				rt.lim.wrapStream(req, resp, capture{elicit: rt.elicit})
+			case rt.elicit != nil:
 				resp.Body = &captureBody{rc: resp.Body, elicit: rt.elicit}
 			}
 		}
@@ -185,20 +185,24 @@ func (rt *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 		resp.Body.Close()
 		return nil, e
 	}
-	if rt.lim != nil {
-		rt.lim.wrapPOST(req, resp)
-	}
-	cb := &captureBody{rc: resp.Body}
+	var cp capture
 	if listsTools {
-		cb.sink = rt.raw
+		cp.sink = rt.raw
 	}
-	if rt.elicit != nil && isSSE(resp.Header.Get("Content-Type")) {
+	sse := isSSE(resp.Header.Get("Content-Type"))
+	if sse {
 		// A server's question rides the stream of the request it
 		// belongs to (a tools/call), or the standalone GET stream.
-		cb.elicit = rt.elicit
+		cp.elicit = rt.elicit
 	}
-	if cb.sink != nil || cb.elicit != nil {
-		resp.Body = cb
+	if rt.lim != nil {
+		rt.lim.wrapPOST(req, resp, cp)
+		if sse {
+			return resp, nil // the framer captures as it hands events on
+		}
+	}
+	if cp.sink != nil || cp.elicit != nil {
+		resp.Body = &captureBody{rc: resp.Body, sink: cp.sink, elicit: cp.elicit}
 	}
 	return resp, nil
 }
@@ -411,7 +415,25 @@ func (c *captureBody) finish() {
 	c.done, c.buf, c.data = true, nil, nil
 }
 
-func (c *captureBody) take(msg []byte) {
+func (c *captureBody) take(msg []byte) { capture{sink: c.sink, elicit: c.elicit}.take(msg) }
+
+// capture records what a message carries for the raw sinks: the raw tools
+// of a tools/list result (sink) and the raw requestedSchema of an
+// elicitation/create request (elicit). Either may be nil. The limiter's
+// SSE framer uses it on each event it hands on, so an SSE stream is parsed
+// once; captureBody uses it for the rest.
+type capture struct {
+	sink   *rawToolSink
+	elicit *rawElicitSink
+}
+
+// wanted reports whether an event (its raw lines) may hold something to
+// record, so that its data is only extracted when it might.
+func (c capture) wanted(ev []byte) bool {
+	return c.sink != nil || c.elicit != nil && bytes.Contains(ev, []byte(`"elicitation/create"`))
+}
+
+func (c capture) take(msg []byte) {
 	if c.sink != nil {
 		var env struct {
 			Result *struct {
