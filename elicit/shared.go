@@ -235,9 +235,32 @@ func (c *Cards) handOver(ctx context.Context, card Card, r Response) error {
 			if v, _ := c.readVerdict(context.WithoutCancel(ctx), key); v != nil {
 				return v.err(card.ID)
 			}
+			// Or the owner applied the answer and its call ended, and the
+			// process with it, before it wrote the verdict: the card
+			// holds our answer.
+			if now, err := c.load(ctx, card.ID); err == nil && holdsAnswer(now, r) {
+				return nil
+			}
 			return c.ownerGone(ctx, card)
 		}
 	}
+}
+
+// holdsAnswer reports whether a closed card carries the answer r (its
+// action, and every field r gave with the same value; the owner may have
+// added defaults).
+func holdsAnswer(card Card, r Response) bool {
+	if card.Status == StatusPending || card.Response == nil || card.Response.Action != r.Action {
+		return false
+	}
+	for k, v := range r.Content {
+		a, err1 := json.Marshal(v)
+		b, err2 := json.Marshal(card.Response.Content[k])
+		if err1 != nil || err2 != nil || string(a) != string(b) {
+			return false
+		}
+	}
+	return true
 }
 
 // readVerdict returns the owner's verdict on the record key, nil while

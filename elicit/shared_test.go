@@ -425,3 +425,26 @@ func TestPlainKVSingleOwner(t *testing.T) {
 	recvH(t, ch)
 	adm.Finish()
 }
+
+// An answer the owner applied before its process ended without writing a
+// verdict is recognised by the card holding it.
+func TestHoldsAnswer(t *testing.T) {
+	closed := Card{Status: StatusAccepted, Response: &Response{Action: ActionAccept, Content: map[string]any{"name": "Ada", "age": 42}}}
+	cases := []struct {
+		card Card
+		r    Response
+		want bool
+	}{
+		{closed, Response{Action: ActionAccept, Content: map[string]any{"name": "Ada"}}, true},
+		{closed, Response{Action: ActionAccept, Content: map[string]any{"name": "Bo"}}, false},
+		{closed, Response{Action: ActionDecline}, false},
+		{Card{Status: StatusDeclined, Response: &Response{Action: ActionDecline}}, Response{Action: ActionDecline}, true},
+		{Card{Status: StatusPending}, Response{Action: ActionDecline}, false},
+		{Card{Status: StatusCancelled}, Response{Action: ActionCancel}, false},
+	}
+	for i, tc := range cases {
+		if got := holdsAnswer(tc.card, tc.r); got != tc.want {
+			t.Errorf("case %d: %v, want %v", i, got, tc.want)
+		}
+	}
+}
