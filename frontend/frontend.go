@@ -597,7 +597,7 @@ func canElicit(ss *mcp.ServerSession) bool {
 // host's answer. When the host cannot answer, the card stays for the page
 // and the CLI, and the call keeps waiting (R6.1, R6.2).
 func (f *Frontend) ask(ctx context.Context, ss *mcp.ServerSession, c localapi.Card) {
-	res, err := ss.Elicit(ctx, &mcp.ElicitParams{Mode: "form", Message: c.Message, RequestedSchema: c.RequestedSchema})
+	res, err := ss.Elicit(ctx, &mcp.ElicitParams{Mode: "form", Message: c.Message, RequestedSchema: hostSchema(c.RequestedSchema)})
 	if err != nil {
 		f.log.Info("frontend: the host did not answer a question; it waits on the page", "card", c.ID, "err", err)
 		return

@@ -6,12 +6,15 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/remotemcp/remotemcp/config"
 	"github.com/remotemcp/remotemcp/internal/testserver/fixture"
 )
 
@@ -134,5 +137,62 @@ func TestRawElicitSinkBounded(t *testing.T) {
 	}
 	if _, ok := sink.take(last); ok {
 		t.Fatal("an entry was handed out twice")
+	}
+}
+
+// enumsSchema is SEP-1330's five choice shapes as go-sdk's own
+// conformance server sends them; go-sdk v1.8.0's client refuses the
+// titled multi-select (items with "type": "string" beside anyOf).
+const enumsSchema = `{"type":"object","properties":{` +
+	`"untitledSingle":{"type":"string","enum":["option1","option2"]},` +
+	`"titledSingle":{"type":"string","oneOf":[{"const":"value1","title":"First"},{"const":"value2","title":"Second"}]},` +
+	`"legacyEnum":{"type":"string","enum":["opt1","opt2"],"enumNames":["One","Two"]},` +
+	`"untitledMulti":{"type":"array","items":{"type":"string","enum":["option1","option2"]}},` +
+	`"titledMulti":{"type":"array","items":{"type":"string","anyOf":[{"const":"value1","title":"First"},{"const":"value2","title":"Second"}]}}}}`
+
+// Issue #13: every SEP-1330 choice shape reaches the question handler
+// (package elicit parses and bounds it), and the answer reaches the
+// server; go-sdk's own client-side schema check is not in the way.
+func TestElicitEnumShapesReachHandler(t *testing.T) {
+	srv := mcp.NewServer(&mcp.Implementation{Name: "enums", Version: "1"}, nil)
+	mcp.AddTool(srv, &mcp.Tool{Name: "choose", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(ctx context.Context, req *mcp.CallToolRequest, _ any) (*mcp.CallToolResult, any, error) {
+			res, err := req.Session.Elicit(ctx, &mcp.ElicitParams{Mode: "form", Message: "choose", RequestedSchema: json.RawMessage(enumsSchema)})
+			if err != nil {
+				return nil, nil, err
+			}
+			got, _ := json.Marshal(res.Content)
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: res.Action + " " + string(got)}}}, nil, nil
+		})
+	hs := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+	t.Cleanup(hs.Close)
+	seen := make(chan json.RawMessage, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	s, err := Connect(ctx, Options{Server: config.Server{ID: "enums", URL: hs.URL, Auth: config.Auth{Kind: config.AuthNone}, Enabled: true},
+		Elicit: func(_ context.Context, _ string, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			raw, _ := req.Params.RequestedSchema.(json.RawMessage)
+			seen <- raw
+			// go-sdk's server checks an accepted answer against the schema
+			// with the same check; a decline is not checked.
+			return &mcp.ElicitResult{Action: "decline"}, nil
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	res, err := s.CallTool(ctx, "choose", json.RawMessage(`{}`), CallOptions{})
+	if err != nil || res.IsError {
+		var txt string
+		if res != nil && len(res.Content) > 0 {
+			txt = res.Content[0].(*mcp.TextContent).Text
+		}
+		t.Fatalf("choose: %q, %v", txt, err)
+	}
+	if raw := <-seen; string(raw) != enumsSchema {
+		t.Fatalf("the handler got %s, want the server's bytes %s", raw, enumsSchema)
+	}
+	if txt := res.Content[0].(*mcp.TextContent).Text; txt != `decline null` {
+		t.Fatalf("server saw %q", txt)
 	}
 }

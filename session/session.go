@@ -241,9 +241,10 @@ func Connect(ctx context.Context, o Options) (*Session, error) {
 		ProgressNotificationHandler: s.onProgress,
 		LoggingMessageHandler:       s.onLog,
 	}
+	var elicitH func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error)
 	if o.Elicit != nil {
 		connID := o.ConnectionID
-		copts.ElicitationHandler = func(ctx context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+		elicitH = func(ctx context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
 			if req.Params != nil && req.Params.Mode == "url" {
 				// URL mode is explicitly declined (R6.1).
 				return &mcp.ElicitResult{Action: "decline"}, nil
@@ -260,8 +261,25 @@ func Connect(ctx context.Context, o Options) (*Session, error) {
 			defer stop()
 			return o.Elicit(ctx, connID, withRawSchema(req, rt.elicit))
 		}
+		copts.ElicitationHandler = elicitH
 	}
 	client := mcp.NewClient(&mcp.Implementation{Name: name, Version: version}, copts)
+	if elicitH != nil {
+		// go-sdk v1.8.0's client checks a question's schema before the
+		// handler and refuses valid SEP-1330 forms (a titled multi-select
+		// whose items say "type": "string" beside anyOf). Questions go
+		// straight to the handler: package elicit parses the schema as the
+		// server sent it, stricter and bounded, and declines what it cannot
+		// show with the reason.
+		client.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+			return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+				if er, ok := req.(*mcp.ElicitRequest); ok && method == "elicitation/create" && er.Params != nil {
+					return elicitH(ctx, er)
+				}
+				return next(ctx, method, req)
+			}
+		})
+	}
 	// go-sdk v1.8.0 leaves MaxEventSize at 0, which means unlimited: the
 	// limiter caps events first; this is the backstop.
 	tr := &mcp.StreamableClientTransport{Endpoint: o.Server.URL, HTTPClient: hc, OAuthHandler: o.OAuth,

@@ -1,0 +1,121 @@
+package frontend
+
+import (
+	"bytes"
+	"encoding/json"
+)
+
+// hostSchema is a question's schema as go-sdk's server side accepts it
+// for the host: go-sdk v1.8.0 refuses a titled multi-select whose items
+// say "type": "string" beside anyOf (SEP-1330 allows it; go-sdk's own
+// conformance server sends it), so that "type" is dropped. The choices
+// and the properties' order stay as the server sent them; any other
+// schema is returned unchanged, as is one that does not parse (go-sdk
+// then says what is wrong with it).
+func hostSchema(raw json.RawMessage) json.RawMessage {
+	top, ok := orderedMembers(raw)
+	if !ok {
+		return raw
+	}
+	changed := false
+	for i, m := range top {
+		if m.name != "properties" {
+			continue
+		}
+		props, ok := orderedMembers(m.value)
+		if !ok {
+			return raw
+		}
+		for j, p := range props {
+			if v, ok := titledMultiItems(p.value); ok {
+				props[j].value, changed = v, true
+			}
+		}
+		top[i].value = encodeMembers(props)
+	}
+	if !changed {
+		return raw
+	}
+	return encodeMembers(top)
+}
+
+// titledMultiItems rewrites one property: an array whose items have
+// "type": "string", anyOf and no enum loses the items' "type".
+func titledMultiItems(prop json.RawMessage) (json.RawMessage, bool) {
+	var p struct {
+		Type  string                     `json:"type"`
+		Items map[string]json.RawMessage `json:"items"`
+	}
+	if json.Unmarshal(prop, &p) != nil || p.Type != "array" || p.Items == nil {
+		return nil, false
+	}
+	_, hasAnyOf := p.Items["anyOf"]
+	_, hasEnum := p.Items["enum"]
+	if !hasAnyOf || hasEnum || string(p.Items["type"]) != `"string"` {
+		return nil, false
+	}
+	members, ok := orderedMembers(prop)
+	if !ok {
+		return nil, false
+	}
+	delete(p.Items, "type")
+	items, err := json.Marshal(p.Items)
+	if err != nil {
+		return nil, false
+	}
+	for i, m := range members {
+		if m.name == "items" {
+			members[i].value = items
+		}
+	}
+	return encodeMembers(members), true
+}
+
+// member is one name and raw value of a JSON object, in order.
+type member struct {
+	name  string
+	value json.RawMessage
+}
+
+// orderedMembers are an object's members in their order; false when raw
+// is not one object.
+func orderedMembers(raw json.RawMessage) ([]member, bool) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return nil, false
+	}
+	var out []member
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return nil, false
+		}
+		name, _ := t.(string)
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return nil, false
+		}
+		out = append(out, member{name, v})
+	}
+	if t, err := dec.Token(); err != nil || t != json.Delim('}') {
+		return nil, false
+	}
+	return out, true
+}
+
+// encodeMembers writes members back as one object, in order.
+func encodeMembers(ms []member) json.RawMessage {
+	var b bytes.Buffer
+	b.WriteByte('{')
+	for i, m := range ms {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		name, _ := json.Marshal(m.name)
+		b.Write(name)
+		b.WriteByte(':')
+		b.Write(m.value)
+	}
+	b.WriteByte('}')
+	return b.Bytes()
+}
