@@ -695,7 +695,7 @@ func (c *Client) GetPrompt(ctx context.Context, req localapi.GetPromptRequest) (
 			return nil, badRequest(k, "%s has no argument %q", command, k)
 		}
 	}
-	res, err := c.reg.GetPrompt(ctx, command, req.Arguments)
+	res, err := c.reg.GetPrompt(ctx, command, req.Arguments, agent.PromptOptions{Raw: req.Raw})
 	if err != nil {
 		return nil, fail(err)
 	}

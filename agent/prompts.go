@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"encoding/json"
 	"context"
 	"fmt"
 	"slices"
@@ -49,6 +50,17 @@ type PromptResult struct {
 	Description string         `json:"description,omitempty"`
 	Blocks      []ContextBlock `json:"blocks"`
 	Notes       []string       `json:"notes,omitempty"`
+	// Raw is the server's validated GetPromptResult, unchanged, when
+	// PromptOptions.Raw asked for it and nothing was cut to fit the
+	// budget: for the MCP front end, whose host is the agent (SPEC §9
+	// A8), so embedded resources and annotations reach it as sent.
+	Raw json.RawMessage `json:"raw,omitempty"`
+}
+
+// PromptOptions adjust one GetPrompt.
+type PromptOptions struct {
+	// Raw asks for the server's result unchanged in PromptResult.Raw.
+	Raw bool
 }
 
 // Render returns the fenced messages followed by the budget notes.
@@ -71,7 +83,7 @@ func (e *ArgumentError) Error() string {
 // GetPrompt runs a /server:prompt command. Required arguments are checked
 // here, so the form can point at the missing field before anything is
 // sent; each message of the result becomes an untrusted ContextBlock.
-func (r *Registry) GetPrompt(ctx context.Context, command string, args map[string]string) (*PromptResult, error) {
+func (r *Registry) GetPrompt(ctx context.Context, command string, args map[string]string, opts ...PromptOptions) (*PromptResult, error) {
 	cmd := command
 	if !strings.HasPrefix(cmd, "/") {
 		cmd = "/" + cmd
@@ -111,5 +123,8 @@ func (r *Registry) GetPrompt(ctx context.Context, command string, args map[strin
 		}
 	}
 	out.Notes = bu.notes()
+	if len(opts) > 0 && opts[0].Raw && !bu.truncated && bu.droppedBinary == 0 {
+		out.Raw, _ = json.Marshal(res)
+	}
 	return out, nil
 }

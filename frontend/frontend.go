@@ -687,9 +687,17 @@ func content(b agent.ContextBlock) mcp.Content {
 // getPrompt is the handler of one offered prompt.
 func (f *Frontend) getPrompt(command string) mcp.PromptHandler {
 	return func(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
-		res, err := f.o.Engine.GetPrompt(ctx, localapi.GetPromptRequest{Command: command, Arguments: req.Params.Arguments})
+		res, err := f.o.Engine.GetPrompt(ctx, localapi.GetPromptRequest{Command: command, Arguments: req.Params.Arguments, Raw: true})
 		if err != nil {
 			return nil, fmt.Errorf("get prompt %s: %w", command, err)
+		}
+		if len(res.Raw) > 0 {
+			// The server's own result (A8): embedded resources, images
+			// and annotations as it sent them.
+			var out mcp.GetPromptResult
+			if err := json.Unmarshal(res.Raw, &out); err == nil {
+				return &out, nil
+			}
 		}
 		out := &mcp.GetPromptResult{Description: res.Description}
 		for _, b := range res.Blocks {

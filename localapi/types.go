@@ -570,6 +570,9 @@ type GetPromptRequest struct {
 	// Command is /server:prompt.
 	Command   string            `json:"command"`
 	Arguments map[string]string `json:"arguments,omitempty"`
+	// Raw asks for the server's result unchanged in PromptResult.Raw when
+	// it fits the size budget: for the MCP front end (SPEC §9 A8).
+	Raw bool `json:"raw,omitempty"`
 }
 
 // PromptResult is a prompt's messages as fenced context blocks.
