@@ -30,10 +30,11 @@ const (
 	topicGrants
 	topicCards
 	topicCatalog
+	topicNotices // per subscriber: the notices it has not seen (noticeRing)
 	numTopics
 )
 
-var topicNames = [numTopics]string{localapi.EventServers, localapi.EventGrants, localapi.EventCards, localapi.EventCatalog}
+var topicNames = [numTopics]string{localapi.EventServers, localapi.EventGrants, localapi.EventCards, localapi.EventCatalog, localapi.EventNotices}
 
 // hub counts generations per topic and wakes subscriptions on a bump.
 type hub struct {
@@ -136,10 +137,32 @@ func (c *Client) Subscribe(ctx context.Context) (<-chan localapi.Event, error) {
 		stop := context.AfterFunc(bctx, cancel)
 		defer stop()
 		var seen [numTopics]uint64
+		// Notices are news, not state: a subscriber gets those after it
+		// subscribed, each once.
+		noticeSeq := c.notices.last()
 		for {
 			gens, wake := c.hub.state()
 			for t := range numTopics {
 				if gens[t] == seen[t] {
+					continue
+				}
+				if t == topicNotices {
+					items, last := c.notices.after(noticeSeq)
+					if len(items) == 0 {
+						seen[t] = gens[t]
+						continue
+					}
+					b, err := marshal(items)
+					if err != nil {
+						c.log.Error("remotemcp: encode notices", "err", err)
+						continue
+					}
+					select {
+					case ch <- localapi.Event{Type: localapi.EventNotices, Data: b}:
+						seen[t], noticeSeq = gens[t], last
+					case <-ctx.Done():
+						return
+					}
 					continue
 				}
 				data, err := c.topicData(ctx, t)

@@ -131,6 +131,10 @@ type Client struct {
 	// a sign-in or a request that works (SPEC §9 A4, B2).
 	waiting map[string]*localapi.Reason
 
+	// notices are the servers' notifications for Subscribe (log
+	// messages, resource updates).
+	notices noticeRing
+
 	editMu sync.Mutex // queues this process's server edits
 
 	// callErrs keeps the manager's error of a call in flight by operation
@@ -201,7 +205,7 @@ func Open(ctx context.Context, o Options) (*Client, error) {
 		Store: st, HTTPClient: c.HTTP, OAuth: provider, Logger: o.Logger,
 		ClientName: "remotemcp", ClientVersion: Version,
 		ProtocolVersion: o.ProtocolVersion, NoStartupConnect: o.NoStartupConnect,
-		Elicit: o.Elicit,
+		Elicit: o.Elicit, OnLog: c.onServerLog, OnResourceUpdated: c.onResourceUpdated,
 	}
 	if mo.Elicit == nil {
 		cards, err := elicit.Open(ctx, st, elicit.Options{Logger: o.Logger})

@@ -94,6 +94,9 @@ func (a *api) register(mux *http.ServeMux) {
 	mux.HandleFunc("GET /api/prompts", a.prompts)
 	mux.HandleFunc("POST /api/prompts/get", a.getPrompt)
 	mux.HandleFunc("POST /api/complete", a.complete)
+	mux.HandleFunc("POST /api/subscriptions", a.subscribeResource)
+	mux.HandleFunc("POST /api/subscriptions/remove", a.unsubscribeResource)
+	mux.HandleFunc("POST /api/log-level", a.setLogLevel)
 	mux.HandleFunc("GET /api/resources", a.resources)
 	mux.HandleFunc("POST /api/resources/read", a.readResource)
 
@@ -402,6 +405,33 @@ func (a *api) complete(w http.ResponseWriter, r *http.Request) {
 	}
 	v, err := a.eng.Complete(r.Context(), req)
 	a.reply(w, http.StatusOK, v, err)
+}
+
+func (a *api) subscribeResource(w http.ResponseWriter, r *http.Request) {
+	req, err := decode[localapi.ResourceSubscription](w, r, maxBody)
+	if err != nil {
+		a.error(w, err)
+		return
+	}
+	a.reply(w, 0, nil, a.eng.SubscribeResource(r.Context(), req))
+}
+
+func (a *api) unsubscribeResource(w http.ResponseWriter, r *http.Request) {
+	req, err := decode[localapi.ResourceSubscription](w, r, maxBody)
+	if err != nil {
+		a.error(w, err)
+		return
+	}
+	a.reply(w, 0, nil, a.eng.UnsubscribeResource(r.Context(), req))
+}
+
+func (a *api) setLogLevel(w http.ResponseWriter, r *http.Request) {
+	req, err := decode[localapi.LogLevelRequest](w, r, maxBody)
+	if err != nil {
+		a.error(w, err)
+		return
+	}
+	a.reply(w, 0, nil, a.eng.SetLogLevel(r.Context(), req))
 }
 
 // nonNil makes a nil listing an empty JSON array: a listing is an array.

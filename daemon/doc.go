@@ -123,6 +123,9 @@
 //	GET    /api/resources[?serverId=&q=&limit=] Resources
 //	POST   /api/resources/read                  ReadResource
 //	POST   /api/complete                        Complete (completion/complete)
+//	POST   /api/subscriptions                   SubscribeResource (204)
+//	POST   /api/subscriptions/remove            UnsubscribeResource (204)
+//	POST   /api/log-level                       SetLogLevel (204)
 //	GET    /api/events                          Subscribe: text/event-stream of localapi.Event
 //	POST   /api/login-url                       a one-time login URL of the page (not in-process)
 //	POST   /s/<random>/api/logout               end the page's session (page only)

@@ -75,6 +75,11 @@ type Frontend struct {
 
 	policyMu sync.Mutex
 	policies map[string]policy // server id → its front-end settings
+
+	subs subscriptions // the hosts' resource subscriptions (notify.go)
+	// noticeSeq is the newest engine notice passed to the hosts.
+	noticeMu  sync.Mutex
+	noticeSeq uint64
 }
 
 // policy is what the front end does with one server's calls and
@@ -137,11 +142,15 @@ func New(ctx context.Context, o Options) (*Frontend, error) {
 		Capabilities: &mcp.ServerCapabilities{
 			Tools:       &mcp.ToolCapabilities{ListChanged: true},
 			Prompts:     &mcp.PromptCapabilities{ListChanged: true},
-			Resources:   &mcp.ResourceCapabilities{ListChanged: true},
+			Resources:   &mcp.ResourceCapabilities{ListChanged: true, Subscribe: true},
 			Completions: &mcp.CompletionCapabilities{},
+			Logging:     &mcp.LoggingCapabilities{},
 		},
-		CompletionHandler: f.complete,
+		CompletionHandler:  f.complete,
+		SubscribeHandler:   f.subscribe,
+		UnsubscribeHandler: f.unsubscribe,
 	})
+	f.srv.AddReceivingMiddleware(f.setLevel)
 	if err := f.sync(ctx); err != nil {
 		return nil, err
 	}
@@ -172,6 +181,7 @@ func (f *Frontend) watch(ctx context.Context, events <-chan localapi.Event) {
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
 	defer timer.Stop()
+	defer f.releaseAll()
 	for {
 		select {
 		case <-ctx.Done():
@@ -179,6 +189,10 @@ func (f *Frontend) watch(ctx context.Context, events <-chan localapi.Event) {
 		case ev, ok := <-events:
 			if !ok {
 				return
+			}
+			if ev.Type == localapi.EventNotices {
+				f.notices(ctx, ev.Data)
+				continue
 			}
 			if f.matters(ev) {
 				timer.Reset(syncDelay)

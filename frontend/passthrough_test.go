@@ -2,6 +2,8 @@ package frontend_test
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -68,5 +70,142 @@ func TestPromptPassesThrough(t *testing.T) {
 		if res.Description != "a doc" {
 			t.Errorf("%s: description %q", name, res.Description)
 		}
+	}
+}
+
+// notifyBackend is a server with a subscribable resource, logging, and a
+// tool "touch" that logs at info and debug and then updates the resource.
+func notifyBackend(subscribed chan<- string) *mcp.Server {
+	var srv *mcp.Server
+	srv = mcp.NewServer(&mcp.Implementation{Name: "n", Version: "1"}, &mcp.ServerOptions{
+		SubscribeHandler: func(_ context.Context, req *mcp.SubscribeRequest) error {
+			subscribed <- "+" + req.Params.URI
+			return nil
+		},
+		UnsubscribeHandler: func(_ context.Context, req *mcp.UnsubscribeRequest) error {
+			subscribed <- "-" + req.Params.URI
+			return nil
+		},
+		Capabilities: &mcp.ServerCapabilities{Logging: &mcp.LoggingCapabilities{}, Tools: &mcp.ToolCapabilities{}},
+	})
+	srv.AddResource(&mcp.Resource{URI: "test://doc", Name: "doc"}, func(context.Context, *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+		return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: "test://doc", Text: "v"}}}, nil
+	})
+	mcp.AddTool(srv, &mcp.Tool{Name: "touch", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(ctx context.Context, req *mcp.CallToolRequest, _ any) (*mcp.CallToolResult, any, error) {
+			_ = req.Session.Log(ctx, &mcp.LoggingMessageParams{Level: "info", Logger: "touch", Data: "touching"})
+			_ = req.Session.Log(ctx, &mcp.LoggingMessageParams{Level: "debug", Logger: "touch", Data: "details"})
+			_ = srv.ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: "test://doc"})
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "touched"}}}, nil, nil
+		})
+	return srv
+}
+
+// Issue #13 item 4 (SPEC B3, §9 A7): a host's resources/subscribe reaches
+// the server once however many hosts subscribe, the server's update
+// reaches the subscribed host under the URI it subscribed with, the last
+// unsubscribe reaches the server; the host's logging/setLevel reaches the
+// server and its log messages reach the host at that level, marked with
+// the server's id in aggregate mode.
+func TestNotificationsPassThrough(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	subscribed := make(chan string, 16)
+	eng := backend(ctx, t, "n", notifyBackend(subscribed))
+	fe, err := frontend.New(ctx, frontend.Options{Engine: eng})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rctx, stop := context.WithCancel(ctx)
+	var hosts []*mcp.ClientSession
+	updates := make(chan string, 16)
+	logs := make(chan *mcp.LoggingMessageParams, 16)
+	var runs []chan error
+	for i := range 2 {
+		st, ct := mcp.NewInMemoryTransports()
+		done := make(chan error, 1)
+		runs = append(runs, done)
+		go func() { done <- fe.Run(rctx, st) }()
+		cs, err := mcp.NewClient(&mcp.Implementation{Name: "host"}, &mcp.ClientOptions{
+			ResourceUpdatedHandler: func(_ context.Context, req *mcp.ResourceUpdatedNotificationRequest) {
+				updates <- fmt.Sprintf("host%d %s", i, req.Params.URI)
+			},
+			LoggingMessageHandler: func(_ context.Context, req *mcp.LoggingMessageRequest) { logs <- req.Params },
+		}).Connect(ctx, ct, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		hosts = append(hosts, cs)
+	}
+	t.Cleanup(func() {
+		stop()
+		for _, done := range runs {
+			<-done
+		}
+	})
+	if caps := hosts[0].InitializeResult().Capabilities; caps.Resources == nil || !caps.Resources.Subscribe || caps.Logging == nil {
+		t.Fatalf("the front end does not offer subscriptions and logging: %+v", caps)
+	}
+	for _, h := range hosts {
+		if err := h.Subscribe(ctx, &mcp.SubscribeParams{URI: "test://doc"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := <-subscribed; got != "+test://doc" {
+		t.Fatalf("server saw %q", got)
+	}
+	if err := hosts[0].SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: "info"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := hosts[0].CallTool(ctx, &mcp.CallToolParams{Name: "n__touch", Arguments: map[string]any{}}); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]bool{}
+	for len(got) < 2 {
+		select {
+		case u := <-updates:
+			got[u] = true
+		case <-ctx.Done():
+			t.Fatalf("updates: %v", got)
+		}
+	}
+	if !got["host0 test://doc"] || !got["host1 test://doc"] {
+		t.Errorf("updates %v, want one per subscribed host", got)
+	}
+	select {
+	case l := <-logs:
+		if l.Level != "info" || l.Logger != "n/touch" || l.Data != "touching" {
+			t.Errorf("log message %+v, want info from n/touch: touching", l)
+		}
+	case <-ctx.Done():
+		t.Fatal("no log message reached the host")
+	}
+	select {
+	case l := <-logs:
+		t.Errorf("a second log message %+v reached the host (debug is below its level; the other host set none)", l)
+	case <-time.After(300 * time.Millisecond):
+	}
+	if len(updates) > 0 {
+		t.Errorf("%d more updates: each host gets each update once", len(updates))
+	}
+	// The first unsubscribe keeps the server's subscription (the other
+	// host holds it); the second ends it.
+	if err := hosts[0].Unsubscribe(ctx, &mcp.UnsubscribeParams{URI: "test://doc"}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case s := <-subscribed:
+		t.Fatalf("server saw %q while a host still holds the subscription", s)
+	case <-time.After(200 * time.Millisecond):
+	}
+	if err := hosts[1].Unsubscribe(ctx, &mcp.UnsubscribeParams{URI: "test://doc"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := <-subscribed; got != "-test://doc" {
+		t.Fatalf("server saw %q, want the unsubscribe", got)
+	}
+	// A URI nothing offers is refused, and reaches no server.
+	if err := hosts[0].Subscribe(ctx, &mcp.SubscribeParams{URI: "nope://x"}); err == nil {
+		t.Error("subscribe to an unoffered URI: no error")
 	}
 }

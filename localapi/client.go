@@ -421,6 +421,21 @@ func (c *Client) Complete(ctx context.Context, req CompleteRequest) (*CompleteRe
 	return send[CompleteResult](ctx, c, http.MethodPost, "/api/complete", req)
 }
 
+// SubscribeResource subscribes to updates of a server's resource.
+func (c *Client) SubscribeResource(ctx context.Context, req ResourceSubscription) error {
+	return c.do(ctx, http.MethodPost, "/api/subscriptions", nil, req, nil)
+}
+
+// UnsubscribeResource gives back one subscription of a server's resource.
+func (c *Client) UnsubscribeResource(ctx context.Context, req ResourceSubscription) error {
+	return c.do(ctx, http.MethodPost, "/api/subscriptions/remove", nil, req, nil)
+}
+
+// SetLogLevel asks servers for log messages at a level.
+func (c *Client) SetLogLevel(ctx context.Context, req LogLevelRequest) error {
+	return c.do(ctx, http.MethodPost, "/api/log-level", nil, req, nil)
+}
+
 // Call runs one tool call over the call stream of POST /api/calls: h
 // hears the approval request (its decision is posted back at once; a nil
 // Approve denies), progress and questions in the order the engine sent
@@ -627,6 +642,10 @@ func (q *eventQueue) put(ev Event) {
 		}
 		q.order = append(q.order, ev.Type)
 	}
+	if old, ok := q.pending[ev.Type]; ok && ev.Type == EventNotices {
+		// Notices are news: an undelivered batch is joined, not replaced.
+		ev.Data = joinNotices(old.Data, ev.Data)
+	}
 	q.pending[ev.Type] = ev
 	q.mu.Unlock()
 	select {
@@ -683,4 +702,22 @@ func (q *eventQueue) deliver(ctx context.Context, out chan<- Event, body io.Clos
 			return
 		}
 	}
+}
+
+// joinNotices appends the notices of b to those of a, keeping the newest
+// MaxNoticeBacklog; data that does not parse leaves b alone.
+func joinNotices(a, b json.RawMessage) json.RawMessage {
+	var x, y []json.RawMessage
+	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
+		return b
+	}
+	all := append(x, y...)
+	if len(all) > MaxNoticeBacklog {
+		all = all[len(all)-MaxNoticeBacklog:]
+	}
+	out, err := json.Marshal(all)
+	if err != nil {
+		return b
+	}
+	return out
 }

@@ -74,6 +74,19 @@ type Engine interface {
 	// one of its prompts or resource templates.
 	Complete(ctx context.Context, req CompleteRequest) (*CompleteResult, error)
 
+	// SubscribeResource subscribes to updates of a server's resource
+	// (resources/subscribe), connecting the server when needed; the
+	// updates arrive as notices (EventNotices). Subscriptions are
+	// counted: each needs its UnsubscribeResource, and they are renewed
+	// on every new session of the server.
+	SubscribeResource(ctx context.Context, req ResourceSubscription) error
+	UnsubscribeResource(ctx context.Context, req ResourceSubscription) error
+	// SetLogLevel asks a server (every enabled one when req.ServerID is
+	// "") for log messages at req.Level and above, now if it is
+	// connected and on its later sessions; it connects nothing. The
+	// messages arrive as notices (EventNotices) and in the request log.
+	SetLogLevel(ctx context.Context, req LogLevelRequest) error
+
 	// Subscribe delivers events until ctx ends. A slow reader misses
 	// intermediate events, never the newest of each type.
 	Subscribe(ctx context.Context) (<-chan Event, error)

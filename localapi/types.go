@@ -649,7 +649,54 @@ const (
 	EventGrants  = "grants"  // Data: GrantsState
 	EventCards   = "cards"   // Data: []Card
 	EventCatalog = "catalog" // Data: ToolList (the agent's tools changed)
+	// EventNotices carries the servers' notifications since the
+	// subscriber's previous notices event (Data: []Notice, oldest
+	// first): each subscriber gets each notice once, while it keeps up
+	// with the engine's bounded backlog (MaxNoticeBacklog).
+	EventNotices = "notices"
 )
+
+// Notice types.
+const (
+	NoticeLog             = "log"              // a server's notifications/message
+	NoticeResourceUpdated = "resource-updated" // notifications/resources/updated of a subscribed URI
+)
+
+// MaxNoticeBacklog is how many notices the engine keeps for subscribers
+// that fall behind; older ones are gone for them.
+const MaxNoticeBacklog = 512
+
+// Notice is one notification of a server that the engine passes on: a
+// log message (bounded and redacted) or the update of a subscribed
+// resource.
+type Notice struct {
+	Seq      uint64    `json:"seq"`
+	Type     string    `json:"type"`
+	ServerID string    `json:"serverId"`
+	Time     time.Time `json:"time"`
+	// Level, Logger and Text are a log message's (NoticeLog).
+	Level  string `json:"level,omitempty"`
+	Logger string `json:"logger,omitempty"`
+	Text   string `json:"text,omitempty"`
+	// URI is the updated resource's, as the server names it
+	// (NoticeResourceUpdated).
+	URI string `json:"uri,omitempty"`
+}
+
+// ResourceSubscription names one resource of one server, by the server's
+// own URI (Engine.SubscribeResource).
+type ResourceSubscription struct {
+	ServerID string `json:"serverId"`
+	URI      string `json:"uri"`
+}
+
+// LogLevelRequest asks servers for log messages at Level and above
+// (logging/setLevel, RFC 5424 names: debug … emergency).
+type LogLevelRequest struct {
+	// ServerID is the server; "" means every enabled server.
+	ServerID string `json:"serverId,omitempty"`
+	Level    string `json:"level"`
+}
 
 // Event is one change the engine announces.
 type Event struct {

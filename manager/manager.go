@@ -121,6 +121,12 @@ type Options struct {
 	// One-shot CLI commands use it so a command about one server does not
 	// contact the others.
 	NoStartupConnect bool
+	// OnLog receives every server's notifications/message (bounded and
+	// redacted), besides the request log; OnResourceUpdated every
+	// notifications/resources/updated. Both are called from session
+	// goroutines and must not block.
+	OnLog             func(serverID string, l session.LogMessage)
+	OnResourceUpdated func(serverID, uri string)
 }
 
 // Manager owns all server connections. Create with New, then Start.
@@ -175,6 +181,10 @@ type entry struct {
 	// failed before it ever opened; past maxStreamFailures, sessions keep
 	// going without one (and poll) instead of reconnecting forever.
 	streamFailures int
+	// subs counts the subscriptions of each resource URI (notify.go);
+	// logLevel is a level set at run time, for every later session.
+	subs     map[string]int
+	logLevel string
 }
 
 // maxStreamFailures is how many sessions in a row may lose a stream that
@@ -466,11 +476,24 @@ func (m *Manager) attemptOnce(e *entry, a *attempt) error {
 				msg = l.Logger + ": " + msg
 			}
 			e.log.add(session.Exchange{Time: l.Time, Kind: "log", Level: l.Level, Message: msg})
+			if m.o.OnLog != nil {
+				m.o.OnLog(e.id, l)
+			}
+		},
+		OnResourceUpdated: func(uri string) {
+			if m.o.OnResourceUpdated != nil {
+				m.o.OnResourceUpdated(e.id, uri)
+			}
 		},
 		CatalogPoll: max(m.o.CatalogPoll, 0),
 	}
 	e.mu.Lock()
 	opts.KeepWithoutStream = e.streamFailures >= maxStreamFailures
+	if e.logLevel != "" {
+		// Set at run time (SetLogLevel); cfg stays the stored config,
+		// which the drift check below compares.
+		opts.Server.LogLevel = e.logLevel
+	}
 	e.mu.Unlock()
 	switch {
 	case cfg.Auth.Kind.OAuthCapable() && m.o.OAuth != nil:
@@ -517,9 +540,14 @@ func (m *Manager) attemptOnce(e *entry, a *attempt) error {
 	e.sess = sess
 	e.catalog = sess.Catalog()
 	m.setState(e, StateReady, nil)
+	renew := len(e.subs) > 0
 	e.mu.Unlock()
 	m.wg.Add(1)
 	go m.watch(e, sess)
+	if renew {
+		m.wg.Add(1)
+		go m.renew(e, sess)
+	}
 	return nil
 }
 

@@ -67,6 +67,9 @@ type Options struct {
 	// redacted; logging/setLevel asks for Server.LogLevel (default
 	// warning) when the server offers logging.
 	OnLog func(LogMessage)
+	// OnResourceUpdated receives the URI of each
+	// notifications/resources/updated (bounded to MaxURI bytes).
+	OnResourceUpdated func(uri string)
 	// KeepWithoutStream keeps the session when its standalone stream
 	// fails (the owner saw it fail on earlier sessions: reconnecting again
 	// would not help); the catalog is then polled instead.
@@ -110,6 +113,7 @@ type Session struct {
 	streamOpen        atomic.Bool
 	lastUse           atomic.Int64 // unix nanos of the last request
 	onLogMsg          func(LogMessage)
+	onUpdated         func(uri string)
 	// ready is set once the handshake (initialize + first listings) is
 	// done; list_changed before that only marks the kind pending, because
 	// the first listing is still to come (or running) and s.cs may not be
@@ -223,6 +227,7 @@ func Connect(ctx context.Context, o Options) (*Session, error) {
 
 		keepWithoutStream: o.KeepWithoutStream,
 		onLogMsg:          o.OnLog,
+		onUpdated:         o.OnResourceUpdated,
 	}
 	s.used()
 	s.cancels.init()
@@ -240,6 +245,7 @@ func Connect(ctx context.Context, o Options) (*Session, error) {
 		ResourceListChangedHandler:  func(context.Context, *mcp.ResourceListChangedRequest) { s.Refresh(KindResources, KindTemplates) },
 		ProgressNotificationHandler: s.onProgress,
 		LoggingMessageHandler:       s.onLog,
+		ResourceUpdatedHandler:      s.onResourceUpdated,
 	}
 	var elicitH func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error)
 	if o.Elicit != nil {

@@ -1,0 +1,259 @@
+package frontend
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/yosida95/uritemplate/v3"
+
+	"github.com/remotemcp/remotemcp/localapi"
+)
+
+// Notifications from the servers to the hosts: log messages (after the
+// host's logging/setLevel, which is forwarded to the servers) and the
+// updates of subscribed resources (SPEC B3, §9 A7).
+
+// releaseWait bounds the unsubscriptions when the front end stops.
+const releaseWait = 5 * time.Second
+
+// subKey is one subscribed resource: its server and the server's own URI.
+type subKey struct{ server, uri string }
+
+// subscription is one subscribed resource: the URI the hosts subscribed
+// with (what their updates name) and the host sessions that did.
+type subscription struct {
+	exposed  string
+	sessions map[*mcp.ServerSession]bool
+}
+
+// subscriptions are the front end's resource subscriptions. The engine
+// holds one subscription per resource for the whole front end, however
+// many of its hosts subscribed.
+type subscriptions struct {
+	mu sync.Mutex
+	m  map[subKey]*subscription
+}
+
+// route maps a URI a host names to its server and the server's own URI:
+// an offered resource or template expansion, a remotemcp://SERVER/… URI,
+// or in single-server mode anything, unchanged.
+func (f *Frontend) route(uri string) (subKey, bool) {
+	f.refMu.RLock()
+	defer f.refMu.RUnlock()
+	if server, ok := f.uriRefs[uri]; ok && !strings.Contains(uri, "{") {
+		return subKey{server, OriginalURI(server, uri)}, true
+	}
+	if rest, ok := strings.CutPrefix(uri, URIScheme+"://"); ok {
+		if esc, _, ok := strings.Cut(rest, "/"); ok {
+			if server, err := url.PathUnescape(esc); err == nil && f.known(server) {
+				return subKey{server, OriginalURI(server, uri)}, true
+			}
+		}
+	}
+	if f.o.ServerID != "" {
+		return subKey{f.o.ServerID, uri}, true
+	}
+	for exposed, server := range f.uriRefs {
+		if !strings.Contains(exposed, "{") {
+			continue
+		}
+		if t, err := uritemplate.New(exposed); err == nil && t.Match(uri) != nil {
+			return subKey{server, OriginalURI(server, uri)}, true
+		}
+	}
+	return subKey{}, false
+}
+
+// known reports whether server owns any offered resource (under refMu).
+func (f *Frontend) known(server string) bool {
+	for _, s := range f.uriRefs {
+		if s == server {
+			return true
+		}
+	}
+	return false
+}
+
+// subscribe is the host's resources/subscribe: the first host session to
+// subscribe to a resource subscribes the engine.
+func (f *Frontend) subscribe(ctx context.Context, req *mcp.SubscribeRequest) error {
+	k, ok := f.route(req.Params.URI)
+	if !ok {
+		return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("resources/subscribe: no resource %q is offered", req.Params.URI)}
+	}
+	f.pruneSubscriptions(ctx)
+	f.subs.mu.Lock()
+	defer f.subs.mu.Unlock()
+	if s := f.subs.m[k]; s != nil {
+		s.sessions[req.Session] = true
+		return nil
+	}
+	if err := f.o.Engine.SubscribeResource(ctx, localapi.ResourceSubscription{ServerID: k.server, URI: k.uri}); err != nil {
+		if localapi.HasCode(err, localapi.CodeConflict) || localapi.HasCode(err, localapi.CodeBadRequest) || localapi.HasCode(err, localapi.CodeNotFound) {
+			return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: err.Error()}
+		}
+		return fmt.Errorf("subscribe to %s of server %s: %w", k.uri, k.server, err)
+	}
+	if f.subs.m == nil {
+		f.subs.m = map[subKey]*subscription{}
+	}
+	f.subs.m[k] = &subscription{exposed: req.Params.URI, sessions: map[*mcp.ServerSession]bool{req.Session: true}}
+	return nil
+}
+
+// unsubscribe is the host's resources/unsubscribe: the last host session
+// to leave a resource unsubscribes the engine.
+func (f *Frontend) unsubscribe(ctx context.Context, req *mcp.UnsubscribeRequest) error {
+	k, ok := f.route(req.Params.URI)
+	if !ok {
+		return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("resources/unsubscribe: no resource %q is offered", req.Params.URI)}
+	}
+	f.subs.mu.Lock()
+	s := f.subs.m[k]
+	if s == nil || !s.sessions[req.Session] {
+		f.subs.mu.Unlock()
+		return nil // nothing to undo; unsubscribing twice is harmless
+	}
+	delete(s.sessions, req.Session)
+	last := len(s.sessions) == 0
+	if last {
+		delete(f.subs.m, k)
+	}
+	f.subs.mu.Unlock()
+	if !last {
+		return nil
+	}
+	return f.o.Engine.UnsubscribeResource(ctx, localapi.ResourceSubscription{ServerID: k.server, URI: k.uri})
+}
+
+// pruneSubscriptions forgets host sessions that ended without
+// unsubscribing, and gives back the engine's subscriptions nobody holds.
+func (f *Frontend) pruneSubscriptions(ctx context.Context) {
+	live := map[*mcp.ServerSession]bool{}
+	for ss := range f.srv.Sessions() {
+		live[ss] = true
+	}
+	f.subs.mu.Lock()
+	var gone []subKey
+	for k, s := range f.subs.m {
+		for ss := range s.sessions {
+			if !live[ss] {
+				delete(s.sessions, ss)
+			}
+		}
+		if len(s.sessions) == 0 {
+			delete(f.subs.m, k)
+			gone = append(gone, k)
+		}
+	}
+	f.subs.mu.Unlock()
+	f.release(ctx, gone)
+}
+
+// releaseAll gives back every subscription (the front end stops).
+func (f *Frontend) releaseAll() {
+	f.subs.mu.Lock()
+	var gone []subKey
+	for k := range f.subs.m {
+		gone = append(gone, k)
+	}
+	f.subs.m = nil
+	f.subs.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), releaseWait)
+	defer cancel()
+	f.release(ctx, gone)
+}
+
+func (f *Frontend) release(ctx context.Context, ks []subKey) {
+	for _, k := range ks {
+		if err := f.o.Engine.UnsubscribeResource(ctx, localapi.ResourceSubscription{ServerID: k.server, URI: k.uri}); err != nil {
+			f.log.Info("frontend: give back a resource subscription", "server", k.server, "uri", k.uri, "err", err)
+		}
+	}
+}
+
+// setLevel forwards the host's logging/setLevel to the servers it is
+// offered (go-sdk keeps the host's level and filters what it is sent).
+// The most recent level asked by any host applies to a server.
+func (f *Frontend) setLevel(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		res, err := next(ctx, method, req)
+		if err != nil || method != "logging/setLevel" {
+			return res, err
+		}
+		if p, ok := req.GetParams().(*mcp.SetLoggingLevelParams); ok && p != nil {
+			if lerr := f.o.Engine.SetLogLevel(ctx, localapi.LogLevelRequest{ServerID: f.o.ServerID, Level: string(p.Level)}); lerr != nil {
+				f.log.Info("frontend: forward the host's log level", "level", p.Level, "err", lerr)
+			}
+		}
+		return res, err
+	}
+}
+
+// notices passes the servers' notifications on to the hosts: log
+// messages to every host session (go-sdk drops those below a host's
+// level, and all of them for a host that never set one), updates to the
+// sessions subscribed to the resource.
+func (f *Frontend) notices(ctx context.Context, data json.RawMessage) {
+	var ns []localapi.Notice
+	if err := json.Unmarshal(data, &ns); err != nil {
+		f.log.Warn("frontend: unreadable notices", "err", err)
+		return
+	}
+	// Every Run and RunHTTP of the front end watches the engine, but
+	// each notice goes to the hosts once: the first watcher to see it
+	// takes it. Sequence numbers restart with the engine (a daemon's
+	// restart), so one far behind the newest taken is new again.
+	f.noticeMu.Lock()
+	fresh := ns[:0]
+	for _, n := range ns {
+		if n.Seq > f.noticeSeq || n.Seq+localapi.MaxNoticeBacklog < f.noticeSeq {
+			fresh = append(fresh, n)
+			f.noticeSeq = n.Seq
+		}
+	}
+	f.noticeMu.Unlock()
+	for _, n := range fresh {
+		if f.o.ServerID != "" && n.ServerID != f.o.ServerID {
+			continue
+		}
+		switch n.Type {
+		case localapi.NoticeLog:
+			logger := n.Logger
+			if f.o.ServerID == "" {
+				// Whose message it is, in the hosts' words.
+				logger = n.ServerID
+				if n.Logger != "" {
+					logger += "/" + n.Logger
+				}
+			}
+			p := &mcp.LoggingMessageParams{Level: mcp.LoggingLevel(n.Level), Logger: logger, Data: n.Text}
+			for ss := range f.srv.Sessions() {
+				if err := ss.Log(ctx, p); err != nil && ctx.Err() == nil {
+					f.log.Debug("frontend: pass a log message on", "err", err)
+				}
+			}
+		case localapi.NoticeResourceUpdated:
+			f.subs.mu.Lock()
+			s := f.subs.m[subKey{n.ServerID, n.URI}]
+			exposed := ""
+			if s != nil {
+				exposed = s.exposed
+			}
+			f.subs.mu.Unlock()
+			if exposed == "" {
+				continue // another front end's subscription
+			}
+			if err := f.srv.ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: exposed}); err != nil && ctx.Err() == nil {
+				f.log.Debug("frontend: pass a resource update on", "uri", exposed, "err", err)
+			}
+		}
+	}
+}
