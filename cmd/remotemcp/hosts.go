@@ -1,0 +1,318 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/remotemcp/remotemcp/hosts"
+)
+
+// newHostsCmd is `remotemcp hosts …`: remotemcp's entry in MCP hosts'
+// own configuration files.
+func newHostsCmd(a *app) *cobra.Command {
+	return group("hosts", "Connect MCP hosts (Claude Desktop, Claude Code, Cursor, VS Code …) to remotemcp",
+		`Write (or remove) an entry named "remotemcp" in an MCP host's own
+configuration file, in the host's format, that runs this remotemcp as
+"remotemcp mcp" (with --data-dir DIR when the data directory is not the
+default). The host then sees every server remotemcp manages.
+
+Only that entry changes: other entries, comments (VS Code's JSONC) and
+formatting are kept, and a file that cannot be parsed is refused and left
+as it is. Running a command twice changes nothing the second time. When a
+file changes, its previous version is saved as FILE.remotemcp-backup
+(replacing an older backup); --dry-run prints the change and writes
+nothing. Restart the host (or reload its MCP servers) afterwards.
+
+Hosts and their user-level files here (--project: the project-level file):
+`+hostsHelp(),
+		newHostsListCmd(a), newHostsConnectCmd(a, true), newHostsConnectCmd(a, false))
+}
+
+// hostsHelp lists the table for this OS: id, file, project file, notes.
+func hostsHelp() string {
+	var b strings.Builder
+	tw := newTable(&b)
+	for _, h := range hosts.All() {
+		ts := h.User.For(runtime.GOOS)
+		file := strings.Replace(ts[len(ts)-1], "$HOME", "~", 1)
+		proj := h.Project
+		if proj == "" {
+			proj = "(none)"
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t--project: %s\n", h.ID, file, proj)
+	}
+	tw.Flush()
+	for _, h := range hosts.All() {
+		for _, n := range []string{h.Notes[runtime.GOOS], h.ProjectNote} {
+			if n != "" {
+				fmt.Fprintf(&b, "\nNote: %s.", n)
+			}
+		}
+	}
+	return strings.TrimSuffix(b.String(), "\n")
+}
+
+// projectFlag adds --project[=DIR] to cmd.
+func projectFlag(cmd *cobra.Command, dir *string) {
+	cmd.Flags().StringVar(dir, "project", "", "the host's project-level file in project directory `DIR` (--project alone: the current directory) instead of its user-level one")
+	cmd.Flags().Lookup("project").NoOptDefVal = "."
+}
+
+// projectDir resolves --project's value ("" stays "": user-level files).
+func projectDir(dir string) (string, error) {
+	if dir == "" {
+		return "", nil
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", fmt.Errorf("hosts: project directory %s: %w", dir, err)
+	}
+	if fi, err := os.Stat(abs); err != nil || !fi.IsDir() {
+		return "", usageErrorf("--project %s: not a directory", dir)
+	}
+	return abs, nil
+}
+
+// hostSystem is this machine for the hosts table: the home directory
+// and environment come from the invocation's environment.
+func (a *app) hostSystem() (hosts.System, error) {
+	key := "HOME"
+	if runtime.GOOS == "windows" {
+		key = "USERPROFILE"
+	}
+	home, _ := a.env(key)
+	if home == "" {
+		h, err := os.UserHomeDir()
+		if err != nil {
+			return hosts.System{}, fmt.Errorf("hosts: find the home directory: %w", err)
+		}
+		home = h
+	}
+	return hosts.System{OS: runtime.GOOS, Home: home, Env: a.env}, nil
+}
+
+func newHostsListCmd(a *app) *cobra.Command {
+	var project string
+	cmd := &cobra.Command{
+		Use:   "list",
+		Short: "List the hosts: installed, connected, and their files",
+		Long: `List every host remotemcp can connect: whether it looks installed (its
+configuration directory exists, e.g. ~/.cursor; for Claude Code ~/.claude
+or $CLAUDE_CONFIG_DIR), whether its file has a "remotemcp" entry, and the
+file. With --project, the project-level files instead.`,
+		Args: argsExactly(0, ""),
+		RunE: func(*cobra.Command, []string) error {
+			dir, err := projectDir(project)
+			if err != nil {
+				return err
+			}
+			sys, err := a.hostSystem()
+			if err != nil {
+				return err
+			}
+			list := hosts.List(sys, dir)
+			if a.asJSON {
+				return writeJSON(a.streams.Out, list)
+			}
+			return a.printHosts(list)
+		},
+	}
+	projectFlag(cmd, &project)
+	return a.jsonFlag(cmd, "print JSON: id, name, installed, connected, file, exists, note, error")
+}
+
+// printHosts prints hosts list's table, notes and errors on stderr.
+func (a *app) printHosts(list []hosts.Status) error {
+	tw := newTable(a.streams.Out)
+	fmt.Fprintln(tw, "HOST\tINSTALLED\tCONNECTED\tFILE")
+	for _, st := range list {
+		conn := yesNo(st.Connected)
+		switch {
+		case st.Error != "":
+			conn = "?"
+		case st.File == "":
+			conn = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", st.ID, yesNo(st.Installed), conn, cell(orDash(st.File)))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, st := range list {
+		if st.Note != "" {
+			fmt.Fprintf(a.streams.Err, "note: %s: %s\n", st.ID, cell(st.Note))
+		}
+		if st.Error != "" {
+			fmt.Fprintf(a.streams.Err, "remotemcp: %s\n", cell(st.Error))
+		}
+	}
+	return nil
+}
+
+// newHostsConnectCmd is "hosts connect" (connect) or "hosts disconnect".
+func newHostsConnectCmd(a *app, connect bool) *cobra.Command {
+	var (
+		project string
+		dryRun  bool
+		command string
+	)
+	cmd := &cobra.Command{
+		Use:   "disconnect HOST",
+		Short: `Remove the "remotemcp" entry from a host's configuration file`,
+		Long: `Remove the "remotemcp" entry from HOST's configuration file, leaving
+everything else as it is. A file without one is left alone.
+
+HOST is one of: ` + strings.Join(hosts.IDs(), ", ") + ".",
+		Args:      argsExactly(1, "HOST"),
+		ValidArgs: hosts.IDs(),
+		RunE: func(_ *cobra.Command, args []string) error {
+			return a.runHostsConnect(args[0], project, command, connect, dryRun)
+		},
+	}
+	if connect {
+		cmd.Use = "connect HOST"
+		cmd.Short = `Add remotemcp to a host's configuration file (an entry named "remotemcp")`
+		cmd.Long = `Write an entry named "remotemcp" into HOST's configuration file that runs
+this program as "remotemcp mcp", by its absolute path (symbolic links
+resolved; --command names another), with --data-dir DIR when the data
+directory is not the default (--data-dir or $REMOTEMCP_HOME given). The
+file and its directory are created if missing; an existing entry is
+replaced; everything else is kept. A binary of "go run" is refused: it is
+deleted when it exits.
+
+HOST is one of: ` + strings.Join(hosts.IDs(), ", ") + "."
+		cmd.Flags().StringVar(&command, "command", "", "absolute path the host should run instead of this program's own (e.g. a stable symbolic link such as /opt/homebrew/bin/remotemcp)")
+	}
+	projectFlag(cmd, &project)
+	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "print the change as a diff and write nothing")
+	return cmd
+}
+
+// runHostsConnect is "hosts connect" (connect) or "hosts disconnect" of
+// host id: the file, one change, the report.
+func (a *app) runHostsConnect(id, project, command string, connect, dryRun bool) error {
+	h, ok := hosts.Lookup(id)
+	if !ok {
+		return usageErrorf("unknown host %q: choose one of %s", id, strings.Join(hosts.IDs(), ", "))
+	}
+	dir, err := projectDir(project)
+	if err != nil {
+		return err
+	}
+	sys, err := a.hostSystem()
+	if err != nil {
+		return err
+	}
+	f, err := h.File(sys, dir)
+	if errors.Is(err, hosts.ErrNoProjectFile) {
+		return usageErrorf("%s has no project-level configuration file: drop --project", h.Name)
+	}
+	if err != nil {
+		return err
+	}
+	var c hosts.Change
+	if connect {
+		e, err := a.hostEntry(command)
+		if err != nil {
+			return err
+		}
+		if c, err = f.Connect(e, dryRun); err != nil {
+			return err
+		}
+	} else if c, err = f.Disconnect(dryRun); err != nil {
+		return err
+	}
+	return a.printHostChange(sys, f, c, connect, dryRun)
+}
+
+// hostEntry is the entry connect writes: this program (or --command)
+// with the data directory when it is not the default.
+func (a *app) hostEntry(command string) (hosts.Entry, error) {
+	exe := command
+	if exe != "" {
+		if !filepath.IsAbs(exe) {
+			return hosts.Entry{}, usageErrorf("--command %s: give an absolute path", exe)
+		}
+		if fi, err := os.Stat(exe); err != nil || fi.IsDir() {
+			return hosts.Entry{}, usageErrorf("--command %s: not a program file", exe)
+		}
+	} else {
+		p, err := os.Executable()
+		if err != nil {
+			return hosts.Entry{}, fmt.Errorf("hosts: find this program's path: %w (give it with --command)", err)
+		}
+		if r, err := filepath.EvalSymlinks(p); err == nil {
+			p = r
+		}
+		if err := hosts.CheckCommand(runtime.GOOS, p); err != nil {
+			return hosts.Entry{}, fmt.Errorf("%w; or name the program with --command PATH", err)
+		}
+		exe = p
+	}
+	return hosts.NewEntry(exe, a.hostDataDir()), nil
+}
+
+// hostDataDir is the --data-dir a host must pass: "" for the default data
+// directory; the absolute path when --data-dir or $REMOTEMCP_HOME chose
+// another (the host would not see this shell's environment).
+func (a *app) hostDataDir() string {
+	env, _ := a.env(envHome)
+	if a.dataDir == "" && env == "" {
+		return ""
+	}
+	dir := a.dataDirPath()
+	if abs, err := filepath.Abs(dir); err == nil {
+		dir = abs
+	}
+	if base, err := os.UserConfigDir(); err == nil && filepath.Join(base, "remotemcp") == dir {
+		return ""
+	}
+	return dir
+}
+
+// printHostChange reports a connect or disconnect: the diff of a dry run,
+// else what was done on stdout and what to do next on stderr.
+func (a *app) printHostChange(sys hosts.System, f hosts.File, c hosts.Change, connect, dryRun bool) error {
+	h := f.Host
+	out, errw := a.streams.Out, a.streams.Err
+	var err error
+	switch {
+	case !c.Changed && connect:
+		_, err = fmt.Fprintf(out, "%s is already connected: %s (unchanged)\n", h.ID, cell(c.Path))
+	case !c.Changed:
+		_, err = fmt.Fprintf(out, "%s is not connected: %s (unchanged)\n", h.ID, cell(c.Path))
+	case dryRun:
+		_, err = fmt.Fprint(out, text(c.Diff()))
+		fmt.Fprintf(errw, "dry run: %s not written\n", cell(c.Path))
+	default:
+		verb := "disconnected"
+		if connect {
+			verb = "connected"
+		}
+		line := fmt.Sprintf("%s %s: %s", verb, h.ID, c.Path)
+		if c.Backup != "" {
+			line += fmt.Sprintf(" (previous version: %s)", c.Backup)
+		}
+		_, err = fmt.Fprintln(out, cell(line))
+		fmt.Fprintf(errw, "restart %s (or reload its MCP servers) to apply it\n", h.Name)
+	}
+	if connect && c.Changed {
+		if !f.Project && !h.IsInstalled(sys) {
+			fmt.Fprintf(errw, "note: %s does not look installed here; the file is ready for when it is\n", h.Name)
+		}
+		note := h.Note(sys)
+		if f.Project {
+			note = h.ProjectNote
+		}
+		if note != "" {
+			fmt.Fprintf(errw, "note: %s\n", note)
+		}
+	}
+	return err
+}
