@@ -1,0 +1,144 @@
+// Command remotemcp-bench measures remotemcp against bare go-sdk and
+// prints one table (package internal/bench; issue #12). Run it through
+// scripts/bench.sh, which builds it and passes its arguments on:
+//
+//	scripts/bench.sh                          # everything, about 3 minutes on 2 cores
+//	scripts/bench.sh -sections calls -calls 500 -rounds 1
+//	scripts/bench.sh -profile agent -cpuprofile cpu.out -memprofile mem.out
+//
+// The test server runs in a second process: this binary started again as
+// `remotemcp-bench serve`, so getrusage here counts the client alone.
+// Progress goes to stderr, the table to stdout.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"runtime"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/remotemcp/remotemcp/internal/bench"
+)
+
+func main() {
+	if len(os.Args) > 1 && os.Args[1] == "serve" {
+		os.Exit(bench.ServeMain(os.Args[2:]))
+	}
+	os.Exit(run())
+}
+
+func run() int {
+	def := bench.DefaultConfig()
+	calls := flag.Int("calls", def.Calls, "calls per side per round, at each concurrency")
+	rounds := flag.Int("rounds", def.Rounds, "rounds of alternating go-sdk / remotemcp runs")
+	conc := flag.String("concurrency", joinInts(def.Concurrency), "concurrency levels, comma-separated")
+	warmup := flag.Int("warmup", def.Warmup, "warm-up calls per client")
+	idle := flag.Int("idle-servers", def.IdleServers, "connected idle servers for the memory rows")
+	lazy := flag.Int("lazy-servers", def.LazyServers, "lazy servers for the lazy heap row")
+	startup := flag.String("startup", joinInts(def.StartupCounts), "server counts of the start-up rows, comma-separated")
+	reps := flag.Int("startup-reps", def.StartupReps, "engine starts measured per count")
+	embedder := flag.Bool("embedder", def.Embedder, "also start an embedder's agent.Registry on a manager (connects every lazy server)")
+	storm := flag.Int("storm", def.StormNotifications, "list_changed notifications in the storm")
+	sections := flag.String("sections", strings.Join(bench.AllSections, ","), "sections to run: "+strings.Join(bench.AllSections, ","))
+	command := flag.String("command", "", "the command line to print on top (default: this one)")
+	quiet := flag.Bool("q", false, "no progress on stderr")
+	profile := flag.String("profile", "", "profile one path instead (go-sdk, session, manager, registry, agent): -calls × -rounds calls at the first -concurrency")
+	cpuprofile := flag.String("cpuprofile", "", "with -profile: write a CPU profile")
+	memprofile := flag.String("memprofile", "", "with -profile: write an allocation profile (and FILE.base before the calls)")
+	heapprofile := flag.String("heapprofile", "", "with the memory section: write an in-use heap profile of the manager's connected idle servers")
+	flag.Parse()
+	if flag.NArg() > 0 {
+		fmt.Fprintf(os.Stderr, "remotemcp-bench: unexpected arguments %q\n", flag.Args())
+		return 2
+	}
+	if *memprofile != "" || *heapprofile != "" {
+		runtime.MemProfileRate = 4096
+	}
+	cfg := def
+	cfg.Calls, cfg.Rounds, cfg.Warmup = *calls, *rounds, *warmup
+	cfg.IdleServers, cfg.LazyServers, cfg.StartupReps = *idle, *lazy, *reps
+	cfg.Embedder, cfg.StormNotifications, cfg.HeapProfile = *embedder, *storm, *heapprofile
+	cfg.Sections = strings.Split(*sections, ",")
+	var err error
+	if cfg.Concurrency, err = parseInts(*conc); err != nil {
+		fmt.Fprintln(os.Stderr, "remotemcp-bench: -concurrency:", err)
+		return 2
+	}
+	if cfg.StartupCounts, err = parseInts(*startup); err != nil {
+		fmt.Fprintln(os.Stderr, "remotemcp-bench: -startup:", err)
+		return 2
+	}
+	if !*quiet {
+		cfg.Log = os.Stderr
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	exe, err := os.Executable()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "remotemcp-bench:", err)
+		return 1
+	}
+	srv, err := bench.StartServer(ctx, exe, "serve")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "remotemcp-bench:", err)
+		return 1
+	}
+	defer srv.Close()
+	tmp, err := os.MkdirTemp("", "remotemcp-bench-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "remotemcp-bench:", err)
+		return 1
+	}
+	defer os.RemoveAll(tmp)
+	cfg.Server, cfg.TempDir = srv, tmp
+
+	if *profile != "" {
+		err := bench.Profile(ctx, srv, tmp, *profile, cfg.Calls*cfg.Rounds, cfg.Concurrency[0], *cpuprofile, *memprofile, os.Stderr)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "remotemcp-bench:", err)
+			return 1
+		}
+		return 0
+	}
+
+	t0 := time.Now()
+	t, err := bench.Run(ctx, cfg)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "remotemcp-bench:", err)
+		return 1
+	}
+	cmd := *command
+	if cmd == "" {
+		cmd = strings.Join(os.Args, " ")
+	}
+	bench.WriteHeader(os.Stdout, cmd)
+	fmt.Printf("took:    %s\n\n", time.Since(t0).Round(time.Second))
+	t.Write(os.Stdout)
+	return 0
+}
+
+func joinInts(v []int) string {
+	s := make([]string, len(v))
+	for i, n := range v {
+		s[i] = strconv.Itoa(n)
+	}
+	return strings.Join(s, ",")
+}
+
+func parseInts(s string) ([]int, error) {
+	var out []int
+	for f := range strings.SplitSeq(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 0 {
+			return nil, fmt.Errorf("%q is not a count", f)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}

@@ -1,0 +1,202 @@
+// Package bench measures remotemcp against bare go-sdk (issue #12, item
+// 5): client CPU and allocations per tool call on four remotemcp paths,
+// memory per connected and lazy server, engine start-up with many
+// servers and the requests it makes, and a list_changed storm.
+//
+// Every measurement talks to one bench server (ServeMain: the test
+// fixture's MCP server with request counting) that runs in a separate
+// process, so getrusage in the benchmark process counts only the client.
+// Every client gets a fresh http.Client with the engine's default
+// transport settings (remotemcp.NewHTTPClient: 64 idle connections per
+// host). CPU runs alternate: for every round and path, a go-sdk run and a
+// run of the path, go-sdk first in even rounds and second in odd ones.
+//
+// Run it with scripts/bench.sh (or cmd/remotemcp-bench); it is not part
+// of the tests, and nothing in it asserts a timing.
+package bench
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"runtime/pprof"
+	"slices"
+)
+
+// Sections of a run.
+const (
+	SectionCalls   = "calls"
+	SectionMemory  = "memory"
+	SectionStartup = "startup"
+	SectionStorm   = "storm"
+)
+
+// AllSections is every section, in the order a run measures them.
+var AllSections = []string{SectionCalls, SectionMemory, SectionStartup, SectionStorm}
+
+// Config sizes a run.
+type Config struct {
+	// Server is the bench server (in another process).
+	Server *Server
+	// TempDir holds the data directories the run creates.
+	TempDir string
+	// Sections to run (default AllSections).
+	Sections []string
+
+	// Calls per measurement (one side of one round at one concurrency).
+	Calls int
+	// Rounds of alternating go-sdk / remotemcp measurements.
+	Rounds int
+	// Concurrency levels (goroutines calling at once).
+	Concurrency []int
+	// Warmup calls per client before the first measurement.
+	Warmup int
+
+	// IdleServers is how many connected idle servers the memory rows use.
+	IdleServers int
+	// LazyServers is how many lazy servers the lazy heap row uses.
+	LazyServers int
+	// StartupCounts are the server counts of the start-up rows.
+	StartupCounts []int
+	// StartupReps is how many times each engine start is measured.
+	StartupReps int
+	// Embedder also measures an embedder's agent.Registry.Start on a
+	// manager (which connects every lazy server).
+	Embedder bool
+	// StormNotifications is the size of the list_changed storm.
+	StormNotifications int
+
+	// HeapProfile, when set, receives an in-use heap profile taken with
+	// the manager's IdleServers connected (set runtime.MemProfileRate
+	// low, early, for a useful one).
+	HeapProfile string
+
+	// Log receives progress and per-round details (nil: none).
+	Log io.Writer
+}
+
+// DefaultConfig is what scripts/bench.sh runs: about two to four minutes
+// on two cores.
+func DefaultConfig() Config {
+	return Config{
+		Sections: AllSections, Calls: 2000, Rounds: 3, Concurrency: []int{1, 16, 64}, Warmup: 300,
+		IdleServers: 100, LazyServers: 2000, StartupCounts: []int{0, 200, 2000}, StartupReps: 3,
+		Embedder: true, StormNotifications: 1000,
+	}
+}
+
+func logf(cfg *Config, format string, args ...any) {
+	if cfg.Log != nil {
+		fmt.Fprintf(cfg.Log, "bench: "+format+"\n", args...)
+	}
+}
+
+// Run measures the configured sections and returns the table.
+func Run(ctx context.Context, cfg Config) (*Table, error) {
+	if cfg.Server == nil || cfg.TempDir == "" {
+		return nil, fmt.Errorf("bench: Config.Server and Config.TempDir are required")
+	}
+	if len(cfg.Sections) == 0 {
+		cfg.Sections = AllSections
+	}
+	t := &Table{}
+	srv := cfg.Server
+	has := func(s string) bool { return slices.Contains(cfg.Sections, s) }
+	if has(SectionCalls) {
+		cs, err := newCallers(ctx, srv, cfg.TempDir)
+		if err != nil {
+			return nil, err
+		}
+		err = runCPU(ctx, &cfg, cs, t)
+		cs.close()
+		if err != nil {
+			return nil, err
+		}
+	}
+	var dirs *seeded
+	if has(SectionMemory) || has(SectionStartup) {
+		counts := []int{0}
+		if has(SectionMemory) {
+			counts = append(counts, cfg.LazyServers)
+		}
+		if has(SectionStartup) {
+			counts = append(counts, cfg.StartupCounts...)
+		}
+		var err error
+		if dirs, err = seedCounts(ctx, &cfg, srv, counts); err != nil {
+			return nil, err
+		}
+	}
+	if has(SectionMemory) {
+		if err := runMemory(ctx, &cfg, srv, dirs, t); err != nil {
+			return nil, err
+		}
+	}
+	if has(SectionStartup) {
+		if err := runStartup(ctx, &cfg, srv, dirs, t); err != nil {
+			return nil, err
+		}
+	}
+	if has(SectionStorm) {
+		if err := runStorm(ctx, &cfg, srv, t); err != nil {
+			return nil, err
+		}
+	}
+	return t, nil
+}
+
+// Profile calls the echo tool through one path (go-sdk, session, manager,
+// registry or agent) calls times at concurrency conc, with a CPU profile
+// written to cpuFile and an allocation profile to memFile (either may be
+// ""). The allocation profile counts from program start; memFile+".base"
+// holds one taken just before the calls, for `go tool pprof -base`. Set
+// runtime.MemProfileRate early (before the clients are made) for finer
+// allocation samples.
+func Profile(ctx context.Context, srv *Server, tmp, path string, calls, conc int, cpuFile, memFile string, log io.Writer) error {
+	cs, err := newCallers(ctx, srv, tmp)
+	if err != nil {
+		return err
+	}
+	defer cs.close()
+	c, err := cs.only(path)
+	if err != nil {
+		return err
+	}
+	if _, err := measure(ctx, c, 500, conc); err != nil {
+		return err
+	}
+	writeHeap := func(name string) error {
+		if name == "" {
+			return nil
+		}
+		return writeProfile(name, "allocs")
+	}
+	if memFile != "" {
+		if err := writeHeap(memFile + ".base"); err != nil {
+			return err
+		}
+	}
+	if cpuFile != "" {
+		f, err := os.Create(cpuFile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+	}
+	s, err := measure(ctx, c, calls, conc)
+	if cpuFile != "" {
+		pprof.StopCPUProfile()
+	}
+	if err != nil {
+		return err
+	}
+	if log != nil {
+		fmt.Fprintf(log, "bench: profiled %s: %d calls at c%d: %.1f µs CPU/call, %.0f allocs/call, %s/call, %.0f calls/s\n",
+			path, calls, conc, us(s.cpuPerCall()), s.allocsPerCall(), fmtBytes(s.bytesPerCall()), float64(s.calls)/s.wall.Seconds())
+	}
+	return writeHeap(memFile)
+}
