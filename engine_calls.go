@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -196,6 +197,9 @@ func (c *Client) Call(ctx context.Context, req localapi.CallRequest, h localapi.
 			defer mu.Unlock()
 			h.Progress(localapi.Progress{OperationID: opID, Progress: p.Progress, Total: p.Total, Message: p.Message})
 		}
+	}
+	if h.Sample != nil {
+		opts.Sample = sampler(opts.OperationID, target.serverID, h.Sample)
 	}
 	if h.Question != nil && c.Elicit != nil {
 		stop := c.forwardQuestions(ctx, opts.OperationID, target.serverID, h.Question)
@@ -802,4 +806,30 @@ func (c *Client) ReadResource(ctx context.Context, req localapi.ReadRequest) (*l
 		return nil, ae
 	}
 	return res, nil
+}
+
+// sampler turns a CallHandler's Sample into the call's answer to the
+// server's sampling requests: the params go out as JSON, the caller's
+// answer comes back checked (a role and content, within bounds).
+func sampler(opID, serverID string, sample func(context.Context, localapi.SamplingRequest) (json.RawMessage, error)) func(context.Context, *mcp.CreateMessageParams) (*mcp.CreateMessageResult, error) {
+	var n atomic.Int64
+	return func(ctx context.Context, p *mcp.CreateMessageParams) (*mcp.CreateMessageResult, error) {
+		params, err := json.Marshal(p)
+		if err != nil {
+			return nil, fmt.Errorf("sampling: encode the server's request: %w", err)
+		}
+		req := localapi.SamplingRequest{OperationID: opID, ID: fmt.Sprintf("s%d", n.Add(1)), ServerID: serverID, Params: params}
+		raw, err := sample(ctx, req)
+		if err != nil {
+			return nil, fmt.Errorf("sampling: the host did not answer: %w", err)
+		}
+		var res mcp.CreateMessageResult
+		if err := json.Unmarshal(raw, &res); err != nil {
+			return nil, fmt.Errorf("sampling: the host's answer is not a CreateMessageResult: %w", err)
+		}
+		if res.Content == nil || res.Role == "" {
+			return nil, errors.New("sampling: the host's answer has no role or content")
+		}
+		return &res, nil
+	}
 }

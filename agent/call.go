@@ -31,6 +31,9 @@ type CallOptions struct {
 	// Raw asks for the server's validated result as it came
 	// (ToolResult.Raw), for a host that is the agent (SPEC §9 A8).
 	Raw bool
+	// Sample answers the server's sampling requests during the call;
+	// nil refuses them (see session.CallOptions.Sample).
+	Sample func(ctx context.Context, p *mcp.CreateMessageParams) (*mcp.CreateMessageResult, error)
 }
 
 // Progress is one progress notification of a call.
@@ -271,7 +274,7 @@ func (r *Registry) call(parent context.Context, t AgentTool, rawArgs json.RawMes
 		cctx, cancel = context.WithTimeout(ctx, o.Timeout)
 		defer cancel()
 	}
-	res, err := r.be.CallTool(cctx, t.ServerID, t.ToolName, args, session.CallOptions{OperationID: o.OperationID, Progress: o.Progress})
+	res, err := r.be.CallTool(cctx, t.ServerID, t.ToolName, args, session.CallOptions{OperationID: o.OperationID, Progress: o.Progress, Sample: o.Sample})
 	var intr *elicit.Card
 	if adm != nil {
 		intr = adm.Finish()

@@ -94,6 +94,7 @@ func (a *api) register(mux *http.ServeMux) {
 	mux.HandleFunc("GET /api/prompts", a.prompts)
 	mux.HandleFunc("POST /api/prompts/get", a.getPrompt)
 	mux.HandleFunc("POST /api/complete", a.complete)
+	mux.HandleFunc("POST /api/calls/{operationId}/sampling/{id}", a.sampling)
 	mux.HandleFunc("POST /api/subscriptions", a.subscribeResource)
 	mux.HandleFunc("POST /api/subscriptions/remove", a.unsubscribeResource)
 	mux.HandleFunc("POST /api/log-level", a.setLogLevel)

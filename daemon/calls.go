@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -30,6 +31,14 @@ const approvalWait = 10 * time.Minute
 type calls struct {
 	mu      sync.Mutex
 	waiting map[string]*waitingApproval
+	// samplings are the sampling requests waiting for their caller's
+	// answer, by operation id and request id.
+	samplings map[string]*waitingSampling
+}
+
+type waitingSampling struct {
+	who      caller
+	answered chan localapi.SamplingReply // buffered: the first answer wins
 }
 
 type waitingApproval struct {
@@ -37,7 +46,73 @@ type waitingApproval struct {
 	decided chan localapi.ApprovalReply // buffered: the first decision wins
 }
 
-func newCalls() *calls { return &calls{waiting: map[string]*waitingApproval{}} }
+func newCalls() *calls {
+	return &calls{waiting: map[string]*waitingApproval{}, samplings: map[string]*waitingSampling{}}
+}
+
+// samplingWait bounds how long a sampling request waits for its caller.
+const samplingWait = 5 * time.Minute
+
+// awaitSampling puts a server's sampling request on the stream and waits
+// for the caller's answer (POST /api/calls/{operationId}/sampling/{id}).
+func (a *api) awaitSampling(ctx context.Context, who caller, st *stream, sr localapi.SamplingRequest) (json.RawMessage, error) {
+	key := sr.OperationID + "/" + sr.ID
+	ws := &waitingSampling{who: who, answered: make(chan localapi.SamplingReply, 1)}
+	a.calls.mu.Lock()
+	if _, dup := a.calls.samplings[key]; dup {
+		a.calls.mu.Unlock()
+		return nil, fmt.Errorf("sampling request %s is already waiting", key)
+	}
+	a.calls.samplings[key] = ws
+	a.calls.mu.Unlock()
+	defer func() {
+		a.calls.mu.Lock()
+		delete(a.calls.samplings, key)
+		a.calls.mu.Unlock()
+	}()
+	if err := st.send(localapi.CallEvent{Type: localapi.CallEventSampling, Sampling: &sr}, false); err != nil {
+		return nil, errors.New("the caller went away")
+	}
+	t := time.NewTimer(samplingWait)
+	defer t.Stop()
+	select {
+	case r := <-ws.answered:
+		if r.Error != "" {
+			return nil, errors.New(r.Error)
+		}
+		return r.Result, nil
+	case <-ctx.Done():
+		return nil, errors.New("the caller went away")
+	case <-t.C:
+		return nil, fmt.Errorf("the caller did not answer within %v", samplingWait)
+	}
+}
+
+// sampling serves POST /api/calls/{operationId}/sampling/{id}
+// (localapi.SamplingReply → 204) from the caller of the call.
+func (a *api) sampling(w http.ResponseWriter, r *http.Request) {
+	reply, err := decode[localapi.SamplingReply](w, r, maxCallBody)
+	if err != nil {
+		a.error(w, err)
+		return
+	}
+	key := r.PathValue("operationId") + "/" + r.PathValue("id")
+	a.calls.mu.Lock()
+	ws := a.calls.samplings[key]
+	a.calls.mu.Unlock()
+	if ws == nil || ws.who != callerOf(r.Context()) {
+		a.error(w, &localapi.Error{Status: http.StatusNotFound, Code: localapi.CodeNotFound,
+			Message: fmt.Sprintf("no sampling request %q is waiting for your answer", key)})
+		return
+	}
+	select {
+	case ws.answered <- reply:
+		a.reply(w, 0, nil, nil)
+	default:
+		a.error(w, &localapi.Error{Status: http.StatusConflict, Code: localapi.CodeConflict,
+			Message: fmt.Sprintf("sampling request %q was answered already", key)})
+	}
+}
 
 // wait registers an approval; false when the operation id is waiting
 // already.
@@ -151,6 +226,12 @@ func (a *api) call(w http.ResponseWriter, r *http.Request) {
 		Question: func(c localapi.Card) {
 			st.send(localapi.CallEvent{Type: localapi.CallEventQuestion, Question: &c}, false)
 		},
+	}
+	if r.URL.Query().Get("sample") == "1" {
+		// The caller can answer the server's sampling requests.
+		h.Sample = func(sctx context.Context, sr localapi.SamplingRequest) (json.RawMessage, error) {
+			return a.awaitSampling(sctx, who, st, sr)
+		}
 	}
 	if r.URL.Query().Get("ask") == "0" {
 		// The caller has nobody to ask: the engine denies an unapproved

@@ -123,6 +123,8 @@
 //	GET    /api/resources[?serverId=&q=&limit=] Resources
 //	POST   /api/resources/read                  ReadResource
 //	POST   /api/complete                        Complete (completion/complete)
+//	POST   /api/calls/{op}/sampling/{id}        answer a server's sampling request of a call
+//	                                            made with ?sample=1 (localapi.SamplingReply, 204)
 //	POST   /api/subscriptions                   SubscribeResource (204)
 //	POST   /api/subscriptions/remove            UnsubscribeResource (204)
 //	POST   /api/log-level                       SetLogLevel (204)

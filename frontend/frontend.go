@@ -538,6 +538,11 @@ func (f *Frontend) callTool(server, target string) mcp.ToolHandler {
 				wg.Go(func() { f.ask(ctx, ss, c) })
 			}
 		}
+		if ss != nil && canSample(ss) {
+			h.Sample = func(sctx context.Context, sr localapi.SamplingRequest) (json.RawMessage, error) {
+				return sample(sctx, ss, sr)
+			}
+		}
 		args := json.RawMessage(req.Params.Arguments)
 		res, err := f.o.Engine.Call(ctx, localapi.CallRequest{Tool: target, Arguments: args, Approved: !ask, Raw: true, OperationID: newOperationID()}, h)
 		if err != nil {
@@ -804,4 +809,24 @@ func (f *Frontend) complete(ctx context.Context, req *mcp.CompleteRequest) (*mcp
 		values = []string{}
 	}
 	return &mcp.CompleteResult{Completion: mcp.CompletionResultDetails{Values: values, Total: res.Total, HasMore: res.HasMore}}, nil
+}
+
+// canSample reports whether the host declared sampling.
+func canSample(ss *mcp.ServerSession) bool {
+	ip := ss.InitializeParams()
+	return ip != nil && ip.Capabilities != nil && ip.Capabilities.Sampling != nil
+}
+
+// sample puts a server's sampling/createMessage to the host of the call
+// (its model answers) and returns the host's result as JSON.
+func sample(ctx context.Context, ss *mcp.ServerSession, sr localapi.SamplingRequest) (json.RawMessage, error) {
+	var p mcp.CreateMessageParams
+	if err := json.Unmarshal(sr.Params, &p); err != nil {
+		return nil, fmt.Errorf("the server's sampling request does not parse: %w", err)
+	}
+	res, err := ss.CreateMessage(ctx, &p)
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(res)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -12,6 +13,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/remotemcp/remotemcp"
+	"github.com/remotemcp/remotemcp/daemon"
 	"github.com/remotemcp/remotemcp/frontend"
 	"github.com/remotemcp/remotemcp/localapi"
 )
@@ -207,5 +209,68 @@ func TestNotificationsPassThrough(t *testing.T) {
 	// A URI nothing offers is refused, and reaches no server.
 	if err := hosts[0].Subscribe(ctx, &mcp.SubscribeParams{URI: "nope://x"}); err == nil {
 		t.Error("subscribe to an unoffered URI: no error")
+	}
+}
+
+// Issue #13 (Decided): a server's sampling/createMessage during a call
+// reaches the host of that call when it declared sampling, directly and
+// through the local API (the daemon's call stream); the host's answer
+// reaches the server. A host without sampling gets the server refused.
+func TestSamplingPassesThrough(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	srv := mcp.NewServer(&mcp.Implementation{Name: "s", Version: "1"}, nil)
+	mcp.AddTool(srv, &mcp.Tool{Name: "think", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(ctx context.Context, req *mcp.CallToolRequest, _ any) (*mcp.CallToolResult, any, error) {
+			res, err := req.Session.CreateMessage(ctx, &mcp.CreateMessageParams{MaxTokens: 10,
+				Messages: []*mcp.SamplingMessage{{Role: "user", Content: &mcp.TextContent{Text: "2+2?"}}}})
+			if err != nil {
+				return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "no sampling: " + err.Error()}}}, nil, nil
+			}
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "model said " + res.Content.(*mcp.TextContent).Text}}}, nil, nil
+		})
+	eng := backend(ctx, t, "s", srv)
+	api, stop, err := daemon.InProcess(ctx, eng)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(stop)
+	for name, e := range map[string]localapi.Engine{"engine": eng, "local API": api} {
+		fe, err := frontend.New(ctx, frontend.Options{Engine: e})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, canSample := range []bool{true, false} {
+			st, ct := mcp.NewInMemoryTransports()
+			rctx, stopRun := context.WithCancel(ctx)
+			done := make(chan error, 1)
+			go func() { done <- fe.Run(rctx, st) }()
+			var asked []string
+			opts := &mcp.ClientOptions{}
+			if canSample {
+				opts.CreateMessageHandler = func(_ context.Context, req *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+					asked = append(asked, req.Params.Messages[0].Content.(*mcp.TextContent).Text)
+					return &mcp.CreateMessageResult{Role: "assistant", Model: "m", Content: &mcp.TextContent{Text: "4"}}, nil
+				}
+			}
+			cs, err := mcp.NewClient(&mcp.Implementation{Name: "host"}, opts).Connect(ctx, ct, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "s__think", Arguments: map[string]any{}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			text := res.Content[0].(*mcp.TextContent).Text
+			if canSample && (text != "model said 4" || len(asked) != 1 || asked[0] != "2+2?") {
+				t.Errorf("%s: result %q, host asked %q; want the host's model's answer", name, text, asked)
+			}
+			if !canSample && (!res.IsError || !strings.Contains(text, "refused")) {
+				t.Errorf("%s, host without sampling: result %q, want the server's sampling refused", name, text)
+			}
+			cs.Close()
+			stopRun()
+			<-done
+		}
 	}
 }

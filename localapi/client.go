@@ -443,10 +443,18 @@ func (c *Client) SetLogLevel(ctx context.Context, req LogLevelRequest) error {
 // cancels the call. A stream line over 64 MiB fails the call
 // (CodeUnavailable) rather than being buffered.
 func (c *Client) Call(ctx context.Context, req CallRequest, h CallHandler) (*ToolResult, error) {
-	var q url.Values
+	q := url.Values{}
 	if h.Approve == nil {
-		q = url.Values{"ask": {"0"}} // nobody to ask: the engine denies without asking
+		q.Set("ask", "0") // nobody to ask: the engine denies without asking
 	}
+	if h.Sample != nil {
+		q.Set("sample", "1") // the caller answers the server's sampling requests
+	}
+	// The sampling answers end with the call.
+	var sampling sync.WaitGroup
+	defer sampling.Wait()
+	sctx, stopSampling := context.WithCancel(ctx)
+	defer stopSampling()
 	resp, err := c.request(ctx, http.MethodPost, "/api/calls", q, req)
 	if err != nil {
 		return nil, err
@@ -487,6 +495,24 @@ func (c *Client) Call(ctx context.Context, req CallRequest, h CallHandler) (*Too
 			if ev.Question != nil && h.Question != nil {
 				h.Question(*ev.Question)
 			}
+		case CallEventSampling:
+			if ev.Sampling == nil || h.Sample == nil {
+				continue
+			}
+			// Answered aside: the model may take a while, and the stream
+			// (progress, the result) keeps flowing meanwhile.
+			sr := *ev.Sampling
+			sampling.Go(func() {
+				var reply SamplingReply
+				res, err := h.Sample(sctx, sr)
+				if err != nil {
+					reply.Error = err.Error()
+				} else {
+					reply.Result = res
+				}
+				path := "/api/calls/" + url.PathEscape(sr.OperationID) + "/sampling/" + url.PathEscape(sr.ID)
+				_ = c.do(sctx, http.MethodPost, path, nil, reply, nil)
+			})
 		case CallEventResult:
 			if ev.Result == nil {
 				return nil, &Error{Status: http.StatusBadGateway, Code: CodeInternal, Message: "the local API sent an empty result"}

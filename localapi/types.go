@@ -1,6 +1,7 @@
 package localapi
 
 import (
+	"context"
 	"encoding/json"
 	"time"
 
@@ -462,6 +463,30 @@ type CallHandler struct {
 	// asked during the call. Answer it with Engine.Answer from any
 	// goroutine or process; the call continues once it is answered.
 	Question func(Card)
+	// Sample answers the server's sampling/createMessage during the call
+	// with a CreateMessageResult (JSON), asking the caller's model: for
+	// an MCP host that declared sampling (the front end). nil refuses
+	// the server's request.
+	// ctx ends when the server's request does (or the call).
+	Sample func(ctx context.Context, req SamplingRequest) (json.RawMessage, error)
+}
+
+// SamplingRequest is a server's sampling/createMessage during a call.
+type SamplingRequest struct {
+	OperationID string `json:"operationId"`
+	// ID tells apart the sampling requests of one call.
+	ID       string `json:"id"`
+	ServerID string `json:"serverId"`
+	// Params are the server's CreateMessageParams (untrusted).
+	Params json.RawMessage `json:"params"`
+}
+
+// SamplingReply answers a SamplingRequest over the API (POST
+// /api/calls/{operationId}/sampling/{id}): the CreateMessageResult, or
+// why there is none.
+type SamplingReply struct {
+	Result json.RawMessage `json:"result,omitempty"`
+	Error  string          `json:"error,omitempty"`
 }
 
 // Call-stream event types (the NDJSON lines of POST /api/calls).
@@ -469,6 +494,7 @@ const (
 	CallEventApproval = "approval"
 	CallEventProgress = "progress"
 	CallEventQuestion = "question"
+	CallEventSampling = "sampling"
 	CallEventResult   = "result"
 	CallEventError    = "error"
 )
@@ -479,6 +505,7 @@ type CallEvent struct {
 	Approval *ApprovalRequest `json:"approval,omitempty"`
 	Progress *Progress        `json:"progress,omitempty"`
 	Question *Card            `json:"question,omitempty"`
+	Sampling *SamplingRequest `json:"sampling,omitempty"`
 	Result   *ToolResult      `json:"result,omitempty"`
 	Error    *Error           `json:"error,omitempty"`
 }

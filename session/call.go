@@ -18,6 +18,9 @@ type CallOptions struct {
 	OperationID string
 	// Progress receives the call's progress notifications.
 	Progress func(Progress)
+	// Sample answers the server's sampling/createMessage while the call
+	// is in flight (the host of the call asks its model); nil refuses.
+	Sample func(ctx context.Context, p *mcp.CreateMessageParams) (*mcp.CreateMessageResult, error)
 }
 
 // CallTool calls a tool once. It is never retried here: a failure after the
@@ -29,7 +32,7 @@ func (s *Session) CallTool(ctx context.Context, name string, args json.RawMessag
 	}
 	ctx, cancelCause := context.WithCancelCause(ctx)
 	defer cancelCause(nil)
-	op := &operation{cancel: cancelCause, progress: o.Progress, token: o.OperationID, delivery: make(chan struct{}, 1)}
+	op := &operation{cancel: cancelCause, progress: o.Progress, sample: o.Sample, token: o.OperationID, delivery: make(chan struct{}, 1)}
 
 	s.calls.Lock()
 	if s.closing {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -82,4 +83,44 @@ func (s *Session) SetLogLevel(ctx context.Context, level string) error {
 		return fmt.Errorf("logging/setLevel %s: %w", level, limitFromWire(err))
 	}
 	return nil
+}
+
+// MaxSamplingWait bounds how long a server's sampling request waits for
+// the host's model.
+const MaxSamplingWait = 5 * time.Minute
+
+// onCreateMessage answers a server's sampling/createMessage through the
+// one call in flight on this session that can (its host declared
+// sampling). Outside a call, or with several such calls (no way to tell
+// whose host should answer), it is refused: a server cannot make anyone
+// run a model at will.
+func (s *Session) onCreateMessage(ctx context.Context, req *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+	s.calls.Lock()
+	var sample func(context.Context, *mcp.CreateMessageParams) (*mcp.CreateMessageResult, error)
+	n := 0
+	for _, op := range s.ops {
+		if op.sample != nil {
+			sample = op.sample
+			n++
+		}
+	}
+	s.calls.Unlock()
+	switch {
+	case n == 0:
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest,
+			Message: "sampling/createMessage refused: no call in flight comes from a host that can sample (remotemcp forwards sampling only to an MCP host during its own tool call)"}
+	case n > 1:
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest,
+			Message: "sampling/createMessage refused: several calls in flight could answer it and remotemcp cannot tell which one asks"}
+	case req == nil || req.Params == nil:
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "sampling/createMessage without params"}
+	}
+	// go-sdk's Close waits for incoming requests; the wait ends with
+	// the session.
+	ctx, cancel := context.WithTimeout(ctx, MaxSamplingWait)
+	defer cancel()
+	stop := context.AfterFunc(s.ctx, cancel)
+	defer stop()
+	s.used()
+	return sample(ctx, req.Params)
 }

@@ -139,6 +139,7 @@ type Session struct {
 type operation struct {
 	cancel   context.CancelCauseFunc
 	progress func(Progress)
+	sample   func(context.Context, *mcp.CreateMessageParams) (*mcp.CreateMessageResult, error)
 	token    string
 	// seen counts the call's progress notifications the transport handed
 	// to go-sdk, delivered those given to progress (both under calls);
@@ -246,6 +247,7 @@ func Connect(ctx context.Context, o Options) (*Session, error) {
 		ProgressNotificationHandler: s.onProgress,
 		LoggingMessageHandler:       s.onLog,
 		ResourceUpdatedHandler:      s.onResourceUpdated,
+		CreateMessageHandler:        s.onCreateMessage,
 	}
 	var elicitH func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error)
 	if o.Elicit != nil {
