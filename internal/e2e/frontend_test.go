@@ -27,11 +27,12 @@ type host struct {
 	progress []*mcp.ProgressNotificationParams
 	changed  chan struct{}
 	asked    chan string
+	updated  chan string // notifications/resources/updated URIs
 }
 
 func launch(t *testing.T, e *env, args ...string) *host {
 	t.Helper()
-	h := &host{t: t, changed: make(chan struct{}, 16), asked: make(chan string, 4)}
+	h := &host{t: t, changed: make(chan struct{}, 16), asked: make(chan string, 4), updated: make(chan string, 4)}
 	c := mcp.NewClient(&mcp.Implementation{Name: "test-host", Version: "1"}, &mcp.ClientOptions{
 		ElicitationHandler: func(_ context.Context, r *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
 			h.asked <- r.Params.Message
@@ -40,6 +41,12 @@ func launch(t *testing.T, e *env, args ...string) *host {
 		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
 			select {
 			case h.changed <- struct{}{}:
+			default:
+			}
+		},
+		ResourceUpdatedHandler: func(_ context.Context, r *mcp.ResourceUpdatedNotificationRequest) {
+			select {
+			case h.updated <- r.Params.URI:
 			default:
 			}
 		},
@@ -248,6 +255,25 @@ func TestMcpFrontEnd(t *testing.T) {
 			if err != nil || len(rr.Contents) != 1 || rr.Contents[0].Text != "item 5" {
 				t.Fatalf("read template: %v %+v", err, rr)
 			}
+
+			// A subscribed resource's update reaches the host (B3).
+			if err := h.cs.Subscribe(ctx, &mcp.SubscribeParams{URI: fixture.ReadmeURI}); err != nil {
+				t.Fatalf("subscribe: %v", err)
+			}
+			waitFor(t, "the server's subscription", func() bool { return f.Subscriptions() == 1 })
+			f.UpdateResource(fixture.ReadmeURI)
+			select {
+			case uri := <-h.updated:
+				if uri != fixture.ReadmeURI {
+					t.Errorf("update of %q, want %s", uri, fixture.ReadmeURI)
+				}
+			case <-time.After(20 * time.Second):
+				t.Fatal("no notifications/resources/updated after the server's update")
+			}
+			if err := h.cs.Unsubscribe(ctx, &mcp.UnsubscribeParams{URI: fixture.ReadmeURI}); err != nil {
+				t.Fatalf("unsubscribe: %v", err)
+			}
+			waitFor(t, "the server's unsubscription", func() bool { return f.Subscriptions() == 0 })
 
 			// Prompts.
 			pr, err := h.cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: tc.prefix + "greet", Arguments: map[string]string{"name": "Bob"}})

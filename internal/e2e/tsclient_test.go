@@ -128,7 +128,8 @@ func tsSDK(t *testing.T) (node, modules string) {
 // TestTSClientFrontEnd drives "remotemcp mcp" with the official
 // TypeScript SDK client (issue 13's must-show): tools, progress,
 // cancellation, a server's question answered by the host, list_changed,
-// resources and prompts, in-process and through a daemon it starts.
+// resources, a subscribed resource's update and prompts, in-process and
+// through a daemon it starts.
 func TestTSClientFrontEnd(t *testing.T) {
 	node, modules := tsSDK(t)
 	script, err := filepath.Abs(filepath.Join(tsClientDir, "tsclient.mjs"))
@@ -156,7 +157,10 @@ func TestTSClientFrontEnd(t *testing.T) {
 			if tc.daemon {
 				t.Cleanup(func() { stopDaemon(t, e.dir) })
 			}
-			checks := runTSClient(t, e, node, modules, script, tc.prefix, tc.args, func() { f.AddTool("fresh") })
+			checks := runTSClient(t, e, node, modules, script, tc.prefix, tc.args, func() { f.AddTool("fresh") }, func() {
+				waitFor(t, "the server's subscription", func() bool { return f.Subscriptions() == 1 })
+				f.UpdateResource(fixture.ReadmeURI)
+			})
 			get := func(name string) tsCheck {
 				t.Helper()
 				c, ok := checks[name]
@@ -272,6 +276,12 @@ func TestTSClientFrontEnd(t *testing.T) {
 				t.Errorf("read test://items/5: %+v", c.Contents)
 			}
 
+			c = get("subscribe")
+			if !c.Notified || !slices.Equal(c.Names, []string{fixture.ReadmeURI}) {
+				t.Errorf("subscribed update: notified %v, URIs %v; want one update of %s", c.Notified, c.Names, fixture.ReadmeURI)
+			}
+			waitFor(t, "the server's unsubscription", func() bool { return f.Subscriptions() == 0 })
+
 			if c = get("list-prompts"); !slices.Contains(c.Names, tc.prefix+"greet") {
 				t.Errorf("prompts %v lack %s", c.Names, tc.prefix+"greet")
 			}
@@ -303,8 +313,9 @@ func mapKeys[V any](m map[string]V) func(func(string) bool) {
 
 // runTSClient runs tsclient.mjs against the binary on e's data
 // directory and returns its checks by name. change is called when the
-// script waits for a backend catalog change.
-func runTSClient(t *testing.T, e *env, node, modules, script, prefix string, args []string, change func()) map[string]tsCheck {
+// script waits for a backend catalog change, update when it waits for a
+// resource update.
+func runTSClient(t *testing.T, e *env, node, modules, script, prefix string, args []string, change, update func()) map[string]tsCheck {
 	t.Helper()
 	// The script runs from a directory whose node_modules is the cached
 	// install, so an edit of the script needs no new install.
@@ -355,10 +366,14 @@ func runTSClient(t *testing.T, e *env, node, modules, script, prefix string, arg
 			t.Errorf("tsclient.mjs printed %q", line)
 			continue
 		}
-		if c.Check == "await-change" {
-			change()
-			if _, err := stdin.Write([]byte("changed\n")); err != nil {
-				t.Errorf("tell tsclient.mjs of the change: %v", err)
+		if c.Check == "await-change" || c.Check == "await-update" {
+			if c.Check == "await-change" {
+				change()
+			} else {
+				update()
+			}
+			if _, err := stdin.Write([]byte("done\n")); err != nil {
+				t.Errorf("tell tsclient.mjs of the %s: %v", c.Check, err)
 			}
 			continue
 		}

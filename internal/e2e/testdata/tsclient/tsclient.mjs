@@ -14,6 +14,7 @@ import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
 import {
   CallToolResultSchema,
   ElicitRequestSchema,
+  ResourceUpdatedNotificationSchema,
   ToolListChangedNotificationSchema,
 } from "@modelcontextprotocol/sdk/types.js";
 import { createInterface } from "node:readline";
@@ -73,6 +74,13 @@ let onListChanged = null;
 client.setNotificationHandler(ToolListChangedNotificationSchema, async () => {
   listChanged++;
   if (onListChanged) onListChanged();
+});
+
+const updates = [];
+let onUpdate = null;
+client.setNotificationHandler(ResourceUpdatedNotificationSchema, async (n) => {
+  updates.push(n.params.uri);
+  if (onUpdate) onUpdate();
 });
 
 const transport = new StdioClientTransport({
@@ -201,6 +209,24 @@ await check("read-resource", async () => {
 await check("read-template", async () => {
   const rr = await client.readResource({ uri: "test://items/5" });
   return { contents: rr.contents };
+});
+
+// A subscribed resource's update (resources/subscribe, then the test
+// makes the backend send notifications/resources/updated).
+await check("subscribe", async () => {
+  await client.subscribeResource({ uri: "test://readme" });
+  const arrived = new Promise((r) => (onUpdate = r));
+  out({ check: "await-update" });
+  await nextStdinLine();
+  let timer;
+  const got = await Promise.race([
+    arrived.then(() => true),
+    new Promise((r) => (timer = setTimeout(() => r(false), 20000))),
+  ]);
+  clearTimeout(timer);
+  onUpdate = null;
+  await client.unsubscribeResource({ uri: "test://readme" });
+  return { notified: got, names: updates };
 });
 
 await check("list-prompts", async () => {
