@@ -23,6 +23,7 @@ import (
 	"github.com/remotemcp/remotemcp/elicit"
 	"github.com/remotemcp/remotemcp/hostperm"
 	"github.com/remotemcp/remotemcp/localapi"
+	"github.com/remotemcp/remotemcp/manager"
 	"github.com/remotemcp/remotemcp/oauth"
 	"github.com/remotemcp/remotemcp/store"
 )
@@ -245,12 +246,12 @@ func (c *Client) resolveTool(ctx context.Context, name string) (callTarget, erro
 			ct.notSent = err
 			return ct, nil
 		}
-		if at, ok := c.reg.Snapshot().ToolFor(s, t); ok {
+		if at, ok := c.reg.Snapshot().ToolRefFor(s, t); ok {
 			ct.name = at.Name
 		}
 		return ct, nil
 	}
-	if at, ok := c.reg.Snapshot().Tool(name); ok {
+	if at, ok := c.reg.Snapshot().ToolRef(name); ok {
 		ct.serverID, ct.toolName = at.ServerID, at.ToolName
 		if err := c.ensureReady(ctx, at.ServerID); err != nil {
 			ct.notSent = err
@@ -285,7 +286,7 @@ func (c *Client) resolveTool(ctx context.Context, name string) (callTarget, erro
 			errs = append(errs, err)
 		}
 	}
-	if at, ok := c.reg.Snapshot().Tool(name); ok {
+	if at, ok := c.reg.Snapshot().ToolRef(name); ok {
 		ct.serverID, ct.toolName = at.ServerID, at.ToolName
 		return ct, nil
 	}
@@ -649,6 +650,9 @@ func (c *Client) listFor(ctx context.Context, serverID string) error {
 		if err := c.callable(ctx, serverID); err != nil {
 			return err
 		}
+		if c.listedFromCache(ctx, serverID) {
+			return nil
+		}
 		if err := c.ensureReady(ctx, serverID); err != nil {
 			return c.connectError(ctx, serverID, err)
 		}
@@ -832,4 +836,19 @@ func sampler(opID, serverID string, sample func(context.Context, localapi.Sampli
 		}
 		return &res, nil
 	}
+}
+
+// listedFromCache lists a server that has no session from its stored
+// catalog, without connecting it (issue #12): its first call connects.
+func (c *Client) listedFromCache(ctx context.Context, id string) bool {
+	if st, err := c.Manager.ServerStatusOf(id); err != nil || st.State == manager.StateReady {
+		return false
+	}
+	if cat, err := c.Manager.CachedCatalog(ctx, id); err != nil || cat == nil {
+		return false
+	}
+	if err := c.reg.Refresh(withWant(ctx, id)); err != nil {
+		return false
+	}
+	return c.listed(id)
 }

@@ -13,7 +13,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/remotemcp/remotemcp/agent"
 	"github.com/remotemcp/remotemcp/config"
 	"github.com/remotemcp/remotemcp/hostperm"
 	"github.com/remotemcp/remotemcp/localapi"
@@ -118,6 +117,7 @@ func (c *Client) view(ctx context.Context, srv config.Server, st manager.ServerS
 			RedirectPort: srv.Auth.RedirectPort, ClientMetadataURL: srv.Auth.ClientMetadataURL,
 		},
 		DisabledTools: append([]string{}, srv.DisabledTools...),
+		PinnedTools:   slices.Clone(srv.PinnedTools),
 		State:         localapi.StateDisconnected,
 		OriginGranted: granted[origin],
 		Pending:       []localapi.Pending{},
@@ -125,6 +125,7 @@ func (c *Client) view(ctx context.Context, srv config.Server, st manager.ServerS
 	if srv.ToolTimeout != 0 {
 		v.ToolTimeout = time.Duration(srv.ToolTimeout).String()
 	}
+	v.IdleTimeout = srv.Idle().String()
 	v.Limits = srv.Limits
 	// Names only: header values are secrets (SPEC §9 A2).
 	v.HeaderNames = headerNames(srv.Headers)
@@ -147,11 +148,14 @@ func (c *Client) view(ctx context.Context, srv config.Server, st manager.ServerS
 	}
 	if st.ID == srv.ID {
 		v.ToolCount = st.ToolCount
+		// The session's catalog, else the one kept in memory or the
+		// store: nothing connects (R2.3).
+		get := c.Manager.CachedCatalog
 		if st.State == manager.StateReady {
-			// Connected: the catalog is at hand, nothing connects.
-			if cat, err := c.Manager.Catalog(ctx, srv.ID); err == nil {
-				v.Instructions = cat.Instructions
-			}
+			get = c.Manager.Catalog
+		}
+		if cat, err := get(ctx, srv.ID); err == nil && cat != nil {
+			v.Instructions = cat.Instructions
 		}
 	}
 	v.State, v.Reason = c.state(ctx, srv, st)
@@ -180,6 +184,9 @@ func (c *Client) state(ctx context.Context, srv config.Server, st manager.Server
 		return localapi.StateNeedsAuth, &localapi.Reason{Class: string(manager.ClassAuth), Step: string(oauth.StepAuthorization), Message: reasonSignedOut}
 	}
 	switch ms {
+	case manager.StateIdle:
+		// Hibernated: no session, its catalog kept (SPEC §9 A1).
+		return localapi.StateIdle, nil
 	case manager.StateConnecting:
 		if r != nil && strings.HasPrefix(r.Message, "connection lost") {
 			return localapi.StateReconnecting, reasonOf(r)
@@ -545,6 +552,24 @@ func (c *Client) UpdateServer(ctx context.Context, id string, req localapi.Updat
 		cd := config.Duration(d)
 		timeout = &cd
 	}
+	var idle *config.Duration
+	resetIdle := false
+	if req.IdleTimeout != nil {
+		switch s := strings.TrimSpace(*req.IdleTimeout); s {
+		case "", "default":
+			resetIdle = true
+		default:
+			d, err := time.ParseDuration(s)
+			if s == "0" {
+				d, err = 0, nil
+			}
+			if err != nil || d < 0 || d > config.MaxIdleTimeout {
+				return nil, badRequest("idleTimeout", "idleTimeout %q: want a duration such as 10m, 0 for never, or default", s)
+			}
+			cd := config.Duration(d)
+			idle = &cd
+		}
+	}
 	// Check the limits before the edit, so a bad one changes nothing.
 	var probe config.Limits
 	for _, name := range slices.Sorted(maps.Keys(req.Limits)) {
@@ -596,6 +621,12 @@ func (c *Client) UpdateServer(ctx context.Context, id string, req localapi.Updat
 		if timeout != nil {
 			s.ToolTimeout = *timeout
 		}
+		if resetIdle {
+			s.IdleTimeout = nil
+		} else if idle != nil {
+			d := *idle
+			s.IdleTimeout = &d
+		}
 		for _, name := range slices.Sorted(maps.Keys(req.Limits)) {
 			if err := s.Limits.Set(name, req.Limits[name]); err != nil {
 				return badRequest("limits", "%v", err)
@@ -606,6 +637,14 @@ func (c *Client) UpdateServer(ctx context.Context, id string, req localapi.Updat
 		}
 		for _, t := range req.EnableTools {
 			s.DisabledTools = toggleTool(s.DisabledTools, t, true)
+		}
+		// toggleTool adds a name when "enabled" is false: here that is
+		// pinning.
+		for _, t := range req.PinTools {
+			s.PinnedTools = toggleTool(s.PinnedTools, t, false)
+		}
+		for _, t := range req.UnpinTools {
+			s.PinnedTools = toggleTool(s.PinnedTools, t, true)
 		}
 		if a := req.Auth; a != nil {
 			next := config.Auth{Kind: a.Kind, Token: a.Token, ClientID: a.ClientID, ClientSecret: a.ClientSecret,
@@ -673,7 +712,8 @@ func (c *Client) UpdateServer(ctx context.Context, id string, req localapi.Updat
 	if err != nil {
 		return nil, fail(err)
 	}
-	return &localapi.UpdateServerResult{Server: *v, Warnings: append(warnings, c.unknownTools(id, req.DisableTools)...)}, nil
+	warnings = append(warnings, c.unknownTools(id, req.DisableTools, "disabled")...)
+	return &localapi.UpdateServerResult{Server: *v, Warnings: append(warnings, c.unknownTools(id, req.PinTools, "pinned")...)}, nil
 }
 
 // approvalOf is a stored approval as shown: empty is host.
@@ -794,7 +834,7 @@ func toggleTool(l []string, tool string, enabled bool) []string {
 
 // unknownTools warns about disabled tools the server does not offer,
 // when its catalog is known (a current connection).
-func (c *Client) unknownTools(id string, tools []string) []string {
+func (c *Client) unknownTools(id string, tools []string, done string) []string {
 	out := []string{}
 	if len(tools) == 0 {
 		return out
@@ -809,7 +849,7 @@ func (c *Client) unknownTools(id string, tools []string) []string {
 	}
 	for _, t := range tools {
 		if !slices.ContainsFunc(cat.Tools, func(ct session.Tool) bool { return ct.Tool != nil && ct.Name == t }) {
-			out = append(out, fmt.Sprintf("server %s has no tool %q (it was disabled anyway, in case the server adds it later)", id, t))
+			out = append(out, fmt.Sprintf("server %s has no tool %q (it was %s anyway, in case the server adds it later)", id, t, done))
 		}
 	}
 	return out
@@ -1089,13 +1129,9 @@ func (c *Client) DismissPending(ctx context.Context, origin string) error {
 // listed reports whether the registry's snapshot holds a catalog of the
 // server (any tool, prompt or resource of it).
 func (c *Client) listed(id string) bool {
-	snap := c.reg.Snapshot()
-	if snap.Errors()[id] != nil {
-		return false
-	}
-	return slices.ContainsFunc(snap.Tools(), func(t agent.AgentTool) bool { return t.ServerID == id }) ||
-		slices.ContainsFunc(snap.Prompts(), func(p agent.PromptCommand) bool { return p.ServerID == id }) ||
-		slices.ContainsFunc(snap.Resources(), func(r agent.ResourceEntry) bool { return r.ServerID == id })
+	// A lookup, not a copy of the whole snapshot: it is on every call's
+	// path.
+	return c.reg.Snapshot().HasCatalog(id)
 }
 
 // KnownSecrets names the write-only secrets the store holds for servers

@@ -72,6 +72,9 @@ type Options struct {
 	// one-shot command runs the engine this way; connectOnStartup is for
 	// long-lived owners (the daemon, an embedding agent).
 	NoStartupConnect bool
+	// IdleCheck is how often sessions unused for their server's
+	// idleTimeout are looked for and closed (default 15 s).
+	IdleCheck time.Duration
 	// AskHost puts an origin without a grant to the person at once (see
 	// hostperm.Options.Ask); nil leaves a pending approval (R2.2).
 	AskHost func(ctx context.Context, refused hostperm.PermissionRequiredError) bool
@@ -206,6 +209,7 @@ func Open(ctx context.Context, o Options) (*Client, error) {
 		ClientName: "remotemcp", ClientVersion: Version,
 		ProtocolVersion: o.ProtocolVersion, NoStartupConnect: o.NoStartupConnect,
 		Elicit: o.Elicit, OnLog: c.onServerLog, OnResourceUpdated: c.onResourceUpdated,
+		Catalogs: storeCatalogs{st}, Logs: storeCatalogs{st}, IdleCheck: o.IdleCheck,
 	}
 	if mo.Elicit == nil {
 		cards, err := elicit.Open(ctx, st, elicit.Options{Logger: o.Logger})

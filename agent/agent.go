@@ -122,6 +122,9 @@ type Backend interface {
 	Subscribe(ctx context.Context) <-chan manager.Event
 	Catalog(ctx context.Context, id string) (*session.Catalog, error)
 	CatalogOn(id, connID string) (*session.Catalog, error)
+	// CachedCatalog is a server's last good catalog without connecting
+	// (nil when there is none); it never counts as ready.
+	CachedCatalog(ctx context.Context, id string) (*session.Catalog, error)
 	CallTool(ctx context.Context, id, tool string, args json.RawMessage, o session.CallOptions) (*mcp.CallToolResult, error)
 	GetPrompt(ctx context.Context, id, name string, args map[string]string) (*mcp.GetPromptResult, error)
 	ReadResource(ctx context.Context, id, uri string) (*mcp.ReadResourceResult, error)
@@ -229,11 +232,12 @@ func New(o Options) (*Registry, error) {
 	return r, nil
 }
 
-// Start lists every enabled server (connecting lazy ones: this is their
-// first capability listing, R2.3), then follows the manager's events and
-// rebuilds the snapshot whenever a catalog commits or a server's state or
-// disabledTools change (R4.4). A server that cannot be listed is recorded
-// in Snapshot.Errors; Start fails only when ctx ends.
+// Start lists every enabled server without connecting any (R2.3; issue
+// #12): connected servers by their session's catalog, the others by their
+// stored catalog when there is one. Then it follows the manager's events
+// and rebuilds the snapshot whenever a catalog commits or a server's
+// state or disabledTools change (R4.4). Refresh lists the servers that
+// have no catalog yet, connecting them. Start fails only when ctx ends.
 func (r *Registry) Start(ctx context.Context) error {
 	r.opsMu.Lock()
 	if r.started || r.closed {
@@ -244,7 +248,8 @@ func (r *Registry) Start(ctx context.Context) error {
 	r.opsMu.Unlock()
 	// Subscribe before the first listing so no commit in between is missed.
 	events := r.be.Subscribe(r.ctx)
-	if err := r.Refresh(ctx); err != nil {
+	r.sync(ctx, false)
+	if err := ctx.Err(); err != nil {
 		return err
 	}
 	r.wg.Add(1)
@@ -335,8 +340,16 @@ func (r *Registry) sync(ctx context.Context, listLazy bool) {
 		}
 		if listLazy {
 			lazy = append(lazy, st.ID)
+			continue
 		}
 		// Not ready: keep the last good catalog; jitter is not deletion.
+		// A server never listed here shows its stored catalog, if any.
+		if v.catalog == nil {
+			if c, err := r.be.CachedCatalog(ctx, st.ID); err == nil && c != nil {
+				v.catalog, v.err = c, nil
+				changed = true
+			}
+		}
 	}
 	for id := range r.views {
 		if !seen[id] {
@@ -398,6 +411,56 @@ type Snapshot struct {
 	resources []ResourceEntry
 	servers   []string
 	errs      map[string]error
+	// listed holds the servers with at least one tool, prompt or resource
+	// in the snapshot (see HasCatalog).
+	listed map[string]bool
+}
+
+// ToolRef names one tool of a snapshot: what Tool returns, without the
+// copy of the schema and annotations, for callers that only need to know
+// which server and tool a name stands for.
+type ToolRef struct {
+	// Name is the AgentTool name; ServerID and ToolName the server's.
+	Name, ServerID, ToolName string
+}
+
+// ToolRef returns the names of the tool with this AgentTool name. It
+// copies nothing, so it is the cheap form of Tool for a call path.
+func (s *Snapshot) ToolRef(name string) (ToolRef, bool) {
+	i, ok := s.byName[name]
+	if !ok {
+		return ToolRef{}, false
+	}
+	t := &s.tools[i]
+	return ToolRef{t.Name, t.ServerID, t.ToolName}, true
+}
+
+// ToolRefFor returns the names of a server's tool (the cheap form of
+// ToolFor).
+func (s *Snapshot) ToolRefFor(serverID, tool string) (ToolRef, bool) {
+	i, ok := s.byTool[toolKey{serverID, tool}]
+	if !ok {
+		return ToolRef{}, false
+	}
+	t := &s.tools[i]
+	return ToolRef{t.Name, t.ServerID, t.ToolName}, true
+}
+
+// HasCatalog reports whether the snapshot holds a catalog of the server:
+// at least one of its tools (not switched off), prompts or resources, and
+// no listing error. It is what scanning Tools, Prompts, Resources and
+// Errors for the server tells, without copying any of them.
+func (s *Snapshot) HasCatalog(serverID string) bool {
+	return s.errs[serverID] == nil && s.listed[serverID]
+}
+
+// tool is the snapshot's own AgentTool of name, not a copy: read-only.
+func (s *Snapshot) tool(name string) (*AgentTool, bool) {
+	i, ok := s.byName[name]
+	if !ok {
+		return nil, false
+	}
+	return &s.tools[i], true
 }
 
 // Generation increases with every rebuild.
@@ -452,7 +515,7 @@ func (s *Snapshot) Errors() map[string]error { return maps.Clone(s.errs) }
 
 func buildSnapshot(gen uint64, views map[string]*serverView, maxDesc int) *Snapshot {
 	s := &Snapshot{gen: gen, byName: map[string]int{}, byTool: map[toolKey]int{},
-		disabled: map[string]toolKey{}, errs: map[string]error{}}
+		disabled: map[string]toolKey{}, errs: map[string]error{}, listed: map[string]bool{}}
 	ids := slices.Sorted(maps.Keys(views))
 	type entry struct {
 		k toolKey
@@ -490,18 +553,21 @@ func buildSnapshot(gen uint64, views map[string]*serverView, maxDesc int) *Snaps
 		for _, p := range c.Prompts {
 			if p != nil {
 				s.prompts = append(s.prompts, promptCommand(id, p))
+				s.listed[id] = true
 			}
 		}
 		for _, res := range c.Resources {
 			if res != nil {
 				s.resources = append(s.resources, ResourceEntry{ServerID: id, URI: res.URI, Name: res.Name,
 					Title: res.Title, Description: res.Description, MIMEType: res.MIMEType, Size: res.Size})
+				s.listed[id] = true
 			}
 		}
 		for _, tp := range c.Templates {
 			if tp != nil {
 				s.resources = append(s.resources, ResourceEntry{ServerID: id, URI: tp.URITemplate, Template: true,
 					Name: tp.Name, Title: tp.Title, Description: tp.Description, MIMEType: tp.MIMEType})
+				s.listed[id] = true
 			}
 		}
 	}
@@ -522,6 +588,7 @@ func buildSnapshot(gen uint64, views map[string]*serverView, maxDesc int) *Snaps
 			at.InputSchema = json.RawMessage(`{"type":"object"}`)
 		}
 		s.tools = append(s.tools, at)
+		s.listed[at.ServerID] = true
 	}
 	slices.SortFunc(s.tools, func(a, b AgentTool) int { return strings.Compare(a.Name, b.Name) })
 	for i, t := range s.tools {

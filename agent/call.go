@@ -120,7 +120,19 @@ type operation struct {
 
 var errCancelledEarly = errors.New("cancelled before the call started")
 
-func newOperationID() string { return "op-" + rand.Text()[:20] }
+// newOperationID returns "op-" and 20 characters of the base32 alphabet
+// from crypto/rand (as "op-" + rand.Text()[:20], in one allocation).
+func newOperationID() string {
+	const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567"
+	var buf [23]byte
+	copy(buf[:], "op-")
+	r := buf[3:]
+	rand.Read(r)
+	for i := range r {
+		r[i] = alphabet[r[i]%32]
+	}
+	return string(buf[:])
+}
 
 // Call runs one tool call: lookup, lenient argument parsing, approval,
 // admission behind open elicitations, one dispatch through the manager,
@@ -136,7 +148,7 @@ func (r *Registry) Call(ctx context.Context, name string, args json.RawMessage, 
 		o.OperationID = newOperationID()
 	}
 	snap := r.Snapshot()
-	t, ok := snap.Tool(name)
+	t, ok := snap.tool(name) // read-only: call copies what leaves the registry
 	if !ok {
 		res := &ToolResult{Tool: name, OperationID: o.OperationID, Outcome: OutcomeUnavailable, IsError: true}
 		if k, off := snap.disabled[name]; off {
@@ -152,7 +164,7 @@ func (r *Registry) Call(ctx context.Context, name string, args json.RawMessage, 
 		r.opsMu.Unlock()
 		return res, nil
 	}
-	return r.call(ctx, t, args, o)
+	return r.call(ctx, *t, args, o)
 }
 
 // Cancel cancels a call by operation id at whatever stage it is: waiting
@@ -225,9 +237,13 @@ func (r *Registry) call(parent context.Context, t AgentTool, rawArgs json.RawMes
 		return res, nil
 	}
 
+	// The approver is host code: it gets copies of the snapshot's schema
+	// and annotations (one copy of the annotations serves both fields)
+	// and of the arguments that will be sent.
+	at := t.clone()
 	dec, err := r.o.Approver.Approve(ctx, ApprovalRequest{
-		Tool: t.clone(), Server: t.ServerID, Arguments: json.RawMessage(append([]byte(nil), args...)),
-		Annotations: t.Annotations.clone(), OperationID: o.OperationID,
+		Tool: at, Server: t.ServerID, Arguments: json.RawMessage(append([]byte(nil), args...)),
+		Annotations: at.Annotations, OperationID: o.OperationID,
 	})
 	switch {
 	case ctx.Err() != nil:

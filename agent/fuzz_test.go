@@ -48,6 +48,10 @@ func (echoBackend) Catalog(context.Context, string) (*session.Catalog, error) {
 	return nil, errors.New("no catalog")
 }
 
+func (echoBackend) CachedCatalog(context.Context, string) (*session.Catalog, error) {
+	return nil, nil
+}
+
 func (echoBackend) CatalogOn(string, string) (*session.Catalog, error) {
 	return nil, errors.New("no catalog")
 }

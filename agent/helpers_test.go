@@ -159,6 +159,11 @@ func newEnv(t *testing.T, o envOpts) *env {
 	if err := e.reg.Start(ctx); err != nil {
 		t.Fatalf("start registry: %v", err)
 	}
+	// Start connects nothing (issue #12); the tests list every server
+	// first, as an agent asking for its tools does.
+	if err := e.reg.Refresh(ctx); err != nil {
+		t.Fatalf("refresh registry: %v", err)
+	}
 	t.Cleanup(e.close)
 	return e
 }

@@ -12,16 +12,20 @@ const KindInstructions Kind = "instructions"
 
 // Instructions returns the instructions of every enabled server that gave
 // some, one fenced block per server, in server order (issue #11 item 7).
-// Only connected servers are asked: Instructions never connects one
-// (R2.3); call it again after a catalog change.
+// A server that is not connected contributes its stored catalog's
+// instructions: Instructions never connects one (R2.3); call it again
+// after a catalog change.
 func (r *Registry) Instructions(ctx context.Context) []ContextBlock {
 	var out []ContextBlock
 	for _, st := range r.be.Status() {
-		// Only a connected server's: asking another would connect it.
-		if !st.Enabled || st.State != manager.StateReady {
+		if !st.Enabled {
 			continue
 		}
-		c, err := r.be.Catalog(ctx, st.ID)
+		get := r.be.CachedCatalog // never connects
+		if st.State == manager.StateReady {
+			get = r.be.Catalog // the session's
+		}
+		c, err := get(ctx, st.ID)
 		if err != nil || c == nil || c.Instructions == "" {
 			continue
 		}

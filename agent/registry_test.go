@@ -12,6 +12,8 @@ import (
 
 	"github.com/remotemcp/remotemcp/config"
 	"github.com/remotemcp/remotemcp/internal/testserver/fixture"
+	"github.com/remotemcp/remotemcp/manager"
+	"github.com/remotemcp/remotemcp/store"
 )
 
 var validName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
@@ -397,5 +399,49 @@ func TestR2_10_InvalidResultDropped(t *testing.T) {
 	}
 	if n := f.Executions("echo"); n != 1 {
 		t.Fatalf("echo ran %d times, want 1 (never re-sent)", n)
+	}
+}
+
+// Issue #12: starting the registry connects nothing, however many lazy
+// servers there are; Refresh lists them.
+func TestStartConnectsNothing(t *testing.T) {
+	ctx := ctxT(t)
+	f, err := fixture.Start(fixture.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	st, err := store.Open(ctx, t.TempDir(), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	for i := range 50 {
+		s := config.Server{ID: fmt.Sprintf("s%02d", i), URL: f.URL(), Auth: config.Auth{Kind: config.AuthNone}, Enabled: true}
+		if err := st.AddServer(ctx, s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m := manager.New(manager.Options{Store: st, Logger: testLogger()})
+	if err := m.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	reg, err := New(Options{Backend: m, Approver: ApproverFunc(func(context.Context, ApprovalRequest) (Decision, error) { return Decision{}, nil }), Logger: testLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { reg.Close() })
+	if err := reg.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(f.Requests()); n != 0 {
+		t.Fatalf("starting the registry with 50 lazy servers sent %d requests, want 0", n)
+	}
+	if err := reg.Refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(reg.Snapshot().Tools()); n == 0 {
+		t.Fatal("Refresh listed no tools")
 	}
 }

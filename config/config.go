@@ -123,6 +123,30 @@ type Server struct {
 	// tool annotations (readOnlyHint and friends) passed to MCP hosts
 	// (SPEC §9 A8). Not a connection setting.
 	Trusted bool `json:"trusted,omitempty"`
+	// PinnedTools are offered to MCP hosts even in tool-search mode, where
+	// the other tools are found by searching (SPEC §9 A2). Not a
+	// connection setting.
+	PinnedTools []string `json:"pinnedTools,omitempty"`
+	// IdleTimeout is how long a connected server may go unused before its
+	// session is closed politely (hibernation; its catalog is kept and
+	// the next use reconnects). nil means DefaultIdleTimeout; 0 means
+	// never (SPEC §9 A1, A2).
+	IdleTimeout *Duration `json:"idleTimeout,omitempty"`
+}
+
+// DefaultIdleTimeout is a server's idleTimeout when its config names none.
+const DefaultIdleTimeout = 10 * time.Minute
+
+// MaxIdleTimeout bounds idleTimeout.
+const MaxIdleTimeout = 30 * 24 * time.Hour
+
+// Idle is the server's effective idle timeout; 0 means it never
+// hibernates.
+func (s Server) Idle() time.Duration {
+	if s.IdleTimeout == nil {
+		return DefaultIdleTimeout
+	}
+	return time.Duration(*s.IdleTimeout)
 }
 
 // Approval names who approves a server's tool calls made through the MCP
@@ -163,6 +187,11 @@ var reservedHeaders = []string{"Authorization", "Host", "Content-Length", "Conte
 func (s Server) Clone() Server {
 	c := s
 	c.DisabledTools = slices.Clone(s.DisabledTools)
+	c.PinnedTools = slices.Clone(s.PinnedTools)
+	if s.IdleTimeout != nil {
+		d := *s.IdleTimeout
+		c.IdleTimeout = &d
+	}
 	c.Auth.Scopes = slices.Clone(s.Auth.Scopes)
 	c.Headers = maps.Clone(s.Headers)
 	if s.Auth.Binding != nil {

@@ -123,6 +123,19 @@ func (s Server) Validate() error {
 			return fail(fmt.Sprintf("disabledTools[%d]", i), "is empty; give the tool's name")
 		}
 	}
+	for i, t := range s.PinnedTools {
+		if t == "" {
+			return fail(fmt.Sprintf("pinnedTools[%d]", i), "is empty; give the tool's name")
+		}
+	}
+	if s.IdleTimeout != nil {
+		switch d := time.Duration(*s.IdleTimeout); {
+		case d < 0:
+			return fail("idleTimeout", fmt.Sprintf("is negative (%s); use 0 to never hibernate, or a positive duration", d))
+		case d > MaxIdleTimeout:
+			return fail("idleTimeout", fmt.Sprintf("is %s; the limit is %s", d, MaxIdleTimeout))
+		}
+	}
 	switch d := time.Duration(s.ToolTimeout); {
 	case d < 0:
 		return fail("toolTimeout", fmt.Sprintf("is negative (%s); use 0 for the default of 60s, or a positive duration", d))

@@ -3,6 +3,7 @@ package hostperm
 import (
 	"context"
 	"errors"
+	"net/url"
 	"strings"
 	"testing"
 
@@ -153,6 +154,33 @@ func FuzzDecodePending(f *testing.F) {
 		o, pu, s, ok := splitPendingKey(key)
 		if !ok || o != p.Origin || pu != p.Purpose || s != p.ServerID {
 			t.Fatalf("pending %+v decoded from the record of key %q", p, key)
+		}
+	})
+}
+
+// FuzzGuardOrigin: the guard's per-endpoint origin cache answers exactly
+// what parsing each request's URL answers, for every URL, whatever was
+// cached before it.
+func FuzzGuardOrigin(f *testing.F) {
+	for _, s := range []string{
+		"https://example.com/mcp", "HTTPS://Example.COM:443/a?b", "http://127.0.0.1:8080/x",
+		"https://user:pw@example.com/mcp", "https://example.com:99999/", "http://[::1]:3000/mcp",
+		"https:example.com", "/relative", "https://exa%6dple.com/", "https://a_b.example:0080/p",
+	} {
+		f.Add(s)
+	}
+	g := &guard{}
+	f.Fuzz(func(t *testing.T, s string) {
+		u, err := url.Parse(s)
+		if err != nil {
+			return
+		}
+		want, werr := originOfURL(u.String(), u)
+		for range 2 { // the second time from the cache
+			got, gerr := g.origin(u)
+			if got != want || (gerr == nil) != (werr == nil) || gerr != nil && gerr.Error() != werr.Error() {
+				t.Fatalf("guard origin of %q = %q, %v; want %q, %v", s, got, gerr, want, werr)
+			}
 		}
 	})
 }

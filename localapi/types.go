@@ -89,7 +89,12 @@ type Server struct {
 	ConnectOnStartup bool     `json:"connectOnStartup"`
 	Auth             AuthInfo `json:"auth"`
 	DisabledTools    []string `json:"disabledTools"`
-	ToolTimeout      string   `json:"toolTimeout,omitempty"`
+	// PinnedTools are offered to MCP hosts even in tool-search mode.
+	PinnedTools []string `json:"pinnedTools,omitempty"`
+	ToolTimeout string   `json:"toolTimeout,omitempty"`
+	// IdleTimeout is the effective idle time before the session is closed
+	// (hibernation, state idle): "10m0s" by default, "0s" for never.
+	IdleTimeout string `json:"idleTimeout"`
 	// Limits holds the limits set for this server; the others are
 	// config.DefaultLimits.
 	Limits config.Limits `json:"limits,omitzero"`
@@ -285,12 +290,19 @@ type UpdateServerRequest struct {
 	Enabled          *bool   `json:"enabled,omitempty"`
 	ConnectOnStartup *bool   `json:"connectOnStartup,omitempty"`
 	ToolTimeout      *string `json:"toolTimeout,omitempty"`
+	// IdleTimeout sets the idle time before hibernation ("0" never; ""
+	// or "default" resets it to 10m).
+	IdleTimeout *string `json:"idleTimeout,omitempty"`
 	// Limits sets limits by name (config.LimitNames) to a value as
 	// config.Limits.Set reads it ("16MiB", "90s"); "default" resets one.
 	Limits       map[string]string `json:"limits,omitempty"`
 	DisableTools []string          `json:"disableTools,omitempty"`
 	EnableTools  []string          `json:"enableTools,omitempty"`
-	Auth         *AuthChange       `json:"auth,omitempty"`
+	// PinTools and UnpinTools add or remove pinned tools (offered to MCP
+	// hosts even in tool-search mode), name by name like DisableTools.
+	PinTools   []string    `json:"pinTools,omitempty"`
+	UnpinTools []string    `json:"unpinTools,omitempty"`
+	Auth       *AuthChange `json:"auth,omitempty"`
 	// Token replaces a bearer server's token (write-only).
 	Token *string `json:"token,omitempty"`
 	// RebindBearer confirms that the token is meant for a changed URL.

@@ -14,6 +14,7 @@ package manager
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -127,6 +128,13 @@ type Options struct {
 	// goroutines and must not block.
 	OnLog             func(serverID string, l session.LogMessage)
 	OnResourceUpdated func(serverID, uri string)
+	// Catalogs keeps the servers' last good catalogs (see CatalogCache);
+	// nil keeps them in memory only. Logs keeps idle servers' request
+	// logs (see LogShelf); nil keeps them in memory.
+	Catalogs CatalogCache
+	Logs     LogShelf
+	// IdleCheck is how often idle sessions are looked for (default 15 s).
+	IdleCheck time.Duration
 }
 
 // Manager owns all server connections. Create with New, then Start.
@@ -156,6 +164,10 @@ type Manager struct {
 	opsMu   sync.Mutex
 	ops     map[string]context.CancelCauseFunc
 	cancels *session.CancelRecords
+
+	// cacheIDs are the servers that may have a stored catalog (cache.go).
+	cacheMu  sync.Mutex
+	cacheIDs map[string]bool
 }
 
 type entry struct {
@@ -185,6 +197,21 @@ type entry struct {
 	// logLevel is a level set at run time, for every later session.
 	subs     map[string]int
 	logLevel string
+	// saveMu serializes the catalog's saves to the cache. catalogSeq
+	// counts the catalogs set (setCatalogLocked), savedSeq is the one
+	// last stored or loaded from there; idleTools is the tool count of
+	// an idle server, whose catalog left memory.
+	saveMu     sync.Mutex
+	catalogSeq uint64
+	savedSeq   uint64
+	idleTools  int
+	savedSum   [sha256.Size]byte // of the last stored encoding (under saveMu)
+}
+
+// setCatalogLocked replaces the catalog kept in memory. e.mu held.
+func (e *entry) setCatalogLocked(c *session.Catalog) {
+	e.catalog = c
+	e.catalogSeq++
 }
 
 // maxStreamFailures is how many sessions in a row may lose a stream that
@@ -224,6 +251,9 @@ func New(o Options) *Manager {
 	}
 	if o.BackoffMax == 0 {
 		o.BackoffMax = 30 * time.Second
+	}
+	if o.IdleCheck <= 0 {
+		o.IdleCheck = defaultIdleCheck
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	m := &Manager{o: o, log: o.Logger, ctx: ctx, cancel: cancel, entries: map[string]*entry{},
@@ -272,8 +302,9 @@ func (m *Manager) Start(ctx context.Context) error {
 		}
 	}
 	m.setRev(rev)
-	m.wg.Add(1)
+	m.wg.Add(2)
 	go m.reconcileLoop(changes)
+	go m.idleLoop()
 	return nil
 }
 
@@ -450,7 +481,7 @@ func (m *Manager) attemptOnce(e *entry, a *attempt) error {
 	if !m.current(e, a) {
 		return ErrSuperseded
 	}
-	cfg, err := m.o.Store.GetServer(a.ctx, e.id)
+	cfg, rev, err := m.readServer(a.ctx, e.id)
 	if err != nil {
 		if errors.Is(err, store.ErrNotFound) {
 			return fmt.Errorf("%w %q", ErrUnknownServer, e.id)
@@ -519,14 +550,17 @@ func (m *Manager) attemptOnce(e *entry, a *attempt) error {
 		}
 		return err
 	}
-	// R2.5: the config may have changed while we shook hands.
-	now, err := m.o.Store.GetServer(a.ctx, e.id)
-	if err != nil || !now.Enabled || !config.ConnectionEqual(now, cfg) {
-		sess.Close()
-		if err != nil && !errors.Is(err, store.ErrNotFound) {
-			return fmt.Errorf("re-read config after handshake: %w", err)
+	// R2.5: the config may have changed while we shook hands. The
+	// record's revision says whether it did; only then is it read again.
+	if !m.sameRevision(a.ctx, e.id, rev) {
+		now, err := m.o.Store.GetServer(a.ctx, e.id)
+		if err != nil || !now.Enabled || !config.ConnectionEqual(now, cfg) {
+			sess.Close()
+			if err != nil && !errors.Is(err, store.ErrNotFound) {
+				return fmt.Errorf("re-read config after handshake: %w", err)
+			}
+			return ErrConfigDrift
 		}
-		return ErrConfigDrift
 	}
 	e.mu.Lock()
 	if e.epoch != a.epoch || e.removed {
@@ -538,10 +572,11 @@ func (m *Manager) attemptOnce(e *entry, a *attempt) error {
 	// e.cfg is not set from now: reconcile keeps it current, and a newer
 	// change (disabledTools, toolTimeout) may already be there.
 	e.sess = sess
-	e.catalog = sess.Catalog()
+	e.setCatalogLocked(sess.Catalog())
 	m.setState(e, StateReady, nil)
 	renew := len(e.subs) > 0
 	e.mu.Unlock()
+	m.saveCatalog(e)
 	m.wg.Add(1)
 	go m.watch(e, sess)
 	if renew {
@@ -694,8 +729,11 @@ func (m *Manager) disconnect(e *entry, to State, keepCatalog bool, cause error) 
 	}
 	sess := e.sess
 	e.sess = nil
+	if to == StateIdle && e.catalog != nil {
+		e.idleTools = len(e.catalog.Tools)
+	}
 	if !keepCatalog {
-		e.catalog = nil
+		e.setCatalogLocked(nil)
 	}
 	m.setState(e, to, nil)
 	e.mu.Unlock()
@@ -734,9 +772,10 @@ func (m *Manager) onCatalog(e *entry, connID string, _ *session.Catalog) {
 	// The session's current catalog, not the one delivered: deliveries of
 	// two refreshes may arrive out of order; the session's commit order is
 	// the truth.
-	e.catalog = e.sess.Catalog()
+	e.setCatalogLocked(e.sess.Catalog())
 	m.emitLocked(e)
 	e.mu.Unlock()
+	m.saveCatalog(e)
 }
 
 // CurrentConnection returns the server's ready connection id.
@@ -808,7 +847,15 @@ func (m *Manager) Catalog(ctx context.Context, id string) (*session.Catalog, err
 		e.mu.Unlock()
 		return c, nil
 	}
+	noSession := e.sess == nil && e.cfg.Enabled
 	e.mu.Unlock()
+	if noSession {
+		// A lazy or idle server lists its stored catalog without
+		// connecting (R2.3); its first use connects.
+		if c := m.cachedCatalog(ctx, e); c != nil {
+			return c, nil
+		}
+	}
 	if _, err := m.ensure(ctx, id); err != nil {
 		return nil, err
 	}
@@ -889,16 +936,22 @@ func (m *Manager) callOn(ctx context.Context, id string, sess *session.Session, 
 }
 
 func (m *Manager) callOnce(ctx context.Context, id string, sess *session.Session, tool string, args json.RawMessage, o session.CallOptions) (*mcp.CallToolResult, error) {
-	cfg := sess.Server()
+	// The entry's config is the newest; only the two fields a call needs
+	// are read (sess.Server() would deep-copy the config on every call).
+	var disabled bool
+	var toolTimeout config.Duration
 	if e := m.entry(id); e != nil {
 		e.mu.Lock()
-		cfg = e.cfg
+		disabled, toolTimeout = e.cfg.ToolDisabled(tool), e.cfg.ToolTimeout
 		e.mu.Unlock()
+	} else {
+		cfg := sess.Server()
+		disabled, toolTimeout = cfg.ToolDisabled(tool), cfg.ToolTimeout
 	}
-	if cfg.ToolDisabled(tool) {
+	if disabled {
 		return nil, &CallError{ServerID: id, Tool: tool, Err: fmt.Errorf("%w (enable it with the settings page or \"remotemcp servers set\")", ErrToolDisabled)}
 	}
-	timeout := time.Duration(cfg.ToolTimeout)
+	timeout := time.Duration(toolTimeout)
 	if timeout <= 0 {
 		timeout = DefaultToolTimeout
 	}
@@ -1110,8 +1163,11 @@ func (e *entry) statusLocked() ServerStatus {
 		r := *e.reason
 		st.Reason = &r
 	}
-	if e.catalog != nil {
+	switch {
+	case e.catalog != nil:
 		st.ToolCount = len(e.catalog.Tools)
+	case e.state == StateIdle:
+		st.ToolCount = e.idleTools
 	}
 	if e.sess != nil {
 		st.ConnectionID = e.sess.ConnectionID()
@@ -1160,4 +1216,33 @@ func (m *Manager) setState(e *entry, s State, r *Reason) {
 func (m *Manager) emitLocked(e *entry) {
 	st := e.statusLocked()
 	m.events.Publish(Event{ServerID: e.id, Status: st, Removed: e.removed})
+}
+
+// revisions is what a store offers that keeps a revision per server
+// record (*store.SQLite does), so the drift check after a handshake
+// (R2.5) reads one number instead of the whole record and its secrets.
+type revisions interface {
+	GetServerRevision(ctx context.Context, id string) (config.Server, int64, error)
+	ServerRevision(ctx context.Context, id string) (int64, error)
+}
+
+// readServer reads a server's config and, when the store keeps them, its
+// record's revision (0 otherwise).
+func (m *Manager) readServer(ctx context.Context, id string) (config.Server, int64, error) {
+	if r, ok := m.o.Store.(revisions); ok {
+		return r.GetServerRevision(ctx, id)
+	}
+	cfg, err := m.o.Store.GetServer(ctx, id)
+	return cfg, 0, err
+}
+
+// sameRevision reports whether the server's record is still at rev; false
+// when that cannot be told (then the record is read and compared).
+func (m *Manager) sameRevision(ctx context.Context, id string, rev int64) bool {
+	r, ok := m.o.Store.(revisions)
+	if !ok || rev == 0 {
+		return false
+	}
+	now, err := r.ServerRevision(ctx, id)
+	return err == nil && now == rev
 }

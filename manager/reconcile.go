@@ -110,6 +110,7 @@ func (m *Manager) reconcile(id string, cfg *config.Server) {
 			return
 		}
 		m.disconnect(e, StateDisconnected, false, fmt.Errorf("%w %q: it was removed", ErrUnknownServer, id))
+		m.dropCatalog(id)
 		e.mu.Lock()
 		e.removed = true
 		m.emitLocked(e)
@@ -143,7 +144,16 @@ func (m *Manager) reconcile(id string, cfg *config.Server) {
 	}
 	e.cfg = *cfg
 	changed := !config.ConnectionEqual(liveCfg, *cfg)
+	// Another URL or sign-in: the catalog kept for the old one is not
+	// this server's any more (R2.4).
+	rebound := !fresh && CatalogKey(old) != CatalogKey(*cfg)
+	if rebound {
+		e.setCatalogLocked(nil)
+	}
 	e.mu.Unlock()
+	if rebound {
+		m.dropCatalog(id)
+	}
 
 	switch {
 	case !cfg.Enabled:

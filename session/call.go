@@ -30,9 +30,15 @@ func (s *Session) CallTool(ctx context.Context, name string, args json.RawMessag
 	if o.OperationID == "" {
 		o.OperationID = NewConnectionID()
 	}
-	ctx, cancelCause := context.WithCancelCause(ctx)
-	defer cancelCause(nil)
-	op := &operation{cancel: cancelCause, progress: o.Progress, sample: o.Sample, token: o.OperationID, delivery: make(chan struct{}, 1)}
+	op := &operation{progress: o.Progress, sample: o.Sample, token: o.OperationID}
+	// The call's context: the caller's, ended by Cancel and Close too, and
+	// not ended by the caller's layers once the call is over (reqCtx).
+	op.req.init(ctx)
+	defer op.req.end(s)
+	op.cancel = op.req.cancel
+	if o.Progress != nil {
+		op.delivery = make(chan struct{}, 1) // see awaitProgress
+	}
 
 	s.calls.Lock()
 	if s.closing {
@@ -76,19 +82,24 @@ func (s *Session) CallTool(ctx context.Context, name string, args json.RawMessag
 		params.SetProgressToken(o.OperationID)
 	}
 	s.used()
-	ctx, slot := withRequestSlot(ctx)
-	res, err := s.cs.CallTool(ctx, params)
+	rctx, slot := &op.req, &op.req.slot
+	if err := ctx.Err(); err != nil {
+		// The caller's context ended before the call was sent (the call's
+		// own context follows it a moment later): never send it.
+		return nil, err
+	}
+	res, err := s.cs.CallTool(rctx, params)
 	if o.Progress != nil {
-		s.awaitProgress(ctx, op)
+		s.awaitProgress(rctx, op)
 	}
 	if err != nil {
 		if slot.sessionMissing.Load() {
 			return nil, notRun(slot, "call "+name, err)
 		}
-		if cause := context.Cause(ctx); errors.Is(cause, ErrClosed) {
+		if cause := context.Cause(rctx); errors.Is(cause, ErrClosed) {
 			return nil, fmt.Errorf("call %s: %w while the call was in flight", name, ErrClosed)
 		}
-		return nil, limitFromWire(err)
+		return nil, limitFromWire(rctx.callerErr(err))
 	}
 	if err := ValidateCallResult(res); err != nil {
 		return nil, err
@@ -183,10 +194,15 @@ func (s *Session) awaitProgress(ctx context.Context, op *operation) {
 // GetPrompt fetches a prompt and validates the result (R2.10).
 func (s *Session) GetPrompt(ctx context.Context, name string, args map[string]string) (*mcp.GetPromptResult, error) {
 	s.used()
-	ctx, slot := withRequestSlot(ctx)
-	res, err := s.cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: name, Arguments: args})
+	r := &reqCtx{}
+	r.init(ctx)
+	defer r.end(s)
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	res, err := s.cs.GetPrompt(r, &mcp.GetPromptParams{Name: name, Arguments: args})
 	if err != nil {
-		return nil, notRun(slot, "get prompt "+name, limitFromWire(err))
+		return nil, notRun(&r.slot, "get prompt "+name, limitFromWire(r.callerErr(err)))
 	}
 	if err := ValidatePromptResult(res); err != nil {
 		return nil, err
@@ -197,10 +213,15 @@ func (s *Session) GetPrompt(ctx context.Context, name string, args map[string]st
 // ReadResource reads a resource and validates the result (R2.10).
 func (s *Session) ReadResource(ctx context.Context, uri string) (*mcp.ReadResourceResult, error) {
 	s.used()
-	ctx, slot := withRequestSlot(ctx)
-	res, err := s.cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: uri})
+	r := &reqCtx{}
+	r.init(ctx)
+	defer r.end(s)
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	res, err := s.cs.ReadResource(r, &mcp.ReadResourceParams{URI: uri})
 	if err != nil {
-		return nil, notRun(slot, "read "+uri, limitFromWire(err))
+		return nil, notRun(&r.slot, "read "+uri, limitFromWire(r.callerErr(err)))
 	}
 	if err := ValidateReadResult(res); err != nil {
 		return nil, err

@@ -126,6 +126,26 @@ func sseEvents(body []byte) []string {
 	return events
 }
 
+// readAllBy reads r to its end in reads of at most size bytes (io.ReadAll
+// when size is 0).
+func readAllBy(r io.Reader, size int) ([]byte, error) {
+	if size <= 0 {
+		return io.ReadAll(r)
+	}
+	var out []byte
+	p := make([]byte, size)
+	for {
+		n, err := r.Read(p)
+		out = append(out, p[:n]...)
+		if err == io.EOF {
+			return out, nil
+		}
+		if err != nil {
+			return out, err
+		}
+	}
+}
+
 // FuzzSSEFramer: the limiter's SSE framer passes every event within the
 // limits through unchanged and in order, never hands on an event over
 // maxMessageBytes, and ends a call's stream with one error response.
@@ -141,7 +161,9 @@ func FuzzSSEFramer(f *testing.F) {
 		l := newLimiter("fz", lim, nil)
 		req, _ := http.NewRequest(http.MethodPost, "http://127.0.0.1/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":9,"method":"tools/call"}`))
 		b := &sseBody{l: l, rc: io.NopCloser(&chunkReader{data: body, n: int(chunk%16) + 1}), req: req, call: call}
-		out, err := io.ReadAll(b)
+		// chunk's high bits pick how go-sdk reads: all at once, or in
+		// small reads that leave events partly read between fills.
+		out, err := readAllBy(b, int(chunk/16)*5)
 		b.Close()
 		if err != nil {
 			t.Fatalf("read: %v", err)
@@ -177,6 +199,33 @@ func FuzzSSEFramer(f *testing.F) {
 		}
 		if l.mem.used != 0 {
 			t.Fatalf("%d bytes of the memory budget still held after Close", l.mem.used)
+		}
+	})
+}
+
+// peekRPCMethodWhole is the reference reading of peekRPCMethod: the first
+// "method" member of the whole body (up to 1 MiB).
+func peekRPCMethodWhole(data []byte) string {
+	if len(data) > 1<<20 {
+		data = data[:1<<20]
+	}
+	m, _ := scanRPCMethod(data, true)
+	return string(m)
+}
+
+// FuzzPeekRPCMethod: reading a prefix of the body finds what reading all
+// of it finds.
+func FuzzPeekRPCMethod(f *testing.F) {
+	f.Add([]byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{}}`), uint16(0))
+	f.Add([]byte(`{"jsonrpc":"2.0","id":1,"method" : "x"}`), uint16(500))
+	f.Add([]byte(`{"method"`), uint16(503))
+	f.Add([]byte(`{"a":"b", "method": "`+strings.Repeat("m", 200)+`"}`), uint16(400))
+	f.Fuzz(func(t *testing.T, body []byte, pad uint16) {
+		// pad shifts the member across the prefix's end.
+		data := append(bytes.Repeat([]byte(" "), int(pad%1100)), body...)
+		got := peekRPCMethod(io.NopCloser(bytes.NewReader(data)))
+		if want := peekRPCMethodWhole(data); got != want {
+			t.Fatalf("peekRPCMethod = %q, want %q", got, want)
 		}
 	})
 }

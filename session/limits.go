@@ -182,7 +182,14 @@ func (l *limiter) errorf(limit string, value int64, what string) *LimitError {
 func (l *limiter) wrapPOST(req *http.Request, resp *http.Response, cp capture) {
 	meter := listMeterFrom(req.Context())
 	if isSSE(resp.Header.Get("Content-Type")) {
-		resp.Body = &sseBody{l: l, rc: resp.Body, req: req, meter: meter, call: true, capture: cp}
+		b := &sseBody{l: l, rc: resp.Body, req: req, meter: meter, call: true, capture: cp}
+		if slot := requestSlotFrom(req.Context()); slot != nil {
+			// The request's stream is open until Read ends it or
+			// Close (see reqCtx.end).
+			b.slot = slot
+			slot.streams.Add(1)
+		}
+		resp.Body = b
 		return
 	}
 	if resp.ContentLength > l.lim.MaxMessageBytes {
@@ -270,7 +277,9 @@ func (b *jsonBody) prepare() io.Reader {
 		return b.rc
 	}
 	var buf bytes.Buffer
-	chunk := make([]byte, 32<<10)
+	rb := readBufs.Get().(*[readBufSize]byte)
+	defer readBufs.Put(rb) // buf.Write copies: nothing refers to rb after
+	chunk := rb[:]
 	for {
 		n, err := b.rc.Read(chunk)
 		if n > 0 {
@@ -301,6 +310,13 @@ func (b *jsonBody) prepare() io.Reader {
 // response once it exceeds its totals, and the standalone stream is
 // throttled. Lines end at "\n" and lose trailing "\r"s, exactly as go-sdk
 // reads them; field lines pass otherwise unchanged.
+//
+// Buffers. go-sdk only ever sees copies (Read copies into its p), so the
+// framer's buffers are its own: the read buffer of a call's stream is
+// borrowed from readBufs for one read, and the line, event and output
+// buffers from frameBufs while they hold anything; an idle stream holds
+// neither (the standalone stream keeps a small read buffer of its own,
+// since it waits in Read for the whole session).
 type sseBody struct {
 	l     *limiter
 	rc    io.ReadCloser
@@ -310,13 +326,15 @@ type sseBody struct {
 	// capture records raw tools and question schemas from the events.
 	capture capture
 
-	in   []byte // read buffer
-	line []byte // the current partial line
-	ev   []byte // the current event's lines
-	skip bool   // dropping an oversized event up to its end
+	in   []byte     // the standalone stream's read buffer
+	bufs *frameBufs // borrowed for line, ev and out; nil when all are empty
+	line []byte     // the current partial line
+	ev   []byte     // the current event's lines
+	skip bool       // dropping an oversized event up to its end
 	// skipLine: the current line, while dropping, is not blank
 	skipLine bool
-	out      []byte // complete events ready for go-sdk
+	out      []byte // complete events ready for go-sdk: out[outPos:]
+	outPos   int
 	events   int
 	total    int64
 	held     int64 // budget bytes held by the event being read
@@ -324,11 +342,76 @@ type sseBody struct {
 	eof      bool
 	err      error
 	stopped  bool
+	// slot is the request's, whose open streams this one counts in
+	// until ended is set.
+	slot  *requestSlot
+	ended atomic.Bool
+}
+
+// endStream takes the stream off its request's count, once.
+func (b *sseBody) endStream() {
+	if b.slot != nil && b.ended.CompareAndSwap(false, true) {
+		b.slot.streams.Add(-1)
+	}
+}
+
+const (
+	// readBufSize is the read buffer of a call's response stream.
+	readBufSize = 32 << 10
+	// streamReadSize is the standalone stream's own read buffer: that
+	// stream waits in Read as long as the session lives, buffer in hand,
+	// and carries small notifications.
+	streamReadSize = 1 << 10
+	// maxPooledFrame is the largest frame buffer given back to frameBufs;
+	// a larger one (a big event) is left to the garbage collector.
+	maxPooledFrame = 64 << 10
+)
+
+// readBufs are the read buffers of calls' response streams. One is taken
+// for one read and given back before fill returns: feed copies what it
+// keeps, and io.Reader implementations must not retain the buffer.
+var readBufs = sync.Pool{New: func() any { return new([readBufSize]byte) }}
+
+// frameBufs are the line, event and output buffers of streams.
+type frameBufs struct{ line, ev, out []byte }
+
+var framePool = sync.Pool{New: func() any { return new(frameBufs) }}
+
+// borrow takes frame buffers for a stream that has none.
+func (b *sseBody) borrow() {
+	if b.bufs != nil {
+		return
+	}
+	f := framePool.Get().(*frameBufs)
+	b.bufs = f
+	b.line, b.ev, b.out, b.outPos = f.line[:0], f.ev[:0], f.out[:0], 0
+}
+
+// giveBack returns the frame buffers once they hold nothing: the output
+// was read, and no line or event is partly read. Called from Read only
+// (the goroutine that owns the buffers), after the last use of them.
+func (b *sseBody) giveBack() {
+	f := b.bufs
+	if f == nil || b.outPos != len(b.out) || len(b.line) > 0 || len(b.ev) > 0 {
+		return
+	}
+	f.line, f.ev, f.out = poolable(b.line), poolable(b.ev), poolable(b.out)
+	b.bufs, b.line, b.ev, b.out, b.outPos = nil, nil, nil, nil, 0
+	framePool.Put(f)
+}
+
+func poolable(p []byte) []byte {
+	if cap(p) > maxPooledFrame {
+		return nil
+	}
+	return p[:0]
 }
 
 func (b *sseBody) Close() error {
 	b.release()
-	return b.rc.Close()
+	err := b.rc.Close()
+	b.endStream()
+	return err
 }
 
 func (b *sseBody) release() {
@@ -337,33 +420,48 @@ func (b *sseBody) release() {
 }
 
 func (b *sseBody) Read(p []byte) (int, error) {
-	for len(b.out) == 0 {
+	for b.outPos == len(b.out) {
 		if b.eof {
+			b.giveBack()
+			b.endStream()
 			return 0, io.EOF
 		}
 		if b.err != nil {
+			b.giveBack()
+			b.endStream()
 			return 0, b.err
 		}
 		b.fill()
 	}
-	n := copy(p, b.out)
-	b.out = b.out[n:]
-	if len(b.out) == 0 {
-		b.out = nil
+	n := copy(p, b.out[b.outPos:])
+	b.outPos += n
+	if b.outPos == len(b.out) {
 		b.l.mem.give(b.outHeld)
 		b.outHeld = 0
+		b.giveBack()
 	}
 	return n, nil
 }
 
 // fill reads from the server until at least one event is complete, the
-// stream ends, or a limit ends it.
+// stream ends, or a limit ends it. It runs only when out is empty.
 func (b *sseBody) fill() {
-	if b.in == nil {
-		b.in = make([]byte, 32<<10)
+	var in []byte
+	if b.call {
+		buf := readBufs.Get().(*[readBufSize]byte)
+		// feed copies what it keeps: nothing refers to buf after fill.
+		defer readBufs.Put(buf)
+		in = buf[:]
+	} else {
+		if b.in == nil {
+			b.in = make([]byte, streamReadSize)
+		}
+		in = b.in
 	}
-	n, err := b.rc.Read(b.in)
-	b.feed(b.in[:n])
+	n, err := b.rc.Read(in)
+	b.borrow()
+	b.out, b.outPos = b.out[:0], 0
+	b.feed(in[:n])
 	if b.stopped {
 		return
 	}
@@ -454,7 +552,7 @@ func (b *sseBody) endLine() {
 // endEvent hands a complete event on, after the totals and the rate.
 func (b *sseBody) endEvent() {
 	ev := b.ev
-	b.ev = nil
+	b.ev = ev[:0] // ev's bytes are copied into out (or dropped) below
 	size := int64(len(ev))
 	b.events++
 	b.total += size
@@ -511,7 +609,7 @@ func (b *sseBody) oversized() {
 
 // drop discards the current event of the standalone stream up to its end.
 func (b *sseBody) drop() {
-	b.ev, b.line, b.skip, b.skipLine = nil, b.line[:0], true, true
+	b.ev, b.line, b.skip, b.skipLine = b.ev[:0], b.line[:0], true, true
 	b.l.mem.give(b.held)
 	b.held = 0
 }

@@ -1,6 +1,7 @@
 package session
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -362,5 +363,28 @@ func TestRaisedLimitAdmitsLargeResult(t *testing.T) {
 	}
 	if tc, ok := res.Content[0].(*mcp.TextContent); !ok || len(tc.Text) != 2<<20 {
 		t.Fatalf("result not whole")
+	}
+}
+
+// callResponse is a typical tools/call answer stream of a go-sdk server.
+const callResponse = "event: message\nid: 1_0\ndata: {\"jsonrpc\":\"2.0\",\"id\":7,\"result\":{\"content\":[{\"type\":\"text\",\"text\":\"the quick brown fox jumps over the lazy dog\"}]}}\n\n"
+
+// BenchmarkSSEBodyCall reads one call's answer stream through the framer
+// as go-sdk does (a bufio.Reader of 4 KiB over the body).
+func BenchmarkSSEBodyCall(b *testing.B) {
+	l := newLimiter("b", config.Limits{}, nil)
+	req, _ := http.NewRequest(http.MethodPost, "http://127.0.0.1/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":7,"method":"tools/call"}`))
+	var src strings.Reader
+	b.ReportAllocs()
+	for b.Loop() {
+		src.Reset(callResponse)
+		body := &sseBody{l: l, rc: io.NopCloser(&src), req: req, call: true}
+		r := bufio.NewReaderSize(body, 4096)
+		for {
+			if _, err := r.ReadSlice('\n'); err != nil {
+				break
+			}
+		}
+		body.Close()
 	}
 }

@@ -27,13 +27,31 @@ var ErrStreamLost = errors.New("the server's notification stream was lost")
 // carried it.
 type requestSlot struct {
 	sessionMissing atomic.Bool
+	// parent is the caller's context of a reqCtx (nil otherwise).
+	parent context.Context
+	// streams counts the request's response streams not yet ended.
+	streams atomic.Int32
 }
 
 type requestSlotKey struct{}
 
 func withRequestSlot(ctx context.Context) (context.Context, *requestSlot) {
-	s := &requestSlot{}
-	return context.WithValue(ctx, requestSlotKey{}, s), s
+	c := &slotCtx{Context: ctx}
+	return c, &c.slot
+}
+
+// slotCtx carries a requestSlot: context.WithValue with the slot in the
+// same allocation.
+type slotCtx struct {
+	context.Context
+	slot requestSlot
+}
+
+func (c *slotCtx) Value(key any) any {
+	if _, ok := key.(requestSlotKey); ok {
+		return &c.slot
+	}
+	return c.Context.Value(key)
 }
 
 func requestSlotFrom(ctx context.Context) *requestSlot {

@@ -20,6 +20,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/remotemcp/remotemcp/config"
+	"github.com/remotemcp/remotemcp/hostperm"
 )
 
 // ProtocolVersion is the protocol revision we ask for by default. go-sdk's
@@ -134,6 +135,9 @@ type Session struct {
 	// last of them to finish ends the session.
 	endAfterCalls bool
 	cancels       CancelRecords // cancels that overtook their call (R4.5)
+
+	// lingering ends response streams kept open after their answer.
+	lingering lingerer
 }
 
 type operation struct {
@@ -145,7 +149,9 @@ type operation struct {
 	// to go-sdk, delivered those given to progress (both under calls);
 	// delivery signals each delivery.
 	seen, delivered int
-	delivery        chan struct{}
+	delivery        chan struct{} // nil without a progress listener
+	// req is the call's context (see reqCtx); cancel is its cancel.
+	req reqCtx
 }
 
 // Progress is one progress notification of a call.
@@ -155,7 +161,23 @@ type Progress struct {
 }
 
 // NewConnectionID returns a fresh random connection id.
-func NewConnectionID() string { return "c-" + rand.Text()[:16] }
+func NewConnectionID() string { return randomID("c-", 16) }
+
+// randomID returns prefix and n (at most 48) characters of the base32
+// alphabet from crypto/rand, as prefix + rand.Text()[:n] would, in one
+// allocation.
+func randomID(prefix string, n int) string {
+	const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567"
+	var buf [64]byte
+	b := buf[:len(prefix)+n]
+	copy(b, prefix)
+	r := b[len(prefix):]
+	rand.Read(r)
+	for i := range r {
+		r[i] = alphabet[r[i]%32]
+	}
+	return string(b)
+}
 
 // Connect performs the full handshake (initialize, then the first listing of
 // every advertised category). A session is returned only when the whole
@@ -178,9 +200,10 @@ func Connect(ctx context.Context, o Options) (*Session, error) {
 	if base == nil {
 		base = http.DefaultTransport
 	}
+	guard, _ := base.(hostperm.PurposeRoundTripper)
 	raw := newRawToolSink()
 	lim := newLimiter(o.Server.ID, o.Server.Limits, log.With("server", o.Server.ID, "conn", o.ConnectionID))
-	rt := &roundTripper{base: base, raw: raw, passAuthStatuses: o.OAuth != nil, serverID: o.Server.ID,
+	rt := &roundTripper{base: base, guard: guard, raw: raw, passAuthStatuses: o.OAuth != nil, serverID: o.Server.ID,
 		connID: o.ConnectionID, onExchange: o.OnExchange, lim: lim, headers: o.Server.Headers}
 	var sess *Session // set below; the transport reports the stream to it
 	rt.onStreamTrouble = func(err error) {
@@ -438,6 +461,7 @@ func (s *Session) Close() error {
 		op.cancel(ErrClosed)
 	}
 	s.calls.Unlock()
+	s.closeLingering()
 	err := s.cs.Close()
 	s.wg.Wait()
 	if errors.Is(err, mcp.ErrConnectionClosed) || errors.Is(err, mcp.ErrSessionMissing) {

@@ -23,6 +23,9 @@ import (
 // reach the agent byte for byte (go-sdk decodes them into map[string]any).
 type roundTripper struct {
 	base http.RoundTripper
+	// guard is base when it is the host permission guard, which is then
+	// told each request's purpose directly (no copy of the request).
+	guard hostperm.PurposeRoundTripper
 	// bearer is the static bearer token; "" for none/oauth servers.
 	bearer string
 	// headers are the server's custom headers (config.Server.Headers).
@@ -77,8 +80,10 @@ type Exchange struct {
 }
 
 func (rt *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
-	if p, _ := hostperm.PurposeFrom(req.Context()); p == "" {
-		req = req.WithContext(hostperm.WithPurpose(req.Context(), hostperm.PurposeMCP, rt.serverID))
+	if rt.guard == nil {
+		if p, _ := hostperm.PurposeFrom(req.Context()); p == "" {
+			req = req.WithContext(hostperm.WithPurpose(req.Context(), hostperm.PurposeMCP, rt.serverID))
+		}
 	}
 	rpcMethod := ""
 	if req.Method == http.MethodPost && req.GetBody != nil {
@@ -87,7 +92,10 @@ func (rt *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 	}
 	listsTools := rt.raw != nil && rpcMethod == "tools/list"
-	start := time.Now()
+	var start time.Time
+	if rt.onExchange != nil {
+		start = time.Now()
+	}
 	if rt.bearer != "" || len(rt.headers) > 0 {
 		req = req.Clone(req.Context())
 		// The configured headers go only here, to the MCP endpoint; the
@@ -108,7 +116,15 @@ func (rt *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 		ctx, cancelDelete = context.WithTimeout(req.Context(), deleteTimeout)
 		req = req.WithContext(ctx)
 	}
-	resp, err := rt.base.RoundTrip(req)
+	var resp *http.Response
+	var err error
+	if rt.guard != nil {
+		// The guard is told the purpose (unless the request's context
+		// names one) instead of reading it from a copy of the request.
+		resp, err = rt.guard.RoundTripPurpose(req, hostperm.PurposeMCP, rt.serverID)
+	} else {
+		resp, err = rt.base.RoundTrip(req)
+	}
 	if rt.onExchange != nil {
 		ex := Exchange{Time: start, ConnectionID: rt.connID, HTTPMethod: req.Method, RPCMethod: rpcMethod,
 			Millis: float64(time.Since(start).Microseconds()) / 1000}
@@ -232,31 +248,104 @@ func (c *cancelOnClose) Close() error {
 }
 
 // peekRPCMethod finds the JSON-RPC method in a request body (a copy)
-// with a scan rather than a decode: this runs on every POST.
+// with a scan rather than a decode: this runs on every POST. The method
+// is found in the first peekSize bytes of every message go-sdk writes
+// (it comes before the params), so only those are read, into a pooled
+// buffer; a body where the prefix does not decide it is read whole (up
+// to 1 MiB), as before.
 func peekRPCMethod(rc io.ReadCloser) string {
 	defer rc.Close()
-	data, err := io.ReadAll(io.LimitReader(rc, 1<<20))
+	buf := peekBufs.Get().(*[peekSize]byte)
+	defer peekBufs.Put(buf) // method never refers to buf: see rpcMethodName
+	n, err := io.ReadFull(rc, buf[:])
+	complete := err == io.EOF || err == io.ErrUnexpectedEOF
+	if err != nil && !complete {
+		return ""
+	}
+	if m, decided := scanRPCMethod(buf[:n], complete); decided {
+		return rpcMethodName(m)
+	}
+	rest, err := io.ReadAll(io.LimitReader(rc, 1<<20-peekSize))
 	if err != nil {
 		return ""
 	}
+	data := append(buf[:n:n], rest...) // a copy: buf goes back to the pool
+	m, _ := scanRPCMethod(data, true)
+	return rpcMethodName(m)
+}
+
+const peekSize = 512
+
+var peekBufs = sync.Pool{New: func() any { return new([peekSize]byte) }}
+
+// scanRPCMethod finds the value of the first "method" member in data, a
+// prefix of the body (all of it when complete). decided is false when
+// more of the body could change the answer.
+func scanRPCMethod(data []byte, complete bool) (method []byte, decided bool) {
 	i := bytes.Index(data, []byte(`"method"`))
 	if i < 0 {
-		return ""
+		return nil, complete
 	}
 	rest := bytes.TrimLeft(data[i+len(`"method"`):], " \t\r\n")
+	if len(rest) == 0 {
+		return nil, complete
+	}
 	rest, ok := bytes.CutPrefix(rest, []byte(":"))
 	if !ok {
-		return ""
+		return nil, true
 	}
-	rest, ok = bytes.CutPrefix(bytes.TrimLeft(rest, " \t\r\n"), []byte(`"`))
+	rest = bytes.TrimLeft(rest, " \t\r\n")
+	if len(rest) == 0 {
+		return nil, complete
+	}
+	rest, ok = bytes.CutPrefix(rest, []byte(`"`))
 	if !ok {
-		return ""
+		return nil, true
 	}
 	end := bytes.IndexByte(rest, '"')
-	if end < 0 || end > 128 {
-		return ""
+	switch {
+	case end > 128 || end < 0 && len(rest) > 128:
+		return nil, true
+	case end < 0:
+		return nil, complete
 	}
-	return string(rest[:end])
+	return rest[:end], true
+}
+
+// rpcMethodName returns m as a string, without allocating for the
+// methods a client sends.
+func rpcMethodName(m []byte) string {
+	switch string(m) {
+	case "":
+		return ""
+	case "tools/call":
+		return "tools/call"
+	case "tools/list":
+		return "tools/list"
+	case "notifications/cancelled":
+		return "notifications/cancelled"
+	case "notifications/initialized":
+		return "notifications/initialized"
+	case "initialize":
+		return "initialize"
+	case "ping":
+		return "ping"
+	case "prompts/get":
+		return "prompts/get"
+	case "prompts/list":
+		return "prompts/list"
+	case "resources/read":
+		return "resources/read"
+	case "resources/list":
+		return "resources/list"
+	case "resources/templates/list":
+		return "resources/templates/list"
+	case "logging/setLevel":
+		return "logging/setLevel"
+	case "completion/complete":
+		return "completion/complete"
+	}
+	return string(m)
 }
 
 // rawToolSink keeps the raw inputSchema of each tool of the latest

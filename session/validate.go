@@ -2,6 +2,7 @@ package session
 
 import (
 	"encoding/json"
+	"math"
 	"net/url"
 	"unicode/utf8"
 
@@ -149,12 +150,52 @@ func ValidateCallResult(r *mcp.CallToolResult) error {
 			return validationErrorf("content[%d]: unsupported content type %T", i, c)
 		}
 	}
-	if r.StructuredContent != nil {
+	if r.StructuredContent != nil && !plainJSON(r.StructuredContent, 0) {
+		// Not a value as decoded from JSON (or one json.Marshal may
+		// refuse): encoding it is the test.
 		if _, err := json.Marshal(r.StructuredContent); err != nil {
 			return validationErrorf("structuredContent: %v", err)
 		}
 	}
 	return nil
+}
+
+// maxPlainDepth bounds plainJSON's walk; deeper values are left to
+// json.Marshal, which also notices cycles.
+const maxPlainDepth = 256
+
+// plainJSON reports, without encoding it, that json.Marshal accepts v: v
+// is made of what decoding JSON into an any produces (maps, slices,
+// strings, finite float64s, bools, nil). false means "not known", not
+// "refused".
+func plainJSON(v any, depth int) bool {
+	switch x := v.(type) {
+	case nil, string, bool:
+		return true
+	case float64:
+		return !math.IsNaN(x) && !math.IsInf(x, 0)
+	case map[string]any:
+		if depth == maxPlainDepth {
+			return false
+		}
+		for _, e := range x {
+			if !plainJSON(e, depth+1) {
+				return false
+			}
+		}
+		return true
+	case []any:
+		if depth == maxPlainDepth {
+			return false
+		}
+		for _, e := range x {
+			if !plainJSON(e, depth+1) {
+				return false
+			}
+		}
+		return true
+	}
+	return false
 }
 
 // ValidatePromptResult checks a prompts/get result (R2.10).

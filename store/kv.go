@@ -76,6 +76,31 @@ func (s *SQLite) ListKV(ctx context.Context, ns string) (map[string][]byte, erro
 	return out, nil
 }
 
+// KeysKV returns the keys under ns, without their values.
+func (s *SQLite) KeysKV(ctx context.Context, ns string) ([]string, error) {
+	var out []string
+	err := s.readTx(ctx, func(tx *sql.Tx) error {
+		out = out[:0]
+		rows, err := tx.QueryContext(ctx, `SELECT key FROM kv WHERE namespace = ?`, ns)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var k string
+			if err := rows.Scan(&k); err != nil {
+				return err
+			}
+			out = append(out, k)
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: list kv keys %s: %w", ns, err)
+	}
+	return out, nil
+}
+
 // DeleteKV removes ns/key. Deleting a missing key is not an error and
 // publishes no change.
 func (s *SQLite) DeleteKV(ctx context.Context, ns, key string) error {

@@ -424,7 +424,7 @@ func writeServerDetails(w io.Writer, s *localapi.Server) error {
 		"headers", headerList(s.HeaderNames),
 		"protocol", s.ProtocolVersion, "log level", s.LogLevel,
 		"approval", approvalLine(s.Approval), "trusted", trustedLine(s.Trusted),
-		"disabled tools", strings.Join(s.DisabledTools, ", "), "tool timeout", s.ToolTimeout,
+		"disabled tools", strings.Join(s.DisabledTools, ", "), "pinned tools", strings.Join(s.PinnedTools, ", "), "tool timeout", s.ToolTimeout, "idle timeout", s.IdleTimeout,
 		"limits", s.Limits.String(),
 		"origin", fmt.Sprintf("%s (allowed: %s)", s.Origin, yesNo(s.OriginGranted)), "state", state)
 }
@@ -507,7 +507,9 @@ func newServersSetCmd(a *app) *cobra.Command {
 		url, name          string
 		lazy, startup      bool
 		timeout            time.Duration
+		idleTimeout        string
 		disableT, enableT  []string
+		pinT, unpinT       []string
 		limits             []string
 		auth               authFlags
 		headers            headerFlags
@@ -555,12 +557,17 @@ MCP hosts.`,
 					return usageErrorf("tool %q is given to both --disable-tool and --enable-tool", t)
 				}
 			}
-			names := []string{"url", "name", "lazy", "startup", "tool-timeout", "limit", "disable-tool", "enable-tool", "auth", "bearer-env", "bearer-stdin", "client-id", "client-secret-env", "scope", "port",
+			for _, t := range pinT {
+				if slices.Contains(unpinT, t) {
+					return usageErrorf("tool %q is given to both --pin-tool and --unpin-tool", t)
+				}
+			}
+			names := []string{"url", "name", "lazy", "startup", "tool-timeout", "limit", "disable-tool", "enable-tool", "pin-tool", "unpin-tool", "idle-timeout", "auth", "bearer-env", "bearer-stdin", "client-id", "client-secret-env", "scope", "port",
 				"header", "header-env", "header-stdin", "unset-header", "protocol-version", "log-level", "approval", "trusted", "untrusted"}
 			if !slices.ContainsFunc(names, f.Changed) {
 				return usageErrorf("nothing to change; give at least one of --%s", strings.Join(names, ", --"))
 			}
-			req := localapi.UpdateServerRequest{DisableTools: disableT, EnableTools: enableT}
+			req := localapi.UpdateServerRequest{DisableTools: disableT, EnableTools: enableT, PinTools: pinT, UnpinTools: unpinT}
 			if f.Changed("url") {
 				if err := checkServerURL(id, url); err != nil {
 					return err
@@ -575,6 +582,9 @@ MCP hosts.`,
 			}
 			if f.Changed("tool-timeout") {
 				req.ToolTimeout = new(timeout.String())
+			}
+			if f.Changed("idle-timeout") {
+				req.IdleTimeout = &idleTimeout
 			}
 			for _, kv := range limits {
 				k, v, ok := strings.Cut(kv, "=")
@@ -667,9 +677,12 @@ MCP hosts.`,
 	fl.BoolVar(&lazy, "lazy", false, "connect on first use")
 	fl.BoolVar(&startup, "startup", false, "connect at startup")
 	fl.DurationVar(&timeout, "tool-timeout", 0, "tool call timeout, e.g. 5m (0: the default of 60s)")
+	fl.StringVar(&idleTimeout, "idle-timeout", "", `close the session after this long unused, keeping the catalog (state idle; the next use reconnects), e.g. 30m; 0: never; "default": 10m`)
 	fl.StringArrayVar(&limits, "limit", nil, "set a limit, NAME=VALUE (repeatable; VALUE \"default\" resets it)")
 	fl.StringArrayVar(&disableT, "disable-tool", nil, "switch a tool off (repeatable)")
 	fl.StringArrayVar(&enableT, "enable-tool", nil, "switch a tool back on (repeatable)")
+	fl.StringArrayVar(&pinT, "pin-tool", nil, `offer a tool to MCP hosts even in tool-search mode ("remotemcp mcp --tools search"; repeatable)`)
+	fl.StringArrayVar(&unpinT, "unpin-tool", nil, "stop pinning a tool (repeatable)")
 	auth.register(cmd)
 	headers.register(cmd, true)
 	fl.StringVar(&protocol, "protocol-version", "", "pin the MCP protocol revision: "+strings.Join(config.ProtocolVersions, ", ")+` ("default": negotiate)`)
@@ -689,6 +702,7 @@ func changes(b, a localapi.Server) []string {
 	}{
 		{"url", b.URL, a.URL}, {"name", b.Name, a.Name}, {"enabled", b.Enabled, a.Enabled},
 		{"connect", b.ConnectOnStartup, a.ConnectOnStartup}, {"tool timeout", b.ToolTimeout, a.ToolTimeout},
+		{"idle timeout", b.IdleTimeout, a.IdleTimeout},
 		{"limits", b.Limits, a.Limits}, {"protocol version", b.ProtocolVersion, a.ProtocolVersion},
 		{"log level", b.LogLevel, a.LogLevel}, {"approval", b.Approval, a.Approval},
 		{"trusted", b.Trusted, a.Trusted},
@@ -705,6 +719,16 @@ func changes(b, a localapi.Server) []string {
 	for _, t := range b.DisabledTools {
 		if !slices.Contains(a.DisabledTools, t) {
 			what = append(what, "enabled "+t)
+		}
+	}
+	for _, t := range a.PinnedTools {
+		if !slices.Contains(b.PinnedTools, t) {
+			what = append(what, "pinned "+t)
+		}
+	}
+	for _, t := range b.PinnedTools {
+		if !slices.Contains(a.PinnedTools, t) {
+			what = append(what, "unpinned "+t)
 		}
 	}
 	return what

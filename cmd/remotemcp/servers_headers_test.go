@@ -67,7 +67,7 @@ func TestServersHeadersAddSetShow(t *testing.T) {
 
 	r = c.ok("servers", "show", "api")
 	noValue(t, r, secrets...)
-	for _, want := range []string{"headers:    X-Api-Key, X-Session-Key, X-Tenant (stored sealed)", "protocol:   2025-06-18", "log level:  info"} {
+	for _, want := range []string{"headers:       X-Api-Key, X-Session-Key, X-Tenant (stored sealed)", "protocol:      2025-06-18", "log level:     info"} {
 		if !strings.Contains(r.out, want) {
 			t.Fatalf("show lacks %q:\n%s", want, r.out)
 		}

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -162,6 +163,96 @@ func idleManager(ctx context.Context, srv *Server, dir string, n int, heapProfil
 	return c, nil
 }
 
+// kvCatalogs is the manager's catalog cache in the store's key/value
+// table, as the engine keeps it.
+type kvCatalogs struct{ st *store.SQLite }
+
+func (k kvCatalogs) LoadCatalog(ctx context.Context, id string) ([]byte, error) {
+	b, err := k.st.GetKV(ctx, "catalogs", id)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, nil
+	}
+	return b, err
+}
+
+func (k kvCatalogs) SaveCatalog(ctx context.Context, id string, b []byte) error {
+	return k.st.PutKV(ctx, "catalogs", id, b)
+}
+
+func (k kvCatalogs) DeleteCatalog(ctx context.Context, id string) error {
+	return k.st.DeleteKV(ctx, "catalogs", id)
+}
+
+func (k kvCatalogs) CatalogIDs(ctx context.Context) ([]string, error) {
+	return k.st.KeysKV(ctx, "catalogs")
+}
+
+func (k kvCatalogs) ShelveLog(ctx context.Context, id string, b []byte) error {
+	return k.st.PutKV(ctx, "request-logs", id, b)
+}
+
+func (k kvCatalogs) UnshelveLog(ctx context.Context, id string) ([]byte, error) {
+	b, err := k.st.GetKV(ctx, "request-logs", id)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, nil
+	}
+	if err == nil {
+		err = k.st.DeleteKV(ctx, "request-logs", id)
+	}
+	return b, err
+}
+
+// hibernatedManager: a manager with n lazy servers whose idleTimeout is
+// short, all of them connected and then left to hibernate; the cost is
+// what a hibernated server holds beyond a lazy one.
+func hibernatedManager(ctx context.Context, srv *Server, dir string, n int) (perServer, error) {
+	const tag = "hibernate-manager"
+	st, err := store.Open(ctx, dir, store.Options{})
+	if err != nil {
+		return perServer{}, err
+	}
+	defer st.Close()
+	idle := config.Duration(200 * time.Millisecond)
+	for _, s := range idleServers(srv, tag, n) {
+		s.IdleTimeout = &idle
+		if err := st.AddServer(ctx, s); err != nil {
+			return perServer{}, err
+		}
+	}
+	hc := newHTTPClient()
+	m := manager.New(manager.Options{Store: st, HTTPClient: hc, NoStartupConnect: true, Catalogs: kvCatalogs{st}, Logs: kvCatalogs{st},
+		IdleCheck: 50 * time.Millisecond, ClientName: "remotemcp-bench", ClientVersion: "v0"})
+	defer m.Close()
+	if err := m.Start(ctx); err != nil {
+		return perServer{}, err
+	}
+	before := snapMem()
+	for i := range n {
+		if err := m.Connect(ctx, fmt.Sprintf("s%04d", i)); err != nil {
+			return perServer{}, err
+		}
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		idleN := 0
+		for _, s := range m.Status() {
+			if s.State == manager.StateIdle {
+				idleN++
+			}
+		}
+		if idleN == n {
+			break
+		}
+		if time.Now().After(deadline) {
+			return perServer{}, fmt.Errorf("bench: %d of %d servers hibernated", idleN, n)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	hc.CloseIdleConnections()
+	time.Sleep(300 * time.Millisecond) // the connections' goroutines end
+	return costPer(before, snapMem(), n), nil
+}
+
 // writeProfile writes the named runtime/pprof profile to file.
 func writeProfile(file, name string) error {
 	runtime.GC()
@@ -313,8 +404,15 @@ func runMemory(ctx context.Context, cfg *Config, srv *Server, dirs *seeded, t *T
 	t.Add(Row{Measure: "goroutines per connected idle server, manager / engine",
 		GoSDK:  fmt.Sprintf("%.1f", g.steady.goroutines),
 		Remote: fmt.Sprintf("%.1f / %.1f", m.steady.goroutines, e.steady.goroutines)})
-	t.Add(Row{Measure: "heap per hibernated server", Remote: "n/a (not built yet)", Goal: "≤ 1.5 KB"})
-	t.Add(Row{Measure: "goroutines per hibernated server", Remote: "n/a (not built yet)", Goal: "0"})
+	logf(cfg, "memory: %d hibernated servers: manager", n)
+	hdir := filepath.Join(cfg.TempDir, "hibernate-manager")
+	if err := os.MkdirAll(hdir, 0o700); err != nil {
+		return err
+	}
+	h, err := hibernatedManager(ctx, srv, hdir, n)
+	if err != nil {
+		return err
+	}
 
 	lz := cfg.LazyServers
 	empty, full := dirs.dir(0), dirs.dir(lz)
@@ -334,5 +432,9 @@ func runMemory(ctx context.Context, cfg *Config, srv *Server, dirs *seeded, t *T
 		Remote: fmtBytes(lm.heap)})
 	t.Add(Row{Measure: "goroutines per lazy server, engine / manager",
 		Remote: fmt.Sprintf("%.2f / %.2f", le.goroutines, lm.goroutines)})
+	total := h.heap + lm.heap
+	t.Add(Row{Measure: fmt.Sprintf("heap per hibernated server (%d servers), manager: beyond a lazy one + a lazy one's", n),
+		Remote: fmtBytes(h.heap) + " + " + fmtBytes(lm.heap) + " = " + fmtBytes(total), Goal: verdict("≤ 1.5 KB", total <= 1536)})
+	t.Add(Row{Measure: "goroutines per hibernated server", Remote: fmt.Sprintf("%.2f", h.goroutines), Goal: verdict("0", h.goroutines < 0.01)})
 	return nil
 }

@@ -1,0 +1,246 @@
+package remotemcp_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/remotemcp/remotemcp"
+	"github.com/remotemcp/remotemcp/internal/testserver/fixture"
+	"github.com/remotemcp/remotemcp/localapi"
+)
+
+func toolNamesOf(t *testing.T, c *remotemcp.Client, id string) []string {
+	t.Helper()
+	tl, err := c.Tools(ctxT(t), localapi.ToolsRequest{ServerID: id, Connect: true})
+	if err != nil {
+		t.Fatalf("tools of %s: %v", id, err)
+	}
+	var out []string
+	for _, tool := range tl.Tools {
+		out = append(out, tool.ToolName)
+	}
+	slices.Sort(out)
+	return out
+}
+
+func stateOf(t *testing.T, c *remotemcp.Client, id string) localapi.State {
+	t.Helper()
+	s, err := c.Server(ctxT(t), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s.State
+}
+
+// Issue #12: a server's catalog is kept in the store. Another engine on
+// the data directory lists its tools without connecting (nothing reaches
+// the server), and cached data is never ready; the first call connects.
+func TestCachedCatalogWithoutConnecting(t *testing.T) {
+	f := startFixture(t, fixture.Options{})
+	dir := t.TempDir()
+	first := openEngine(t, dir, remotemcp.Options{NoStartupConnect: true})
+	addServer(t, first, localapi.AddServerRequest{ID: "fx", URL: f.URL(), By: localapi.ByServersAdd})
+	want := toolNamesOf(t, first, "fx") // connects, lists, stores
+	if len(want) < 5 {
+		t.Fatalf("tools %v", want)
+	}
+	waitFor(t, "the first engine to close", func() bool { return first.Close() == nil })
+
+	before := len(f.Requests())
+	second := openEngine(t, dir, remotemcp.Options{NoStartupConnect: true})
+	if got := toolNamesOf(t, second, "fx"); !slices.Equal(got, want) {
+		t.Fatalf("cached tools %v, want %v", got, want)
+	}
+	all, err := second.Tools(ctxT(t), localapi.ToolsRequest{Connect: true})
+	if err != nil || len(all.Tools) != len(want) {
+		t.Fatalf("all tools: %v %v", err, all)
+	}
+	if n := len(f.Requests()) - before; n != 0 {
+		t.Fatalf("listing the cached catalog sent %d requests to the server, want 0", n)
+	}
+	if st := stateOf(t, second, "fx"); st == localapi.StateReady {
+		t.Fatal("a cached catalog counts as ready")
+	}
+	res, err := second.Call(ctxT(t), localapi.CallRequest{Tool: "fx/echo", Arguments: []byte(`{"text":"hi"}`), Approved: true}, localapi.CallHandler{})
+	if err != nil || res.IsError {
+		t.Fatalf("first call: %v %+v", err, res)
+	}
+	if initializes(f) != 2 {
+		t.Errorf("initializes %d, want 2 (one per engine; the second at its first call)", initializes(f))
+	}
+}
+
+// Issue #12, R2.4: a new URL discards the stored catalog; R2.10: a stored
+// catalog that does not validate is refused and forgotten.
+func TestCachedCatalogDiscarded(t *testing.T) {
+	f, g := startFixture(t, fixture.Options{}), startFixture(t, fixture.Options{})
+	g.AddTool("only_on_g")
+	dir := t.TempDir()
+	c := openEngine(t, dir, remotemcp.Options{NoStartupConnect: true})
+	addServer(t, c, localapi.AddServerRequest{ID: "fx", URL: f.URL(), By: localapi.ByServersAdd})
+	toolNamesOf(t, c, "fx")
+	url := g.URL()
+	if _, err := c.UpdateServer(ctxT(t), "fx", localapi.UpdateServerRequest{URL: &url}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the stored catalog to go", func() bool {
+		_, err := c.Store.GetKV(ctxT(t), "catalogs", "fx")
+		return err != nil
+	})
+	if got := toolNamesOf(t, c, "fx"); !slices.Contains(got, "only_on_g") {
+		t.Fatalf("after the URL change: tools %v, want the new server's", got)
+	}
+	waitFor(t, "the new catalog to be stored", func() bool {
+		_, err := c.Store.GetKV(ctxT(t), "catalogs", "fx")
+		return err == nil
+	})
+	// A stored catalog that is not valid (a tool without a name) is
+	// refused, forgotten, and the server is listed by connecting.
+	good, err := c.Store.GetKV(ctxT(t), "catalogs", "fx")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sc map[string]any
+	if err := json.Unmarshal(good, &sc); err != nil {
+		t.Fatal(err)
+	}
+	bad := []byte(`{"v":1,"key":"` + sc["key"].(string) + `","tools":[{"tool":{"name":""},"inputSchema":{"type":"object"}}]}`)
+	if err := c.Store.PutKV(ctxT(t), "catalogs", "fx", bad); err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	st := openEngine(t, dir, remotemcp.Options{NoStartupConnect: true})
+	before := initializes(g)
+	if got := toolNamesOf(t, st, "fx"); !slices.Contains(got, "only_on_g") {
+		t.Fatalf("tools %v", got)
+	}
+	if initializes(g) != before+1 {
+		t.Errorf("a refused stored catalog did not lead to a connect")
+	}
+	waitFor(t, "a valid catalog stored in place of the refused one", func() bool {
+		b, err := st.Store.GetKV(ctxT(t), "catalogs", "fx")
+		return err == nil && json.Valid(b) && !bytes.Contains(b, []byte(`"name":""`))
+	})
+}
+
+// Issue #12: a session unused for its idleTimeout is closed (the server
+// sees the DELETE) and the server is idle with its tools listed; a call
+// wakes it and works; a catalog changed while it slept is picked up on
+// wake; idleTimeout 0 never hibernates.
+func TestHibernation(t *testing.T) {
+	f := startFixture(t, fixture.Options{})
+	c := openEngine(t, "", remotemcp.Options{NoStartupConnect: true, IdleCheck: 20 * time.Millisecond})
+	addServer(t, c, localapi.AddServerRequest{ID: "fx", URL: f.URL(), By: localapi.ByServersAdd})
+	idle := "300ms"
+	if _, err := c.UpdateServer(ctxT(t), "fx", localapi.UpdateServerRequest{IdleTimeout: &idle}); err != nil {
+		t.Fatal(err)
+	}
+	if s, _ := c.Server(ctxT(t), "fx"); s.IdleTimeout != "300ms" {
+		t.Fatalf("idleTimeout shown as %q", s.IdleTimeout)
+	}
+	call := func() {
+		t.Helper()
+		res, err := c.Call(ctxT(t), localapi.CallRequest{Tool: "fx/echo", Arguments: []byte(`{"text":"hi"}`), Approved: true}, localapi.CallHandler{})
+		if err != nil || res.IsError {
+			t.Fatalf("call: %v %+v", err, res)
+		}
+	}
+	call()
+	waitFor(t, "the server to go idle", func() bool { return stateOf(t, c, "fx") == localapi.StateIdle })
+	deletes := 0
+	for _, r := range f.Requests() {
+		if r.Method == "DELETE" {
+			deletes++
+		}
+	}
+	if deletes != 1 {
+		t.Errorf("the server saw %d DELETEs, want 1 (a polite close)", deletes)
+	}
+	if s, _ := c.Server(ctxT(t), "fx"); s.ToolCount == 0 {
+		t.Error("an idle server shows 0 tools")
+	}
+	// The request log went to the store while idle, and comes back whole
+	// when looked at (the polite DELETE last).
+	if _, err := c.Store.GetKV(ctxT(t), "request-logs", "fx"); err != nil {
+		t.Errorf("the idle server's request log is not on the shelf: %v", err)
+	}
+	entries, err := c.Log(ctxT(t), "fx")
+	if err != nil || len(entries) < 5 || entries[len(entries)-1].HTTPMethod != "DELETE" {
+		t.Errorf("request log after hibernation: %v %+v, want the session's exchanges ending with its DELETE", err, entries)
+	}
+	if _, err := c.Store.GetKV(ctxT(t), "request-logs", "fx"); err == nil {
+		t.Error("the shelved log stays in the store after it came back")
+	}
+	// While asleep the server gains a tool; list_changed cannot reach us.
+	f.AddTool("woke")
+	if got := toolNamesOf(t, c, "fx"); slices.Contains(got, "woke") || len(got) == 0 {
+		t.Fatalf("asleep: tools %v, want the stored catalog", got)
+	}
+	if st := stateOf(t, c, "fx"); st != localapi.StateIdle {
+		t.Fatalf("listing woke the server: %s", st)
+	}
+	call() // wakes it
+	if st := stateOf(t, c, "fx"); st != localapi.StateReady {
+		t.Fatalf("after the call: %s", st)
+	}
+	waitFor(t, "the tool added while asleep", func() bool { return slices.Contains(toolNamesOf(t, c, "fx"), "woke") })
+
+	// idleTimeout 0: never.
+	never := "0"
+	if _, err := c.UpdateServer(ctxT(t), "fx", localapi.UpdateServerRequest{IdleTimeout: &never}); err != nil {
+		t.Fatal(err)
+	}
+	if s, _ := c.Server(ctxT(t), "fx"); s.IdleTimeout != "0s" {
+		t.Fatalf("idleTimeout 0 shown as %q", s.IdleTimeout)
+	}
+	call()
+	time.Sleep(800 * time.Millisecond)
+	if st := stateOf(t, c, "fx"); st != localapi.StateReady {
+		t.Fatalf("idleTimeout 0: the server is %s after 800ms unused, want ready", st)
+	}
+	bad := "-1s"
+	if _, err := c.UpdateServer(ctxT(t), "fx", localapi.UpdateServerRequest{IdleTimeout: &bad}); code(err) != localapi.CodeBadRequest {
+		t.Errorf("idleTimeout -1s: %v, want bad request", err)
+	}
+}
+
+// Issue #12: a server with an open subscription or a call in flight is
+// not idle.
+func TestNotIdleWhileInUse(t *testing.T) {
+	f := startFixture(t, fixture.Options{})
+	c := openEngine(t, "", remotemcp.Options{NoStartupConnect: true, IdleCheck: 20 * time.Millisecond})
+	addServer(t, c, localapi.AddServerRequest{ID: "fx", URL: f.URL(), By: localapi.ByServersAdd})
+	idle := "200ms"
+	if _, err := c.UpdateServer(ctxT(t), "fx", localapi.UpdateServerRequest{IdleTimeout: &idle}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(ctxT(t))
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.Call(ctx, localapi.CallRequest{Tool: "fx/slow", Arguments: []byte(`{"ms":1200}`), Approved: true}, localapi.CallHandler{})
+		done <- err
+	}()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	// The call took 1.2 s, six idle timeouts: the session stayed.
+	if initializes(f) != 1 {
+		t.Fatalf("initializes %d during a long call, want 1", initializes(f))
+	}
+	if err := c.SubscribeResource(ctxT(t), localapi.ResourceSubscription{ServerID: "fx", URI: fixture.ReadmeURI}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(700 * time.Millisecond)
+	if st := stateOf(t, c, "fx"); st != localapi.StateReady {
+		t.Fatalf("with a subscription open the server is %s, want ready", st)
+	}
+	if err := c.UnsubscribeResource(ctxT(t), localapi.ResourceSubscription{ServerID: "fx", URI: fixture.ReadmeURI}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "idle once the subscription is gone", func() bool { return stateOf(t, c, "fx") == localapi.StateIdle })
+}

@@ -1,0 +1,78 @@
+package manager
+
+import (
+	"errors"
+	"time"
+
+	"github.com/remotemcp/remotemcp/session"
+)
+
+// Hibernation (issue #12, SPEC §9 A1): a ready session unused for the
+// server's idleTimeout is closed politely (DELETE) and the server goes
+// idle, keeping its catalog in the store; the next use reconnects, and
+// the handshake's fresh listing replaces the stored catalog, so whatever
+// changed while it slept (list_changed could not reach it) is picked up
+// on wake.
+
+// StateIdle is a hibernated server: no session, catalog kept.
+const StateIdle State = "idle"
+
+// ErrHibernated is why an idle server's session was closed.
+var ErrHibernated = errors.New("unused for its idle timeout; it reconnects on the next use")
+
+// defaultIdleCheck is how often the manager looks for idle sessions.
+const defaultIdleCheck = 15 * time.Second
+
+// idleLoop closes idle sessions until the manager closes.
+func (m *Manager) idleLoop() {
+	defer m.wg.Done()
+	t := time.NewTicker(m.o.IdleCheck)
+	defer t.Stop()
+	for {
+		select {
+		case <-m.ctx.Done():
+			return
+		case now := <-t.C:
+			m.hibernateIdle(now)
+		}
+	}
+}
+
+// hibernateIdle closes the sessions unused for their server's idle
+// timeout. A server is not idle while a call or a question is in flight
+// or a resource subscription is open.
+func (m *Manager) hibernateIdle(now time.Time) {
+	m.mu.Lock()
+	entries := make([]*entry, 0, len(m.entries))
+	for _, e := range m.entries {
+		entries = append(entries, e)
+	}
+	m.mu.Unlock()
+	for _, e := range entries {
+		e.mu.Lock()
+		sess, idle := e.sess, e.cfg.Idle()
+		busy := sess == nil || idle <= 0 || e.state != StateReady || e.eliciting > 0 || len(e.subs) > 0 || len(e.timers) > 0
+		e.mu.Unlock()
+		if busy || sess.Busy() || now.Sub(sess.LastUse()) < idle {
+			continue
+		}
+		m.hibernate(e, sess)
+	}
+}
+
+// hibernate closes sess, if it is still the server's and still idle, and
+// leaves the server idle with its catalog stored. The catalog leaves
+// memory: the store has it, and the registry keeps its own view.
+func (m *Manager) hibernate(e *entry, sess *session.Session) {
+	e.mu.Lock()
+	if e.sess != sess || sess.Busy() {
+		e.mu.Unlock()
+		return
+	}
+	// Until the store has it, the catalog stays in memory too.
+	keep := m.o.Catalogs == nil || e.savedSeq != e.catalogSeq
+	e.mu.Unlock()
+	m.log.Info("manager: hibernate an idle server", "server", e.id, "conn", sess.ConnectionID())
+	m.disconnect(e, StateIdle, keep, ErrHibernated)
+	m.shelve(e)
+}

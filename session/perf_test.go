@@ -1,0 +1,157 @@
+package session
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"math"
+	"net"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/remotemcp/remotemcp/internal/testserver/fixture"
+)
+
+// Calls reuse the pool's connections although every layer above the
+// session cancels its context as soon as the answer is in: go-sdk reads
+// the rest of the response stream after handing the answer over, and a
+// request context cancelled before that made net/http drop the
+// connection, so calls dialled new ones (issue #12).
+func TestCallsReuseConnections(t *testing.T) {
+	f := startFixture(t, fixture.Options{})
+	var dials atomic.Int64
+	d := &net.Dialer{}
+	tr := &http.Transport{
+		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			dials.Add(1)
+			return d.DialContext(ctx, network, addr)
+		},
+		MaxIdleConnsPerHost: 8,
+	}
+	defer tr.CloseIdleConnections()
+	s := connect(t, f, Options{HTTPClient: &http.Client{Transport: tr}})
+	before := dials.Load()
+	const calls = 300
+	for i := range calls {
+		ctx, cancel := context.WithCancel(context.Background())
+		res, err := s.CallTool(ctx, "echo", json.RawMessage(`{"text":"hi"}`), CallOptions{})
+		cancel() // what the manager and the agent do right after
+		if err != nil || res.IsError {
+			t.Fatalf("call %d: %v %+v", i, err, res)
+		}
+	}
+	if n := dials.Load() - before; n > 3 {
+		t.Fatalf("%d calls dialled %d new connections; want them to reuse the pool's", calls, n)
+	}
+}
+
+// A call whose caller's context ends while it runs is cancelled (the
+// call's own context follows the caller's) with the caller's error.
+func TestCallFollowsCallerContext(t *testing.T) {
+	f := startFixture(t, fixture.Options{})
+	s := connect(t, f, Options{})
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	_, err := s.CallTool(ctx, "slow", json.RawMessage(`{"ms":5000}`), CallOptions{})
+	if err != context.DeadlineExceeded {
+		t.Fatalf("err = %v, want context.DeadlineExceeded (the caller's)", err)
+	}
+	if d := time.Since(start); d > 3*time.Second {
+		t.Fatalf("the call took %s after its caller's deadline", d)
+	}
+	ctx, cancel = context.WithCancel(context.Background())
+	cancel()
+	if _, err := s.CallTool(ctx, "echo", json.RawMessage(`{"text":"x"}`), CallOptions{}); err != context.Canceled {
+		t.Fatalf("err = %v, want context.Canceled", err)
+	}
+	if n := f.Executions("echo"); n != 0 {
+		t.Fatalf("a call cancelled before it was sent ran %d times", n)
+	}
+}
+
+// A server that keeps a call's response stream open after the answer does
+// not keep it for long: the stream is ended streamGrace after the call.
+func TestLingeringStreamEnded(t *testing.T) {
+	ended := make(chan time.Time, 1)
+	h := startHostile(t, func(w http.ResponseWriter, method, tool string, id json.RawMessage) bool {
+		if method != "tools/call" || tool != "linger" {
+			return false
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.WriteHeader(http.StatusOK)
+		io.WriteString(w, "event: message\ndata: "+resultPrefix(id)+"ok"+resultSuffix+"\n\n")
+		w.(http.Flusher).Flush()
+		// Keep the stream open until the client hangs up.
+		for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); {
+			time.Sleep(50 * time.Millisecond)
+			if _, err := io.WriteString(w, ": still here\n\n"); err != nil {
+				break
+			}
+			if err := http.NewResponseController(w).Flush(); err != nil {
+				break
+			}
+		}
+		ended <- time.Now()
+		return true
+	})
+	s := connect(t, h.Server, Options{})
+	res, err := s.CallTool(context.Background(), "linger", json.RawMessage(`{}`), CallOptions{})
+	if err != nil || res.IsError {
+		t.Fatalf("call: %v %+v", err, res)
+	}
+	answered := time.Now()
+	select {
+	case at := <-ended:
+		if d := at.Sub(answered); d > streamGrace+2*time.Second {
+			t.Fatalf("the stream was ended %s after the answer; want about %s", d, streamGrace)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("the stream the server kept open was never ended")
+	}
+}
+
+func TestRandomIDs(t *testing.T) {
+	seen := map[string]bool{}
+	for range 1000 {
+		id := NewConnectionID()
+		if len(id) != 18 || id[:2] != "c-" || strings.Trim(id[2:], "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567") != "" || seen[id] {
+			t.Fatalf("bad or repeated id %q", id)
+		}
+		seen[id] = true
+	}
+}
+
+// ValidateCallResult's walk accepts exactly what json.Marshal accepts.
+func TestValidateStructuredContentLikeMarshal(t *testing.T) {
+	cyclic := map[string]any{}
+	cyclic["self"] = cyclic
+	deep := any("leaf")
+	for range 2 * maxPlainDepth {
+		deep = []any{deep}
+	}
+	for _, v := range []any{
+		map[string]any{"a": []any{1.5, "x", true, nil, map[string]any{}}},
+		map[string]any{"n": math.NaN()},
+		[]any{math.Inf(1)},
+		cyclic,
+		deep,
+		json.Number("12"),
+		json.Number("x"),
+		json.RawMessage(`{"a":1}`),
+		json.RawMessage(`{`),
+		map[string]any{"f": func() {}},
+		struct{ A int }{1},
+	} {
+		_, merr := json.Marshal(v)
+		err := ValidateCallResult(&mcp.CallToolResult{Content: []mcp.Content{}, StructuredContent: v})
+		if (err == nil) != (merr == nil) {
+			t.Errorf("%T: ValidateCallResult = %v, json.Marshal = %v", v, err, merr)
+		}
+	}
+}
