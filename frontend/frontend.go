@@ -52,6 +52,11 @@ type Options struct {
 	// Logger gets what could not be offered (a tool with a bad schema, a
 	// failed sync); nil discards.
 	Logger *slog.Logger
+	// Tools is how tools are offered: ToolsAuto ("" too), ToolsAll or
+	// ToolsSearch (see search.go); SearchThreshold is ToolsAuto's switch
+	// point (default DefaultSearchThreshold).
+	Tools           string
+	SearchThreshold int
 }
 
 // Frontend is one MCP server over the engine. Build it with New and serve
@@ -76,7 +81,8 @@ type Frontend struct {
 	policyMu sync.Mutex
 	policies map[string]policy // server id → its front-end settings
 
-	subs subscriptions // the hosts' resource subscriptions (notify.go)
+	subs   subscriptions // the hosts' resource subscriptions (notify.go)
+	search searchState   // tool-search mode (search.go; under syncMu)
 	// noticeSeq is the newest engine notice passed to the hosts.
 	noticeMu  sync.Mutex
 	noticeSeq uint64
@@ -102,6 +108,9 @@ func New(ctx context.Context, o Options) (*Frontend, error) {
 	}
 	if o.Name == "" {
 		o.Name = "remotemcp"
+	}
+	if o.Tools != "" && !slices.Contains(Modes, o.Tools) {
+		return nil, fmt.Errorf("frontend: tools mode %q: use one of %s", o.Tools, strings.Join(Modes, ", "))
 	}
 	f := &Frontend{o: o, log: o.Logger,
 		tools: map[string]string{}, prompts: map[string]string{}, resources: map[string]string{}, templates: map[string]string{},
@@ -361,7 +370,13 @@ func (f *Frontend) syncTools(ctx context.Context) error {
 		keys = append(keys, agent.NameKey{Server: t.ServerID, Name: t.ToolName})
 	}
 	names := f.names(keys)
-	want := make(map[string]offer, len(tl.Tools))
+	pinned := map[agent.NameKey]bool{}
+	for _, s := range servers {
+		for _, tool := range s.PinnedTools {
+			pinned[agent.NameKey{Server: s.ID, Name: tool}] = true
+		}
+	}
+	all := make(map[string]*searchTool, len(tl.Tools))
 	for _, t := range tl.Tools {
 		if !objectSchema(t.InputSchema) {
 			f.log.Warn("frontend: tool left out: its input schema is not an object schema", "server", t.ServerID, "tool", t.ToolName)
@@ -376,9 +391,10 @@ func (f *Frontend) syncTools(ctx context.Context) error {
 		}
 		sig, _ := json.Marshal(mt)
 		server, target := t.ServerID, t.ServerID+"/"+t.ToolName
-		want[name] = offer{sig: string(sig), add: func() { f.addTool(mt, f.callTool(server, target)) }}
+		all[name] = &searchTool{server: server, tool: mt, pinned: pinned[agent.NameKey{Server: t.ServerID, Name: t.ToolName}],
+			offer: offer{sig: string(sig), add: func() { f.addTool(mt, f.callTool(server, target)) }}}
 	}
-	apply(f.tools, want, f.srv.RemoveTools)
+	f.offerTools(all)
 	return nil
 }
 

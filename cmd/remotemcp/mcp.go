@@ -5,10 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -32,6 +33,8 @@ func newMcpCmd(a *app) *cobra.Command {
 		serverID   string
 		daemonAddr string
 		httpAddr   string
+		tools      string
+		threshold  int
 	)
 	cmd := &cobra.Command{
 		Use:   "mcp",
@@ -64,15 +67,23 @@ rebinding), a foreign Origin is refused, and every request needs
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
 			log := newLogger(a.streams.Err, a.verbose)
+			if !slices.Contains(frontend.Modes, tools) {
+				return usageErrorf("--tools %q: use one of %s", tools, strings.Join(frontend.Modes, ", "))
+			}
+			if threshold < 1 {
+				return usageErrorf("--search-threshold %d: give a number of tools, at least 1", threshold)
+			}
+			fo := frontend.Options{ServerID: serverID, Name: "remotemcp", Version: remotemcp.Version, Logger: log, Tools: tools, SearchThreshold: threshold}
 			if httpAddr != "" {
-				return a.runMcpHTTP(ctx, httpAddr, serverID, log)
+				return a.runMcpHTTP(ctx, httpAddr, fo)
 			}
 			eng, release, err := a.mcpEngine(ctx, daemonAddr)
 			if err != nil {
 				return err
 			}
 			defer release()
-			fe, err := frontend.New(ctx, frontend.Options{Engine: eng, ServerID: serverID, Name: "remotemcp", Version: remotemcp.Version, Logger: log})
+			fo.Engine = eng
+			fe, err := frontend.New(ctx, fo)
 			if err != nil {
 				return err
 			}
@@ -86,6 +97,8 @@ rebinding), a foreign Origin is refused, and every request needs
 	}
 	cmd.Flags().StringVar(&serverID, "server", "", "pass one server through with its names unchanged")
 	cmd.Flags().StringVar(&daemonAddr, "daemon-addr", "127.0.0.1:7717", "--addr of the daemon started in the background when none runs")
+	cmd.Flags().StringVar(&tools, "tools", frontend.ToolsAuto, "how tools are offered: all, search (a search tool and the pinned tools; found tools join the list) or auto (search above --search-threshold tools)")
+	cmd.Flags().IntVar(&threshold, "search-threshold", frontend.DefaultSearchThreshold, "with --tools auto, search when there are more tools than this")
 	cmd.Flags().StringVar(&httpAddr, "http", "", "serve Streamable HTTP on this loopback HOST:PORT instead of stdio (needs a token: see \"mcp token\")")
 	cmd.AddCommand(newMcpTokenCmd(a))
 	addMcpHTTPTestFlag(cmd) // hidden: see mcp_http.go
@@ -96,7 +109,7 @@ rebinding), a foreign Origin is refused, and every request needs
 // loopback address until ctx ends. Its engine is the running daemon's, or
 // when none runs an in-process one: this process is then the owner, and
 // there is never a second owner beside a daemon.
-func (a *app) runMcpHTTP(ctx context.Context, addr, serverID string, log *slog.Logger) error {
+func (a *app) runMcpHTTP(ctx context.Context, addr string, fo frontend.Options) error {
 	ln, err := mcpHTTPListen("--http", addr)
 	if err != nil {
 		return err
@@ -107,12 +120,13 @@ func (a *app) runMcpHTTP(ctx context.Context, addr, serverID string, log *slog.L
 		return err
 	}
 	defer release()
-	fe, err := frontend.New(ctx, frontend.Options{Engine: eng, ServerID: serverID, Name: "remotemcp", Version: remotemcp.Version, Logger: log})
+	fo.Engine = eng
+	fe, err := frontend.New(ctx, fo)
 	if err != nil {
 		ln.Close()
 		return err
 	}
-	return serveMcpHTTP(ctx, fe, a.dataDirPath(), ln, a.streams.Err, log)
+	return serveMcpHTTP(ctx, fe, a.dataDirPath(), ln, a.streams.Err, fo.Logger)
 }
 
 // nopWriteCloser leaves the standard output open when the transport ends.
