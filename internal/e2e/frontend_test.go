@@ -286,3 +286,53 @@ func TestMcpFrontEnd(t *testing.T) {
 		})
 	}
 }
+
+// Issue #14: with --tools search the host sees search_tools and the
+// pinned tools; a search over stdio adds the found tool to the host's
+// list (list_changed) and the host calls it by its own name.
+func TestMcpFrontEndSearch(t *testing.T) {
+	f, err := fixture.Start(fixture.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	e := newEnv(t)
+	e.mustRun("", "servers", "add", "fx", f.URL())
+	e.mustRun("", "servers", "set", "fx", "--pin-tool", "echo")
+	h := launch(t, e, "--no-daemon", "mcp", "--tools", "search")
+	ctx := t.Context()
+	names := func() []string {
+		tl, err := h.cs.ListTools(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, tool := range tl.Tools {
+			out = append(out, tool.Name)
+		}
+		slices.Sort(out)
+		return out
+	}
+	if got := names(); !slices.Equal(got, []string{"fx__echo", "search_tools"}) {
+		t.Fatalf("search mode offers %v, want [fx__echo search_tools]", got)
+	}
+	for len(h.changed) > 0 {
+		<-h.changed
+	}
+	res, err := h.cs.CallTool(ctx, &mcp.CallToolParams{Name: "search_tools", Arguments: map[string]any{"query": "add two numbers", "limit": 2}})
+	if err != nil || res.IsError || !strings.Contains(text(t, res), "fx__add") {
+		t.Fatalf("search: %v %+v", err, res)
+	}
+	select {
+	case <-h.changed:
+	case <-time.After(20 * time.Second):
+		t.Fatal("no tools/list_changed after the search")
+	}
+	if got := names(); !slices.Contains(got, "fx__add") {
+		t.Fatalf("after the search the host has %v", got)
+	}
+	res, err = h.cs.CallTool(ctx, &mcp.CallToolParams{Name: "fx__add", Arguments: map[string]any{"a": 2, "b": 3}})
+	if err != nil || res.IsError || text(t, res) != "5" {
+		t.Fatalf("fx__add: %v %+v", err, res)
+	}
+}
