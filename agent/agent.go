@@ -196,6 +196,7 @@ type Registry struct {
 type serverView struct {
 	enabled  bool
 	disabled []string
+	url      string           // the catalog's; another URL drops it (R2.4)
 	catalog  *session.Catalog // last good; kept while reconnecting (R4.4)
 	err      error
 }
@@ -319,6 +320,14 @@ func (r *Registry) sync(ctx context.Context, listLazy bool) {
 		if v.enabled != st.Enabled || !slices.Equal(v.disabled, st.DisabledTools) {
 			v.enabled, v.disabled = st.Enabled, slices.Clone(st.DisabledTools)
 			changed = true
+		}
+		if v.url != st.URL {
+			// The server moved: what it listed before is not its catalog.
+			v.url = st.URL
+			if v.catalog != nil || v.err != nil {
+				v.catalog, v.err = nil, nil
+				changed = true
+			}
 		}
 		if !st.Enabled {
 			if v.catalog != nil || v.err != nil {
