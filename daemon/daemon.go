@@ -153,7 +153,7 @@ func (s *Server) Listen(ctx context.Context) error {
 		if in, derr := readInfo(dir); derr == nil {
 			return fmt.Errorf("daemon: another remotemcp daemon (pid %d, %s) uses the data directory %s", in.PID, in.URL, dir)
 		}
-		return fmt.Errorf("daemon: another remotemcp daemon uses the data directory %s: %w", dir, err)
+		return fmt.Errorf("daemon: another remotemcp process owns the data directory %s (a daemon, or \"remotemcp mcp --http\" serving without one): stop it first: %w", dir, err)
 	}
 	ok := false
 	defer func() {
@@ -336,4 +336,20 @@ func socketHandler(a *api) http.Handler {
 		setSecurityHeaders(w.Header())
 		h.ServeHTTP(w, r.WithContext(withCaller(r.Context(), caller{})))
 	})
+}
+
+// HoldOwnerLock takes the data directory's daemon lock for a process that
+// owns the engine without being the daemon ("remotemcp mcp --http" when no
+// daemon runs), so that no daemon starts beside it: there is never a
+// second owner. The returned function releases it.
+func HoldOwnerLock(dataDir string) (func(), error) {
+	dir, err := filepath.EvalSymlinks(dataDir)
+	if err != nil {
+		return nil, fmt.Errorf("daemon: data directory: %w", err)
+	}
+	unlock, err := lockDataDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("daemon: another remotemcp process owns the data directory %s (a daemon started meanwhile?): %w", dir, err)
+	}
+	return unlock, nil
 }

@@ -120,6 +120,15 @@ func (a *app) runMcpHTTP(ctx context.Context, addr string, fo frontend.Options) 
 		return err
 	}
 	defer release()
+	if a.inProcess {
+		// This process owns the engine: no daemon may start beside it.
+		unlock, err := daemon.HoldOwnerLock(a.dataDirPath())
+		if err != nil {
+			ln.Close()
+			return err
+		}
+		defer unlock()
+	}
 	fo.Engine = eng
 	fe, err := frontend.New(ctx, fo)
 	if err != nil {

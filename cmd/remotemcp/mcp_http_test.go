@@ -277,3 +277,33 @@ func TestMcpToken(t *testing.T) {
 	// The name is free again.
 	createToken(t, c, "claude")
 }
+
+// Issue #13 (Decided): "mcp --http" that owns the engine (no daemon runs)
+// is never a second owner beside a daemon: a daemon started meanwhile is
+// refused and says why; once the endpoint stops, the daemon starts.
+func TestMcpHTTPOwnerKeepsDaemonOut(t *testing.T) {
+	f := startFixture(t, fixture.Options{})
+	c := newCLI(t)
+	c.ok("servers", "add", "fx", f.URL())
+	createToken(t, c, "host")
+	port := freePort(t)
+	ctx, stop := context.WithCancel(t.Context())
+	ended := c.start(runOpts{ctx: ctx}, "mcp", "--http", fmt.Sprintf("127.0.0.1:%d", port))
+	waitFor(t, "the endpoint", func() bool {
+		resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/mcp", port))
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return true
+	})
+	r := c.run("", "serve", "--addr", "127.0.0.1:0")
+	if r.code == exitOK || !strings.Contains(r.err, "mcp --http") {
+		t.Fatalf("a daemon beside mcp --http: %s", r)
+	}
+	stop()
+	if r := <-ended; r.code != exitOK {
+		t.Fatalf("mcp --http: %s", r)
+	}
+	startServe(t, c) // the lock went with the endpoint
+}
