@@ -50,6 +50,13 @@ func (t *Tokens) Require(next http.Handler, log *slog.Logger) http.Handler {
 			unauthorized(w, `error="invalid_token"`, "the bearer token is unknown or revoked")
 			return
 		}
+		if r.Method == http.MethodGet {
+			// A stream lives on: it ends when its token is revoked.
+			ctx, cancel := context.WithCancel(r.Context())
+			defer cancel()
+			go t.whileValid(ctx, tok, cancel)
+			r = r.WithContext(ctx)
+		}
 		next.ServeHTTP(w, r)
 	})
 }

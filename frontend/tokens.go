@@ -72,10 +72,41 @@ type tokenRecord struct {
 }
 
 // Tokens are the bearer tokens of the Streamable HTTP endpoint.
-type Tokens struct{ kv KV }
+type Tokens struct {
+	kv KV
+	// Recheck is how often a long-lived request (a host's SSE stream)
+	// checks that its token is still valid; revoked, the stream ends.
+	// Default DefaultRecheck.
+	Recheck time.Duration
+}
+
+// DefaultRecheck is how often an open stream checks its token.
+const DefaultRecheck = 5 * time.Second
 
 // NewTokens returns the tokens kept in kv.
-func NewTokens(kv KV) *Tokens { return &Tokens{kv: kv} }
+func NewTokens(kv KV) *Tokens { return &Tokens{kv: kv, Recheck: DefaultRecheck} }
+
+// whileValid ends ctx's request (cancel) once tok is no longer valid,
+// checking every Recheck until ctx ends.
+func (t *Tokens) whileValid(ctx context.Context, tok string, cancel context.CancelFunc) {
+	every := t.Recheck
+	if every <= 0 {
+		every = DefaultRecheck
+	}
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		if _, ok, err := t.Check(ctx, tok); err == nil && !ok {
+			cancel()
+			return
+		}
+	}
+}
 
 // Create makes a new token called name and returns it; only its hash is
 // stored, so this is the one time it can be seen.

@@ -1,9 +1,14 @@
 package frontend_test
 
 import (
+	"context"
 	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/remotemcp/remotemcp/frontend"
 	"github.com/remotemcp/remotemcp/store"
@@ -66,5 +71,65 @@ func TestTokens(t *testing.T) {
 	list, err := tk.List(ctx)
 	if err != nil || len(list) != 1 || list[0].Name != "b" || list[0].Created.IsZero() {
 		t.Fatalf("list: %v %+v", err, list)
+	}
+}
+
+// Issue #13: revoking a token ends the streams opened with it, not only
+// the requests that come after.
+func TestRevokeEndsOpenStreams(t *testing.T) {
+	ctx := t.Context()
+	st, err := store.Open(ctx, t.TempDir(), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	tk := frontend.NewTokens(st)
+	tk.Recheck = 20 * time.Millisecond
+	keep, err := tk.Create(ctx, "keep")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gone, err := tk.Create(ctx, "gone")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A stream: it lasts until its request ends.
+	stream := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusOK)
+		w.(http.Flusher).Flush()
+		<-r.Context().Done()
+	})
+	hs := httptest.NewServer(tk.Require(stream, nil))
+	defer hs.Close()
+	rctx, stop := context.WithCancel(ctx)
+	defer stop() // before hs.Close, which waits for the streams
+	open := func(tok string) chan error {
+		req, _ := http.NewRequestWithContext(rctx, http.MethodGet, hs.URL, nil)
+		req.Header.Set("Authorization", "Bearer "+tok)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil || resp.StatusCode != http.StatusOK {
+			t.Fatalf("open a stream: %v %v", err, resp)
+		}
+		ended := make(chan error, 1)
+		go func() {
+			_, err := io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			ended <- err
+		}()
+		return ended
+	}
+	kept, revoked := open(keep), open(gone)
+	if err := tk.Revoke(ctx, "gone"); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-revoked:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the stream of a revoked token is still open")
+	}
+	select {
+	case <-kept:
+		t.Fatal("the stream of a valid token ended")
+	case <-time.After(200 * time.Millisecond):
 	}
 }
