@@ -100,8 +100,9 @@ type callKey struct{}
 
 // callState is what the engine knows about one call in flight.
 type callState struct {
-	approved bool
-	h        localapi.CallHandler
+	approved  bool
+	askByCard bool
+	h         localapi.CallHandler
 	// noApprover: the call was refused because nobody could be asked.
 	noApprover bool
 }
@@ -115,6 +116,9 @@ func (c *Client) approve(ctx context.Context, ar agent.ApprovalRequest) (agent.D
 	cs, _ := ctx.Value(callKey{}).(*callState)
 	if cs != nil && cs.approved {
 		return agent.Allow(), nil
+	}
+	if cs != nil && cs.h.Approve == nil && cs.askByCard && c.Elicit != nil {
+		return c.approveByCard(ctx, ar)
 	}
 	if cs == nil || cs.h.Approve == nil {
 		if cs != nil {
@@ -188,7 +192,7 @@ func (c *Client) Call(ctx context.Context, req localapi.CallRequest, h localapi.
 	if target.notSent != nil {
 		return c.notSentResult(target, opts.OperationID, target.notSent), nil
 	}
-	cs := &callState{approved: req.Approved, h: h}
+	cs := &callState{approved: req.Approved, askByCard: req.AskByCard, h: h}
 	ctx = context.WithValue(ctx, callKey{}, cs)
 	if h.Progress != nil {
 		var mu sync.Mutex
@@ -851,4 +855,42 @@ func (c *Client) listedFromCache(ctx context.Context, id string) bool {
 		return false
 	}
 	return c.listed(id)
+}
+
+// approvalCardSchema is the form of an approval card: nothing to fill
+// in; accept approves, decline or cancel refuses.
+var approvalCardSchema = json.RawMessage(`{"type":"object","properties":{}}`)
+
+// maxApprovalArgs bounds the arguments quoted on an approval card.
+const maxApprovalArgs = 1000
+
+// approveByCard asks the person about a call with a card (the settings
+// page, "remotemcp elicitations") and waits for the answer: only accept
+// approves. The card is a question of the call's own, admitted like a
+// call so that it queues behind the server's open questions and they
+// behind it; if this process stops meanwhile the card is interrupted,
+// and re-sending it from the page is the approval (nothing was sent).
+func (c *Client) approveByCard(ctx context.Context, ar agent.ApprovalRequest) (agent.Decision, error) {
+	adm, err := c.Elicit.Admit(ctx, elicit.CallInfo{ServerID: ar.Server, Tool: ar.Tool.ToolName,
+		OperationID: ar.OperationID + "-approval", Arguments: ar.Arguments})
+	if err != nil {
+		return agent.Decision{}, fmt.Errorf("put the approval question on the page: %w", err)
+	}
+	defer adm.Finish()
+	args := strings.ToValidUTF8(string(ar.Arguments), "\uFFFD")
+	if len(args) > maxApprovalArgs {
+		args = strings.ToValidUTF8(args[:maxApprovalArgs], "") + " … (clipped)"
+	}
+	msg := fmt.Sprintf("remotemcp asks before sending (approval: ask; this question is remotemcp's, not the server's).\n\n"+
+		"Allow MCP server %s to run its tool %q?\nArguments: %s\n\nAccept to send the call once; decline and nothing is sent.",
+		ar.Server, ar.Tool.ToolName, args)
+	res, err := c.Elicit.Handle(ctx, manager.ElicitInfo{ServerID: ar.Server},
+		&mcp.ElicitRequest{Params: &mcp.ElicitParams{Mode: "form", Message: msg, RequestedSchema: approvalCardSchema}})
+	if err != nil {
+		return agent.Decision{}, fmt.Errorf("the approval question on the page: %w", err)
+	}
+	if res.Action != "accept" {
+		return agent.Deny("the person did not approve the call on the settings page (" + res.Action + ")"), nil
+	}
+	return agent.Allow(), nil
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/remotemcp/remotemcp"
 	"github.com/remotemcp/remotemcp/config"
+	"github.com/remotemcp/remotemcp/daemon"
 	"github.com/remotemcp/remotemcp/frontend"
 	"github.com/remotemcp/remotemcp/localapi"
 )
@@ -98,25 +99,54 @@ func resultText(res *mcp.CallToolResult) string {
 	return b.String()
 }
 
+// answerCard waits for the pending card of a call and answers it as the
+// person would on the settings page.
+func answerCard(t *testing.T, ctx context.Context, eng localapi.Engine, action string) localapi.Card {
+	t.Helper()
+	for {
+		cards, err := eng.Cards(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range cards {
+			if c.Status == "pending" {
+				if err := eng.Answer(ctx, c.ID, localapi.Answer{Action: action}); err != nil {
+					t.Fatalf("answer the card: %v", err)
+				}
+				return c
+			}
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatal("no card asked the person")
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
 // TestApproval: a server set to approval "ask" runs a host's call only
-// after the person accepted remotemcp's question, once; a decline or a
-// host that cannot be asked sends nothing, and never retries. Approval
-// "host" (the default) runs the call without a question.
+// after the person accepted remotemcp's question, once: as a question to
+// the host, or, when the host cannot be asked, as a card on the settings
+// page (and "remotemcp elicitations") that the call waits for. A decline
+// sends nothing, and never retries. Approval "host" (the default) runs
+// the call without a question.
 func TestApproval(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
 		approval config.Approval
 		answer   string // the host's answer; "" = no elicitation capability
+		card     string // the person's answer on the page; "" = no card
 		runs     int64
 		asked    int32
 		errHas   string // "" = the call succeeds
 	}{
-		{"ask, host accepts", config.ApprovalAsk, "accept", 1, 1, ""},
-		{"ask, host declines", config.ApprovalAsk, "decline", 0, 1, "Nothing was sent"},
-		{"ask, host cancels", config.ApprovalAsk, "cancel", 0, 1, "Nothing was sent"},
-		{"ask, host cannot be asked", config.ApprovalAsk, "", 0, 0, "--approval host"},
-		{"host, no question", config.ApprovalHost, "accept", 1, 0, ""},
-		{"default, host without questions", "", "", 1, 0, ""},
+		{"ask, host accepts", config.ApprovalAsk, "accept", "", 1, 1, ""},
+		{"ask, host declines", config.ApprovalAsk, "decline", "", 0, 1, "Nothing was sent"},
+		{"ask, host cancels", config.ApprovalAsk, "cancel", "", 0, 1, "Nothing was sent"},
+		{"ask, host cannot be asked, card accepted", config.ApprovalAsk, "", "accept", 1, 0, ""},
+		{"ask, host cannot be asked, card declined", config.ApprovalAsk, "", "decline", 0, 0, "did not approve"},
+		{"host, no question", config.ApprovalHost, "accept", "", 1, 0, ""},
+		{"default, host without questions", "", "", "", 1, 0, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
@@ -128,7 +158,25 @@ func TestApproval(t *testing.T) {
 			}
 			h := startHost(t, ctx, eng, tc.answer)
 			h.waitTool(t, ctx, "fx__echo")
-			res, err := h.cs.CallTool(ctx, &mcp.CallToolParams{Name: "fx__echo", Arguments: map[string]any{"text": "hi"}})
+			type called struct {
+				res *mcp.CallToolResult
+				err error
+			}
+			done := make(chan called, 1)
+			go func() {
+				res, err := h.cs.CallTool(ctx, &mcp.CallToolParams{Name: "fx__echo", Arguments: map[string]any{"text": "hi"}})
+				done <- called{res, err}
+			}()
+			if tc.card != "" {
+				c := answerCard(t, ctx, eng, tc.card)
+				for _, want := range []string{"remotemcp asks", "fx", `"echo"`, `{"text":"hi"}`} {
+					if !strings.Contains(c.Message, want) {
+						t.Errorf("the card %q lacks %s", c.Message, want)
+					}
+				}
+			}
+			cd := <-done
+			res, err := cd.res, cd.err
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -164,7 +212,8 @@ func TestApproval(t *testing.T) {
 }
 
 // TestApprovalChange: switching a server to "ask" while a host is
-// connected takes effect for the host's next call.
+// connected takes effect for the host's next call (this host cannot be
+// asked, so the call waits for a card; declined, nothing runs).
 func TestApprovalChange(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 	defer cancel()
@@ -180,24 +229,30 @@ func TestApprovalChange(t *testing.T) {
 	}
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		res, err := h.cs.CallTool(ctx, &mcp.CallToolParams{Name: "fx__echo", Arguments: map[string]any{"text": "hi"}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if res.IsError {
-			break
+		before := fx.Executions("echo")
+		done := make(chan *mcp.CallToolResult, 1)
+		go func() {
+			res, err := h.cs.CallTool(ctx, &mcp.CallToolParams{Name: "fx__echo", Arguments: map[string]any{"text": "hi"}})
+			if err != nil {
+				t.Error(err)
+			}
+			done <- res
+		}()
+		var res *mcp.CallToolResult
+		select {
+		case res = <-done: // still the old approval: ran at once
+		case <-time.After(300 * time.Millisecond):
+			answerCard(t, ctx, eng, "decline")
+			res = <-done
+			if res == nil || !res.IsError || fx.Executions("echo") != before {
+				t.Fatalf("a declined call: %+v, ran %d", res, fx.Executions("echo")-before)
+			}
+			return
 		}
 		if time.Now().After(deadline) {
 			t.Fatal("calls still run without a question after approval was set to ask")
 		}
 		time.Sleep(20 * time.Millisecond)
-	}
-	before := fx.Executions("echo")
-	if _, err := h.cs.CallTool(ctx, &mcp.CallToolParams{Name: "fx__echo", Arguments: map[string]any{"text": "hi"}}); err != nil {
-		t.Fatal(err)
-	}
-	if fx.Executions("echo") != before {
-		t.Error("a refused call ran")
 	}
 }
 
@@ -286,5 +341,37 @@ func TestToolsOfferedAtOnce(t *testing.T) {
 			t.Fatalf("round %d: the first listing offers %d tools, without fx__echo (server state %s)", i, len(tl.Tools), srvs[0].State)
 		}
 		cancel()
+	}
+}
+
+// The card fallback of approval "ask" works through the local API too
+// (the front end as a client of the daemon): the card is the daemon's,
+// answered from any client.
+func TestApprovalCardThroughAPI(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
+	eng := openEngine(t, ctx)
+	fx := startFixture(t)
+	if _, err := eng.AddServer(ctx, localapi.AddServerRequest{ID: "fx", URL: fx.URL(), By: localapi.ByServersAdd, Approval: config.ApprovalAsk}); err != nil {
+		t.Fatal(err)
+	}
+	api, stop, err := daemon.InProcess(ctx, eng)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(stop)
+	h := startHost(t, ctx, api, "")
+	h.waitTool(t, ctx, "fx__echo")
+	done := make(chan *mcp.CallToolResult, 1)
+	go func() {
+		res, err := h.cs.CallTool(ctx, &mcp.CallToolParams{Name: "fx__echo", Arguments: map[string]any{"text": "hi"}})
+		if err != nil {
+			t.Error(err)
+		}
+		done <- res
+	}()
+	answerCard(t, ctx, api, "accept")
+	if res := <-done; res == nil || res.IsError || resultText(res) != "hi" || fx.Executions("echo") != 1 {
+		t.Fatalf("after the card was accepted: %+v, ran %d", res, fx.Executions("echo"))
 	}
 }

@@ -7,7 +7,8 @@
 // its names unchanged. The host is the agent (SPEC §9 A8): tool results
 // pass through unchanged, the host's approval is the approval unless the
 // server's approval is "ask" (then remotemcp asks the person by a question
-// to the host, and refuses the call when the host cannot be asked), tool
+// to the host, or by a card on the settings page when the host cannot be
+// asked), tool
 // annotations reach the host only for servers marked trusted, and
 // progress, cancellation, questions and list_changed travel both ways.
 package frontend
@@ -516,8 +517,9 @@ func newOperationID() string { return "mcp-" + rand.Text()[:20] }
 // "host" the call goes to the engine approved (the host asked its
 // person); with "ask" it goes unapproved, and the engine's approval
 // request is put to the person as a question to the host (declined:
-// nothing is sent), or, when the host cannot be asked, the call is
-// refused before it reaches the engine. Never an automatic retry (R4.1).
+// nothing is sent), or, when the host cannot be asked, as a card on the
+// settings page and in "remotemcp elicitations" that the call waits for
+// (CallRequest.AskByCard). Never an automatic retry (R4.1).
 // The host's progress token gets the server's progress, the host's cancel
 // (ctx) cancels the call, and questions go to the host when it can
 // answer them.
@@ -529,19 +531,16 @@ func (f *Frontend) callTool(server, target string) mcp.ToolHandler {
 		}
 		ss := req.Session
 		ask := pol.approval.Ask()
-		if ask && (ss == nil || !canElicit(ss)) {
-			return errorResult(fmt.Sprintf("remotemcp did not send the call of %s: MCP server %q is set to ask the person before every call (approval: ask), "+
-				"and this host cannot be asked (it did not declare the elicitation capability). Nothing was sent. "+
-				"To approve its calls, use a host that supports questions, or let the host's own approval count: remotemcp servers set %s --approval host",
-				target, server, server)), nil
-		}
+		// A host that cannot be asked: the person answers a card on the
+		// settings page or in "remotemcp elicitations", and the call waits.
+		byCard := ask && (ss == nil || !canElicit(ss))
 		ctx, cancel := context.WithCancel(ctx)
 		var wg sync.WaitGroup
 		// The questions' goroutines end with the call.
 		defer wg.Wait()
 		defer cancel()
 		var h localapi.CallHandler
-		if ask {
+		if ask && !byCard {
 			h.Approve = func(ar localapi.ApprovalRequest) (localapi.Decision, error) { return f.approve(ctx, ss, ar) }
 		}
 		if token := req.Params.GetProgressToken(); token != nil && ss != nil {
@@ -560,7 +559,7 @@ func (f *Frontend) callTool(server, target string) mcp.ToolHandler {
 			}
 		}
 		args := json.RawMessage(req.Params.Arguments)
-		res, err := f.o.Engine.Call(ctx, localapi.CallRequest{Tool: target, Arguments: args, Approved: !ask, Raw: true, OperationID: newOperationID()}, h)
+		res, err := f.o.Engine.Call(ctx, localapi.CallRequest{Tool: target, Arguments: args, Approved: !ask, AskByCard: byCard, Raw: true, OperationID: newOperationID()}, h)
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil, fmt.Errorf("call %s: %w", target, ctx.Err())

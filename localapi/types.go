@@ -435,6 +435,12 @@ type CallRequest struct {
 	// fits the size budget: for the MCP front end, whose host is the agent
 	// (SPEC §9 A8).
 	Raw bool `json:"raw,omitempty"`
+	// AskByCard, for a call that is not Approved and has no
+	// CallHandler.Approve, asks the person with a card on the settings
+	// page and in "remotemcp elicitations" (accept approves) and waits for
+	// the answer, instead of refusing: the MCP front end's approval "ask"
+	// when its host cannot be asked.
+	AskByCard bool `json:"askByCard,omitempty"`
 }
 
 // ApprovalRequest is the whole question put to the person before a call.
