@@ -130,7 +130,8 @@
       renderDetails($("td.state-cell > details.reason", row), s.reason ? describeReason(s.reason) : "", s.id + ":state");
 
       const show = (action, on) => { $(`button[data-action="${action}"]`, row).hidden = !on; };
-      const live = s.state === "ready" || s.state === "connecting" || s.state === "reconnecting" || s.state === "idle";
+      // An idle server has no session (it wakes on use): Connect wakes it now.
+      const live = s.state === "ready" || s.state === "connecting" || s.state === "reconnecting";
       const signIn = !!(s.auth && (s.auth.kind === "oauth" || s.auth.kind === "auto"));
       // A server waiting for a sign-in is paused until the person signs
       // in: Authorize is the one thing to do, Connect would only fail.
