@@ -65,7 +65,7 @@ func (m *Manager) hibernateIdle(now time.Time) {
 // memory: the store has it, and the registry keeps its own view.
 func (m *Manager) hibernate(e *entry, sess *session.Session) {
 	e.mu.Lock()
-	if e.sess != sess || sess.Busy() {
+	if e.sess != sess || !sess.CloseIfIdle() {
 		e.mu.Unlock()
 		return
 	}

@@ -407,7 +407,9 @@ func (m *Manager) ensure(ctx context.Context, id string) (*session.Session, erro
 		if a.err == nil {
 			continue // loop picks the committed session up
 		}
-		if try < 3 && (errors.Is(a.err, ErrSuperseded) || errors.Is(a.err, ErrConfigDrift)) && !errors.Is(a.err, ErrDisconnected) {
+		// A connect that a hibernation overtook (the session it would
+		// replace went idle meanwhile) is tried again too.
+		if try < 3 && (errors.Is(a.err, ErrSuperseded) || errors.Is(a.err, ErrConfigDrift) || errors.Is(a.err, ErrHibernated)) && !errors.Is(a.err, ErrDisconnected) {
 			continue
 		}
 		return nil, fmt.Errorf("server %q: connect: %w", id, a.err)
@@ -918,6 +920,18 @@ func (m *Manager) CallToolOn(ctx context.Context, id, connID, tool string, args 
 
 func (m *Manager) callOn(ctx context.Context, id string, sess *session.Session, tool string, args json.RawMessage, o session.CallOptions) (*mcp.CallToolResult, error) {
 	res, err := m.callOnce(ctx, id, sess, tool, args, o)
+	if errors.Is(err, session.ErrClosed) && errors.Is(err, session.ErrCancelledBeforeDispatch) && ctx.Err() == nil {
+		// The session was closing (it went idle) before the call was
+		// sent: nothing ran, so the call goes out once on a fresh session.
+		if e := m.entry(id); e != nil {
+			m.connectionLost(e, sess, err)
+		}
+		fresh, cerr := m.ensure(ctx, id)
+		if cerr != nil {
+			return nil, &CallError{ServerID: id, Tool: tool, Err: fmt.Errorf("%w; reconnecting to send it failed: %w", err, cerr)}
+		}
+		return m.callOnce(ctx, id, fresh, tool, args, o)
+	}
 	if !errors.Is(err, session.ErrSessionNotFound) || ctx.Err() != nil {
 		return res, err
 	}

@@ -135,3 +135,18 @@ func (s *Session) Busy() bool {
 // LastUse is when the session last served a request of a caller (a call,
 // a read, a prompt, a subscription); background listings do not count.
 func (s *Session) LastUse() time.Time { return time.Unix(0, s.lastUse.Load()) }
+
+// CloseIfIdle marks the session closing, so that it admits no call any
+// more, when no call is in flight; false when one is (or it is closing
+// already). The owner then closes it: a hibernating session never cuts
+// a call, and a call that comes too late was never sent
+// (ErrCancelledBeforeDispatch with ErrClosed).
+func (s *Session) CloseIfIdle() bool {
+	s.calls.Lock()
+	defer s.calls.Unlock()
+	if len(s.ops) > 0 || s.closing {
+		return false
+	}
+	s.closing = true
+	return true
+}
