@@ -273,3 +273,31 @@ func TestBrowserResendInterruptedCall(t *testing.T) {
 	}
 	b.checkConsole()
 }
+
+// A server's settings that the CLI and the API change (approval, trust,
+// pinned tools, idle timeout, limits, header names) show on the page too,
+// read-only: one engine, every surface.
+func TestBrowserServerSettings(t *testing.T) {
+	f := startFixture(t, fixture.Options{})
+	s := newStack(t, stackOpts{})
+	ctx := ctxT(t)
+	if _, err := s.c.AddServer(ctx, localapi.AddServerRequest{ID: "fx", URL: f.URL(), Approval: config.ApprovalAsk, Trusted: true}); err != nil {
+		t.Fatal(err)
+	}
+	idle := "0"
+	if _, err := s.c.UpdateServer(ctx, "fx", localapi.UpdateServerRequest{PinTools: []string{"echo"}, IdleTimeout: &idle,
+		Limits: map[string]string{"maxMessageBytes": "8MiB"}}); err != nil {
+		t.Fatal(err)
+	}
+	b := newBrowser(t)
+	b.login(s)
+	b.click(row("fx") + ` details.settings summary`)
+	b.wait("the settings", visible(row("fx")+` .settings-list dd`))
+	got := b.text(row("fx") + ` .settings-list`)
+	for _, want := range []string{"ask: remotemcp asks before each call", "yes: hosts see its tool annotations", "echo", "never hibernates", "maxMessageBytes=8388608"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("the settings read %q, without %q", got, want)
+		}
+	}
+	b.shotView("settings")
+}

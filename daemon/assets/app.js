@@ -142,6 +142,7 @@
       show("catalog", s.enabled);
       show("log", true);
       show("authorize", signIn);
+      renderSettings($("details.settings", row), s);
       const confirm = $(".confirm", row);
       $(".confirm-name", confirm).textContent = s.name || s.id;
       confirm.hidden = state.confirming !== s.id;
@@ -234,6 +235,32 @@
   // every secret it knows of from what it sends.)
   function redact(text) {
     return text.replace(/\b(https?:\/\/)(?:[^\s"'@\/]*@)?([^\s"'?#]*)(?:[?#][^\s"']*)?/g, "$1$2");
+  }
+
+  // renderSettings lists a server's settings read-only (the API's view;
+  // the CLI edits them): the page shows what the engine will do.
+  function renderSettings(box, s) {
+    const dl = $(".settings-list", box);
+    dl.textContent = "";
+    const add = (term, value) => {
+      if (value === undefined || value === null || value === "") return;
+      dl.append(el("dt", { text: term }), el("dd", { text: String(value) }));
+    };
+    add("connect", s.connectOnStartup ? "at startup" : "on first use");
+    add("tool timeout", s.toolTimeout || "60s (default)");
+    add("idle timeout", s.idleTimeout === "0s" ? "never hibernates" : s.idleTimeout);
+    add("approval (MCP hosts)", s.approval === "ask" ? "ask: remotemcp asks before each call" : "host: the host's approval counts");
+    add("trusted", s.trusted ? "yes: hosts see its tool annotations" : "no: its tool annotations are dropped");
+    add("pinned tools", (s.pinnedTools || []).join(", "));
+    add("disabled tools", (s.disabledTools || []).join(", "));
+    add("protocol version", s.protocolVersion || "default");
+    add("log level", s.logLevel || "warning (default)");
+    add("headers", (s.headerNames || []).length ? s.headerNames.join(", ") + " (values sealed)" : "");
+    const limits = Object.entries(s.limits || {}).filter(([, v]) => v !== 0 && v !== "" && v !== "0s");
+    add("limits", limits.map(([k, v]) => k + "=" + v).join(", "));
+    const key = s.id + ":settings";
+    box.open = state.open.has(key);
+    box.ontoggle = () => { if (box.open) state.open.add(key); else state.open.delete(key); };
   }
 
   // renderDetails fills a collapsed "details" box with a technical
