@@ -24,6 +24,7 @@ var (
 	_ manager.LogShelf     = storeCatalogs{}
 )
 
+// LoadCatalog returns the stored catalog of id; nil when there is none.
 func (s storeCatalogs) LoadCatalog(ctx context.Context, id string) ([]byte, error) {
 	b, err := s.st.GetKV(ctx, catalogNamespace, id)
 	if errors.Is(err, store.ErrNotFound) {
@@ -32,10 +33,12 @@ func (s storeCatalogs) LoadCatalog(ctx context.Context, id string) ([]byte, erro
 	return b, err
 }
 
+// SaveCatalog stores the catalog of id, replacing the one before.
 func (s storeCatalogs) SaveCatalog(ctx context.Context, id string, b []byte) error {
 	return s.st.PutKV(ctx, catalogNamespace, id, b)
 }
 
+// DeleteCatalog forgets the catalog of id; a missing one is no error.
 func (s storeCatalogs) DeleteCatalog(ctx context.Context, id string) error {
 	err := s.st.DeleteKV(ctx, catalogNamespace, id)
 	if errors.Is(err, store.ErrNotFound) {
@@ -44,10 +47,12 @@ func (s storeCatalogs) DeleteCatalog(ctx context.Context, id string) error {
 	return err
 }
 
+// ShelveLog keeps the request log of an idle server id.
 func (s storeCatalogs) ShelveLog(ctx context.Context, id string, b []byte) error {
 	return s.st.PutKV(ctx, logNamespace, id, b)
 }
 
+// UnshelveLog returns the shelved request log of id and forgets it.
 func (s storeCatalogs) UnshelveLog(ctx context.Context, id string) ([]byte, error) {
 	b, err := s.st.GetKV(ctx, logNamespace, id)
 	if errors.Is(err, store.ErrNotFound) {
@@ -62,6 +67,7 @@ func (s storeCatalogs) UnshelveLog(ctx context.Context, id string) ([]byte, erro
 	return b, nil
 }
 
+// CatalogIDs lists the servers with a stored catalog.
 func (s storeCatalogs) CatalogIDs(ctx context.Context) ([]string, error) {
 	return s.st.KeysKV(ctx, catalogNamespace)
 }
