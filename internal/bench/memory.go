@@ -167,6 +167,7 @@ func idleManager(ctx context.Context, srv *Server, dir string, n int, heapProfil
 // table, as the engine keeps it.
 type kvCatalogs struct{ st *store.SQLite }
 
+// LoadCatalog returns the stored catalog of id; nil when none.
 func (k kvCatalogs) LoadCatalog(ctx context.Context, id string) ([]byte, error) {
 	b, err := k.st.GetKV(ctx, "catalogs", id)
 	if errors.Is(err, store.ErrNotFound) {
@@ -175,22 +176,27 @@ func (k kvCatalogs) LoadCatalog(ctx context.Context, id string) ([]byte, error) 
 	return b, err
 }
 
+// SaveCatalog stores the catalog of id.
 func (k kvCatalogs) SaveCatalog(ctx context.Context, id string, b []byte) error {
 	return k.st.PutKV(ctx, "catalogs", id, b)
 }
 
+// DeleteCatalog forgets the catalog of id.
 func (k kvCatalogs) DeleteCatalog(ctx context.Context, id string) error {
 	return k.st.DeleteKV(ctx, "catalogs", id)
 }
 
+// CatalogIDs lists the servers with a stored catalog.
 func (k kvCatalogs) CatalogIDs(ctx context.Context) ([]string, error) {
 	return k.st.KeysKV(ctx, "catalogs")
 }
 
+// ShelveLog keeps the request log of an idle server.
 func (k kvCatalogs) ShelveLog(ctx context.Context, id string, b []byte) error {
 	return k.st.PutKV(ctx, "request-logs", id, b)
 }
 
+// UnshelveLog returns the shelved request log of id and forgets it.
 func (k kvCatalogs) UnshelveLog(ctx context.Context, id string) ([]byte, error) {
 	b, err := k.st.GetKV(ctx, "request-logs", id)
 	if errors.Is(err, store.ErrNotFound) {
