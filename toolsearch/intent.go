@@ -81,7 +81,7 @@ var (
 		generate compose raise register attach associate split convert reassign escalate
 		snooze complete finish bump increase decrease reduce lower rollout launch upgrade
 		approve reject lock unlock note leave ping text announce prepare organize
-		import sync configure reply answer cover swap override`)
+		import sync configure reply answer cover swap override replace substitute`)
 	deleteVerbs = stemSet(`delete remove archive purge cancel void revoke kill terminate stop
 		abort trash erase destroy discard drop clear uninstall unpublish unshare wipe`)
 	restoreVerbs = stemSet(`restore rollback revert undo undelete recover unarchive untrash`)
@@ -91,7 +91,8 @@ var (
 	updateVerbs = stemSet(`update edit modify set move assign transition mark adjust apply rename
 		change resolve close reopen acknowledge mute silence snooze pin star enable disable turn
 		reschedule complete finish bump increase decrease reduce lower lock unlock configure
-		reassign escalate manage promote tag label link connect associate combine merge correct`)
+		reassign escalate manage promote tag label link connect associate combine merge correct
+		replace substitute`)
 )
 
 // verbAction returns the action of a stemmed word used as a verb.
@@ -140,10 +141,44 @@ func toolVerb(name string) (action, string) {
 	words := splitWords(truncate(name, MaxNameBytes), MaxNameBytes, false)
 	if i := nameVerb(words); i >= 0 {
 		s := stem(words[i])
-		return verbAction(s), s
+		a := verbAction(s)
+		if j := compoundVerb(words, i, a); j >= 0 {
+			s = stem(words[j])
+			a = verbAction(s)
+		}
+		return a, s
 	}
 	return actUnknown, ""
 }
+
+// compoundVerb returns the position of the verb that a compound verb
+// starting with words[i], whose action is a, really does, or -1: "find and
+// replace", "find_replace", "search and update" change things, though
+// their first verb reads. "get_or_create" reads: it gets if it can.
+func compoundVerb(words []string, i int, a action) int {
+	if a.intent() == intentWrite {
+		return -1
+	}
+	j := i + 1
+	if j >= len(words) {
+		return -1
+	}
+	// Without a conjunction only a few verbs are taken as the second
+	// half: in "list_tags" and "get_comments" the word is a noun.
+	conj := conjunctions[words[j]]
+	if conj {
+		j++
+	}
+	if j < len(words) && (conj || pairedVerbs[words[j]]) && verbAction(stem(words[j])).intent() == intentWrite {
+		return j
+	}
+	return -1
+}
+
+var (
+	conjunctions = setOf(`and n then`)
+	pairedVerbs  = setOf(`replace substitute`)
+)
 
 // toolIntent classifies a tool as reading or changing.
 func toolIntent(name string) intent { return toolAction(name).intent() }
@@ -190,7 +225,11 @@ func queryAction(words []string) action {
 			}
 			return actRead
 		}
-		return verbAction(stem(w))
+		a := verbAction(stem(w))
+		if j := compoundVerb(words, i, a); j >= 0 {
+			return verbAction(stem(words[j]))
+		}
+		return a
 	}
 	return actUnknown
 }

@@ -132,6 +132,26 @@ type qword struct {
 	w, alt string
 	quoted bool
 	plural bool // the word is a plural noun, or follows "all", "every", …
+	rule   bool // the word is what an automation does ("automatically label")
+	colon  bool // a break made by a colon
+}
+
+// automationWords say that a task sets up something that acts on its own
+// ("automatically", "from now on", "whenever"); automation returns the
+// position of the last of them, or -1.
+var automationWords = setOf(`automatically auto automate whenever`)
+
+func automation(words []qword) int {
+	at := -1
+	for i, w := range words {
+		switch {
+		case automationWords[w.w],
+			w.w == "on" && i >= 2 && words[i-1].w == "now" && words[i-2].w == "from",
+			w.w == "time" && i >= 1 && (words[i-1].w == "every" || words[i-1].w == "each") && i+1 < len(words) && words[i+1].w != "":
+			at = i
+		}
+	}
+	return at
 }
 
 // queryWords returns the lower-cased words of a query, with compounds
@@ -200,8 +220,24 @@ func parseQuery(query string) *parsedQuery {
 	plain := plainWords(words)
 	pq.action = queryAction(plain)
 	lead := leadWord(words, plain)
+	auto := automation(words)
+	if auto >= 0 {
+		// "automatically label mail from X": the task sets up a rule;
+		// labelling is what the rule does, not the tool's action.
+		pq.action = actCreate
+		if lead >= 0 && lead <= auto+1 {
+			lead = -1
+		}
+		if auto+1 < len(words) && verbAction(stem(words[auto+1].w)) != actUnknown {
+			words[auto+1].rule = true
+		}
+	}
 	markWords(words, lead, text)
+	markPayload(words, lead)
 	pq.addWords(words, lead)
+	if auto >= 0 {
+		pq.concept(stem("automation"), entityWeight, false)
+	}
 	for _, e := range ents {
 		pq.concept(stem(e), entityWeight, false)
 	}
@@ -295,6 +331,28 @@ func markWords(words []qword, lead int, text string) {
 	}
 }
 
+// payloadVerbs send what follows a colon: in "page the db team:
+// replication is failing" the words after the colon are the message, not
+// a description of the tool.
+var payloadVerbs = setOf(`send post message email mail tell ping page notify alert text dm reply
+	comment announce say write`)
+
+// markPayload marks the words after a colon that follows a task's
+// sending verb as quoted.
+func markPayload(words []qword, lead int) {
+	if lead < 0 || !(payloadVerbs[words[lead].w] || payloadVerbs[words[lead].alt]) {
+		return
+	}
+	for i := lead + 1; i < len(words); i++ {
+		if words[i].colon {
+			for j := i + 1; j < len(words); j++ {
+				words[j].quoted = true
+			}
+			return
+		}
+	}
+}
+
 // addWords adds a concept for each word of the query, and its bigrams.
 func (pq *parsedQuery) addWords(words []qword, lead int) {
 	var prev string
@@ -317,7 +375,10 @@ func (pq *parsedQuery) addWords(words []qword, lead int) {
 		if r, ok := leadRewrite[t]; ok && i == lead {
 			// A task that starts "file a bug" is not about files.
 			if r.replace {
-				t = stem(r.to)
+				// The first word replaces the task's; any others are
+				// alternatives.
+				to, rest, _ := strings.Cut(r.to, " ")
+				t, qw.alt = stem(to), rest
 			} else {
 				qw.alt = r.to
 			}
@@ -336,7 +397,7 @@ func (pq *parsedQuery) addWords(words []qword, lead int) {
 		if qw.quoted {
 			cw = quotedWeight
 		}
-		if i != lead && i > 0 && qw.alt == "" && (pastChange(w) && !questionWords[words[i-1].w] ||
+		if qw.rule || i != lead && i > 0 && qw.alt == "" && (pastChange(w) && !questionWords[words[i-1].w] ||
 			pq.action == actRead && sawAux && verbAction(t).intent() == intentWrite) {
 			// "bugs assigned to me", "what did they write": a state or
 			// what is asked about, not the action.
@@ -349,8 +410,11 @@ func (pq *parsedQuery) addWords(words []qword, lead int) {
 		if i == lead {
 			pq.addVerb(t, cw)
 		}
-		if qw.alt != "" && !stopwords[qw.alt] {
-			c, a := pq.seen[t], stem(qw.alt)
+		for _, alt := range strings.Fields(qw.alt) {
+			if stopwords[alt] {
+				continue
+			}
+			c, a := pq.seen[t], stem(alt)
 			pq.add(a, cw*verbAltWeight, c, plural)
 			for _, e := range expansions[a] {
 				pq.add(e.term, cw*verbAltWeight*e.weight, c, plural)
@@ -458,8 +522,16 @@ func impliedConcepts(words []string) []string {
 		case stem(w) == "log" && timeUnits[next], timeUnits[w] && stem(next) == "log":
 			// "log 3 hours", "time logged"
 			out = append(out, "worklog")
+		case w == "who" && (next == "can" || next == "could" || next == "has") && i+2 < len(words) && accessVerbs[stem(words[i+2])]:
+			// "who can see the budget", "who has edit rights"
+			out = append(out, "user", "permission")
 		case w == "who" && !(next == "am"):
 			out = append(out, "user")
+		case (w == "before" || w == "previous" || w == "earlier") && changeWithin(words[i+1:]),
+			w == "looked" && next == "like",
+			w == "used" && next == "to" && i > 0 && questionWords[words[0]]:
+			// "what it looked like before last week's changes"
+			out = append(out, "version")
 		case w == "reply" && next == "all":
 			out = append(out, "email")
 		case question && i > 0 && saidVerbs[stem(w)]:
@@ -468,6 +540,23 @@ func impliedConcepts(words []string) []string {
 		}
 	}
 	return out
+}
+
+// accessVerbs after "who can" ask who has access to something.
+var accessVerbs = stemSet(`see view access edit open read comment share download`)
+
+// changeWithin reports whether one of the next few words is a change:
+// "before the edits", "before last week's changes".
+func changeWithin(words []string) bool {
+	for i, w := range words {
+		if i == 4 {
+			break
+		}
+		if historyVerbs[stem(w)] {
+			return true
+		}
+	}
+	return false
 }
 
 // saidVerbs in a question ask for what was said: messages, comments.
@@ -521,6 +610,9 @@ func splitQuoted(text string) []qword {
 			// A dot inside a word ("v1.2") is no break, but such words
 			// are rare in tasks and a spurious break only costs a bigram.
 			flush(i)
+			if text[i] == ':' {
+				out[len(out)-1].colon = true
+			}
 			if text[i] == '\x01' {
 				quoted = true
 			} else if text[i] == '\x02' {
@@ -544,7 +636,9 @@ func plainWords(ws []qword) []string {
 }
 
 // leadRewrite handles nouns used as the verb of a task: "file a bug" is
-// about creating, not files; "email the board" is about sending an email.
+// about creating, not files; "email the board" is about sending an email;
+// "page the on-call" raises an alert. A rewrite that is kept as an
+// alternative may name several words.
 var leadRewrite = map[string]struct {
 	to      string
 	replace bool
@@ -560,6 +654,8 @@ var leadRewrite = map[string]struct {
 	stem("log"):     {"add", false},
 	stem("graph"):   {"query", false},
 	stem("plot"):    {"query", false},
+	stem("queue"):   {"schedule", false},
+	stem("page"):    {"alert incident", true},
 }
 
 // genericVerbs are verbs that start the names of many tools of every
@@ -694,6 +790,22 @@ var phrasalVerbs = map[[2]string]string{
 	{"start", "up"}:         "start",
 	{"hook", "up"}:          "connect",
 	{"tie", "to"}:           "link",
+	{"bring", "uptodate"}:   "update",
+	{"get", "uptodate"}:     "update",
+	{"keep", "uptodate"}:    "update",
+	{"catch", "up"}:         "update",
+	{"tack", "on"}:          "append",
+	{"tack", "onto"}:        "append",
+	{"stick", "on"}:         "append",
+	{"tag", "on"}:           "append",
+	{"point", "at"}:         "route",
+	{"point", "to"}:         "route",
+	{"swap", "for"}:         "replace",
+	{"swap", "with"}:        "replace",
+	{"swap", "out"}:         "replace",
+	{"switch", "out"}:       "replace",
+	{"hold", "off"}:         "reschedule",
+	{"set", "aside"}:        "book",
 	{"opt", "out"}:          "unsubscribe",
 	{"unsubscribe", "from"}: "unsubscribe",
 }

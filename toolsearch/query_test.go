@@ -200,3 +200,33 @@ func TestSearchSignals(t *testing.T) {
 		}
 	}
 }
+
+func TestIdioms(t *testing.T) {
+	has := func(q, term string) bool {
+		_, ok := parseQuery(q).byTerm[stem(term)]
+		return ok
+	}
+	for _, c := range []struct {
+		query, term string
+		want        bool
+	}{
+		{"bring pull request 97 up to date with main", "update", true},
+		{"bring pull request 97 up to date with main", "show", false},
+		{"bring up the last invoice", "show", true},
+		{"who can see the budget sheet", "permission", true},
+		{"tack the numbers onto the sheet", "append", true},
+		{"automatically label mail from the bank", "automation", true},
+		{"what did the doc look like before yesterday's edits", "version", true},
+	} {
+		if got := has(c.query, c.term); got != c.want {
+			t.Errorf("parseQuery(%q) has %q = %v, want %v", c.query, c.term, got, c.want)
+		}
+	}
+	if a := parseQuery("from now on, automatically label mail from the bank").action; a != actCreate {
+		t.Errorf("automation task action = %d, want create", a)
+	}
+	pq := parseQuery("page the db team: replication is failing")
+	if q := pq.byTerm[stem("replication")]; q == nil || q.weight != quotedWeight {
+		t.Errorf("payload after a colon: %+v, want weight %v", q, quotedWeight)
+	}
+}

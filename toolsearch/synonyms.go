@@ -21,6 +21,9 @@ delete remove trash erase destroy discard cancel drop
 cancel abort stop kill terminate halt
 0.8: delete remove
 update edit change modify alter reschedule mark set adjust correct
+0.8: uptodate update sync refresh latest
+0.8: outdated stale old
+append end bottom
 edit typo wording rename
 0.8: unshare revoke
 unshare permission access share
@@ -40,6 +43,7 @@ message post send tell say notify announce chat ping text broadcast
 email mail inbox
 0.8: issue ticket
 0.7: issue ticket bug defect
+0.9: meeting event
 0.8: meeting event appointment
 meeting event appointment invite invitation standup call sync
 attendee guest participant invitee user
@@ -63,13 +67,13 @@ notification inbox mention unread
 kanban board
 blog announcement
 shortcut alias
-replace substitute
+replace substitute swap
 lock deadlock
 extension plugin addon
 sample preview peek example
 replay recording
 payout transfer withdrawal
-balance funds
+balance funds money cash
 location office home remote wfh
 frame node layer component element
 style theme typography
@@ -118,6 +122,8 @@ attachment attach attached
 download save
 export convert
 history changelog revision version audit
+0.8: schema structure layout
+marker annotation
 child children descendant subpage nested
 parent ancestor
 channel room
@@ -131,7 +137,7 @@ code source snippet implementation
 sprint iteration cycle
 assign assignee owner
 worklog timesheet hour spent
-oncall rota rotation duty shift
+oncall rota rotation duty shift pager
 override cover swap substitute
 incident outage sev down
 maintenance downtime
@@ -190,6 +196,10 @@ associate association
 integrate integration
 automate automation automatic automatically
 attach attachment
+announce announcement
+mark marker
+annotate annotation
+schedule scheduled
 resolve resolution
 revise revision
 depend dependency dependent
@@ -293,6 +303,7 @@ var abbreviations = map[string]string{
 	"postgresql": "postgres",
 	"psql":       "postgres",
 	"gh":         "github",
+	"cname":      "dns record",
 }
 
 // expansion is one extra query term implied by a query word.

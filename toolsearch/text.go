@@ -175,11 +175,25 @@ var compounds = map[[2]string]string{
 	{"co", "worker"}:  "coworker",
 }
 
-// joinCompounds applies the compounds table and joins the prefix "re" to the
-// word after it ("re-run" -> "rerun").
+// compounds3 joins idioms of three words that act as one word: "bring
+// the branch up to date" is not "bring up".
+var compounds3 = map[[3]string]string{
+	{"up", "to", "date"}:  "uptodate",
+	{"out", "of", "date"}: "outdated",
+}
+
+// joinCompounds applies the compounds tables and joins the prefix "re" to
+// the word after it ("re-run" -> "rerun").
 func joinCompounds(words []string) []string {
 	out := words[:0:0]
 	for i := 0; i < len(words); i++ {
+		if i+2 < len(words) {
+			if j, ok := compounds3[[3]string{words[i], words[i+1], words[i+2]}]; ok {
+				out = append(out, j)
+				i += 2
+				continue
+			}
+		}
 		if i+1 < len(words) {
 			if j, ok := compounds[[2]string{words[i], words[i+1]}]; ok {
 				out = append(out, j)
