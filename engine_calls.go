@@ -117,10 +117,8 @@ func (c *Client) approve(ctx context.Context, ar agent.ApprovalRequest) (agent.D
 	if cs != nil && cs.approved {
 		return agent.Allow(), nil
 	}
-	if cs != nil && cs.h.Approve == nil && cs.askByCard && c.Elicit != nil {
-		return c.approveByCard(ctx, ar)
-	}
-	if cs == nil || cs.h.Approve == nil {
+	byCard := cs != nil && cs.h.Approve == nil && cs.askByCard && c.Elicit != nil
+	if !byCard && (cs == nil || cs.h.Approve == nil) {
 		if cs != nil {
 			cs.noApprover = true
 		}
@@ -138,6 +136,9 @@ func (c *Client) approve(ctx context.Context, ar agent.ApprovalRequest) (agent.D
 	}
 	if len(req.Arguments) == 0 {
 		req.Arguments = json.RawMessage(`{}`)
+	}
+	if byCard {
+		return c.approveByCard(ctx, req)
 	}
 	d, err := cs.h.Approve(req)
 	if err != nil {
@@ -857,35 +858,21 @@ func (c *Client) listedFromCache(ctx context.Context, id string) bool {
 	return c.listed(id)
 }
 
-// approvalCardSchema is the form of an approval card: nothing to fill
-// in; accept approves, decline or cancel refuses.
-var approvalCardSchema = json.RawMessage(`{"type":"object","properties":{}}`)
-
-// maxApprovalArgs bounds the arguments quoted on an approval card.
-const maxApprovalArgs = 1000
-
 // approveByCard asks the person about a call with a card (the settings
 // page, "remotemcp elicitations") and waits for the answer: only accept
 // approves. The card is a question of the call's own, admitted like a
 // call so that it queues behind the server's open questions and they
 // behind it; if this process stops meanwhile the card is interrupted,
 // and re-sending it from the page is the approval (nothing was sent).
-func (c *Client) approveByCard(ctx context.Context, ar agent.ApprovalRequest) (agent.Decision, error) {
-	adm, err := c.Elicit.Admit(ctx, elicit.CallInfo{ServerID: ar.Server, Tool: ar.Tool.ToolName,
+func (c *Client) approveByCard(ctx context.Context, ar localapi.ApprovalRequest) (agent.Decision, error) {
+	adm, err := c.Elicit.Admit(ctx, elicit.CallInfo{ServerID: ar.ServerID, Tool: ar.ToolName,
 		OperationID: ar.OperationID + "-approval", Arguments: ar.Arguments})
 	if err != nil {
 		return agent.Decision{}, fmt.Errorf("put the approval question on the page: %w", err)
 	}
 	defer adm.Finish()
-	args := strings.ToValidUTF8(string(ar.Arguments), "\uFFFD")
-	if len(args) > maxApprovalArgs {
-		args = strings.ToValidUTF8(args[:maxApprovalArgs], "") + " … (clipped)"
-	}
-	msg := fmt.Sprintf("remotemcp asks before sending (approval: ask; this question is remotemcp's, not the server's).\n\n"+
-		"Allow MCP server %s to run its tool %q?\nArguments: %s\n\nAccept to send the call once; decline and nothing is sent.",
-		ar.Server, ar.Tool.ToolName, args)
-	res, err := c.Elicit.Handle(ctx, manager.ElicitInfo{ServerID: ar.Server},
-		&mcp.ElicitRequest{Params: &mcp.ElicitParams{Mode: "form", Message: msg, RequestedSchema: approvalCardSchema}})
+	res, err := c.Elicit.Handle(ctx, manager.ElicitInfo{ServerID: ar.ServerID},
+		&mcp.ElicitRequest{Params: &mcp.ElicitParams{Mode: "form", Message: ar.Question(), RequestedSchema: localapi.ApprovalSchema}})
 	if err != nil {
 		return agent.Decision{}, fmt.Errorf("the approval question on the page: %w", err)
 	}

@@ -573,17 +573,10 @@ func (f *Frontend) callTool(server, target string) mcp.ToolHandler {
 	}
 }
 
-// approvalSchema is the form of an approval question: nothing to fill
-// in; the host's accept is the approval, decline or cancel the refusal.
-var approvalSchema = json.RawMessage(`{"type":"object","properties":{}}`)
-
-// maxArgumentsShown bounds the arguments quoted in an approval question.
-const maxArgumentsShown = 1000
-
 // approve puts the engine's approval request to the person as a question
 // to the host (approval "ask"). Only an explicit accept approves.
 func (f *Frontend) approve(ctx context.Context, ss *mcp.ServerSession, ar localapi.ApprovalRequest) (localapi.Decision, error) {
-	res, err := ss.Elicit(ctx, &mcp.ElicitParams{Mode: "form", Message: approvalMessage(ar), RequestedSchema: approvalSchema})
+	res, err := ss.Elicit(ctx, &mcp.ElicitParams{Mode: "form", Message: ar.Question(), RequestedSchema: localapi.ApprovalSchema})
 	if err != nil {
 		return localapi.Decision{}, fmt.Errorf("the host did not answer remotemcp's approval question: %w", err)
 	}
@@ -591,30 +584,6 @@ func (f *Frontend) approve(ctx context.Context, ss *mcp.ServerSession, ar locala
 		return localapi.Decision{Reason: "the person did not approve the call when remotemcp asked (" + res.Action + ")"}, nil
 	}
 	return localapi.Decision{Approved: true}, nil
-}
-
-// approvalMessage is the approval question: the tool, its server and the
-// arguments (clipped), each named as the server's words.
-func approvalMessage(ar localapi.ApprovalRequest) string {
-	server := ar.ServerID
-	if ar.ServerName != "" && ar.ServerName != ar.ServerID {
-		server = fmt.Sprintf("%s (%s)", ar.ServerID, ar.ServerName)
-	}
-	args := strings.ToValidUTF8(string(ar.Arguments), "\uFFFD")
-	if len(args) > maxArgumentsShown {
-		args = strings.ToValidUTF8(args[:maxArgumentsShown], "") + " … (clipped)"
-	}
-	var b strings.Builder
-	fmt.Fprintf(&b, "remotemcp asks before sending (approval: ask).\n\nAllow MCP server %s to run its tool %q?\n", server, ar.ToolName)
-	if ar.Description != "" {
-		d := ar.Description
-		if len(d) > 300 {
-			d = strings.ToValidUTF8(d[:300], "") + " …"
-		}
-		fmt.Fprintf(&b, "The server describes it as: %s\n", d)
-	}
-	fmt.Fprintf(&b, "Arguments: %s\n\nAccept to send the call once; decline and nothing is sent.", args)
-	return b.String()
 }
 
 // canElicit reports whether the host declared form elicitation.

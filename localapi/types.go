@@ -3,6 +3,8 @@ package localapi
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"strings"
 	"time"
 
 	"github.com/remotemcp/remotemcp/agent"
@@ -760,4 +762,38 @@ type GrantsState struct {
 type LoginURL struct {
 	URL     string    `json:"url"`
 	Expires time.Time `json:"expires"`
+}
+
+// ApprovalSchema is the form of an approval question put to a person
+// (the MCP front end's approval "ask"): nothing to fill in; accept is the
+// approval, decline or cancel the refusal.
+var ApprovalSchema = json.RawMessage(`{"type":"object","properties":{}}`)
+
+// maxArgumentsShown bounds the arguments quoted in an approval question.
+const maxArgumentsShown = 1000
+
+// Question is the approval question in remotemcp's words, the same on
+// every surface that asks it (a question to an MCP host, a card on the
+// page): the tool, its server, its description and the arguments
+// (clipped), each named as the server's words.
+func (ar ApprovalRequest) Question() string {
+	server := ar.ServerID
+	if ar.ServerName != "" && ar.ServerName != ar.ServerID {
+		server = fmt.Sprintf("%s (%s)", ar.ServerID, ar.ServerName)
+	}
+	args := strings.ToValidUTF8(string(ar.Arguments), "\uFFFD")
+	if len(args) > maxArgumentsShown {
+		args = strings.ToValidUTF8(args[:maxArgumentsShown], "") + " … (clipped)"
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "remotemcp asks before sending (approval: ask; this question is remotemcp's, not the server's).\n\nAllow MCP server %s to run its tool %q?\n", server, ar.ToolName)
+	if ar.Description != "" {
+		d := ar.Description
+		if len(d) > 300 {
+			d = strings.ToValidUTF8(d[:300], "") + " …"
+		}
+		fmt.Fprintf(&b, "The server describes it as: %s\n", d)
+	}
+	fmt.Fprintf(&b, "Arguments: %s\n\nAccept to send the call once; decline and nothing is sent.", args)
+	return b.String()
 }
