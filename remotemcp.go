@@ -209,7 +209,7 @@ func Open(ctx context.Context, o Options) (*Client, error) {
 		ClientName: "remotemcp", ClientVersion: Version,
 		ProtocolVersion: o.ProtocolVersion, NoStartupConnect: o.NoStartupConnect,
 		Elicit: o.Elicit, OnLog: c.onServerLog, OnResourceUpdated: c.onResourceUpdated,
-		Catalogs: storeCatalogs{st}, Logs: storeCatalogs{st}, IdleCheck: o.IdleCheck,
+		Catalogs: manager.KVShelf{KV: st}, Logs: manager.KVShelf{KV: st}, IdleCheck: o.IdleCheck,
 	}
 	if mo.Elicit == nil {
 		cards, err := elicit.Open(ctx, st, elicit.Options{Logger: o.Logger})

@@ -10,6 +10,7 @@ import (
 
 	"github.com/remotemcp/remotemcp/config"
 	"github.com/remotemcp/remotemcp/session"
+	"github.com/remotemcp/remotemcp/store"
 )
 
 // CatalogCache keeps each server's last good catalog across sessions and
@@ -208,4 +209,77 @@ func catalogBody(b []byte) []byte {
 		return b
 	}
 	return out
+}
+
+// KV is the key/value part of a store (*store.SQLite implements it).
+type KV interface {
+	GetKV(ctx context.Context, ns, key string) ([]byte, error)
+	PutKV(ctx context.Context, ns, key string, value []byte) error
+	DeleteKV(ctx context.Context, ns, key string) error
+	KeysKV(ctx context.Context, ns string) ([]string, error)
+}
+
+// The KV namespaces of the servers' last good catalogs and of idle
+// servers' request logs, keyed by server id.
+const (
+	CatalogNamespace = "catalogs"
+	LogNamespace     = "request-logs"
+)
+
+// KVShelf is the CatalogCache and LogShelf of a store's key/value table:
+// catalogs are shared by every process on the store.
+type KVShelf struct{ KV KV }
+
+var (
+	_ CatalogCache = KVShelf{}
+	_ LogShelf     = KVShelf{}
+)
+
+// LoadCatalog returns the stored catalog of id; nil when there is none.
+func (s KVShelf) LoadCatalog(ctx context.Context, id string) ([]byte, error) {
+	return s.get(ctx, CatalogNamespace, id)
+}
+
+// SaveCatalog stores the catalog of id, replacing the one before.
+func (s KVShelf) SaveCatalog(ctx context.Context, id string, b []byte) error {
+	return s.KV.PutKV(ctx, CatalogNamespace, id, b)
+}
+
+// DeleteCatalog forgets the catalog of id; a missing one is no error.
+func (s KVShelf) DeleteCatalog(ctx context.Context, id string) error {
+	if err := s.KV.DeleteKV(ctx, CatalogNamespace, id); err != nil && !errors.Is(err, store.ErrNotFound) {
+		return err
+	}
+	return nil
+}
+
+// CatalogIDs lists the servers with a stored catalog.
+func (s KVShelf) CatalogIDs(ctx context.Context) ([]string, error) {
+	return s.KV.KeysKV(ctx, CatalogNamespace)
+}
+
+// ShelveLog keeps the request log of an idle server id.
+func (s KVShelf) ShelveLog(ctx context.Context, id string, b []byte) error {
+	return s.KV.PutKV(ctx, LogNamespace, id, b)
+}
+
+// UnshelveLog returns the shelved request log of id and forgets it.
+func (s KVShelf) UnshelveLog(ctx context.Context, id string) ([]byte, error) {
+	b, err := s.get(ctx, LogNamespace, id)
+	if err != nil || b == nil {
+		return b, err
+	}
+	if err := s.KV.DeleteKV(ctx, LogNamespace, id); err != nil && !errors.Is(err, store.ErrNotFound) {
+		return nil, err
+	}
+	return b, nil
+}
+
+// get reads ns/key; nil and no error when there is none.
+func (s KVShelf) get(ctx context.Context, ns, key string) ([]byte, error) {
+	b, err := s.KV.GetKV(ctx, ns, key)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, nil
+	}
+	return b, err
 }

@@ -2,7 +2,6 @@ package bench
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -163,51 +162,6 @@ func idleManager(ctx context.Context, srv *Server, dir string, n int, heapProfil
 	return c, nil
 }
 
-// kvCatalogs is the manager's catalog cache in the store's key/value
-// table, as the engine keeps it.
-type kvCatalogs struct{ st *store.SQLite }
-
-// LoadCatalog returns the stored catalog of id; nil when none.
-func (k kvCatalogs) LoadCatalog(ctx context.Context, id string) ([]byte, error) {
-	b, err := k.st.GetKV(ctx, "catalogs", id)
-	if errors.Is(err, store.ErrNotFound) {
-		return nil, nil
-	}
-	return b, err
-}
-
-// SaveCatalog stores the catalog of id.
-func (k kvCatalogs) SaveCatalog(ctx context.Context, id string, b []byte) error {
-	return k.st.PutKV(ctx, "catalogs", id, b)
-}
-
-// DeleteCatalog forgets the catalog of id.
-func (k kvCatalogs) DeleteCatalog(ctx context.Context, id string) error {
-	return k.st.DeleteKV(ctx, "catalogs", id)
-}
-
-// CatalogIDs lists the servers with a stored catalog.
-func (k kvCatalogs) CatalogIDs(ctx context.Context) ([]string, error) {
-	return k.st.KeysKV(ctx, "catalogs")
-}
-
-// ShelveLog keeps the request log of an idle server.
-func (k kvCatalogs) ShelveLog(ctx context.Context, id string, b []byte) error {
-	return k.st.PutKV(ctx, "request-logs", id, b)
-}
-
-// UnshelveLog returns the shelved request log of id and forgets it.
-func (k kvCatalogs) UnshelveLog(ctx context.Context, id string) ([]byte, error) {
-	b, err := k.st.GetKV(ctx, "request-logs", id)
-	if errors.Is(err, store.ErrNotFound) {
-		return nil, nil
-	}
-	if err == nil {
-		err = k.st.DeleteKV(ctx, "request-logs", id)
-	}
-	return b, err
-}
-
 // hibernatedManager: a manager with n lazy servers whose idleTimeout is
 // short, all of them connected and then left to hibernate; the cost is
 // what a hibernated server holds beyond a lazy one.
@@ -226,7 +180,7 @@ func hibernatedManager(ctx context.Context, srv *Server, dir string, n int) (per
 		}
 	}
 	hc := newHTTPClient()
-	m := manager.New(manager.Options{Store: st, HTTPClient: hc, NoStartupConnect: true, Catalogs: kvCatalogs{st}, Logs: kvCatalogs{st},
+	m := manager.New(manager.Options{Store: st, HTTPClient: hc, NoStartupConnect: true, Catalogs: manager.KVShelf{KV: st}, Logs: manager.KVShelf{KV: st},
 		IdleCheck: 50 * time.Millisecond, ClientName: "remotemcp-bench", ClientVersion: "v0"})
 	defer m.Close()
 	if err := m.Start(ctx); err != nil {
