@@ -148,13 +148,9 @@ func (c *Client) view(ctx context.Context, srv config.Server, st manager.ServerS
 	}
 	if st.ID == srv.ID {
 		v.ToolCount = st.ToolCount
-		// The session's catalog, else the one kept in memory or the
-		// store: nothing connects (R2.3).
-		get := c.Manager.CachedCatalog
-		if st.State == manager.StateReady {
-			get = c.Manager.Catalog
-		}
-		if cat, err := get(ctx, srv.ID); err == nil && cat != nil {
+		// The session's catalog when connected, else the stored one:
+		// nothing connects (R2.3).
+		if cat, err := c.Manager.CachedCatalog(ctx, srv.ID); err == nil && cat != nil {
 			v.Instructions = cat.Instructions
 		}
 	}

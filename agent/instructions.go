@@ -2,8 +2,6 @@ package agent
 
 import (
 	"context"
-
-	"github.com/remotemcp/remotemcp/manager"
 )
 
 // KindInstructions marks a server's instructions (initialize): text the
@@ -21,11 +19,9 @@ func (r *Registry) Instructions(ctx context.Context) []ContextBlock {
 		if !st.Enabled {
 			continue
 		}
-		get := r.be.CachedCatalog // never connects
-		if st.State == manager.StateReady {
-			get = r.be.Catalog // the session's
-		}
-		c, err := get(ctx, st.ID)
+		// The session's catalog when connected, else the stored one;
+		// CachedCatalog never connects.
+		c, err := r.be.CachedCatalog(ctx, st.ID)
 		if err != nil || c == nil || c.Instructions == "" {
 			continue
 		}
