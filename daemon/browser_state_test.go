@@ -1,12 +1,14 @@
 package daemon
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/input"
 	"github.com/chromedp/chromedp"
 
 	"github.com/remotemcp/remotemcp/agent"
@@ -300,4 +302,53 @@ func TestBrowserServerSettings(t *testing.T) {
 		}
 	}
 	b.shotView("settings")
+}
+
+// The page re-renders the server list on every change. A row that reads
+// the same keeps its node, so a click pressed on its button before
+// another server changed and released after still counts: the person's
+// click is not lost to an unrelated re-render (it was, and it made
+// TestBrowserNeedsAuthBanner flaky under load).
+func TestBrowserClickSurvivesOtherRowsChange(t *testing.T) {
+	fx, fy := startFixture(t, fixture.Options{}), startFixture(t, fixture.Options{})
+	s := newStack(t, stackOpts{})
+	ctx := ctxT(t)
+	s.addFixture(t, "fx", fx)
+	s.addFixture(t, "fy", fy)
+	b := newBrowser(t)
+	b.login(s)
+	ready := func(id string) string {
+		return `(() => { const r = document.querySelector('` + row(id) + `'); return r && r.dataset.state === 'ready'; })()`
+	}
+	b.wait("both ready", ready("fx")+" && "+ready("fy"))
+	btn := row("fx") + ` button[data-action=disconnect]`
+	b.do("mark the rows", chromedp.Evaluate[chromedp.Void](`window.keptButton = document.querySelector('`+btn+`'); window.changedRow = document.querySelector('`+row("fy")+`')`))
+	box := b.eval(`(() => { const r = document.querySelector('` + btn + `').getBoundingClientRect(); return (r.left + r.width / 2) + ' ' + (r.top + r.height / 2); })()`)
+	var x, y float64
+	if _, err := fmt.Sscanf(box, "%g %g", &x, &y); err != nil {
+		t.Fatalf("button box %q: %v", box, err)
+	}
+	mouse := func(typ input.DispatchMouseEventType) {
+		t.Helper()
+		cctx, cancel := context.WithTimeout(b.ctx, 10*time.Second)
+		defer cancel()
+		if _, err := chromedp.Call(cctx, input.DispatchMouseEvent, input.DispatchMouseEventParams{Type: typ, X: x, Y: y,
+			Button: input.MouseButtonLeft, Buttons: 1, ClickCount: 1}); err != nil {
+			t.Fatalf("mouse %s: %v", typ, err)
+		}
+	}
+	mouse(input.DispatchMouseEventTypeMousePressed)
+	if _, err := s.c.Disconnect(ctx, "fy"); err != nil {
+		t.Fatal(err)
+	}
+	b.wait("fy's row redrawn", `(() => { const r = document.querySelector('`+row("fy")+`'); return r && r.dataset.state !== 'ready' && r !== window.changedRow; })()`)
+	if got := b.eval(`String(window.keptButton.isConnected && window.keptButton === document.querySelector('` + btn + `'))`); got != "true" {
+		t.Errorf("fx's row did not change, yet its button was replaced (kept: %s)", got)
+	}
+	mouse(input.DispatchMouseEventTypeMouseReleased)
+	b.wait("fx disconnected by the click", `(() => { const r = document.querySelector('`+row("fx")+`'); return r && r.dataset.state === 'disconnected'; })()`)
+	if v, err := s.c.Server(ctx, "fx"); err != nil || v.State != localapi.StateDisconnected {
+		t.Fatalf("fx after the click: %+v %v", v, err)
+	}
+	b.checkConsole()
 }

@@ -86,11 +86,19 @@
 
   function renderServers() {
     const tbody = $("#server-rows");
-    tbody.textContent = "";
     if (state.servers.length === 0) {
+      tbody.textContent = "";
       tbody.append(el("tr", { class: "empty" }, el("td", { colSpan: 4, text: "No servers yet: add one or import a config below." })));
+      renderBanner();
       return;
     }
+    // Every change anywhere re-renders the list. A row that reads the
+    // same as before keeps its node, so a click on one of its buttons is
+    // not lost when another server's state changes between the press and
+    // the release of the mouse button (the page reconciles by server id).
+    const before = new Map();
+    for (const r of tbody.querySelectorAll(":scope > tr[data-server]")) before.set(r.dataset.server, r);
+    const rows = [];
     const tpl = $("#tpl-server");
     for (const s of state.servers) {
       const row = tpl.content.firstElementChild.cloneNode(true);
@@ -146,8 +154,14 @@
       const confirm = $(".confirm", row);
       $(".confirm-name", confirm).textContent = s.name || s.id;
       confirm.hidden = state.confirming !== s.id;
-      tbody.append(row);
+      const prev = before.get(s.id);
+      rows.push(prev && prev.outerHTML === row.outerHTML ? prev : row);
     }
+    rows.forEach((r, i) => {
+      const at = tbody.children[i];
+      if (at !== r) tbody.insertBefore(r, at || null);
+    });
+    while (tbody.children.length > rows.length) tbody.lastElementChild.remove();
     for (const id of state.notes.keys()) {
       if (!state.servers.some((s) => s.id === id)) state.notes.delete(id);
     }
