@@ -170,7 +170,17 @@ func quoteAttr(v, id string) string {
 // and ';', so it cannot join a run of id characters either, and it
 // replaces exactly one character, so no tag can form across it.
 func escapeContent(s, id string) string {
-	return escapeTags(removeID(s, id))
+	out, _ := escapeContentWork(s, id)
+	return out
+}
+
+// escapeContentWork is escapeContent with the number of bytes it looked
+// at, so that a test holds the escaping to linear work on hostile input
+// without timing it.
+func escapeContentWork(s, id string) (string, int) {
+	s, w1 := removeIDWork(s, id)
+	out, w2 := escapeTagsWork(s)
+	return out, w1 + w2
 }
 
 const idReplacement = "[fence-id]"
@@ -178,75 +188,104 @@ const idReplacement = "[fence-id]"
 // removeID replaces every occurrence of id in s, ASCII letters compared
 // case-insensitively, by idReplacement; s itself when there is none.
 func removeID(s, id string) string {
+	out, _ := removeIDWork(s, id)
+	return out
+}
+
+func removeIDWork(s, id string) (string, int) {
 	if id == "" || len(s) < len(id) {
-		return s
+		return s, 0
 	}
-	j := indexFold(s, id)
+	f := newFoldFinder(s, id)
+	j := f.next(0)
 	if j < 0 {
-		return s
+		return s, f.work
 	}
 	var b strings.Builder
 	b.Grow(len(s))
 	i := 0
 	for j >= 0 {
-		b.WriteString(s[i : i+j])
+		b.WriteString(s[i:j])
 		b.WriteString(idReplacement)
-		i += j + len(id)
-		j = indexFold(s[i:], id)
+		i = j + len(id)
+		j = f.next(i)
 	}
 	b.WriteString(s[i:])
-	return b.String()
+	return b.String(), f.work
 }
 
 // indexFold is the index of the first occurrence of id in s with ASCII
 // letters compared case-insensitively (as strings.Index on both lowered
 // to ASCII lower case would find it, without the lowered copies), or -1.
 func indexFold(s, id string) int {
-	n := len(id)
-	if n == 0 {
+	if id == "" {
 		return 0
 	}
-	if len(s) < n {
+	if len(s) < len(id) {
 		return -1
 	}
-	lo, up := lowerASCII(id[0]), upperASCII(id[0])
-	last := len(s) - n // the last possible start
-	// nextLo and nextUp cache the next position of each form of id's
-	// first byte (-1: none left), so that each is searched for once
-	// per position passed, not once per candidate.
-	nextLo, nextUp := -2, -2
-	for i := 0; i <= last; {
-		var k int
-		if lo == up {
-			k = strings.IndexByte(s[i:last+1], lo)
-			if k >= 0 {
-				k += i
-			}
-		} else {
-			if nextLo != -1 && nextLo < i {
-				nextLo = indexByteFrom(s[:last+1], lo, i)
-			}
-			if nextUp != -1 && nextUp < i {
-				nextUp = indexByteFrom(s[:last+1], up, i)
-			}
+	return newFoldFinder(s, id).next(0)
+}
+
+// foldFinder finds the occurrences of id in s one after the other, ASCII
+// letters compared case-insensitively. It keeps the next position of each
+// form of id's first byte across calls, so that each byte of s is searched
+// once for each form however many occurrences there are: a text full of
+// the id in lower case, whose first byte's upper form appears nowhere, is
+// not searched to its end again after each one.
+type foldFinder struct {
+	s, id          string
+	lo, up         byte
+	nextLo, nextUp int // -2: not searched yet; -1: none left
+	// work counts the bytes looked at (searched past or compared).
+	work int
+}
+
+func newFoldFinder(s, id string) *foldFinder {
+	return &foldFinder{s: s, id: id, lo: lowerASCII(id[0]), up: upperASCII(id[0]), nextLo: -2, nextUp: -2}
+}
+
+// next is the index of the first occurrence at or after from, or -1.
+func (f *foldFinder) next(from int) int {
+	n := len(f.id)
+	last := len(f.s) - n // the last possible start
+	for i := from; i <= last; {
+		f.nextLo = f.nextFrom(f.nextLo, f.lo, i, last)
+		k := f.nextLo
+		if f.up != f.lo {
+			f.nextUp = f.nextFrom(f.nextUp, f.up, i, last)
 			switch {
-			case nextLo < 0:
-				k = nextUp
-			case nextUp < 0:
-				k = nextLo
-			default:
-				k = min(nextLo, nextUp)
+			case k < 0:
+				k = f.nextUp
+			case f.nextUp >= 0:
+				k = min(k, f.nextUp)
 			}
 		}
 		if k < 0 {
 			return -1
 		}
-		if equalFoldASCII(s[k:k+n], id) {
+		f.work += n
+		if equalFoldASCII(f.s[k:k+n], f.id) {
 			return k
 		}
 		i = k + 1
 	}
 	return -1
+}
+
+// nextFrom is the position of c at or after i (and at most last), from
+// the cached one when it is still ahead.
+func (f *foldFinder) nextFrom(cached int, c byte, i, last int) int {
+	if cached == -1 || cached >= i {
+		return cached
+	}
+	k := indexByteFrom(f.s[:last+1], c, i)
+	if k < 0 {
+		f.work += last + 1 - i
+	} else {
+		f.work += k + 1 - i
+	}
+	return k
 }
 
 // indexByteFrom is the index in s of the first c at or after from, or -1.
@@ -286,7 +325,15 @@ func upperASCII(c byte) byte {
 // escapeTags replaces with "&lt;" each '<' or look-alike that opens a
 // fence tag.
 func escapeTags(s string) string {
+	out, _ := escapeTagsWork(s)
+	return out
+}
+
+// escapeTagsWork is escapeTags with the number of bytes it looked at:
+// each byte of s, plus those scanned after each '<' for a tag's name.
+func escapeTagsWork(s string) (string, int) {
 	var b strings.Builder
+	work := len(s)
 	done := 0 // s[:done] is in b
 	for i := 0; i < len(s); {
 		if c := s[i]; c < utf8.RuneSelf && c != '<' {
@@ -299,7 +346,9 @@ func escapeTags(s string) string {
 			i += n
 			continue
 		}
-		if opensFenceTag(s[i+n:]) {
+		opens, looked := fenceTagScan(s[i+n:])
+		work += looked
+		if opens {
 			if done == 0 {
 				b.Grow(len(s) + 16)
 			}
@@ -310,10 +359,10 @@ func escapeTags(s string) string {
 		i += n
 	}
 	if done == 0 {
-		return s
+		return s, work
 	}
 	b.WriteString(s[done:])
-	return b.String()
+	return b.String(), work
 }
 
 // RenderBlocks renders several blocks, separated by blank lines.

@@ -195,6 +195,13 @@ const fenceLetters = "mcp"
 // tag, and no character that can continue one is a '<', so the cost of
 // all calls over one text is linear in its length.
 func opensFenceTag(s string) bool {
+	opens, _ := fenceTagScan(s)
+	return opens
+}
+
+// fenceTagScan is opensFenceTag with the number of bytes of s it looked
+// at.
+func fenceTagScan(s string) (opens bool, looked int) {
 	var buf [16]byte
 	matched := 0
 	for i := 0; i < len(s); {
@@ -205,16 +212,16 @@ func opensFenceTag(s string) bool {
 			case c == fenceLetters[matched]:
 				matched++
 				if matched == len(fenceLetters) {
-					return true
+					return true, i
 				}
 			case c == ' ' || c == '-' || c == '_':
 			case c == '/' && matched == 0:
 			default:
-				return false
+				return false, i
 			}
 		}
 	}
-	return false
+	return false, len(s)
 }
 
 // lessThanLen returns the byte length of the first character of s if it
