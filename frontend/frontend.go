@@ -191,6 +191,9 @@ func (f *Frontend) watch(ctx context.Context, events <-chan localapi.Event) {
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
 	defer timer.Stop()
+	f.subs.mu.Lock()
+	f.subs.runs++
+	f.subs.mu.Unlock()
 	defer f.releaseAll()
 	for {
 		select {

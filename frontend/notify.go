@@ -39,6 +39,15 @@ type subscription struct {
 type subscriptions struct {
 	mu sync.Mutex
 	m  map[subKey]*subscription
+	// watched are the host sessions that subscribed, each with a
+	// goroutine that waits for its end (an HTTP host's DELETE, a stdio
+	// host leaving) to give back what it still held: a server is never
+	// kept subscribed, and awake (it does not hibernate while
+	// subscribed), for a host that is gone.
+	watched map[*mcp.ServerSession]bool
+	// runs counts the Run and RunHTTP serving hosts: the last to stop
+	// gives everything back.
+	runs int
 }
 
 // route maps a URI a host names to its server and the server's own URI:
@@ -93,6 +102,7 @@ func (f *Frontend) subscribe(ctx context.Context, req *mcp.SubscribeRequest) err
 	defer f.subs.mu.Unlock()
 	if s := f.subs.m[k]; s != nil {
 		s.sessions[req.Session] = true
+		f.watchSessionLocked(req.Session)
 		return nil
 	}
 	if err := f.o.Engine.SubscribeResource(ctx, localapi.ResourceSubscription{ServerID: k.server, URI: k.uri}); err != nil {
@@ -105,7 +115,47 @@ func (f *Frontend) subscribe(ctx context.Context, req *mcp.SubscribeRequest) err
 		f.subs.m = map[subKey]*subscription{}
 	}
 	f.subs.m[k] = &subscription{exposed: req.Params.URI, sessions: map[*mcp.ServerSession]bool{req.Session: true}}
+	f.watchSessionLocked(req.Session)
 	return nil
+}
+
+// watchSessionLocked starts, once per host session, the wait for its end
+// that gives back its subscriptions. The goroutine ends with the session;
+// releaseAll ends the sessions it watches when the front end stops.
+// subs.mu held.
+func (f *Frontend) watchSessionLocked(ss *mcp.ServerSession) {
+	if ss == nil || f.subs.watched[ss] {
+		return
+	}
+	if f.subs.watched == nil {
+		f.subs.watched = map[*mcp.ServerSession]bool{}
+	}
+	f.subs.watched[ss] = true
+	go func() {
+		_ = ss.Wait()
+		ctx, cancel := context.WithTimeout(context.Background(), releaseWait)
+		defer cancel()
+		f.dropSession(ctx, ss)
+	}()
+}
+
+// dropSession gives back the subscriptions only ss held (it ended).
+func (f *Frontend) dropSession(ctx context.Context, ss *mcp.ServerSession) {
+	f.subs.mu.Lock()
+	delete(f.subs.watched, ss)
+	var gone []subKey
+	for k, s := range f.subs.m {
+		if !s.sessions[ss] {
+			continue
+		}
+		delete(s.sessions, ss)
+		if len(s.sessions) == 0 {
+			delete(f.subs.m, k)
+			gone = append(gone, k)
+		}
+	}
+	f.subs.mu.Unlock()
+	f.release(ctx, gone)
 }
 
 // unsubscribe is the host's resources/unsubscribe: the last host session
@@ -157,18 +207,32 @@ func (f *Frontend) pruneSubscriptions(ctx context.Context) {
 	f.release(ctx, gone)
 }
 
-// releaseAll gives back every subscription (the front end stops).
+// releaseAll gives back every subscription when the last Run or RunHTTP
+// stops (the front end stops).
 func (f *Frontend) releaseAll() {
 	f.subs.mu.Lock()
+	if f.subs.runs--; f.subs.runs > 0 {
+		f.subs.mu.Unlock()
+		return
+	}
 	var gone []subKey
 	for k := range f.subs.m {
 		gone = append(gone, k)
 	}
 	f.subs.m = nil
+	var sessions []*mcp.ServerSession
+	for ss := range f.subs.watched {
+		sessions = append(sessions, ss)
+	}
 	f.subs.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), releaseWait)
 	defer cancel()
 	f.release(ctx, gone)
+	// No host can be served any more: their sessions end, and so do the
+	// goroutines waiting for that.
+	for _, ss := range sessions {
+		_ = ss.Close()
+	}
 }
 
 func (f *Frontend) release(ctx context.Context, ks []subKey) {

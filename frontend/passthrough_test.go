@@ -212,6 +212,71 @@ func TestNotificationsPassThrough(t *testing.T) {
 	}
 }
 
+// A host session that ends without unsubscribing (an HTTP host's DELETE,
+// a stdio host leaving) gives back what it held: the server is not kept
+// subscribed, nor awake, for a host that is gone. Another host's
+// subscription and session are untouched.
+func TestSubscriptionEndsWithHostSession(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	subscribed := make(chan string, 16)
+	eng := backend(ctx, t, "n", notifyBackend(subscribed))
+	fe, err := frontend.New(ctx, frontend.Options{Engine: eng})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rctx, stop := context.WithCancel(ctx)
+	var hosts []*mcp.ClientSession
+	var runs []chan error
+	for range 3 {
+		st, ct := mcp.NewInMemoryTransports()
+		done := make(chan error, 1)
+		runs = append(runs, done)
+		go func() { done <- fe.Run(rctx, st) }()
+		cs, err := mcp.NewClient(&mcp.Implementation{Name: "host"}, nil).Connect(ctx, ct, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		hosts = append(hosts, cs)
+	}
+	t.Cleanup(func() {
+		stop()
+		for _, done := range runs {
+			<-done
+		}
+	})
+	for _, h := range hosts[:2] {
+		if err := h.Subscribe(ctx, &mcp.SubscribeParams{URI: "test://doc"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := <-subscribed; got != "+test://doc" {
+		t.Fatalf("server saw %q", got)
+	}
+	hosts[0].Close()
+	select {
+	case s := <-subscribed:
+		t.Fatalf("server saw %q while another host still holds the subscription", s)
+	case <-time.After(300 * time.Millisecond):
+	}
+	hosts[1].Close()
+	select {
+	case got := <-subscribed:
+		if got != "-test://doc" {
+			t.Fatalf("server saw %q, want the unsubscribe", got)
+		}
+	case <-ctx.Done():
+		t.Fatal("the last subscribed host left, and the server stays subscribed")
+	}
+	if got := eng.Manager.Subscriptions("n"); len(got) != 0 {
+		t.Errorf("the engine still holds %v", got)
+	}
+	// The third host, which never subscribed, is still served.
+	if _, err := hosts[2].ListTools(ctx, nil); err != nil {
+		t.Fatalf("the remaining host: %v", err)
+	}
+}
+
 // Issue #13 (Decided): a server's sampling/createMessage during a call
 // reaches the host of that call when it declared sampling, directly and
 // through the local API (the daemon's call stream); the host's answer
