@@ -22,6 +22,9 @@ type api struct {
 	// inProcess marks /api/health of InProcess.
 	inProcess bool
 	calls     *calls
+	// holders are the open event streams and the resource
+	// subscriptions each holds (holders.go).
+	holders holders
 	// loginURL makes a login link of the settings page; nil when there is
 	// no page (in-process).
 	loginURL func() *localapi.LoginURL
@@ -414,6 +417,10 @@ func (a *api) subscribeResource(w http.ResponseWriter, r *http.Request) {
 		a.error(w, err)
 		return
 	}
+	if id := r.Header.Get(localapi.HolderHeader); id != "" {
+		a.reply(w, 0, nil, a.holders.subscribe(r.Context(), id, a.eng, req))
+		return
+	}
 	a.reply(w, 0, nil, a.eng.SubscribeResource(r.Context(), req))
 }
 
@@ -421,6 +428,10 @@ func (a *api) unsubscribeResource(w http.ResponseWriter, r *http.Request) {
 	req, err := decode[localapi.ResourceSubscription](w, r, maxBody)
 	if err != nil {
 		a.error(w, err)
+		return
+	}
+	if id := r.Header.Get(localapi.HolderHeader); id != "" {
+		a.reply(w, 0, nil, a.holders.unsubscribe(r.Context(), id, a.eng, req))
 		return
 	}
 	a.reply(w, 0, nil, a.eng.UnsubscribeResource(r.Context(), req))

@@ -663,3 +663,70 @@ func freePort(t *testing.T) int {
 	defer ln.Close()
 	return ln.Addr().(*net.TCPAddr).Port
 }
+
+// Resource subscriptions taken over the socket are held by the client's
+// event stream: when it ends (the client process stopped or was killed
+// without unsubscribing), the daemon gives them back, and the server is
+// no longer kept subscribed, and awake, for nobody. Another client's
+// subscription of the same resource stays; a late unsubscribe naming the
+// ended stream changes nothing.
+func TestSubscriptionsEndWithEventStream(t *testing.T) {
+	f := startFixture(t, fixture.Options{})
+	s := newStack(t, stackOpts{})
+	ctx := ctxT(t)
+	s.addFixture(t, "fx", f)
+	sub := localapi.ResourceSubscription{ServerID: "fx", URI: fixture.ReadmeURI}
+
+	// Client a holds its subscription with its event stream.
+	a, err := Dial(ctx, s.dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	actx, endStream := context.WithCancel(ctx)
+	events, err := a.Subscribe(actx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		for range events {
+		}
+	}()
+	if err := a.SubscribeResource(ctx, sub); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the server subscribed", func() bool { return f.Subscriptions() == 1 })
+
+	// Client b subscribes to the same resource, without a stream.
+	if err := s.c.SubscribeResource(ctx, sub); err != nil {
+		t.Fatal(err)
+	}
+	// a's stream ends: its subscription goes, b's stays until b gives it
+	// back, and then the server hears the last unsubscribe (it would not
+	// if a's were still counted).
+	endStream()
+	if err := s.c.UnsubscribeResource(ctx, sub); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the server unsubscribed once a's stream ended and b gave its back", func() bool { return f.Subscriptions() == 0 })
+
+	// a's late unsubscribe names the ended stream: nothing to give back,
+	// so b's new subscription is untouched.
+	if err := s.c.SubscribeResource(ctx, sub); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the server subscribed again", func() bool { return f.Subscriptions() == 1 })
+	if err := a.UnsubscribeResource(ctx, sub); err != nil {
+		t.Fatalf("a late unsubscribe of the ended stream: %v", err)
+	}
+	if n := f.Subscriptions(); n != 1 {
+		t.Fatalf("a's late unsubscribe took b's subscription: the server has %d", n)
+	}
+
+	// A subscription naming a stream that is not open is refused.
+	rc := newSocketRawClient(t, s.srv.SocketPath())
+	resp := rc.request(t, ctx, http.MethodPost, "http://sock/api/subscriptions", sub, map[string]string{localapi.HolderHeader: "0123456789abcdef"})
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusConflict {
+		t.Fatalf("subscribe for an unknown stream: %s", resp.Status)
+	}
+}

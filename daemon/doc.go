@@ -125,15 +125,24 @@
 //	POST   /api/complete                        Complete (completion/complete)
 //	POST   /api/calls/{op}/sampling/{id}        answer a server's sampling request of a call
 //	                                            made with ?sample=1 (localapi.SamplingReply, 204)
-//	POST   /api/subscriptions                   SubscribeResource (204)
+//	POST   /api/subscriptions                   SubscribeResource (204); with a Remotemcp-Holder
+//	                                            header, held by that event stream (below)
 //	POST   /api/subscriptions/remove            UnsubscribeResource (204)
 //	POST   /api/log-level                       SetLogLevel (204)
-//	GET    /api/events                          Subscribe: text/event-stream of localapi.Event
+//	GET    /api/events                          Subscribe: text/event-stream of localapi.Event;
+//	                                            its Remotemcp-Holder header names the stream
 //	POST   /api/login-url                       a one-time login URL of the page (not in-process)
 //	POST   /s/<random>/api/logout               end the page's session (page only)
 //
 // A grant, an add or an import made by the page is attributed to the
 // settings page whatever the request says.
+//
+// A resource subscription taken with the Remotemcp-Holder header of one of
+// the client's open event streams (localapi.Client does this) is given
+// back by the daemon when that stream ends: a front end that is killed
+// does not keep its servers subscribed, and awake. A subscription for a
+// stream that is not open is refused (409); giving one back for a stream
+// that ended does nothing (the daemon already did).
 //
 // # The call stream
 //

@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -24,6 +25,48 @@ import (
 // concurrent use.
 type Client struct {
 	hc *http.Client
+	// streams are the ids of this client's open event streams (Subscribe),
+	// oldest first: the resource subscriptions it takes are held by the
+	// newest (HolderHeader).
+	mu      sync.Mutex
+	streams []string
+	// held records the stream each subscription was taken with, newest
+	// last, so that giving it back names the same stream even after it
+	// ended (the daemon then has nothing left to do): never an unheld
+	// unsubscription that would count against another client's.
+	held map[ResourceSubscription][]string
+}
+
+// HolderHeader carries, on the answer to GET /api/events, the id of that
+// event stream, and on POST /api/subscriptions and /api/subscriptions/remove
+// the id of the stream that holds the subscription. The daemon gives back
+// the subscriptions a stream holds when it ends, so a client process that
+// stops or is killed without unsubscribing does not keep a server
+// subscribed (and awake). A request without it is held by nobody: it
+// stays until it is given back.
+const HolderHeader = "Remotemcp-Holder"
+
+// holder is the stream that holds this client's subscriptions: its
+// newest open one, or "" when none is open.
+func (c *Client) holder() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.streams) == 0 {
+		return ""
+	}
+	return c.streams[len(c.streams)-1]
+}
+
+func (c *Client) streamOpen(id string) {
+	c.mu.Lock()
+	c.streams = append(c.streams, id)
+	c.mu.Unlock()
+}
+
+func (c *Client) streamEnded(id string) {
+	c.mu.Lock()
+	c.streams = slices.DeleteFunc(c.streams, func(s string) bool { return s == id })
+	c.mu.Unlock()
 }
 
 var _ Engine = (*Client)(nil)
@@ -65,6 +108,11 @@ func (c *Client) CloseIdleConnections() { c.hc.CloseIdleConnections() }
 // request sends one request and returns the response of a 2xx answer;
 // any other answer is read into an *Error.
 func (c *Client) request(ctx context.Context, method, path string, query url.Values, in any) (*http.Response, error) {
+	return c.requestHeader(ctx, method, path, query, in, nil)
+}
+
+// requestHeader is request with extra headers.
+func (c *Client) requestHeader(ctx context.Context, method, path string, query url.Values, in any, hdr http.Header) (*http.Response, error) {
 	var body io.Reader
 	if in != nil {
 		b, err := json.Marshal(in)
@@ -83,6 +131,9 @@ func (c *Client) request(ctx context.Context, method, path string, query url.Val
 	}
 	if in != nil {
 		req.Header.Set("Content-Type", "application/json")
+	}
+	for k, v := range hdr {
+		req.Header[k] = v
 	}
 	resp, err := c.hc.Do(req)
 	if err != nil {
@@ -422,13 +473,52 @@ func (c *Client) Complete(ctx context.Context, req CompleteRequest) (*CompleteRe
 }
 
 // SubscribeResource subscribes to updates of a server's resource.
+// While an event stream of this client is open, the subscription is held
+// by it (HolderHeader): the daemon gives it back when the stream ends.
 func (c *Client) SubscribeResource(ctx context.Context, req ResourceSubscription) error {
-	return c.do(ctx, http.MethodPost, "/api/subscriptions", nil, req, nil)
+	id := c.holder()
+	if err := c.postHeld(ctx, "/api/subscriptions", req, id); err != nil {
+		return err
+	}
+	if id != "" {
+		c.mu.Lock()
+		if c.held == nil {
+			c.held = map[ResourceSubscription][]string{}
+		}
+		c.held[req] = append(c.held[req], id)
+		c.mu.Unlock()
+	}
+	return nil
 }
 
-// UnsubscribeResource gives back one subscription of a server's resource.
+// UnsubscribeResource gives back one subscription of a server's resource,
+// naming the stream that held it.
 func (c *Client) UnsubscribeResource(ctx context.Context, req ResourceSubscription) error {
-	return c.do(ctx, http.MethodPost, "/api/subscriptions/remove", nil, req, nil)
+	c.mu.Lock()
+	id := ""
+	if ids := c.held[req]; len(ids) > 0 {
+		id = ids[len(ids)-1]
+		if len(ids) == 1 {
+			delete(c.held, req)
+		} else {
+			c.held[req] = ids[:len(ids)-1]
+		}
+	}
+	c.mu.Unlock()
+	return c.postHeld(ctx, "/api/subscriptions/remove", req, id)
+}
+
+func (c *Client) postHeld(ctx context.Context, path string, req ResourceSubscription, holder string) error {
+	var hdr http.Header
+	if holder != "" {
+		hdr = http.Header{HolderHeader: {holder}}
+	}
+	resp, err := c.requestHeader(ctx, http.MethodPost, path, nil, req, hdr)
+	if err != nil {
+		return err
+	}
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
+	return resp.Body.Close()
 }
 
 // SetLogLevel asks servers for log messages at a level.
@@ -589,9 +679,16 @@ func (c *Client) Subscribe(ctx context.Context) (<-chan Event, error) {
 		return nil, fmt.Errorf("local API GET /api/events: content type %q, want %s", ct, ContentTypeSSE)
 	}
 	q := newEventQueue()
+	id := resp.Header.Get(HolderHeader)
+	if id != "" {
+		c.streamOpen(id)
+	}
 	go func() {
 		defer resp.Body.Close()
 		defer q.close()
+		if id != "" {
+			defer c.streamEnded(id)
+		}
 		// An error ends the stream as the daemon going away does: the
 		// channel closes, and the caller subscribes again if it wants.
 		_ = readSSE(resp.Body, maxStreamLine, q.put)

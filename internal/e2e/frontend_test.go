@@ -23,6 +23,7 @@ import (
 type host struct {
 	t        *testing.T
 	cs       *mcp.ClientSession
+	cmd      *exec.Cmd // the remotemcp process the host launched
 	mu       sync.Mutex
 	progress []*mcp.ProgressNotificationParams
 	changed  chan struct{}
@@ -66,7 +67,7 @@ func launch(t *testing.T, e *env, args ...string) *host {
 	if err != nil {
 		t.Fatalf("connect to remotemcp %v: %v\n%s", args, err, stderr.String())
 	}
-	h.cs = cs
+	h.cs, h.cmd = cs, cmd
 	t.Cleanup(func() {
 		cs.Close()
 		if t.Failed() {
@@ -284,6 +285,32 @@ func TestMcpFrontEnd(t *testing.T) {
 				t.Errorf("prompt message %+v", pr.Messages[0].Content)
 			}
 		})
+	}
+}
+
+// A host's "remotemcp mcp" killed while it holds a resource subscription
+// (no chance to unsubscribe) does not keep the server subscribed, and so
+// awake, in the daemon: its subscriptions ended with its event stream.
+func TestMcpFrontEndKilledGivesBackSubscriptions(t *testing.T) {
+	f, err := fixture.Start(fixture.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	e := newEnv(t)
+	e.mustRun("", "servers", "add", "fx", f.URL())
+	t.Cleanup(func() { stopDaemon(t, e.dir) })
+	h := launch(t, e, "mcp", "--daemon-addr", "127.0.0.1:0")
+	if err := h.cs.Subscribe(t.Context(), &mcp.SubscribeParams{URI: fixture.ReadmeURI}); err != nil {
+		t.Fatalf("subscribe: %v", err)
+	}
+	waitFor(t, "the server's subscription", func() bool { return f.Subscriptions() == 1 })
+	if err := h.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the daemon to give the killed front end's subscription back", func() bool { return f.Subscriptions() == 0 })
+	if _, err := daemon.Dial(t.Context(), e.dir); err != nil {
+		t.Fatalf("the daemon is gone: %v", err)
 	}
 }
 
