@@ -382,12 +382,13 @@ func (f *Frontend) syncTools(ctx context.Context) error {
 	}
 	all := make(map[string]*searchTool, len(tl.Tools))
 	for _, t := range tl.Tools {
-		if !objectSchema(t.InputSchema) {
+		schema, ok := hostInputSchema(t.InputSchema)
+		if !ok {
 			f.log.Warn("frontend: tool left out: its input schema is not an object schema", "server", t.ServerID, "tool", t.ToolName)
 			continue
 		}
 		name := names[agent.NameKey{Server: t.ServerID, Name: t.ToolName}]
-		mt := &mcp.Tool{Name: name, Title: t.Title, Description: t.Description, InputSchema: t.InputSchema}
+		mt := &mcp.Tool{Name: name, Title: t.Title, Description: t.Description, InputSchema: schema}
 		// readOnlyHint and friends are the server's claims: passed only
 		// for servers the person marked trusted, else dropped (A8).
 		if p, _ := f.policy(ctx, t.ServerID); p.trusted {

@@ -1,7 +1,6 @@
 package frontend
 
 import (
-	"encoding/json"
 	"net/url"
 	"strings"
 
@@ -48,15 +47,4 @@ func OriginalURI(server, exposed string) string {
 		return u
 	}
 	return rest
-}
-
-// objectSchema reports whether a raw input schema is a JSON object whose
-// type is "object": go-sdk's Server.AddTool panics on anything else.
-func objectSchema(raw json.RawMessage) bool {
-	var m map[string]json.RawMessage
-	if json.Unmarshal(raw, &m) != nil || m == nil {
-		return false
-	}
-	var typ string
-	return json.Unmarshal(m["type"], &typ) == nil && typ == "object"
 }

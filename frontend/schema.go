@@ -3,6 +3,7 @@ package frontend
 import (
 	"bytes"
 	"encoding/json"
+	"io"
 )
 
 // hostSchema is a question's schema as go-sdk's server side accepts it
@@ -100,6 +101,9 @@ func orderedMembers(raw json.RawMessage) ([]member, bool) {
 	if t, err := dec.Token(); err != nil || t != json.Delim('}') {
 		return nil, false
 	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, false // something after the object
+	}
 	return out, true
 }
 
@@ -118,4 +122,26 @@ func encodeMembers(ms []member) json.RawMessage {
 	}
 	b.WriteByte('}')
 	return b.Bytes()
+}
+
+// hostInputSchema is a tool's input schema as the host is offered it, and
+// whether it can be offered at all. MCP says an input schema is an object
+// schema, and go-sdk's server refuses (panics on) anything else; some
+// servers send one without "type" (`{}`, or only "properties"), which
+// their arguments object satisfies all the same. Such a schema gets
+// "type": "object" in front, its members kept in order, rather than the
+// tool going missing from the host. A schema whose "type" is anything
+// else, or that is not a JSON object, cannot be offered.
+func hostInputSchema(raw json.RawMessage) (json.RawMessage, bool) {
+	top, ok := orderedMembers(raw)
+	if !ok {
+		return nil, false
+	}
+	for _, m := range top {
+		if m.name == "type" {
+			var typ string
+			return raw, json.Unmarshal(m.value, &typ) == nil && typ == "object"
+		}
+	}
+	return encodeMembers(append([]member{{"type", json.RawMessage(`"object"`)}}, top...)), true
 }
