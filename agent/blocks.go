@@ -264,8 +264,9 @@ func (f *foldFinder) next(from int) int {
 		if k < 0 {
 			return -1
 		}
-		f.work += n
-		if equalFoldASCII(f.s[k:k+n], f.id) {
+		same := foldPrefix(f.s[k:k+n], f.id)
+		f.work += min(same+1, n)
+		if same == n {
 			return k
 		}
 		i = k + 1
@@ -297,15 +298,15 @@ func indexByteFrom(s string, c byte, from int) int {
 	return from + k
 }
 
-// equalFoldASCII reports whether a and b (of equal length) are equal with
-// ASCII letters lowered.
-func equalFoldASCII(a, b string) bool {
+// foldPrefix is the length of the longest common prefix of a and b (of
+// equal length) with ASCII letters lowered.
+func foldPrefix(a, b string) int {
 	for i := 0; i < len(a); i++ {
 		if lowerASCII(a[i]) != lowerASCII(b[i]) {
-			return false
+			return i
 		}
 	}
-	return true
+	return len(a)
 }
 
 func lowerASCII(c byte) byte {

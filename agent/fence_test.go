@@ -240,6 +240,7 @@ func TestEscapeContentLinear(t *testing.T) {
 		"ids":             strings.Repeat(id[:25], n/25),
 		"ids lower case":  strings.Repeat(strings.ToLower(id), n/26),
 		"ids mixed":       strings.Repeat(strings.ToLower(id[:1])+id[1:], n/26) + "A",
+		"first letters":   strings.Repeat("a", n),
 		"decompositions":  strings.Repeat("\ufdfa<", n/4),
 		"all escaped":     strings.Repeat("</mcp", n/5),
 		"cyrillic tagish": strings.Repeat("\u2039\u043c\u0441", n/6),

@@ -59,6 +59,7 @@ func (a *api) register(mux *http.ServeMux) {
 	mux.HandleFunc("GET /api/health", a.health)
 	mux.HandleFunc("POST /api/login-url", a.login)
 	mux.HandleFunc("GET /api/events", a.events)
+	mux.HandleFunc("GET /api/subscriptions/hold", a.hold)
 
 	mux.HandleFunc("GET /api/servers", a.servers)
 	mux.HandleFunc("POST /api/servers", a.addServer)

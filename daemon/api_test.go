@@ -665,44 +665,52 @@ func freePort(t *testing.T) int {
 }
 
 // Resource subscriptions taken over the socket are held by the client's
-// event stream: when it ends (the client process stopped or was killed
+// hold stream: when it ends (the client process stopped or was killed
 // without unsubscribing), the daemon gives them back, and the server is
 // no longer kept subscribed, and awake, for nobody. Another client's
 // subscription of the same resource stays; a late unsubscribe naming the
 // ended stream changes nothing.
-func TestSubscriptionsEndWithEventStream(t *testing.T) {
+func TestSubscriptionsEndWithHoldStream(t *testing.T) {
 	f := startFixture(t, fixture.Options{})
 	s := newStack(t, stackOpts{})
 	ctx := ctxT(t)
 	s.addFixture(t, "fx", f)
 	sub := localapi.ResourceSubscription{ServerID: "fx", URI: fixture.ReadmeURI}
 
-	// Client a holds its subscription with its event stream.
-	a, err := Dial(ctx, s.dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	actx, endStream := context.WithCancel(ctx)
-	events, err := a.Subscribe(actx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	go func() {
-		for range events {
+	// Client a, whose connections the test can cut as a kill would.
+	var mu sync.Mutex
+	var conns []net.Conn
+	var d net.Dialer
+	tr := &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		c, err := d.DialContext(ctx, "unix", s.srv.SocketPath())
+		if err == nil {
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
 		}
-	}()
+		return c, err
+	}}
+	t.Cleanup(tr.CloseIdleConnections)
+	a := localapi.NewClientWithTransport(tr)
 	if err := a.SubscribeResource(ctx, sub); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "the server subscribed", func() bool { return f.Subscriptions() == 1 })
+	endStream := func() {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range conns {
+			c.Close()
+		}
+	}
 
-	// Client b subscribes to the same resource, without a stream.
+	// Client b subscribes to the same resource.
 	if err := s.c.SubscribeResource(ctx, sub); err != nil {
 		t.Fatal(err)
 	}
-	// a's stream ends: its subscription goes, b's stays until b gives it
-	// back, and then the server hears the last unsubscribe (it would not
-	// if a's were still counted).
+	// a's hold stream ends: its subscription goes, b's stays until b
+	// gives it back, and then the server hears the last unsubscribe (it
+	// would not if a's were still counted).
 	endStream()
 	if err := s.c.UnsubscribeResource(ctx, sub); err != nil {
 		t.Fatal(err)

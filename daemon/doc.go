@@ -126,23 +126,24 @@
 //	POST   /api/calls/{op}/sampling/{id}        answer a server's sampling request of a call
 //	                                            made with ?sample=1 (localapi.SamplingReply, 204)
 //	POST   /api/subscriptions                   SubscribeResource (204); with a Remotemcp-Holder
-//	                                            header, held by that event stream (below)
+//	                                            header, held by that hold stream (below)
 //	POST   /api/subscriptions/remove            UnsubscribeResource (204)
+//	GET    /api/subscriptions/hold              a hold stream: its Remotemcp-Holder header names it
 //	POST   /api/log-level                       SetLogLevel (204)
-//	GET    /api/events                          Subscribe: text/event-stream of localapi.Event;
-//	                                            its Remotemcp-Holder header names the stream
+//	GET    /api/events                          Subscribe: text/event-stream of localapi.Event
 //	POST   /api/login-url                       a one-time login URL of the page (not in-process)
 //	POST   /s/<random>/api/logout               end the page's session (page only)
 //
 // A grant, an add or an import made by the page is attributed to the
 // settings page whatever the request says.
 //
-// A resource subscription taken with the Remotemcp-Holder header of one of
-// the client's open event streams (localapi.Client does this) is given
-// back by the daemon when that stream ends: a front end that is killed
-// does not keep its servers subscribed, and awake. A subscription for a
-// stream that is not open is refused (409); giving one back for a stream
-// that ended does nothing (the daemon already did).
+// A resource subscription taken with the Remotemcp-Holder header of an
+// open hold stream (localapi.Client opens one with its first subscription
+// and closes it with its last) is given back by the daemon when that
+// stream ends: a front end that is killed does not keep its servers
+// subscribed, and awake. A subscription for a stream that is not open is
+// refused (409); giving one back for a stream that ended does nothing (the
+// daemon already did).
 //
 // # The call stream
 //

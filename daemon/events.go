@@ -26,12 +26,7 @@ func (a *api) events(w http.ResponseWriter, r *http.Request) {
 		a.error(w, err)
 		return
 	}
-	// The stream holds the resource subscriptions its client takes with
-	// its id (holders.go): they end with it.
-	holder := a.holders.open()
-	defer a.holders.close(holder, a.eng, a.log)
 	rc := http.NewResponseController(w)
-	w.Header().Set(localapi.HolderHeader, holder)
 	w.Header().Set("Content-Type", localapi.ContentTypeSSE)
 	w.Header().Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)

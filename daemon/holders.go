@@ -14,10 +14,40 @@ import (
 )
 
 // Resource subscriptions taken over the socket are held by the caller's
-// event stream (localapi.HolderHeader): when the stream ends, because the
-// client process stopped or was killed, the daemon gives back what it
-// still held. Without that, a front end killed mid-subscription kept its
-// server subscribed, and awake, until the daemon restarted.
+// hold stream (GET /api/subscriptions/hold, localapi.HolderHeader): when
+// it ends, because the client process stopped or was killed, the daemon
+// gives back what it still held. Without that, a front end killed
+// mid-subscription kept its server subscribed, and awake, until the
+// daemon restarted.
+
+// hold serves GET /api/subscriptions/hold: a stream that says nothing
+// but its id (in the HolderHeader) and a keep-alive now and then, open
+// for as long as its client holds subscriptions with it.
+func (a *api) hold(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	id := a.holders.open()
+	defer a.holders.close(id, a.eng, a.log)
+	rc := http.NewResponseController(w)
+	w.Header().Set(localapi.HolderHeader, id)
+	w.Header().Set("Content-Type", localapi.ContentTypeSSE)
+	w.Header().Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	if rc.Flush() != nil {
+		return
+	}
+	keep := time.NewTicker(sseKeepAlive)
+	defer keep.Stop()
+	for {
+		select {
+		case <-keep.C:
+			if _, err := fmt.Fprint(w, ": keep-alive\n\n"); err != nil || rc.Flush() != nil {
+				return
+			}
+		case <-ctx.Done():
+			return
+		}
+	}
+}
 
 // holderRelease bounds the unsubscriptions when a stream ends.
 const holderRelease = 10 * time.Second
@@ -85,7 +115,7 @@ func (h *holders) close(id string, eng localapi.Engine, log *slog.Logger) {
 // errHolderGone refuses a subscription for a stream that is not open.
 func errHolderGone(id string) error {
 	return &localapi.Error{Status: http.StatusConflict, Code: localapi.CodeConflict,
-		Message: fmt.Sprintf("the event stream %.8s… that would hold this subscription is not open (it ended, or the daemon restarted): open GET /api/events again and subscribe while it is open", id)}
+		Message: fmt.Sprintf("the event stream %.8s… that would hold this subscription is not open (it ended, or the daemon restarted): open GET /api/subscriptions/hold again and subscribe while it is open", id)}
 }
 
 // subscribe takes a subscription for the stream id.
@@ -122,11 +152,15 @@ func (h *holders) unsubscribe(ctx context.Context, id string, eng localapi.Engin
 		return &localapi.Error{Status: http.StatusNotFound, Code: localapi.CodeNotFound,
 			Message: fmt.Sprintf("this event stream holds no subscription of %s on server %s", req.URI, req.ServerID)}
 	}
-	if err := eng.UnsubscribeResource(ctx, req); err != nil {
+	err := eng.UnsubscribeResource(ctx, req)
+	// The engine gives the count back before it tells the server, so a
+	// failure to tell the server still gave it back; only a refusal
+	// (nothing to give back, a bad request) did not.
+	if localapi.HasCode(err, localapi.CodeNotFound) || localapi.HasCode(err, localapi.CodeBadRequest) {
 		return err
 	}
 	if hd.subs[req]--; hd.subs[req] == 0 {
 		delete(hd.subs, req)
 	}
-	return nil
+	return err
 }

@@ -173,6 +173,8 @@ func (f *Frontend) Server() *mcp.Server { return f.srv }
 // Run serves one host on t until the host leaves or ctx ends, re-syncing
 // the catalogs whenever the engine says they changed.
 func (f *Frontend) Run(ctx context.Context, t mcp.Transport) error {
+	f.startRun()
+	defer f.releaseAll()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	events, err := f.o.Engine.Subscribe(ctx)
@@ -191,10 +193,6 @@ func (f *Frontend) watch(ctx context.Context, events <-chan localapi.Event) {
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
 	defer timer.Stop()
-	f.subs.mu.Lock()
-	f.subs.runs++
-	f.subs.mu.Unlock()
-	defer f.releaseAll()
 	for {
 		select {
 		case <-ctx.Done():

@@ -82,6 +82,8 @@ func unauthorized(w http.ResponseWriter, params, msg string) {
 // re-syncing the catalogs whenever the engine says they changed, as Run
 // does for one stdio host. It closes ln.
 func (f *Frontend) RunHTTP(ctx context.Context, ln net.Listener, h http.Handler) error {
+	f.startRun()
+	defer f.releaseAll()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	events, err := f.o.Engine.Subscribe(ctx)

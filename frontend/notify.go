@@ -37,8 +37,14 @@ type subscription struct {
 // holds one subscription per resource for the whole front end, however
 // many of its hosts subscribed.
 type subscriptions struct {
-	mu sync.Mutex
-	m  map[subKey]*subscription
+	// ops serializes the changes that call the engine (subscribe,
+	// unsubscribe, give back), so that each resource's count moves one
+	// step at a time; mu guards the maps only and is never held across
+	// a call to the engine, so that a slow server's subscribe does not
+	// hold up the updates of the others on their way to the hosts.
+	ops sync.Mutex
+	mu  sync.Mutex
+	m   map[subKey]*subscription
 	// watched are the host sessions that subscribed, each with a
 	// goroutine that waits for its end (an HTTP host's DELETE, a stdio
 	// host leaving) to give back what it still held: a server is never
@@ -97,20 +103,25 @@ func (f *Frontend) subscribe(ctx context.Context, req *mcp.SubscribeRequest) err
 	if !ok {
 		return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("resources/subscribe: no resource %q is offered", req.Params.URI)}
 	}
+	f.subs.ops.Lock()
+	defer f.subs.ops.Unlock()
 	f.pruneSubscriptions(ctx)
 	f.subs.mu.Lock()
-	defer f.subs.mu.Unlock()
 	if s := f.subs.m[k]; s != nil {
 		s.sessions[req.Session] = true
 		f.watchSessionLocked(req.Session)
+		f.subs.mu.Unlock()
 		return nil
 	}
+	f.subs.mu.Unlock()
 	if err := f.o.Engine.SubscribeResource(ctx, localapi.ResourceSubscription{ServerID: k.server, URI: k.uri}); err != nil {
 		if localapi.HasCode(err, localapi.CodeConflict) || localapi.HasCode(err, localapi.CodeBadRequest) || localapi.HasCode(err, localapi.CodeNotFound) {
 			return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: err.Error()}
 		}
 		return fmt.Errorf("subscribe to %s of server %s: %w", k.uri, k.server, err)
 	}
+	f.subs.mu.Lock()
+	defer f.subs.mu.Unlock()
 	if f.subs.m == nil {
 		f.subs.m = map[subKey]*subscription{}
 	}
@@ -141,6 +152,8 @@ func (f *Frontend) watchSessionLocked(ss *mcp.ServerSession) {
 
 // dropSession gives back the subscriptions only ss held (it ended).
 func (f *Frontend) dropSession(ctx context.Context, ss *mcp.ServerSession) {
+	f.subs.ops.Lock()
+	defer f.subs.ops.Unlock()
 	f.subs.mu.Lock()
 	delete(f.subs.watched, ss)
 	var gone []subKey
@@ -165,6 +178,8 @@ func (f *Frontend) unsubscribe(ctx context.Context, req *mcp.UnsubscribeRequest)
 	if !ok {
 		return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("resources/unsubscribe: no resource %q is offered", req.Params.URI)}
 	}
+	f.subs.ops.Lock()
+	defer f.subs.ops.Unlock()
 	f.subs.mu.Lock()
 	s := f.subs.m[k]
 	if s == nil || !s.sessions[req.Session] {
@@ -185,6 +200,7 @@ func (f *Frontend) unsubscribe(ctx context.Context, req *mcp.UnsubscribeRequest)
 
 // pruneSubscriptions forgets host sessions that ended without
 // unsubscribing, and gives back the engine's subscriptions nobody holds.
+// subs.ops held.
 func (f *Frontend) pruneSubscriptions(ctx context.Context) {
 	live := map[*mcp.ServerSession]bool{}
 	for ss := range f.srv.Sessions() {
@@ -207,13 +223,35 @@ func (f *Frontend) pruneSubscriptions(ctx context.Context) {
 	f.release(ctx, gone)
 }
 
+// startRun counts a Run or RunHTTP serving hosts; each ends with
+// releaseAll.
+func (f *Frontend) startRun() {
+	f.subs.mu.Lock()
+	f.subs.runs++
+	f.subs.mu.Unlock()
+}
+
 // releaseAll gives back every subscription when the last Run or RunHTTP
-// stops (the front end stops).
+// stops (the front end stops). The engine's event stream ending (a
+// daemon's restart) is not a stop: the hosts are still served.
 func (f *Frontend) releaseAll() {
+	// No host can be served any more: their sessions end, and so do the
+	// goroutines waiting for that. After the ops lock is let go: a
+	// session's end may wait for its requests, which may wait for it.
+	for _, ss := range f.releaseEverything() {
+		_ = ss.Close()
+	}
+}
+
+// releaseEverything gives back every subscription when the last run
+// stops, and returns the host sessions that subscribed.
+func (f *Frontend) releaseEverything() []*mcp.ServerSession {
+	f.subs.ops.Lock()
+	defer f.subs.ops.Unlock()
 	f.subs.mu.Lock()
 	if f.subs.runs--; f.subs.runs > 0 {
 		f.subs.mu.Unlock()
-		return
+		return nil
 	}
 	var gone []subKey
 	for k := range f.subs.m {
@@ -228,11 +266,7 @@ func (f *Frontend) releaseAll() {
 	ctx, cancel := context.WithTimeout(context.Background(), releaseWait)
 	defer cancel()
 	f.release(ctx, gone)
-	// No host can be served any more: their sessions end, and so do the
-	// goroutines waiting for that.
-	for _, ss := range sessions {
-		_ = ss.Close()
-	}
+	return sessions
 }
 
 func (f *Frontend) release(ctx context.Context, ks []subKey) {

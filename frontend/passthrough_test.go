@@ -277,6 +277,85 @@ func TestSubscriptionEndsWithHostSession(t *testing.T) {
 	}
 }
 
+// A server that is slow to answer resources/subscribe holds up neither the
+// updates of the other servers on their way to the hosts nor the rest of
+// the front end (hostile servers stay contained).
+func TestSlowSubscribeDoesNotHoldUpdates(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	subscribed := make(chan string, 16)
+	release := make(chan struct{})
+	slowAsked := make(chan struct{}, 1)
+	slow := mcp.NewServer(&mcp.Implementation{Name: "slow", Version: "1"}, &mcp.ServerOptions{
+		SubscribeHandler: func(ctx context.Context, _ *mcp.SubscribeRequest) error {
+			slowAsked <- struct{}{}
+			select {
+			case <-release:
+			case <-ctx.Done():
+			}
+			return nil
+		},
+		UnsubscribeHandler: func(context.Context, *mcp.UnsubscribeRequest) error { return nil },
+	})
+	slow.AddResource(&mcp.Resource{URI: "slow://doc", Name: "doc"}, func(context.Context, *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+		return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: "slow://doc", Text: "v"}}}, nil
+	})
+	hs := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return slow }, nil))
+	t.Cleanup(hs.Close)
+	t.Cleanup(func() { close(release) })
+	// backend's engine closes before the slow server does (cleanups run
+	// last first), so that its streams to that server are gone by then.
+	eng := backend(ctx, t, "n", notifyBackend(subscribed))
+	if _, err := eng.AddServer(ctx, localapi.AddServerRequest{ID: "slow", URL: hs.URL, By: localapi.ByServersAdd}); err != nil {
+		t.Fatal(err)
+	}
+	fe, err := frontend.New(ctx, frontend.Options{Engine: eng})
+	if err != nil {
+		t.Fatal(err)
+	}
+	updates := make(chan string, 16)
+	st, ct := mcp.NewInMemoryTransports()
+	done := make(chan error, 1)
+	rctx, stop := context.WithCancel(ctx)
+	go func() { done <- fe.Run(rctx, st) }()
+	t.Cleanup(func() { stop(); <-done })
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "host"}, &mcp.ClientOptions{
+		ResourceUpdatedHandler: func(_ context.Context, req *mcp.ResourceUpdatedNotificationRequest) { updates <- req.Params.URI },
+	}).Connect(ctx, ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	if err := cs.Subscribe(ctx, &mcp.SubscribeParams{URI: "test://doc"}); err != nil {
+		t.Fatal(err)
+	}
+	<-subscribed
+	slowDone := make(chan error, 1)
+	go func() { slowDone <- cs.Subscribe(ctx, &mcp.SubscribeParams{URI: "slow://doc"}) }()
+	select {
+	case <-slowAsked:
+	case <-ctx.Done():
+		t.Fatal("the slow server was never asked")
+	}
+	// While the slow server sits on its subscribe, n's update arrives.
+	if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "n__touch", Arguments: map[string]any{}}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case u := <-updates:
+		if u != "test://doc" {
+			t.Fatalf("update of %q", u)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("n's update is held up by the slow server's subscribe")
+	}
+	select {
+	case err := <-slowDone:
+		t.Fatalf("the slow subscribe ended early: %v", err)
+	default:
+	}
+}
+
 // Issue #13 (Decided): a server's sampling/createMessage during a call
 // reaches the host of that call when it declared sampling, directly and
 // through the local API (the daemon's call stream); the host's answer

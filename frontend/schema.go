@@ -137,10 +137,11 @@ func hostInputSchema(raw json.RawMessage) (json.RawMessage, bool) {
 	if !ok {
 		return nil, false
 	}
-	for _, m := range top {
-		if m.name == "type" {
+	// The last "type" counts, as for encoding/json and go-sdk.
+	for i := len(top) - 1; i >= 0; i-- {
+		if top[i].name == "type" {
 			var typ string
-			return raw, json.Unmarshal(m.value, &typ) == nil && typ == "object"
+			return raw, json.Unmarshal(top[i].value, &typ) == nil && typ == "object"
 		}
 	}
 	return encodeMembers(append([]member{{"type", json.RawMessage(`"object"`)}}, top...)), true

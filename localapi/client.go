@@ -11,7 +11,6 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -25,48 +24,8 @@ import (
 // concurrent use.
 type Client struct {
 	hc *http.Client
-	// streams are the ids of this client's open event streams (Subscribe),
-	// oldest first: the resource subscriptions it takes are held by the
-	// newest (HolderHeader).
-	mu      sync.Mutex
-	streams []string
-	// held records the stream each subscription was taken with, newest
-	// last, so that giving it back names the same stream even after it
-	// ended (the daemon then has nothing left to do): never an unheld
-	// unsubscription that would count against another client's.
-	held map[ResourceSubscription][]string
-}
-
-// HolderHeader carries, on the answer to GET /api/events, the id of that
-// event stream, and on POST /api/subscriptions and /api/subscriptions/remove
-// the id of the stream that holds the subscription. The daemon gives back
-// the subscriptions a stream holds when it ends, so a client process that
-// stops or is killed without unsubscribing does not keep a server
-// subscribed (and awake). A request without it is held by nobody: it
-// stays until it is given back.
-const HolderHeader = "Remotemcp-Holder"
-
-// holder is the stream that holds this client's subscriptions: its
-// newest open one, or "" when none is open.
-func (c *Client) holder() string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if len(c.streams) == 0 {
-		return ""
-	}
-	return c.streams[len(c.streams)-1]
-}
-
-func (c *Client) streamOpen(id string) {
-	c.mu.Lock()
-	c.streams = append(c.streams, id)
-	c.mu.Unlock()
-}
-
-func (c *Client) streamEnded(id string) {
-	c.mu.Lock()
-	c.streams = slices.DeleteFunc(c.streams, func(s string) bool { return s == id })
-	c.mu.Unlock()
+	// holds is the resource subscriptions' hold stream (hold.go).
+	holds holds
 }
 
 var _ Engine = (*Client)(nil)
@@ -472,53 +431,17 @@ func (c *Client) Complete(ctx context.Context, req CompleteRequest) (*CompleteRe
 	return send[CompleteResult](ctx, c, http.MethodPost, "/api/complete", req)
 }
 
-// SubscribeResource subscribes to updates of a server's resource.
-// While an event stream of this client is open, the subscription is held
-// by it (HolderHeader): the daemon gives it back when the stream ends.
+// SubscribeResource subscribes to updates of a server's resource, held by
+// this client's hold stream (hold.go): the daemon gives it back when the
+// stream ends, should this process end without giving it back itself.
 func (c *Client) SubscribeResource(ctx context.Context, req ResourceSubscription) error {
-	id := c.holder()
-	if err := c.postHeld(ctx, "/api/subscriptions", req, id); err != nil {
-		return err
-	}
-	if id != "" {
-		c.mu.Lock()
-		if c.held == nil {
-			c.held = map[ResourceSubscription][]string{}
-		}
-		c.held[req] = append(c.held[req], id)
-		c.mu.Unlock()
-	}
-	return nil
+	return c.holds.subscribe(ctx, c, req)
 }
 
 // UnsubscribeResource gives back one subscription of a server's resource,
 // naming the stream that held it.
 func (c *Client) UnsubscribeResource(ctx context.Context, req ResourceSubscription) error {
-	c.mu.Lock()
-	id := ""
-	if ids := c.held[req]; len(ids) > 0 {
-		id = ids[len(ids)-1]
-		if len(ids) == 1 {
-			delete(c.held, req)
-		} else {
-			c.held[req] = ids[:len(ids)-1]
-		}
-	}
-	c.mu.Unlock()
-	return c.postHeld(ctx, "/api/subscriptions/remove", req, id)
-}
-
-func (c *Client) postHeld(ctx context.Context, path string, req ResourceSubscription, holder string) error {
-	var hdr http.Header
-	if holder != "" {
-		hdr = http.Header{HolderHeader: {holder}}
-	}
-	resp, err := c.requestHeader(ctx, http.MethodPost, path, nil, req, hdr)
-	if err != nil {
-		return err
-	}
-	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
-	return resp.Body.Close()
+	return c.holds.unsubscribe(ctx, c, req)
 }
 
 // SetLogLevel asks servers for log messages at a level.
@@ -679,16 +602,9 @@ func (c *Client) Subscribe(ctx context.Context) (<-chan Event, error) {
 		return nil, fmt.Errorf("local API GET /api/events: content type %q, want %s", ct, ContentTypeSSE)
 	}
 	q := newEventQueue()
-	id := resp.Header.Get(HolderHeader)
-	if id != "" {
-		c.streamOpen(id)
-	}
 	go func() {
 		defer resp.Body.Close()
 		defer q.close()
-		if id != "" {
-			defer c.streamEnded(id)
-		}
 		// An error ends the stream as the daemon going away does: the
 		// channel closes, and the caller subscribes again if it wants.
 		_ = readSSE(resp.Body, maxStreamLine, q.put)
