@@ -595,7 +595,9 @@ func (c *Client) UpdateServer(ctx context.Context, id string, req localapi.Updat
 				return err
 			}
 			if rev != req.Revision {
-				return conflict("server %s was changed since revision %d (it is at revision %d now); nothing was changed: read it again and repeat the edit", id, req.Revision, rev)
+				e := conflict("server %s was changed since revision %d (it is at revision %d now); nothing was changed: read it again and repeat the edit", id, req.Revision, rev)
+				e.Field = "revision"
+				return e
 			}
 		}
 		if req.URL != nil {

@@ -352,3 +352,85 @@ func TestBrowserClickSurvivesOtherRowsChange(t *testing.T) {
 	}
 	b.checkConsole()
 }
+
+// The page changes a server's settings through the same API as the CLI:
+// a dialog filled from the server's view sends only what changed, with
+// the revision it was filled from. Bad input is refused with the API's
+// words and changes nothing; an edit made elsewhere meanwhile is not
+// overwritten (the form shows it, and a second save applies).
+func TestBrowserEditSettings(t *testing.T) {
+	f := startFixture(t, fixture.Options{})
+	s := newStack(t, stackOpts{})
+	ctx := ctxT(t)
+	s.addFixture(t, "fx", f)
+	b := newBrowser(t)
+	b.login(s)
+	dialog := `#edit-dialog`
+	open := func() {
+		t.Helper()
+		if b.eval(`String(document.querySelector('`+row("fx")+` details.settings').open)`) != "true" {
+			b.click(row("fx") + ` details.settings summary`)
+		}
+		b.click(row("fx") + ` button[data-action=edit]`)
+		b.wait("the settings dialog", `document.querySelector('`+dialog+`').open`)
+	}
+	save := func() {
+		t.Helper()
+		b.click(dialog + ` button[type=submit]`)
+	}
+	open()
+	b.do("change approval, idle timeout and trust",
+		chromedp.SetValue(chromedp.CSS(dialog+` select[name=approval]`), "ask"),
+		chromedp.SetValue(chromedp.CSS(dialog+` input[name=idleTimeout]`), "0"))
+	b.click(dialog + ` input[name=trusted]`)
+	b.shotView("01-edit-dialog")
+	save()
+	b.wait("the dialog to close", `!document.querySelector('`+dialog+`').open`)
+	v, err := s.c.Server(ctx, "fx")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.Approval != config.ApprovalAsk || !v.Trusted || v.IdleTimeout != "0s" || v.Name != "fx" || !v.ConnectOnStartup {
+		t.Fatalf("after the save: approval %q trusted %v idle %q name %q connect %v", v.Approval, v.Trusted, v.IdleTimeout, v.Name, v.ConnectOnStartup)
+	}
+	b.wait("the settings list to say so", `document.querySelector('`+row("fx")+` .settings-list').innerText.includes('never hibernates')`)
+	rev := v.Revision
+
+	// Bad input: the API's message in the dialog, nothing changed.
+	open()
+	b.do("a bad idle timeout", chromedp.SetValue(chromedp.CSS(dialog+` input[name=idleTimeout]`), "soon"))
+	save()
+	b.wait("the error", visible(dialog+` .edit-error`))
+	if got := b.text(dialog + ` .edit-error`); !strings.Contains(got, "idle") {
+		t.Errorf("the error reads %q", got)
+	}
+	b.shotView("02-edit-error")
+	if v, _ := s.c.Server(ctx, "fx"); v.Revision != rev || v.IdleTimeout != "0s" {
+		t.Fatalf("a refused edit changed the server: revision %d→%d, idle %q", rev, v.Revision, v.IdleTimeout)
+	}
+	b.click(dialog + ` .edit-cancel`)
+	b.wait("the dialog to close", `!document.querySelector('`+dialog+`').open`)
+
+	// Changed elsewhere while the dialog is open: not overwritten.
+	open()
+	other := "Changed by the CLI"
+	if _, err := s.c.UpdateServer(ctx, "fx", localapi.UpdateServerRequest{Name: &other}); err != nil {
+		t.Fatal(err)
+	}
+	b.do("a tool timeout", chromedp.SetValue(chromedp.CSS(dialog+` input[name=toolTimeout]`), "90s"))
+	save()
+	b.wait("the conflict", `document.querySelector('`+dialog+` .edit-error').innerText.includes('changed elsewhere')`)
+	if got := b.eval(`document.querySelector('` + dialog + ` input[name=name]').value`); got != other {
+		t.Errorf("after the conflict the form's name is %q, want the new %q", got, other)
+	}
+	if v, _ := s.c.Server(ctx, "fx"); v.ToolTimeout != "" {
+		t.Fatalf("the conflicting edit was applied: tool timeout %q", v.ToolTimeout)
+	}
+	b.do("the tool timeout again", chromedp.SetValue(chromedp.CSS(dialog+` input[name=toolTimeout]`), "90s"))
+	save()
+	b.wait("the dialog to close", `!document.querySelector('`+dialog+`').open`)
+	if v, _ := s.c.Server(ctx, "fx"); v.ToolTimeout != "1m30s" || v.Name != other {
+		t.Fatalf("after the second save: tool timeout %q, name %q", v.ToolTimeout, v.Name)
+	}
+	b.checkConsole()
+}

@@ -757,6 +757,8 @@
         return showCatalog(id);
       case "log":
         return openLog(id);
+      case "edit":
+        return openEdit(id);
       case "authorize": {
         notice(`Starting the authorization of ${id}…`);
         let f;
@@ -857,6 +859,83 @@
       b.disabled = false;
     }
   });
+
+  // ---- a server's settings ----
+
+  // openEdit shows the settings of a server in a dialog, as the API last
+  // gave them. Saving sends only what was changed, with the revision the
+  // form was filled from: an edit made meanwhile elsewhere (the CLI,
+  // another tab) is not overwritten; the form then shows the new values.
+  function openEdit(id) {
+    const s = state.servers.find((x) => x.id === id);
+    if (!s) return;
+    fillEdit(s);
+    editError("");
+    $("#edit-dialog").showModal();
+    $("#edit-form").elements.name.focus();
+  }
+
+  function fillEdit(s) {
+    const f = $("#edit-form");
+    state.editing = s;
+    $(".edit-name", f).textContent = s.name || s.id;
+    const e = f.elements;
+    e.name.value = s.name || "";
+    e.connectOnStartup.checked = !!s.connectOnStartup;
+    e.toolTimeout.value = s.toolTimeout || "";
+    e.idleTimeout.value = s.idleTimeout || "";
+    e.approval.value = s.approval === "ask" ? "ask" : "host";
+    e.trusted.checked = !!s.trusted;
+    e.logLevel.value = s.logLevel || "";
+  }
+
+  function editError(msg) {
+    const p = $("#edit-dialog .edit-error");
+    p.textContent = msg;
+    p.hidden = !msg;
+  }
+
+  $("#edit-form").addEventListener("submit", async (ev) => {
+    ev.preventDefault();
+    const s = state.editing;
+    if (!s) return;
+    const e = ev.target.elements;
+    const body = { revision: s.revision };
+    const text = (name, was) => {
+      const v = e[name].value.trim();
+      if (v !== (was || "")) body[name] = v;
+    };
+    text("name", s.name);
+    text("toolTimeout", s.toolTimeout);
+    text("idleTimeout", s.idleTimeout);
+    if (e.connectOnStartup.checked !== !!s.connectOnStartup) body.connectOnStartup = e.connectOnStartup.checked;
+    if (e.approval.value !== (s.approval === "ask" ? "ask" : "host")) body.approval = e.approval.value;
+    if (e.trusted.checked !== !!s.trusted) body.trusted = e.trusted.checked;
+    if (e.logLevel.value !== (s.logLevel || "")) body.logLevel = e.logLevel.value;
+    const save = $("button[type=submit]", ev.target);
+    save.disabled = true;
+    try {
+      if (Object.keys(body).length > 1) {
+        await api("PATCH", `api/servers/${encodeURIComponent(s.id)}`, body);
+        notice(`${s.id}: settings saved.`);
+      }
+      $("#edit-dialog").close();
+    } catch (err) {
+      if (err.data && err.data.field === "revision") {
+        try {
+          const now = await api("GET", `api/servers/${encodeURIComponent(s.id)}`);
+          if (now) fillEdit(now);
+        } catch (e2) { /* the message below still holds */ }
+        editError("The settings were changed elsewhere meanwhile; the form now shows them. Make your change again and save.");
+      } else {
+        editError(err.message);
+      }
+    } finally {
+      save.disabled = false;
+    }
+  });
+  $("#edit-dialog .edit-cancel").addEventListener("click", () => $("#edit-dialog").close());
+  $("#edit-dialog").addEventListener("close", () => { state.editing = null; });
 
   // ---- request log (B1) ----
 
