@@ -322,7 +322,18 @@ func TestBrowserClickSurvivesOtherRowsChange(t *testing.T) {
 	}
 	b.wait("both ready", ready("fx")+" && "+ready("fy"))
 	btn := row("fx") + ` button[data-action=disconnect]`
-	b.do("mark the rows", chromedp.Evaluate[chromedp.Void](`window.keptButton = document.querySelector('`+btn+`'); window.changedRow = document.querySelector('`+row("fy")+`')`))
+	// The rows settle first (a late catalog event may still redraw fx's
+	// row for its own reasons): the same nodes for half a second.
+	for try := 0; ; try++ {
+		b.do("mark the rows", chromedp.Evaluate[chromedp.Void](`window.keptButton = document.querySelector('`+btn+`'); window.changedRow = document.querySelector('`+row("fy")+`')`))
+		time.Sleep(500 * time.Millisecond)
+		if b.eval(`String(window.keptButton === document.querySelector('`+btn+`') && window.changedRow === document.querySelector('`+row("fy")+`'))`) == "true" {
+			break
+		}
+		if try == 20 {
+			t.Fatal("the server rows never settled")
+		}
+	}
 	box := b.eval(`(() => { const r = document.querySelector('` + btn + `').getBoundingClientRect(); return (r.left + r.width / 2) + ' ' + (r.top + r.height / 2); })()`)
 	var x, y float64
 	if _, err := fmt.Sscanf(box, "%g %g", &x, &y); err != nil {
