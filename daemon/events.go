@@ -26,10 +26,10 @@ func (a *api) events(w http.ResponseWriter, r *http.Request) {
 		a.error(w, err)
 		return
 	}
-	rc := http.NewResponseController(w)
-	w.Header().Set("Content-Type", localapi.ContentTypeSSE)
-	w.Header().Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
+	rc, ok := startSSE(w, nil)
+	if !ok {
+		return
+	}
 	write := func(ev localapi.Event) error {
 		var data bytes.Buffer
 		// One data line: JSON needs no newline.
@@ -48,9 +48,6 @@ func (a *api) events(w http.ResponseWriter, r *http.Request) {
 		}
 		return rc.Flush()
 	}
-	if rc.Flush() != nil {
-		return
-	}
 	keep := time.NewTicker(sseKeepAlive)
 	defer keep.Stop()
 	for {
@@ -60,11 +57,33 @@ func (a *api) events(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 		case <-keep.C:
-			if _, err := fmt.Fprint(w, ": keep-alive\n\n"); err != nil || rc.Flush() != nil {
+			if keepAlive(w, rc) != nil {
 				return
 			}
 		case <-ctx.Done():
 			return
 		}
 	}
+}
+
+// startSSE starts a Server-Sent Events answer, with the extra headers
+// given, and flushes it; false when the client is already gone.
+func startSSE(w http.ResponseWriter, extra http.Header) (*http.ResponseController, bool) {
+	rc := http.NewResponseController(w)
+	for k, v := range extra {
+		w.Header()[k] = v
+	}
+	w.Header().Set("Content-Type", localapi.ContentTypeSSE)
+	w.Header().Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	return rc, rc.Flush() == nil
+}
+
+// keepAlive writes an SSE comment, so that both ends notice a dead
+// connection.
+func keepAlive(w http.ResponseWriter, rc *http.ResponseController) error {
+	if _, err := fmt.Fprint(w, ": keep-alive\n\n"); err != nil {
+		return err
+	}
+	return rc.Flush()
 }

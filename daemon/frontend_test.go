@@ -13,6 +13,25 @@ import (
 
 // The front end over a daemon client, as "remotemcp mcp" runs it.
 
+// frontEndOverDaemon is a daemon with the fixture server fx and a
+// single-server front end over a client of its socket.
+func frontEndOverDaemon(t *testing.T) (*fixture.Server, *stack, *frontend.Frontend) {
+	t.Helper()
+	f := startFixture(t, fixture.Options{})
+	s := newStack(t, stackOpts{})
+	ctx := ctxT(t)
+	s.addFixture(t, "fx", f)
+	c, err := Dial(ctx, s.dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fe, err := frontend.New(ctx, frontend.Options{Engine: c, ServerID: "fx"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f, s, fe
+}
+
 // runHost serves one in-memory host with fe until rctx ends.
 func runHost(t *testing.T, ctx, rctx context.Context, fe *frontend.Frontend) (*mcp.ClientSession, chan error) {
 	t.Helper()
@@ -31,18 +50,8 @@ func runHost(t *testing.T, ctx, rctx context.Context, fe *frontend.Frontend) (*m
 // subscribes, host B never does and leaves. A's subscription stays (the
 // client's hold stream is its own, not B's).
 func TestFrontEndHostLeavingKeepsOthersSubscriptions(t *testing.T) {
-	f := startFixture(t, fixture.Options{})
-	s := newStack(t, stackOpts{})
+	f, _, fe := frontEndOverDaemon(t)
 	ctx := ctxT(t)
-	s.addFixture(t, "fx", f)
-	c, err := Dial(ctx, s.dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	fe, err := frontend.New(ctx, frontend.Options{Engine: c, ServerID: "fx"})
-	if err != nil {
-		t.Fatal(err)
-	}
 	actx, astop := context.WithCancel(ctx)
 	defer astop()
 	a, _ := runHost(t, ctx, actx, fe)
@@ -64,18 +73,8 @@ func TestFrontEndHostLeavingKeepsOthersSubscriptions(t *testing.T) {
 // serves are not closed for that, subscribed or not.
 func TestFrontEndOutlivesTheDaemonsStream(t *testing.T) {
 	for _, sub := range []bool{false, true} {
-		f := startFixture(t, fixture.Options{})
-		s := newStack(t, stackOpts{})
+		_, s, fe := frontEndOverDaemon(t)
 		ctx := ctxT(t)
-		s.addFixture(t, "fx", f)
-		c, err := Dial(ctx, s.dir)
-		if err != nil {
-			t.Fatal(err)
-		}
-		fe, err := frontend.New(ctx, frontend.Options{Engine: c, ServerID: "fx"})
-		if err != nil {
-			t.Fatal(err)
-		}
 		rctx, stop := context.WithCancel(ctx)
 		defer stop()
 		cs, done := runHost(t, ctx, rctx, fe)

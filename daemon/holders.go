@@ -27,12 +27,8 @@ func (a *api) hold(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	id := a.holders.open()
 	defer a.holders.close(id, a.eng, a.log)
-	rc := http.NewResponseController(w)
-	w.Header().Set(localapi.HolderHeader, id)
-	w.Header().Set("Content-Type", localapi.ContentTypeSSE)
-	w.Header().Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
-	if rc.Flush() != nil {
+	rc, ok := startSSE(w, http.Header{localapi.HolderHeader: {id}})
+	if !ok {
 		return
 	}
 	keep := time.NewTicker(sseKeepAlive)
@@ -40,7 +36,7 @@ func (a *api) hold(w http.ResponseWriter, r *http.Request) {
 	for {
 		select {
 		case <-keep.C:
-			if _, err := fmt.Fprint(w, ": keep-alive\n\n"); err != nil || rc.Flush() != nil {
+			if keepAlive(w, rc) != nil {
 				return
 			}
 		case <-ctx.Done():

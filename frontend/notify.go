@@ -156,19 +156,28 @@ func (f *Frontend) dropSession(ctx context.Context, ss *mcp.ServerSession) {
 	defer f.subs.ops.Unlock()
 	f.subs.mu.Lock()
 	delete(f.subs.watched, ss)
-	var gone []subKey
+	f.subs.mu.Unlock()
+	f.dropSessions(ctx, func(s *mcp.ServerSession) bool { return s == ss })
+}
+
+// dropSessions forgets the host sessions gone says ended and gives back
+// the engine's subscriptions no session holds any more. subs.ops held.
+func (f *Frontend) dropSessions(ctx context.Context, gone func(*mcp.ServerSession) bool) {
+	f.subs.mu.Lock()
+	var released []subKey
 	for k, s := range f.subs.m {
-		if !s.sessions[ss] {
-			continue
+		for ss := range s.sessions {
+			if gone(ss) {
+				delete(s.sessions, ss)
+			}
 		}
-		delete(s.sessions, ss)
 		if len(s.sessions) == 0 {
 			delete(f.subs.m, k)
-			gone = append(gone, k)
+			released = append(released, k)
 		}
 	}
 	f.subs.mu.Unlock()
-	f.release(ctx, gone)
+	f.release(ctx, released)
 }
 
 // unsubscribe is the host's resources/unsubscribe: the last host session
@@ -206,21 +215,7 @@ func (f *Frontend) pruneSubscriptions(ctx context.Context) {
 	for ss := range f.srv.Sessions() {
 		live[ss] = true
 	}
-	f.subs.mu.Lock()
-	var gone []subKey
-	for k, s := range f.subs.m {
-		for ss := range s.sessions {
-			if !live[ss] {
-				delete(s.sessions, ss)
-			}
-		}
-		if len(s.sessions) == 0 {
-			delete(f.subs.m, k)
-			gone = append(gone, k)
-		}
-	}
-	f.subs.mu.Unlock()
-	f.release(ctx, gone)
+	f.dropSessions(ctx, func(ss *mcp.ServerSession) bool { return !live[ss] })
 }
 
 // startRun counts a Run or RunHTTP serving hosts; each ends with
