@@ -282,6 +282,11 @@ func schemeKind(word string) (clear, ok bool) {
 // the credential of the word before ("Bearer bearer X").
 func schemeSpans(s string) []span {
 	var spans []span
+	// lineEnd is where the line of the last "Digest" ends: a Digest
+	// value runs to it, and the next Digest on the same line (after one
+	// whose value was not hidden) reuses it instead of scanning again,
+	// which made "Digest [redacted] Digest …" quadratic.
+	lineEnd := -1
 	for i := 0; i < len(s); {
 		if !wordStart(s, i) {
 			i++
@@ -303,9 +308,13 @@ func schemeSpans(s string) []span {
 		}
 		end := v
 		if word == "digest" {
-			for end < len(s) && s[end] != '\n' && s[end] != '\r' {
-				end++
+			if lineEnd < v {
+				lineEnd = v
+				for lineEnd < len(s) && s[lineEnd] != '\n' && s[lineEnd] != '\r' {
+					lineEnd++
+				}
 			}
+			end = lineEnd
 		} else {
 			for end < len(s) && !isDelim(s[end]) {
 				end++

@@ -210,6 +210,7 @@ func TestTextLinear(t *testing.T) {
 	const n = 1 << 18
 	for name, s := range map[string]string{
 		"digests":          strings.Repeat("Digest ", n/7),
+		"digests hidden":   strings.Repeat("Digest "+Redacted+" ", n/18),
 		"bearers":          strings.Repeat("Bearer ", n/7),
 		"unclosed":         strings.Repeat("token=[\n", n/8),
 		"unclosed quotes":  strings.Repeat(`token=\"`, n/8),
