@@ -213,6 +213,10 @@ func TestHasBearerChallenge(t *testing.T) {
 		{[]string{`Negotiate`}, false},
 		{[]string{`Bearer error="unterminated`}, true}, // unreadable, but names Bearer
 		{[]string{`Basic realm="say Bearer"`}, false},
+		// Over MaxChallengeBytes: the plain scan only (the SDK's parser is
+		// quadratic in commas).
+		{[]string{`Bearer ` + strings.Repeat(",", 1<<20)}, true},
+		{[]string{`Basic ` + strings.Repeat(",", 1<<20)}, false},
 	} {
 		h := http.Header{}
 		for _, v := range tc.values {
@@ -221,5 +225,22 @@ func TestHasBearerChallenge(t *testing.T) {
 		if got := hasBearerChallenge(h); got != tc.want {
 			t.Errorf("hasBearerChallenge(%q) = %v, want %v", tc.values, got, tc.want)
 		}
+	}
+}
+
+// A server's WWW-Authenticate over MaxChallengeBytes is refused unread,
+// at once, with its size: the SDK's parser would take minutes over a
+// megabyte of commas (R2.10: what a server sends is bounded).
+func TestParseChallengeBounded(t *testing.T) {
+	h := http.Header{}
+	h.Set("WWW-Authenticate", `Bearer resource_metadata="https://a/x"`+strings.Repeat(",", 1<<20))
+	_, err := parseChallenge(h)
+	if err == nil || !strings.Contains(err.Error(), "over the 16384 remotemcp reads") {
+		t.Fatalf("an oversized challenge: %v", err)
+	}
+	h.Set("WWW-Authenticate", `Bearer resource_metadata="https://a/x", scope="a b"`)
+	ch, err := parseChallenge(h)
+	if err != nil || ch.resourceMetadata != "https://a/x" || len(ch.scopes) != 2 {
+		t.Fatalf("a normal challenge: %+v %v", ch, err)
 	}
 }

@@ -27,7 +27,11 @@ type challenge struct {
 // taken from another scheme's challenge, as the SDK does, because some
 // servers send it in a separate challenge.
 func parseChallenge(h http.Header) (challenge, error) {
-	cs, err := oauthex.ParseWWWAuthenticate(h.Values("WWW-Authenticate"))
+	vals := h.Values("WWW-Authenticate")
+	if n := headerBytes(vals); n > MaxChallengeBytes {
+		return challenge{}, fmt.Errorf("malformed WWW-Authenticate header: it is %d bytes, over the %d remotemcp reads (a challenge is a few hundred bytes): refused unread", n, MaxChallengeBytes)
+	}
+	cs, err := oauthex.ParseWWWAuthenticate(vals)
 	if err != nil {
 		return challenge{}, fmt.Errorf("malformed WWW-Authenticate header: %w", err)
 	}
@@ -57,19 +61,36 @@ func parseChallenge(h http.Header) (challenge, error) {
 	return ch, nil
 }
 
+// MaxChallengeBytes bounds the WWW-Authenticate headers of one response
+// that are parsed: the SDK's parser takes time that grows with the square
+// of a header full of commas (0.7 s for 256 KiB), and a server's header
+// may be megabytes long.
+const MaxChallengeBytes = 16 << 10
+
+func headerBytes(vals []string) int {
+	n := 0
+	for _, v := range vals {
+		n += len(v)
+	}
+	return n
+}
+
 // hasBearerChallenge reports whether a 401's WWW-Authenticate headers
 // carry a Bearer challenge, with or without parameters: what turns a
 // server of auth kind auto into an OAuth one (SPEC §9 A2). A header the
 // parser cannot read still counts when a challenge in it names Bearer.
 func hasBearerChallenge(h http.Header) bool {
 	vals := h.Values("WWW-Authenticate")
-	if cs, err := oauthex.ParseWWWAuthenticate(vals); err == nil {
-		for _, c := range cs {
-			if strings.EqualFold(c.Scheme, "bearer") {
-				return true
+	// An oversized header gets only the plain scan below, which is linear.
+	if headerBytes(vals) <= MaxChallengeBytes {
+		if cs, err := oauthex.ParseWWWAuthenticate(vals); err == nil {
+			for _, c := range cs {
+				if strings.EqualFold(c.Scheme, "bearer") {
+					return true
+				}
 			}
+			return false
 		}
-		return false
 	}
 	for _, v := range vals {
 		for part := range strings.SplitSeq(v, ",") {
