@@ -121,8 +121,12 @@ func (lb *loopback) call(t *testing.T, c *Cards, server, op, tool string, args a
 	}
 	out := make(chan string, 1)
 	go func() {
-		defer adm.Finish()
 		res, err := lb.cs.CallTool(context.Background(), &mcp.CallToolParams{Name: tool, Arguments: args})
+		// Finished before the result is handed over: a test that goes on
+		// once it has the result must find no call in flight (a deferred
+		// Finish raced with the stray questions, which then met a call
+		// still admitted and ended as cancelled cards, not declines).
+		adm.Finish()
 		switch {
 		case err != nil:
 			out <- "call failed: " + err.Error()
