@@ -97,6 +97,17 @@ func (a *app) hostSystem() (hosts.System, error) {
 	return hosts.System{OS: runtime.GOOS, Home: home, Env: a.env}, nil
 }
 
+// hostPlace is the system the host files are found on and the project
+// directory of --project ("" without it).
+func (a *app) hostPlace(project string) (hosts.System, string, error) {
+	dir, err := projectDir(project)
+	if err != nil {
+		return hosts.System{}, "", err
+	}
+	sys, err := a.hostSystem()
+	return sys, dir, err
+}
+
 func newHostsListCmd(a *app) *cobra.Command {
 	var project string
 	cmd := &cobra.Command{
@@ -108,11 +119,7 @@ or $CLAUDE_CONFIG_DIR), whether its file has a "remotemcp" entry, and the
 file. With --project, the project-level files instead.`,
 		Args: argsExactly(0, ""),
 		RunE: func(*cobra.Command, []string) error {
-			dir, err := projectDir(project)
-			if err != nil {
-				return err
-			}
-			sys, err := a.hostSystem()
+			sys, dir, err := a.hostPlace(project)
 			if err != nil {
 				return err
 			}
@@ -201,11 +208,7 @@ func (a *app) runHostsConnect(id, project, command string, connect, dryRun bool)
 	if !ok {
 		return usageErrorf("unknown host %q: choose one of %s", id, strings.Join(hosts.IDs(), ", "))
 	}
-	dir, err := projectDir(project)
-	if err != nil {
-		return err
-	}
-	sys, err := a.hostSystem()
+	sys, dir, err := a.hostPlace(project)
 	if err != nil {
 		return err
 	}

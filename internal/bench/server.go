@@ -67,14 +67,20 @@ type counters struct {
 	tags map[string]*TagStats
 }
 
-func (c *counters) count(tag, method string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+// tagLocked is tag's stats, made on first use. c.mu held.
+func (c *counters) tagLocked(tag string) *TagStats {
 	t := c.tags[tag]
 	if t == nil {
 		t = &TagStats{Methods: map[string]int64{}}
 		c.tags[tag] = t
 	}
+	return t
+}
+
+func (c *counters) count(tag, method string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	t := c.tagLocked(tag)
 	t.Requests++
 	t.Methods[method]++
 }
@@ -102,11 +108,7 @@ func (c *counters) snapshot() map[string]TagStats {
 func (c *counters) startStorm(tag string, n int64) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	t := c.tags[tag]
-	if t == nil {
-		t = &TagStats{Methods: map[string]int64{}}
-		c.tags[tag] = t
-	}
+	t := c.tagLocked(tag)
 	if t.Storm != nil {
 		return false
 	}
