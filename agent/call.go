@@ -2,7 +2,6 @@ package agent
 
 import (
 	"context"
-	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -120,19 +119,8 @@ type operation struct {
 
 var errCancelledEarly = errors.New("cancelled before the call started")
 
-// newOperationID returns "op-" and 20 characters of the base32 alphabet
-// from crypto/rand (as "op-" + rand.Text()[:20], in one allocation).
-func newOperationID() string {
-	const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567"
-	var buf [23]byte
-	copy(buf[:], "op-")
-	r := buf[3:]
-	rand.Read(r)
-	for i := range r {
-		r[i] = alphabet[r[i]%32]
-	}
-	return string(buf[:])
-}
+// newOperationID returns "op-" and 20 random characters.
+func newOperationID() string { return session.RandomID("op-", 20) }
 
 // Call runs one tool call: lookup, lenient argument parsing, approval,
 // admission behind open elicitations, one dispatch through the manager,

@@ -48,7 +48,7 @@ func (a *api) hold(w http.ResponseWriter, r *http.Request) {
 // holderRelease bounds the unsubscriptions when a stream ends.
 const holderRelease = 10 * time.Second
 
-// holder is one open event stream's subscriptions: how many times it
+// holder is one open hold stream's subscriptions: how many times it
 // subscribed to each resource and has not given it back.
 type holder struct {
 	// mu serializes the stream's subscription changes with its end, so
@@ -58,7 +58,7 @@ type holder struct {
 	subs map[localapi.ResourceSubscription]int
 }
 
-// holders are the open event streams by id.
+// holders are the open hold streams by id.
 type holders struct {
 	mu sync.Mutex
 	m  map[string]*holder
@@ -101,7 +101,7 @@ func (h *holders) close(id string, eng localapi.Engine, log *slog.Logger) {
 	for sub, n := range hd.subs {
 		for range n {
 			if err := eng.UnsubscribeResource(ctx, sub); err != nil {
-				log.Info("daemon: give back the subscription of an ended event stream", "server", sub.ServerID, "uri", sub.URI, "err", err)
+				log.Info("daemon: give back the subscription of an ended hold stream", "server", sub.ServerID, "uri", sub.URI, "err", err)
 			}
 		}
 	}
@@ -111,7 +111,7 @@ func (h *holders) close(id string, eng localapi.Engine, log *slog.Logger) {
 // errHolderGone refuses a subscription for a stream that is not open.
 func errHolderGone(id string) error {
 	return &localapi.Error{Status: http.StatusConflict, Code: localapi.CodeConflict,
-		Message: fmt.Sprintf("the event stream %.8s… that would hold this subscription is not open (it ended, or the daemon restarted): open GET /api/subscriptions/hold again and subscribe while it is open", id)}
+		Message: fmt.Sprintf("the hold stream %.8s… that would hold this subscription is not open (it ended, or the daemon restarted): open GET /api/subscriptions/hold again and subscribe while it is open", id)}
 }
 
 // subscribe takes a subscription for the stream id.
@@ -146,7 +146,7 @@ func (h *holders) unsubscribe(ctx context.Context, id string, eng localapi.Engin
 	}
 	if hd.subs[req] == 0 {
 		return &localapi.Error{Status: http.StatusNotFound, Code: localapi.CodeNotFound,
-			Message: fmt.Sprintf("this event stream holds no subscription of %s on server %s", req.URI, req.ServerID)}
+			Message: fmt.Sprintf("this hold stream holds no subscription of %s on server %s", req.URI, req.ServerID)}
 	}
 	err := eng.UnsubscribeResource(ctx, req)
 	// The engine gives the count back before it tells the server, so a

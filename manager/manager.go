@@ -920,31 +920,30 @@ func (m *Manager) CallToolOn(ctx context.Context, id, connID, tool string, args 
 
 func (m *Manager) callOn(ctx context.Context, id string, sess *session.Session, tool string, args json.RawMessage, o session.CallOptions) (*mcp.CallToolResult, error) {
 	res, err := m.callOnce(ctx, id, sess, tool, args, o)
-	if errors.Is(err, session.ErrClosed) && errors.Is(err, session.ErrCancelledBeforeDispatch) && ctx.Err() == nil {
-		// The session was closing (it went idle) before the call was
-		// sent: nothing ran, so the call goes out once on a fresh session.
-		if e := m.entry(id); e != nil {
-			m.connectionLost(e, sess, err)
-		}
-		fresh, cerr := m.ensure(ctx, id)
-		if cerr != nil {
-			return nil, &CallError{ServerID: id, Tool: tool, Err: fmt.Errorf("%w; reconnecting to send it failed: %w", err, cerr)}
-		}
-		return m.callOnce(ctx, id, fresh, tool, args, o)
-	}
-	if !errors.Is(err, session.ErrSessionNotFound) || ctx.Err() != nil {
+	if ctx.Err() != nil {
 		return res, err
 	}
-	// The server answered the call's own POST with 404: it forgot the
-	// session (it restarted, say) and provably never ran the call. Re-send
-	// it once on a fresh session (SPEC §9 A5); any other failure keeps R4.1.
-	m.log.Info("the server forgot the session; re-sending the call once on a fresh session", "server", id, "tool", tool)
+	// Two failures prove the call never ran, and it goes out once more on
+	// a fresh session; any other keeps R4.1 (never re-sent).
+	var failed string
+	switch {
+	case errors.Is(err, session.ErrClosed) && errors.Is(err, session.ErrCancelledBeforeDispatch):
+		// The session was closing (it went idle) before the call was sent.
+		failed = "send"
+	case errors.Is(err, session.ErrSessionNotFound):
+		// The server answered the call's own POST with 404: it forgot the
+		// session (it restarted, say) (SPEC §9 A5).
+		m.log.Info("the server forgot the session; re-sending the call once on a fresh session", "server", id, "tool", tool)
+		failed = "re-send"
+	default:
+		return res, err
+	}
 	if e := m.entry(id); e != nil {
 		m.connectionLost(e, sess, err)
 	}
 	fresh, cerr := m.ensure(ctx, id)
 	if cerr != nil {
-		return nil, &CallError{ServerID: id, Tool: tool, Err: fmt.Errorf("%w; reconnecting to re-send it failed: %w", err, cerr)}
+		return nil, &CallError{ServerID: id, Tool: tool, Err: fmt.Errorf("%w; reconnecting to %s it failed: %w", err, failed, cerr)}
 	}
 	return m.callOnce(ctx, id, fresh, tool, args, o)
 }

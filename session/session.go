@@ -161,12 +161,12 @@ type Progress struct {
 }
 
 // NewConnectionID returns a fresh random connection id.
-func NewConnectionID() string { return randomID("c-", 16) }
+func NewConnectionID() string { return RandomID("c-", 16) }
 
-// randomID returns prefix and n (at most 48) characters of the base32
+// RandomID returns prefix and n (at most 48) characters of the base32
 // alphabet from crypto/rand, as prefix + rand.Text()[:n] would, in one
 // allocation.
-func randomID(prefix string, n int) string {
+func RandomID(prefix string, n int) string {
 	const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567"
 	var buf [64]byte
 	b := buf[:len(prefix)+n]
