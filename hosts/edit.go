@@ -95,6 +95,17 @@ func kindOf(v any) string {
 
 // entryValue is e as it decodes from h's file.
 func (h Host) entryValue(e Entry) map[string]any {
+	if e.IsHTTP() {
+		hdrs := make(map[string]any, len(e.Headers))
+		for k, v := range e.Headers {
+			hdrs[k] = v
+		}
+		v := map[string]any{h.Remote.URLKey: e.URL, h.Remote.HeadersKey: hdrs}
+		if h.Remote.Type != "" {
+			v["type"] = h.Remote.Type
+		}
+		return v
+	}
 	args := make([]any, len(e.Args))
 	for i, a := range e.Args {
 		args[i] = a
@@ -121,6 +132,10 @@ type Change struct {
 	Backup string `json:"backup,omitempty"`
 	// Before and After are the file's contents (Before nil: absent).
 	Before, After []byte `json:"-"`
+	// secret marks a change whose file holds headers (a bearer token),
+	// before or after: the file and its backup get no group or other
+	// permissions.
+	secret bool
 }
 
 // errChanged means the file changed between reading and writing it.
@@ -129,10 +144,61 @@ var errChanged = errors.New("the file changed while remotemcp was editing it (is
 // Connect sets the "remotemcp" entry of f to e, creating the file (and
 // its directory) if needed. With dryRun it only plans the change.
 func (f File) Connect(e Entry, dryRun bool) (Change, error) {
-	if e.Command == "" {
+	switch {
+	case e.IsHTTP() && e.Command != "":
+		return Change{}, errors.New("hosts: connect: an entry with both a command and a URL")
+	case e.IsHTTP() && f.Host.Remote == nil:
+		return Change{}, fmt.Errorf("hosts: connect %s over HTTP: %w: %s", f.Host.ID, ErrNoRemote, f.Host.NoRemote)
+	case !e.IsHTTP() && e.Command == "":
 		return Change{}, errors.New("hosts: connect: empty command")
 	}
 	return f.change(&e, dryRun)
+}
+
+// Entry returns f's "remotemcp" entry as it is now: ok is false when the
+// file or the entry is missing. An entry of another shape than remotemcp
+// writes is returned with what could be read of it.
+func (f File) Entry() (e Entry, ok bool, err error) {
+	data, exists, err := readFile(f)
+	if err != nil || !exists {
+		return Entry{}, false, err
+	}
+	doc, err := codecs[f.Host.Format].decode(data)
+	if err != nil {
+		return Entry{}, false, f.parseError(err)
+	}
+	servers, err := serversOf(doc, f.Host.ServersKey)
+	if err != nil {
+		return Entry{}, false, f.readError(err)
+	}
+	cur, ok := servers[EntryName]
+	if !ok {
+		return Entry{}, false, nil
+	}
+	return f.Host.entryOf(cur), true, nil
+}
+
+// entryOf reads a decoded entry of h's file.
+func (h Host) entryOf(v any) Entry {
+	m, _ := v.(map[string]any)
+	var e Entry
+	e.Command, _ = m["command"].(string)
+	if args, ok := m["args"].([]any); ok {
+		for _, a := range args {
+			s, _ := a.(string)
+			e.Args = append(e.Args, s)
+		}
+	}
+	if h.Remote != nil {
+		e.URL, _ = m[h.Remote.URLKey].(string)
+		if hdrs, ok := m[h.Remote.HeadersKey].(map[string]any); ok {
+			e.Headers = map[string]string{}
+			for k, v := range hdrs {
+				e.Headers[k], _ = v.(string)
+			}
+		}
+	}
+	return e
 }
 
 // Disconnect removes the "remotemcp" entry of f. A missing file or entry
@@ -169,7 +235,13 @@ func (f File) plan(e *Entry) (Change, error) {
 	if err != nil {
 		return Change{}, fmt.Errorf("hosts: edit %s: %w; it was left unchanged", f.what(), err)
 	}
-	return Change{Path: f.Path, Existed: existed, Changed: changed, Before: data, After: out}, nil
+	c := Change{Path: f.Path, Existed: existed, Changed: changed, Before: data, After: out}
+	if e != nil && len(e.Headers) > 0 {
+		c.secret = true
+	} else if old, ok, _ := f.Entry(); ok && len(old.Headers) > 0 {
+		c.secret = true // the backup will hold the old entry's token
+	}
+	return c, nil
 }
 
 // errEditBug marks an edit that failed its own check.
@@ -263,12 +335,18 @@ func (f File) write(c *Change) error {
 	if f.Project { // meant to be shared, like the rest of the project
 		perm, dirPerm = 0o644, 0o755
 	}
+	if c.secret {
+		perm = 0o600
+	}
 	if c.Existed {
 		fi, err := os.Stat(target)
 		if err != nil {
 			return fmt.Errorf("hosts: write %s: %w", f.what(), err)
 		}
 		perm = fi.Mode().Perm()
+		if c.secret {
+			perm &^= 0o077
+		}
 		backup := target + BackupSuffix
 		if err := writeAtomic(backup, c.Before, perm); err != nil {
 			return fmt.Errorf("hosts: back up %s to %s: %w", f.what(), backup, err)

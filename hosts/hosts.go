@@ -1,7 +1,9 @@
 // Package hosts connects MCP hosts (Claude Desktop, Claude Code, Cursor,
 // VS Code, Windsurf, Codex, Gemini CLI) to remotemcp: it writes an entry
-// named "remotemcp" that launches "remotemcp mcp" into the host's own
-// configuration file, in the host's format, and takes it out again.
+// named "remotemcp" that launches "remotemcp mcp" (or, for an HTTP entry,
+// names the endpoint of "remotemcp mcp --http" and its bearer token) into
+// the host's own configuration file, in the host's format, and takes it
+// out again.
 //
 // Hosts are data: one Host row each in a table (see All), applied by
 // generic code per file format (JSON, JSONC, TOML). Every edit
@@ -82,6 +84,12 @@ type Host struct {
 	Notes map[string]string `json:"notes,omitempty"`
 	// Docs is where the host documents its format.
 	Docs string `json:"docs"`
+	// Remote is the shape of an HTTP entry; nil when the host's file
+	// takes none (see NoRemote).
+	Remote *Remote `json:"remote,omitempty"`
+	// NoRemote says, for a host without Remote, why and what to do
+	// instead.
+	NoRemote string `json:"noRemote,omitempty"`
 }
 
 // PerOS holds path templates for each operating system.
@@ -259,13 +267,22 @@ func (h Host) File(s System, projectDir string) (File, error) {
 }
 
 // Entry is what a host is told to run: remotemcp's absolute path and its
-// arguments ("mcp", after --data-dir DIR when the data directory is not
-// the default).
+// arguments ("mcp", after --data-dir DIR when the host's remotemcp would
+// not find the data directory by itself; see DataDirArg), or, for a host
+// that connects to "remotemcp mcp --http", the endpoint's URL and the
+// headers (the bearer token) to send.
 type Entry struct {
-	// Command is the absolute path of the remotemcp executable.
-	Command string `json:"command"`
+	// Command is the absolute path of the remotemcp executable; empty in
+	// an HTTP entry.
+	Command string `json:"command,omitempty"`
 	// Args are the arguments.
-	Args []string `json:"args"`
+	Args []string `json:"args,omitempty"`
+	// URL is the Streamable HTTP endpoint of an HTTP entry.
+	URL string `json:"url,omitempty"`
+	// Headers are sent with every request of an HTTP entry
+	// ("Authorization": "Bearer TOKEN"). They are secrets: a file
+	// written with them is made readable by its owner only.
+	Headers map[string]string `json:"headers,omitempty"`
 }
 
 // NewEntry returns the entry that runs exe as "exe mcp", or with dataDir
@@ -276,6 +293,45 @@ func NewEntry(exe, dataDir string) Entry {
 	}
 	return Entry{Command: exe, Args: []string{"--data-dir", dataDir, "mcp"}}
 }
+
+// NewHTTPEntry returns the entry that connects to the Streamable HTTP
+// endpoint url with the bearer token tok.
+func NewHTTPEntry(url, tok string) Entry {
+	return Entry{URL: url, Headers: map[string]string{"Authorization": "Bearer " + tok}}
+}
+
+// IsHTTP reports whether e is an HTTP entry.
+func (e Entry) IsHTTP() bool { return e.URL != "" }
+
+// Bearer returns the token of e's Authorization header, if any.
+func (e Entry) Bearer() (string, bool) {
+	for k, v := range e.Headers {
+		if strings.EqualFold(k, "Authorization") {
+			scheme, tok, ok := strings.Cut(v, " ")
+			if ok && strings.EqualFold(scheme, "Bearer") && strings.TrimSpace(tok) != "" {
+				return strings.TrimSpace(tok), true
+			}
+		}
+	}
+	return "", false
+}
+
+// Remote is how a host's file names a remote (Streamable HTTP) server:
+// the members of its entry besides the headers' values.
+type Remote struct {
+	// Type, if set, is written as the entry's "type" member ("http").
+	Type string `json:"type,omitempty"`
+	// URLKey is the member holding the URL ("url", "serverUrl",
+	// "httpUrl").
+	URLKey string `json:"urlKey"`
+	// HeadersKey is the member holding the headers ("headers",
+	// "http_headers").
+	HeadersKey string `json:"headersKey"`
+}
+
+// ErrNoRemote is returned by Connect for an HTTP entry on a host whose
+// file cannot name a remote server (Host.Remote is nil).
+var ErrNoRemote = errors.New("its configuration file takes no remote (HTTP) servers")
 
 // ErrGoRun is returned by CheckCommand for the temporary binary of "go
 // run", which is deleted when it exits.

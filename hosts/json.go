@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -374,6 +375,18 @@ func renderObject(ms []member, indent string, st style) string {
 // renderEntry renders our entry for h; indent is its line's.
 func renderEntry(h Host, e Entry, indent string, st style) string {
 	var ms []member
+	if e.IsHTTP() {
+		if h.Remote.Type != "" {
+			ms = append(ms, member{"type", jsonString(h.Remote.Type)})
+		}
+		var hdrs []member
+		for _, k := range slices.Sorted(maps.Keys(e.Headers)) {
+			hdrs = append(hdrs, member{k, jsonString(e.Headers[k])})
+		}
+		ms = append(ms, member{h.Remote.URLKey, jsonString(e.URL)},
+			member{h.Remote.HeadersKey, renderObject(hdrs, indent+st.unit, st)})
+		return renderObject(ms, indent, st)
+	}
 	if h.EntryType != "" {
 		ms = append(ms, member{"type", jsonString(h.EntryType)})
 	}

@@ -25,6 +25,11 @@ var table = []Host{
 			"linux": "Claude Desktop has no official Linux build; this is the file the community builds read",
 		},
 		Docs: "https://modelcontextprotocol.io/docs/develop/connect-local-servers",
+		// Claude Desktop reads only local (stdio) servers from this file;
+		// remote ones are custom connectors added in Settings →
+		// Connectors, which Anthropic's cloud connects to, so they
+		// cannot reach a loopback endpoint anyway.
+		NoRemote: "Claude Desktop reads only local (stdio) servers from claude_desktop_config.json (remote servers are connectors in its settings, reached from Anthropic's cloud, which cannot reach this machine's loopback address): run \"remotemcp hosts connect claude-desktop\" without --http, which connects it to the same servers through stdio",
 	},
 	{
 		ID:         "claude-code",
@@ -47,6 +52,9 @@ var table = []Host{
 		},
 		Project: ".mcp.json",
 		Docs:    "https://docs.anthropic.com/en/docs/claude-code/mcp",
+		// "claude mcp add --transport http NAME URL --header …" writes
+		// {"type": "http", "url", "headers"}.
+		Remote: &Remote{Type: "http", URLKey: "url", HeadersKey: "headers"},
 	},
 	{
 		ID:         "cursor",
@@ -60,6 +68,8 @@ var table = []Host{
 		},
 		Project: ".cursor/mcp.json",
 		Docs:    "https://docs.cursor.com/context/model-context-protocol",
+		// A remote server is {"url", "headers"}, without a type.
+		Remote: &Remote{URLKey: "url", HeadersKey: "headers"},
 	},
 	{
 		ID:         "vscode",
@@ -74,6 +84,8 @@ var table = []Host{
 		},
 		Project: ".vscode/mcp.json",
 		Docs:    "https://code.visualstudio.com/docs/copilot/reference/mcp-configuration",
+		// {"type": "http", "url", "headers"} under "servers".
+		Remote: &Remote{Type: "http", URLKey: "url", HeadersKey: "headers"},
 	},
 	{
 		ID:         "windsurf",
@@ -86,6 +98,8 @@ var table = []Host{
 			Windows: []string{"$HOME/.codeium/windsurf/mcp_config.json"},
 		},
 		Docs: "https://docs.windsurf.com/windsurf/cascade/mcp",
+		// Windsurf names a remote server's URL "serverUrl".
+		Remote: &Remote{URLKey: "serverUrl", HeadersKey: "headers"},
 	},
 	{
 		ID:         "codex",
@@ -100,6 +114,11 @@ var table = []Host{
 		Project:     ".codex/config.toml",
 		ProjectNote: "Codex reads a project's .codex/config.toml only in a trusted project",
 		Docs:        "https://developers.openai.com/codex/mcp",
+		// A Streamable HTTP server is "url" with literal headers in
+		// "http_headers" (a "headers" key is ignored by Codex; its other
+		// ways, bearer_token_env_var and env_http_headers, need a
+		// variable the user would have to export for Codex).
+		Remote: &Remote{URLKey: "url", HeadersKey: "http_headers"},
 	},
 	{
 		ID:         "gemini-cli",
@@ -113,5 +132,7 @@ var table = []Host{
 		},
 		Project: ".gemini/settings.json",
 		Docs:    "https://geminicli.com/docs/tools/mcp-server/",
+		// "httpUrl" is Streamable HTTP ("url" would be SSE).
+		Remote: &Remote{URLKey: "httpUrl", HeadersKey: "headers"},
 	},
 }

@@ -55,7 +55,7 @@ func TestRows(t *testing.T) {
 
 // TestRowFieldsTagged: every field of a row has a JSON tag.
 func TestRowFieldsTagged(t *testing.T) {
-	for _, typ := range []reflect.Type{reflect.TypeFor[Host](), reflect.TypeFor[PerOS](), reflect.TypeFor[Status](), reflect.TypeFor[Entry]()} {
+	for _, typ := range []reflect.Type{reflect.TypeFor[Host](), reflect.TypeFor[PerOS](), reflect.TypeFor[Status](), reflect.TypeFor[Entry](), reflect.TypeFor[Remote]()} {
 		for f := range typ.Fields() {
 			if f.Tag.Get("json") == "" {
 				t.Errorf("%s.%s has no json tag", typ.Name(), f.Name)

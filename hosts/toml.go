@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -161,13 +162,23 @@ func lineEnd(b []byte, off int) int {
 	return len(b)
 }
 
-// renderTOMLTable renders our entry as a table.
+// renderTOMLTable renders our entry as a table; an HTTP entry's headers
+// are an inline table, on the entry's own lines.
 func renderTOMLTable(h Host, e Entry, nl string) string {
+	head := "[" + tomlKeyPart(h.ServersKey) + "." + tomlKeyPart(EntryName) + "]" + nl
+	if e.IsHTTP() {
+		var hdrs []string
+		for _, k := range slices.Sorted(maps.Keys(e.Headers)) {
+			hdrs = append(hdrs, tomlKeyPart(k)+" = "+tomlString(e.Headers[k]))
+		}
+		return head + tomlKeyPart(h.Remote.URLKey) + " = " + tomlString(e.URL) + nl +
+			tomlKeyPart(h.Remote.HeadersKey) + " = { " + strings.Join(hdrs, ", ") + " }" + nl
+	}
 	args := make([]string, len(e.Args))
 	for i, a := range e.Args {
 		args[i] = tomlString(a)
 	}
-	return "[" + tomlKeyPart(h.ServersKey) + "." + tomlKeyPart(EntryName) + "]" + nl +
+	return head +
 		"command = " + tomlString(e.Command) + nl +
 		"args = [" + strings.Join(args, ", ") + "]" + nl
 }
