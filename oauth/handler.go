@@ -788,7 +788,8 @@ type LoginOptions struct {
 }
 
 // Login authorizes srv interactively (the user's explicit "Authorize",
-// R3.13): it probes the MCP URL with an unauthenticated initialize to get
+// R3.13): it probes the MCP URL with an unauthenticated initialize (with
+// the server's custom headers, as every MCP endpoint request) to get
 // the 401 challenge, then runs discovery, registration, PKCE, the browser
 // step through b, the code exchange, and stores the result. When the
 // server answers without authentication, Login still looks for protected
@@ -851,7 +852,8 @@ func (a *Authenticator) Login(ctx context.Context, srv config.Server, b Browser,
 // makes; its 401 carries the challenge Login needs.
 const probeBody = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"remotemcp","version":"0"}}}`
 
-// probe POSTs an unauthenticated initialize. needed reports a 401/403.
+// probe POSTs an unauthenticated initialize, with the server's custom
+// headers (setMCPHeaders). needed reports a 401/403.
 func (a *Authenticator) probe(ctx context.Context, srv config.Server) (ch challenge, needed bool, err error) {
 	pctx, cancel := context.WithTimeout(withStep(hostperm.WithPurpose(ctx, hostperm.PurposeMCP, srv.ID), StepDiscoveryPRM), requestTimeout)
 	defer cancel()
@@ -859,6 +861,7 @@ func (a *Authenticator) probe(ctx context.Context, srv config.Server) (ch challe
 	if err != nil {
 		return ch, false, err
 	}
+	setMCPHeaders(req, srv)
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	resp, err := a.hc.Do(req)
@@ -876,7 +879,7 @@ func (a *Authenticator) probe(ctx context.Context, srv config.Server) (ch challe
 		return ch, true, nil
 	case resp.StatusCode >= 200 && resp.StatusCode < 300:
 		if sid := resp.Header.Get("Mcp-Session-Id"); sid != "" {
-			a.endProbeSession(pctx, srv.URL, sid)
+			a.endProbeSession(pctx, srv, sid)
 		}
 		return ch, false, nil
 	case resp.StatusCode >= 300 && resp.StatusCode < 400:
@@ -887,14 +890,30 @@ func (a *Authenticator) probe(ctx context.Context, srv config.Server) (ch challe
 	}
 }
 
-// endProbeSession politely deletes the session the probe opened.
-func (a *Authenticator) endProbeSession(ctx context.Context, mcpURL, sid string) {
+// setMCPHeaders puts the server's custom headers (config.Server.Headers:
+// an API key a gateway wants first, say) on a request to its MCP endpoint,
+// as the session layer does for every request of a session. Without them a
+// server behind such a gateway refuses the probe, and sign-in could never
+// start. They go to the MCP endpoint only — never to metadata,
+// registration, authorization or token endpoints, which may belong to
+// someone else. The config refuses the names the transport owns, and the
+// callers set theirs after this, so those win anyway.
+func setMCPHeaders(req *http.Request, srv config.Server) {
+	for k, v := range srv.Headers {
+		req.Header.Set(k, v)
+	}
+}
+
+// endProbeSession politely deletes the session the probe opened, through
+// the same gateway as the probe (setMCPHeaders).
+func (a *Authenticator) endProbeSession(ctx context.Context, srv config.Server, sid string) {
 	dctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(dctx, http.MethodDelete, mcpURL, nil)
+	req, err := http.NewRequestWithContext(dctx, http.MethodDelete, srv.URL, nil)
 	if err != nil {
 		return
 	}
+	setMCPHeaders(req, srv)
 	req.Header.Set("Mcp-Session-Id", sid)
 	if resp, err := a.hc.Do(req); err == nil {
 		resp.Body.Close()
