@@ -19,8 +19,10 @@ func newHostsCmd(a *app) *cobra.Command {
 	return group("hosts", "Connect MCP hosts (Claude Desktop, Claude Code, Cursor, VS Code …) to remotemcp",
 		`Write (or remove) an entry named "remotemcp" in an MCP host's own
 configuration file, in the host's format, that runs this remotemcp as
-"remotemcp mcp" (with --data-dir DIR when the data directory is not the
-default). The host then sees every server remotemcp manages.
+"remotemcp mcp" (with --data-dir DIR when the remotemcp the host starts
+would not find the data directory by itself), or with --http the URL of
+"remotemcp mcp --http" and a bearer token. The host then sees every
+server remotemcp manages.
 
 Only that entry changes: other entries, comments (VS Code's JSONC) and
 formatting are kept, and a file that cannot be parsed is refused and left
@@ -187,11 +189,14 @@ HOST is one of: ` + strings.Join(hosts.IDs(), ", ") + ".",
 		cmd.Short = `Add remotemcp to a host's configuration file (an entry named "remotemcp")`
 		cmd.Long = `Write an entry named "remotemcp" into HOST's configuration file that runs
 this program as "remotemcp mcp", by its absolute path (symbolic links
-resolved; --command names another), with --data-dir DIR when the data
-directory is not the default (--data-dir or $REMOTEMCP_HOME given). The
-file and its directory are created if missing; an existing entry is
-replaced; everything else is kept. A binary of "go run" is refused: it is
-deleted when it exits.
+resolved; --command names another), with --data-dir DIR (absolute)
+whenever the data directory is not the one a process with an empty
+environment computes (~/.config/remotemcp on Linux, ~/Library/Application
+Support/remotemcp on macOS; on Windows always): hosts start their servers
+with HOME but without $XDG_CONFIG_HOME or $REMOTEMCP_HOME. The file and
+its directory are created if missing; an existing entry is replaced;
+everything else is kept. A binary of "go run" is refused: it is deleted
+when it exits.
 
 HOST is one of: ` + strings.Join(hosts.IDs(), ", ") + "."
 		cmd.Flags().StringVar(&command, "command", "", "absolute path the host should run instead of this program's own (e.g. a stable symbolic link such as /opt/homebrew/bin/remotemcp)")
@@ -221,7 +226,7 @@ func (a *app) runHostsConnect(id, project, command string, connect, dryRun bool)
 	}
 	var c hosts.Change
 	if connect {
-		e, err := a.hostEntry(command)
+		e, err := a.hostEntry(sys, command)
 		if err != nil {
 			return err
 		}
@@ -235,8 +240,8 @@ func (a *app) runHostsConnect(id, project, command string, connect, dryRun bool)
 }
 
 // hostEntry is the entry connect writes: this program (or --command)
-// with the data directory when it is not the default.
-func (a *app) hostEntry(command string) (hosts.Entry, error) {
+// with the data directory when the host's remotemcp would not find it.
+func (a *app) hostEntry(sys hosts.System, command string) (hosts.Entry, error) {
 	exe := command
 	if exe != "" {
 		if !filepath.IsAbs(exe) {
@@ -258,25 +263,35 @@ func (a *app) hostEntry(command string) (hosts.Entry, error) {
 		}
 		exe = p
 	}
-	return hosts.NewEntry(exe, a.hostDataDir()), nil
+	dir, err := a.hostDataDir(sys)
+	if err != nil {
+		return hosts.Entry{}, err
+	}
+	return hosts.NewEntry(exe, hosts.DataDirArg(sys, dir)), nil
 }
 
-// hostDataDir is the --data-dir a host must pass: "" for the default data
-// directory; the absolute path when --data-dir or $REMOTEMCP_HOME chose
-// another (the host would not see this shell's environment).
-func (a *app) hostDataDir() string {
-	env, _ := a.env(envHome)
-	if a.dataDir == "" && env == "" {
-		return ""
+// hostDataDir is this invocation's data directory as an absolute path:
+// --data-dir, else $REMOTEMCP_HOME, else <config dir>/remotemcp, where
+// the config directory honours $XDG_CONFIG_HOME as os.UserConfigDir does
+// (computed from the invocation's environment, so that tests can set it).
+// A host's remotemcp sees none of these variables (hosts.DataDirArg).
+func (a *app) hostDataDir(sys hosts.System) (string, error) {
+	dir := a.dataDir
+	if dir == "" {
+		dir, _ = a.env(envHome)
 	}
-	dir := a.dataDirPath()
-	if abs, err := filepath.Abs(dir); err == nil {
-		dir = abs
+	if dir == "" {
+		base, ok := sys.ConfigDir()
+		if !ok {
+			return "", fmt.Errorf("hosts: find the data directory: no --data-dir, $%s or user config directory; give one with --data-dir", envHome)
+		}
+		dir = filepath.Join(base, "remotemcp")
 	}
-	if base, err := os.UserConfigDir(); err == nil && filepath.Join(base, "remotemcp") == dir {
-		return ""
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", fmt.Errorf("hosts: data directory %s: %w", dir, err)
 	}
-	return dir
+	return abs, nil
 }
 
 // printHostChange reports a connect or disconnect: the diff of a dry run,

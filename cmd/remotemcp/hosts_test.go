@@ -2,14 +2,12 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime"
-	"slices"
 	"strings"
 	"testing"
 
@@ -281,51 +279,5 @@ func TestHostsRefusesGoRun(t *testing.T) {
 	c.fail(exitFail, "go install", "hosts", "connect", "cursor")
 	if _, err := os.Stat(filepath.Dir(c.file("cursor"))); !errors.Is(err, fs.ErrNotExist) {
 		t.Fatal("a refused connect created files")
-	}
-}
-
-// TestHostsDataDir: the entry carries --data-dir only when the data
-// directory is not the default: given by --data-dir or $REMOTEMCP_HOME.
-func TestHostsDataDir(t *testing.T) {
-	home := t.TempDir()
-	exe := writeFile(t, "remotemcp", "")
-	other := t.TempDir()
-	cases := []struct {
-		name  string
-		flags []string
-		env   map[string]string
-		want  []string
-	}{
-		{"default", nil, nil, []string{"mcp"}},
-		{"REMOTEMCP_HOME", nil, map[string]string{envHome: other}, []string{"--data-dir", other, "mcp"}},
-		{"--data-dir", []string{"--data-dir", other}, nil, []string{"--data-dir", other, "mcp"}},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			env := map[string]string{"HOME": home, "USERPROFILE": home}
-			for k, v := range tc.env {
-				env[k] = v
-			}
-			var out, errb bytes.Buffer
-			args := append(slices.Clone(tc.flags), "hosts", "connect", "cursor", "--command", exe)
-			code := run(context.Background(), args, Streams{In: strings.NewReader(""), Out: &out, Err: &errb},
-				func(k string) (string, bool) { v, ok := env[k]; return v, ok })
-			if code != 0 {
-				t.Fatalf("exit %d: %s %s", code, out.String(), errb.String())
-			}
-			b, err := os.ReadFile(filepath.Join(home, ".cursor", "mcp.json"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			var doc struct {
-				MCPServers map[string]hosts.Entry `json:"mcpServers"`
-			}
-			if err := json.Unmarshal(b, &doc); err != nil {
-				t.Fatal(err)
-			}
-			if got := doc.MCPServers[hosts.EntryName]; got.Command != exe || !slices.Equal(got.Args, tc.want) {
-				t.Fatalf("entry %+v, want %s %v", got, exe, tc.want)
-			}
-		})
 	}
 }
