@@ -28,14 +28,26 @@ func (f *Frontend) HTTPHandler(tokens *Tokens) http.Handler {
 	return tokens.Require(h, f.log)
 }
 
+// Challenges and bodies of a refused request. A host shows the body (or
+// its log does), so it says what to do, in remotemcp's commands.
+const (
+	// noTokenBody answers a request without a bearer token.
+	noTokenBody = "remotemcp: this MCP endpoint needs a bearer token. Create one with \"remotemcp mcp token create NAME\" and have the host send it as the header \"Authorization: Bearer TOKEN\", or run \"remotemcp hosts connect HOST --http URL\", which creates one and writes both into the host's configuration."
+	// badTokenBody answers a token that is not (or no longer) valid.
+	badTokenBody = "remotemcp: invalid_token: the bearer token is unknown or revoked. \"remotemcp mcp token list\" shows the valid ones (by name); create a new one with \"remotemcp mcp token create NAME\", or run \"remotemcp hosts connect HOST --http URL\" again."
+)
+
 // Require wraps next so that only requests with a valid bearer token reach
-// it. A refusal is 401 with WWW-Authenticate: Bearer; the presented token
+// it. A refusal is 401 with a Bearer challenge (RFC 6750 §3): a request
+// without a token (or with another scheme) gets realm="remotemcp" alone,
+// since §3.1 says a request that lacks authentication gets no error code;
+// a wrong or revoked token gets error="invalid_token". The presented token
 // is never logged.
 func (t *Tokens) Require(next http.Handler, log *slog.Logger) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		tok, ok := bearer(r.Header.Get("Authorization"))
 		if !ok {
-			unauthorized(w, `error="invalid_request"`, "a bearer token is required: create one with \"remotemcp mcp token create NAME\"")
+			unauthorized(w, "", noTokenBody)
 			return
 		}
 		_, ok, err := t.Check(r.Context(), tok)
@@ -47,7 +59,7 @@ func (t *Tokens) Require(next http.Handler, log *slog.Logger) http.Handler {
 			return
 		}
 		if !ok {
-			unauthorized(w, `error="invalid_token"`, "the bearer token is unknown or revoked")
+			unauthorized(w, `error="invalid_token", error_description="the bearer token is unknown or revoked"`, badTokenBody)
 			return
 		}
 		if r.Method == http.MethodGet {
@@ -72,9 +84,14 @@ func bearer(h string) (string, bool) {
 	return tok, tok != ""
 }
 
-// unauthorized answers 401 with the challenge RFC 6750 asks for.
+// unauthorized answers 401 with the challenge RFC 6750 asks for: realm,
+// then params when there are any.
 func unauthorized(w http.ResponseWriter, params, msg string) {
-	w.Header().Set("WWW-Authenticate", `Bearer realm="remotemcp", `+params)
+	ch := `Bearer realm="remotemcp"`
+	if params != "" {
+		ch += ", " + params
+	}
+	w.Header().Set("WWW-Authenticate", ch)
 	http.Error(w, msg, http.StatusUnauthorized)
 }
 

@@ -133,3 +133,74 @@ func TestRevokeEndsOpenStreams(t *testing.T) {
 	case <-time.After(200 * time.Millisecond):
 	}
 }
+
+// TestRequireChallenges (issue #19 item 13): a request without a bearer
+// token gets 401 with the challenge Bearer realm="remotemcp" alone (RFC
+// 6750 §3.1: no error code) and a body naming the command that creates
+// one; a wrong or revoked token gets error="invalid_token" and a body
+// saying so; a valid one passes.
+func TestRequireChallenges(t *testing.T) {
+	ctx := t.Context()
+	st, err := store.Open(ctx, t.TempDir(), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	tk := frontend.NewTokens(st)
+	good, err := tk.Create(ctx, "good")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gone, err := tk.Create(ctx, "gone")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tk.Revoke(ctx, "gone"); err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(tk.Require(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		io.WriteString(w, "through")
+	}), nil))
+	t.Cleanup(hs.Close)
+	const (
+		missing = `Bearer realm="remotemcp"`
+		invalid = `Bearer realm="remotemcp", error="invalid_token", error_description="the bearer token is unknown or revoked"`
+	)
+	for _, tc := range []struct {
+		name, auth string
+		status     int
+		challenge  string
+		body       []string
+	}{
+		{"no header", "", http.StatusUnauthorized, missing, []string{`remotemcp mcp token create NAME`, `Authorization: Bearer TOKEN`, `remotemcp hosts connect HOST --http URL`}},
+		{"empty bearer", "Bearer ", http.StatusUnauthorized, missing, []string{`remotemcp mcp token create NAME`}},
+		{"basic", "Basic dXNlcjpwYXNz", http.StatusUnauthorized, missing, []string{`remotemcp mcp token create NAME`}},
+		{"wrong token", "Bearer rmcp_" + strings.Repeat("A", 43), http.StatusUnauthorized, invalid, []string{"invalid_token", "unknown or revoked", `remotemcp mcp token list`, `remotemcp mcp token create NAME`}},
+		{"revoked token", "Bearer " + gone, http.StatusUnauthorized, invalid, []string{"unknown or revoked"}},
+		{"valid token", "bearer " + good, http.StatusOK, "", []string{"through"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			req, _ := http.NewRequestWithContext(ctx, http.MethodPost, hs.URL, strings.NewReader("{}"))
+			if tc.auth != "" {
+				req.Header.Set("Authorization", tc.auth)
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != tc.status || resp.Header.Get("WWW-Authenticate") != tc.challenge {
+				t.Fatalf("status %d, WWW-Authenticate %q; want %d, %q", resp.StatusCode, resp.Header.Get("WWW-Authenticate"), tc.status, tc.challenge)
+			}
+			for _, want := range tc.body {
+				if !strings.Contains(string(b), want) {
+					t.Errorf("body %q lacks %q", b, want)
+				}
+			}
+			if strings.Contains(string(b), good) || strings.Contains(string(b), gone) {
+				t.Errorf("body %q shows a token", b)
+			}
+		})
+	}
+}
