@@ -15,6 +15,7 @@ package hostperm
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -101,9 +102,32 @@ type Pending struct {
 	Origin    string    `json:"origin"`
 	Purpose   Purpose   `json:"purpose"`
 	ServerID  string    `json:"serverId,omitempty"` // "" when no server is involved
-	FirstSeen time.Time `json:"firstSeen"`
-	LastSeen  time.Time `json:"lastSeen"`
+	FirstSeen time.Time `json:"firstSeenAt"`
+	LastSeen  time.Time `json:"lastSeenAt"`
 	Count     int       `json:"count"` // refusals seen; best effort across processes
+}
+
+// UnmarshalJSON reads a pending record in either spelling of its times:
+// records stored before the …At names (issue #19 item 10) said firstSeen
+// and lastSeen, and they stay readable.
+func (p *Pending) UnmarshalJSON(b []byte) error {
+	type plain Pending
+	var v struct {
+		plain
+		OldFirstSeen *time.Time `json:"firstSeen"`
+		OldLastSeen  *time.Time `json:"lastSeen"`
+	}
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	if v.FirstSeen.IsZero() && v.OldFirstSeen != nil {
+		v.FirstSeen = *v.OldFirstSeen
+	}
+	if v.LastSeen.IsZero() && v.OldLastSeen != nil {
+		v.LastSeen = *v.OldLastSeen
+	}
+	*p = Pending(v.plain)
+	return nil
 }
 
 // ErrPermissionRequired matches every *PermissionRequiredError with

@@ -2,6 +2,7 @@ package hostperm
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -796,5 +797,31 @@ func TestAskGrantsOnlyOnYes(t *testing.T) {
 	grants, _ := b.Grants(context.Background())
 	if hits.Load() != 1 || len(grants) != 1 || grants[0].By != ByPrompt {
 		t.Fatalf("hits %d, grants %+v", hits.Load(), grants)
+	}
+}
+
+// Issue #19 item 10: pending records stored before the times were named
+// firstSeenAt and lastSeenAt still read, times and all; new ones are
+// written with the new names.
+func TestPendingReadsOldTimeNames(t *testing.T) {
+	at := time.Date(2025, 3, 4, 5, 6, 7, 0, time.UTC)
+	later := at.Add(time.Hour)
+	for _, tc := range []struct{ name, stored string }{
+		{"old", `{"origin":"https://a.example","purpose":"mcp","serverId":"s","firstSeen":"2025-03-04T05:06:07Z","lastSeen":"2025-03-04T06:06:07Z","count":2}`},
+		{"new", `{"origin":"https://a.example","purpose":"mcp","serverId":"s","firstSeenAt":"2025-03-04T05:06:07Z","lastSeenAt":"2025-03-04T06:06:07Z","count":2}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var p Pending
+			if err := json.Unmarshal([]byte(tc.stored), &p); err != nil {
+				t.Fatal(err)
+			}
+			if !p.FirstSeen.Equal(at) || !p.LastSeen.Equal(later) || p.Count != 2 || p.Origin != "https://a.example" || p.ServerID != "s" {
+				t.Fatalf("read %+v", p)
+			}
+			out, _ := json.Marshal(p)
+			if !strings.Contains(string(out), `"firstSeenAt":"2025-03-04T05:06:07Z"`) || strings.Contains(string(out), `"firstSeen"`) {
+				t.Fatalf("written as %s", out)
+			}
+		})
 	}
 }

@@ -30,7 +30,7 @@ var callSeeds = []string{
 	`{"type":"result","result":{"outcome":"ok","message":"done"}}` + "\n",
 	`{"type":"approval","approval":{"operationId":"op","serverId":"s","tool":"mcp__s__t","toolName":"t","arguments":{}}}` + "\n" +
 		`{"type":"progress","progress":{"operationId":"op","progress":1,"total":2}}` + "\n" +
-		`{"type":"question","question":{"id":"el-1","serverId":"s","message":"?","status":"pending","created":"2025-01-01T00:00:00Z","updated":"2025-01-01T00:00:00Z"}}` + "\n" +
+		`{"type":"question","question":{"id":"el-1","serverId":"s","message":"?","status":"pending","createdAt":"2025-01-01T00:00:00Z","updatedAt":"2025-01-01T00:00:00Z"}}` + "\n" +
 		`{"type":"result","result":{"outcome":"ok"}}` + "\n",
 	`{"type":"error","error":{"code":"unavailable","message":"no answer"}}` + "\n",
 	`{"type":"error","error":{}}` + "\n",

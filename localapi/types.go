@@ -58,7 +58,7 @@ type Health struct {
 	OK      bool      `json:"ok"`
 	Version string    `json:"version"`
 	PID     int       `json:"pid"`
-	Started time.Time `json:"started"`
+	Started time.Time `json:"startedAt"`
 	// InProcess is true when the engine runs in the calling process for
 	// the length of one command (no daemon).
 	InProcess bool `json:"inProcess,omitempty"`
@@ -149,7 +149,7 @@ type AuthStatus struct {
 	RegisteredAt      *time.Time      `json:"registeredAt,omitempty"`
 	HasRefreshToken   bool            `json:"hasRefreshToken"`
 	HasAccessToken    bool            `json:"hasAccessToken"`
-	AccessTokenExpiry *time.Time      `json:"accessTokenExpiry,omitempty"`
+	AccessTokenExpiry *time.Time      `json:"accessTokenExpiresAt,omitempty"`
 	Scopes            []string        `json:"scopes,omitempty"`
 	Problem           string          `json:"problem,omitempty"`
 }
@@ -165,8 +165,8 @@ type AuthFlow struct {
 	// RedirectURI is where the authorization server sends the browser
 	// back (the daemon's or the command's loopback /mcp-oauth).
 	RedirectURI string     `json:"redirectUri,omitempty"`
-	Started     time.Time  `json:"started"`
-	Finished    *time.Time `json:"finished,omitempty"`
+	Started     time.Time  `json:"startedAt"`
+	Finished    *time.Time `json:"finishedAt,omitempty"`
 	// Error says which step failed and why (phase failed); Step names it.
 	Error string `json:"error,omitempty"`
 	Step  string `json:"step,omitempty"`
@@ -553,11 +553,11 @@ type Card struct {
 	Status         string     `json:"status"`
 	Reason         string     `json:"reason,omitempty"`
 	Response       *Answer    `json:"response,omitempty"`
-	Created        time.Time  `json:"created"`
-	Updated        time.Time  `json:"updated"`
+	Created        time.Time  `json:"createdAt"`
+	Updated        time.Time  `json:"updatedAt"`
 	RetryConfirmed bool       `json:"retryConfirmed,omitempty"`
 	Resent         bool       `json:"resent,omitempty"`
-	Expires        *time.Time `json:"expires,omitempty"`
+	Expires        *time.Time `json:"expiresAt,omitempty"`
 	// FailureMessage is what the model was told for an interrupted card.
 	FailureMessage string `json:"failureMessage,omitempty"`
 }
@@ -720,7 +720,7 @@ type Notice struct {
 	Seq      uint64    `json:"seq"`
 	Type     string    `json:"type"`
 	ServerID string    `json:"serverId"`
-	Time     time.Time `json:"time"`
+	Time     time.Time `json:"at"`
 	// Level, Logger and Text are a log message's (NoticeLog).
 	Level  string `json:"level,omitempty"`
 	Logger string `json:"logger,omitempty"`
@@ -761,7 +761,7 @@ type GrantsState struct {
 // LoginURL is a one-time login URL of the settings page.
 type LoginURL struct {
 	URL     string    `json:"url"`
-	Expires time.Time `json:"expires"`
+	Expires time.Time `json:"expiresAt"`
 }
 
 // ApprovalSchema is the form of an approval question put to a person

@@ -58,7 +58,9 @@ type roundTripper struct {
 // per-server request log (R5.3, SPEC B1). It holds no header and no body,
 // so no secret: the error text is redacted as well.
 type Exchange struct {
-	Time         time.Time `json:"time"`
+	// Time is when the request was sent (or the message arrived); JSON
+	// "at", in UTC (MarshalJSON), like every time of the local API.
+	Time         time.Time `json:"at"`
 	ConnectionID string    `json:"connectionId"`
 	HTTPMethod   string    `json:"httpMethod"`
 	// RPCMethod is the JSON-RPC method of a POST ("" for GET/DELETE).

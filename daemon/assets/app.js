@@ -375,8 +375,8 @@
   // when a later problem has its own words in the state cell.
   function noteIsStale(s, f) {
     let n = state.notes.get(s.id);
-    if (!n || n.started !== f.started || n.phase !== f.phase) {
-      n = { started: f.started, phase: f.phase, state: s.state };
+    if (!n || n.startedAt !== f.startedAt || n.phase !== f.phase) {
+      n = { startedAt: f.startedAt, phase: f.phase, state: s.state };
       state.notes.set(s.id, n);
     }
     // Once out of date, always: the server coming back to the state of
@@ -497,7 +497,7 @@
   function buildCard(c) {
     if (c.status === "interrupted") return buildInterrupted(c);
     const form = el("form", { class: "card", "data-card": c.id });
-    form.append(el("div", { class: "meta", text: `${c.serverId}${c.tool ? " · tool " + c.tool : ""} · ${new Date(c.created).toLocaleString()}` }));
+    form.append(el("div", { class: "meta", text: `${c.serverId}${c.tool ? " · tool " + c.tool : ""} · ${new Date(c.createdAt).toLocaleString()}` }));
     form.append(el("blockquote", { text: c.message }));
     const fields = (c.form && c.form.fields) || [];
     for (const f of fields) form.append(buildField(f));
@@ -777,8 +777,8 @@
         // The notice is about this flow: it goes when the flow moves on
         // (the row then shows the outcome).
         const moved = (s) => s.id === id && s.authorization && (
-          new Date(s.authorization.started) > new Date(f.started) ||
-          (s.authorization.started === f.started && (s.authorization.phase === "done" || s.authorization.phase === "failed")));
+          new Date(s.authorization.startedAt) > new Date(f.startedAt) ||
+          (s.authorization.startedAt === f.startedAt && (s.authorization.phase === "done" || s.authorization.phase === "failed")));
         if (f.phase === "done") {
           notice(f.result && f.result.notNeeded ? `${id} needs no authorization.` : `${id} is authorized.`);
         } else if (f.phase === "failed") {
@@ -1032,9 +1032,9 @@
     }
     for (const e of logView.entries.slice().reverse()) { // newest first
       const failed = !!e.error || e.status >= 400;
-      const t = new Date(e.time);
+      const t = new Date(e.at);
       tbody.append(el("tr", { class: failed ? "failed" : "" },
-        el("td", { "data-label": "Time" }, el("time", { dateTime: e.time || "", title: isNaN(t) ? "" : t.toLocaleString(), text: clock(t) || String(e.time || "") })),
+        el("td", { "data-label": "Time" }, el("time", { dateTime: e.at || "", title: isNaN(t) ? "" : t.toLocaleString(), text: clock(t) || String(e.at || "") })),
         el("td", { "data-label": "Connection" }, el("code", { text: e.connectionId || "—" })),
         el("td", { "data-label": "HTTP", text: e.httpMethod || "" }),
         requestCell(e),
