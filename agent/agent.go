@@ -107,11 +107,37 @@ type AgentTool struct {
 	ServerID    string          `json:"serverId"`
 	// ToolName is the server's own name of the tool.
 	ToolName string `json:"toolName"`
+	// OutputSchema and Meta (_meta) are the server's bytes, Icons its
+	// icons as JSON; each is absent when the server sent none. An
+	// outputSchema that is not a JSON object was left out when the tool
+	// was listed.
+	OutputSchema json.RawMessage `json:"outputSchema,omitempty"`
+	Icons        json.RawMessage `json:"icons,omitempty"`
+	Meta         json.RawMessage `json:"_meta,omitempty"`
+	// Own is the server's own title and description when Title or
+	// Description differ from them (the title taken from the annotations,
+	// the description cut to Options.MaxDescription): the MCP front end
+	// passes the server's own to its hosts (issue #19 item 4). nil when
+	// they are the same.
+	Own *ToolText `json:"own,omitempty"`
+}
+
+// ToolText is a tool's title and description as its server sent them.
+type ToolText struct {
+	Title       string `json:"title,omitempty"`
+	Description string `json:"description,omitempty"`
 }
 
 func (t AgentTool) clone() AgentTool {
 	t.InputSchema = slices.Clone(t.InputSchema)
 	t.Annotations = t.Annotations.clone()
+	t.OutputSchema = slices.Clone(t.OutputSchema)
+	t.Icons = slices.Clone(t.Icons)
+	t.Meta = slices.Clone(t.Meta)
+	if t.Own != nil {
+		own := *t.Own
+		t.Own = &own
+	}
 	return t
 }
 
@@ -507,6 +533,7 @@ func (s *Snapshot) Prompts() []PromptCommand {
 	out := make([]PromptCommand, len(s.prompts))
 	for i, p := range s.prompts {
 		p.Arguments = slices.Clone(p.Arguments)
+		p.Icons, p.Meta = slices.Clone(p.Icons), slices.Clone(p.Meta)
 		out[i] = p
 	}
 	return out
@@ -567,15 +594,13 @@ func buildSnapshot(gen uint64, views map[string]*serverView, maxDesc int) *Snaps
 		}
 		for _, res := range c.Resources {
 			if res != nil {
-				s.resources = append(s.resources, ResourceEntry{ServerID: id, URI: res.URI, Name: res.Name,
-					Title: res.Title, Description: res.Description, MIMEType: res.MIMEType, Size: res.Size})
+				s.resources = append(s.resources, resourceEntry(id, res))
 				s.listed[id] = true
 			}
 		}
 		for _, tp := range c.Templates {
 			if tp != nil {
-				s.resources = append(s.resources, ResourceEntry{ServerID: id, URI: tp.URITemplate, Template: true,
-					Name: tp.Name, Title: tp.Title, Description: tp.Description, MIMEType: tp.MIMEType})
+				s.resources = append(s.resources, templateEntry(id, tp))
 				s.listed[id] = true
 			}
 		}
@@ -589,9 +614,13 @@ func buildSnapshot(gen uint64, views map[string]*serverView, maxDesc int) *Snaps
 			Name: names[e.k], Title: e.t.Title, Description: capText(e.t.Description, maxDesc),
 			InputSchema: slices.Clone(e.t.RawInputSchema), Effects: EffectsWrite, Retry: RetryNever,
 			Annotations: annotationsOf(e.t.Annotations), ServerID: e.k.server, ToolName: e.k.tool,
+			OutputSchema: slices.Clone(e.t.RawOutputSchema), Icons: rawJSON(e.t.Icons), Meta: slices.Clone(e.t.RawMeta),
 		}
 		if at.Title == "" && at.Annotations != nil {
 			at.Title = at.Annotations.Title
+		}
+		if at.Title != e.t.Title || at.Description != e.t.Description {
+			at.Own = &ToolText{Title: e.t.Title, Description: e.t.Description}
 		}
 		if len(at.InputSchema) == 0 {
 			at.InputSchema = json.RawMessage(`{"type":"object"}`)

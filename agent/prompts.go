@@ -22,6 +22,10 @@ type PromptCommand struct {
 	Title       string           `json:"title,omitempty"`
 	Description string           `json:"description,omitempty"`
 	Arguments   []PromptArgument `json:"arguments,omitempty"`
+	// Icons and Meta (_meta) are the server's, as JSON; absent when it
+	// sent none.
+	Icons json.RawMessage `json:"icons,omitempty"`
+	Meta  json.RawMessage `json:"_meta,omitempty"`
 }
 
 // PromptArgument is one field of a prompt's form.
@@ -33,7 +37,8 @@ type PromptArgument struct {
 }
 
 func promptCommand(server string, p *mcp.Prompt) PromptCommand {
-	pc := PromptCommand{Command: "/" + server + ":" + p.Name, ServerID: server, Name: p.Name, Title: p.Title, Description: p.Description}
+	pc := PromptCommand{Command: "/" + server + ":" + p.Name, ServerID: server, Name: p.Name, Title: p.Title, Description: p.Description,
+		Icons: rawJSON(p.Icons), Meta: rawJSON(p.Meta)}
 	for _, a := range p.Arguments {
 		if a != nil {
 			pc.Arguments = append(pc.Arguments, PromptArgument{Name: a.Name, Title: a.Title, Description: a.Description, Required: a.Required})

@@ -2,9 +2,12 @@ package agent
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/remotemcp/remotemcp/session"
 )
@@ -21,6 +24,46 @@ type ResourceEntry struct {
 	Description string `json:"description,omitempty"`
 	MIMEType    string `json:"mimeType,omitempty"`
 	Size        int64  `json:"size,omitempty"`
+	// Annotations, Icons and Meta (_meta) are the server's, as JSON;
+	// absent when it sent none. Read-only: entries share them.
+	Annotations json.RawMessage `json:"annotations,omitempty"`
+	Icons       json.RawMessage `json:"icons,omitempty"`
+	Meta        json.RawMessage `json:"_meta,omitempty"`
+}
+
+func resourceEntry(server string, r *mcp.Resource) ResourceEntry {
+	return ResourceEntry{ServerID: server, URI: r.URI, Name: r.Name, Title: r.Title, Description: r.Description,
+		MIMEType: r.MIMEType, Size: r.Size, Annotations: rawJSON(r.Annotations), Icons: rawJSON(r.Icons), Meta: rawJSON(r.Meta)}
+}
+
+func templateEntry(server string, t *mcp.ResourceTemplate) ResourceEntry {
+	return ResourceEntry{ServerID: server, URI: t.URITemplate, Template: true, Name: t.Name, Title: t.Title,
+		Description: t.Description, MIMEType: t.MIMEType, Annotations: rawJSON(t.Annotations), Icons: rawJSON(t.Icons), Meta: rawJSON(t.Meta)}
+}
+
+// rawJSON is a decoded field of a server's definition as JSON, nil when
+// the server sent none (or it does not encode, which a decoded value
+// always does).
+func rawJSON[T any](v T) json.RawMessage {
+	switch x := any(v).(type) {
+	case *mcp.Annotations:
+		if x == nil {
+			return nil
+		}
+	case []mcp.Icon:
+		if len(x) == 0 {
+			return nil
+		}
+	case mcp.Meta:
+		if len(x) == 0 {
+			return nil
+		}
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil
+	}
+	return b
 }
 
 // Mention is the entry's "@server:URI" form, as Read takes it.

@@ -272,7 +272,8 @@ func annotatedServer(t *testing.T) string {
 }
 
 // TestAnnotations: a trusted server's readOnlyHint reaches the host; an
-// untrusted one's is dropped, and marking it trusted later offers it.
+// untrusted one's is dropped (its title stays), and marking it trusted
+// later offers it.
 func TestAnnotations(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 	defer cancel()
@@ -300,8 +301,10 @@ func TestAnnotations(t *testing.T) {
 	if a := got["trusted__look"]; a == nil || !a.ReadOnlyHint {
 		t.Errorf("the trusted server's annotations %+v lack readOnlyHint", a)
 	}
-	if a, ok := got["untrusted__look"]; !ok || a != nil {
-		t.Errorf("the untrusted server's tool (offered %t) has annotations %+v", ok, a)
+	// Of an untrusted server's annotations only the title (display text,
+	// no claim) reaches the host (issue #19 item 4).
+	if a, ok := got["untrusted__look"]; !ok || a == nil || *a != (mcp.ToolAnnotations{Title: "Look"}) {
+		t.Errorf("the untrusted server's tool (offered %t) has annotations %+v, want only its title", ok, a)
 	}
 	if _, err := eng.UpdateServer(ctx, "untrusted", localapi.UpdateServerRequest{Trusted: new(true)}); err != nil {
 		t.Fatal(err)

@@ -386,12 +386,8 @@ func (f *Frontend) syncTools(ctx context.Context) error {
 			continue
 		}
 		name := names[agent.NameKey{Server: t.ServerID, Name: t.ToolName}]
-		mt := &mcp.Tool{Name: name, Title: t.Title, Description: t.Description, InputSchema: schema}
-		// readOnlyHint and friends are the server's claims: passed only
-		// for servers the person marked trusted, else dropped (A8).
-		if p, _ := f.policy(ctx, t.ServerID); p.trusted {
-			mt.Annotations = annotations(t.Annotations)
-		}
+		p, _ := f.policy(ctx, t.ServerID)
+		mt := f.hostTool(t, name, schema, p.trusted)
 		sig, _ := json.Marshal(mt)
 		server, target := t.ServerID, t.ServerID+"/"+t.ToolName
 		all[name] = &searchTool{server: server, tool: mt, pinned: pinned[agent.NameKey{Server: t.ServerID, Name: t.ToolName}],
@@ -401,17 +397,52 @@ func (f *Frontend) syncTools(ctx context.Context) error {
 	return nil
 }
 
-// annotations are a trusted server's tool annotations as the host gets
-// them; nil when there are none or they do not parse.
-func annotations(raw json.RawMessage) *mcp.ToolAnnotations {
-	if len(raw) == 0 || string(raw) == "null" {
-		return nil
+// hostTool is a tool's whole definition as the host is offered it
+// (issue #19 item 4): the server's own title, description, schemas,
+// icons and _meta unchanged, under the offered name; the annotations as
+// hostToolAnnotations has them (A8). A part that cannot be offered (an
+// output schema that is not an object schema, icons or _meta that do not
+// parse) is left out with a log line; the tool is still offered.
+func (f *Frontend) hostTool(t localapi.Tool, name string, schema json.RawMessage, trusted bool) *mcp.Tool {
+	mt := &mcp.Tool{Name: name, Title: t.Title, Description: t.Description, InputSchema: schema}
+	if t.Own != nil {
+		mt.Title, mt.Description = t.Own.Title, t.Own.Description
 	}
-	var a mcp.ToolAnnotations
-	if json.Unmarshal(raw, &a) != nil {
-		return nil
+	left := func(part string) {
+		f.log.Warn("frontend: part of a tool's definition left out", "server", t.ServerID, "tool", t.ToolName, "part", part)
 	}
-	return &a
+	// Set only when there is one: a nil json.RawMessage in the interface
+	// would be offered as "outputSchema": null.
+	if out, ok := hostOutputSchema(t.OutputSchema); !ok {
+		left("outputSchema: not an object schema")
+	} else if out != nil {
+		mt.OutputSchema = out
+	}
+	var ok bool
+	if mt.Annotations, ok = hostToolAnnotations(t.Annotations, trusted); !ok {
+		left("annotations")
+	}
+	if mt.Icons, ok = hostIcons(t.Icons); !ok {
+		left("icons")
+	}
+	if mt.Meta, ok = hostMeta(t.Meta); !ok {
+		left("_meta")
+	}
+	return mt
+}
+
+// partsOf are a prompt's or resource's icons and _meta as the host gets
+// them; a part that does not parse is left out with a log line.
+func (f *Frontend) partsOf(server, what string, icons, meta json.RawMessage) ([]mcp.Icon, mcp.Meta) {
+	is, ok := hostIcons(icons)
+	if !ok {
+		f.log.Warn("frontend: icons left out: they do not parse", "server", server, "of", what)
+	}
+	m, ok := hostMeta(meta)
+	if !ok {
+		f.log.Warn("frontend: _meta left out: it is not an object", "server", server, "of", what)
+	}
+	return is, m
 }
 
 // addTool adds a tool; a panic of go-sdk's checks leaves the tool out.
@@ -449,6 +480,7 @@ func (f *Frontend) syncPrompts(ctx context.Context) error {
 	want := make(map[string]offer, len(ps))
 	for _, p := range ps {
 		mp := &mcp.Prompt{Name: names[agent.NameKey{Server: p.ServerID, Name: p.Name}], Title: p.Title, Description: p.Description}
+		mp.Icons, mp.Meta = f.partsOf(p.ServerID, "prompt "+p.Name, p.Icons, p.Meta)
 		for _, a := range p.Arguments {
 			mp.Arguments = append(mp.Arguments, &mcp.PromptArgument{Name: a.Name, Title: a.Title, Description: a.Description, Required: a.Required})
 		}
@@ -492,13 +524,20 @@ func (f *Frontend) syncResources(ctx context.Context) error {
 		exposed := ExposedURI(r.ServerID, r.URI, len(owners[uk{r.URI, r.Template}]) == 1)
 		server := r.ServerID
 		refs[exposed] = server
+		icons, meta := f.partsOf(server, r.URI, r.Icons, r.Meta)
+		ann, ok := hostAnnotations(r.Annotations)
+		if !ok {
+			f.log.Warn("frontend: annotations left out: they do not parse", "server", server, "of", r.URI)
+		}
 		if r.Template {
-			mt := &mcp.ResourceTemplate{URITemplate: exposed, Name: r.Name, Title: r.Title, Description: r.Description, MIMEType: r.MIMEType}
+			mt := &mcp.ResourceTemplate{URITemplate: exposed, Name: r.Name, Title: r.Title, Description: r.Description, MIMEType: r.MIMEType,
+				Annotations: ann, Icons: icons, Meta: meta}
 			sig, _ := json.Marshal(mt)
 			wantT[exposed] = offer{sig: string(sig), add: func() { f.srv.AddResourceTemplate(mt, f.readResource(server)) }}
 			continue
 		}
-		mr := &mcp.Resource{URI: exposed, Name: r.Name, Title: r.Title, Description: r.Description, MIMEType: r.MIMEType, Size: r.Size}
+		mr := &mcp.Resource{URI: exposed, Name: r.Name, Title: r.Title, Description: r.Description, MIMEType: r.MIMEType, Size: r.Size,
+			Annotations: ann, Icons: icons, Meta: meta}
 		if mr.Name == "" {
 			mr.Name = r.URI
 		}

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // hostSchema is a question's schema as go-sdk's server side accepts it
@@ -145,4 +147,87 @@ func hostInputSchema(raw json.RawMessage) (json.RawMessage, bool) {
 		}
 	}
 	return encodeMembers(append([]member{{"type", json.RawMessage(`"object"`)}}, top...)), true
+}
+
+// hostOutputSchema is a tool's output schema as the host is offered it
+// (issue #19 item 4), and whether it can be offered. None (nil) is none.
+// MCP says an output schema is an object schema (structuredContent is an
+// object), and hosts built on the TypeScript SDK refuse a whole tools/list
+// whose outputSchema lacks "type": "object"; so it is handled like an
+// input schema: one without "type" gets "type": "object" in front, and
+// one of another type, or not a JSON object, is left out (the tool is
+// still offered, without it).
+func hostOutputSchema(raw json.RawMessage) (json.RawMessage, bool) {
+	if len(raw) == 0 {
+		return nil, true
+	}
+	return hostInputSchema(raw)
+}
+
+// hostIcons are a server's icons (JSON) as go-sdk offers them; false
+// when they do not parse.
+func hostIcons(raw json.RawMessage) ([]mcp.Icon, bool) {
+	if len(raw) == 0 {
+		return nil, true
+	}
+	var icons []mcp.Icon
+	if json.Unmarshal(raw, &icons) != nil {
+		return nil, false
+	}
+	return icons, true
+}
+
+// hostMeta is a server's _meta (a JSON object) with each value kept as
+// the server's bytes; false when it is not an object.
+func hostMeta(raw json.RawMessage) (mcp.Meta, bool) {
+	if len(raw) == 0 {
+		return nil, true
+	}
+	var m map[string]json.RawMessage
+	if json.Unmarshal(raw, &m) != nil {
+		return nil, false
+	}
+	if m == nil { // null
+		return nil, true
+	}
+	out := make(mcp.Meta, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out, true
+}
+
+// hostToolAnnotations are a tool's annotations as the host gets them: a
+// trusted server's whole; of any other only the title, which is display
+// text and no claim about what the tool does (SPEC §9 A8: readOnlyHint
+// and friends are dropped). nil when there are none; false when they do
+// not parse.
+func hostToolAnnotations(raw json.RawMessage, trusted bool) (*mcp.ToolAnnotations, bool) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil, true
+	}
+	var a mcp.ToolAnnotations
+	if json.Unmarshal(raw, &a) != nil {
+		return nil, false
+	}
+	if trusted {
+		return &a, true
+	}
+	if a.Title == "" {
+		return nil, true
+	}
+	return &mcp.ToolAnnotations{Title: a.Title}, true
+}
+
+// hostAnnotations are a resource's or template's annotations (audience,
+// priority, lastModified); false when they do not parse.
+func hostAnnotations(raw json.RawMessage) (*mcp.Annotations, bool) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil, true
+	}
+	var a mcp.Annotations
+	if json.Unmarshal(raw, &a) != nil {
+		return nil, false
+	}
+	return &a, true
 }

@@ -396,6 +396,15 @@ type Tool struct {
 	Annotations json.RawMessage `json:"annotations,omitempty"`
 	Effects     string          `json:"effects"`
 	Retry       string          `json:"retry"`
+	// OutputSchema and Meta (_meta) are the server's bytes, Icons its
+	// icons; absent when it sent none (issue #19 item 4).
+	OutputSchema json.RawMessage `json:"outputSchema,omitempty"`
+	Icons        json.RawMessage `json:"icons,omitempty"`
+	Meta         json.RawMessage `json:"_meta,omitempty"`
+	// Own is the server's own title and description when Title (taken
+	// from the annotations) or Description (cut to the agent's bound)
+	// differ from them; the MCP front end passes these.
+	Own *agent.ToolText `json:"own,omitempty"`
 }
 
 // ToolsRequest selects tools.

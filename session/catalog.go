@@ -41,6 +41,13 @@ func (k Kind) String() string {
 type Tool struct {
 	*mcp.Tool
 	RawInputSchema json.RawMessage
+	// RawOutputSchema and RawMeta are the server's bytes of the tool's
+	// outputSchema and _meta (nil when it sent none), so that the hosts of
+	// the MCP front end get them unchanged (issue #19 item 4). An
+	// outputSchema that is not a JSON object is left out of the catalog
+	// (Tool.OutputSchema too), with a log line; the tool stays.
+	RawOutputSchema json.RawMessage
+	RawMeta         json.RawMessage
 }
 
 // Catalog is an immutable snapshot of a server's capabilities. Each

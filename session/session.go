@@ -675,15 +675,16 @@ func (s *Session) fetch(ctx context.Context, k Kind) (lists, error) {
 		if err := validateTools(tools); err != nil {
 			return out, err
 		}
+		for _, name := range dropBadOutputSchemas(tools) {
+			s.log.Warn("tool's outputSchema left out: it is not a JSON object", "tool", name)
+		}
 		out.tools = make([]Tool, len(tools))
 		for i, t := range tools {
-			raw, ok := s.raw.schema(t.Name)
-			if !ok || !sameJSON(raw, t.InputSchema) {
-				// Capture missed (or saw another page version): fall back
-				// to go-sdk's decoded form.
-				raw, _ = json.Marshal(t.InputSchema)
-			}
-			out.tools[i] = Tool{Tool: t, RawInputSchema: raw}
+			r, ok := s.raw.tool(t.Name)
+			out.tools[i] = Tool{Tool: t,
+				RawInputSchema:  rawOr(ok, r.input, t.InputSchema),
+				RawOutputSchema: rawOr(ok, r.output, t.OutputSchema),
+				RawMeta:         rawOr(ok, r.meta, t.Meta)}
 		}
 	case KindPrompts:
 		out.prompts, err = listAll(ctx, s, "prompts/list", func(ctx context.Context, cursor string) ([]*mcp.Prompt, string, error) {
@@ -729,6 +730,32 @@ func (s *Session) fetch(ctx context.Context, k Kind) (lists, error) {
 		}
 	}
 	return out, err
+}
+
+// rawOr is the server's bytes of a decoded value v (nil when v is empty):
+// raw when the capture saw it (ok) and it decodes to v, else go-sdk's
+// decoded form encoded again (the capture missed, or saw another version
+// of the page).
+func rawOr(ok bool, raw json.RawMessage, v any) json.RawMessage {
+	if empty(v) {
+		return nil
+	}
+	if ok && sameJSON(raw, v) {
+		return raw
+	}
+	b, _ := json.Marshal(v)
+	return b
+}
+
+// empty reports whether a decoded field was absent (or null).
+func empty(v any) bool {
+	switch x := v.(type) {
+	case nil:
+		return true
+	case mcp.Meta:
+		return len(x) == 0
+	}
+	return false
 }
 
 // sameJSON reports whether raw decodes to the same value as v.

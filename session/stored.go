@@ -36,8 +36,10 @@ type storedCatalog struct {
 }
 
 type storedTool struct {
-	Tool        json.RawMessage `json:"tool"`
-	InputSchema json.RawMessage `json:"inputSchema"`
+	Tool         json.RawMessage `json:"tool"`
+	InputSchema  json.RawMessage `json:"inputSchema"`
+	OutputSchema json.RawMessage `json:"outputSchema,omitempty"`
+	Meta         json.RawMessage `json:"_meta,omitempty"`
 }
 
 // ErrStaleCatalog is a stored catalog made for another URL or sign-in
@@ -57,12 +59,21 @@ func EncodeCatalog(c *Catalog, key string) ([]byte, error) {
 			continue
 		}
 		cp := *t.Tool
-		cp.InputSchema = nil // kept as the server's bytes beside it
+		// Kept as the server's bytes beside it.
+		cp.InputSchema = nil
+		st := storedTool{InputSchema: t.RawInputSchema}
+		if t.RawOutputSchema != nil {
+			cp.OutputSchema, st.OutputSchema = nil, t.RawOutputSchema
+		}
+		if t.RawMeta != nil {
+			cp.Meta, st.Meta = nil, t.RawMeta
+		}
 		b, err := json.Marshal(&cp)
 		if err != nil {
 			return nil, fmt.Errorf("encode catalog: tool %s: %w", t.Name, err)
 		}
-		sc.Tools = append(sc.Tools, storedTool{Tool: b, InputSchema: t.RawInputSchema})
+		st.Tool = b
+		sc.Tools = append(sc.Tools, st)
 	}
 	b, err := json.Marshal(sc)
 	if err != nil {
@@ -101,13 +112,47 @@ func DecodeCatalog(b []byte, key string) (*Catalog, error) {
 		if err := json.Unmarshal(raw, &t.InputSchema); err != nil {
 			return nil, fmt.Errorf("stored catalog: tool %q: inputSchema: %w", t.Name, err)
 		}
+		out, err := storedRaw(st.OutputSchema, &t.OutputSchema)
+		if err != nil {
+			return nil, fmt.Errorf("stored catalog: tool %q: outputSchema: %w", t.Name, err)
+		}
+		meta, err := storedRaw(st.Meta, &t.Meta)
+		if err != nil {
+			return nil, fmt.Errorf("stored catalog: tool %q: _meta: %w", t.Name, err)
+		}
 		tools = append(tools, &t)
-		c.Tools = append(c.Tools, Tool{Tool: &t, RawInputSchema: json.RawMessage(raw)})
+		c.Tools = append(c.Tools, Tool{Tool: &t, RawInputSchema: json.RawMessage(raw), RawOutputSchema: out, RawMeta: meta})
 	}
 	if err := ValidateCatalog(c, tools); err != nil {
 		return nil, fmt.Errorf("stored catalog: %w", err)
 	}
+	// Checked again like a fresh listing; nothing to log to here, and the
+	// listing that stored the catalog logged it already.
+	dropBadOutputSchemas(tools)
+	for i := range c.Tools {
+		if c.Tools[i].OutputSchema == nil {
+			c.Tools[i].RawOutputSchema = nil
+		}
+	}
 	return c, nil
+}
+
+// storedRaw decodes a field stored as the server's bytes beside its tool
+// into dst and returns those bytes. A catalog stored before the field was
+// kept apart has it inside the tool (decoded is that value): its bytes
+// are encoded again. Absent or null is nil.
+func storedRaw[T any](raw json.RawMessage, dst *T) (json.RawMessage, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || string(raw) == "null" {
+		if empty(*dst) {
+			return nil, nil
+		}
+		return json.Marshal(*dst)
+	}
+	if err := json.Unmarshal(raw, dst); err != nil {
+		return nil, err
+	}
+	return raw, nil
 }
 
 // ValidateCatalog checks a whole catalog as its listings are checked

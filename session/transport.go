@@ -350,37 +350,51 @@ func rpcMethodName(m []byte) string {
 	return string(m)
 }
 
-// rawToolSink keeps the raw inputSchema of each tool of the latest
-// tools/list pages, keyed by tool name.
+// rawToolSink keeps the raw inputSchema, outputSchema and _meta of each
+// tool of the latest tools/list pages, keyed by tool name.
 type rawToolSink struct {
 	mu    sync.Mutex
-	tools map[string]json.RawMessage
+	tools map[string]rawTool
 }
 
-func newRawToolSink() *rawToolSink { return &rawToolSink{tools: map[string]json.RawMessage{}} }
+// rawTool is what of one tool is kept as the server's bytes: its schemas
+// and its _meta (issue #19 item 4: whole definitions reach the hosts).
+type rawTool struct {
+	input, output, meta json.RawMessage
+}
+
+func newRawToolSink() *rawToolSink { return &rawToolSink{tools: map[string]rawTool{}} }
 
 func (s *rawToolSink) record(tools []json.RawMessage) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, t := range tools {
 		var head struct {
-			Name        string          `json:"name"`
-			InputSchema json.RawMessage `json:"inputSchema"`
+			Name         string          `json:"name"`
+			InputSchema  json.RawMessage `json:"inputSchema"`
+			OutputSchema json.RawMessage `json:"outputSchema"`
+			Meta         json.RawMessage `json:"_meta"`
 		}
 		if json.Unmarshal(t, &head) == nil && head.Name != "" && head.InputSchema != nil {
-			// The slice is shared with the catalog (read-only), so an idle
-			// session keeps one copy of each schema, not two.
-			s.tools[head.Name] = head.InputSchema
+			// The slices are shared with the catalog (read-only), so an
+			// idle session keeps one copy of each schema, not two.
+			s.tools[head.Name] = rawTool{input: head.InputSchema, output: head.OutputSchema, meta: head.Meta}
 		}
 	}
 }
 
 // schema returns the raw inputSchema of a tool as the server sent it.
 func (s *rawToolSink) schema(name string) (json.RawMessage, bool) {
+	r, ok := s.tool(name)
+	return r.input, ok
+}
+
+// tool returns the raw parts of a tool as the server sent them.
+func (s *rawToolSink) tool(name string) (rawTool, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	raw, ok := s.tools[name]
-	return raw, ok
+	r, ok := s.tools[name]
+	return r, ok
 }
 
 // captureBody parses the response stream (JSON or SSE) as go-sdk reads it,

@@ -59,6 +59,25 @@ func validateTools(tools []*mcp.Tool) error {
 	return nil
 }
 
+// dropBadOutputSchemas leaves out each tool's outputSchema that is not a
+// JSON object (MCP: an object schema) rather than refusing the whole
+// listing for one tool's optional field; it returns the names of those
+// tools, for a log line. What an object schema says is the hosts' to
+// judge (the MCP front end checks its "type", frontend.hostOutputSchema).
+func dropBadOutputSchemas(tools []*mcp.Tool) []string {
+	var dropped []string
+	for _, t := range tools {
+		if t == nil || t.OutputSchema == nil {
+			continue
+		}
+		if _, ok := t.OutputSchema.(map[string]any); !ok {
+			t.OutputSchema = nil
+			dropped = append(dropped, t.Name)
+		}
+	}
+	return dropped
+}
+
 func validatePrompts(prompts []*mcp.Prompt) error {
 	if len(prompts) > maxCatalogSize {
 		return validationErrorf("server lists %d prompts (more than %d)", len(prompts), maxCatalogSize)
