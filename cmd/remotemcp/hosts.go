@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -170,6 +171,7 @@ func newHostsConnectCmd(a *app, connect bool) *cobra.Command {
 		project string
 		dryRun  bool
 		command string
+		httpURL string
 	)
 	cmd := &cobra.Command{
 		Use:   "disconnect HOST",
@@ -180,8 +182,8 @@ everything else as it is. A file without one is left alone.
 HOST is one of: ` + strings.Join(hosts.IDs(), ", ") + ".",
 		Args:      argsExactly(1, "HOST"),
 		ValidArgs: hosts.IDs(),
-		RunE: func(_ *cobra.Command, args []string) error {
-			return a.runHostsConnect(args[0], project, command, connect, dryRun)
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return a.runHostsConnect(cmd.Context(), args[0], project, command, httpURL, connect, dryRun)
 		},
 	}
 	if connect {
@@ -198,7 +200,18 @@ its directory are created if missing; an existing entry is replaced;
 everything else is kept. A binary of "go run" is refused: it is deleted
 when it exits.
 
+With --http URL (the endpoint of "remotemcp mcp --http", e.g.
+http://127.0.0.1:8765/mcp) the entry is the host's remote (HTTP) server
+entry instead: the URL and an "Authorization: Bearer TOKEN" header, with a
+token it creates in this data directory (named host-HOST; see "remotemcp
+mcp token list"), so the host is never refused. Running it again keeps a
+token that is still valid. The file is made readable by you alone.
+--dry-run creates no token and shows a placeholder. Claude Desktop takes no
+remote servers in its file (use its stdio entry), and a project file is
+refused (it is shared; the token would leak).
+
 HOST is one of: ` + strings.Join(hosts.IDs(), ", ") + "."
+		cmd.Flags().StringVar(&httpURL, "http", "", "write an HTTP entry for the endpoint of \"remotemcp mcp --http\" at `URL` (http://127.0.0.1:PORT/mcp), with a bearer token it creates")
 		cmd.Flags().StringVar(&command, "command", "", "absolute path the host should run instead of this program's own (e.g. a stable symbolic link such as /opt/homebrew/bin/remotemcp)")
 	}
 	projectFlag(cmd, &project)
@@ -208,10 +221,24 @@ HOST is one of: ` + strings.Join(hosts.IDs(), ", ") + "."
 
 // runHostsConnect is "hosts connect" (connect) or "hosts disconnect" of
 // host id: the file, one change, the report.
-func (a *app) runHostsConnect(id, project, command string, connect, dryRun bool) error {
+func (a *app) runHostsConnect(ctx context.Context, id, project, command, httpURL string, connect, dryRun bool) error {
 	h, ok := hosts.Lookup(id)
 	if !ok {
 		return usageErrorf("unknown host %q: choose one of %s", id, strings.Join(hosts.IDs(), ", "))
+	}
+	if httpURL != "" {
+		if command != "" {
+			return usageErrorf("--http and --command exclude each other: an HTTP entry runs no program")
+		}
+		if _, err := hostHTTPURL(httpURL); err != nil {
+			return err
+		}
+		if h.Remote == nil {
+			return usageErrorf("%s over HTTP: %s", h.ID, h.NoRemote)
+		}
+		if project != "" {
+			return usageErrorf("--http with --project is refused: the entry holds a bearer token, and a project's file is shared (often committed); connect the user-level file (drop --project), or use the stdio entry (drop --http), which needs no token")
+		}
 	}
 	sys, dir, err := a.hostPlace(project)
 	if err != nil {
@@ -221,6 +248,13 @@ func (a *app) runHostsConnect(id, project, command string, connect, dryRun bool)
 	if errors.Is(err, hosts.ErrNoProjectFile) {
 		return usageErrorf("%s has no project-level configuration file: drop --project", h.Name)
 	}
+	if err != nil {
+		return err
+	}
+	if connect && httpURL != "" {
+		return a.runHostsConnectHTTP(ctx, sys, f, httpURL, dryRun)
+	}
+	old, _, err := f.Entry()
 	if err != nil {
 		return err
 	}
@@ -236,7 +270,13 @@ func (a *app) runHostsConnect(id, project, command string, connect, dryRun bool)
 	} else if c, err = f.Disconnect(dryRun); err != nil {
 		return err
 	}
-	return a.printHostChange(sys, f, c, connect, dryRun)
+	if err := a.printHostChange(sys, f, c, connect, dryRun); err != nil {
+		return err
+	}
+	if c.Written {
+		a.revokeHostToken(ctx, sys, h, old)
+	}
+	return nil
 }
 
 // hostEntry is the entry connect writes: this program (or --command)
@@ -306,7 +346,7 @@ func (a *app) printHostChange(sys hosts.System, f hosts.File, c hosts.Change, co
 	case !c.Changed:
 		_, err = fmt.Fprintf(out, "%s is not connected: %s (unchanged)\n", h.ID, cell(c.Path))
 	case dryRun:
-		_, err = fmt.Fprint(out, text(c.Diff()))
+		_, err = fmt.Fprint(out, text(redactTokens(c.Diff())))
 		fmt.Fprintf(errw, "dry run: %s not written\n", cell(c.Path))
 	default:
 		verb := "disconnected"

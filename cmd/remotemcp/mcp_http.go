@@ -71,7 +71,7 @@ func serveMcpHTTP(ctx context.Context, fe *frontend.Frontend, dir string, ln net
 	}
 	fmt.Fprintf(w, "remotemcp: MCP endpoint (Streamable HTTP) on %s\n", mcpURL(ln))
 	if list, err := tokens.List(ctx); err == nil && len(list) == 0 {
-		fmt.Fprintln(w, "remotemcp: no tokens yet, so every request gets 401: create one with \"remotemcp mcp token create NAME\"")
+		fmt.Fprintf(w, "remotemcp: no tokens yet, so every request gets 401: run \"remotemcp hosts connect HOST --http %s\" (it writes the host's entry with a new token), or create one with \"remotemcp mcp token create NAME\"\n", mcpURL(ln))
 	}
 	return fe.RunHTTP(ctx, ln, mcpHTTPHandler(fe, tokens, port))
 }
