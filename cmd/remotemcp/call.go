@@ -271,18 +271,26 @@ func (a *app) finishCall(ctx context.Context, e Engine, tool string, res *locala
 		return &exitError{code: exitInterrupted}
 	}
 	status := map[bool]string{false: " (nothing was sent)"}[res.MaybeExecuted]
-	fmt.Fprintf(w, "remotemcp: %s%s: %s\n", res.Outcome, status, cell(redact.Text(res.Message)))
+	// remotemcp's words first; the library's chain of an unavailable
+	// server only with --verbose.
+	var srv *localapi.Server
+	if res.Outcome == "unavailable" {
+		if s, err := e.Server(context.WithoutCancel(ctx), res.ServerID); err == nil && s.Reason != nil {
+			srv = s
+		}
+	}
+	words, chain := splitChain(res.Message, srv)
+	fmt.Fprintf(w, "remotemcp: %s%s: %s\n", res.Outcome, status, cell(redact.Text(words)))
 	for _, bl := range res.Content {
 		fmt.Fprintf(w, "  %s\n", cell(bl.Text))
 	}
-	if res.Outcome == "unavailable" {
-		if s, err := e.Server(context.WithoutCancel(ctx), res.ServerID); err == nil && s.Reason != nil {
-			explain(w, &localapi.Error{Message: res.Message, Server: s})
-		}
+	if srv != nil {
+		explain(w, &localapi.Error{Message: res.Message, Server: srv})
 	}
 	if h := a.outcomeHint(ctx, e, res); h != "" {
 		fmt.Fprintf(w, "  what to do: %s\n", h)
 	}
+	printCause(w, chain, a.verbose)
 	if res.MaybeExecuted {
 		return &exitError{code: exitNoAnswer}
 	}

@@ -4,7 +4,10 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -15,16 +18,27 @@ import (
 )
 
 func newConnectCmd(a *app) *cobra.Command {
-	return &cobra.Command{
+	return a.jsonFlag(&cobra.Command{
 		Use:   "connect ID",
 		Short: "Connect to a server and report what it offers",
 		Long: `Connect to a server and print what it offers, or which step failed and
-what to do. Without a daemon the session ends with the command.`,
+what to do. Without a daemon the session ends with the command. --json
+prints the server as "status --json" does (the same fields), with
+promptCount, resourceCount and resourceTemplateCount added.`,
 		Args: argsExactly(1, "ID"),
 		RunE: a.do(func(ctx context.Context, e Engine, args []string) error {
 			return a.connectAndReport(ctx, e, args[0])
 		}),
-	}
+	}, "print a JSON object")
+}
+
+// connected is what "connect --json" prints: the server as "status
+// --json" shows it, and the counts the text line gives.
+type connected struct {
+	localapi.Server
+	PromptCount           int `json:"promptCount"`
+	ResourceCount         int `json:"resourceCount"`
+	ResourceTemplateCount int `json:"resourceTemplateCount"`
 }
 
 // connectAndReport connects server id and prints "ready: …".
@@ -41,24 +55,29 @@ func (a *app) connectAndReport(ctx context.Context, e Engine, id string) error {
 		}
 		return &localapi.Error{Code: localapi.CodeUnavailable, Message: msg, Server: s}
 	}
+	out := connected{Server: *s}
 	what := plural(s.ToolCount, "tool", "tools")
 	if p, err := e.Prompts(ctx, id); err == nil {
+		out.PromptCount = len(p)
 		what += ", " + plural(len(p), "prompt", "prompts")
 	}
 	if r, err := e.Resources(ctx, localapi.ResourcesRequest{ServerID: id}); err == nil {
-		n := 0
 		for _, x := range r {
-			if !x.Template {
-				n++
+			if x.Template {
+				out.ResourceTemplateCount++
+			} else {
+				out.ResourceCount++
 			}
 		}
-		what += ", " + plural(n, "resource", "resources")
-		if len(r) > n {
-			what += " (and " + plural(len(r)-n, "resource template", "resource templates") + ")"
+		what += ", " + plural(out.ResourceCount, "resource", "resources")
+		if out.ResourceTemplateCount > 0 {
+			what += " (and " + plural(out.ResourceTemplateCount, "resource template", "resource templates") + ")"
 		}
 	}
-	_, err = fmt.Fprintf(a.streams.Out, "ready: %s\n", what)
-	return err
+	return a.printOne(out, func(w io.Writer) error {
+		_, err := fmt.Fprintf(w, "ready: %s\n", what)
+		return err
+	})
 }
 
 func newDisconnectCmd(a *app) *cobra.Command {
@@ -112,6 +131,14 @@ named on the command line is in error or needs-auth.`,
 			if err := a.printServers(servers); err != nil {
 				return err
 			}
+			// Where the daemon's page is (it may have moved off a taken
+			// port); the JSON stays the servers array "servers list
+			// --json" prints.
+			if !a.asJSON && !a.inProcess {
+				if l := a.daemonLine(ctx); l != "" {
+					fmt.Fprintln(a.streams.Out, l)
+				}
+			}
 			for _, s := range servers {
 				if s.State.NotReady() && len(ids) > 0 {
 					return &exitError{code: exitNotReady, err: fmt.Errorf("server %s is %s", s.ID, s.State)}
@@ -145,10 +172,13 @@ func pick(ctx context.Context, e Engine, ids []string) ([]localapi.Server, error
 func newLogsCmd(a *app) *cobra.Command {
 	return a.jsonFlag(&cobra.Command{
 		Use:   "logs ID",
-		Short: "Show a server's last 50 HTTP exchanges (no secrets)",
-		Long: `Show the server's last 50 HTTP exchanges (no headers, bodies or secrets),
-oldest first: the daemon's log, or without one the exchanges of connecting
-now. --json prints them as the settings page's Export saves them.`,
+		Short: "Show a server's last 50 exchanges and log messages (no secrets)",
+		Long: `Show the server's last 50 log entries, oldest first: its HTTP exchanges
+(no headers, bodies or secrets), the sign-in's OAuth requests (kind oauth,
+with their step and URL) and the server's own log messages (kind log, with
+their level and "logger: text"). It is the daemon's log, or without one the
+log of connecting now. --json prints them as the settings page's Export
+saves them.`,
 		Args: argsExactly(1, "ID"),
 		RunE: a.do(func(ctx context.Context, e Engine, args []string) error {
 			id := args[0]
@@ -168,10 +198,44 @@ now. --json prints them as the settings page's Export saves them.`,
 			}
 			// --json prints the API's entries as they are: the settings
 			// page's Export saves the same bytes.
-			return printList(a, log, "no exchanges recorded yet", "TIME\tCONN\tHTTP\tRPC\tSTATUS\tMS\tERROR", func(x localapi.LogEntry) string {
-				return fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%.1f\t%s", x.Time.Format(time.TimeOnly), cell(orDash(x.ConnectionID)), x.HTTPMethod, cell(orDash(x.RPCMethod)),
-					orDash(map[bool]string{true: fmt.Sprint(x.Status)}[x.Status != 0]), x.Millis, cell(x.Error))
-			})
+			return printList(a, log, "no exchanges recorded yet", "TIME\tCONN\tHTTP\tREQUEST\tSTATUS\tMS\tERROR", logRow)
 		}),
 	}, "print a JSON array")
+}
+
+// logRow is one log entry as a table row, in the settings page's words
+// (app.js requestCell): the REQUEST column carries the entry's kind, OAuth
+// step and log level as tags, then the log message, the OAuth request's
+// URL, the JSON-RPC method, or what a request without one is for.
+func logRow(x localapi.LogEntry) string {
+	var req []string
+	for _, tag := range []string{x.Kind, x.Step, x.Level} {
+		if tag != "" {
+			req = append(req, "["+tag+"]")
+		}
+	}
+	switch {
+	case x.Message != "":
+		req = append(req, x.Message)
+	case x.URL != "":
+		req = append(req, redact.URL(x.URL))
+	}
+	switch {
+	case x.RPCMethod != "":
+		req = append(req, x.RPCMethod)
+	case x.Kind == "" && x.Step == "" && x.HTTPMethod == http.MethodGet:
+		req = append(req, "event stream")
+	case x.Kind == "" && x.Step == "" && x.HTTPMethod == http.MethodDelete:
+		req = append(req, "end of session")
+	}
+	status, ms := "-", "-"
+	if x.Status != 0 {
+		status = fmt.Sprint(x.Status)
+	}
+	// A log message is no request: it has no duration to show.
+	if x.Kind != "log" {
+		ms = fmt.Sprintf("%.1f", x.Millis)
+	}
+	return strings.Join([]string{x.Time.Local().Format(time.TimeOnly), cell(orDash(x.ConnectionID)), orDash(x.HTTPMethod),
+		cell(orDash(strings.Join(req, " "))), status, ms, cell(orDash(x.Error))}, "\t")
 }

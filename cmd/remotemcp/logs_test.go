@@ -13,7 +13,9 @@ import (
 	"testing"
 
 	"github.com/remotemcp/remotemcp/daemon"
+	"github.com/remotemcp/remotemcp/internal/testserver/authserver"
 	"github.com/remotemcp/remotemcp/internal/testserver/fixture"
+	"github.com/remotemcp/remotemcp/localapi"
 )
 
 // apiLog reads GET /api/servers/ID/log from the daemon's socket as it
@@ -95,5 +97,71 @@ func TestLogsJSONIsTheAPIsLog(t *testing.T) {
 	}
 	if !strings.Contains(lines[1], conn) || !strings.Contains(lines[1], "initialize") || !strings.Contains(r.out, "tools/call") {
 		t.Errorf("logs table:\n%s", r.out)
+	}
+}
+
+// Issue #19 item 6: "logs ID" shows every kind of log entry in words, not
+// as "- - - - 0.0": a server's log message (notifications/message) with
+// its level, logger and text, and the sign-in's OAuth requests with their
+// step, method and URL; --json carries the same fields.
+func TestLogsShowMessagesAndOAuthSteps(t *testing.T) {
+	as, err := authserver.Start(authserver.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(as.Close)
+	srv := startFixture(t, fixture.Options{Authorize: as.Authorize, Extra: as.PRMRoutes()})
+	c := newCLI(t)
+	c.ok("servers", "add", "docs", srv.URL(), "--oauth", "--lazy")
+	c.ok("grants", "approve", strings.TrimSuffix(as.URL(), "/"))
+	startServe(t, c)
+	c.browserLogin(t, "docs")
+	// The fail tool logs at level error (above the default warning)
+	// before failing: a notifications/message on the call's stream.
+	c.run("", "call", "mcp__docs__fail", "{}", "--yes")
+	waitFor(t, "the log message in the log", func() bool {
+		return strings.Contains(string(apiLog(t, c.dir, "docs")), fixture.FailLogText)
+	})
+
+	r := c.ok("logs", "docs")
+	if strings.Contains(r.out, "- - - -") || strings.Contains(r.out, "-  -  -  -") {
+		t.Errorf("an entry prints as dashes:\n%s", r.out)
+	}
+	var logLine, tokenLine string
+	for l := range strings.SplitSeq(r.out, "\n") {
+		switch {
+		case strings.Contains(l, "[log]"):
+			logLine = l
+		case strings.Contains(l, "[oauth] [token]"):
+			tokenLine = l
+		}
+	}
+	if !strings.Contains(logLine, "[error] fixture: "+fixture.FailLogText) {
+		t.Errorf("the log message's row lacks its level, logger and text: %q\n%s", logLine, r.out)
+	}
+	if !strings.Contains(tokenLine, "POST") || !strings.Contains(tokenLine, strings.TrimSuffix(as.URL(), "/")) || !strings.Contains(tokenLine, "200") {
+		t.Errorf("the token request's row lacks its method, URL or status: %q\n%s", tokenLine, r.out)
+	}
+	for _, step := range []string{"[oauth] [discovery-PRM]", "[oauth] [discovery-AS]", "[oauth] [registration]"} {
+		if !strings.Contains(r.out, step) {
+			t.Errorf("no %s row:\n%s", step, r.out)
+		}
+	}
+
+	var entries []localapi.LogEntry
+	if err := json.Unmarshal([]byte(c.ok("logs", "docs", "--json").out), &entries); err != nil {
+		t.Fatal(err)
+	}
+	var sawLog, sawToken bool
+	for _, x := range entries {
+		switch {
+		case x.Kind == "log":
+			sawLog = x.Level == "error" && x.Message == "fixture: "+fixture.FailLogText && !x.Time.IsZero()
+		case x.Kind == "oauth" && x.Step == "token":
+			sawToken = x.HTTPMethod == http.MethodPost && x.Status == http.StatusOK && strings.HasPrefix(x.URL, strings.TrimSuffix(as.URL(), "/"))
+		}
+	}
+	if !sawLog || !sawToken {
+		t.Errorf("logs --json: log message %v, token request %v:\n%+v", sawLog, sawToken, entries)
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"strings"
 	"sync"
 	"syscall"
 
@@ -100,11 +101,65 @@ func run(ctx context.Context, args []string, s Streams, env Env) int {
 		fmt.Fprintln(s.Err, "remotemcp: interrupted")
 		return exitInterrupted
 	}
-	fmt.Fprintf(s.Err, "remotemcp: %s\n", cell(redact.Text(err.Error())))
-	if le, ok := localapi.AsError(err); ok {
-		explain(s.Err, le)
+	le, ok := localapi.AsError(err)
+	if !ok {
+		fmt.Fprintf(s.Err, "remotemcp: %s\n", cell(redact.Text(err.Error())))
+		return code
 	}
+	words, chain := splitChain(err.Error(), le.Server)
+	fmt.Fprintf(s.Err, "remotemcp: %s\n", cell(redact.Text(words)))
+	explain(s.Err, le)
+	printCause(s.Err, chain, verbose(args))
 	return code
+}
+
+// printCause prints the library's chain of a failure with --verbose, and
+// else says where it is.
+func printCause(w io.Writer, chain string, verbose bool) {
+	switch {
+	case chain == "":
+	case verbose:
+		fmt.Fprintf(w, "  cause: %s\n", cell(redact.Text(chain)))
+	default:
+		fmt.Fprintln(w, "  (run again with --verbose for the whole cause)")
+	}
+}
+
+// splitChain separates remotemcp's words in an engine error from the
+// library's chain of wrapped errors (go-sdk's "calling …: sending …",
+// net/http's "Post …: dial tcp …"), which the server's reason carries
+// whole. The words keep the chain's innermost error ("connection
+// refused"), which says what happened; chain is "" when there is none to
+// hide.
+func splitChain(msg string, s *localapi.Server) (words, chain string) {
+	words = msg
+	if s == nil || s.Reason == nil {
+		return words, ""
+	}
+	chain = s.Reason.Message
+	// A reason of one or two parts is remotemcp's own sentence.
+	if strings.Count(chain, ": ") < 2 || !strings.Contains(words, chain) {
+		return words, ""
+	}
+	inner := chain[strings.LastIndex(chain, ": ")+2:]
+	return strings.Replace(words, chain, inner, 1), chain
+}
+
+// verbose reports whether the command line asked for --verbose (-v):
+// run reports errors after the command tree, and its flags, are gone.
+func verbose(args []string) bool {
+	for _, a := range args {
+		switch {
+		case a == "--":
+			return false
+		case a == "--verbose" || a == "--verbose=true" || a == "-v":
+			return true
+		case strings.HasPrefix(a, "-") && !strings.HasPrefix(a, "--") && strings.Contains(a, "v") && len(a) <= 4:
+			// Grouped short flags such as -vy.
+			return true
+		}
+	}
+	return false
 }
 
 // app is the state of one invocation.
@@ -186,17 +241,25 @@ Exit statuses: 0 ok (a tool's own isError answer included), 1 failed,
 		newAuthCmd(a), newGrantsCmd(a), newServeCmd(a), newOpenCmd(a), newLogsCmd(a),
 		newToolsCmd(a), newCallCmd(a), newPromptsCmd(a), newPromptCmd(a),
 		newResourcesCmd(a), newReadCmd(a), newElicitationsCmd(a), newMcpCmd(a), newHostsCmd(a),
-		&cobra.Command{
+		a.jsonFlag(&cobra.Command{
 			Use:   "version",
 			Short: "Print the remotemcp version (the same as --version)",
+			Long:  `Print the remotemcp version; --json prints {"version": "…"}.`,
 			Args:  argsExactly(0, ""),
 			RunE: func(*cobra.Command, []string) error {
-				_, err := fmt.Fprintln(a.streams.Out, versionLine())
-				return err
+				return a.printOne(versionInfo{Version: remotemcp.Version}, func(w io.Writer) error {
+					_, err := fmt.Fprintln(w, versionLine())
+					return err
+				})
 			},
-		},
+		}, "print a JSON object"),
 	)
 	return root
+}
+
+// versionInfo is what "version --json" prints.
+type versionInfo struct {
+	Version string `json:"version"`
 }
 
 // versionLine is what both "version" and "--version" print.

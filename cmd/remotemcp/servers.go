@@ -77,6 +77,8 @@ func (f *authFlags) change(a *app, id string) (*localapi.AuthChange, error) {
 		return nil, usageErrorf("--bearer-env and --bearer-stdin give a bearer token; they exclude --auth %s", kind)
 	case oauthFlags && kind != "oauth" && kind != "auto":
 		return nil, usageErrorf("--client-id, --client-secret-env, --scope, --port and --client-metadata-url are OAuth settings; add --auth oauth")
+	case f.port < 0 || f.port > 65535:
+		return nil, usageErrorf("--port %d: give a TCP port, 1 to 65535", f.port)
 	}
 	c := &localapi.AuthChange{Kind: config.AuthKind(kind), ClientID: f.clientID, Scopes: f.scopes, RedirectPort: f.port, ClientMetadataURL: f.cimd}
 	switch kind {
@@ -424,7 +426,7 @@ func writeServerDetails(w io.Writer, s *localapi.Server) error {
 		"headers", headerList(s.HeaderNames),
 		"protocol", s.ProtocolVersion, "log level", s.LogLevel,
 		"approval", approvalLine(s.Approval), "trusted", trustedLine(s.Trusted),
-		"disabled tools", strings.Join(s.DisabledTools, ", "), "pinned tools", strings.Join(s.PinnedTools, ", "), "tool timeout", s.ToolTimeout, "idle timeout", s.IdleTimeout,
+		"disabled tools", strings.Join(s.DisabledTools, ", "), "pinned tools", strings.Join(s.PinnedTools, ", "), "tool timeout", s.ToolTimeout, "idle timeout", idleLine(s.IdleTimeout),
 		"limits", s.Limits.String(),
 		"origin", fmt.Sprintf("%s (allowed: %s)", s.Origin, yesNo(s.OriginGranted)), "state", state)
 }
@@ -506,7 +508,7 @@ func newServersSetCmd(a *app) *cobra.Command {
 	var (
 		url, name          string
 		lazy, startup      bool
-		timeout            time.Duration
+		toolTimeout        string
 		idleTimeout        string
 		disableT, enableT  []string
 		pinT, unpinT       []string
@@ -581,15 +583,29 @@ MCP hosts.`,
 				req.ConnectOnStartup = &startup
 			}
 			if f.Changed("tool-timeout") {
-				req.ToolTimeout = new(timeout.String())
+				v, err := toolTimeoutFlag(toolTimeout)
+				if err != nil {
+					return err
+				}
+				req.ToolTimeout = &v
 			}
 			if f.Changed("idle-timeout") {
-				req.IdleTimeout = &idleTimeout
+				v, err := idleTimeoutFlag(idleTimeout)
+				if err != nil {
+					return err
+				}
+				req.IdleTimeout = &v
 			}
+			var probe config.Limits
 			for _, kv := range limits {
 				k, v, ok := strings.Cut(kv, "=")
 				if !ok || strings.TrimSpace(k) == "" {
 					return usageErrorf("--limit %q: write NAME=VALUE, e.g. --limit maxMessageBytes=32MiB; the limits are %s", kv, strings.Join(config.LimitNames(), ", "))
+				}
+				// A bad value is a mistake on the command line (exit 2),
+				// caught here rather than as the engine's bad request.
+				if err := probe.Set(strings.TrimSpace(k), v); err != nil {
+					return usageErrorf("--limit %s: %v", cell(kv), err)
 				}
 				if req.Limits == nil {
 					req.Limits = map[string]string{}
@@ -676,8 +692,8 @@ MCP hosts.`,
 	fl.StringVar(&name, "name", "", "new display name")
 	fl.BoolVar(&lazy, "lazy", false, "connect on first use")
 	fl.BoolVar(&startup, "startup", false, "connect at startup")
-	fl.DurationVar(&timeout, "tool-timeout", 0, "tool call timeout, e.g. 5m (0: the default of 60s)")
-	fl.StringVar(&idleTimeout, "idle-timeout", "", `close the session after this long unused, keeping the catalog (state idle; the next use reconnects), e.g. 30m; 0: never; "default": 10m`)
+	fl.StringVar(&toolTimeout, "tool-timeout", "", `time limit of each tool call, e.g. 5m or 90s; "default": 60s (a call always has one: "never" and 0 are refused)`)
+	fl.StringVar(&idleTimeout, "idle-timeout", "", `close the session after this long unused, keeping the catalog (state idle; the next use reconnects), e.g. 30m; "never" (or 0): never; "default": 10m`)
 	fl.StringArrayVar(&limits, "limit", nil, "set a limit, NAME=VALUE (repeatable; VALUE \"default\" resets it)")
 	fl.StringArrayVar(&disableT, "disable-tool", nil, "switch a tool off (repeatable)")
 	fl.StringArrayVar(&enableT, "enable-tool", nil, "switch a tool back on (repeatable)")
@@ -843,4 +859,63 @@ func readInput(a *app, name string) ([]byte, error) {
 		return nil, fmt.Errorf("%s is larger than %d MiB; that is not an MCP client config", name, maxImportSize>>20)
 	}
 	return data, nil
+}
+
+// The words the timeout flags take besides a duration. In both flags 0
+// means what "never" means; "default" resets to the built-in value.
+const (
+	flagDefault = "default"
+	flagNever   = "never"
+)
+
+// toolTimeoutFlag checks --tool-timeout and returns the engine's
+// toolTimeout: a Go duration string, or "" for the default (60s). A call
+// always has a time limit, so never (and 0, which means never in
+// --idle-timeout) is a usage error rather than a silent default.
+func toolTimeoutFlag(v string) (string, error) {
+	v = strings.TrimSpace(v)
+	if v == flagDefault {
+		return "", nil
+	}
+	d, err := parseFlagDuration(v)
+	switch {
+	case v == flagNever || err == nil && d == 0:
+		return "", usageErrorf("--tool-timeout %s: a tool call always has a time limit; give a duration such as 5m or 90s, or default (60s)", cell(v))
+	case err != nil || d < 0 || d > config.MaxToolTimeout:
+		return "", usageErrorf("--tool-timeout %q: give a duration such as 5m or 90s (at most %s), or default (60s)", cell(v), config.MaxToolTimeout)
+	}
+	return d.String(), nil
+}
+
+// idleTimeoutFlag checks --idle-timeout and returns the engine's
+// idleTimeout: a Go duration string ("0s" is never) or "default".
+func idleTimeoutFlag(v string) (string, error) {
+	v = strings.TrimSpace(v)
+	switch v {
+	case flagDefault:
+		return flagDefault, nil
+	case flagNever:
+		return "0s", nil
+	}
+	d, err := parseFlagDuration(v)
+	if err != nil || d < 0 || d > config.MaxIdleTimeout {
+		return "", usageErrorf("--idle-timeout %q: give a duration such as 30m (at most %s), never (or 0), or default (10m)", cell(v), config.MaxIdleTimeout)
+	}
+	return d.String(), nil
+}
+
+// parseFlagDuration is time.ParseDuration that also takes a bare 0.
+func parseFlagDuration(v string) (time.Duration, error) {
+	if v == "0" {
+		return 0, nil
+	}
+	return time.ParseDuration(v)
+}
+
+// idleLine shows an idle timeout in the flag's words: "0s" is never.
+func idleLine(v string) string {
+	if v == "0s" {
+		return flagNever
+	}
+	return v
 }

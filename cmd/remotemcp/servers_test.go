@@ -98,7 +98,7 @@ func TestServersRoundTrip(t *testing.T) {
 		t.Fatalf("set without a change: %s", r)
 	}
 	c.fail(exitUsage, "nothing to change", "servers", "set", "docs")
-	c.fail(exitFail, `server docs: toolTimeout: is 48h0m0s; the limit is 24h`, "servers", "set", "docs", "--tool-timeout", "48h")
+	c.fail(exitUsage, `--tool-timeout "48h": give a duration such as 5m or 90s (at most 24h0m0s), or default (60s)`, "servers", "set", "docs", "--tool-timeout", "48h")
 
 	// rm.
 	if r = c.ok("servers", "rm", "wiki"); r.out != "removed wiki\n" {
