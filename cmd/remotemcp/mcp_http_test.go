@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"slices"
 	"strings"
@@ -306,4 +307,36 @@ func TestMcpHTTPOwnerKeepsDaemonOut(t *testing.T) {
 		t.Fatalf("mcp --http: %s", r)
 	}
 	startServe(t, c) // the lock went with the endpoint
+}
+
+// TestMcpHTTPChallenge (issue #19 item 13): through "mcp --http", a
+// request without a token gets WWW-Authenticate: Bearer realm="remotemcp"
+// and a body that names "remotemcp mcp token create NAME"; a wrong one
+// gets error="invalid_token" and a body saying so.
+func TestMcpHTTPChallenge(t *testing.T) {
+	c := newCLI(t)
+	port := freePort(t)
+	url := startMcpHTTP(t, c, port, "mcp", "--http", fmt.Sprintf("127.0.0.1:%d", port))
+	for _, tc := range []struct {
+		name, auth, challenge, body string
+	}{
+		{"no token", "", `Bearer realm="remotemcp"`, `remotemcp mcp token create NAME`},
+		{"wrong token", "Bearer rmcp_" + strings.Repeat("B", 43), `Bearer realm="remotemcp", error="invalid_token", error_description="the bearer token is unknown or revoked"`, "invalid_token: the bearer token is unknown or revoked"},
+	} {
+		req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, url, strings.NewReader(initializeBody))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		if tc.auth != "" {
+			req.Header.Set("Authorization", tc.auth)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusUnauthorized || resp.Header.Get("WWW-Authenticate") != tc.challenge || !strings.Contains(string(b), tc.body) {
+			t.Errorf("%s: %d %q %q; want 401 %q and a body with %q", tc.name, resp.StatusCode, resp.Header.Get("WWW-Authenticate"), b, tc.challenge, tc.body)
+		}
+	}
 }
