@@ -118,6 +118,10 @@ func fieldSpans(s string) []span {
 		for j < len(s) && isNameByte(s[j]) {
 			j++
 		}
+		if n := ownPrefix(s, i, j); n > 0 {
+			i += n
+			continue
+		}
 		start, end, ok := fieldValue(s, i, j)
 		if !ok {
 			i = j
@@ -129,6 +133,37 @@ func fieldSpans(s string) []span {
 		i = max(end, j)
 	}
 	return spans
+}
+
+// oauthSteps are the step names package oauth writes after "oauth: " in
+// its errors (oauth.Step; this package cannot import it): "oauth:
+// authorization: login required: …", "oauth: token: token request
+// refused: …". Two of them, authorization and token, are also secret
+// field names.
+var oauthSteps = [...]string{"discovery-PRM", "discovery-AS", "registration", "authorization", "token", "refresh", "scope"}
+
+// ownPrefix returns the length of remotemcp's own error prefix at s[i]
+// (the name s[i:j]), 0 if there is none: "oauth: " and, after it, a step
+// name with its colon. The name "oauth" contains "auth", and
+// "authorization" is a header, so without this "oauth: discovery-PRM:
+// the MCP URL …" lost its step and "oauth: authorization: login required
+// …" all its words. Only the prefix is skipped: what follows is looked at
+// like any text, so a credential after it is still hidden when it has a
+// shape (a scheme, a secret-named field, a URL); a bare token after the
+// prefix would not be, but the prefix is followed by an error message,
+// not by a header value. "oauth=…", "\"oauth\": …" and a YAML key
+// "oauth:" (nothing after the colon on its line) stay fields.
+func ownPrefix(s string, i, j int) int {
+	if s[i:j] != "oauth" || !strings.HasPrefix(s[j:], ": ") {
+		return 0
+	}
+	k := j + 2
+	for _, step := range oauthSteps {
+		if strings.HasPrefix(s[k:], step) && strings.HasPrefix(s[k+len(step):], ":") {
+			return k + len(step) + 1 - i
+		}
+	}
+	return k - i
 }
 
 // fieldValue finds the value of the field whose name is s[i:j], if it is
@@ -193,10 +228,33 @@ func fieldValue(s string, i, j int) (start, end int, ok bool) {
 		}
 	}
 	start, end = valueSpan(s, v, kind, yaml)
+	if isKey(s, v, end) {
+		// "the authorization: "refresh_token":"…"": the quoted string
+		// is the name of the next field, not this one's value; hiding
+		// it would hide the name that says a secret follows.
+		return 0, 0, false
+	}
 	if kind == numberField && isNumber(strings.TrimSpace(s[start:end])) {
 		return end, end, true
 	}
 	return start, end, true
+}
+
+// isKey reports whether the value at s[v], whose inside ends at end, is
+// a quoted string followed by a colon: a JSON name.
+func isKey(s string, v, end int) bool {
+	switch {
+	case strings.HasPrefix(s[v:], `\"`) && strings.HasPrefix(s[end:], `\"`):
+		end += 2
+	case (s[v] == '"' || s[v] == '\'') && end < len(s) && s[end] == s[v]:
+		end++
+	default:
+		return false
+	}
+	for end < len(s) && (s[end] == ' ' || s[end] == '\t') {
+		end++
+	}
+	return end < len(s) && s[end] == ':'
 }
 
 // valueSpan returns the part of the value at s[v] to hide; yaml says

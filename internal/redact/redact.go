@@ -200,7 +200,8 @@ func redactQuery(q string) string {
 		param := q[i:end]
 		k, _, hasValue := strings.Cut(param, "=")
 		switch {
-		case param == "" || param == Redacted || hasValue && param[len(k)+1:] == "":
+		case param == "" || param == Redacted || param == "…" || hasValue && param[len(k)+1:] == "":
+			// "…" is what package oauth writes for a query it left out.
 			b.WriteString(param)
 		case !hasValue:
 			if safeQueryKey(unescapeKey(k)) {
@@ -322,7 +323,7 @@ func schemeSpans(s string) []span {
 		}
 		val := s[v:end]
 		if val != "" && !strings.HasPrefix(s[v:], Redacted) && (word == "digest" || !isParam(val, s[end:])) &&
-			(clear || looksLikeCredential(word, val)) {
+			!proseAfterScheme(val) && (clear || looksLikeCredential(word, val)) {
 			spans = append(spans, span{v, end})
 			if word == "digest" {
 				i = end // all of the line is hidden: nothing in it to look at
@@ -330,6 +331,27 @@ func schemeSpans(s string) []span {
 		}
 	}
 	return spans
+}
+
+// proseAfterScheme reports whether val (from just after a scheme name
+// to the end of the value) starts with a word that makes the scheme name
+// prose: "a bearer token", "the Bearer challenge", "digest
+// authentication". remotemcp's own messages say these, and no credential
+// is one of these words.
+func proseAfterScheme(val string) bool {
+	w := 0
+	for w < len(val) && isWordByte(val[w]) {
+		w++
+	}
+	if w < len(val) && !isDelim(val[w]) {
+		return false // "token.abc", "token=": not a lone word
+	}
+	switch strings.ToLower(val[:w]) {
+	case "token", "tokens", "challenge", "challenges", "server", "servers", "header", "headers",
+		"credential", "credentials", "auth", "authentication", "authorization", "scheme", "instead":
+		return true
+	}
+	return false
 }
 
 // isParam reports whether val, followed by after, is an auth parameter

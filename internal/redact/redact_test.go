@@ -177,6 +177,11 @@ func FuzzText(f *testing.F) {
 	f.Add("BeArer", []byte{}, uint8(7))
 	f.Add("0", []byte{}, uint8(9))
 	f.Add("BeArer 0=0", []byte{}, uint8(0))
+	// remotemcp's own messages (issue #19 item 7), with a secret planted
+	// beside them.
+	for i, m := range ownMessages {
+		f.Add(m, []byte("own"), uint8(i))
+	}
 	f.Fuzz(func(t *testing.T, s string, seed []byte, form uint8) {
 		out := Text(s)
 		for _, m := range bearerValue.FindAllStringSubmatchIndex(out, -1) {
@@ -184,6 +189,9 @@ func FuzzText(f *testing.F) {
 			after := out[m[3]:]
 			if strings.HasSuffix(v, "=") && after != "" && !strings.ContainsRune(" \t\n\v\f\r,;)]}<>&\\", rune(after[0])) {
 				continue // an auth parameter (realm="x", a=b), not a token68
+			}
+			if proseAfterScheme(out[m[2]:]) {
+				continue // "a bearer token": prose, not a credential
 			}
 			t.Fatalf("bearer value %q kept: %q → %q", v, s, out)
 		}
@@ -220,6 +228,9 @@ func TestTextLinear(t *testing.T) {
 		"yaml":             strings.Repeat("token: x\n", n/9),
 		"spaces and names": strings.Repeat("          key: x", n/16),
 		"query":            "https://h/?" + strings.Repeat("a=b&", n/4),
+		"oauth prefixes":   strings.Repeat("oauth: authorization: ", n/22),
+		"quoted keys":      strings.Repeat(`authorization: "token": `, n/24),
+		"escaped keys":     `authorization: \"` + strings.Repeat(`token: \"x\": `, n/14),
 	} {
 		start := time.Now()
 		out := Text(s)

@@ -1,0 +1,125 @@
+package redact
+
+import (
+	"strings"
+	"testing"
+)
+
+// ownMessages are remotemcp's own error and log messages, word for word
+// as package oauth writes them (oauth.Error is "oauth: <step>: <cause>"),
+// that the redactor used to mangle (issue #19 item 7): "oauth" contains
+// "auth" and was taken for a secret field name ("oauth: [redacted] the
+// MCP URL …"), the step "authorization" for an Authorization header
+// ("oauth: authorization: [redacted]"), and "a bearer token" for a
+// Bearer credential. Redaction must leave each of them as it is.
+var ownMessages = []string{
+	// handler.go: Handler.Authorize and Login.
+	`oauth: authorization: server is not configured with auth kind "oauth" or "auto" (the server answered 401)`,
+	`oauth: authorization: the server demands authentication but sent no OAuth challenge: it answered 401 without "WWW-Authenticate: Bearer"; give the server a bearer token (auth kind "bearer"), or set auth kind "oauth" if it uses OAuth anyway`,
+	`oauth: authorization: forbidden: the server refused an unauthenticated request with 403 Forbidden`,
+	`oauth: authorization: forbidden: the server refused the request with 403 Forbidden (error=invalid_token); a new authorization would not change that`,
+	`oauth: authorization: unexpected HTTP status 500`,
+	`oauth: authorization: no browser to complete the authorization`,
+	`oauth: discovery-PRM: the MCP URL answered an unauthenticated initialize with HTTP 404 Not Found; check the server URL`,
+	`oauth: discovery-PRM: probing http://127.0.0.1:8931/mcp: Post "http://127.0.0.1:8931/mcp": dial tcp 127.0.0.1:8931: connect: connection refused`,
+	// errors.go: loginRequired with the reasons authorize gives.
+	`oauth: authorization: login required: no refresh token is stored for this server; run "remotemcp auth login docs"`,
+	`oauth: authorization: login required: the stored refresh token was refused (token request refused: HTTP 400: invalid_grant (refresh token expired)); run "remotemcp auth login docs"`,
+	`oauth: authorization: login required: the authorization server no longer accepts remotemcp's client (token request refused: HTTP 401: invalid_client); the next sign-in registers a new one; run "remotemcp auth login docs"`,
+	`oauth: scope: login required: the server refused the request for want of the scopes "files:write", which need a new authorization; run "remotemcp auth login docs" (it asks for "files:read files:write")`,
+	// flow.go: the browser step and the callback.
+	`oauth: authorization: authorization refused: the authorization server answered access_denied: the user declined`,
+	`oauth: authorization: state mismatch: the callback's state is not the one sent with the authorization request (a stale or forged redirect)`,
+	`oauth: authorization: malformed authorization callback: the authorization endpoint answered 200 instead of redirecting back`,
+	`oauth: authorization: waiting for the authorization callback: context deadline exceeded`,
+	// discovery.go, asmeta.go, tokens.go, httpx.go, register.go.
+	`oauth: discovery-PRM: no metadata found: no protected resource metadata at http://127.0.0.1:8931/.well-known/oauth-protected-resource/mcp (404), http://127.0.0.1:8931/.well-known/oauth-protected-resource (404); the server does not follow the MCP authorization spec (2025-06-18 or later)`,
+	`oauth: discovery-AS: https://as.example.com: code_challenge_methods_supported does not list S256 (plain); the server does not support PKCE S256, which MCP requires`,
+	`oauth: token: token request refused: HTTP 400: invalid_grant (authorization code expired)`,
+	`oauth: token: POST http://127.0.0.1:9000/token answered 302 with a redirect to http://elsewhere.example/x?…; redirects are never followed for OAuth requests: HTTP redirect refused`,
+	`oauth: refresh: token request refused: HTTP 401: invalid_client`,
+	`oauth: registration: invalid client registration response: client_id is missing`,
+	`oauth: logout docs: taking the server's OAuth lock: context canceled`,
+	// Log messages.
+	`oauth: the server asked for OAuth (auth kind auto)`,
+	`oauth: authorization needed; opening the authorization page`,
+	`oauth: the token endpoint rejected the registered client; the next authorization registers a new one`,
+	`oauth: unreadable WWW-Authenticate; using well-known discovery`,
+	// The same, as the engine and the CLI wrap them.
+	`remotemcp: connect docs: oauth: authorization: login required: no refresh token is stored for this server; run "remotemcp auth login docs"`,
+}
+
+// besideSecrets are the secrets that come with those messages: what a
+// server, a token endpoint or a callback may echo into the same text.
+// secret is the part that must never survive.
+var besideSecrets = []struct{ text, secret string }{
+	{"Bearer eyJhbGciOiJIUzI1NiJ9.e30.c2ln", "eyJhbGciOiJIUzI1NiJ9.e30.c2ln"},
+	{"Authorization: Bearer x", "Bearer x"},
+	{"authorization: Bearer at-7f3e", "at-7f3e"},
+	{"access_token=at-5ecret-1", "at-5ecret-1"},
+	{`{"access_token":"at-5ecret-2","token_type":"Bearer","refresh_token":"rt-5ecret-3"}`, "5ecret"},
+	{`"refresh_token":"rt-5ecret-4"`, "rt-5ecret-4"},
+	{"client_secret=cs-5ecret-5", "cs-5ecret-5"},
+	{`{"client_secret": "cs-5ecret-6"}`, "cs-5ecret-6"},
+	{"Authorization: Basic cmVtb3RlbWNwOmNzLTVlY3JldA==", "cmVtb3RlbWNwOmNzLTVlY3JldA"},
+	{"with Basic cmVtb3RlbWNwOmNzLTVlY3JldA==", "cmVtb3RlbWNwOmNzLTVlY3JldA"},
+	{"https://cb.example/mcp-oauth?code=c0de-5ecret-7&state=st4te-5ecret-8", "5ecret"},
+	{"http://127.0.0.1:7717/mcp-oauth?state=st4te-5ecret-9&code=c0de-5ecret-10&iss=https%3A%2F%2Fas", "5ecret"},
+	{"code_verifier=v3rifier-5ecret-11", "v3rifier-5ecret-11"},
+}
+
+// Issue #19 item 7: remotemcp's own words stay as they are, alone and with
+// every kind of secret beside them (after them on the line, or on the line
+// before), and every secret is still hidden.
+func TestTextLeavesOwnWordsAlone(t *testing.T) {
+	for _, msg := range ownMessages {
+		if got := Text(msg); got != msg {
+			t.Errorf("Text changed remotemcp's own message:\n got %q\nwant %q", got, msg)
+		}
+		for _, sec := range besideSecrets {
+			for _, in := range []string{msg + ": " + sec.text, sec.text + "\n" + msg, msg + " (" + sec.text + ")\n" + msg} {
+				out := Text(in)
+				if strings.Contains(out, sec.secret) {
+					t.Errorf("secret %q kept:\n in %q\nout %q", sec.secret, in, out)
+				}
+				if !strings.Contains(out, msg) {
+					t.Errorf("message changed beside a secret:\n in %q\nout %q", in, out)
+				}
+				if again := Text(out); again != out {
+					t.Errorf("not idempotent: %q → %q", out, again)
+				}
+			}
+		}
+	}
+}
+
+// The two sentences the issue quotes, and the shapes around them that
+// stay secret: a credential right after the prefix is still hidden when
+// it has a shape (a scheme, a field, a URL).
+func TestTextOwnPrefix(t *testing.T) {
+	for _, c := range []struct{ name, in, want string }{
+		{"authorization step", `oauth: authorization: login required: no refresh token is stored for this server; run "remotemcp auth login docs"`,
+			`oauth: authorization: login required: no refresh token is stored for this server; run "remotemcp auth login docs"`},
+		{"discovery step", "oauth: discovery-PRM: the MCP URL answered an unauthenticated initialize with HTTP 404 Not Found; check the server URL",
+			"oauth: discovery-PRM: the MCP URL answered an unauthenticated initialize with HTTP 404 Not Found; check the server URL"},
+		{"prose bearer", "give the server a bearer token, the Bearer challenge; digest authentication failed",
+			"give the server a bearer token, the Bearer challenge; digest authentication failed"},
+		{"bearer token then a credential", "Bearer token abc123", "Bearer token [redacted]"},
+		{"scheme after the prefix", "oauth: authorization: Bearer abc.def", "oauth: authorization: Bearer [redacted]"},
+		{"header after the prefix", "oauth: token: Authorization: sk_live_abc", "oauth: token: Authorization: [redacted]"},
+		{"field after the prefix", "oauth: token: access_token=abc", "oauth: token: access_token=[redacted]"},
+		{"json field oauth", `{"oauth":"s3cr3t"}`, `{"oauth":"[redacted]"}`},
+		{"form field oauth", "oauth=s3cr3t", "oauth=[redacted]"},
+		{"yaml key oauth", "server:\n  oauth:\n    client_secret: s3\n", "server:\n  oauth:\n    client_secret: [redacted]\n"},
+		{"header line", "Authorization: sk_live_abc (expired)", "Authorization: [redacted]"},
+		{"lower-case header line", "authorization: sk_live_abc", "authorization: [redacted]"},
+		{"not the step", "oauth: tokenize: x", "oauth: tokenize: x"},
+		{"elided query", "http://h/x?…", "http://h/x?…"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if got := Text(c.in); got != c.want {
+				t.Errorf("Text(%q)\n got %q\nwant %q", c.in, got, c.want)
+			}
+		})
+	}
+}
