@@ -279,9 +279,11 @@ func TestMcpToken(t *testing.T) {
 	createToken(t, c, "claude")
 }
 
-// Issue #13 (Decided): "mcp --http" that owns the engine (no daemon runs)
-// is never a second owner beside a daemon: a daemon started meanwhile is
-// refused and says why; once the endpoint stops, the daemon starts.
+// Issue #13 (Decided): "mcp --http" that owns the engine is never a
+// second owner beside a daemon: a daemon started meanwhile is refused and
+// says why; once the endpoint stops, the daemon starts. Since issue #19
+// item 2, "mcp --http" relays to a daemon (starting one), so the owner is
+// "--no-daemon mcp --http".
 func TestMcpHTTPOwnerKeepsDaemonOut(t *testing.T) {
 	f := startFixture(t, fixture.Options{})
 	c := newCLI(t)
@@ -289,7 +291,7 @@ func TestMcpHTTPOwnerKeepsDaemonOut(t *testing.T) {
 	createToken(t, c, "host")
 	port := freePort(t)
 	ctx, stop := context.WithCancel(t.Context())
-	ended := c.start(runOpts{ctx: ctx}, "mcp", "--http", fmt.Sprintf("127.0.0.1:%d", port))
+	ended := c.start(runOpts{ctx: ctx}, "--no-daemon", "mcp", "--http", fmt.Sprintf("127.0.0.1:%d", port))
 	waitFor(t, "the endpoint", func() bool {
 		resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/mcp", port))
 		if err != nil {
