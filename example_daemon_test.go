@@ -5,11 +5,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"log"
+	"net/http"
+	"net/http/httptest"
 	"os"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/remotemcp/remotemcp"
 	"github.com/remotemcp/remotemcp/daemon"
-	"github.com/remotemcp/remotemcp/internal/testserver/fixture"
 	"github.com/remotemcp/remotemcp/localapi"
 )
 
@@ -22,11 +25,19 @@ import (
 func Example_daemon() {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	srv, err := fixture.Start(fixture.Options{})
-	if err != nil {
-		log.Fatal(err)
+
+	// A remote MCP server (go-sdk) with one tool, on loopback.
+	type echoArgs struct {
+		Text string `json:"text"`
 	}
-	defer srv.Close()
+	server := mcp.NewServer(&mcp.Implementation{Name: "echo", Version: "v1.0.0"}, nil)
+	mcp.AddTool(server, &mcp.Tool{Name: "echo", Description: "Returns its text."},
+		func(_ context.Context, _ *mcp.CallToolRequest, in echoArgs) (*mcp.CallToolResult, any, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: in.Text}}}, nil, nil
+		})
+	remote := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, nil))
+	defer remote.Close()
+
 	dir, err := os.MkdirTemp("", "rm-ex")
 	if err != nil {
 		log.Fatal(err)
@@ -55,10 +66,10 @@ func Example_daemon() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	if _, err := c.AddServer(ctx, localapi.AddServerRequest{ID: "fx", URL: srv.URL()}); err != nil {
+	if _, err := c.AddServer(ctx, localapi.AddServerRequest{ID: "echo", URL: remote.URL}); err != nil {
 		log.Fatal(err)
 	}
-	res, err := c.Call(ctx, localapi.CallRequest{Tool: "mcp__fx__echo", Arguments: json.RawMessage(`{"text":"hello"}`), Approved: true}, localapi.CallHandler{})
+	res, err := c.Call(ctx, localapi.CallRequest{Tool: "mcp__echo__echo", Arguments: json.RawMessage(`{"text":"hello"}`), Approved: true}, localapi.CallHandler{})
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -5,30 +5,42 @@ import (
 	"encoding/json"
 	"fmt"
 	"log"
+	"net/http"
+	"net/http/httptest"
 	"os"
+	"strconv"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/remotemcp/remotemcp"
-	"github.com/remotemcp/remotemcp/internal/testserver/fixture"
 	"github.com/remotemcp/remotemcp/localapi"
 )
 
-// Open an engine, add a server, list its tools and call one. The engine
-// is lazy (NoStartupConnect): it connects a server only when a request
-// needs it. Every remote tool call needs the person's approval; here
-// CallHandler.Approve stands in for asking them.
+// Open an engine, add a remote MCP server, list its tools and call one.
+// The engine is lazy (NoStartupConnect): it connects a server only when
+// a request needs it. Every remote tool call needs the person's approval;
+// here CallHandler.Approve stands in for asking them.
 func Example() {
 	ctx := context.Background()
-	srv, err := fixture.Start(fixture.Options{}) // a loopback MCP server
-	if err != nil {
-		log.Fatal(err)
+
+	// A remote MCP server (go-sdk) with one tool, on loopback.
+	type addArgs struct {
+		A int `json:"a"`
+		B int `json:"b"`
 	}
-	defer srv.Close()
+	server := mcp.NewServer(&mcp.Implementation{Name: "calc", Version: "v1.0.0"}, nil)
+	mcp.AddTool(server, &mcp.Tool{Name: "add", Description: "Adds two numbers."},
+		func(_ context.Context, _ *mcp.CallToolRequest, in addArgs) (*mcp.CallToolResult, any, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: strconv.Itoa(in.A + in.B)}}}, nil, nil
+		})
+	remote := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, nil))
+	defer remote.Close()
+
 	dir, err := os.MkdirTemp("", "remotemcp-example")
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer os.RemoveAll(dir)
-
 	c, err := remotemcp.Open(ctx, remotemcp.Options{DataDir: dir, NoStartupConnect: true})
 	if err != nil {
 		log.Fatal(err)
@@ -36,13 +48,13 @@ func Example() {
 	defer c.Close()
 
 	// Adding a server grants its own origin.
-	added, err := c.AddServer(ctx, localapi.AddServerRequest{ID: "fx", URL: srv.URL()})
+	added, err := c.AddServer(ctx, localapi.AddServerRequest{ID: "calc", URL: remote.URL})
 	if err != nil {
 		log.Fatal(err)
 	}
 	fmt.Println("granted:", len(added.Granted) == 1)
 
-	tools, err := c.Tools(ctx, localapi.ToolsRequest{ServerID: "fx", Connect: true})
+	tools, err := c.Tools(ctx, localapi.ToolsRequest{ServerID: "calc", Connect: true})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -50,7 +62,7 @@ func Example() {
 		fmt.Println(t.Name)
 	}
 
-	res, err := c.Call(ctx, localapi.CallRequest{Tool: "fx/add", Arguments: json.RawMessage(`{"a": 1, "b": 2}`)},
+	res, err := c.Call(ctx, localapi.CallRequest{Tool: "calc/add", Arguments: json.RawMessage(`{"a": 1, "b": 2}`)},
 		localapi.CallHandler{Approve: func(r localapi.ApprovalRequest) (localapi.Decision, error) {
 			fmt.Printf("approve %s %s? yes\n", r.Tool, r.Arguments)
 			return localapi.Decision{Approved: true}, nil
@@ -61,14 +73,8 @@ func Example() {
 	fmt.Println(res.Outcome, res.Content[0].Text)
 	// Output:
 	// granted: true
-	// mcp__fx__add
-	// mcp__fx__ask
-	// mcp__fx__big
-	// mcp__fx__echo
-	// mcp__fx__fail
-	// mcp__fx__schema
-	// mcp__fx__slow
-	// approve mcp__fx__add {"a": 1, "b": 2}? yes
+	// mcp__calc__add
+	// approve mcp__calc__add {"a": 1, "b": 2}? yes
 	// ok 3
 }
 
@@ -78,11 +84,23 @@ func Example() {
 // directory) lets the call continue.
 func Example_answerQuestion() {
 	ctx := context.Background()
-	srv, err := fixture.Start(fixture.Options{})
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer srv.Close()
+
+	// A remote MCP server whose tool asks for a name before it answers.
+	server := mcp.NewServer(&mcp.Implementation{Name: "greeter", Version: "v1.0.0"}, nil)
+	mcp.AddTool(server, &mcp.Tool{Name: "greet", Description: "Greets you by name."},
+		func(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+			answer, err := req.Session.Elicit(ctx, &mcp.ElicitParams{
+				Message:         "What is your name?",
+				RequestedSchema: json.RawMessage(`{"type":"object","properties":{"name":{"type":"string","description":"Your name"}},"required":["name"]}`),
+			})
+			if err != nil {
+				return nil, nil, err
+			}
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf("hello %v", answer.Content["name"])}}}, nil, nil
+		})
+	remote := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, nil))
+	defer remote.Close()
+
 	dir, err := os.MkdirTemp("", "remotemcp-example")
 	if err != nil {
 		log.Fatal(err)
@@ -93,17 +111,15 @@ func Example_answerQuestion() {
 		log.Fatal(err)
 	}
 	defer c.Close()
-	if _, err := c.AddServer(ctx, localapi.AddServerRequest{ID: "fx", URL: srv.URL()}); err != nil {
+	if _, err := c.AddServer(ctx, localapi.AddServerRequest{ID: "greeter", URL: remote.URL}); err != nil {
 		log.Fatal(err)
 	}
 
-	res, err := c.Call(ctx, localapi.CallRequest{Tool: "fx/ask", Approved: true}, localapi.CallHandler{
+	res, err := c.Call(ctx, localapi.CallRequest{Tool: "greeter/greet", Approved: true}, localapi.CallHandler{
 		Question: func(q localapi.Card) {
 			fmt.Printf("%s asks: %s\n", q.ServerID, q.Message)
 			for _, f := range q.Form.Fields {
-				if f.Required {
-					fmt.Printf("  required: %s (%s, %s)\n", f.Name, f.Type, f.Description)
-				}
+				fmt.Printf("  %s (%s, %s)\n", f.Name, f.Type, f.Description)
 			}
 			err := c.Answer(ctx, q.ID, localapi.Answer{Action: "accept", Content: map[string]any{"name": "Ada"}})
 			if err != nil {
@@ -116,7 +132,7 @@ func Example_answerQuestion() {
 	}
 	fmt.Println(res.Content[0].Text)
 	// Output:
-	// fx asks: What is your name?
-	//   required: name (string, Your name)
-	// hello Ada (42)
+	// greeter asks: What is your name?
+	//   name (string, Your name)
+	// hello Ada
 }
