@@ -25,11 +25,13 @@ import (
 // action). Authorize starts oauth.Login in a goroutine the engine owns and
 // answers with the authorization URL as soon as the flow has one. The
 // authorization server sends the browser back to the loopback redirect
-// URI http://127.0.0.1:PORT/mcp-oauth of the server's redirect port. When
-// the engine's owner serves that port (ServeCallbacks: the daemon), it
-// hands the callback to CompleteAuthorization; otherwise the engine opens
-// a listener of its own on the port for the length of the flow (a
-// one-shot command, or a server configured with another port). Either way
+// URI http://127.0.0.1:PORT/mcp-oauth (redirectFor chooses PORT: the
+// configured auth.redirectPort; else the daemon's own page port; else the
+// engine's own listener, on 7717 when free). When the engine's owner
+// serves that port (ServeCallbacks: the daemon), it hands the callback to
+// CompleteAuthorization; otherwise the engine opens a listener of its own
+// on the port for the length of the flow (a one-shot command, or a server
+// configured with another port). Either way
 // the callback is matched to its flow by state, in constant time: nothing
 // else protects /mcp-oauth, since the browser arrives there from the
 // authorization server without any credential of ours.
@@ -264,7 +266,21 @@ func (c *Client) runFlow(ctx context.Context, f *flow, srv config.Server, lo oau
 	// Every request the flow makes is attributed to the server, so a
 	// refused authorization-server origin shows up beside it as pending.
 	ctx = hostperm.WithPurpose(ctx, hostperm.PurposeAuthorization, srv.ID)
-	res, err := c.OAuth.Login(ctx, srv, c.browserFor(f, srv), lo)
+	var res *oauth.LoginResult
+	port, listening, err := c.redirectFor(srv)
+	if err == nil {
+		if listening != nil {
+			c.flows.mu.Lock()
+			f.release = append(f.release, listening)
+			c.flows.mu.Unlock()
+		}
+		// The flow's redirect URI, for registration and authorization
+		// alike: a registered client whose URI differs registers again
+		// (oauth resolveClient); nothing of this is stored in the config.
+		srv.Auth.RedirectPort = port
+		c.flows.update(f, func(v *localapi.AuthFlow) { v.RedirectURI = oauth.RedirectURI(port) })
+		res, err = c.OAuth.Login(ctx, srv, c.browserFor(f, srv), lo)
+	}
 	c.flows.update(f, func(v *localapi.AuthFlow) {
 		now := time.Now().UTC()
 		v.Finished = &now
@@ -369,7 +385,7 @@ func (c *Client) browserFor(f *flow, srv config.Server) oauth.Browser {
 			return nil, fmt.Errorf("the redirect URI %q is not a loopback callback remotemcp can serve", q.Get("redirect_uri"))
 		}
 		if int64(port) != c.cbPort.Load() {
-			release, err := c.listenLoopback(port, srv.ID)
+			_, release, err := c.listenLoopback(port, srv.ID)
 			if err != nil {
 				return nil, err
 			}
@@ -455,6 +471,78 @@ func (c *Client) CompleteAuthorization(ctx context.Context, query url.Values) (*
 // errPortTaken marks a redirect port the engine could not listen on.
 var errPortTaken = errors.New("redirect port taken")
 
+// defaultRedirectPort is the redirect port of a flow when neither the
+// server's config nor the engine's owner names one (a variable for
+// tests, which never depend on 7717 itself).
+var defaultRedirectPort = config.DefaultRedirectPort
+
+// redirectFor chooses the loopback port of a flow's redirect URI
+// (issue #19 item 1) and, when the engine's owner does not serve it,
+// listens on it for the flow (release ends that).
+//
+//   - A configured auth.redirectPort (servers set --port) is honoured.
+//   - A dynamically registered client uses the daemon's own page port, or
+//     without a daemon the engine's own listener: 7717 when free, else a
+//     free port. RFC 8252 §7.3 says the authorization server must accept
+//     any loopback port; many check the registered URI exactly, so a
+//     client registered with another URI registers again instead.
+//   - A pre-registered client (auth.clientId, or a client ID metadata
+//     document) has the default redirect URI registered; when that port
+//     cannot be used, the error names the URI to register instead and the
+//     command that makes it the server's.
+func (c *Client) redirectFor(srv config.Server) (port int, release func(), err error) {
+	served := int(c.cbPort.Load())
+	if p := srv.Auth.RedirectPort; p != 0 {
+		if p == served {
+			return p, nil, nil
+		}
+		_, release, err := c.listenLoopback(p, srv.ID)
+		return p, release, err
+	}
+	preRegistered := srv.Auth.ClientID != "" || srv.Auth.ClientMetadataURL != ""
+	if !preRegistered && served != 0 {
+		return served, nil, nil
+	}
+	if served == defaultRedirectPort {
+		return served, nil, nil
+	}
+	port, release, err = c.listenLoopback(defaultRedirectPort, srv.ID)
+	if err == nil {
+		return port, release, nil
+	}
+	if !preRegistered {
+		// The engine's own listener, on any free port.
+		return c.listenLoopback(0, srv.ID)
+	}
+	suggest := served
+	if suggest == 0 {
+		if p, perr := freeLoopbackPort(); perr == nil {
+			suggest = p
+		}
+	}
+	how := fmt.Sprintf("register a redirect URI on a free port (for example %s) with the authorization server for this client, then run \"remotemcp servers set %s --port PORT\"", oauth.RedirectURI(suggest), srv.ID)
+	if served != 0 {
+		how = fmt.Sprintf("register %s (the daemon's settings page) with the authorization server for this client, then run \"remotemcp servers set %s --port %d\"", oauth.RedirectURI(served), srv.ID, served)
+	}
+	var cause error = err
+	var oe *net.OpError
+	if errors.As(err, &oe) {
+		cause = oe
+	}
+	return 0, nil, fmt.Errorf("%w: server %s signs in with a pre-registered client, whose redirect URI is %s, but remotemcp cannot listen there (%w); free that port, or %s",
+		errPortTaken, srv.ID, oauth.RedirectURI(defaultRedirectPort), cause, how)
+}
+
+// freeLoopbackPort is a port free on 127.0.0.1 a moment ago, to suggest.
+func freeLoopbackPort() (int, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port, nil
+}
+
 // loopback is one of the engine's own callback listeners, shared by the
 // flows that use its port.
 type loopback struct {
@@ -463,18 +551,20 @@ type loopback struct {
 	done chan struct{}
 }
 
-// listenLoopback serves /mcp-oauth on 127.0.0.1:port until release has
-// been called by every flow that asked for it.
-func (c *Client) listenLoopback(port int, serverID string) (release func(), err error) {
+// listenLoopback serves /mcp-oauth on 127.0.0.1:port (0: a free port,
+// which it returns) until release has been called by every flow that
+// asked for it.
+func (c *Client) listenLoopback(port int, serverID string) (bound int, release func(), err error) {
 	c.loopMu.Lock()
 	defer c.loopMu.Unlock()
 	l := c.loops[port]
-	if l == nil {
+	if l == nil || port == 0 {
 		ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
 		if err != nil {
-			return nil, fmt.Errorf("%w: listening for the OAuth callback on 127.0.0.1:%d failed (is another sign-in running, or is the port taken? choose another redirect port with \"remotemcp servers set %s --port PORT\"): %w",
-				errPortTaken, port, serverID, err)
+			return 0, nil, fmt.Errorf("%w: listening for the OAuth callback on 127.0.0.1:%d failed: %w (another program, or another remotemcp process signing in, has the port; free it, or choose another redirect port with \"remotemcp servers set %s --port PORT\")",
+				errPortTaken, port, err, serverID)
 		}
+		port = ln.Addr().(*net.TCPAddr).Port
 		l = &loopback{done: make(chan struct{})}
 		l.srv = &http.Server{Handler: http.HandlerFunc(c.serveCallback), ReadHeaderTimeout: 10 * time.Second}
 		go func() {
@@ -485,7 +575,7 @@ func (c *Client) listenLoopback(port int, serverID string) (release func(), err 
 	}
 	l.refs++
 	var once sync.Once
-	return func() {
+	release = func() {
 		once.Do(func() {
 			c.loopMu.Lock()
 			l.refs--
@@ -503,7 +593,8 @@ func (c *Client) listenLoopback(port int, serverID string) (release func(), err 
 				<-l.done
 			}
 		})
-	}, nil
+	}
+	return port, release, nil
 }
 
 // serveCallback is the engine's own /mcp-oauth: CompleteAuthorization,

@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/remotemcp/remotemcp/localapi"
@@ -36,6 +37,14 @@ type Options struct {
 	// Only loopback IP addresses are accepted: the settings page must
 	// never be reachable from the network.
 	Addr string
+	// AddrFallback lets Listen take a free port of the same loopback IP
+	// when Addr is taken by another program, and record both in
+	// daemon.json (Info.RequestedAddr). It is for a daemon started in the
+	// background by a host's "remotemcp mcp": hosts use the Unix socket,
+	// so the page port is not worth failing them for (issue #19). A
+	// daemon started by the person ("serve --addr") keeps refusing
+	// instead (ErrAddrInUse), so what they asked for is what they get.
+	AddrFallback bool
 	// Version, when set, is what /api/health reports instead of the
 	// engine's.
 	Version string
@@ -150,10 +159,7 @@ func (s *Server) Listen(ctx context.Context) error {
 		if errors.Is(err, fs.ErrPermission) {
 			return fmt.Errorf("daemon: data directory %s is not writable by this user (the daemon keeps its lock and socket there); make it writable (chmod u+w %s) or choose another with --data-dir or $REMOTEMCP_HOME: %w", dir, dir, err)
 		}
-		if in, derr := readInfo(dir); derr == nil {
-			return fmt.Errorf("daemon: another remotemcp daemon (pid %d, %s) uses the data directory %s", in.PID, in.URL, dir)
-		}
-		return fmt.Errorf("daemon: another remotemcp process owns the data directory %s (a daemon, or \"remotemcp mcp --http\" serving without one): stop it first: %w", dir, err)
+		return fmt.Errorf("daemon: %w", ownedError(dir, err))
 	}
 	ok := false
 	defer func() {
@@ -162,10 +168,9 @@ func (s *Server) Listen(ctx context.Context) error {
 			unlock()
 		}
 	}()
-	var lc net.ListenConfig
-	s.tcp, err = lc.Listen(ctx, "tcp", s.o.Addr)
-	if err != nil {
-		return fmt.Errorf("daemon: listen on %s (is another daemon running, or is the port taken? use --addr): %w", s.o.Addr, err)
+	var requested string
+	if s.tcp, requested, err = s.listenTCP(ctx); err != nil {
+		return fmt.Errorf("daemon: %w", err)
 	}
 	addr := s.tcp.Addr().(*net.TCPAddr)
 	s.port = addr.Port
@@ -178,7 +183,7 @@ func (s *Server) Listen(ctx context.Context) error {
 	}
 	s.started = time.Now().UTC()
 	if err := writeInfo(dir, info{
-		URL: s.baseURL, Addr: s.tcp.Addr().String(), Socket: s.sockPath, PID: os.Getpid(),
+		URL: s.baseURL, Addr: s.tcp.Addr().String(), RequestedAddr: requested, Socket: s.sockPath, PID: os.Getpid(),
 		Started: s.started, Version: s.o.Version,
 	}); err != nil {
 		return fmt.Errorf("daemon: %w", err)
@@ -190,6 +195,53 @@ func (s *Server) Listen(ctx context.Context) error {
 	}
 	s.scrub.refresh(ctx, s.o.Engine)
 	return nil
+}
+
+// ErrAddrInUse is returned (wrapped) by Listen when another program
+// listens on Options.Addr and AddrFallback is off.
+var ErrAddrInUse = errors.New("the address is taken by another program")
+
+// ErrDataDirOwned is returned (wrapped) by Listen and HoldOwnerLock when
+// another remotemcp process owns the data directory: a daemon, or
+// "remotemcp --no-daemon mcp --http". The message names it (pid, page
+// URL or command) where it said so.
+var ErrDataDirOwned = errors.New("another remotemcp process owns the data directory")
+
+// listenTCP listens on Options.Addr or, when that is taken and
+// AddrFallback allows, on a free port of the same IP. requested is
+// Options.Addr when the fallback was taken, "" otherwise.
+func (s *Server) listenTCP(ctx context.Context) (ln net.Listener, requested string, err error) {
+	var lc net.ListenConfig
+	ln, err = lc.Listen(ctx, "tcp", s.o.Addr)
+	if err == nil {
+		return ln, "", nil
+	}
+	if !errors.Is(err, syscall.EADDRINUSE) {
+		return nil, "", fmt.Errorf("listen on %s: %w", s.o.Addr, err)
+	}
+	if !s.o.AddrFallback {
+		return nil, "", fmt.Errorf("listen on %s: %w (%w)", s.o.Addr, ErrAddrInUse, err)
+	}
+	host, _, _ := net.SplitHostPort(s.o.Addr) // checked by New
+	ln, ferr := lc.Listen(ctx, "tcp", net.JoinHostPort(host, "0"))
+	if ferr != nil {
+		return nil, "", fmt.Errorf("listen on %s: %w; and on a free port of %s: %w", s.o.Addr, err, host, ferr)
+	}
+	s.log.Warn("daemon: the settings page address is taken by another program; using a free port instead",
+		"requested", s.o.Addr, "addr", ln.Addr().String())
+	return ln, s.o.Addr, nil
+}
+
+// ownedError is the error of a data directory whose lock another process
+// holds: it names that process as daemon.json or owner.json describe it.
+func ownedError(dir string, lockErr error) error {
+	if in, derr := readInfo(dir); derr == nil {
+		return fmt.Errorf("%w: a daemon (pid %d, settings page %s) runs on %s; use it (\"remotemcp open\"), or stop it first", ErrDataDirOwned, in.PID, in.URL, dir)
+	}
+	if o, oerr := readOwner(dir); oerr == nil {
+		return fmt.Errorf("%w: %q (pid %d) serves %s from its own process; stop it first, or run it without --no-daemon so that it relays to the daemon", ErrDataDirOwned, o.Command, o.PID, dir)
+	}
+	return fmt.Errorf("%w: %s is locked by another remotemcp process (a daemon still starting or stopping?); try again, or stop it first: %w", ErrDataDirOwned, dir, lockErr)
 }
 
 func (s *Server) closeListeners() {
@@ -339,17 +391,48 @@ func socketHandler(a *api) http.Handler {
 }
 
 // HoldOwnerLock takes the data directory's daemon lock for a process that
-// owns the engine without being the daemon ("remotemcp mcp --http" when no
-// daemon runs), so that no daemon starts beside it: there is never a
-// second owner. The returned function releases it.
-func HoldOwnerLock(dataDir string) (func(), error) {
+// owns the engine without being the daemon ("remotemcp --no-daemon mcp
+// --http"), so that no daemon starts beside it: there is never a second
+// owner. command is how that process is named to whoever is refused
+// meanwhile (owner.json). The returned function releases it.
+func HoldOwnerLock(dataDir, command string) (func(), error) {
 	dir, err := filepath.EvalSymlinks(dataDir)
 	if err != nil {
 		return nil, fmt.Errorf("daemon: data directory: %w", err)
 	}
 	unlock, err := lockDataDir(dir)
 	if err != nil {
-		return nil, fmt.Errorf("daemon: another remotemcp process owns the data directory %s (a daemon started meanwhile?): %w", dir, err)
+		return nil, fmt.Errorf("daemon: %w", ownedError(dir, err))
 	}
-	return unlock, nil
+	started := time.Now().UTC()
+	o := owner{PID: os.Getpid(), Command: command, Started: started}
+	if err := writeJSON(dir, ownerFileName, o); err != nil {
+		// Only the words of a refusal depend on it.
+		slog.Default().Debug("daemon: cannot record the data directory's owner", "err", err)
+	}
+	return func() {
+		removeOwner(dir, o)
+		unlock()
+	}, nil
+}
+
+// CheckFree reports, without keeping anything, whether a daemon could
+// start on dataDir now: nil when nobody holds its lock (or the directory
+// does not exist yet), else an error wrapping ErrDataDirOwned that names
+// the owner. "serve" asks before it opens anything, so that a refused
+// start changes nothing; Listen decides for certain.
+func CheckFree(dataDir string) error {
+	dir, err := canonicalDir(dataDir)
+	if err != nil {
+		return nil // no directory: nobody owns it
+	}
+	unlock, err := lockDataDir(dir)
+	if err != nil {
+		if errors.Is(err, fs.ErrPermission) {
+			return nil // Listen says what to do about it
+		}
+		return fmt.Errorf("daemon: %w", ownedError(dir, err))
+	}
+	unlock()
+	return nil
 }

@@ -35,6 +35,10 @@ type info struct {
 	// URL is the settings page's base URL (login links go there).
 	URL  string `json:"url"`
 	Addr string `json:"addr"`
+	// RequestedAddr is the address the daemon was asked for when another
+	// program had it and the daemon took a free port instead
+	// (Options.AddrFallback); empty when it got what it asked for.
+	RequestedAddr string `json:"requestedAddr,omitempty"`
 	// Socket is the API's Unix socket (absolute).
 	Socket  string    `json:"socket"`
 	PID     int       `json:"pid"`
@@ -44,31 +48,34 @@ type info struct {
 
 // writeInfo writes daemon.json atomically (temp file + rename), so a CLI
 // never reads half of it.
-func writeInfo(dir string, in info) error {
-	b, err := json.MarshalIndent(in, "", "  ")
+func writeInfo(dir string, in info) error { return writeJSON(dir, InfoFileName, in) }
+
+// writeJSON writes v as the 0600 file name in dir, atomically.
+func writeJSON(dir, name string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
 		return err
 	}
 	tmp, err := os.CreateTemp(dir, ".daemon-*.json")
 	if err != nil {
-		return fmt.Errorf("write %s: %w", InfoFileName, err)
+		return fmt.Errorf("write %s: %w", name, err)
 	}
 	defer os.Remove(tmp.Name()) // after a successful rename this fails harmlessly
 	// CreateTemp makes the file 0600 already; Chmod states the intent and
 	// covers platforms where it does not.
 	if err := tmp.Chmod(0o600); err != nil {
 		tmp.Close()
-		return fmt.Errorf("write %s: %w", InfoFileName, err)
+		return fmt.Errorf("write %s: %w", name, err)
 	}
 	if _, err := tmp.Write(append(b, '\n')); err != nil {
 		tmp.Close()
-		return fmt.Errorf("write %s: %w", InfoFileName, err)
+		return fmt.Errorf("write %s: %w", name, err)
 	}
 	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("write %s: %w", InfoFileName, err)
+		return fmt.Errorf("write %s: %w", name, err)
 	}
-	if err := os.Rename(tmp.Name(), filepath.Join(dir, InfoFileName)); err != nil {
-		return fmt.Errorf("write %s: %w", InfoFileName, err)
+	if err := os.Rename(tmp.Name(), filepath.Join(dir, name)); err != nil {
+		return fmt.Errorf("write %s: %w", name, err)
 	}
 	return nil
 }
@@ -109,6 +116,85 @@ func removeInfo(dir string, pid int, started time.Time) {
 	if in, err := readInfo(dir); err == nil && in.PID == pid && in.Started.Equal(started) {
 		os.Remove(filepath.Join(dir, InfoFileName))
 	}
+}
+
+// ownerFileName is the file in the data directory that names a process
+// owning the engine without being a daemon (HoldOwnerLock), so that a
+// daemon refused meanwhile can say which.
+const ownerFileName = "owner.json"
+
+// owner is the content of owner.json.
+type owner struct {
+	PID     int       `json:"pid"`
+	Command string    `json:"command"`
+	Started time.Time `json:"started"`
+}
+
+// readOwner reads owner.json, when it is private to this user.
+func readOwner(dir string) (owner, error) {
+	var o owner
+	p := filepath.Join(dir, ownerFileName)
+	f, err := os.Open(p)
+	if err != nil {
+		return o, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return o, err
+	}
+	if err := checkPrivateFile(p, st); err != nil {
+		return o, err
+	}
+	if err := json.NewDecoder(f).Decode(&o); err != nil {
+		return o, fmt.Errorf("%s: %w", p, err)
+	}
+	return o, nil
+}
+
+// removeOwner removes owner.json if it is still o's.
+func removeOwner(dir string, o owner) {
+	if cur, err := readOwner(dir); err == nil && cur.PID == o.PID && cur.Started.Equal(o.Started) {
+		os.Remove(filepath.Join(dir, ownerFileName))
+	}
+}
+
+// Info describes the running daemon of a data directory, as its
+// daemon.json says, for "remotemcp status" and "remotemcp open".
+type Info struct {
+	PID int
+	// URL is the settings page's base URL, http://127.0.0.1:PORT.
+	URL string
+	// Addr is the loopback address the page listens on.
+	Addr string
+	// RequestedAddr is the address the daemon was asked for when another
+	// program had it and it took a free port instead; "" otherwise.
+	RequestedAddr string
+	// Socket is the API's Unix socket.
+	Socket  string
+	Started time.Time
+	Version string
+}
+
+// Running returns what daemon.json says about the daemon of dataDir,
+// after Dial has verified that daemon answers; the error wraps
+// ErrNotRunning when none runs.
+func Running(ctx context.Context, dataDir string) (*Info, error) {
+	c, err := Dial(ctx, dataDir)
+	if err != nil {
+		return nil, err
+	}
+	c.CloseIdleConnections()
+	dir, err := canonicalDir(dataDir)
+	if err != nil {
+		return nil, fmt.Errorf("daemon: %w", err)
+	}
+	in, err := readInfo(dir)
+	if err != nil {
+		return nil, fmt.Errorf("daemon: %w", err)
+	}
+	return &Info{PID: in.PID, URL: in.URL, Addr: in.Addr, RequestedAddr: in.RequestedAddr,
+		Socket: in.Socket, Started: in.Started, Version: in.Version}, nil
 }
 
 // dialHealthWait bounds Dial's health check.

@@ -37,7 +37,8 @@ type CallbackResult struct {
 // (ListenLoopbackBrowser); tests and the conformance client GET the URL and
 // read the redirect (HeadlessBrowser). It must honour ctx. The redirect
 // URI in the URL is RedirectURI(srv.Auth.RedirectPort), so a listening
-// Browser must listen on that port.
+// Browser must listen on that port: an engine sets it to the port it
+// serves for the length of the flow.
 type Browser func(ctx context.Context, authURL string) (*CallbackResult, error)
 
 // Limits on callback parameters: generous for real servers, small enough
@@ -445,7 +446,7 @@ func ListenLoopbackBrowser(port int, open func(url string) error) Browser {
 		want := au.Query().Get("state")
 		ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
 		if err != nil {
-			return nil, fmt.Errorf("listening for the OAuth callback on 127.0.0.1:%d (is another login running, or is the port taken? set auth.redirectPort): %w", port, err)
+			return nil, fmt.Errorf("listening for the OAuth callback on 127.0.0.1:%d: %w (another program, or another sign-in, has the port; free it, or choose another redirect port (auth.redirectPort) with \"remotemcp servers set ID --port PORT\")", port, err)
 		}
 		results := make(chan CallbackResult, 1)
 		hs := &http.Server{

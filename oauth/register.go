@@ -99,9 +99,12 @@ func (a *Authenticator) loadRegistration(ctx context.Context, serverID string, b
 // an issuer, the id is never sent to a different one. A CIMD URL is not:
 // it names a document any authorization server may fetch.
 //
-// When register is true (an interactive flow follows), a stored
-// registration whose last browser step never came back (AwaitingSince)
-// is replaced by a new one.
+// When register is true (an interactive flow follows with the redirect
+// URI of srv.Auth.RedirectPort), a stored registration whose last browser
+// step never came back (AwaitingSince), or whose redirect URI is another,
+// is replaced by a new one. A refresh (register false) uses the stored
+// registration whatever its redirect URI: the token endpoint does not
+// see one.
 func (a *Authenticator) resolveClient(ctx context.Context, srv config.Server, b config.Binding, asm *oauthex.AuthServerMeta, register bool) (*client, error) {
 	port := srv.Auth.RedirectPort
 	if u := a.clientMetadataURL(srv); u != "" {
@@ -129,8 +132,17 @@ func (a *Authenticator) resolveClient(ctx context.Context, srv config.Server, b 
 	if err != nil {
 		return nil, err
 	}
-	usable := reg != nil && reg.RedirectURI == RedirectURI(port) &&
-		(reg.SecretExpiresAt == 0 || a.now().Unix() < reg.SecretExpiresAt)
+	usable := reg != nil && (reg.SecretExpiresAt == 0 || a.now().Unix() < reg.SecretExpiresAt)
+	if usable && register && reg.RedirectURI != RedirectURI(port) {
+		// The flow's redirect URI is not the registered one (the daemon's
+		// page moved to a free port, or the person chose another with
+		// --port): an authorization server that checks redirect URIs
+		// exactly would refuse it, so register again. A refresh (register
+		// false) sends no redirect URI, and keeps the registration.
+		a.log.Info("oauth: the registered client has another redirect URI; registering a new client",
+			"server", srv.ID, "issuer", b.Issuer, "registered", reg.RedirectURI, "redirect_uri", RedirectURI(port))
+		usable = false
+	}
 	if usable && register && reg.AwaitingSince != 0 {
 		a.log.Warn("oauth: the last sign-in with the registered client never came back from the authorization server, which may have forgotten it; registering a new client",
 			"server", srv.ID, "issuer", b.Issuer, "client_id", reg.ClientID, "waiting_since", time.Unix(reg.AwaitingSince, 0).UTC())

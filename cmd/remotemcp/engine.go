@@ -57,15 +57,20 @@ func (a *app) do(fn func(ctx context.Context, e Engine, args []string) error) fu
 	}
 }
 
-// loopbackAddr accepts PORT, :PORT, localhost:PORT and HOST:PORT.
-func loopbackAddr(s string) (string, error) {
+// loopbackAddr accepts PORT, :PORT, localhost:PORT and HOST:PORT (of
+// --addr: see flagLoopbackAddr).
+func loopbackAddr(s string) (string, error) { return flagLoopbackAddr("--addr", s) }
+
+// flagLoopbackAddr is loopbackAddr of the flag named flag, which its
+// usage error names.
+func flagLoopbackAddr(flag, s string) (string, error) {
 	hp := s
 	if strings.Trim(s, "0123456789") == "" {
 		hp = ":" + s
 	}
 	host, port, err := net.SplitHostPort(hp)
 	if err != nil || port == "" || strings.Trim(port, "0123456789") != "" {
-		return "", usageErrorf("--addr %q: want PORT or HOST:PORT, e.g. 7717 or 127.0.0.1:7717", s)
+		return "", usageErrorf("%s %q: want PORT or HOST:PORT, e.g. 7717 or 127.0.0.1:7717", flag, s)
 	}
 	if host == "" || host == "localhost" {
 		host = "127.0.0.1"
@@ -92,6 +97,9 @@ yourself; it works once.`,
 			u, err := c.LoginURL(ctx)
 			if err != nil {
 				return err
+			}
+			if note := a.movedPageNote(ctx); note != "" {
+				fmt.Fprintln(a.streams.Err, note)
 			}
 			a.browse(ctx, u.URL, noBrowser)
 			return nil

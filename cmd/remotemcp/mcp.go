@@ -58,8 +58,9 @@ from this process instead.
 
 --http 127.0.0.1:PORT serves Streamable HTTP at http://127.0.0.1:PORT/mcp
 instead of stdio, in the foreground until stopped (Ctrl-C, SIGTERM), for
-hosts that take a URL. It relays to the running daemon, or owns the
-sessions itself when none runs (it starts no daemon). Only loopback
+hosts that take a URL. Like stdio it relays to the daemon, starting one
+when none runs; with --no-daemon it owns the sessions itself, and no
+daemon may start until it stops. Only loopback
 addresses are allowed; the Host header must name that address (DNS
 rebinding), a foreign Origin is refused, and every request needs
 "Authorization: Bearer TOKEN" with a token of "remotemcp mcp token create".`,
@@ -75,7 +76,7 @@ rebinding), a foreign Origin is refused, and every request needs
 			}
 			fo := frontend.Options{ServerID: serverID, Name: "remotemcp", Version: remotemcp.Version, Logger: log, Tools: tools, SearchThreshold: threshold}
 			if httpAddr != "" {
-				return a.runMcpHTTP(ctx, httpAddr, fo)
+				return a.runMcpHTTP(ctx, httpAddr, daemonAddr, fo)
 			}
 			eng, release, err := a.mcpEngine(ctx, daemonAddr)
 			if err != nil {
@@ -96,7 +97,7 @@ rebinding), a foreign Origin is refused, and every request needs
 		},
 	}
 	cmd.Flags().StringVar(&serverID, "server", "", "pass one server through with its names unchanged")
-	cmd.Flags().StringVar(&daemonAddr, "daemon-addr", "127.0.0.1:7717", "--addr of the daemon started in the background when none runs")
+	cmd.Flags().StringVar(&daemonAddr, "daemon-addr", "127.0.0.1:7717", "settings page address of the daemon started in the background when none runs (a free port when it is taken)")
 	cmd.Flags().StringVar(&tools, "tools", frontend.ToolsAuto, "how tools are offered: all, search (a search tool and the pinned tools; found tools join the list) or auto (search above --search-threshold tools)")
 	cmd.Flags().IntVar(&threshold, "search-threshold", frontend.DefaultSearchThreshold, "with --tools auto, search when there are more tools than this")
 	cmd.Flags().StringVar(&httpAddr, "http", "", "serve Streamable HTTP on this loopback HOST:PORT instead of stdio (needs a token: see \"mcp token\")")
@@ -106,26 +107,27 @@ rebinding), a foreign Origin is refused, and every request needs
 }
 
 // runMcpHTTP is "mcp --http": the front end over Streamable HTTP on a
-// loopback address until ctx ends. Its engine is the running daemon's, or
-// when none runs an in-process one: this process is then the owner, and
-// there is never a second owner beside a daemon.
-func (a *app) runMcpHTTP(ctx context.Context, addr string, fo frontend.Options) error {
+// loopback address until ctx ends. Like stdio it relays to the daemon,
+// starting one when none runs, so whatever starts first there is one
+// owner (issue #19 item 2). Only with --no-daemon does this process own
+// the engine, and then it holds the daemon lock: no daemon starts beside
+// it.
+func (a *app) runMcpHTTP(ctx context.Context, addr, daemonAddr string, fo frontend.Options) error {
 	ln, err := mcpHTTPListen("--http", addr)
 	if err != nil {
 		return err
 	}
-	eng, release, err := a.engine(ctx)
+	eng, release, err := a.mcpEngine(ctx, daemonAddr)
 	if err != nil {
 		ln.Close()
 		return err
 	}
 	defer release()
 	if a.inProcess {
-		// This process owns the engine: no daemon may start beside it.
-		unlock, err := daemon.HoldOwnerLock(a.dataDirPath())
+		unlock, err := daemon.HoldOwnerLock(a.dataDirPath(), "remotemcp --no-daemon mcp --http "+addr)
 		if err != nil {
 			ln.Close()
-			return err
+			return fmt.Errorf("%w (without --no-daemon, mcp --http relays to it)", err)
 		}
 		defer unlock()
 	}
@@ -157,71 +159,93 @@ func (a *app) mcpEngine(ctx context.Context, daemonAddr string) (Engine, func(),
 	if !errors.Is(err, daemon.ErrNotRunning) {
 		return nil, nil, fmt.Errorf("reach the daemon: %w (run with --no-daemon to work without it)", err)
 	}
-	listen, err := loopbackAddr(daemonAddr)
+	listen, err := flagLoopbackAddr("--daemon-addr", daemonAddr)
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := a.startDaemon(ctx, dir, listen); err != nil {
+	stop, err := a.startDaemon(ctx, dir, listen)
+	if err != nil {
 		return nil, nil, err
 	}
 	c, err = daemon.Dial(ctx, dir)
 	if err != nil {
+		stop()
 		return nil, nil, fmt.Errorf("reach the daemon started in the background: %w", err)
 	}
-	return c, c.CloseIdleConnections, nil
+	return c, func() { c.CloseIdleConnections(); stop() }, nil
+}
+
+// spawnDaemon starts "remotemcp ARGS" detached, its output to logf, and
+// returns its pid, a channel closed when it exits, and stop. In
+// production stop does nothing: the daemon outlives the command that
+// started it, for the next host. Tests, whose binary is not remotemcp,
+// replace it with one that runs serve in-process until stop.
+var spawnDaemon = func(_ context.Context, args []string, logf *os.File) (pid int, exited <-chan struct{}, stop func(), err error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return 0, nil, nil, fmt.Errorf("find this program: %w", err)
+	}
+	// Not tied to ctx: the daemon outlives this host's session.
+	cmd := exec.Command(exe, args...)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = detached()
+	if err := cmd.Start(); err != nil {
+		return 0, nil, nil, err
+	}
+	// Reap it if it ends while this process runs (it lost a race, or
+	// failed); done says so.
+	done := make(chan struct{})
+	go func() { cmd.Wait(); close(done) }()
+	return cmd.Process.Pid, done, func() {}, nil
 }
 
 // startDaemon starts "remotemcp serve" detached on dir and waits, bounded,
-// until its socket answers. Losing the race to another host's daemon is
-// fine: whichever daemon answers is the owner.
-func (a *app) startDaemon(ctx context.Context, dir, listen string) error {
-	exe, err := os.Executable()
-	if err != nil {
-		return fmt.Errorf("start the daemon: find this program: %w", err)
-	}
+// until its socket answers. Its page asks for listen but takes a free
+// port when another program has it (--addr-fallback): hosts need only
+// the socket. Losing the race to another host's daemon is fine: whichever
+// daemon answers is the owner. stop is spawnDaemon's.
+func (a *app) startDaemon(ctx context.Context, dir, listen string) (stop func(), err error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return fmt.Errorf("start the daemon: create the data directory: %w", err)
+		return nil, fmt.Errorf("start the daemon: create the data directory: %w", err)
 	}
 	logPath := filepath.Join(dir, daemonLogName)
 	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
-		return fmt.Errorf("start the daemon: open its log: %w", err)
+		return nil, fmt.Errorf("start the daemon: open its log: %w", err)
 	}
 	defer logf.Close()
-	// Not tied to ctx: the daemon outlives this host's session, for the
-	// next host.
-	cmd := exec.Command(exe, "--data-dir", dir, "serve", "--addr", listen)
-	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.SysProcAttr = detached()
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("start the daemon: %w", err)
+	pid, exited, stop, err := spawnDaemon(ctx, []string{"--data-dir", dir, "serve", "--addr", listen, "--" + addrFallbackFlag}, logf)
+	if err != nil {
+		return nil, fmt.Errorf("start the daemon: %w", err)
 	}
-	fmt.Fprintf(a.streams.Err, "remotemcp: started the daemon (pid %d, log %s)\n", cmd.Process.Pid, logPath)
-	// Reap it if it ends while this process runs (it lost a race, or
-	// failed); exited says so.
-	exited := make(chan struct{})
-	go func() { cmd.Wait(); close(exited) }()
+	fmt.Fprintf(a.streams.Err, "remotemcp: started the daemon (pid %d, log %s)\n", pid, logPath)
 	deadline := time.Now().Add(daemonStartWait)
 	for {
 		dctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 		_, err := daemon.Dial(dctx, dir)
 		cancel()
 		if err == nil {
-			return nil
+			if in, rerr := daemon.Running(ctx, dir); rerr == nil && in.RequestedAddr != "" {
+				fmt.Fprintf(a.streams.Err, "remotemcp: %s was taken, so the daemon's settings page is on %s\n", in.RequestedAddr, in.URL)
+			}
+			return stop, nil
 		}
 		if ctx.Err() != nil {
-			return ctx.Err()
+			stop()
+			return nil, ctx.Err()
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("start the daemon: it did not answer within %s (see %s): %w", daemonStartWait, logPath, err)
+			stop()
+			return nil, fmt.Errorf("start the daemon: it did not answer within %s (see %s): %w", daemonStartWait, logPath, err)
 		}
 		select {
 		case <-exited:
 			// Another daemon may have won; give it the rest of the wait,
 			// but a daemon that failed alone will not come.
 			if _, serr := os.Stat(filepath.Join(dir, daemon.InfoFileName)); serr != nil {
-				return fmt.Errorf("start the daemon: it exited (see %s)", logPath)
+				return nil, fmt.Errorf("start the daemon: it exited (see %s)", logPath)
 			}
+			exited = nil // wait for the winner at the pace below
 		case <-time.After(100 * time.Millisecond):
 		}
 	}

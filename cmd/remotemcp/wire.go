@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -63,10 +64,11 @@ func (a *app) dial(ctx context.Context) (Engine, error) {
 
 func newServeCmd(a *app) *cobra.Command {
 	var (
-		addr    string
-		mcpHTTP string
-		demo    bool
-		notify  bool
+		addr     string
+		mcpHTTP  string
+		demo     bool
+		notify   bool
+		fallback bool
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -80,7 +82,10 @@ directory. SIGINT/SIGTERM shut it down cleanly.
 
 --addr takes HOST:PORT on loopback, or PORT alone (127.0.0.1:PORT).
 --demo also runs the bundled test MCP server on a free loopback port and
-adds it (or points it) as the server "demo", so the page is not empty.
+adds it as the server "demo" (or "demo-2" … when that id is taken), so the
+page is not empty; it is removed, with its origin's grant, when serve
+stops. A refused serve (address taken, another daemon on the data
+directory) changes nothing.
 --notify shows a desktop notification (notify-send, where it is installed)
 when a server needs you to sign in again: it is paused until you do.
 --mcp-http 127.0.0.1:PORT also serves every enabled server to MCP hosts as
@@ -89,7 +94,7 @@ Streamable HTTP at http://127.0.0.1:PORT/mcp, like "remotemcp mcp --http"
 		Args: argsExactly(0, ""),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
-			listen, err := loopbackAddr(addr)
+			listen, err := flagLoopbackAddr("--addr", addr)
 			if err != nil {
 				return err
 			}
@@ -98,19 +103,17 @@ Streamable HTTP at http://127.0.0.1:PORT/mcp, like "remotemcp mcp --http"
 				log = newLogger(a.streams.Err, false)
 			}
 			dir := a.dataDirPath()
+			// A daemon that already runs is named before anything is
+			// opened: a refused serve changes nothing (issue #19 item 8).
+			if err := daemon.CheckFree(dir); err != nil {
+				return err
+			}
 			eng, err := remotemcp.Open(ctx, remotemcp.Options{DataDir: dir, Logger: log})
 			if err != nil {
 				return fmt.Errorf("open the data directory: %w", err)
 			}
 			defer eng.Close()
-			if demo {
-				stop, err := startDemo(ctx, eng)
-				if err != nil {
-					return fmt.Errorf("--demo: %w", err)
-				}
-				defer stop()
-			}
-			srv, err := daemon.New(daemon.Options{Engine: eng, DataDir: dir, Addr: listen, Version: remotemcp.Version, Notify: notify, Logger: log})
+			srv, err := daemon.New(daemon.Options{Engine: eng, DataDir: dir, Addr: listen, AddrFallback: fallback, Version: remotemcp.Version, Notify: notify, Logger: log})
 			if err != nil {
 				return err
 			}
@@ -126,9 +129,27 @@ Streamable HTTP at http://127.0.0.1:PORT/mcp, like "remotemcp mcp --http"
 				if mcpLn != nil {
 					mcpLn.Close()
 				}
-				return fmt.Errorf("listen on %s: %w (is the port taken? choose another with --addr)", listen, err)
+				return serveListenError(listen, err)
 			}
-			fmt.Fprintf(a.streams.Err, "remotemcp daemon on %s\nopen the settings page (this link works once):\n", srv.URL())
+			fmt.Fprintf(a.streams.Err, "remotemcp daemon on %s\n", srv.URL())
+			// Only now, with the data directory and the address ours, is
+			// the demo server added: a refused serve writes nothing.
+			if demo {
+				d, err := startDemo(ctx, eng)
+				if err != nil {
+					if mcpLn != nil {
+						mcpLn.Close()
+					}
+					// Listen succeeded: Serve releases what it took.
+					cctx, cancel := context.WithCancel(ctx)
+					cancel()
+					srv.Serve(cctx)
+					return fmt.Errorf("--demo: %w", err)
+				}
+				defer d.stop(log)
+				d.describe(a.streams.Err)
+			}
+			fmt.Fprintln(a.streams.Err, "open the settings page (this link works once):")
 			fmt.Fprintln(a.streams.Out, srv.LoginURL())
 			// The endpoint lives as long as the daemon serves: it is
 			// stopped (mcancel) and waited for before the engine closes.
@@ -153,9 +174,29 @@ Streamable HTTP at http://127.0.0.1:PORT/mcp, like "remotemcp mcp --http"
 	}
 	cmd.Flags().BoolVar(&notify, "notify", false, "show a desktop notification (notify-send) when a server needs you to sign in")
 	cmd.Flags().StringVar(&mcpHTTP, "mcp-http", "", "also serve the MCP endpoint (Streamable HTTP, bearer tokens of \"mcp token\") on this loopback HOST:PORT")
-	cmd.Flags().BoolVar(&demo, "demo", false, "also run the bundled test MCP server and add it as the server \"demo\"")
-	cmd.Flags().StringVar(&addr, "addr", "127.0.0.1:7717", "loopback address of the settings page and OAuth callback: HOST:PORT or PORT (the OAuth redirect port defaults to 7717 too)")
+	cmd.Flags().BoolVar(&demo, "demo", false, "also run the bundled test MCP server and add it as the server \"demo\" until serve stops")
+	cmd.Flags().StringVar(&addr, "addr", "127.0.0.1:7717", "loopback address of the settings page and OAuth callback: HOST:PORT or PORT")
+	// Hidden: what "remotemcp mcp" passes to the daemon it starts in the
+	// background, whose page port is not worth failing a host for.
+	cmd.Flags().BoolVar(&fallback, addrFallbackFlag, false, "when --addr is taken, listen on a free loopback port instead")
+	_ = cmd.Flags().MarkHidden(addrFallbackFlag)
 	return cmd
+}
+
+// addrFallbackFlag is serve's hidden flag for a daemon started in the
+// background (daemon.Options.AddrFallback).
+const addrFallbackFlag = "addr-fallback"
+
+// serveListenError is the error of a serve whose Listen failed: the real
+// cause, and the flag that fixes it.
+func serveListenError(listen string, err error) error {
+	switch {
+	case errors.Is(err, daemon.ErrAddrInUse):
+		return fmt.Errorf("listen on %s: another program has this port; choose another with --addr (e.g. --addr 127.0.0.1:7718, or --addr 0 for any free port): %w", listen, err)
+	case errors.Is(err, daemon.ErrDataDirOwned):
+		return err
+	}
+	return fmt.Errorf("listen on %s: %w", listen, err)
 }
 
 // serveDaemonMcpHTTP is serve --mcp-http: the aggregate front end over the
@@ -170,25 +211,70 @@ func serveDaemonMcpHTTP(ctx context.Context, eng localapi.Engine, dir string, ln
 	return serveMcpHTTP(ctx, fe, dir, ln, w, log)
 }
 
-// startDemo runs the bundled test MCP server on a free loopback port for
-// the daemon's lifetime and adds it as "demo" (or points an existing
-// "demo" at its new port), through the same API as any other server.
-func startDemo(ctx context.Context, eng localapi.Engine) (func(), error) {
+// demoServer is the bundled test MCP server of "serve --demo" and what
+// its addition changed, to be undone when serve stops.
+type demoServer struct {
+	eng     localapi.Engine
+	f       *fixture.Server
+	id      string
+	granted []string
+}
+
+// maxDemoIDs bounds the search for a free demo id.
+const maxDemoIDs = 100
+
+// startDemo runs the bundled test MCP server on a free loopback port and
+// adds it under a free id ("demo", else "demo-2" …), through the same
+// API as any other server: an existing server is never touched (issue
+// #19 item 8).
+func startDemo(ctx context.Context, eng localapi.Engine) (*demoServer, error) {
 	f, err := fixture.Start(fixture.Options{})
 	if err != nil {
 		return nil, fmt.Errorf("start the test server: %w", err)
 	}
-	u := f.URL()
-	_, err = eng.AddServer(ctx, localapi.AddServerRequest{ID: "demo", Name: "Demo (bundled test server)", URL: u, By: localapi.ByServersAdd})
-	if localapi.HasCode(err, localapi.CodeConflict) {
-		_, err = eng.UpdateServer(ctx, "demo", localapi.UpdateServerRequest{URL: &u})
-		if err == nil {
-			err = eng.Grant(ctx, "http://"+f.Addr(), localapi.ByCLI)
+	for i := 1; i <= maxDemoIDs; i++ {
+		id := "demo"
+		if i > 1 {
+			id = fmt.Sprintf("demo-%d", i)
+		}
+		res, err := eng.AddServer(ctx, localapi.AddServerRequest{ID: id, Name: "Demo (bundled test server)", URL: f.URL(), By: localapi.ByServersAdd})
+		if localapi.HasCode(err, localapi.CodeConflict) {
+			continue
+		}
+		if err != nil {
+			f.Close()
+			return nil, fmt.Errorf("add the test server as %s: %w", id, err)
+		}
+		return &demoServer{eng: eng, f: f, id: id, granted: res.Granted}, nil
+	}
+	f.Close()
+	return nil, fmt.Errorf("the ids demo … demo-%d are all taken; remove some with \"remotemcp servers remove ID\"", maxDemoIDs)
+}
+
+// demoCleanupWait bounds the removal of the demo server at exit.
+const demoCleanupWait = 10 * time.Second
+
+// stop removes the demo server and the grants its addition made, then
+// stops the test server. It runs as serve exits, after a signal: its
+// context is not the command's.
+func (d *demoServer) stop(log *slog.Logger) {
+	ctx, cancel := context.WithTimeout(context.Background(), demoCleanupWait)
+	defer cancel()
+	if err := d.eng.RemoveServer(ctx, d.id); err != nil && !localapi.HasCode(err, localapi.CodeNotFound) {
+		log.Warn("--demo: could not remove the demo server", "server", d.id, "err", err)
+	}
+	for _, o := range d.granted {
+		if err := d.eng.Revoke(ctx, o); err != nil && !localapi.HasCode(err, localapi.CodeNotFound) {
+			log.Warn("--demo: could not revoke the demo server's origin", "origin", o, "err", err)
 		}
 	}
-	if err != nil {
-		f.Close()
-		return nil, err
-	}
-	return func() { f.Close() }, nil
+	d.f.Close()
+}
+
+// describe says what --demo did and what to try next.
+func (d *demoServer) describe(w io.Writer) {
+	fmt.Fprintf(w, "added the demo server %q (the bundled test server at %s); it is removed when this daemon stops\n", d.id, d.f.URL())
+	fmt.Fprintln(w, "try, in another terminal:")
+	fmt.Fprintf(w, "  remotemcp call mcp__%s__echo '{\"text\":\"hi\"}' --yes\n", d.id)
+	fmt.Fprintln(w, "  remotemcp hosts connect HOST    # HOST: claude-code, cursor, … (remotemcp hosts list)")
 }
