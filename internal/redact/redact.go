@@ -118,7 +118,8 @@ func trimURL(u string) int {
 // token, as in https://TOKEN@host/); every query and fragment value is
 // replaced unless its key is a harmless one (page, per_page, page_size,
 // limit, offset, lang, locale, version, v, format, mode), and a parameter
-// without a value is replaced whole. Path parameters with secret names
+// without a value is replaced whole (but "…", which package oauth writes
+// for a query it left out). Path parameters with secret names
 // (";jsessionid=…") are hidden as in Text. URL works on malformed input
 // too: it never fails, and it never returns a value it would hide.
 func URL(u string) string {
