@@ -74,6 +74,24 @@
     return e;
   }
 
+  // breakable fills node with url as text, one unbreakable piece (an
+  // inline block, class seg) per "/"-ended part, so a long URL wraps at
+  // its slashes on a narrow screen, not after a hyphen or inside a word;
+  // only a part longer than the line wraps inside itself.
+  function breakable(node, url) {
+    node.textContent = "";
+    for (const p of String(url || "").match(/[^/]*\/*|[^/]+$/g).filter((x) => x !== "")) {
+      node.append(el("span", { class: "seg", text: p }));
+    }
+    return node;
+  }
+
+  // toolCount is the Tools cell as the CLI's status shows it: the count
+  // once the catalog is known, "-" before.
+  function toolCount(s) {
+    return s.state === "ready" || s.toolCount > 0 ? String(s.toolCount) : "-";
+  }
+
   // safeURL lets only http(s) URLs become links.
   function safeURL(u) {
     try {
@@ -106,12 +124,12 @@
       row.dataset.state = s.state;
       $(".name", row).textContent = s.name || s.id;
       $(".id", row).textContent = s.id;
-      $(".url", row).textContent = s.url;
-      $(".tool-count", row).textContent = String(s.toolCount);
+      breakable($(".url", row), s.url);
+      $(".tool-count", row).textContent = toolCount(s);
 
       const warn = $(".origin-warning", row);
       warn.hidden = s.originGranted;
-      $(".origin", warn).textContent = s.origin;
+      breakable($(".origin", warn), s.origin);
       $("button", warn).dataset.origin = s.origin;
 
       // The sign-in note first: when it asks for an origin, the list of
@@ -122,7 +140,7 @@
         if (p.origin === s.origin && !s.originGranted) continue; // said above
         if (p.origin === asked) continue; // the sign-in note asks for it
         pend.append(el("li", { "data-origin": p.origin },
-          "Waiting for your approval: ", el("code", { text: p.origin }), ` (${purposeWords(p.purpose)}) `,
+          "Waiting for your approval: ", breakable(el("code"), p.origin), ` (${purposeWords(p.purpose)}) `,
           el("button", { type: "button", class: "small", "data-action": "grant", "data-origin": p.origin, text: "Approve" }), " ",
           el("button", { type: "button", class: "small", "data-action": "dismiss", "data-origin": p.origin, text: "Dismiss" })));
       }
@@ -452,11 +470,11 @@
     }
     for (const p of state.grants.pending) {
       pb.append(el("tr", { "data-origin": p.origin },
-        el("td", {}, el("code", { text: p.origin })),
-        el("td", { text: purposeWords(p.purpose) }),
-        el("td", { text: p.serverId || "" }),
-        el("td", { text: String(p.count) }),
-        el("td", {},
+        el("td", { "data-label": "Origin" }, breakable(el("code"), p.origin)),
+        el("td", { "data-label": "Why", text: purposeWords(p.purpose) }),
+        el("td", { "data-label": "Server", text: p.serverId || "" }),
+        el("td", { "data-label": "Seen", text: String(p.count) }),
+        el("td", { class: "buttons" },
           el("button", { type: "button", "data-action": "grant", "data-origin": p.origin, text: "Approve" }), " ",
           el("button", { type: "button", "data-action": "dismiss", "data-origin": p.origin, text: "Dismiss" }))));
     }
@@ -467,10 +485,10 @@
     }
     for (const g of state.grants.grants) {
       gb.append(el("tr", { "data-origin": g.origin },
-        el("td", {}, el("code", { text: g.origin })),
-        el("td", { text: g.by }),
-        el("td", { text: new Date(g.grantedAt).toLocaleString() }),
-        el("td", {}, el("button", { type: "button", class: "danger", "data-action": "revoke", "data-origin": g.origin, text: "Revoke" }))));
+        el("td", { "data-label": "Origin" }, breakable(el("code"), g.origin)),
+        el("td", { "data-label": "Allowed by", text: g.by }),
+        el("td", { "data-label": "Since", text: new Date(g.grantedAt).toLocaleString() }),
+        el("td", { class: "buttons" }, el("button", { type: "button", class: "danger", "data-action": "revoke", "data-origin": g.origin, text: "Revoke" }))));
     }
   }
 
@@ -649,6 +667,9 @@
     $("#catalog-title").textContent = id;
     box.textContent = "Loading…";
     sec.hidden = false;
+    // The catalog is far below the row's button (on a phone, screens
+    // below): bring it into view.
+    sec.scrollIntoView({ block: "start" });
     const q = "serverId=" + encodeURIComponent(id);
     const [tools, prompts, resources] = await Promise.allSettled([
       api("GET", "api/tools?connect=1&" + q),
