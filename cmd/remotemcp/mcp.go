@@ -117,20 +117,26 @@ func (a *app) runMcpHTTP(ctx context.Context, addr, daemonAddr string, fo fronte
 	if err != nil {
 		return err
 	}
-	eng, release, err := a.mcpEngine(ctx, daemonAddr)
-	if err != nil {
-		ln.Close()
-		return err
-	}
-	defer release()
-	if a.inProcess {
-		unlock, err := daemon.HoldOwnerLock(a.dataDirPath(), "remotemcp --no-daemon mcp --http "+addr)
+	if a.noDaemon {
+		// Taken before the engine opens: nothing runs beside a daemon.
+		dir := a.dataDirPath()
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			ln.Close()
+			return fmt.Errorf("create the data directory: %w", err)
+		}
+		unlock, err := daemon.HoldOwnerLock(dir, "remotemcp --no-daemon mcp --http "+addr)
 		if err != nil {
 			ln.Close()
 			return fmt.Errorf("%w (without --no-daemon, mcp --http relays to it)", err)
 		}
 		defer unlock()
 	}
+	eng, release, err := a.mcpEngine(ctx, daemonAddr)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	defer release()
 	fo.Engine = eng
 	fe, err := frontend.New(ctx, fo)
 	if err != nil {

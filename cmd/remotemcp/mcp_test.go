@@ -3,13 +3,16 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/remotemcp/remotemcp/daemon"
 	"github.com/remotemcp/remotemcp/internal/testserver/fixture"
 )
 
@@ -67,5 +70,66 @@ func TestMcpUnknownServer(t *testing.T) {
 	r := c.run("", "--no-daemon", "mcp", "--server", "nope")
 	if r.code == exitOK || !strings.Contains(r.err, "nope") {
 		t.Fatalf("want a failure naming the server:\n%s", r)
+	}
+}
+
+// Issue #19 item 2: "mcp --http" started first relays to a daemon it
+// starts, like stdio, so a stdio host started after it shares that daemon
+// instead of failing beside an owner it cannot reach.
+func TestMcpHTTPStartsDaemonThenStdioShares(t *testing.T) {
+	f := startFixture(t, fixture.Options{})
+	c := newCLI(t)
+	c.ok("servers", "add", "fx", f.URL())
+	tok := createToken(t, c, "host")
+	port := freePort(t)
+	url := startMcpHTTP(t, c, port, "mcp", "--http", fmt.Sprintf("127.0.0.1:%d", port))
+	if _, err := daemon.Running(t.Context(), c.dir); err != nil {
+		t.Fatalf("mcp --http started no daemon: %v", err)
+	}
+	cs, leave := stdioHost(t, c, "mcp")
+	callEcho(t, cs, "fx__echo")
+	if r := leave(); r.code != exitOK || strings.Contains(r.err, "started the daemon") {
+		t.Fatalf("stdio host beside mcp --http: %s", r)
+	}
+	callEcho(t, connectHTTP(t, url, tok), "fx__echo")
+}
+
+// Issue #19 item 2: only "--no-daemon mcp --http" owns the engine; while
+// it does, a daemon is refused with the real cause (that command and its
+// pid, not "the port"), and beside a running daemon it is refused naming
+// the daemon.
+func TestNoDaemonMcpHTTPOwnsAndSaysSo(t *testing.T) {
+	f := startFixture(t, fixture.Options{})
+	c := newCLI(t)
+	c.ok("servers", "add", "fx", f.URL())
+	createToken(t, c, "host")
+	port := freePort(t)
+	ctx, stop := context.WithCancel(t.Context())
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	ended := c.start(runOpts{ctx: ctx}, "--no-daemon", "mcp", "--http", addr)
+	waitFor(t, "the endpoint", func() bool {
+		resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/mcp", port))
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return true
+	})
+	r := c.run("", "serve", "--addr", "127.0.0.1:0")
+	if r.code == exitOK || !strings.Contains(r.err, "remotemcp --no-daemon mcp --http "+addr) || !strings.Contains(r.err, "pid ") || strings.Contains(r.err, "port") {
+		t.Fatalf("a daemon beside --no-daemon mcp --http: %s", r)
+	}
+	stop()
+	if r := wait(t, ended); r.code != exitOK {
+		t.Fatalf("mcp --http: %s", r)
+	}
+	startServe(t, c) // the lock went with the endpoint
+	in, err := daemon.Running(t.Context(), c.dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r = c.run("", "--no-daemon", "mcp", "--http", fmt.Sprintf("127.0.0.1:%d", freePort(t)))
+	if r.code == exitOK || !strings.Contains(r.err, fmt.Sprintf("a daemon (pid %d, settings page %s)", in.PID, in.URL)) || !strings.Contains(r.err, "without --no-daemon") {
+		t.Fatalf("--no-daemon mcp --http beside a daemon: %s", r)
 	}
 }
