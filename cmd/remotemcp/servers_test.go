@@ -422,8 +422,8 @@ func TestServersSetLimit(t *testing.T) {
 		t.Fatalf("show: %s", r)
 	}
 	c.fail(2, "write NAME=VALUE", "servers", "set", "big", "--limit", "maxMessageBytes")
-	c.fail(1, `did you mean "maxMessageBytes"`, "servers", "set", "big", "--limit", "maxMesageBytes=1")
-	c.fail(1, "not a size such as 16MiB", "servers", "set", "big", "--limit", "maxMessageBytes=lots")
+	c.fail(exitUsage, `did you mean "maxMessageBytes"`, "servers", "set", "big", "--limit", "maxMesageBytes=1")
+	c.fail(exitUsage, "not a size such as 16MiB", "servers", "set", "big", "--limit", "maxMessageBytes=lots")
 	c.ok("servers", "set", "big", "--limit", "maxMessageBytes=default")
 	if r := c.ok("servers", "show", "big"); !strings.Contains(r.out, "limits:") || strings.Contains(r.out, "maxMessageBytes") {
 		t.Fatalf("after the reset: %s", r)
