@@ -3,8 +3,10 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -232,4 +234,140 @@ func TestDaemonInterruptedCardRetry(t *testing.T) {
 		t.Fatalf("ask ran %d times, want 2 (original + one confirmed re-send)", n)
 	}
 	c.fail(exitFail, "", "elicitations", "retry", id, "--yes") // only once
+}
+
+// startServeArgs runs "serve ARGS" until stop (or the test's end) and
+// waits for its daemon; stop returns what it printed.
+func startServeArgs(t *testing.T, c *cli, args ...string) (stop func() result) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(t.Context())
+	var out, errb syncBuffer
+	done := make(chan int, 1)
+	go func() {
+		done <- run(ctx, append([]string{"--data-dir", c.dir, "serve"}, args...),
+			Streams{In: strings.NewReader(""), Out: &out, Err: &errb}, func(string) (string, bool) { return "", false })
+	}()
+	var res *result
+	stop = func() result {
+		if res != nil {
+			return *res
+		}
+		cancel()
+		r := result{code: -1}
+		select {
+		case r.code = <-done:
+		case <-time.After(30 * time.Second):
+			t.Error("serve did not stop")
+		}
+		r.out, r.err = out.String(), errb.String()
+		res = &r
+		return r
+	}
+	t.Cleanup(func() { stop() })
+	waitFor(t, "the daemon", func() bool {
+		select {
+		case code := <-done:
+			t.Fatalf("serve exited %d: %s", code, errb.String())
+		default:
+		}
+		dc, err := daemon.Dial(t.Context(), c.dir)
+		if err != nil {
+			return false
+		}
+		dc.CloseIdleConnections()
+		// --demo adds its server after the daemon answers.
+		return !slices.Contains(args, "--demo") || strings.Contains(errb.String(), "open the settings page")
+	})
+	return stop
+}
+
+// Issue #19 item 8: "serve --demo" beside an existing server "demo" adds
+// its own as "demo-2" and leaves "demo" alone; it prints what it did and
+// what to try next; the line it prints works; when serve stops, the demo
+// server and its origin's grant are gone.
+func TestServeDemoChangesNothingItDidNotCreate(t *testing.T) {
+	f := startFixture(t, fixture.Options{})
+	c := newCLI(t)
+	c.ok("servers", "add", "demo", f.URL())
+	servers := serverConfigs(t, c)
+	grants := c.ok("grants", "list", "--json").out
+
+	stop := startServeArgs(t, c, "--addr", "127.0.0.1:0", "--demo")
+	var list []localapi.Server
+	if err := json.Unmarshal([]byte(c.ok("servers", "list", "--json").out), &list); err != nil {
+		t.Fatal(err)
+	}
+	var demo2 *localapi.Server
+	for i, s := range list {
+		switch s.ID {
+		case "demo":
+			if s.URL != f.URL() {
+				t.Fatalf("serve --demo changed the existing demo: %s", s.URL)
+			}
+		case "demo-2":
+			demo2 = &list[i]
+		}
+	}
+	if len(list) != 2 || demo2 == nil {
+		t.Fatalf("servers: %+v", list)
+	}
+	in, err := daemon.Running(t.Context(), c.dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := c.ok("call", "mcp__demo-2__echo", `{"text":"hi"}`, "--yes")
+	if !strings.Contains(r.out, "hi") {
+		t.Fatalf("call the demo: %s", r)
+	}
+	r = stop()
+	if r.code != exitOK {
+		t.Fatalf("serve --demo: %s", r)
+	}
+	for _, want := range []string{in.URL, `added the demo server "demo-2"`, `remotemcp call mcp__demo-2__echo '{"text":"hi"}' --yes`, "remotemcp hosts connect HOST"} {
+		if !strings.Contains(r.err, want) {
+			t.Fatalf("serve --demo does not say %q: %s", want, r)
+		}
+	}
+	if after := serverConfigs(t, c); after != servers {
+		t.Fatalf("servers after serve --demo:\n%s\nbefore:\n%s", after, servers)
+	}
+	if after := c.ok("grants", "list", "--json").out; after != grants {
+		t.Fatalf("grants after serve --demo:\n%s\nbefore:\n%s", after, grants)
+	}
+}
+
+// Issue #19 items 2 and 8: a second serve on the data directory of a
+// running daemon is refused as "another daemon owns it" (pid, page URL),
+// not as a port problem, and its --demo adds nothing.
+func TestSecondServeNamesTheDaemonAndWritesNothing(t *testing.T) {
+	c := newCLI(t)
+	startServe(t, c)
+	in, err := daemon.Running(t.Context(), c.dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := serverConfigs(t, c)
+	r := c.run("", "serve", "--addr", "127.0.0.1:0", "--demo")
+	if r.code == exitOK || !strings.Contains(r.err, fmt.Sprintf("a daemon (pid %d, settings page %s)", in.PID, in.URL)) ||
+		strings.Contains(r.err, "port") || strings.Contains(r.err, "--addr") {
+		t.Fatalf("second serve: %s", r)
+	}
+	if after := serverConfigs(t, c); after != before {
+		t.Fatalf("a refused serve --demo changed the servers: %s", after)
+	}
+}
+
+// serverConfigs is every server's id, URL and config revision: what a
+// change to the configuration changes, and a connection does not.
+func serverConfigs(t *testing.T, c *cli) string {
+	t.Helper()
+	var list []localapi.Server
+	if err := json.Unmarshal([]byte(c.ok("servers", "list", "--json").out), &list); err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	for _, s := range list {
+		fmt.Fprintf(&b, "%s %s %d\n", s.ID, s.URL, s.Revision)
+	}
+	return b.String()
 }
