@@ -2,9 +2,12 @@ package remotemcp_test
 
 import (
 	"encoding/json"
+	"fmt"
+	"net"
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -170,5 +173,173 @@ func TestAuthForgottenClientNextSignInSucceeds(t *testing.T) {
 	}
 	if n := len(as.RequestsTo("/register")); n != 3 {
 		t.Fatalf("%d registrations, want 3", n)
+	}
+}
+
+// holdPort listens on a free loopback port until the test ends, as
+// another program would, and returns the port.
+func holdPort(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// completeSignIn plays the browser: it follows the authorization URL to
+// the redirect URI (wherever the flow said) and waits for the flow.
+func completeSignIn(t *testing.T, c *remotemcp.Client, id string, fl *localapi.AuthFlow) {
+	t.Helper()
+	resp, err := http.Get(fl.AuthorizationURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("callback: %d", resp.StatusCode)
+	}
+	fl, err = c.WaitAuthorization(ctxT(t), id)
+	if err != nil || fl.Phase != localapi.PhaseDone {
+		t.Fatalf("flow: %+v %v", fl, err)
+	}
+}
+
+// redirectOf is the redirect_uri of a flow's authorization URL.
+func redirectOf(t *testing.T, fl *localapi.AuthFlow) string {
+	t.Helper()
+	u, err := url.Parse(fl.AuthorizationURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u.Query().Get("redirect_uri")
+}
+
+// Issue #19 item 1: without a daemon and with the default redirect port
+// taken, a sign-in uses the engine's own listener on a free port, and the
+// authorization server (which checks redirect URIs exactly) sees the
+// client registered with it. A token refresh later keeps that
+// registration although today's redirect port differs (a refresh sends
+// no redirect URI); the next interactive sign-in on another port
+// registers again before it redirects.
+func TestSignInWithoutDaemonMovesOffATakenPort(t *testing.T) {
+	as, err := authserver.Start(authserver.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(as.Close)
+	f := startFixture(t, fixture.Options{Authorize: as.Authorize, Extra: as.PRMRoutes()})
+	ctx := ctxT(t)
+	c := openEngine(t, "", remotemcp.Options{NoStartupConnect: true})
+	if err := c.Grant(ctx, as.URL(), ""); err != nil {
+		t.Fatal(err)
+	}
+	taken := holdPort(t)
+	remotemcp.SetDefaultRedirectPort(t, taken)
+	addServer(t, c, localapi.AddServerRequest{ID: "secure", URL: f.URL(), Auth: config.AuthOAuth})
+
+	fl, err := c.Authorize(ctx, "secure")
+	if err != nil || fl.Phase != localapi.PhaseWaiting {
+		t.Fatalf("authorize: %+v %v", fl, err)
+	}
+	first := redirectOf(t, fl)
+	port, ok := strings.CutPrefix(strings.TrimSuffix(first, "/mcp-oauth"), "http://127.0.0.1:")
+	if !ok || port == strconv.Itoa(taken) || fl.RedirectURI != first {
+		t.Fatalf("redirect URI %q (flow %q) with %d taken", first, fl.RedirectURI, taken)
+	}
+	completeSignIn(t, c, "secure", fl)
+	call := func() {
+		t.Helper()
+		res, err := c.Call(ctx, localapi.CallRequest{Tool: "secure/echo", Arguments: json.RawMessage(`{"text":"hi"}`), Approved: true}, localapi.CallHandler{})
+		if err != nil || res.Outcome != agent.OutcomeOK {
+			t.Fatalf("call: %+v %v", res, err)
+		}
+	}
+	call()
+
+	// The access token expires; the refresh keeps the registration.
+	as.ExpireAccessTokens()
+	call()
+	if n := len(as.RequestsTo("/register")); n != 1 {
+		t.Fatalf("%d registrations after a refresh, want 1", n)
+	}
+	refreshes := 0
+	for _, r := range as.RequestsTo("/token") {
+		if r.Form.Get("grant_type") == "refresh_token" {
+			refreshes++
+		}
+	}
+	if refreshes == 0 {
+		t.Fatal("the call after the expiry did not refresh")
+	}
+
+	// Another port for the next sign-in: registered again, exactly.
+	next := freePort(t)
+	for strconv.Itoa(next) == port {
+		next = freePort(t)
+	}
+	remotemcp.SetDefaultRedirectPort(t, next)
+	fl, err = c.Authorize(ctx, "secure")
+	if err != nil || fl.Phase != localapi.PhaseWaiting {
+		t.Fatalf("authorize again: %+v %v", fl, err)
+	}
+	if got, want := redirectOf(t, fl), fmt.Sprintf("http://127.0.0.1:%d/mcp-oauth", next); got != want {
+		t.Fatalf("second redirect URI %q, want %q", got, want)
+	}
+	if n := len(as.RequestsTo("/register")); n != 2 {
+		t.Fatalf("%d registrations before the second sign-in, want 2", n)
+	}
+	completeSignIn(t, c, "secure", fl)
+	call()
+}
+
+// Issue #19 item 1: a pre-registered client (auth.clientId) has the
+// default redirect URI registered. When that port is free it is used;
+// when it is taken the sign-in fails before the browser with the exact
+// URI to register and the command that makes it the server's: the
+// daemon's own page when a daemon serves callbacks.
+func TestPreRegisteredClientPortTakenNamesTheURI(t *testing.T) {
+	as, err := authserver.Start(authserver.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(as.Close)
+	f := startFixture(t, fixture.Options{Authorize: as.Authorize, Extra: as.PRMRoutes()})
+	ctx := ctxT(t)
+	c := openEngine(t, "", remotemcp.Options{NoStartupConnect: true})
+	if err := c.Grant(ctx, as.URL(), ""); err != nil {
+		t.Fatal(err)
+	}
+	free := freePort(t)
+	remotemcp.SetDefaultRedirectPort(t, free)
+	as.AddClient("pre", "", "none", fmt.Sprintf("http://127.0.0.1:%d/mcp-oauth", free))
+	addServer(t, c, localapi.AddServerRequest{ID: "secure", URL: f.URL(), Auth: config.AuthOAuth, ClientID: "pre"})
+	signIn(t, c, "secure", free)
+
+	taken := holdPort(t)
+	remotemcp.SetDefaultRedirectPort(t, taken)
+	fl, err := c.Authorize(ctx, "secure")
+	if err == nil || fl == nil || fl.Phase != localapi.PhaseFailed {
+		t.Fatalf("authorize with the port taken: %+v %v", fl, err)
+	}
+	if !strings.Contains(fl.Error, "pre-registered") || !strings.Contains(fl.Error, fmt.Sprintf("http://127.0.0.1:%d/mcp-oauth", taken)) ||
+		!strings.Contains(fl.Error, "remotemcp servers set secure --port") {
+		t.Fatalf("message: %s", fl.Error)
+	}
+	// With a daemon serving callbacks on its page port, that is the URI
+	// to register.
+	page := freePort(t)
+	c.ServeCallbacks(page)
+	fl, err = c.Authorize(ctx, "secure")
+	if err == nil || fl == nil || fl.Phase != localapi.PhaseFailed {
+		t.Fatalf("authorize with the port taken, daemon: %+v %v", fl, err)
+	}
+	if want := fmt.Sprintf("register http://127.0.0.1:%d/mcp-oauth (the daemon's settings page)", page); !strings.Contains(fl.Error, want) ||
+		!strings.Contains(fl.Error, fmt.Sprintf("remotemcp servers set secure --port %d", page)) {
+		t.Fatalf("message: %s", fl.Error)
+	}
+	if n := len(as.RequestsTo("/authorize")); n != 1 {
+		t.Fatalf("%d authorization requests, want 1 (the refused sign-ins never reach the browser step)", n)
 	}
 }
