@@ -57,9 +57,11 @@ type locker interface {
 }
 
 // TokenInfo is what is shown of a token: never the token or its hash.
+// Its time is named like every time of the CLI's JSON (…At, UTC); the
+// stored record keeps its own name, "created".
 type TokenInfo struct {
 	Name    string    `json:"name"`
-	Created time.Time `json:"created"`
+	Created time.Time `json:"createdAt"`
 }
 
 // tokenRecord is the stored form. Only the SHA-256 of the token is kept

@@ -260,8 +260,8 @@ func TestMcpToken(t *testing.T) {
 		t.Fatalf("list --json: %v %s", err, r)
 	}
 	for _, row := range rows {
-		if len(row) != 2 || row["created"] == nil {
-			t.Fatalf("list --json row %v: want only name and created", row)
+		if len(row) != 2 || row["createdAt"] == nil {
+			t.Fatalf("list --json row %v: want only name and createdAt", row)
 		}
 	}
 	if strings.Contains(r.out, tok) || strings.Contains(r.out, "sha256") {

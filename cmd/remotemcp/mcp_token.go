@@ -48,7 +48,7 @@ to the MCP host as the header "Authorization: Bearer TOKEN".`,
 				})
 		}),
 	}
-	a.jsonFlag(list, "print a JSON array of {name, created}")
+	a.jsonFlag(list, "print a JSON array of {name, createdAt}")
 	revoke := &cobra.Command{
 		Use:   "revoke NAME",
 		Short: "Revoke a token: a running endpoint refuses it from the next request on",
