@@ -28,7 +28,7 @@ func TestElicitGetsRawSchemaInServerOrder(t *testing.T) {
 		got <- req.Params.RequestedSchema
 		return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": "Ada"}}, nil
 	}})
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	res, err := s.CallTool(ctx, "ask", json.RawMessage(`{}`), CallOptions{})
 	if err != nil || res.IsError {
@@ -167,7 +167,7 @@ func TestElicitEnumShapesReachHandler(t *testing.T) {
 	hs := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
 	t.Cleanup(hs.Close)
 	seen := make(chan json.RawMessage, 1)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	s, err := Connect(ctx, Options{Server: config.Server{ID: "enums", URL: hs.URL, Auth: config.Auth{Kind: config.AuthNone}, Enabled: true},
 		Elicit: func(_ context.Context, _ string, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {

@@ -55,7 +55,7 @@ func oldServer(t *testing.T) string {
 // named; a pin to 2026-07-28 negotiates it where the server offers it.
 func TestProtocolRevisions(t *testing.T) {
 	old := oldServer(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	srv := config.Server{ID: "old", URL: old, Auth: config.Auth{Kind: config.AuthNone}, Enabled: true}
 	s, err := Connect(ctx, Options{Server: srv})
@@ -98,7 +98,7 @@ func TestProtocolRevisions(t *testing.T) {
 // request.
 func TestCustomHeadersSent(t *testing.T) {
 	f := startFixture(t, fixture.Options{})
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	s, err := Connect(ctx, Options{Server: config.Server{ID: "h", URL: f.URL(), Auth: config.Auth{Kind: config.AuthNone},
 		Enabled: true, Headers: map[string]string{"X-Api-Key": "k-123"}}})

@@ -33,7 +33,7 @@ func connect(t *testing.T, f *fixture.Server, o Options) *Session {
 	if o.Server.Auth.Kind == "" {
 		o.Server.Auth.Kind = config.AuthNone
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	s, err := Connect(ctx, o)
 	if err != nil {
@@ -106,7 +106,7 @@ func TestListChangedNotifiesOwner(t *testing.T) {
 	f := startFixture(t, fixture.Options{})
 	got := make(chan string, 10)
 	s := connect(t, f, Options{ConnectionID: "c-test", OnCatalog: func(id string, c *Catalog) { got <- id }})
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(2 * time.Minute)
 	for f.StandaloneStreams() == 0 && time.Now().Before(deadline) {
 		time.Sleep(5 * time.Millisecond)
 	}
@@ -116,7 +116,7 @@ func TestListChangedNotifiesOwner(t *testing.T) {
 		if id != "c-test" {
 			t.Fatalf("OnCatalog with %q", id)
 		}
-	case <-time.After(10 * time.Second):
+	case <-time.After(2 * time.Minute):
 		t.Fatal("no catalog commit after prompts list_changed")
 	}
 	found := false

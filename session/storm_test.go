@@ -90,14 +90,15 @@ func (st *stormServer) toolName(s *Session) string {
 // second costs at most 10 listings, and the catalog ends on the final one.
 func TestListChangedStormCoalesces(t *testing.T) {
 	st := startStorm(t, 1000, 0)
+	began := time.Now()
 	s := connectTo(t, st.URL(), config.Limits{})
 	before := st.listings.Load() // the handshake's listing
 	select {
 	case <-st.streamed:
-	case <-time.After(20 * time.Second):
+	case <-time.After(2 * time.Minute):
 		t.Fatalf("the storm was not delivered: %d sent", st.sent.Load())
 	}
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(2 * time.Minute)
 	for st.toolName(s) != "v1000" && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
 	}
@@ -107,8 +108,13 @@ func TestListChangedStormCoalesces(t *testing.T) {
 	time.Sleep(2 * MinRefreshInterval) // no listing may still be owed
 	n := st.listings.Load() - before
 	t.Logf("1,000 notifications in %s: %d listings", st.burst.Round(time.Millisecond), n)
-	if n > 10 {
-		t.Fatalf("%d listings for one storm; want at most 10", n)
+	// At most one listing per MinRefreshInterval while the storm lasted
+	// (plus the last one owed): about 5 for the one-second burst; a loaded
+	// machine stretches the burst and its delivery, so the bound follows
+	// the time it really took, and stays far below one per notification.
+	limit := max(10, int64(time.Since(began)/MinRefreshInterval)+2)
+	if n > limit {
+		t.Fatalf("%d listings for one storm of %s; want at most %d", n, time.Since(began).Round(time.Millisecond), limit)
 	}
 	if n == 0 {
 		t.Fatal("no listing after the storm")
@@ -127,7 +133,7 @@ func TestListChangedStormSlowServerBoundsConnections(t *testing.T) {
 		maxConns = max(maxConns, st.OpenConnections())
 		time.Sleep(5 * time.Millisecond)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	for st.toolName(s) != "v1000" && ctx.Err() == nil {
 		time.Sleep(20 * time.Millisecond)
