@@ -20,8 +20,9 @@ import (
 )
 
 // DefaultAddr is where the daemon listens when Options.Addr is empty. Its
-// port is also config.DefaultRedirectPort, so the daemon itself serves the
-// OAuth redirect URI http://127.0.0.1:7717/mcp-oauth (SPEC §7).
+// port is also config.DefaultRedirectPort. Whatever port the daemon binds,
+// it serves the OAuth redirect URI http://127.0.0.1:PORT/mcp-oauth of the
+// servers without a configured redirect port (SPEC §7, issue #19).
 const DefaultAddr = "127.0.0.1:7717"
 
 // Options configure New.

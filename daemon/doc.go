@@ -19,8 +19,14 @@
 // directory, $TMPDIR/remotemcp-<uid>/<hash of the data directory>/api.sock
 // (both 0700, never a symbolic link), and daemon.json records where it is.
 //
-// The TCP listener (loopback only, default 127.0.0.1:7717, which is also
-// the default OAuth redirect port, SPEC §7) serves only the settings page
+// The TCP listener (loopback only, default 127.0.0.1:7717) is also the
+// OAuth redirect URI http://127.0.0.1:PORT/mcp-oauth of every server
+// without a configured redirect port, on the port it actually bound
+// (the engine is told through CallbackReceiver.ServeCallbacks). A daemon
+// started in the background by a host (Options.AddrFallback) takes a
+// free loopback port when its address is taken, since hosts need only the
+// socket, and daemon.json records both (Info.RequestedAddr); "serve
+// --addr" refuses instead (ErrAddrInUse). It serves only the settings page
 // with the API it uses under a secret per-start prefix and a session
 // cookie, the one-time login URL, the OAuth callback /mcp-oauth and the
 // static assets. /api/… on TCP is a 404 whatever comes with it: the old

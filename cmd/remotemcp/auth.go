@@ -87,7 +87,7 @@ client by itself; --reregister forces that now.`,
 	}
 	f := cmd.Flags()
 	f.BoolVar(&noBrowser, "no-browser", false, "only print the authorization URL; do not start a browser")
-	f.IntVar(&port, "port", 0, "loopback port of the redirect URI http://127.0.0.1:PORT/mcp-oauth (remembered; default 7717)")
+	f.IntVar(&port, "port", 0, "loopback port of the redirect URI http://127.0.0.1:PORT/mcp-oauth (remembered; default: the daemon's settings page port, else 7717 when free, else a free port)")
 	f.DurationVar(&timeout, "timeout", 5*time.Minute, "how long to wait for the browser")
 	f.BoolVar(&reregister, "reregister", false, "register a new OAuth client first (when the authorization server forgot the old registration)")
 	return cmd

@@ -80,7 +80,11 @@ the OAuth callback /mcp-oauth on a loopback TCP address. It prints a
 one-time login URL for the settings page. Only one daemon runs per data
 directory. SIGINT/SIGTERM shut it down cleanly.
 
---addr takes HOST:PORT on loopback, or PORT alone (127.0.0.1:PORT).
+--addr takes HOST:PORT on loopback, or PORT alone (127.0.0.1:PORT); when
+another program has it, serve refuses (a daemon that "remotemcp mcp"
+starts in the background takes a free port instead, and "status" and
+"open" say so). The page's port is also the OAuth redirect URI
+http://127.0.0.1:PORT/mcp-oauth of every server without --port.
 --demo also runs the bundled test MCP server on a free loopback port and
 adds it as the server "demo" (or "demo-2" … when that id is taken), so the
 page is not empty; it is removed, with its origin's grant, when serve
