@@ -21,17 +21,57 @@ mkdir -p bin
 go build -o bin/conformance-client ./internal/conformance/client
 client="$PWD/bin/conformance-client"
 status=0
+plain() { sed 's/\x1b\[[0-9;]*m//g' "$1"; } # the suite's output without its colours
+# unexpected_failures SUMMARY: the scenarios the suite listed as failing outside the baseline.
+unexpected_failures() {
+  plain "$1" | awk '/Unexpected failures \(not in baseline\)/ {on=1; next} on && /^ *✗ / {print $2; next} on {on=0}'
+}
+# sse_retry_only_late OUT: the run's only unexpected failure is sse-retry, no baseline entry is
+# stale, and the scenario's only failed check is its timing, failed because the reconnection came
+# late (its checks.json in OUT says so).
+sse_retry_only_late() {
+  [ "$(unexpected_failures "$1/summary.txt")" = sse-retry ] || return 1
+  ! plain "$1/summary.txt" | grep -q 'Stale baseline entries' || return 1
+  local f
+  for f in "$1"/sse-retry-*/checks.json; do
+    [ -f "$f" ] || return 1
+    node -e '
+      const checks = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8"));
+      const failed = checks.filter(c => c.status === "FAILURE");
+      const late = failed.length === 1 && failed[0].id === "client-sse-retry-timing" &&
+        failed[0].details && failed[0].details.veryLate === true && failed[0].details.tooEarly === false;
+      process.exit(late ? 0 : 1);' "$f" || return 1
+  done
+}
 for version in 0.2.0-alpha.12 0.1.16; do
   out=".ci/out/conformance-$version"
   rm -rf "$out"; mkdir -p "$out"
   echo "-- conformance $version (suite all)" >&2
+  t0=$SECONDS
   if bash "$runner" "$version" "$client" --suite all \
       --expected-failures "conformance/baseline-$version.yml" -o "$out" > "$out/summary.txt" 2>&1; then
     grep -E '^Total|Baseline' "$out/summary.txt" >&2 || true
+  elif sse_retry_only_late "$out"; then
+    # sse-retry measures, on the suite's own clock, the time from its closing a stream to the
+    # client's reconnection: the retry field's 500 ms, failed past 1000 ms. On a loaded machine the
+    # suite's and the client's scheduling alone can pass that (the client waits exactly the retry
+    # delay after it sees the end of the stream). One more run of that scenario alone decides.
+    plain "$out/summary.txt" | grep -E '^Total|sse-retry' >&2 || true
+    echo "!! WARNING: conformance $version: sse-retry failed only on its wall-clock timing (reconnected late);" >&2
+    echo "!!          running that one scenario once more (first run kept in $out/summary.txt)" >&2
+    if bash "$runner" "$version" "$client" --scenario sse-retry -o "$out/sse-retry-rerun" \
+        > "$out/sse-retry-rerun.txt" 2>&1; then
+      echo "!! WARNING: conformance $version: sse-retry passed on its second run; every other scenario passed the first time" >&2
+    else
+      status=1
+      echo "!! conformance $version: sse-retry failed again:" >&2
+      plain "$out/sse-retry-rerun.txt" | grep -vE '^(===|Running client scenario|Results saved)' >&2
+    fi
   else
     status=1
     cat "$out/summary.txt" >&2
   fi
+  echo "-- conformance $version client mode took $((SECONDS - t0)) s" >&2
 done
 
 # ---- server mode ----
@@ -78,6 +118,7 @@ bin/remotemcp --data-dir "$data" --no-daemon mcp --server ev --http "127.0.0.1:$
 pids+=($!)
 wait_port "$p2" $! "$srv/remotemcp.log"
 for version in 0.2.0-alpha.12 0.1.16; do
+  t0=$SECONDS
   suite=$(server_suite "$version")
   out="$srv/$version"
   mkdir -p "$out/direct" "$out/remotemcp"
@@ -98,5 +139,6 @@ for version in 0.2.0-alpha.12 0.1.16; do
     status=1
     grep -vE '^(===|Running client scenario|Results saved)' "$out/remotemcp.txt" >&2
   fi
+  echo "-- conformance $version server mode took $((SECONDS - t0)) s" >&2
 done
 exit $status
