@@ -73,11 +73,11 @@ func startLoopback(t *testing.T, c *Cards, server string) *loopback {
 			go func() {
 				select {
 				case <-lb.release:
-				case <-time.After(20 * time.Second):
+				case <-time.After(2 * time.Minute):
 					return
 				}
 				// Not the call's context: the call is over by now.
-				ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 				defer cancel()
 				for i := range args.N {
 					res, err := ss.Elicit(ctx, &mcp.ElicitParams{Message: fmt.Sprintf("Stray question %d", i), RequestedSchema: json.RawMessage(askSchema)})
@@ -145,7 +145,7 @@ func recvS(t *testing.T, ch <-chan string) string {
 	select {
 	case s := <-ch:
 		return s
-	case <-time.After(15 * time.Second):
+	case <-time.After(2 * time.Minute):
 		t.Fatal("the tool call did not return")
 		return ""
 	}
@@ -204,7 +204,7 @@ func TestQuestionsOutsideACallDeclinedLoopback(t *testing.T) {
 			if r.err != nil || r.res.Action != "decline" {
 				t.Fatalf("stray question %d: %+v, %v; want a decline", i, r.res, r.err)
 			}
-		case <-time.After(15 * time.Second):
+		case <-time.After(2 * time.Minute):
 			t.Fatalf("only %d of 200 stray questions were answered", i)
 		}
 	}
@@ -262,7 +262,7 @@ func TestInconsistentSchemaDeclinedLoopback(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ch := lb.call(t, c, "s", fmt.Sprintf("op-%d", i), "ask", map[string]any{"message": "Hello?", "schema": json.RawMessage(tc.schema)})
-			deadline := time.After(15 * time.Second)
+			deadline := time.After(2 * time.Minute)
 			for {
 				select {
 				case got := <-ch:

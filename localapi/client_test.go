@@ -18,7 +18,7 @@ import (
 // serves its API to a Client, as a command without a daemon does.
 func inProcess(t *testing.T) (*localapi.Client, *fixture.Server) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	t.Cleanup(cancel)
 	f, err := fixture.Start(fixture.Options{})
 	if err != nil {
@@ -104,7 +104,7 @@ func TestClientSubscribe(t *testing.T) {
 		t.Fatal(err)
 	}
 	seen := map[string]bool{}
-	timeout := time.After(20 * time.Second)
+	timeout := time.After(2 * time.Minute)
 	for len(seen) < 3 {
 		select {
 		case ev := <-ch:

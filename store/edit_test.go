@@ -243,7 +243,7 @@ func TestEditServerRetriesAfterBlindUpdate(t *testing.T) {
 		t.Errorf("stored %+v rev %d, %v; want %+v rev 3", stored, rev, err, got)
 	}
 	// The edit is announced with its server id, like UpdateServer's.
-	for deadline := time.After(5 * time.Second); ; {
+	for deadline := time.After(hang); ; {
 		select {
 		case c := <-sub:
 			if c.ServerID == "a" && c.Kind == ChangeServers {

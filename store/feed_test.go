@@ -61,10 +61,10 @@ func TestChangeFeedOtherProcess(t *testing.T) {
 	if err := a.AddServer(ctx, noneServer("x", "https://x.example.com")); err != nil {
 		t.Fatal(err)
 	}
-	if got := recv(t, chA, time.Second); got.ServerID != "x" {
+	if got := recv(t, chA, hang); got.ServerID != "x" {
 		t.Fatalf("A sees %+v", got)
 	}
-	got := recv(t, chB, 50*testPoll)
+	got := recv(t, chB, hang)
 	if !got.RereadAll() || got.Revision != 1 {
 		t.Fatalf("B sees %+v, want a RereadAll change at revision 1", got)
 	}
@@ -77,10 +77,10 @@ func TestChangeFeedOtherProcess(t *testing.T) {
 	if err := b.PutKV(ctx, "ns", "k", []byte("1")); err != nil {
 		t.Fatal(err)
 	}
-	if got := recv(t, chB, time.Second); got.Namespace != "ns" {
+	if got := recv(t, chB, hang); got.Namespace != "ns" {
 		t.Fatalf("B sees %+v", got)
 	}
-	if got := recv(t, chA, 50*testPoll); !got.RereadAll() {
+	if got := recv(t, chA, hang); !got.RereadAll() {
 		t.Fatalf("A sees %+v", got)
 	}
 	quiet(t, chA, 10*testPoll)
@@ -97,7 +97,7 @@ func TestChangeFeedOtherProcess(t *testing.T) {
 		t.Fatal(err)
 	}
 	sawForeign := false
-	deadline := time.After(50 * testPoll)
+	deadline := time.After(hang)
 	for !sawForeign {
 		select {
 		case c := <-chA:
@@ -139,7 +139,7 @@ func TestChangeFeedSlowSubscriber(t *testing.T) {
 	if err := s.PutKV(ctx, "ns", "after", []byte("1")); err != nil {
 		t.Fatal(err)
 	}
-	if c := recv(t, ch, time.Second); c.Namespace != "ns" || c.Revision != writes+1 {
+	if c := recv(t, ch, hang); c.Namespace != "ns" || c.Revision != writes+1 {
 		t.Fatalf("after drain: %+v", c)
 	}
 }
@@ -156,7 +156,7 @@ func TestSubscribeEnds(t *testing.T) {
 		if ok {
 			t.Fatal("change after cancel")
 		}
-	case <-time.After(time.Second):
+	case <-time.After(hang):
 		t.Fatal("channel not closed after ctx cancel")
 	}
 	if err := s.Close(); err != nil {

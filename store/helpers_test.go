@@ -24,6 +24,10 @@ func TestMain(m *testing.M) {
 // testPoll keeps cross-process tests fast.
 const testPoll = 10 * time.Millisecond
 
+// hang bounds a wait for something that must happen: long enough for a
+// loaded machine, so it only ends a test that would otherwise hang.
+const hang = 2 * time.Minute
+
 func openT(t *testing.T, dir string) *SQLite {
 	t.Helper()
 	s, err := Open(context.Background(), dir, Options{PollInterval: testPoll})

@@ -60,7 +60,7 @@ func TestLock(t *testing.T) {
 			select {
 			case u := <-done:
 				u()
-			case <-time.After(5 * time.Second):
+			case <-time.After(hang):
 				t.Fatal("waiter never got the lock")
 			}
 		})
