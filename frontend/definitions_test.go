@@ -3,6 +3,7 @@ package frontend_test
 import (
 	"context"
 	"encoding/json"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -292,4 +293,109 @@ func TestWholeDefinitionsPassThrough(t *testing.T) {
 		t.Cleanup(func() { second.Close() })
 		run(t, engines(ctx, t, second))
 	})
+}
+
+// fullOutputSchema is the output schema of fullServer's tool "full", as
+// its server sends it.
+const fullOutputSchema = `{"type":"object","required":["hits"],"properties":{"hits":{"type":"array","items":{"$ref":"#/$defs/hit"}}},"$defs":{"hit":{"type":"string"}}}`
+
+// Issue #19 item 4: the local API carries a tool's output schema as the
+// server's bytes (members in its order), in-process and over the socket.
+func TestOutputSchemaBytesKept(t *testing.T) {
+	ctx := t.Context()
+	eng := openEngine(t, ctx)
+	if _, err := eng.AddServer(ctx, localapi.AddServerRequest{ID: "full", URL: serve(t, fullServer()).URL, By: localapi.ByServersAdd}); err != nil {
+		t.Fatal(err)
+	}
+	for how, e := range engines(ctx, t, eng) {
+		tl, err := e.Tools(ctx, localapi.ToolsRequest{ServerID: "full", Connect: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		found := false
+		for _, tool := range tl.Tools {
+			if tool.ToolName == "full" {
+				found = true
+				if string(tool.OutputSchema) != fullOutputSchema {
+					t.Errorf("%s: outputSchema %s, want the server's bytes %s", how, tool.OutputSchema, fullOutputSchema)
+				}
+			}
+		}
+		if !found {
+			t.Errorf("%s: tool full not listed: %+v", how, tl)
+		}
+	}
+}
+
+// logBuffer collects a front end's log lines.
+type logBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *logBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// Issue #19 item 4: an output schema that cannot be offered costs the
+// host that schema, not the tool nor the listing. Not a JSON object: left
+// out when listed. An object schema without "type": offered with "type":
+// "object" (hosts on the TypeScript SDK refuse a listing without it). Of
+// another type: left out by the front end, with a log line.
+func TestMalformedOutputSchemas(t *testing.T) {
+	ctx := t.Context()
+	srv := mcp.NewServer(&mcp.Implementation{Name: "bad", Version: "1"}, nil)
+	handler := func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "ok"}}}, nil
+	}
+	for name, schema := range map[string]string{
+		"text":    `"x"`,
+		"list":    `[{"type":"object"}]`,
+		"array":   `{"type":"array","items":{"type":"string"}}`,
+		"untyped": `{"properties":{"n":{"type":"number"}},"required":["n"]}`,
+		"good":    `{"type":"object","properties":{"n":{"type":"number"}}}`,
+	} {
+		srv.AddTool(&mcp.Tool{Name: name, InputSchema: json.RawMessage(`{"type":"object"}`), OutputSchema: json.RawMessage(schema)}, handler)
+	}
+	eng := openEngine(t, ctx)
+	if _, err := eng.AddServer(ctx, localapi.AddServerRequest{ID: "bad", URL: serve(t, srv).URL, By: localapi.ByServersAdd}); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{
+		"text":    "",
+		"list":    "",
+		"array":   "",
+		"untyped": `{"type":"object","properties":{"n":{"type":"number"}},"required":["n"]}`,
+		"good":    `{"type":"object","properties":{"n":{"type":"number"}}}`,
+	}
+	for how, e := range engines(ctx, t, eng) {
+		var logs logBuffer
+		cs := hostOf(ctx, t, frontend.Options{Engine: e, ServerID: "bad", Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+		got := listAll(ctx, t, cs, "").tools
+		for name, w := range want {
+			tool := got[name]
+			if tool == nil {
+				t.Errorf("%s: tool %s not offered", how, name)
+				continue
+			}
+			var g []byte
+			if tool.OutputSchema != nil {
+				g, _ = json.Marshal(tool.OutputSchema)
+			}
+			if !(w == "" && g == nil || w != "" && equalJSON(g, json.RawMessage(w))) {
+				t.Errorf("%s: tool %s offered with outputSchema %s, want %s", how, name, g, w)
+			}
+		}
+		if l := logs.String(); !strings.Contains(l, "tool=array") || !strings.Contains(l, "outputSchema") {
+			t.Errorf("%s: no log line for the array schema left out:\n%s", how, l)
+		}
+	}
 }

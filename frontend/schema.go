@@ -156,12 +156,22 @@ func hostInputSchema(raw json.RawMessage) (json.RawMessage, bool) {
 // whose outputSchema lacks "type": "object"; so it is handled like an
 // input schema: one without "type" gets "type": "object" in front, and
 // one of another type, or not a JSON object, is left out (the tool is
-// still offered, without it).
+// still offered, without it). It must also decode as a whole (go-sdk's
+// AddTool decodes it, and panics on a number like 1e999): a tool is never
+// lost for its output schema.
 func hostOutputSchema(raw json.RawMessage) (json.RawMessage, bool) {
 	if len(raw) == 0 {
 		return nil, true
 	}
-	return hostInputSchema(raw)
+	out, ok := hostInputSchema(raw)
+	if !ok {
+		return nil, false
+	}
+	var m map[string]any
+	if json.Unmarshal(out, &m) != nil {
+		return nil, false
+	}
+	return out, true
 }
 
 // hostIcons are a server's icons (JSON) as go-sdk offers them; false

@@ -1,6 +1,7 @@
 package session
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"strings"
@@ -81,6 +82,14 @@ func FuzzDecodeCatalog(f *testing.F) {
 	f.Add(b)
 	f.Add([]byte(`{"v":1,"key":"k","tools":[{"tool":{"name":"a"},"inputSchema":{"type":"object"}}]}`))
 	f.Add([]byte(`{"v":1,"key":"k"}`))
+	full, err := EncodeCatalog(&Catalog{Tools: []Tool{fullStoredTool(f)}}, "k")
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(full)
+	f.Add([]byte(`{"v":1,"key":"k","tools":[{"tool":{"name":"a","outputSchema":{"b":1},"_meta":{"c":2}},"inputSchema":{}}]}`))
+	f.Add([]byte(`{"v":1,"key":"k","tools":[{"tool":{"name":"a"},"inputSchema":{},"outputSchema":"x","_meta":null}]}`))
+	f.Add([]byte(`{"v":1,"key":"k","tools":[{"tool":{"name":"a"},"inputSchema":{},"outputSchema":{ "a" : 1 },"_meta":{ "b" : 2 }}]}`))
 	f.Fuzz(func(t *testing.T, in []byte) {
 		c, err := DecodeCatalog(in, "k")
 		if err != nil {
@@ -97,5 +106,24 @@ func FuzzDecodeCatalog(f *testing.F) {
 		if len(again.Tools) != len(c.Tools) || len(again.Prompts) != len(c.Prompts) {
 			t.Fatalf("round trip changed the catalog")
 		}
+		for i, tool := range c.Tools {
+			a := again.Tools[i]
+			// Storing compacts the bytes (encoding/json does); nothing else.
+			if compact(a.RawOutputSchema) != compact(tool.RawOutputSchema) || compact(a.RawMeta) != compact(tool.RawMeta) {
+				t.Fatalf("round trip changed tool %q: %s %s, then %s %s", tool.Name, tool.RawOutputSchema, tool.RawMeta, a.RawOutputSchema, a.RawMeta)
+			}
+			if (tool.RawOutputSchema == nil) != (tool.OutputSchema == nil) {
+				t.Fatalf("tool %q: outputSchema %v, its bytes %s", tool.Name, tool.OutputSchema, tool.RawOutputSchema)
+			}
+		}
 	})
+}
+
+// compact is raw without insignificant white space ("" for none).
+func compact(raw json.RawMessage) string {
+	var b bytes.Buffer
+	if err := json.Compact(&b, raw); err != nil {
+		return string(raw)
+	}
+	return b.String()
 }
