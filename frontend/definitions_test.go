@@ -15,65 +15,9 @@ import (
 	"github.com/remotemcp/remotemcp"
 	"github.com/remotemcp/remotemcp/daemon"
 	"github.com/remotemcp/remotemcp/frontend"
+	"github.com/remotemcp/remotemcp/internal/testserver/fixture"
 	"github.com/remotemcp/remotemcp/localapi"
 )
-
-// fullServer is an MCP server whose tools, prompt, resource and template
-// have every field of their definitions set: the tool "full" also has an
-// output schema whose members are out of order and $defs, and the tool
-// "long" a description past the agent's 2048-character bound and its
-// title only in its annotations.
-func fullServer() *mcp.Server {
-	yes, no := true, false
-	icons := []mcp.Icon{
-		{Source: "https://example.com/icon.png", MIMEType: "image/png", Sizes: []string{"48x48", "96x96"}, Theme: "light"},
-		{Source: "data:image/svg+xml;base64,PHN2Zy8+", MIMEType: "image/svg+xml", Sizes: []string{"any"}, Theme: "dark"},
-	}
-	meta := func(kind string) mcp.Meta {
-		return mcp.Meta{"com.example/kind": kind, "com.example/nested": map[string]any{"z": 1.5, "a": []any{"x", true, nil}}}
-	}
-	srv := mcp.NewServer(&mcp.Implementation{Name: "full", Version: "1"}, nil)
-	handler := func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "ok"}}}, nil
-	}
-	srv.AddTool(&mcp.Tool{
-		Name: "full", Title: "The Full Tool", Description: "Has every field.",
-		InputSchema:  json.RawMessage(`{"type":"object","properties":{"q":{"$ref":"#/$defs/q"}},"$defs":{"q":{"type":"string","minLength":1}},"required":["q"]}`),
-		OutputSchema: json.RawMessage(`{"type":"object","required":["hits"],"properties":{"hits":{"type":"array","items":{"$ref":"#/$defs/hit"}}},"$defs":{"hit":{"type":"string"}}}`),
-		Annotations:  &mcp.ToolAnnotations{Title: "Full (annotated)", ReadOnlyHint: true, DestructiveHint: &no, IdempotentHint: true, OpenWorldHint: &yes},
-		Icons:        icons,
-		Meta:         meta("tool"),
-	}, handler)
-	srv.AddTool(&mcp.Tool{
-		Name: "long", Description: strings.Repeat("A long description. ", 200),
-		InputSchema: json.RawMessage(`{"type":"object"}`),
-		Annotations: &mcp.ToolAnnotations{Title: "Only in the annotations"},
-	}, handler)
-	srv.AddPrompt(&mcp.Prompt{
-		Name: "brief", Title: "A Brief", Description: "Writes a brief.",
-		Arguments: []*mcp.PromptArgument{
-			{Name: "topic", Title: "Topic", Description: "what about", Required: true},
-			{Name: "tone", Title: "Tone", Description: "how it sounds"},
-		},
-		Icons: icons, Meta: meta("prompt"),
-	}, func(context.Context, *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
-		return &mcp.GetPromptResult{Messages: []*mcp.PromptMessage{{Role: "user", Content: &mcp.TextContent{Text: "brief"}}}}, nil
-	})
-	ann := &mcp.Annotations{Audience: []mcp.Role{"user", "assistant"}, Priority: 0.25, LastModified: "2025-01-12T15:00:58Z"}
-	srv.AddResource(&mcp.Resource{
-		URI: "full://doc", Name: "doc", Title: "The Doc", Description: "A document.", MIMEType: "text/markdown", Size: 1234,
-		Annotations: ann, Icons: icons, Meta: meta("resource"),
-	}, func(context.Context, *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
-		return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: "full://doc", Text: "doc"}}}, nil
-	})
-	srv.AddResourceTemplate(&mcp.ResourceTemplate{
-		URITemplate: "full://items/{id}", Name: "item", Title: "An Item", Description: "One item.", MIMEType: "application/json",
-		Annotations: ann, Icons: icons, Meta: meta("template"),
-	}, func(context.Context, *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
-		return &mcp.ReadResourceResult{}, nil
-	})
-	return srv
-}
 
 // serve serves srv over Streamable HTTP on loopback; closing the returned
 // server makes it unreachable.
@@ -84,94 +28,26 @@ func serve(t *testing.T, srv *mcp.Server) *httptest.Server {
 	return hs
 }
 
-// catalog is what one client is offered, keyed by the server's own names
-// and URIs.
-type catalog struct {
-	tools     map[string]*mcp.Tool
-	prompts   map[string]*mcp.Prompt
-	resources map[string]*mcp.Resource
-	templates map[string]*mcp.ResourceTemplate
-}
-
-// listAll lists everything cs is offered. prefix is what the front end
-// put before the server's names ("" in --server mode); the items are
-// keyed by the server's own names with their names set back to them.
-func listAll(ctx context.Context, t *testing.T, cs *mcp.ClientSession, prefix string) catalog {
+// listAll lists everything cs is offered (see fixture.List).
+func listAll(ctx context.Context, t *testing.T, cs *mcp.ClientSession, prefix string) fixture.Listed {
 	t.Helper()
-	c := catalog{tools: map[string]*mcp.Tool{}, prompts: map[string]*mcp.Prompt{},
-		resources: map[string]*mcp.Resource{}, templates: map[string]*mcp.ResourceTemplate{}}
-	own := func(name string) string {
-		n, ok := strings.CutPrefix(name, prefix)
-		if !ok {
-			t.Errorf("offered name %q lacks the prefix %q", name, prefix)
-		}
-		return n
+	l, err := fixture.List(ctx, cs, prefix)
+	if err != nil {
+		t.Fatal(err)
 	}
-	for tool, err := range cs.Tools(ctx, nil) {
-		if err != nil {
-			t.Fatal(err)
-		}
-		tool.Name = own(tool.Name)
-		c.tools[tool.Name] = tool
-	}
-	for p, err := range cs.Prompts(ctx, nil) {
-		if err != nil {
-			t.Fatal(err)
-		}
-		p.Name = own(p.Name)
-		c.prompts[p.Name] = p
-	}
-	for r, err := range cs.Resources(ctx, nil) {
-		if err != nil {
-			t.Fatal(err)
-		}
-		c.resources[r.URI] = r
-	}
-	for r, err := range cs.ResourceTemplates(ctx, nil) {
-		if err != nil {
-			t.Fatal(err)
-		}
-		c.templates[r.URITemplate] = r
-	}
-	return c
+	return l
 }
 
-// sameJSON compares two definitions field by field (each encoded as JSON)
-// and reports every field that differs.
-func sameJSON(t *testing.T, what string, got, want any) {
+// compare checks that the front end offered every definition of direct
+// unchanged but for the name.
+func compare(t *testing.T, mode string, got, direct fixture.Listed) {
 	t.Helper()
-	fields := func(v any) map[string]json.RawMessage {
-		b, err := json.Marshal(v)
-		if err != nil {
-			t.Fatalf("%s: %v", what, err)
-		}
-		var m map[string]json.RawMessage
-		if err := json.Unmarshal(b, &m); err != nil {
-			t.Fatalf("%s: %v", what, err)
-		}
-		return m
-	}
-	g, w := fields(got), fields(want)
-	for k, wv := range w {
-		if gv, ok := g[k]; !ok || !equalJSON(gv, wv) {
-			t.Errorf("%s: field %s is %s, want %s", what, k, clip(gv), clip(wv))
-		}
-	}
-	for k, gv := range g {
-		if _, ok := w[k]; !ok {
-			t.Errorf("%s: field %s is %s, the server sent none", what, k, clip(gv))
-		}
+	for _, d := range fixture.Diff(got, direct) {
+		t.Errorf("%s: %s", mode, d)
 	}
 }
 
-// clip shortens a value for a message.
-func clip(b []byte) string {
-	if len(b) > 200 {
-		return string(b[:200]) + "…"
-	}
-	return string(b)
-}
-
+// equalJSON reports whether two JSON texts are the same value.
 func equalJSON(a, b json.RawMessage) bool {
 	var x, y any
 	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
@@ -180,33 +56,6 @@ func equalJSON(a, b json.RawMessage) bool {
 	xb, _ := json.Marshal(x)
 	yb, _ := json.Marshal(y)
 	return string(xb) == string(yb)
-}
-
-// compare checks that the front end offered every definition of direct
-// unchanged but for the name.
-func compare(t *testing.T, mode string, got, direct catalog) {
-	t.Helper()
-	check := func(kind string, n, want int) {
-		if n != want {
-			t.Errorf("%s: %d %s offered, the server lists %d", mode, n, kind, want)
-		}
-	}
-	check("tools", len(got.tools), len(direct.tools))
-	check("prompts", len(got.prompts), len(direct.prompts))
-	check("resources", len(got.resources), len(direct.resources))
-	check("templates", len(got.templates), len(direct.templates))
-	for name, want := range direct.tools {
-		sameJSON(t, mode+": tool "+name, got.tools[name], want)
-	}
-	for name, want := range direct.prompts {
-		sameJSON(t, mode+": prompt "+name, got.prompts[name], want)
-	}
-	for uri, want := range direct.resources {
-		sameJSON(t, mode+": resource "+uri, got.resources[uri], want)
-	}
-	for uri, want := range direct.templates {
-		sameJSON(t, mode+": template "+uri, got.templates[uri], want)
-	}
 }
 
 // connectDirect connects a go-sdk client straight to the server.
@@ -242,9 +91,9 @@ func engines(ctx context.Context, t *testing.T, eng *remotemcp.Client) map[strin
 // connected.
 func TestWholeDefinitionsPassThrough(t *testing.T) {
 	ctx := t.Context()
-	hs := serve(t, fullServer())
+	hs := serve(t, fixture.Definitions())
 	direct := listAll(ctx, t, connectDirect(ctx, t, hs.URL), "")
-	if tool := direct.tools["full"]; tool == nil || tool.OutputSchema == nil || tool.Meta == nil || len(tool.Icons) != 2 || tool.Annotations == nil {
+	if tool := direct.Tools["full"]; tool == nil || tool.OutputSchema == nil || tool.Meta == nil || len(tool.Icons) != 2 || tool.Annotations == nil {
 		t.Fatalf("the direct listing lacks fields: %+v", tool)
 	}
 
@@ -295,16 +144,12 @@ func TestWholeDefinitionsPassThrough(t *testing.T) {
 	})
 }
 
-// fullOutputSchema is the output schema of fullServer's tool "full", as
-// its server sends it.
-const fullOutputSchema = `{"type":"object","required":["hits"],"properties":{"hits":{"type":"array","items":{"$ref":"#/$defs/hit"}}},"$defs":{"hit":{"type":"string"}}}`
-
 // Issue #19 item 4: the local API carries a tool's output schema as the
 // server's bytes (members in its order), in-process and over the socket.
 func TestOutputSchemaBytesKept(t *testing.T) {
 	ctx := t.Context()
 	eng := openEngine(t, ctx)
-	if _, err := eng.AddServer(ctx, localapi.AddServerRequest{ID: "full", URL: serve(t, fullServer()).URL, By: localapi.ByServersAdd}); err != nil {
+	if _, err := eng.AddServer(ctx, localapi.AddServerRequest{ID: "full", URL: serve(t, fixture.Definitions()).URL, By: localapi.ByServersAdd}); err != nil {
 		t.Fatal(err)
 	}
 	for how, e := range engines(ctx, t, eng) {
@@ -316,8 +161,8 @@ func TestOutputSchemaBytesKept(t *testing.T) {
 		for _, tool := range tl.Tools {
 			if tool.ToolName == "full" {
 				found = true
-				if string(tool.OutputSchema) != fullOutputSchema {
-					t.Errorf("%s: outputSchema %s, want the server's bytes %s", how, tool.OutputSchema, fullOutputSchema)
+				if string(tool.OutputSchema) != fixture.FullOutputSchema {
+					t.Errorf("%s: outputSchema %s, want the server's bytes %s", how, tool.OutputSchema, fixture.FullOutputSchema)
 				}
 			}
 		}
@@ -379,7 +224,7 @@ func TestMalformedOutputSchemas(t *testing.T) {
 	for how, e := range engines(ctx, t, eng) {
 		var logs logBuffer
 		cs := hostOf(ctx, t, frontend.Options{Engine: e, ServerID: "bad", Logger: slog.New(slog.NewTextHandler(&logs, nil))})
-		got := listAll(ctx, t, cs, "").tools
+		got := listAll(ctx, t, cs, "").Tools
 		for name, w := range want {
 			tool := got[name]
 			if tool == nil {
