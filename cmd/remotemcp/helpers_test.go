@@ -103,7 +103,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 }
 
 // toolFields are the fields a `tools --json` object may have.
-var toolFields = []string{"annotations", "description", "effects", "inputSchema", "name", "retry", "serverId", "title", "toolName"}
+var toolFields = []string{"_meta", "annotations", "description", "effects", "icons", "inputSchema", "name", "outputSchema", "own", "retry", "serverId", "title", "toolName"}
 
 // toolsJSON parses `tools --json` into name → field → raw value, checking
 // that every object has only toolFields, and the required ones.
