@@ -27,8 +27,8 @@ unexpected_failures() {
   plain "$1" | awk '/Unexpected failures \(not in baseline\)/ {on=1; next} on && /^ *✗ / {print $2; next} on {on=0}'
 }
 # sse_retry_only_late OUT: the run's only unexpected failure is sse-retry, no baseline entry is
-# stale, and the scenario's only failed check is its timing, failed because the reconnection came
-# late (its checks.json in OUT says so).
+# stale, and the scenario's only failed or warned check is its timing, because the reconnection
+# came late (its checks.json in OUT says so). A warning fails the baseline check too.
 sse_retry_only_late() {
   [ "$(unexpected_failures "$1/summary.txt")" = sse-retry ] || return 1
   ! plain "$1/summary.txt" | grep -q 'Stale baseline entries' || return 1
@@ -37,9 +37,9 @@ sse_retry_only_late() {
     [ -f "$f" ] || return 1
     node -e '
       const checks = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8"));
-      const failed = checks.filter(c => c.status === "FAILURE");
-      const late = failed.length === 1 && failed[0].id === "client-sse-retry-timing" &&
-        failed[0].details && failed[0].details.veryLate === true && failed[0].details.tooEarly === false;
+      const bad = checks.filter(c => c.status === "FAILURE" || c.status === "WARNING");
+      const d = bad.length === 1 && bad[0].id === "client-sse-retry-timing" && bad[0].details;
+      const late = !!d && d.tooEarly === false && (d.veryLate === true || d.slightlyLate === true);
       process.exit(late ? 0 : 1);' "$f" || return 1
   done
 }
@@ -53,15 +53,16 @@ for version in 0.2.0-alpha.12 0.1.16; do
     grep -E '^Total|Baseline' "$out/summary.txt" >&2 || true
   elif sse_retry_only_late "$out"; then
     # sse-retry measures, on the suite's own clock, the time from its closing a stream to the
-    # client's reconnection: the retry field's 500 ms, failed past 1000 ms. On a loaded machine the
+    # client's reconnection: the retry field's 500 ms, a warning past 700 ms (which fails the
+    # baseline check all the same) and a failure past 1000 ms. On a loaded machine the
     # suite's and the client's scheduling alone can pass that (the client waits exactly the retry
     # delay after it sees the end of the stream). One more run of that scenario alone decides.
-    plain "$out/summary.txt" | grep -E '^Total|sse-retry' >&2 || true
+    plain "$out/summary.txt" | grep -E '^(Total|✗ sse-retry)' >&2 || true
     echo "!! WARNING: conformance $version: sse-retry failed only on its wall-clock timing (reconnected late);" >&2
     echo "!!          running that one scenario once more (first run kept in $out/summary.txt)" >&2
     if bash "$runner" "$version" "$client" --scenario sse-retry -o "$out/sse-retry-rerun" \
         > "$out/sse-retry-rerun.txt" 2>&1; then
-      echo "!! WARNING: conformance $version: sse-retry passed on its second run; every other scenario passed the first time" >&2
+      echo "!! WARNING: conformance $version: sse-retry passed on its second run; the rest of the suite met its baseline the first time" >&2
     else
       status=1
       echo "!! conformance $version: sse-retry failed again:" >&2
