@@ -154,6 +154,11 @@ func (nopWriteCloser) Close() error { return nil }
 // mcpEngine is the front end's engine: the running daemon's, else a
 // daemon's started in the background, else (--no-daemon) in-process.
 func (a *app) mcpEngine(ctx context.Context, daemonAddr string) (Engine, func(), error) {
+	// Checked first, so a mistake shows whether or not a daemon runs.
+	listen, err := flagLoopbackAddr("--daemon-addr", daemonAddr)
+	if err != nil {
+		return nil, nil, err
+	}
 	if a.noDaemon {
 		return a.engine(ctx)
 	}
@@ -164,10 +169,6 @@ func (a *app) mcpEngine(ctx context.Context, daemonAddr string) (Engine, func(),
 	}
 	if !errors.Is(err, daemon.ErrNotRunning) {
 		return nil, nil, fmt.Errorf("reach the daemon: %w (run with --no-daemon to work without it)", err)
-	}
-	listen, err := flagLoopbackAddr("--daemon-addr", daemonAddr)
-	if err != nil {
-		return nil, nil, err
 	}
 	stop, err := a.startDaemon(ctx, dir, listen)
 	if err != nil {

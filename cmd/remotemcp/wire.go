@@ -196,7 +196,12 @@ const addrFallbackFlag = "addr-fallback"
 func serveListenError(listen string, err error) error {
 	switch {
 	case errors.Is(err, daemon.ErrAddrInUse):
-		return fmt.Errorf("listen on %s: another program has this port; choose another with --addr (e.g. --addr 127.0.0.1:7718, or --addr 0 for any free port): %w", listen, err)
+		var cause error = err
+		var oe *net.OpError
+		if errors.As(err, &oe) {
+			cause = oe
+		}
+		return fmt.Errorf("another program has this port: %s is taken; choose another address with --addr (e.g. --addr 127.0.0.1:7718, or --addr 0 for any free port): %w", listen, cause)
 	case errors.Is(err, daemon.ErrDataDirOwned):
 		return err
 	}
