@@ -1,6 +1,7 @@
 package localapi
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -41,8 +42,9 @@ func (e *endless) Read(p []byte) (int, error) {
 }
 
 // writeBig copies r to w in 1 MiB writes rather than io.Copy's 32 KiB:
-// the client looks for the line's end in everything it has buffered on
-// each read, so the fewer and larger the reads, the cheaper the test.
+// fewer writes and reads, so less instrumented work under -race (the
+// client looks at each byte once whatever the pieces; see
+// TestLineScanLooksAtEachByteOnce).
 func writeBig(w io.Writer, r io.Reader) {
 	buf := make([]byte, 1<<20)
 	for {
@@ -74,9 +76,9 @@ func TestStreamsRefuseHugeLines(t *testing.T) {
 			writeBig(w, &endless{c: '1', n: size})
 		}
 	}))
-	// Each stream costs seconds under -race (the client scans the growing
-	// line for its end on every read): the context only catches a hang,
-	// and the test checks below that each stream ended by itself.
+	// Each stream moves 65 MiB, slow under -race on a loaded machine:
+	// the context only catches a hang, and the test checks below that
+	// each stream ended by itself.
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	_, err := c.Call(ctx, CallRequest{Tool: "s/t", Approved: true}, CallHandler{})
@@ -102,6 +104,91 @@ func TestStreamsRefuseHugeLines(t *testing.T) {
 	if ctx.Err() != nil {
 		t.Fatal("the event stream of a huge line did not end by itself: the channel closed only with the context")
 	}
+}
+
+// pieces hands out r's bytes at most n at a time: a peer whose line
+// arrives in many small reads.
+type pieces struct {
+	r io.Reader
+	n int
+}
+
+func (p *pieces) Read(b []byte) (int, error) {
+	if len(b) > p.n {
+		b = b[:p.n]
+	}
+	return p.r.Read(b)
+}
+
+// The stream reader looks at each byte once for a line's end, however
+// many reads a line takes: a line near the bound arriving in small
+// pieces used to be searched again from its start after every read,
+// O(n²) (seconds of CPU for a 64 MiB line). Counted, not timed: with
+// bufio.ScanLines, the 1 MiB line below in 4 KiB reads had 128 MiB
+// examined; now at most the line is.
+func TestLineScanLooksAtEachByteOnce(t *testing.T) {
+	const limit = 1 << 20
+	// A line over the bound, in 4 KiB reads: refused as too large, each
+	// byte examined once.
+	cs := newCallStream(&pieces{r: &endless{c: ' ', n: limit + 1<<10}, n: 4 << 10}, limit)
+	if _, err := cs.next(); !errors.Is(err, errTooLarge) {
+		t.Fatalf("huge line: %v", err)
+	}
+	if cs.lines.examined > limit {
+		t.Fatalf("%d bytes examined for a line refused at %d", cs.lines.examined, limit)
+	}
+	// A line under the bound, in 1 KiB reads, then a short one: both
+	// read, each byte examined once.
+	big := `{"type":"progress","progress":{"message":"` + strings.Repeat("x", limit-100) + `"}}`
+	in := big + "\n" + `{"type":"result","result":{}}` + "\r\n"
+	cs = newCallStream(&pieces{r: strings.NewReader(in), n: 1 << 10}, limit)
+	ev, err := cs.next()
+	if err != nil || ev.Type != CallEventProgress || ev.Progress == nil || len(ev.Progress.Message) != limit-100 {
+		t.Fatalf("long line: %s, %v", ev.Type, err)
+	}
+	if ev, err := cs.next(); err != nil || ev.Type != CallEventResult {
+		t.Fatalf("line after a long one: %s, %v", ev.Type, err)
+	}
+	if _, err := cs.next(); err != io.ErrUnexpectedEOF {
+		t.Fatalf("end: %v", err)
+	}
+	if cs.lines.examined > int64(len(in)) {
+		t.Fatalf("%d bytes examined for %d bytes of lines", cs.lines.examined, len(in))
+	}
+}
+
+// lineSplit gives the lines bufio.ScanLines gives, whatever the pieces
+// the input arrives in: \r\n and \n ends, blank lines, a last line
+// without an end.
+func TestLineSplitIsScanLines(t *testing.T) {
+	for _, in := range []string{
+		"", "\n", "\n\n", "a", "a\n", "a\r\n", "a\r", "\r\n\r\n", "a\nb", "a\n\nb\r\n\r\nc\r",
+		"event: x\ndata: 1\n\n" + strings.Repeat("y", 5000) + "\nz",
+	} {
+		want := scanAll(t, bufio.NewScanner(strings.NewReader(in)))
+		for _, n := range []int{1, 2, 3, 7, 4096, 1 << 20} {
+			sc, ls := newLineScanner(&pieces{r: strings.NewReader(in), n: n}, 1<<20)
+			got := scanAll(t, sc)
+			if fmt.Sprintf("%q", got) != fmt.Sprintf("%q", want) {
+				t.Errorf("%.40q in %d-byte reads: %.80q, want %.80q", in, n, got, want)
+			}
+			if ls.examined > int64(len(in)) {
+				t.Errorf("%.40q in %d-byte reads: %d bytes examined of %d", in, n, ls.examined, len(in))
+			}
+		}
+	}
+}
+
+func scanAll(t *testing.T, sc *bufio.Scanner) []string {
+	t.Helper()
+	var lines []string
+	for sc.Scan() {
+		lines = append(lines, sc.Text())
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return lines
 }
 
 // Many short data lines add up to one event: the bound is on the event,

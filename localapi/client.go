@@ -554,13 +554,63 @@ func (c *Client) Call(ctx context.Context, req CallRequest, h CallHandler) (*Too
 // of being buffered), blank lines skipped.
 type callStream struct {
 	sc    *bufio.Scanner
+	lines *lineSplit
 	limit int
 }
 
 func newCallStream(r io.Reader, limit int) *callStream {
+	sc, lines := newLineScanner(r, limit)
+	return &callStream{sc: sc, lines: lines, limit: limit}
+}
+
+// newLineScanner scans r by lines of at most limit bytes (a longer one
+// fails with bufio.ErrTooLong once limit bytes are buffered), looking
+// at each byte for the line's end once.
+func newLineScanner(r io.Reader, limit int) (*bufio.Scanner, *lineSplit) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, min(64<<10, limit)), limit)
-	return &callStream{sc: sc, limit: limit}
+	ls := &lineSplit{}
+	sc.Split(ls.split)
+	return sc, ls
+}
+
+// lineSplit is bufio.ScanLines that remembers how far it has looked. The
+// Scanner hands its split function everything buffered since the last
+// line after every read; ScanLines searches all of it again each time,
+// so a line arriving in n reads costs O(n²) (seconds of CPU for a line
+// near maxStreamLine sent in 32 KiB writes). lineSplit searches only
+// the bytes it has not seen, and counts them in examined.
+type lineSplit struct {
+	looked   int   // bytes of the current line's data already searched
+	examined int64 // bytes searched in all
+}
+
+func (l *lineSplit) split(data []byte, atEOF bool) (advance int, token []byte, err error) {
+	if l.looked > len(data) { // never: the Scanner only adds to data until a line is taken
+		l.looked = 0
+	}
+	if i := bytes.IndexByte(data[l.looked:], '\n'); i >= 0 {
+		l.examined += int64(i + 1)
+		i += l.looked
+		l.looked = 0
+		return i + 1, dropCR(data[:i]), nil
+	}
+	l.examined += int64(len(data) - l.looked)
+	l.looked = len(data)
+	if atEOF && len(data) > 0 {
+		// The last line, without a newline.
+		l.looked = 0
+		return len(data), dropCR(data), nil
+	}
+	return 0, nil, nil
+}
+
+// dropCR drops a line's terminal \r, as bufio.ScanLines does.
+func dropCR(b []byte) []byte {
+	if len(b) > 0 && b[len(b)-1] == '\r' {
+		return b[:len(b)-1]
+	}
+	return b
 }
 
 // next returns the next event; at the end of the stream the error is
@@ -621,8 +671,7 @@ func (c *Client) Subscribe(ctx context.Context) (<-chan Event, error) {
 // whose data is valid JSON are put: Event.Data is a json.RawMessage, and
 // a consumer re-encoding one must not fail on it.
 func readSSE(r io.Reader, limit int, put func(Event)) error {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, min(64<<10, limit)), limit)
+	sc, _ := newLineScanner(r, limit)
 	var typ string
 	var data []byte
 	for sc.Scan() {
