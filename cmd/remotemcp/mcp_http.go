@@ -34,7 +34,7 @@ func mcpHTTPListen(flag, addr string) (net.Listener, error) {
 	}
 	ln, err := net.Listen("tcp", hp)
 	if err != nil {
-		return nil, fmt.Errorf("%s: listen on %s: %w (is the port taken?)", flag, hp, err)
+		return nil, fmt.Errorf("%s: listen on %s: %w (another program has this port; choose another with %s)", flag, hp, err, flag)
 	}
 	return ln, nil
 }
