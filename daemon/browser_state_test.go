@@ -341,7 +341,7 @@ func TestBrowserClickSurvivesOtherRowsChange(t *testing.T) {
 	}
 	mouse := func(typ input.DispatchMouseEventType) {
 		t.Helper()
-		cctx, cancel := context.WithTimeout(b.ctx, 10*time.Second)
+		cctx, cancel := context.WithTimeout(b.ctx, browserHang)
 		defer cancel()
 		if _, err := chromedp.Call(cctx, input.DispatchMouseEvent, input.DispatchMouseEventParams{Type: typ, X: x, Y: y,
 			Button: input.MouseButtonLeft, Buttons: 1, ClickCount: 1}); err != nil {

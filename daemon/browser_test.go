@@ -129,7 +129,7 @@ func (b *browser) shotView(step string) {
 }
 
 func (b *browser) save(step string, capture chromedp.Action[[]byte]) {
-	ctx, cancel := context.WithTimeout(b.ctx, 10*time.Second)
+	ctx, cancel := context.WithTimeout(b.ctx, time.Minute)
 	defer cancel()
 	// A tab the page opened (the authorization page) may be in front,
 	// and a tab behind paints no frame to capture.
@@ -161,10 +161,14 @@ func (b *browser) screenshot() {
 	b.mu.Unlock()
 }
 
+// browserHang bounds one browser action: only a hang. Chromium under
+// -race on a loaded 2-core machine can take many seconds for a step.
+const browserHang = 2 * time.Minute
+
 // do runs steps with a deadline, failing the test with what was tried.
 func (b *browser) do(what string, steps ...chromedp.Action[chromedp.Void]) {
 	b.t.Helper()
-	ctx, cancel := context.WithTimeout(b.ctx, 30*time.Second)
+	ctx, cancel := context.WithTimeout(b.ctx, browserHang)
 	defer cancel()
 	if err := chromedp.Do(ctx, steps...); err != nil {
 		b.t.Fatalf("browser: %s: %v", what, err)
@@ -175,10 +179,10 @@ func (b *browser) do(what string, steps ...chromedp.Action[chromedp.Void]) {
 // survives navigations (the login page moves on by itself).
 func (b *browser) wait(what, expr string) {
 	b.t.Helper()
-	deadline := time.Now().Add(25 * time.Second)
+	deadline := time.Now().Add(browserHang)
 	var lastErr error
 	for time.Now().Before(deadline) {
-		ctx, cancel := context.WithTimeout(b.ctx, 5*time.Second)
+		ctx, cancel := context.WithTimeout(b.ctx, 30*time.Second)
 		ok, err := chromedp.Run(ctx, chromedp.Evaluate[bool]("!!("+expr+")"))
 		cancel()
 		if err == nil && ok {
@@ -192,7 +196,7 @@ func (b *browser) wait(what, expr string) {
 
 func (b *browser) eval(expr string) string {
 	b.t.Helper()
-	ctx, cancel := context.WithTimeout(b.ctx, 10*time.Second)
+	ctx, cancel := context.WithTimeout(b.ctx, browserHang)
 	defer cancel()
 	v, err := chromedp.Run(ctx, chromedp.Evaluate[string](expr))
 	if err != nil {
@@ -207,7 +211,7 @@ func (b *browser) click(sel string) {
 	// found a moment ago may be gone when the click is placed (before any
 	// mouse event). Then the new one is clicked.
 	for try := 1; ; try++ {
-		ctx, cancel := context.WithTimeout(b.ctx, 30*time.Second)
+		ctx, cancel := context.WithTimeout(b.ctx, browserHang)
 		err := chromedp.Do(ctx, chromedp.WaitVisible(chromedp.CSS(sel)), chromedp.Click(chromedp.CSS(sel)))
 		cancel()
 		if err == nil {
@@ -230,7 +234,7 @@ func (b *browser) login(s *stack) {
 	if loc := b.eval(`location.href`); loc != s.page() {
 		b.t.Fatalf("after login the page is %s, want %s", loc, s.page())
 	}
-	ctx, cancel := context.WithTimeout(b.ctx, 10*time.Second)
+	ctx, cancel := context.WithTimeout(b.ctx, browserHang)
 	defer cancel()
 	res, err := chromedp.Call(ctx, network.GetCookies, network.GetCookiesParams{URLs: []string{s.page()}})
 	if err != nil {
@@ -398,7 +402,7 @@ func TestBrowserSettingsPage(t *testing.T) {
 		if r == nil || r.Outcome != agent.OutcomeOK || len(r.Content) == 0 || r.Content[0].Text != "hello Ada (30)" {
 			t.Fatalf("the call after the answer: %+v", r)
 		}
-	case <-time.After(20 * time.Second):
+	case <-time.After(2 * time.Minute): // only a hang
 		t.Fatal("the call did not continue after the answer")
 	}
 	b.wait("the card to go", `document.querySelectorAll('#cards .card').length === 0`)
@@ -696,7 +700,7 @@ func TestBrowserCardFieldNamesAreInert(t *testing.T) {
 		if want := `{"addEventListener":true,"append":"Ada","querySelectorAll":3,"remove":"b"}`; string(got) != want {
 			t.Fatalf("hostile card content %s, want %s", got, want)
 		}
-	case <-time.After(20 * time.Second):
+	case <-time.After(2 * time.Minute): // only a hang
 		t.Fatal("the hostile card was not answered")
 	}
 	b.click(pc + ` button[data-answer=decline]`)
@@ -705,7 +709,7 @@ func TestBrowserCardFieldNamesAreInert(t *testing.T) {
 		if a.err != nil || a.r == nil || a.r.Action != "decline" {
 			t.Fatalf("plain card answer: %+v %v", a.r, a.err)
 		}
-	case <-time.After(20 * time.Second):
+	case <-time.After(2 * time.Minute): // only a hang
 		t.Fatal("the plain card was not answered")
 	}
 	b.wait("the cards to go", `document.querySelectorAll('#cards .card').length === 0`)
