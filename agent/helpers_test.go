@@ -32,15 +32,16 @@ func testLogger() *slog.Logger {
 	return slog.New(slog.DiscardHandler)
 }
 
+// ctxT is a test's context: its deadline only catches a hang.
 func ctxT(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	t.Cleanup(cancel)
 	return ctx
 }
 
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(2 * time.Minute) // only a hang: cond must come true
 	for !cond() {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out waiting for %s", what)
@@ -233,7 +234,7 @@ func recv(t *testing.T, ch <-chan callOut) callOut {
 	select {
 	case out := <-ch:
 		return out
-	case <-time.After(30 * time.Second):
+	case <-time.After(2 * time.Minute): // only a hang: the call must return
 		t.Fatal("call did not return")
 		return callOut{}
 	}

@@ -233,7 +233,7 @@ func TestR4_4_RebuildOnCommitAndDisabledTools(t *testing.T) {
 		if s.Generation() <= gen {
 			t.Fatalf("subscription got generation %d, not newer than %d", s.Generation(), gen)
 		}
-	case <-time.After(5 * time.Second):
+	case <-time.After(2 * time.Minute): // only a hang
 		t.Fatal("no snapshot on the subscription")
 	}
 	f.RemoveTool("fresh")
@@ -289,10 +289,13 @@ func TestR4_5_Cancel(t *testing.T) {
 		t.Run("during/"+how, func(t *testing.T) {
 			execs, cancelled := f.Executions("slow"), f.Cancelled("slow")
 			op := fmt.Sprintf("during-%d", i)
-			ctx, cancel := context.WithCancel(ctxT(t))
+			// No deadline: only the cancel ends the call early. The
+			// call would take 120 s; ending within 60 s proves the
+			// cancel, with room for a loaded machine.
+			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			progress := make(chan struct{}, 100)
-			ch := e.goCall(t, ctx, "mcp__fx__slow", `{"ms":20000}`, CallOptions{OperationID: op, Progress: func(p Progress) {
+			ch := e.goCall(t, ctx, "mcp__fx__slow", `{"ms":120000}`, CallOptions{OperationID: op, Progress: func(p Progress) {
 				select {
 				case progress <- struct{}{}:
 				default:
@@ -300,7 +303,7 @@ func TestR4_5_Cancel(t *testing.T) {
 			}})
 			select {
 			case <-progress: // the call is running on the server and progress reaches us
-			case <-time.After(10 * time.Second):
+			case <-time.After(2 * time.Minute): // only a hang
 				t.Fatal("no progress")
 			}
 			start := time.Now()
@@ -316,8 +319,8 @@ func TestR4_5_Cancel(t *testing.T) {
 			if how == "context" && !errors.Is(out.err, context.Canceled) {
 				t.Fatalf("err %v does not carry the context's cause", out.err)
 			}
-			if d := time.Since(start); d > 5*time.Second {
-				t.Fatalf("cancel took %s", d)
+			if d := time.Since(start); d > 60*time.Second {
+				t.Fatalf("cancel took %s (the call takes 120 s)", d)
 			}
 			waitFor(t, "server-side cancellation", func() bool { return f.Cancelled("slow") == cancelled+1 })
 			if f.Executions("slow") != execs+1 {
