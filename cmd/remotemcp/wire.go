@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -111,6 +112,19 @@ Streamable HTTP at http://127.0.0.1:PORT/mcp, like "remotemcp mcp --http"
 			// opened: a refused serve changes nothing (issue #19 item 8).
 			if err := daemon.CheckFree(dir); err != nil {
 				return err
+			}
+			// So is a taken address, before the engine opens and connects
+			// its startup servers. The daemon binds again below; losing the
+			// port in between is still refused there.
+			if !fallback {
+				ln, err := net.Listen("tcp", listen)
+				if errors.Is(err, syscall.EADDRINUSE) {
+					err = fmt.Errorf("%w (%w)", daemon.ErrAddrInUse, err)
+				}
+				if err != nil {
+					return serveListenError(listen, err)
+				}
+				ln.Close()
 			}
 			eng, err := remotemcp.Open(ctx, remotemcp.Options{DataDir: dir, Logger: log})
 			if err != nil {
