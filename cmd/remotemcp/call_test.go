@@ -157,24 +157,26 @@ func TestCallTimeout(t *testing.T) {
 	c := newCLI(t)
 	c.ok("servers", "add", "fx", srv.URL())
 
+	// The call would take 60 s; ending within 30 s proves the 300ms
+	// timeout, with room for a loaded machine.
 	start := time.Now()
-	r := c.fail(exitNoAnswer, "remotemcp: timeout: ", "call", "mcp__fx__slow", `{"ms": 5000}`, "--yes", "--timeout", "300ms")
-	if d := time.Since(start); d > 4*time.Second {
-		t.Fatalf("a 300ms timeout took %s", d)
+	r := c.fail(exitNoAnswer, "remotemcp: timeout: ", "call", "mcp__fx__slow", `{"ms": 60000}`, "--yes", "--timeout", "300ms")
+	if d := time.Since(start); d > 30*time.Second {
+		t.Fatalf("a 300ms timeout took %s (the call takes 60 s)", d)
 	}
 	if !strings.Contains(r.err, "timed out after 300ms") || !strings.Contains(r.err, "what to do: if the tool needs longer, give --timeout") || r.out != "" {
 		t.Fatalf("timeout: %s", r)
 	}
 	waitFor(t, "the server to be told to stop", func() bool { return srv.Cancelled("slow") == 1 })
 
-	r = c.ok("call", "mcp__fx__slow", `{"ms": 400}`, "--yes", "--timeout", "10s")
+	r = c.ok("call", "mcp__fx__slow", `{"ms": 400}`, "--yes", "--timeout", "2m")
 	if r.out != "slept 400ms\n" || !strings.Contains(r.err, "\nprogress ") || !strings.Contains(r.err, "/400: slept ") {
 		t.Fatalf("slow call within --timeout: %s", r)
 	}
 
 	// The server's own limit applies too.
 	c.ok("servers", "set", "fx", "--tool-timeout", "200ms")
-	c.fail(exitNoAnswer, "timed out", "call", "mcp__fx__slow", `{"ms": 600, "quiet": true}`, "--yes")
+	c.fail(exitNoAnswer, "timed out", "call", "mcp__fx__slow", `{"ms": 60000, "quiet": true}`, "--yes")
 }
 
 // A 5 MB result is cut to the budget, with the marker.
