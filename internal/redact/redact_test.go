@@ -213,7 +213,10 @@ func FuzzText(f *testing.F) {
 var bearerValue = regexp.MustCompile(`(?i)\bbearer[\t\n\f\r ]+([A-Za-z0-9\-._~+/]+=*)`)
 
 // Text is linear: inputs built to make a naive scanner quadratic finish
-// quickly.
+// quickly. A quadratic scan of 256 KiB is some 2^36 steps, a minute or
+// more (longer under -race); a linear one takes well under a second (a
+// few seconds under -race on a loaded machine). The bound sits between:
+// Text exposes no count of its work to check instead.
 func TestTextLinear(t *testing.T) {
 	const n = 1 << 18
 	for name, s := range map[string]string{
@@ -234,7 +237,7 @@ func TestTextLinear(t *testing.T) {
 	} {
 		start := time.Now()
 		out := Text(s)
-		if d := time.Since(start); d > 5*time.Second {
+		if d := time.Since(start); d > 60*time.Second {
 			t.Errorf("%s: %v for %d bytes", name, d, len(s))
 		}
 		if Text(out) != out {
