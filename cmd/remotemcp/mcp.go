@@ -221,17 +221,20 @@ func (a *app) startDaemon(ctx context.Context, dir, listen string) (stop func(),
 		return nil, fmt.Errorf("start the daemon: open its log: %w", err)
 	}
 	defer logf.Close()
+	// What this start writes to the log begins here: a daemon that fails
+	// says why in its last line, which the error repeats.
+	logStart, _ := logf.Seek(0, io.SeekEnd)
 	pid, exited, stop, err := spawnDaemon(ctx, []string{"--data-dir", dir, "serve", "--addr", listen, "--" + addrFallbackFlag}, logf)
 	if err != nil {
 		return nil, fmt.Errorf("start the daemon: %w", err)
 	}
-	fmt.Fprintf(a.streams.Err, "remotemcp: started the daemon (pid %d, log %s)\n", pid, logPath)
 	deadline := time.Now().Add(daemonStartWait)
 	for {
 		dctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 		_, err := daemon.Dial(dctx, dir)
 		cancel()
 		if err == nil {
+			fmt.Fprintf(a.streams.Err, "remotemcp: started the daemon (pid %d, log %s)\n", pid, logPath)
 			if in, rerr := daemon.Running(ctx, dir); rerr == nil && in.RequestedAddr != "" {
 				fmt.Fprintf(a.streams.Err, "remotemcp: %s was taken, so the daemon's settings page is on %s\n", in.RequestedAddr, in.URL)
 			}
@@ -250,10 +253,35 @@ func (a *app) startDaemon(ctx context.Context, dir, listen string) (stop func(),
 			// Another daemon may have won; give it the rest of the wait,
 			// but a daemon that failed alone will not come.
 			if _, serr := os.Stat(filepath.Join(dir, daemon.InfoFileName)); serr != nil {
+				if why := lastLogLine(logPath, logStart); why != "" {
+					return nil, fmt.Errorf("start the daemon: it exited: %s (log: %s)", why, logPath)
+				}
 				return nil, fmt.Errorf("start the daemon: it exited (see %s)", logPath)
 			}
 			exited = nil // wait for the winner at the pace below
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
+}
+
+// lastLogLine is the last non-empty line written to the log at path since
+// offset from, read from at most its last 4 KiB; "" when there is none.
+// It is the daemon's own words (its log is redacted), so it can be shown.
+func lastLogLine(path string, from int64) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	const most = 4 << 10
+	if fi, err := f.Stat(); err == nil && fi.Size()-from > most {
+		from = fi.Size() - most
+	}
+	if _, err := f.Seek(from, io.SeekStart); err != nil {
+		return ""
+	}
+	b, _ := io.ReadAll(io.LimitReader(f, most))
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	last := strings.TrimSpace(lines[len(lines)-1])
+	return strings.TrimPrefix(last, "remotemcp: ")
 }

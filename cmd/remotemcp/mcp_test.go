@@ -119,6 +119,12 @@ func TestNoDaemonMcpHTTPOwnsAndSaysSo(t *testing.T) {
 	if r.code == exitOK || !strings.Contains(r.err, "remotemcp --no-daemon mcp --http "+addr) || !strings.Contains(r.err, "pid ") || strings.Contains(r.err, "port") {
 		t.Fatalf("a daemon beside --no-daemon mcp --http: %s", r)
 	}
+	// A stdio host's daemon cannot start either: the host's log says who
+	// owns the data directory, not only "it exited" (issue #19 item 2).
+	r = c.run("", "mcp")
+	if r.code == exitOK || !strings.Contains(r.err, "remotemcp --no-daemon mcp --http "+addr) || strings.Contains(r.err, "started the daemon") {
+		t.Fatalf("stdio mcp beside --no-daemon mcp --http: %s", r)
+	}
 	stop()
 	if r := wait(t, ended); r.code != exitOK {
 		t.Fatalf("mcp --http: %s", r)

@@ -323,7 +323,9 @@ func TestServeDemoChangesNothingItDidNotCreate(t *testing.T) {
 	if r.code != exitOK {
 		t.Fatalf("serve --demo: %s", r)
 	}
-	for _, want := range []string{in.URL, `added the demo server "demo-2"`, `remotemcp call mcp__demo-2__echo '{"text":"hi"}' --yes`, "remotemcp hosts connect HOST"} {
+	// The data directory is not the default, so the lines to try name it.
+	rm := "remotemcp --data-dir " + c.dir
+	for _, want := range []string{in.URL, `added the demo server "demo-2"`, rm + ` call mcp__demo-2__echo '{"text":"hi"}' --yes`, rm + " hosts connect HOST"} {
 		if !strings.Contains(r.err, want) {
 			t.Fatalf("serve --demo does not say %q: %s", want, r)
 		}

@@ -18,6 +18,7 @@ import (
 	"github.com/remotemcp/remotemcp"
 	"github.com/remotemcp/remotemcp/daemon"
 	"github.com/remotemcp/remotemcp/frontend"
+	"github.com/remotemcp/remotemcp/hosts"
 	"github.com/remotemcp/remotemcp/internal/testserver/fixture"
 	"github.com/remotemcp/remotemcp/localapi"
 )
@@ -165,7 +166,7 @@ Streamable HTTP at http://127.0.0.1:PORT/mcp, like "remotemcp mcp --http"
 					return fmt.Errorf("--demo: %w", err)
 				}
 				defer d.stop(log)
-				d.describe(a.streams.Err)
+				d.describe(a.streams.Err, a.cliName())
 			}
 			fmt.Fprintln(a.streams.Err, "open the settings page (this link works once):")
 			fmt.Fprintln(a.streams.Out, srv.LoginURL())
@@ -295,9 +296,24 @@ func (d *demoServer) stop(log *slog.Logger) {
 }
 
 // describe says what --demo did and what to try next.
-func (d *demoServer) describe(w io.Writer) {
+func (d *demoServer) describe(w io.Writer, rm string) {
 	fmt.Fprintf(w, "added the demo server %q (the bundled test server at %s); it is removed when this daemon stops\n", d.id, d.f.URL())
 	fmt.Fprintln(w, "try, in another terminal:")
-	fmt.Fprintf(w, "  remotemcp call mcp__%s__echo '{\"text\":\"hi\"}' --yes\n", d.id)
-	fmt.Fprintln(w, "  remotemcp hosts connect HOST    # HOST: claude-code, cursor, … (remotemcp hosts list)")
+	fmt.Fprintf(w, "  %s call mcp__%s__echo '{\"text\":\"hi\"}' --yes\n", rm, d.id)
+	fmt.Fprintf(w, "  %s hosts connect HOST    # HOST: claude-code, cursor, … (%s hosts list)\n", rm, rm)
+}
+
+// cliName is the command line that reaches this invocation's data
+// directory from another terminal: "remotemcp", with --data-dir DIR
+// whenever a shell without this one's environment would compute another
+// directory (the same rule as the hosts' entries).
+func (a *app) cliName() string {
+	dir := a.dataDirPath()
+	if abs, err := filepath.Abs(dir); err == nil {
+		dir = abs
+	}
+	if sys, err := a.hostSystem(); err == nil && hosts.DataDirArg(sys, dir) == "" {
+		return "remotemcp"
+	}
+	return "remotemcp --data-dir " + shellQuote(dir)
 }
