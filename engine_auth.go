@@ -549,6 +549,11 @@ type loopback struct {
 	srv  *http.Server
 	refs int
 	done chan struct{}
+	// gone is closed once the listener is closed and out of the map;
+	// until then a flow that wants its port waits (a flow started again
+	// binds the port its predecessor is still letting go of).
+	gone    chan struct{}
+	closing bool
 }
 
 // listenLoopback serves /mcp-oauth on 127.0.0.1:port (0: a free port,
@@ -558,6 +563,12 @@ func (c *Client) listenLoopback(port int, serverID string) (bound int, release f
 	c.loopMu.Lock()
 	defer c.loopMu.Unlock()
 	l := c.loops[port]
+	for l != nil && l.closing {
+		c.loopMu.Unlock()
+		<-l.gone
+		c.loopMu.Lock()
+		l = c.loops[port]
+	}
 	if l == nil || port == 0 {
 		ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
 		if err != nil {
@@ -565,7 +576,7 @@ func (c *Client) listenLoopback(port int, serverID string) (bound int, release f
 				errPortTaken, port, err, serverID)
 		}
 		port = ln.Addr().(*net.TCPAddr).Port
-		l = &loopback{done: make(chan struct{})}
+		l = &loopback{done: make(chan struct{}), gone: make(chan struct{})}
 		l.srv = &http.Server{Handler: http.HandlerFunc(c.serveCallback), ReadHeaderTimeout: 10 * time.Second}
 		go func() {
 			defer close(l.done)
@@ -580,9 +591,7 @@ func (c *Client) listenLoopback(port int, serverID string) (bound int, release f
 			c.loopMu.Lock()
 			l.refs--
 			last := l.refs == 0
-			if last {
-				delete(c.loops, port)
-			}
+			l.closing = last
 			c.loopMu.Unlock()
 			if last {
 				// Let the "you can close this tab" page finish.
@@ -591,6 +600,12 @@ func (c *Client) listenLoopback(port int, serverID string) (bound int, release f
 				cancel()
 				_ = l.srv.Close()
 				<-l.done
+				c.loopMu.Lock()
+				if c.loops[port] == l {
+					delete(c.loops, port)
+				}
+				c.loopMu.Unlock()
+				close(l.gone)
 			}
 		})
 	}
