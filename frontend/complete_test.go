@@ -52,7 +52,7 @@ func completes(f *fixture.Server) int {
 // and the server's values come back; an unknown reference is invalid
 // params and reaches no server.
 func TestCompletion(t *testing.T) {
-	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 	defer cancel()
 	eng, err := remotemcp.Open(ctx, remotemcp.Options{DataDir: t.TempDir(), NoStartupConnect: true})
 	if err != nil {
@@ -122,7 +122,7 @@ func TestCompletion(t *testing.T) {
 // TestCompletionSingleServer: with --server the names are the server's
 // own, and they reach it unchanged.
 func TestCompletionSingleServer(t *testing.T) {
-	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 	defer cancel()
 	eng, err := remotemcp.Open(ctx, remotemcp.Options{DataDir: t.TempDir(), NoStartupConnect: true})
 	if err != nil {

@@ -94,7 +94,7 @@ func TestExposedURI(t *testing.T) {
 // as remotemcp://{server}/… and reading it reaches its own server, and
 // tools of both are offered under their own prefixes.
 func TestResourceRouting(t *testing.T) {
-	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 	defer cancel()
 	eng, err := remotemcp.Open(ctx, remotemcp.Options{DataDir: t.TempDir(), NoStartupConnect: true})
 	if err != nil {

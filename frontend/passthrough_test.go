@@ -39,7 +39,7 @@ func backend(ctx context.Context, t *testing.T, id string, srv *mcp.Server) *rem
 // (SPEC §9 A8): an embedded resource stays an embedded resource, an
 // image an image.
 func TestPromptPassesThrough(t *testing.T) {
-	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 	defer cancel()
 	srv := mcp.NewServer(&mcp.Implementation{Name: "p", Version: "1"}, nil)
 	srv.AddPrompt(&mcp.Prompt{Name: "doc"}, func(context.Context, *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
@@ -110,7 +110,7 @@ func notifyBackend(subscribed chan<- string) *mcp.Server {
 // server and its log messages reach the host at that level, marked with
 // the server's id in aggregate mode.
 func TestNotificationsPassThrough(t *testing.T) {
-	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 	defer cancel()
 	subscribed := make(chan string, 16)
 	eng := backend(ctx, t, "n", notifyBackend(subscribed))
@@ -217,7 +217,7 @@ func TestNotificationsPassThrough(t *testing.T) {
 // subscribed, nor awake, for a host that is gone. Another host's
 // subscription and session are untouched.
 func TestSubscriptionEndsWithHostSession(t *testing.T) {
-	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 	defer cancel()
 	subscribed := make(chan string, 16)
 	eng := backend(ctx, t, "n", notifyBackend(subscribed))
@@ -281,7 +281,7 @@ func TestSubscriptionEndsWithHostSession(t *testing.T) {
 // updates of the other servers on their way to the hosts nor the rest of
 // the front end (hostile servers stay contained).
 func TestSlowSubscribeDoesNotHoldUpdates(t *testing.T) {
-	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 	defer cancel()
 	subscribed := make(chan string, 16)
 	release := make(chan struct{})
@@ -346,7 +346,7 @@ func TestSlowSubscribeDoesNotHoldUpdates(t *testing.T) {
 		if u != "test://doc" {
 			t.Fatalf("update of %q", u)
 		}
-	case <-time.After(10 * time.Second):
+	case <-time.After(2 * time.Minute): // the slow server holds its subscribe until the test ends
 		t.Fatal("n's update is held up by the slow server's subscribe")
 	}
 	select {
@@ -361,7 +361,7 @@ func TestSlowSubscribeDoesNotHoldUpdates(t *testing.T) {
 // through the local API (the daemon's call stream); the host's answer
 // reaches the server. A host without sampling gets the server refused.
 func TestSamplingPassesThrough(t *testing.T) {
-	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 	defer cancel()
 	srv := mcp.NewServer(&mcp.Implementation{Name: "s", Version: "1"}, nil)
 	mcp.AddTool(srv, &mcp.Tool{Name: "think", InputSchema: json.RawMessage(`{"type":"object"}`)},

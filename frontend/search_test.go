@@ -33,7 +33,7 @@ func toolNames(ctx context.Context, t *testing.T, cs *mcp.ClientSession) []strin
 // found tools to the host's list (list_changed), where they are called by
 // their own names. auto searches only above its threshold.
 func TestSearchMode(t *testing.T) {
-	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 	defer cancel()
 	eng, err := remotemcp.Open(ctx, remotemcp.Options{DataDir: t.TempDir(), NoStartupConnect: true})
 	if err != nil {

@@ -74,7 +74,7 @@ func srvCfg(id, url string, startup bool) config.Server {
 }
 
 func ctxT(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute) // only a hang
 	t.Cleanup(cancel)
 	return ctx
 }
@@ -82,7 +82,7 @@ func ctxT(t *testing.T) context.Context {
 // waitFor polls cond until it holds or the deadline passes.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(2 * time.Minute) // only a hang: cond must come true
 	for !cond() {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out waiting for %s", what)

@@ -100,7 +100,7 @@ func TestStressLifecycleInvariants(t *testing.T) {
 	op := func(r *rand.Rand) {
 		i := r.IntN(nServers)
 		id := ids[i]
-		cctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+		cctx, cancel := context.WithTimeout(ctx, 2*time.Minute) // only a hang
 		defer cancel()
 		switch r.IntN(9) {
 		case 0:
@@ -177,7 +177,7 @@ func expectBenign(t *testing.T, err error) {
 
 func checkInvariants(t *testing.T, m *Manager, st *store.SQLite, servers []*fixture.Server, ids []string, seen map[string]map[string]bool, seenMu *sync.Mutex) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute) // only a hang
 	defer cancel()
 	if err := m.Sync(ctx); err != nil {
 		t.Fatalf("sync: %v", err)
@@ -204,7 +204,7 @@ func checkInvariants(t *testing.T, m *Manager, st *store.SQLite, servers []*fixt
 		}
 		// The server side must see exactly the manager's sessions: every
 		// failed, superseded or disconnected candidate was closed.
-		deadline := time.Now().Add(10 * time.Second)
+		deadline := time.Now().Add(2 * time.Minute) // only a hang: the sessions must close
 		for servers[i].Sessions() != want {
 			if time.Now().After(deadline) {
 				t.Fatalf("%s: server has %d live sessions, manager owns %d", id, servers[i].Sessions(), want)

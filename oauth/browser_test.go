@@ -59,7 +59,7 @@ func TestListenLoopbackBrowser(t *testing.T) {
 		}
 		return nil
 	})
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute) // only a hang
 	defer cancel()
 	res, err := b(ctx, authURL)
 	if err != nil {

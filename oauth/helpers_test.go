@@ -146,7 +146,7 @@ func (e *env) newAuthenticator(st *store.SQLite, mem SessionStore) *Authenticato
 }
 
 func (e *env) ctx() context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute) // only a hang
 	e.t.Cleanup(cancel)
 	return ctx
 }
