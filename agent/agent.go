@@ -409,13 +409,20 @@ func (r *Registry) sync(ctx context.Context, listLazy bool) {
 		_ = g.Wait()
 		for i, id := range lazy {
 			v := r.views[id]
+			before, beforeErr := v.catalog, errText(v.err)
 			switch {
 			case out[i].err == nil:
 				v.catalog, v.err = out[i].c, nil
 			case v.catalog == nil:
 				v.err = out[i].err
 			}
-			changed = true
+			// The same failure again is no news: publishing it would
+			// wake every subscriber (the MCP front ends re-sync on each
+			// snapshot, and their re-sync lists again), a reconnect loop
+			// against a server that is down or not signed in to.
+			if v.catalog != before || errText(v.err) != beforeErr {
+				changed = true
+			}
 		}
 	}
 	if !changed {
@@ -689,4 +696,12 @@ func (c *cancelRecords) expire(now time.Time) {
 		delete(c.at, id)
 		c.order = c.order[1:]
 	}
+}
+
+// errText is err's message, "" for nil.
+func errText(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"regexp"
 	"strings"
 	"testing"
@@ -446,5 +447,56 @@ func TestStartConnectsNothing(t *testing.T) {
 	}
 	if n := len(reg.Snapshot().Tools()); n == 0 {
 		t.Fatal("Refresh listed no tools")
+	}
+}
+
+// A server that is down fails each Refresh the same way: only the first
+// failure is news. Publishing the same failure again woke every
+// subscriber, and the MCP front ends' re-sync on each snapshot listed
+// again: a reconnect loop (about 22 attempts a second) while any host
+// was connected (issue #19 acceptance; issue #20 item 1).
+func TestRefreshSameFailureIsNoNews(t *testing.T) {
+	ctx := ctxT(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	down := "http://" + ln.Addr().String() + "/mcp"
+	ln.Close() // nothing listens there now: connection refused
+	st, err := store.Open(ctx, t.TempDir(), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	if err := st.AddServer(ctx, config.Server{ID: "down", URL: down, Auth: config.Auth{Kind: config.AuthNone}, Enabled: true}); err != nil {
+		t.Fatal(err)
+	}
+	m := manager.New(manager.Options{Store: st, Logger: testLogger()})
+	if err := m.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	reg, err := New(Options{Backend: m, Approver: ApproverFunc(func(context.Context, ApprovalRequest) (Decision, error) { return Decision{}, nil }), Logger: testLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { reg.Close() })
+	if err := reg.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := reg.Refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	first := reg.Snapshot()
+	if first.Errors()["down"] == nil {
+		t.Fatalf("the down server has no error in the snapshot: %v", first.Errors())
+	}
+	for range 3 {
+		if err := reg.Refresh(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if g := reg.Snapshot().Generation(); g != first.Generation() {
+		t.Fatalf("the same failure published %d new snapshots", g-first.Generation())
 	}
 }
