@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"errors"
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
@@ -371,7 +372,8 @@ func TestSecondDaemonRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s2.cancel()
-	if err := s2.Listen(ctxT(t)); err == nil || !strings.Contains(err.Error(), "another remotemcp daemon") {
+	// The refusal names the daemon that owns the directory (issue #19 item 2).
+	if err := s2.Listen(ctxT(t)); !errors.Is(err, ErrDataDirOwned) || !strings.Contains(err.Error(), "a daemon (pid ") {
 		t.Fatalf("second daemon: %v", err)
 	}
 	if _, err := s.c.Health(ctxT(t)); err != nil {
