@@ -144,16 +144,22 @@ var oauthSteps = [...]string{"discovery-PRM", "discovery-AS", "registration", "a
 
 // ownPrefix returns the length of remotemcp's own error prefix at s[i]
 // (the name s[i:j]), 0 if there is none: "oauth: " and, after it, a step
-// name with its colon. The name "oauth" contains "auth", and
-// "authorization" is a header, so without this "oauth: discovery-PRM:
-// the MCP URL …" lost its step and "oauth: authorization: login required
-// …" all its words. Only the prefix is skipped: what follows is looked at
-// like any text, so a credential after it is still hidden when it has a
-// shape (a scheme, a secret-named field, a URL); a bare token after the
+// name with its colon; or the engine's reason "needs authorization: "
+// (from "needs", the name being "authorization"). The name "oauth"
+// contains "auth", and "authorization" is a header, so without this
+// "oauth: discovery-PRM: the MCP URL …" lost its step, and "oauth:
+// authorization: login required …" and "needs authorization: initialize:
+// …" all their words. Only the prefix is skipped: what follows is looked
+// at like any text, so a credential after it is still hidden when it has
+// a shape (a scheme, a secret-named field, a URL); a bare token after the
 // prefix would not be, but the prefix is followed by an error message,
 // not by a header value. "oauth=…", "\"oauth\": …" and a YAML key
-// "oauth:" (nothing after the colon on its line) stay fields.
+// "oauth:" (nothing after the colon on its line) stay fields, and so does
+// an Authorization header with any other word, or none, before it.
 func ownPrefix(s string, i, j int) int {
+	if s[i:j] == "authorization" && strings.HasPrefix(s[j:], ": ") && needsBefore(s, i) {
+		return j + 2 - i
+	}
 	if s[i:j] != "oauth" || !strings.HasPrefix(s[j:], ": ") {
 		return 0
 	}
@@ -164,6 +170,18 @@ func ownPrefix(s string, i, j int) int {
 		}
 	}
 	return k - i
+}
+
+// needsBefore reports whether the word "needs" (or "Needs") and a space
+// stand right before s[i], the word starting at a word boundary: the
+// engine's reason "needs authorization" (engine_servers.go
+// reasonNeedsAuth), to which it adds ": " and the library's message.
+func needsBefore(s string, i int) bool {
+	const w = "needs "
+	if i < len(w) || s[i-len(w)+1:i] != w[1:] || s[i-len(w)] != 'n' && s[i-len(w)] != 'N' {
+		return false
+	}
+	return i == len(w) || !isWordByte(s[i-len(w)-1])
 }
 
 // fieldValue finds the value of the field whose name is s[i:j], if it is
@@ -178,9 +196,15 @@ func fieldValue(s string, i, j int) (start, end int, ok bool) {
 	quotedName := false
 	switch {
 	case k < len(s) && (s[k] == '"' || s[k] == '\''):
+		if !opensKey(s, i, s[k:k+1]) {
+			return 0, 0, false
+		}
 		quotedName = true
 		k++
 	case strings.HasPrefix(s[k:], `\"`):
+		if !opensKey(s, i, `\"`) {
+			return 0, 0, false
+		}
 		quotedName = true
 		k += 2
 	}
@@ -238,6 +262,23 @@ func fieldValue(s string, i, j int) (start, end int, ok bool) {
 		return end, end, true
 	}
 	return start, end, true
+}
+
+// opensKey reports whether the name at s[i], followed by the quote q,
+// is the end of a quoted key: whether q opens it, right before it or
+// before words of the same key ("access_token", "API key"). In Go's
+// `Post "https://as/token": dial tcp …` the name "token" (a name starts
+// after a '/', which is not a name byte) ends a quoted URL: it is not a
+// key, and "dial" is not its value. The price: a quoted key with a '/'
+// in it ("x/access_token") is taken for a path too, and its value is
+// not hidden. Only name bytes and blanks are looked back over, and the
+// quote after the name stops the next look back, so the cost stays
+// linear.
+func opensKey(s string, i int, q string) bool {
+	for i > 0 && (isNameByte(s[i-1]) || s[i-1] == ' ' || s[i-1] == '\t') {
+		i--
+	}
+	return strings.HasSuffix(s[:i], q)
 }
 
 // isKey reports whether the value at s[v], whose inside ends at end, is

@@ -47,6 +47,26 @@ var ownMessages = []string{
 	`oauth: unreadable WWW-Authenticate; using well-known discovery`,
 	// The same, as the engine and the CLI wrap them.
 	`remotemcp: connect docs: oauth: authorization: login required: no refresh token is stored for this server; run "remotemcp auth login docs"`,
+	// engine_servers.go: a needs-authorization reason is "needs
+	// authorization: " and the library's message, which "remotemcp
+	// status" printed as "needs authorization: [redacted]" (the header
+	// Authorization hides the rest of its line).
+	`needs authorization: initialize: … oauth: authorization: login required: this server has not been signed in to yet`,
+	`needs authorization: initialize: oauth: authorization: login required: the server asks for OAuth authorization (auth kind auto) and has not been signed in to yet`,
+	`needs authorization: HTTP 401 Unauthorized`,
+	`remotemcp: docs: needs authorization: oauth: token: token request refused: HTTP 400: invalid_grant (authorization code expired)`,
+	// Go's net/http errors, METHOD "URL": cause, with a URL whose last
+	// segment is a secret-like name: the name was taken for a quoted
+	// JSON key and the first word of the cause for its value.
+	`oauth: discovery-AS: Get "http://127.0.0.1:1/.well-known/oauth-authorization-server": permission required: remotemcp has no grant for http://127.0.0.1:1 (authorization-server metadata for server "docs"); approve it with "remotemcp grants approve http://127.0.0.1:1" or in the settings page`,
+	`Get "http://127.0.0.1:1/.well-known/oauth-authorization-server": permission required: remotemcp has no grant`,
+	`oauth: token: Post "https://as/token": dial tcp 127.0.0.1:9000: connect: connection refused`,
+	`Post "https://as/token": dial tcp`,
+	`oauth: authorization: Get "https://as.example.com/authorize": context deadline exceeded`,
+	`Get "https://as/authorize": context deadline exceeded`,
+	`Post "https://as/oauth/token": net/http: TLS handshake timeout`,
+	`Get "https://as/session": EOF`,
+	`Post "https://as/token?x=[redacted]": dial tcp 127.0.0.1:9000: connect: connection refused`,
 }
 
 // besideSecrets are the secrets that come with those messages: what a
@@ -66,6 +86,10 @@ var besideSecrets = []struct{ text, secret string }{
 	{"https://cb.example/mcp-oauth?code=c0de-5ecret-7&state=st4te-5ecret-8", "5ecret"},
 	{"http://127.0.0.1:7717/mcp-oauth?state=st4te-5ecret-9&code=c0de-5ecret-10&iss=https%3A%2F%2Fas", "5ecret"},
 	{"code_verifier=v3rifier-5ecret-11", "v3rifier-5ecret-11"},
+	{"needs authorization: Bearer at-5ecret-12", "at-5ecret-12"},
+	{`Post "https://as/token?code=c0de-5ecret-13&state=st4te-5ecret-14": dial tcp`, "5ecret"},
+	{`Get "https://as/cb?access_token=at-5ecret-15": context deadline exceeded`, "5ecret"},
+	{`Post "https://as/token?x=1&client_secret=cs-5ecret-16": EOF`, "5ecret"},
 }
 
 // Issue #19 item 7: remotemcp's own words stay as they are, alone and with
@@ -115,6 +139,38 @@ func TestTextOwnPrefix(t *testing.T) {
 		{"lower-case header line", "authorization: sk_live_abc", "authorization: [redacted]"},
 		{"not the step", "oauth: tokenize: x", "oauth: tokenize: x"},
 		{"elided query", "http://h/x?…", "http://h/x?…"},
+		// "needs authorization: " is the engine's reason; the header
+		// Authorization with any other word, or none, before it stays one.
+		{"needs authorization", "needs authorization: initialize: … oauth: authorization: login required: this server has not been signed in to yet",
+			"needs authorization: initialize: … oauth: authorization: login required: this server has not been signed in to yet"},
+		{"scheme after needs authorization", "needs authorization: Bearer abc.def", "needs authorization: Bearer [redacted]"},
+		{"header after needs authorization", "needs authorization: Authorization: sk_live_abc", "needs authorization: Authorization: [redacted]"},
+		{"field after needs authorization", "needs authorization: access_token=abc", "needs authorization: access_token=[redacted]"},
+		{"another word before the header", "the authorization: sk_live_abc", "the authorization: [redacted]"},
+		{"a longer word before the header", "unneeds authorization: sk_live_abc", "unneeds authorization: [redacted]"},
+		{"needs and the header unspaced", "needs authorization:sk_live_abc", "needs authorization:[redacted]"},
+		// Go's METHOD "URL": cause, with a URL that ends in a secret-like
+		// name: the name is the end of a quoted URL, not a quoted key.
+		{"url ending in a name", `Get "http://127.0.0.1:1/.well-known/oauth-authorization-server": permission required: remotemcp has no grant`,
+			`Get "http://127.0.0.1:1/.well-known/oauth-authorization-server": permission required: remotemcp has no grant`},
+		{"url ending in token", `Post "https://as/token": dial tcp 127.0.0.1:9000: connect: connection refused`,
+			`Post "https://as/token": dial tcp 127.0.0.1:9000: connect: connection refused`},
+		{"url ending in authorize", `Get "https://as/authorize": context deadline exceeded`, `Get "https://as/authorize": context deadline exceeded`},
+		{"url with a query", `Post "https://as/token?x=1": dial tcp`, `Post "https://as/token?x=[redacted]": dial tcp`},
+		{"url with a code and state", `Get "https://cb/mcp-oauth?code=c0de&state=st4te": context deadline exceeded`,
+			`Get "https://cb/mcp-oauth?code=[redacted]&state=[redacted]": context deadline exceeded`},
+		{"url with an access token", `Get "https://as/token?access_token=at-1": dial tcp`, `Get "https://as/token?access_token=[redacted]": dial tcp`},
+		{"url with a token fragment", `Get "https://as/cb#access_token=at-1&state=x": EOF`, `Get "https://as/cb#access_token=[redacted]&state=[redacted]": EOF`},
+		{"field after a url", `Post "https://as/token": access_token=at-1`, `Post "https://as/token": access_token=[redacted]`},
+		{"json after a url", `Post "https://as/token": {"access_token":"at-1"}`, `Post "https://as/token": {"access_token":"[redacted]"}`},
+		// Quoted keys stay keys: the quote right before the name, or
+		// before the words of the same key.
+		{"json key", `"access_token": "at-1"`, `"access_token": "[redacted]"`},
+		{"json key unspaced", `{"access_token":"at-1"}`, `{"access_token":"[redacted]"}`},
+		{"escaped json key", `{\"access_token\":\"at-1\"}`, `{\"access_token\":\"[redacted]\"}`},
+		{"single-quoted key", `'access_token': 'at-1'`, `'access_token': '[redacted]'`},
+		{"key of two words", `"API key": "k-1"`, `"API key": "[redacted]"`},
+		{"escaped key of two words", `\"client secret\": \"cs-1\"`, `\"client secret\": \"[redacted]\"`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			if got := Text(c.in); got != c.want {

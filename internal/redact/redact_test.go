@@ -182,6 +182,10 @@ func FuzzText(f *testing.F) {
 	for i, m := range ownMessages {
 		f.Add(m, []byte("own"), uint8(i))
 	}
+	for i, sec := range besideSecrets {
+		f.Add(`needs authorization: `+sec.text, []byte("needs"), uint8(i))
+		f.Add(`Post "https://as/token": `+sec.text, []byte("url"), uint8(i))
+	}
 	f.Fuzz(func(t *testing.T, s string, seed []byte, form uint8) {
 		out := Text(s)
 		for _, m := range bearerValue.FindAllStringSubmatchIndex(out, -1) {
@@ -234,6 +238,10 @@ func TestTextLinear(t *testing.T) {
 		"oauth prefixes":   strings.Repeat("oauth: authorization: ", n/22),
 		"quoted keys":      strings.Repeat(`authorization: "token": `, n/24),
 		"escaped keys":     `authorization: \"` + strings.Repeat(`token: \"x\": `, n/14),
+		"needs prefixes":   strings.Repeat("needs authorization: ", n/21),
+		"quoted urls":      strings.Repeat(`Post "https://as/token": `, n/25),
+		"spaced keys":      strings.Repeat("x ", n/4) + strings.Repeat(` token": `, n/16),
+		"words then names": strings.Repeat("a token b ", n/20) + `"`,
 	} {
 		start := time.Now()
 		out := Text(s)
