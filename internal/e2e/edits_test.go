@@ -64,7 +64,7 @@ func TestNoLostToolEdits(t *testing.T) {
 				go func() {
 					defer wg.Done()
 					<-start
-					ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+					ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute) // only a hang
 					defer cancel()
 					if _, err := api.SetTool(ctx, "fx", fmt.Sprintf("api%d", i), false); err != nil {
 						errs <- fmt.Sprintf("SetTool api%d: %v", i, err)

@@ -84,7 +84,7 @@ func (e *env) environ() []string {
 // run runs one command to its end with stdin (no terminal).
 func (e *env) run(stdin string, args ...string) result {
 	e.t.Helper()
-	ctx, cancel := context.WithTimeout(e.t.Context(), 90*time.Second)
+	ctx, cancel := context.WithTimeout(e.t.Context(), 3*time.Minute) // only a hang
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Env = e.environ()
@@ -132,7 +132,7 @@ func (e *env) startDaemon(args ...string) {
 			go func() { cmd.Wait(); close(done) }()
 			select {
 			case <-done:
-			case <-time.After(20 * time.Second):
+			case <-time.After(2 * time.Minute): // only a hang
 				cmd.Process.Kill()
 				<-done
 			}
@@ -141,9 +141,9 @@ func (e *env) startDaemon(args ...string) {
 			e.t.Logf("daemon output:\n%s", logs.String())
 		}
 	})
-	deadline := time.Now().Add(60 * time.Second)
+	deadline := time.Now().Add(3 * time.Minute) // only a hang: the daemon must come up
 	for {
-		ctx, cancel := context.WithTimeout(e.t.Context(), 5*time.Second)
+		ctx, cancel := context.WithTimeout(e.t.Context(), 30*time.Second)
 		c, err := daemon.Dial(ctx, e.dir)
 		cancel()
 		if err == nil {
@@ -196,7 +196,7 @@ type exchange struct {
 // and the exit code.
 func (e *env) runTerminal(steps []exchange, args ...string) result {
 	e.t.Helper()
-	ctx, cancel := context.WithTimeout(e.t.Context(), 90*time.Second)
+	ctx, cancel := context.WithTimeout(e.t.Context(), 3*time.Minute) // only a hang
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Env = e.environ()
@@ -214,7 +214,7 @@ func (e *env) runTerminal(steps []exchange, args ...string) result {
 	}()
 	seen := 0
 	for _, st := range steps {
-		deadline := time.Now().Add(60 * time.Second)
+		deadline := time.Now().Add(2 * time.Minute) // only a hang
 		for {
 			s := out.String()
 			if loc := st.When.FindStringIndex(s[seen:]); loc != nil {
