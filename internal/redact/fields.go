@@ -251,6 +251,19 @@ func fieldValue(s string, i, j int) (start, end int, ok bool) {
 			return 0, 0, false
 		}
 	}
+	if sep == ':' && quotedName && !yaml && strings.IndexByte(`"'[{\`, s[v]) < 0 {
+		// A quoted name and an unquoted word: JSON's secrets are
+		// strings, so this is prose after a quoted value (`create token
+		// "deploy key": a name is …`) unless the word looks like a
+		// credential.
+		e := v
+		for e < len(s) && !isDelim(s[e]) {
+			e++
+		}
+		if !looksLikeCredential("", s[v:e]) {
+			return 0, 0, false
+		}
+	}
 	start, end = valueSpan(s, v, kind, yaml)
 	if isKey(s, v, end) {
 		// "the authorization: "refresh_token":"…"": the quoted string

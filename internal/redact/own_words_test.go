@@ -13,6 +13,11 @@ import (
 // ("oauth: authorization: [redacted]"), and "a bearer token" for a
 // Bearer credential. Redaction must leave each of them as it is.
 var ownMessages = []string{
+	// cmd/remotemcp servers.go and frontend tokens.go: advice that names
+	// a flag after a scheme word, and a quoted token name before prose.
+	`--auth bearer needs the token: --bearer-env VAR or --bearer-stdin`,
+	`create token "deploy key": a name is 1 to 64 letters, digits, '.', '_' or '-', starting with a letter or digit`,
+	`create token "ci-token": token already exists (revoke it first, or choose another name)`,
 	// handler.go: Handler.Authorize and Login.
 	`oauth: authorization: server is not configured with auth kind "oauth" or "auto" (the server answered 401)`,
 	`oauth: authorization: the server demands authentication but sent no OAuth challenge: it answered 401 without "WWW-Authenticate: Bearer"; give the server a bearer token (auth kind "bearer"), or set auth kind "oauth" if it uses OAuth anyway`,

@@ -349,7 +349,8 @@ func proseAfterScheme(val string) bool {
 	}
 	switch strings.ToLower(val[:w]) {
 	case "token", "tokens", "challenge", "challenges", "server", "servers", "header", "headers",
-		"credential", "credentials", "auth", "authentication", "authorization", "scheme", "instead":
+		"credential", "credentials", "auth", "authentication", "authorization", "scheme", "instead",
+		"needs", "is", "or", "and", "only", "must":
 		return true
 	}
 	return false
@@ -373,6 +374,9 @@ func isParam(val, after string) bool {
 // from prose: "Basic dXNlcjpwYXNz" and "Token 3f9a…" are credentials,
 // "basic authentication" and "token expired" are not.
 func looksLikeCredential(scheme, v string) bool {
+	if isFlag(v) {
+		return false // "--bearer-env": a command-line flag, named in advice
+	}
 	if scheme == "basic" {
 		for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.RawStdEncoding} {
 			if d, err := enc.DecodeString(v); err == nil && strings.Contains(string(d), ":") {
@@ -405,4 +409,18 @@ func isSpace(c byte) bool { return c == ' ' || '\t' <= c && c <= '\r' }
 // value was quoted or bracketed in.
 func isDelim(c byte) bool {
 	return c <= ' ' || c == 0x7f || strings.IndexByte("&\"',;)]}<>\\", c) >= 0
+}
+
+// isFlag reports whether v is a long command-line flag: "--" and a
+// lower-case name ("--bearer-env").
+func isFlag(v string) bool {
+	if len(v) < 3 || !strings.HasPrefix(v, "--") {
+		return false
+	}
+	for i := 2; i < len(v); i++ {
+		if c := v[i]; !('a' <= c && c <= 'z' || c == '-') {
+			return false
+		}
+	}
+	return true
 }
