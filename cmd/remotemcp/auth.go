@@ -181,11 +181,19 @@ clientId, scopes …).`,
 				return err
 			}
 			return a.printOne(nonNil(list), func(w io.Writer) error {
+				cut := false
 				for i, st := range list {
 					if i > 0 {
 						fmt.Fprintln(w)
 					}
+					if !a.verbose && isChain(st.Problem) {
+						st.Problem = innermost(st.Problem)
+						cut = true
+					}
 					writeAuthStatus(w, st)
+				}
+				if cut {
+					fmt.Fprintln(a.streams.Err, "(run again with --verbose for the whole problem)")
 				}
 				return nil
 			})

@@ -51,7 +51,8 @@ func (a *app) connectAndReport(ctx context.Context, e Engine, id string) error {
 	if s.State != localapi.StateReady {
 		msg := fmt.Sprintf("server %s is %s", id, s.State)
 		if s.Reason != nil {
-			msg += ": " + describeReason(*s.Reason)
+			// Whole: run cuts the chain as it does an engine error's.
+			msg += ": " + reasonTag(*s.Reason) + ": " + s.Reason.Message
 		}
 		return &localapi.Error{Code: localapi.CodeUnavailable, Message: msg, Server: s}
 	}

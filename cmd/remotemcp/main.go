@@ -103,7 +103,12 @@ func run(ctx context.Context, args []string, s Streams, env Env) int {
 	}
 	le, ok := localapi.AsError(err)
 	if !ok {
-		fmt.Fprintf(s.Err, "remotemcp: %s\n", cell(redact.Text(err.Error())))
+		words, chain := err.Error(), ""
+		if ce := (*causeError)(nil); errors.As(err, &ce) {
+			words, chain = ce.split(words)
+		}
+		fmt.Fprintf(s.Err, "remotemcp: %s\n", cell(redact.Text(words)))
+		printCause(s.Err, chain, verbose(args))
 		return code
 	}
 	words, chain := splitChain(err.Error(), le.Server)
@@ -128,21 +133,60 @@ func printCause(w io.Writer, chain string, verbose bool) {
 // splitChain separates remotemcp's words in an engine error from the
 // library's chain of wrapped errors (go-sdk's "calling …: sending …",
 // net/http's "Post …: dial tcp …"), which the server's reason carries
-// whole. The words keep the chain's innermost error ("connection
-// refused"), which says what happened; chain is "" when there is none to
-// hide.
+// whole, after remotemcp's own words when it has some ("needs
+// authorization: initialize: …"). The words keep the chain's innermost
+// error ("connection refused"), which says what happened; chain is ""
+// when there is none to hide.
 func splitChain(msg string, s *localapi.Server) (words, chain string) {
-	words = msg
 	if s == nil || s.Reason == nil {
-		return words, ""
+		return msg, ""
 	}
-	chain = s.Reason.Message
-	// A reason of one or two parts is remotemcp's own sentence.
-	if strings.Count(chain, ": ") < 2 || !strings.Contains(words, chain) {
-		return words, ""
+	for c := s.Reason.Message; isChain(c); c = c[strings.Index(c, ": ")+2:] {
+		if strings.Contains(msg, c) {
+			return strings.Replace(msg, c, innermost(c), 1), c
+		}
 	}
-	inner := chain[strings.LastIndex(chain, ": ")+2:]
-	return strings.Replace(words, chain, inner, 1), chain
+	return msg, ""
+}
+
+// isChain reports whether msg is a chain of wrapped errors ("a: b: c"):
+// a message of one or two parts is remotemcp's own sentence.
+func isChain(msg string) bool { return strings.Count(msg, ": ") >= 2 }
+
+// innermost returns a chain's innermost error, what follows its last
+// ": " ("…: dial tcp …: connect: connection refused" → "connection
+// refused").
+func innermost(chain string) string {
+	if i := strings.LastIndex(chain, ": "); i >= 0 {
+		return chain[i+2:]
+	}
+	return chain
+}
+
+// causeError is remotemcp's words wrapping a library's chain of errors.
+// run prints the words with the innermost cause, and the chain only with
+// --verbose; Error is the whole message.
+type causeError struct {
+	words string
+	inner string // the innermost cause; "" for innermost(err.Error())
+	err   error
+}
+
+func (e *causeError) Error() string { return e.words + ": " + e.err.Error() }
+func (e *causeError) Unwrap() error { return e.err }
+
+// split returns msg (an error wrapping e) with e's chain cut to its
+// innermost cause, and the chain; chain is "" when nothing was cut.
+func (e *causeError) split(msg string) (words, chain string) {
+	chain = e.err.Error()
+	inner := e.inner
+	if inner == "" {
+		inner = innermost(chain)
+	}
+	if inner == chain || !strings.Contains(msg, chain) {
+		return msg, ""
+	}
+	return strings.Replace(msg, chain, inner, 1), chain
 }
 
 // verbose reports whether the command line asked for --verbose (-v):

@@ -197,7 +197,15 @@ func yesNo(b bool) string {
 }
 
 // printServers prints servers as the listing commands do.
+// Without --verbose a reason shows remotemcp's words and the innermost
+// cause, and stderr says where the whole one is.
 func (a *app) printServers(servers []localapi.Server) error {
+	cut := false
+	defer func() {
+		if cut && !a.asJSON {
+			fmt.Fprintln(a.streams.Err, "(run again with --verbose for the whole reason)")
+		}
+	}()
 	return printList(a, servers, "no servers configured; add one with \"remotemcp servers add ID URL\" or \"remotemcp servers import FILE\"",
 		"ID\tNAME\tENABLED\tCONNECT\tAUTH\tSTATE\tTOOLS\tURL\tREASON", func(s localapi.Server) string {
 			connect, state, tools, reason := "startup", string(s.State), "-", ""
@@ -211,7 +219,9 @@ func (a *app) printServers(servers []localapi.Server) error {
 				tools = fmt.Sprint(s.ToolCount)
 			}
 			if s.Reason != nil {
-				reason = describeReason(*s.Reason)
+				var short bool
+				reason, short = a.reasonText(s)
+				cut = cut || short
 			}
 			return strings.Join([]string{cell(s.ID), cell(orDash(s.Name)), yesNo(s.Enabled), connect,
 				string(s.Auth.Kind), state, tools, cell(redact.URL(s.URL)), reason}, "\t")
@@ -234,6 +244,49 @@ func reasonTag(r localapi.Reason) string {
 // describeReason formats why a server failed: "network: …".
 func describeReason(r localapi.Reason) string {
 	return cell(reasonTag(r) + ": " + redact.Text(r.Message))
+}
+
+// reasonText formats why server s failed for text output: with --verbose
+// as describeReason does, else as shortReason does; cut reports that the
+// library's chain was left out.
+func (a *app) reasonText(s localapi.Server) (text string, cut bool) {
+	if s.Reason == nil {
+		return "", false
+	}
+	if a.verbose {
+		return describeReason(*s.Reason), false
+	}
+	msg, cut := shortReason(s.URL, *s.Reason)
+	return cell(reasonTag(*s.Reason) + ": " + redact.Text(msg)), cut
+}
+
+// ownLeads are remotemcp's words that start a reason's message before
+// the library's chain (engine_servers.go, manager/attribute.go).
+var ownLeads = []string{"needs authorization", "session expired on the server (HTTP 404)", "connection closed", "connection lost, reconnecting"}
+
+// shortReason is a reason's message with the library's chain of wrapped
+// errors cut to its innermost error, after remotemcp's words: "cannot
+// reach URL: connection refused", "needs authorization: this server has
+// not been signed in to yet". cut is false when the message is
+// remotemcp's own sentence, returned whole.
+func shortReason(url string, r localapi.Reason) (msg string, cut bool) {
+	if !isChain(r.Message) {
+		return r.Message, false
+	}
+	lead := ""
+	for _, l := range ownLeads {
+		if strings.HasPrefix(r.Message, l+": ") {
+			lead = l
+			break
+		}
+	}
+	if lead == "" && r.Class == "network" && url != "" {
+		lead = "cannot reach " + redact.URL(url)
+	}
+	if lead == "" {
+		return innermost(r.Message), true
+	}
+	return lead + ": " + innermost(r.Message), true
 }
 
 // explain adds to an engine error the server's state and what the person

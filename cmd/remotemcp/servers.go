@@ -405,16 +405,26 @@ func newServersShowCmd(a *app) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return a.printOne(s, func(w io.Writer) error { return writeServerDetails(w, s) })
+			return a.printOne(s, func(w io.Writer) error {
+				reason, cut := a.reasonText(*s)
+				if err := writeServerDetails(w, s, reason); err != nil {
+					return err
+				}
+				if cut {
+					fmt.Fprintln(a.streams.Err, "(run again with --verbose for the whole reason)")
+				}
+				return nil
+			})
 		}),
 	}, "print the server as JSON")
 }
 
-// writeServerDetails prints one server as "key: value" lines.
-func writeServerDetails(w io.Writer, s *localapi.Server) error {
+// writeServerDetails prints one server as "key: value" lines, with
+// reason (reasonText) after its state.
+func writeServerDetails(w io.Writer, s *localapi.Server, reason string) error {
 	state := string(s.State)
-	if s.Reason != nil {
-		state += " (" + describeReason(*s.Reason) + ")"
+	if reason != "" {
+		state += " (" + reason + ")"
 	}
 	sealed := map[bool]string{true: "(stored sealed)"}
 	return writeKV(w, "id", s.ID, "name", s.Name, "url", redact.URL(s.URL), "enabled", yesNo(s.Enabled),

@@ -207,20 +207,36 @@ Streamable HTTP at http://127.0.0.1:PORT/mcp, like "remotemcp mcp --http"
 const addrFallbackFlag = "addr-fallback"
 
 // serveListenError is the error of a serve whose Listen failed: the real
-// cause, and the flag that fixes it.
+// cause, and the flag that fixes it. remotemcp's words end with the
+// system's error ("bind: address already in use"); run shows the chain
+// ("listen tcp …: …") only with --verbose.
 func serveListenError(listen string, err error) error {
+	var oe *net.OpError
+	found := errors.As(err, &oe)
 	switch {
 	case errors.Is(err, daemon.ErrAddrInUse):
-		var cause error = err
-		var oe *net.OpError
-		if errors.As(err, &oe) {
-			cause = oe
+		ce := &causeError{words: fmt.Sprintf("another program has this port: %s is taken; choose another address with --addr (e.g. --addr 127.0.0.1:7718, or --addr 0 for any free port)", listen), err: err}
+		if found {
+			ce.inner, ce.err = opCause(oe), oe
 		}
-		return fmt.Errorf("another program has this port: %s is taken; choose another address with --addr (e.g. --addr 127.0.0.1:7718, or --addr 0 for any free port): %w", listen, cause)
+		return ce
 	case errors.Is(err, daemon.ErrDataDirOwned):
 		return err
 	}
-	return fmt.Errorf("listen on %s: %w", listen, err)
+	ce := &causeError{words: "listen on " + listen, err: err}
+	if found {
+		ce.inner = opCause(oe)
+	}
+	return ce
+}
+
+// opCause is a network operation's own error, "bind: address already in
+// use", without the operation and address before it.
+func opCause(oe *net.OpError) string {
+	if oe.Err == nil {
+		return ""
+	}
+	return oe.Err.Error()
 }
 
 // serveDaemonMcpHTTP is serve --mcp-http: the aggregate front end over the
