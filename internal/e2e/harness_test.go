@@ -258,6 +258,9 @@ var normalizers = []struct {
 	{regexp.MustCompile(`\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)`), "TIME"},
 	// Loopback ports of per-test servers.
 	{regexp.MustCompile(`127\.0\.0\.1:\d+`), "127.0.0.1:PORT"},
+	// status names the daemon when one runs (issue #19 item 1): the one
+	// line that tells the two paths apart on purpose.
+	{regexp.MustCompile(`(?m)^daemon: pid \d+, settings page .*\n`), ""},
 }
 
 // normalize removes what legitimately differs between two runs: random
