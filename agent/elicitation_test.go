@@ -164,7 +164,7 @@ func TestDisconnectClosesOpenCard(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-	case <-time.After(15 * time.Second):
+	case <-time.After(2 * time.Minute):
 		t.Fatal("Disconnect hung")
 	}
 	out := recv(t, ch)

@@ -260,7 +260,7 @@ func TestImpersonationAfterKill(t *testing.T) {
 	var port string
 	select {
 	case port = <-ready:
-	case <-time.After(30 * time.Second):
+	case <-time.After(3 * time.Minute):
 		t.Fatal("the child daemon did not start")
 	}
 	ctx := ctxT(t)

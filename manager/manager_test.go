@@ -432,10 +432,12 @@ func TestSessionExpiryReconnects(t *testing.T) {
 func TestToolTimeout(t *testing.T) {
 	f := startServer(t, fixture.Options{})
 	c := srvCfg("a", f.URL(), false)
-	c.ToolTimeout = config.Duration(300 * time.Millisecond)
+	// 2 s, not less: the fast call below must fit inside it on a loaded
+	// CI machine, and the slow one takes far longer whatever the load.
+	c.ToolTimeout = config.Duration(2 * time.Second)
 	e := newEnv(t, c)
 	e.start()
-	_, err := e.m.CallTool(ctxT(t), "a", "slow", []byte(`{"ms":3000,"quiet":true}`), session.CallOptions{})
+	_, err := e.m.CallTool(ctxT(t), "a", "slow", []byte(`{"ms":60000,"quiet":true}`), session.CallOptions{})
 	if !errors.Is(err, context.DeadlineExceeded) || Attribute(err).Class != ClassTimeout {
 		t.Fatalf("err = %v", err)
 	}
@@ -450,14 +452,16 @@ func TestToolTimeout(t *testing.T) {
 func TestToolTimeoutPausesDuringElicitation(t *testing.T) {
 	f := startServer(t, fixture.Options{})
 	c := srvCfg("a", f.URL(), false)
-	c.ToolTimeout = config.Duration(300 * time.Millisecond)
+	// The tool's own work (a few ms) must fit in the timeout on a loaded
+	// machine; the person takes more than twice as long as all of it.
+	c.ToolTimeout = config.Duration(2 * time.Second)
 	st := newStore(t, t.TempDir())
 	if err := st.AddServer(context.Background(), c); err != nil {
 		t.Fatal(err)
 	}
 	m := New(Options{Store: st, Logger: testLogger(t), Elicit: func(ctx context.Context, _ ElicitInfo, _ *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
 		select { // the person takes longer than the whole tool timeout
-		case <-time.After(900 * time.Millisecond):
+		case <-time.After(5 * time.Second):
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		}
@@ -469,12 +473,12 @@ func TestToolTimeoutPausesDuringElicitation(t *testing.T) {
 	}
 	res, err := m.CallTool(ctxT(t), "a", "ask", []byte(`{}`), session.CallOptions{})
 	if err != nil {
-		t.Fatalf("a call waiting 900 ms for a person timed out at a 300 ms tool timeout: %v", err)
+		t.Fatalf("a call waiting 5 s for a person timed out at a 2 s tool timeout: %v", err)
 	}
 	if tc, ok := res.Content[0].(*mcp.TextContent); !ok || tc.Text != "hello Ada (42)" {
 		t.Fatalf("result %+v", res.Content)
 	}
-	if _, err := m.CallTool(ctxT(t), "a", "slow", []byte(`{"ms":2000,"quiet":true}`), session.CallOptions{}); !errors.Is(err, context.DeadlineExceeded) {
+	if _, err := m.CallTool(ctxT(t), "a", "slow", []byte(`{"ms":60000,"quiet":true}`), session.CallOptions{}); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("slow tool: err = %v, want a timeout", err)
 	}
 }
