@@ -162,7 +162,11 @@ func newAuthLogoutCmd(a *app) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			_, err = fmt.Fprintf(a.streams.Out, "signed out of %s: forgot %s\n", res.ServerID, orDash(strings.Join(res.Forgotten, ", ")))
+			if len(res.Forgotten) == 0 {
+				_, err = fmt.Fprintf(a.streams.Out, "signed out of %s: there was nothing to forget\n", res.ServerID)
+			} else {
+				_, err = fmt.Fprintf(a.streams.Out, "signed out of %s: forgot %s\n", res.ServerID, strings.Join(res.Forgotten, ", "))
+			}
 			return err
 		}),
 	}

@@ -336,3 +336,14 @@ func TestAuthLoginAfterServerForgotClient(t *testing.T) {
 	}
 	c.ok("connect", "docs")
 }
+
+// A logout with nothing stored says so in words, not "forgot -"
+// (issue #19 acceptance).
+func TestAuthLogoutNothingToForget(t *testing.T) {
+	c := newCLI(t)
+	c.ok("servers", "add", "x", "http://127.0.0.1:1/mcp", "--oauth")
+	r := c.ok("auth", "logout", "x")
+	if !strings.Contains(r.out, "signed out of x: there was nothing to forget") || strings.Contains(r.out, "forgot -") {
+		t.Fatalf("logout of a server never signed in to: %s", r)
+	}
+}
