@@ -157,6 +157,16 @@ var oauthSteps = [...]string{"discovery-PRM", "discovery-AS", "registration", "a
 // "oauth:" (nothing after the colon on its line) stay fields, and so does
 // an Authorization header with any other word, or none, before it.
 func ownPrefix(s string, i, j int) int {
+	n := ownPrefixLen(s, i, j)
+	if n > 0 && tokenLikeAt(s, i+n) {
+		// Our words are followed by words; a lone token-shaped value
+		// after them ("oauth: sk_live_…") is hidden as before.
+		return 0
+	}
+	return n
+}
+
+func ownPrefixLen(s string, i, j int) int {
 	if s[i:j] == "authorization" && strings.HasPrefix(s[j:], ": ") && needsBefore(s, i) {
 		return j + 2 - i
 	}
@@ -170,6 +180,32 @@ func ownPrefix(s string, i, j int) int {
 		}
 	}
 	return k - i
+}
+
+// tokenLikeAt reports whether the word at s[p] (after blanks) has the
+// shape of a credential: 16 or more token characters, not all of them
+// lower-case letters (a word of prose).
+func tokenLikeAt(s string, p int) bool {
+	for p < len(s) && (s[p] == ' ' || s[p] == '\t') {
+		p++
+	}
+	e, lower := p, true
+	for e < len(s) && isTokenByte(s[e]) {
+		if s[e] < 'a' || s[e] > 'z' {
+			lower = false
+		}
+		e++
+	}
+	// "access_token=abc" is a field, found by the scan that follows;
+	// a token68's '=' are padding at its end.
+	if q := strings.IndexByte(s[p:e], '='); q >= 0 && strings.Trim(s[p+q:e], "=") != "" {
+		return false
+	}
+	return e-p >= 16 && !lower
+}
+
+func isTokenByte(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte("-._~+/=", c) >= 0
 }
 
 // needsBefore reports whether the word "needs" (or "Needs") and a space
@@ -252,15 +288,15 @@ func fieldValue(s string, i, j int) (start, end int, ok bool) {
 		}
 	}
 	if sep == ':' && quotedName && !yaml && strings.IndexByte(`"'[{\`, s[v]) < 0 {
-		// A quoted name and an unquoted word: JSON's secrets are
-		// strings, so this is prose after a quoted value (`create token
-		// "deploy key": a name is …`) unless the word looks like a
-		// credential.
+		// A quoted name and then a short lower-case word: prose after a
+		// quoted value (`create token "deploy key": a name is …`), not a
+		// secret. Anything else after a quoted name ('secret': qwerty…,
+		// header "X-Api-Key": abc…) is hidden.
 		e := v
-		for e < len(s) && !isDelim(s[e]) {
+		for e < len(s) && 'a' <= s[e] && s[e] <= 'z' {
 			e++
 		}
-		if !looksLikeCredential("", s[v:e]) {
+		if e > v && e-v <= 12 && (e == len(s) || s[e] == ' ' || s[e] == ':' || s[e] == ',') {
 			return 0, 0, false
 		}
 	}
