@@ -234,8 +234,14 @@ func (a *app) startDaemon(ctx context.Context, dir, listen string) (stop func(),
 		_, err := daemon.Dial(dctx, dir)
 		cancel()
 		if err == nil {
-			fmt.Fprintf(a.streams.Err, "remotemcp: started the daemon (pid %d, log %s)\n", pid, logPath)
-			if in, rerr := daemon.Running(ctx, dir); rerr == nil && in.RequestedAddr != "" {
+			in, rerr := daemon.Running(ctx, dir)
+			if rerr == nil && in.PID != pid {
+				// Another host's daemon won the race; ours has stepped aside.
+				fmt.Fprintf(a.streams.Err, "remotemcp: using the daemon (pid %d) that another host started at the same time\n", in.PID)
+			} else {
+				fmt.Fprintf(a.streams.Err, "remotemcp: started the daemon (pid %d, log %s)\n", pid, logPath)
+			}
+			if rerr == nil && in.RequestedAddr != "" {
 				fmt.Fprintf(a.streams.Err, "remotemcp: %s was taken, so the daemon's settings page is on %s\n", in.RequestedAddr, in.URL)
 			}
 			return stop, nil
