@@ -343,3 +343,107 @@ func TestPreRegisteredClientPortTakenNamesTheURI(t *testing.T) {
 		t.Fatalf("%d authorization requests, want 1 (the refused sign-ins never reach the browser step)", n)
 	}
 }
+
+// Issue #19 item 1 (review): a sign-in on another redirect port registers
+// a new client, but one that is started and abandoned (the tab closed)
+// costs nothing: calls whose access token expired are still refreshed,
+// with the client the refresh token was issued to. Finishing the sign-in
+// makes the new client the one in use, and refreshes then use it.
+func TestAbandonedSignInOnAnotherPortKeepsRefreshing(t *testing.T) {
+	as, err := authserver.Start(authserver.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(as.Close)
+	f := startFixture(t, fixture.Options{Authorize: as.Authorize, Extra: as.PRMRoutes()})
+	ctx := ctxT(t)
+	c := openEngine(t, "", remotemcp.Options{NoStartupConnect: true})
+	if err := c.Grant(ctx, as.URL(), ""); err != nil {
+		t.Fatal(err)
+	}
+	portA := freePort(t)
+	remotemcp.SetDefaultRedirectPort(t, portA)
+	addServer(t, c, localapi.AddServerRequest{ID: "secure", URL: f.URL(), Auth: config.AuthOAuth})
+	clientOf := func(fl *localapi.AuthFlow) string {
+		t.Helper()
+		u, err := url.Parse(fl.AuthorizationURL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return u.Query().Get("client_id")
+	}
+	fl, err := c.Authorize(ctx, "secure")
+	if err != nil || fl.Phase != localapi.PhaseWaiting {
+		t.Fatalf("authorize on A: %+v %v", fl, err)
+	}
+	first := clientOf(fl)
+	// signedIn completes a sign-in and waits for the connection it
+	// starts, so that no call meets the session it replaces.
+	signedIn := func(fl *localapi.AuthFlow) {
+		t.Helper()
+		completeSignIn(t, c, "secure", fl)
+		waitFor(t, "the server to be ready", func() bool {
+			v, err := c.Server(ctx, "secure")
+			return err == nil && v.State == localapi.StateReady
+		})
+	}
+	signedIn(fl)
+
+	// callAfterExpiry makes the access token expire, calls, and returns
+	// the client id the refresh was sent with.
+	callAfterExpiry := func(what string) string {
+		t.Helper()
+		as.ExpireAccessTokens()
+		var before int
+		for _, r := range as.RequestsTo("/token") {
+			if r.Form.Get("grant_type") == "refresh_token" {
+				before++
+			}
+		}
+		res, err := c.Call(ctx, localapi.CallRequest{Tool: "secure/echo", Arguments: json.RawMessage(`{"text":"hi"}`), Approved: true}, localapi.CallHandler{})
+		if err != nil || res.Outcome != agent.OutcomeOK {
+			t.Fatalf("%s: call: %+v %v", what, res, err)
+		}
+		var refreshes []string
+		for _, r := range as.RequestsTo("/token") {
+			if r.Form.Get("grant_type") == "refresh_token" {
+				refreshes = append(refreshes, r.Form.Get("client_id"))
+			}
+		}
+		if len(refreshes) <= before {
+			t.Fatalf("%s: the call did not refresh", what)
+		}
+		return refreshes[len(refreshes)-1]
+	}
+	if got := callAfterExpiry("after the sign-in on A"); got != first {
+		t.Fatalf("refreshed with %q, want %q", got, first)
+	}
+
+	// The daemon's page moved: the next sign-in, on B, registers a new
+	// client, and nobody follows its authorization URL.
+	portB := freePort(t)
+	for portB == portA {
+		portB = freePort(t)
+	}
+	remotemcp.SetDefaultRedirectPort(t, portB)
+	fl, err = c.Authorize(ctx, "secure")
+	if err != nil || fl.Phase != localapi.PhaseWaiting {
+		t.Fatalf("authorize on B: %+v %v", fl, err)
+	}
+	second := clientOf(fl)
+	if second == first || len(as.RequestsTo("/register")) != 2 {
+		t.Fatalf("the sign-in on B uses client %q (first %q) after %d registrations", second, first, len(as.RequestsTo("/register")))
+	}
+	if got := callAfterExpiry("while the sign-in on B waits"); got != first {
+		t.Fatalf("while the sign-in on B waits: refreshed with %q, want %q", got, first)
+	}
+	if v, err := c.Server(ctx, "secure"); err != nil || v.State != localapi.StateReady {
+		t.Fatalf("while the sign-in on B waits: %+v %v", v, err)
+	}
+
+	// Finished: the new client is in use, for refreshes too.
+	signedIn(fl)
+	if got := callAfterExpiry("after the sign-in on B"); got != second {
+		t.Fatalf("after the sign-in on B: refreshed with %q, want %q", got, second)
+	}
+}

@@ -157,8 +157,9 @@ type flowParams struct {
 	asm     *oauthex.AuthServerMeta
 	scopes  []string
 	browser Browser
-	// reregister drops the stored registration first (auth login
-	// --reregister).
+	// reregister registers a new client whatever is stored (auth login
+	// --reregister); like any new registration it replaces the one in
+	// use only when its code exchange succeeds.
 	reregister bool
 }
 
@@ -177,22 +178,22 @@ func clientRejected(err error) bool {
 //
 // Registration recovery: when the token endpoint rejects a dynamically
 // registered client (clientRejected), the code is spent, so the flow drops
-// the registration, registers again and runs the authorization once more
+// that client, registers again and runs the authorization once more
 // with the new client — once only, so a server that rejects every client
 // cannot make us loop. A browser step that never comes back with a
 // dynamically registered client leaves the registration marked
-// (setAwaiting), and the next flow registers a new client.
+// (setAwaiting), and the next flow registers a new client. A client
+// registered here stays pending until the grant is stored (persist,
+// promote): a flow that does not finish leaves the client in use, and
+// its refresh token, as they were.
 func (a *Authenticator) runFlow(ctx context.Context, p flowParams) (*grant, *client, error) {
 	id := p.srv.ID
 	for attempt := 0; ; attempt++ {
 		markStep(ctx, StepRegistration)
 		if attempt == 0 && p.reregister {
-			if err := a.dropRegistration(ctx, id, p.binding); err != nil {
-				return nil, nil, stepErr(StepRegistration, id, fmt.Errorf("forgetting the old registration: %w", err))
-			}
 			a.log.Info("oauth: registering a new client as asked", "server", id, "issuer", p.asm.Issuer)
 		}
-		cl, err := a.resolveClient(ctx, p.srv, p.binding, p.asm, true)
+		cl, err := a.resolveFlowClient(ctx, p.srv, p.binding, p.asm, true, p.reregister)
 		if err != nil {
 			return nil, nil, stepErr(StepRegistration, id, err)
 		}
@@ -258,7 +259,7 @@ func (a *Authenticator) runFlow(ctx context.Context, p flowParams) (*grant, *cli
 		if err != nil {
 			err = exchangeError(err, p.asm.TokenEndpoint)
 			if clientRejected(err) && cl.Dynamic {
-				if derr := a.dropRegistration(context.WithoutCancel(ctx), id, p.binding); derr != nil {
+				if derr := a.dropClient(context.WithoutCancel(ctx), id, p.binding, cl.ID); derr != nil {
 					return nil, nil, stepErr(StepRegistration, id, derr)
 				}
 				if attempt == 0 {

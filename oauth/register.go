@@ -66,6 +66,27 @@ type registration struct {
 	// like (it shows invalid_client and never redirects, RFC 6749
 	// §4.1.2.1) — so that flow registers a new client.
 	AwaitingSince int64 `json:"awaiting_since,omitempty"`
+	// Pending is a client registered for a sign-in that has not finished
+	// (one whose redirect URI the registered client lacks, or one after
+	// a browser step that never came back, or auth login --reregister).
+	// The client above stays the one in use, for refreshes above all: the
+	// stored refresh token was issued to it, and a sign-in that is
+	// abandoned must not cost it. The code exchange of a sign-in with the
+	// pending client makes it the one in use (promote, when the grant is
+	// stored); until then the next sign-in may use it (same redirect URI,
+	// callback came back) or replace it. A pending record has no Pending.
+	Pending *registration `json:"pending,omitempty"`
+}
+
+// client is the registration as the client to use.
+func (r *registration) client() *client {
+	return &client{ID: r.ClientID, Secret: r.ClientSecret, AuthMethod: r.AuthMethod, Dynamic: true}
+}
+
+// usable reports whether the registration's client can be used at now:
+// its secret, if it has one that expires, has not expired.
+func (r *registration) usable(now time.Time) bool {
+	return r != nil && (r.SecretExpiresAt == 0 || now.Unix() < r.SecretExpiresAt)
 }
 
 func secretKey(serverID, purpose string, b config.Binding) store.SecretKey {
@@ -88,7 +109,20 @@ func (a *Authenticator) loadRegistration(ctx context.Context, serverID string, b
 		a.log.Warn("oauth: discarding unreadable stored registration", "server", serverID)
 		return nil, nil
 	}
+	if r.Pending != nil && (r.Pending.ClientID == "" || r.Pending.Pending != nil) {
+		r.Pending = nil
+	}
 	return &r, nil
+}
+
+// saveRegistration stores the registration record of a binding. The
+// caller holds regMu.
+func (a *Authenticator) saveRegistration(ctx context.Context, serverID string, b config.Binding, r *registration) error {
+	raw, err := json.Marshal(r)
+	if err != nil {
+		return err
+	}
+	return a.store.PutSecret(ctx, secretKey(serverID, store.PurposeRegistration, b), raw)
 }
 
 // resolveClient returns the client for a binding: the configured client
@@ -99,13 +133,24 @@ func (a *Authenticator) loadRegistration(ctx context.Context, serverID string, b
 // an issuer, the id is never sent to a different one. A CIMD URL is not:
 // it names a document any authorization server may fetch.
 //
+// A refresh (register false) uses the registration in use whatever its
+// redirect URI: the token endpoint does not see one, and the stored
+// refresh token was issued to that client.
+//
 // When register is true (an interactive flow follows with the redirect
-// URI of srv.Auth.RedirectPort), a stored registration whose last browser
-// step never came back (AwaitingSince), or whose redirect URI is another,
-// is replaced by a new one. A refresh (register false) uses the stored
-// registration whatever its redirect URI: the token endpoint does not
-// see one.
+// URI of srv.Auth.RedirectPort), the client is the registration in use,
+// else the pending one (registration.Pending), provided it has the
+// flow's redirect URI and its last browser step came back (AwaitingSince
+// unset); else a new client is registered. The new client is pending
+// while a registration in use exists: it replaces that one only when its
+// code exchange succeeds (promote), so a sign-in started and never
+// finished never costs the refresh token of the client in use. fresh
+// (auth login --reregister) registers a new client whatever is stored.
 func (a *Authenticator) resolveClient(ctx context.Context, srv config.Server, b config.Binding, asm *oauthex.AuthServerMeta, register bool) (*client, error) {
+	return a.resolveFlowClient(ctx, srv, b, asm, register, false)
+}
+
+func (a *Authenticator) resolveFlowClient(ctx context.Context, srv config.Server, b config.Binding, asm *oauthex.AuthServerMeta, register, fresh bool) (*client, error) {
 	port := srv.Auth.RedirectPort
 	if u := a.clientMetadataURL(srv); u != "" {
 		if err := checkClientMetadataURL(u); err != nil {
@@ -132,50 +177,72 @@ func (a *Authenticator) resolveClient(ctx context.Context, srv config.Server, b 
 	if err != nil {
 		return nil, err
 	}
-	usable := reg != nil && (reg.SecretExpiresAt == 0 || a.now().Unix() < reg.SecretExpiresAt)
-	if usable && register && reg.RedirectURI != RedirectURI(port) {
-		// The flow's redirect URI is not the registered one (the daemon's
-		// page moved to a free port, or the person chose another with
-		// --port): an authorization server that checks redirect URIs
-		// exactly would refuse it, so register again. A refresh (register
-		// false) sends no redirect URI, and keeps the registration.
-		a.log.Info("oauth: the registered client has another redirect URI; registering a new client",
-			"server", srv.ID, "issuer", b.Issuer, "registered", reg.RedirectURI, "redirect_uri", RedirectURI(port))
-		usable = false
-	}
-	if usable && register && reg.AwaitingSince != 0 {
-		a.log.Warn("oauth: the last sign-in with the registered client never came back from the authorization server, which may have forgotten it; registering a new client",
-			"server", srv.ID, "issuer", b.Issuer, "client_id", reg.ClientID, "waiting_since", time.Unix(reg.AwaitingSince, 0).UTC())
-		usable = false
-	}
-	if usable {
-		return &client{ID: reg.ClientID, Secret: reg.ClientSecret, AuthMethod: reg.AuthMethod, Dynamic: true}, nil
-	}
+	now := a.now()
 	if !register {
+		if reg.usable(now) {
+			return reg.client(), nil
+		}
 		return nil, nil
+	}
+	redirect := RedirectURI(port)
+	// fits reports whether an interactive flow can use r, and logs why
+	// not.
+	fits := func(r *registration) bool {
+		switch {
+		case !r.usable(now):
+			return false
+		case r.RedirectURI != redirect:
+			// The daemon's page moved to a free port, or the person
+			// chose another with --port: an authorization server that
+			// checks redirect URIs exactly would refuse this one.
+			a.log.Info("oauth: a registered client has another redirect URI",
+				"server", srv.ID, "issuer", b.Issuer, "client_id", r.ClientID, "registered", r.RedirectURI, "redirect_uri", redirect)
+			return false
+		case r.AwaitingSince != 0:
+			a.log.Warn("oauth: the last sign-in with a registered client never came back from the authorization server, which may have forgotten it",
+				"server", srv.ID, "issuer", b.Issuer, "client_id", r.ClientID, "waiting_since", time.Unix(r.AwaitingSince, 0).UTC())
+			return false
+		}
+		return true
+	}
+	if !fresh && reg != nil {
+		if fits(reg) {
+			return reg.client(), nil
+		}
+		if reg.Pending != nil && fits(reg.Pending) {
+			return reg.Pending.client(), nil
+		}
 	}
 	if asm.RegistrationEndpoint == "" {
 		return nil, fmt.Errorf("%w: %s offers no dynamic client registration (no registration_endpoint) and no auth.clientId is configured; register remotemcp with that server (redirect URI %s) and set auth.clientId",
-			ErrNoRegistration, asm.Issuer, RedirectURI(port))
+			ErrNoRegistration, asm.Issuer, redirect)
 	}
-	reg, err = a.register(ctx, srv.ID, asm.RegistrationEndpoint, port)
+	a.log.Info("oauth: registering a new client", "server", srv.ID, "issuer", b.Issuer, "redirect_uri", redirect)
+	nr, err := a.register(ctx, srv.ID, asm.RegistrationEndpoint, port)
 	if err != nil {
 		return nil, err
 	}
 	// Persist before use, sealed under the binding, so a crash after the
-	// authorization cannot leave tokens whose client nobody remembers.
-	raw, err := json.Marshal(reg)
-	if err != nil {
-		return nil, err
-	}
+	// authorization cannot leave tokens whose client nobody remembers:
+	// as the registration in use when there is none that can be used,
+	// else as the pending one.
 	a.regMu.Lock()
-	err = a.store.PutSecret(ctx, secretKey(srv.ID, store.PurposeRegistration, b), raw)
+	cur, err := a.loadRegistration(ctx, srv.ID, b)
+	pending := err == nil && cur.usable(now)
+	if err == nil {
+		rec := nr
+		if pending {
+			cur.Pending = nr
+			rec = cur
+		}
+		err = a.saveRegistration(ctx, srv.ID, b, rec)
+	}
 	a.regMu.Unlock()
 	if err != nil {
 		return nil, fmt.Errorf("saving the registration: %w", err)
 	}
-	a.log.Info("oauth: registered client", "server", srv.ID, "issuer", b.Issuer, "client_id", reg.ClientID)
-	return &client{ID: reg.ClientID, Secret: reg.ClientSecret, AuthMethod: reg.AuthMethod, Dynamic: true}, nil
+	a.log.Info("oauth: registered client", "server", srv.ID, "issuer", b.Issuer, "client_id", nr.ClientID, "pending", pending)
+	return nr.client(), nil
 }
 
 // pickSecretMethod chooses how a client with a secret authenticates:
@@ -333,42 +400,93 @@ func vschar(s string) bool {
 	return true
 }
 
-// dropRegistration forgets the stored registration of a binding, after the
-// token endpoint said invalid_client or unauthorized_client, or on
-// request (auth login --reregister). A missing one is no error.
+// dropRegistration forgets the registration in use of a binding, after
+// the token endpoint said invalid_client or unauthorized_client to a
+// refresh with it, or on request; a pending one takes its place. A
+// missing one is no error.
 func (a *Authenticator) dropRegistration(ctx context.Context, serverID string, b config.Binding) error {
+	return a.dropClient(ctx, serverID, b, "")
+}
+
+// dropClient forgets the registered client clientID of a binding ("": the
+// one in use), after the token endpoint rejected it. When that is the
+// registration in use, a pending one takes its place (the rejected
+// client's refresh token is of no use any more); when it is the pending
+// one, the registration in use stays. A missing one is no error.
+func (a *Authenticator) dropClient(ctx context.Context, serverID string, b config.Binding, clientID string) error {
 	a.regMu.Lock()
 	defer a.regMu.Unlock()
-	err := a.store.DeleteSecret(ctx, secretKey(serverID, store.PurposeRegistration, b))
+	reg, err := a.loadRegistration(ctx, serverID, b)
+	if err != nil {
+		return err
+	}
+	switch {
+	case reg == nil:
+		return nil
+	case clientID == "" || reg.ClientID == clientID:
+		if reg.Pending != nil {
+			return a.saveRegistration(ctx, serverID, b, reg.Pending)
+		}
+	case reg.Pending != nil && reg.Pending.ClientID == clientID:
+		reg.Pending = nil
+		return a.saveRegistration(ctx, serverID, b, reg)
+	default:
+		return nil
+	}
+	err = a.store.DeleteSecret(ctx, secretKey(serverID, store.PurposeRegistration, b))
 	if errors.Is(err, store.ErrNotFound) {
 		return nil
 	}
 	return err
 }
 
+// promote makes the pending registered client clientID the one in use,
+// once a code exchange with it has succeeded; the caller then stores the
+// grant it obtained. Anything else (clientID already in use, a configured
+// client) changes nothing.
+func (a *Authenticator) promote(ctx context.Context, serverID string, b config.Binding, clientID string) error {
+	a.regMu.Lock()
+	defer a.regMu.Unlock()
+	reg, err := a.loadRegistration(ctx, serverID, b)
+	if err != nil || reg == nil || reg.Pending == nil || reg.Pending.ClientID != clientID || reg.ClientID == clientID {
+		return err
+	}
+	next := reg.Pending
+	next.AwaitingSince = 0 // the authorization server knows it: it issued a code
+	if err := a.saveRegistration(ctx, serverID, b, next); err != nil {
+		return fmt.Errorf("saving the registration: %w", err)
+	}
+	a.log.Info("oauth: the newly registered client is now in use", "server", serverID, "issuer", b.Issuer, "client_id", clientID, "replaced", reg.ClientID)
+	return nil
+}
+
 // setAwaiting records (on) or clears (off) that a browser step with the
-// registered client clientID is waiting for its callback. It changes the
-// stored registration only while it is still clientID's: a flow that
-// registered anew meanwhile wins. Failures are logged, not returned: the
-// mark only decides whether the next flow registers again.
+// registered client clientID (in use or pending) is waiting for its
+// callback. It changes the stored registration only while clientID is
+// still in it: a flow that registered anew meanwhile wins. Failures are
+// logged, not returned: the mark only decides whether the next flow
+// registers again.
 func (a *Authenticator) setAwaiting(ctx context.Context, serverID string, b config.Binding, clientID string, on bool) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), requestTimeout)
 	defer cancel()
 	a.regMu.Lock()
 	defer a.regMu.Unlock()
 	reg, err := a.loadRegistration(ctx, serverID, b)
-	if err != nil || reg == nil || reg.ClientID != clientID || (reg.AwaitingSince != 0) == on {
+	if err != nil || reg == nil {
 		return
 	}
-	reg.AwaitingSince = 0
+	r := reg
+	if r.ClientID != clientID {
+		r = reg.Pending
+	}
+	if r == nil || r.ClientID != clientID || (r.AwaitingSince != 0) == on {
+		return
+	}
+	r.AwaitingSince = 0
 	if on {
-		reg.AwaitingSince = a.now().Unix()
+		r.AwaitingSince = a.now().Unix()
 	}
-	raw, err := json.Marshal(reg)
-	if err == nil {
-		err = a.store.PutSecret(ctx, secretKey(serverID, store.PurposeRegistration, b), raw)
-	}
-	if err != nil {
+	if err := a.saveRegistration(ctx, serverID, b, reg); err != nil {
 		a.log.Warn("oauth: could not update the stored registration", "server", serverID, "error", err)
 	}
 }

@@ -133,8 +133,16 @@ type grant struct {
 // store BEFORE the access token is made available: when the server rotated
 // it, the old one is dead, and a crash between the two steps must leave
 // the new one on disk rather than an access token in a memory about to
-// vanish.
+// vanish. A new authorization (keepOldRefresh false) with a pending
+// registered client makes that client the one in use first (promote), so
+// the refresh token stored next is refreshed with the client it was
+// issued to.
 func (a *Authenticator) persist(ctx context.Context, serverID string, b config.Binding, clientID string, g *grant, keepOldRefresh bool) error {
+	if !keepOldRefresh {
+		if err := a.promote(ctx, serverID, b, clientID); err != nil {
+			return err
+		}
+	}
 	if g.RefreshToken != "" {
 		rec := &refreshRecord{RefreshToken: g.RefreshToken, ClientID: clientID, Scopes: g.Scopes, SavedAt: a.now().Unix()}
 		if err := a.saveRefresh(ctx, serverID, b, rec); err != nil {
@@ -182,9 +190,22 @@ func (a *Authenticator) refresh(ctx context.Context, srv config.Server, b config
 	if rec == nil {
 		return nil, errNoRefreshToken
 	}
+	if rec.ClientID != cl.ID && cl.Dynamic {
+		// cl was read before the lock: a sign-in may have finished
+		// meanwhile, making its client the one in use (promote) and
+		// storing a refresh token issued to it. Read the registration
+		// again; only the client the refresh token was issued to, and
+		// only while it is the one in use, is sent.
+		if reg, err := a.loadRegistration(ctx, srv.ID, b); err == nil && reg.usable(a.now()) && reg.ClientID == rec.ClientID {
+			cl = reg.client()
+		}
+	}
 	if rec.ClientID != cl.ID {
-		// Issued to a client we no longer use (re-registered, or the
-		// configured id changed): useless, and not to be shown to anyone.
+		// Issued to a client we no longer use (a new registration
+		// replaced it after its sign-in finished, the old client was
+		// rejected, or the configured id changed): useless, and not to
+		// be shown to anyone. (A sign-in that has not finished leaves
+		// its new client pending, not in use: resolveClient.)
 		_ = a.dropRefresh(ctx, srv.ID, b)
 		return nil, errNoRefreshToken
 	}
