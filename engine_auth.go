@@ -520,7 +520,12 @@ func (c *Client) redirectFor(srv config.Server) (port int, release func(), err e
 			suggest = p
 		}
 	}
-	how := fmt.Sprintf("register a redirect URI on a free port (for example %s) with the authorization server for this client, then run \"remotemcp servers set %s --port PORT\"", oauth.RedirectURI(suggest), srv.ID)
+	// The command changes the redirect port alone (the client id, secret
+	// and scopes stay).
+	how := fmt.Sprintf("register a redirect URI on a free port, e.g. %s, with the authorization server for this client, then run \"remotemcp servers set %s --port %d\"", oauth.RedirectURI(suggest), srv.ID, suggest)
+	if suggest == 0 {
+		how = fmt.Sprintf("register http://127.0.0.1:PORT/mcp-oauth on a free PORT with the authorization server for this client, then run \"remotemcp servers set %s --port PORT\"", srv.ID)
+	}
 	if served != 0 {
 		how = fmt.Sprintf("register %s (the daemon's settings page) with the authorization server for this client, then run \"remotemcp servers set %s --port %d\"", oauth.RedirectURI(served), srv.ID, served)
 	}
@@ -572,8 +577,8 @@ func (c *Client) listenLoopback(port int, serverID string) (bound int, release f
 	if l == nil || port == 0 {
 		ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
 		if err != nil {
-			return 0, nil, fmt.Errorf("%w: listening for the OAuth callback on 127.0.0.1:%d failed: %w (another program, or another remotemcp process signing in, has the port; free it, or choose another redirect port with \"remotemcp servers set %s --port PORT\")",
-				errPortTaken, port, err, serverID)
+			return 0, nil, fmt.Errorf("%w: listening for the OAuth callback on 127.0.0.1:%d failed: %w (another program, or another remotemcp process signing in, has the port; free it, choose another redirect port with \"remotemcp servers set %s --port PORT\" after registering http://127.0.0.1:PORT/mcp-oauth with the authorization server if the client is pre-registered, or go back to the default with \"remotemcp servers set %s --port default\")",
+				errPortTaken, port, err, serverID, serverID)
 		}
 		port = ln.Addr().(*net.TCPAddr).Port
 		l = &loopback{done: make(chan struct{}), gone: make(chan struct{})}

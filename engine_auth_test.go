@@ -298,7 +298,10 @@ func TestSignInWithoutDaemonMovesOffATakenPort(t *testing.T) {
 // default redirect URI registered. When that port is free it is used;
 // when it is taken the sign-in fails before the browser with the exact
 // URI to register and the command that makes it the server's: the
-// daemon's own page when a daemon serves callbacks.
+// daemon's own page when a daemon serves callbacks. The advice is
+// followed as written: the command "remotemcp servers set ID --port P" is
+// the request it makes (the redirect port alone), after which the
+// sign-in uses that URI with the same client.
 func TestPreRegisteredClientPortTakenNamesTheURI(t *testing.T) {
 	as, err := authserver.Start(authserver.Options{})
 	if err != nil {
@@ -314,8 +317,37 @@ func TestPreRegisteredClientPortTakenNamesTheURI(t *testing.T) {
 	free := freePort(t)
 	remotemcp.SetDefaultRedirectPort(t, free)
 	as.AddClient("pre", "", "none", fmt.Sprintf("http://127.0.0.1:%d/mcp-oauth", free))
-	addServer(t, c, localapi.AddServerRequest{ID: "secure", URL: f.URL(), Auth: config.AuthOAuth, ClientID: "pre"})
+	addServer(t, c, localapi.AddServerRequest{ID: "secure", URL: f.URL(), Auth: config.AuthOAuth, ClientID: "pre", Scopes: []string{"read"}})
 	signIn(t, c, "secure", free)
+
+	// advisedPort is the port of the command the message names, which
+	// must be given whole, with a number: "remotemcp servers set secure
+	// --port N".
+	advisedPort := func(msg string) int {
+		t.Helper()
+		const cmd = `"remotemcp servers set secure --port `
+		_, rest, ok := strings.Cut(msg, cmd)
+		num, _, closed := strings.Cut(rest, `"`)
+		p, err := strconv.Atoi(num)
+		if !ok || !closed || err != nil || p <= 0 {
+			t.Fatalf("the message names no command %s<number>\": %s", cmd, msg)
+		}
+		return p
+	}
+	// follow does what the advice says: register the URI with the
+	// authorization server, then run the command, which changes the
+	// redirect port alone; the client id and scopes stay.
+	follow := func(p int) {
+		t.Helper()
+		as.AddClient("pre", "", "none", fmt.Sprintf("http://127.0.0.1:%d/mcp-oauth", free), fmt.Sprintf("http://127.0.0.1:%d/mcp-oauth", p))
+		res, err := c.UpdateServer(ctx, "secure", localapi.UpdateServerRequest{RedirectPort: &p})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a := res.Server.Auth; a.RedirectPort != p || a.ClientID != "pre" || !slices.Equal(a.Scopes, []string{"read"}) || a.Kind != config.AuthOAuth {
+			t.Fatalf("after servers set --port %d: %+v", p, a)
+		}
+	}
 
 	taken := holdPort(t)
 	remotemcp.SetDefaultRedirectPort(t, taken)
@@ -323,10 +355,32 @@ func TestPreRegisteredClientPortTakenNamesTheURI(t *testing.T) {
 	if err == nil || fl == nil || fl.Phase != localapi.PhaseFailed {
 		t.Fatalf("authorize with the port taken: %+v %v", fl, err)
 	}
-	if !strings.Contains(fl.Error, "pre-registered") || !strings.Contains(fl.Error, fmt.Sprintf("http://127.0.0.1:%d/mcp-oauth", taken)) ||
-		!strings.Contains(fl.Error, "remotemcp servers set secure --port") {
+	if !strings.Contains(fl.Error, "pre-registered") || !strings.Contains(fl.Error, fmt.Sprintf("http://127.0.0.1:%d/mcp-oauth", taken)) {
 		t.Fatalf("message: %s", fl.Error)
 	}
+	p := advisedPort(fl.Error)
+	if want := fmt.Sprintf("register a redirect URI on a free port, e.g. http://127.0.0.1:%d/mcp-oauth,", p); !strings.Contains(fl.Error, want) {
+		t.Fatalf("the message does not name the URI of its command's port (%s): %s", want, fl.Error)
+	}
+	follow(p)
+	fl, err = c.Authorize(ctx, "secure")
+	if err != nil || fl.Phase != localapi.PhaseWaiting {
+		t.Fatalf("authorize after following the advice: %+v %v", fl, err)
+	}
+	if got, want := redirectOf(t, fl), fmt.Sprintf("http://127.0.0.1:%d/mcp-oauth", p); got != want {
+		t.Fatalf("redirect URI %q, want %q", got, want)
+	}
+	completeSignIn(t, c, "secure", fl)
+	// --port default (0) goes back to the default redirect port.
+	zero := 0
+	if res, err := c.UpdateServer(ctx, "secure", localapi.UpdateServerRequest{RedirectPort: &zero}); err != nil || res.Server.Auth.RedirectPort != 0 || res.Server.Auth.ClientID != "pre" {
+		t.Fatalf("servers set --port default: %+v %v", res, err)
+	}
+	// The port alone or the whole auth section, not both.
+	if _, err := c.UpdateServer(ctx, "secure", localapi.UpdateServerRequest{RedirectPort: &p, Auth: &localapi.AuthChange{Kind: config.AuthOAuth}}); !localapi.HasCode(err, localapi.CodeBadRequest) {
+		t.Fatalf("redirectPort with auth: %v", err)
+	}
+
 	// With a daemon serving callbacks on its page port, that is the URI
 	// to register.
 	page := freePort(t)
@@ -335,12 +389,19 @@ func TestPreRegisteredClientPortTakenNamesTheURI(t *testing.T) {
 	if err == nil || fl == nil || fl.Phase != localapi.PhaseFailed {
 		t.Fatalf("authorize with the port taken, daemon: %+v %v", fl, err)
 	}
-	if want := fmt.Sprintf("register http://127.0.0.1:%d/mcp-oauth (the daemon's settings page)", page); !strings.Contains(fl.Error, want) ||
-		!strings.Contains(fl.Error, fmt.Sprintf("remotemcp servers set secure --port %d", page)) {
+	if want := fmt.Sprintf("register http://127.0.0.1:%d/mcp-oauth (the daemon's settings page)", page); !strings.Contains(fl.Error, want) || advisedPort(fl.Error) != page {
 		t.Fatalf("message: %s", fl.Error)
 	}
-	if n := len(as.RequestsTo("/authorize")); n != 1 {
-		t.Fatalf("%d authorization requests, want 1 (the refused sign-ins never reach the browser step)", n)
+	follow(page)
+	fl, err = c.Authorize(ctx, "secure")
+	if err != nil || fl.Phase != localapi.PhaseWaiting {
+		t.Fatalf("authorize after following the advice, daemon: %+v %v", fl, err)
+	}
+	if got, want := redirectOf(t, fl), fmt.Sprintf("http://127.0.0.1:%d/mcp-oauth", page); got != want {
+		t.Fatalf("redirect URI %q, want %q", got, want)
+	}
+	if n := len(as.RequestsTo("/authorize")); n != 2 {
+		t.Fatalf("%d authorization requests, want 2 (the refused sign-ins never reach the browser step)", n)
 	}
 }
 

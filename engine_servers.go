@@ -583,6 +583,14 @@ func (c *Client) UpdateServer(ctx context.Context, id string, req localapi.Updat
 			return nil, badRequest("unsetHeaders", "header %s is both set and removed in one request", name)
 		}
 	}
+	if p := req.RedirectPort; p != nil {
+		switch {
+		case req.Auth != nil:
+			return nil, badRequest("redirectPort", "redirectPort changes only the redirect port and auth replaces the whole auth section, its redirectPort included; give one of the two")
+		case *p < 0 || *p > 65535:
+			return nil, badRequest("redirectPort", "redirectPort %d: give a TCP port, 1 to 65535, or 0 for the default (%d)", *p, config.DefaultRedirectPort)
+		}
+	}
 	rebind := req.RebindBearer || req.Token != nil || req.Auth != nil && req.Auth.Token != ""
 	// Headers given with the edit are meant for the server's (new) URL.
 	rebindHeaders := slices.Sorted(maps.Keys(req.Headers))
@@ -655,6 +663,16 @@ func (c *Client) UpdateServer(ctx context.Context, id string, req localapi.Updat
 				next.Binding = s.Auth.Binding
 			}
 			s.Auth = next
+		}
+		if p := req.RedirectPort; p != nil {
+			// Only the port: the client id and secret, scopes, client
+			// metadata URL and binding stay. A dynamically registered
+			// client whose redirect URI no longer matches registers again
+			// at the next sign-in (redirectFor).
+			if !s.Auth.Kind.OAuthCapable() {
+				return badRequest("redirectPort", "server %s uses %s auth, not OAuth, so it has no redirect port; switch it to OAuth with the port (servers set %s --auth oauth --port %d)", id, s.Auth.Kind, id, *p)
+			}
+			s.Auth.RedirectPort = *p
 		}
 		if req.Token != nil {
 			if s.Auth.Kind != config.AuthBearer {

@@ -268,7 +268,8 @@ type AddServerResult struct {
 	Granted []string `json:"granted"`
 }
 
-// AuthChange replaces a server's auth section (servers set --auth).
+// AuthChange replaces a server's auth section (servers set --auth); to
+// change only the redirect port, see UpdateServerRequest.RedirectPort.
 type AuthChange struct {
 	Kind              config.AuthKind `json:"kind"`
 	Token             string          `json:"token,omitempty"`
@@ -305,6 +306,13 @@ type UpdateServerRequest struct {
 	PinTools   []string    `json:"pinTools,omitempty"`
 	UnpinTools []string    `json:"unpinTools,omitempty"`
 	Auth       *AuthChange `json:"auth,omitempty"`
+	// RedirectPort changes only an OAuth (or auto) server's redirect port,
+	// auth.redirectPort (0: back to the default), and keeps the rest of
+	// its auth section: client id and secret, scopes, client metadata URL
+	// and what the sign-in is bound to (servers set ID --port P). Auth
+	// replaces the whole section, its port included; a request gives one
+	// of the two.
+	RedirectPort *int `json:"redirectPort,omitempty"`
 	// Token replaces a bearer server's token (write-only).
 	Token *string `json:"token,omitempty"`
 	// RebindBearer confirms that the token is meant for a changed URL.

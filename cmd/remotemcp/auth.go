@@ -51,11 +51,9 @@ client by itself; --reregister forces that now.`,
 				return fmt.Errorf("server %s uses %s auth, not OAuth; switch it with \"remotemcp servers set %s --auth oauth\"", id, k, id)
 			}
 			if port != 0 && port != s.Auth.RedirectPort {
-				if s.Auth.HasClientSecret {
-					return usageErrorf("--port would drop the stored client secret of %s; change the port with \"remotemcp servers set %s --auth oauth --client-id ID --client-secret-env VAR\" first", id, id)
-				}
-				ch := &localapi.AuthChange{Kind: s.Auth.Kind, ClientID: s.Auth.ClientID, Scopes: s.Auth.Scopes, RedirectPort: port}
-				if _, err := e.UpdateServer(ctx, id, localapi.UpdateServerRequest{Auth: ch}); err != nil {
+				// The port alone: the client id and secret, scopes and
+				// client metadata URL stay (servers set ID --port P).
+				if _, err := e.UpdateServer(ctx, id, localapi.UpdateServerRequest{RedirectPort: &port}); err != nil {
 					return fmt.Errorf("remember the redirect port: %w", err)
 				}
 			}

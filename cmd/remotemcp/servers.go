@@ -9,6 +9,7 @@ import (
 	"os"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -40,8 +41,34 @@ type authFlags struct {
 	clientID    string
 	secretEnv   string
 	scopes      []string
-	port        int
+	port        portFlag
 	cimd        string
+	set         bool // servers set: --auth replaces a stored section
+}
+
+// portFlag is --port, the OAuth redirect port: 1-65535, or 0 or
+// "default" for the default. given tells servers set's "--port 0" (reset)
+// from no --port at all.
+type portFlag struct {
+	port  int
+	given bool
+}
+
+func (p *portFlag) String() string { return strconv.Itoa(p.port) }
+func (p *portFlag) Type() string   { return "port" }
+
+// Set reads a number or "default"; change checks the number's range.
+func (p *portFlag) Set(v string) error {
+	v = strings.TrimSpace(v)
+	n, err := strconv.Atoi(v)
+	switch {
+	case strings.EqualFold(v, "default"):
+		n = 0
+	case err != nil:
+		return errors.New("want a TCP port, 1 to 65535, or default")
+	}
+	p.port, p.given = n, true
+	return nil
 }
 
 func (f *authFlags) register(cmd *cobra.Command) {
@@ -52,7 +79,7 @@ func (f *authFlags) register(cmd *cobra.Command) {
 	fl.StringVar(&f.clientID, "client-id", "", "pre-registered OAuth client id (default: dynamic client registration)")
 	fl.StringVar(&f.secretEnv, "client-secret-env", "", "read the OAuth client secret from this environment variable")
 	fl.StringArrayVar(&f.scopes, "scope", nil, "OAuth scope, used when the server names none (repeatable)")
-	fl.IntVar(&f.port, "port", 0, "OAuth redirect port: http://127.0.0.1:PORT/mcp-oauth (default 7717)")
+	fl.Var(&f.port, "port", "OAuth redirect `PORT`: http://127.0.0.1:PORT/mcp-oauth (default: the daemon's settings page port, else 7717 when free; \"default\" or 0 goes back to that)")
 	fl.StringVar(&f.cimd, "client-metadata-url", "", "https URL of a client ID metadata document, used as the client id where the authorization server supports it (CIMD)")
 }
 
@@ -67,20 +94,26 @@ func (f *authFlags) change(a *app, id string) (*localapi.AuthChange, error) {
 		kind = "oauth"
 	}
 	bearer := f.bearerEnv != "" || f.bearerStdin
-	oauthFlags := f.clientID != "" || f.secretEnv != "" || len(f.scopes) > 0 || f.port != 0 || f.cimd != ""
+	oauthFlags := f.clientID != "" || f.secretEnv != "" || len(f.scopes) > 0 || f.port.given || f.cimd != ""
 	switch {
+	case f.port.port < 0 || f.port.port > 65535:
+		return nil, usageErrorf("--port %d: give a TCP port, 1 to 65535, or default", f.port.port)
 	case f.bearerEnv != "" && f.bearerStdin:
 		return nil, usageErrorf("give the bearer token with --bearer-env or --bearer-stdin, not both")
 	case bearer && kind == "":
 		kind = "bearer"
 	case bearer && kind != "bearer":
 		return nil, usageErrorf("--bearer-env and --bearer-stdin give a bearer token; they exclude --auth %s", kind)
+	case f.set && f.portOnly():
+		// servers set ID --port P: the port alone (portOnly), the rest of
+		// the stored auth section stays.
+		return nil, nil
+	case oauthFlags && kind != "oauth" && kind != "auto" && f.set:
+		return nil, usageErrorf("--client-id, --client-secret-env, --scope and --client-metadata-url are OAuth settings; add --auth oauth, which replaces the server's whole auth section: give again each of them that should stay (--port alone changes only the redirect port)")
 	case oauthFlags && kind != "oauth" && kind != "auto":
 		return nil, usageErrorf("--client-id, --client-secret-env, --scope, --port and --client-metadata-url are OAuth settings; add --auth oauth")
-	case f.port < 0 || f.port > 65535:
-		return nil, usageErrorf("--port %d: give a TCP port, 1 to 65535", f.port)
 	}
-	c := &localapi.AuthChange{Kind: config.AuthKind(kind), ClientID: f.clientID, Scopes: f.scopes, RedirectPort: f.port, ClientMetadataURL: f.cimd}
+	c := &localapi.AuthChange{Kind: config.AuthKind(kind), ClientID: f.clientID, Scopes: f.scopes, RedirectPort: f.port.port, ClientMetadataURL: f.cimd}
 	switch kind {
 	case "":
 		return nil, nil
@@ -100,6 +133,15 @@ func (f *authFlags) change(a *app, id string) (*localapi.AuthChange, error) {
 		c.ClientSecret, err = envSecret(a, "--client-secret-env", f.secretEnv, "the client secret")
 	}
 	return c, err
+}
+
+// portOnly reports whether --port is the only auth flag given: servers
+// set then changes the redirect port alone (UpdateServerRequest.
+// RedirectPort) and keeps the client id, client secret, scopes and client
+// metadata URL.
+func (f *authFlags) portOnly() bool {
+	return f.port.given && f.kind == "" && !f.oauth && f.bearerEnv == "" && !f.bearerStdin &&
+		f.clientID == "" && f.secretEnv == "" && len(f.scopes) == 0 && f.cimd == ""
 }
 
 // token reads the bearer token from where the flags say.
@@ -535,11 +577,15 @@ func newServersSetCmd(a *app) *cobra.Command {
 		Long: `Change a server's settings; flags not given stay as they are, and edits
 from elsewhere are never lost. --auth none|bearer|oauth|auto replaces the
 authentication, with --bearer-env/--bearer-stdin (alone they imply bearer),
-or --client-id, --client-secret-env and --scope. A bearer server moved to
-another resource needs its token again. --disable-tool warns when the
-server is known not to have the tool. --limit NAME=VALUE raises or lowers
-one of the limits that bound what the server may send (sizes like 16MiB,
-counts, listTimeout like 2m; "default" resets one): ` + strings.Join(config.LimitNames(), ", ") + `.
+or --client-id, --client-secret-env, --scope, --client-metadata-url and
+--port: the settings not given again are dropped. --port alone changes only
+an OAuth server's redirect port (http://127.0.0.1:PORT/mcp-oauth; "default"
+or 0: back to the default) and keeps its client id, client secret, scopes
+and client metadata URL. A bearer server moved to another resource needs
+its token again. --disable-tool warns when the server is known not to
+have the tool. --limit NAME=VALUE raises or lowers one of the limits
+that bound what the server may send (sizes like 16MiB, counts,
+listTimeout like 2m; "default" resets one): ` + strings.Join(config.LimitNames(), ", ") + `.
 --header-env Name=VAR, --header-stdin Name and --header 'Name: value' set
 a custom header (replacing one of the same name), --unset-header Name
 removes one; the others stay. Header values are stored sealed and, like a
@@ -552,6 +598,7 @@ MCP hosts.`,
 		Example: `  remotemcp servers set docs --url https://mcp.example.com/v2/mcp --bearer-env DOCS_TOKEN
   remotemcp servers set docs --lazy --tool-timeout 5m --disable-tool delete_page
   remotemcp servers set wiki --auth oauth --scope read
+  remotemcp servers set wiki --port 7790
   remotemcp servers set big --limit maxMessageBytes=32MiB --limit listTimeout=2m
   printenv NEW_KEY | remotemcp servers set search --header-stdin X-Api-Key --unset-header X-Old
   remotemcp servers set legacy --protocol-version 2025-03-26 --log-level info`,
@@ -627,6 +674,9 @@ MCP hosts.`,
 				return err
 			}
 			req.Auth, req.RebindBearer = ac, ac != nil && ac.Token != ""
+			if auth.portOnly() {
+				req.RedirectPort = &auth.port.port
+			}
 			if req.Headers, err = headers.values(a, id); err != nil {
 				return err
 			}
@@ -654,6 +704,9 @@ MCP hosts.`,
 				if err != nil {
 					return err
 				}
+				if req.RedirectPort != nil && !before.Auth.Kind.OAuthCapable() {
+					return usageErrorf("--port is an OAuth setting and server %s uses %s auth; switch it to OAuth with \"remotemcp servers set %s --auth oauth --port %s\"", id, before.Auth.Kind, id, auth.port.String())
+				}
 				res, err := e.UpdateServer(ctx, id, req)
 				headerConflict := false
 				if le, ok := localapi.AsError(err); ok && le.Code == localapi.CodeConflict && le.Field == "headers" {
@@ -672,6 +725,9 @@ MCP hosts.`,
 					fmt.Fprintf(a.streams.Err, "warning: %s\n", cell(w))
 				}
 				what := changes(*before, res.Server)
+				if p := res.Server.Auth.RedirectPort; req.RedirectPort != nil && p != before.Auth.RedirectPort {
+					what = append(what, "redirect port "+redirectPortText(p))
+				}
 				switch {
 				case ac != nil && ac.Token != "":
 					what = append(what, "bearer token")
@@ -709,6 +765,7 @@ MCP hosts.`,
 	fl.StringArrayVar(&enableT, "enable-tool", nil, "switch a tool back on (repeatable)")
 	fl.StringArrayVar(&pinT, "pin-tool", nil, `offer a tool to MCP hosts even in tool-search mode ("remotemcp mcp --tools search"; repeatable)`)
 	fl.StringArrayVar(&unpinT, "unpin-tool", nil, "stop pinning a tool (repeatable)")
+	auth.set = true
 	auth.register(cmd)
 	headers.register(cmd, true)
 	fl.StringVar(&protocol, "protocol-version", "", "pin the MCP protocol revision: "+strings.Join(config.ProtocolVersions, ", ")+` ("default": negotiate)`)
@@ -758,6 +815,14 @@ func changes(b, a localapi.Server) []string {
 		}
 	}
 	return what
+}
+
+// redirectPortText is a stored redirect port as servers set reports it.
+func redirectPortText(p int) string {
+	if p == 0 {
+		return fmt.Sprintf("default (%d)", config.DefaultRedirectPort)
+	}
+	return strconv.Itoa(p)
 }
 
 // maxImportSize bounds an imported document; real configs are a few KiB.
