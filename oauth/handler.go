@@ -699,16 +699,9 @@ func (a *Authenticator) tryRefresh(ctx context.Context, srv config.Server, b con
 	}
 	g, err := a.refresh(ctx, srv, b, prm.Resource, asm.TokenEndpoint, cl)
 	if err != nil {
-		if clientRejected(err) && cl.Dynamic {
-			// The registration itself is dead (the authorization
-			// server forgot it): the next flow, interactive or the
-			// person's login, registers a new client.
-			if derr := a.dropRegistration(context.WithoutCancel(ctx), srv.ID, b); derr != nil {
-				a.log.Warn("oauth: could not forget the rejected registration", "server", srv.ID, "error", derr)
-			} else {
-				a.log.Warn("oauth: the token endpoint rejected the registered client; the next authorization registers a new one", "server", srv.ID, "issuer", b.Issuer)
-			}
-		}
+		// A rejected registered client was dropped by refresh, under
+		// the lock and by its id: a sign-in finishing meanwhile keeps
+		// its new client.
 		return nil, nil, err
 	}
 	return g, cl, nil

@@ -232,6 +232,17 @@ func (a *Authenticator) refresh(ctx context.Context, srv config.Server, b config
 			// have stored a fresh one meanwhile.
 			a.dropRefreshIf(context.WithoutCancel(ctx), srv.ID, b, rec.RefreshToken)
 		}
+		if clientRejected(err) && cl.Dynamic {
+			// The registration itself is dead (the authorization server
+			// forgot it): the next flow, interactive or the person's
+			// login, registers a new client. Only the client that was
+			// refused is dropped (a pending one stays).
+			if derr := a.dropClient(context.WithoutCancel(ctx), srv.ID, b, cl.ID); derr != nil {
+				a.log.Warn("oauth: could not forget the rejected registration", "server", srv.ID, "error", derr)
+			} else {
+				a.log.Warn("oauth: the token endpoint rejected the registered client; the next authorization registers a new one", "server", srv.ID, "issuer", b.Issuer)
+			}
+		}
 		return nil, err
 	}
 	if len(g.Scopes) == 0 {
