@@ -400,14 +400,6 @@ func vschar(s string) bool {
 	return true
 }
 
-// dropRegistration forgets the registration in use of a binding, after
-// the token endpoint said invalid_client or unauthorized_client to a
-// refresh with it, or on request; a pending one takes its place. A
-// missing one is no error.
-func (a *Authenticator) dropRegistration(ctx context.Context, serverID string, b config.Binding) error {
-	return a.dropClient(ctx, serverID, b, "")
-}
-
 // dropClient forgets the registered client clientID of a binding ("": the
 // one in use), after the token endpoint rejected it. When that is the
 // registration in use, a pending one takes its place (the rejected
