@@ -257,7 +257,7 @@ Requests waiting for a decision: "remotemcp grants pending".`,
 		Use:   "pending",
 		Short: "List refused requests waiting for your approval",
 		Long: `List origins remotemcp was refused to contact; --json prints an array
-(origin, purpose, serverId, firstSeen, lastSeen, count).`,
+(origin, purpose, serverId, firstSeenAt, lastSeenAt, count).`,
 		Args: argsExactly(0, ""),
 		RunE: a.do(func(ctx context.Context, e Engine, _ []string) error {
 			p, err := e.Pending(ctx)
