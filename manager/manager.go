@@ -378,6 +378,7 @@ func (m *Manager) Connect(ctx context.Context, id string) error {
 // ensure returns the ready session, connecting lazily (R2.3). An attempt
 // overtaken by a config change is retried with the new config a few times.
 func (m *Manager) ensure(ctx context.Context, id string) (*session.Session, error) {
+	retriedJoined := false
 	for try := 0; ; try++ {
 		e, err := m.lookup(id)
 		if err != nil {
@@ -397,6 +398,7 @@ func (m *Manager) ensure(ctx context.Context, id string) (*session.Session, erro
 			e.mu.Unlock()
 			return nil, fmt.Errorf("server %q: %w (run \"remotemcp servers enable %s\")", id, ErrDisabled, id)
 		}
+		joined := e.attempt != nil && e.attempt.epoch == e.epoch
 		a := m.startConnectLocked(e)
 		e.mu.Unlock()
 		select {
@@ -406,6 +408,14 @@ func (m *Manager) ensure(ctx context.Context, id string) (*session.Session, erro
 		}
 		if a.err == nil {
 			continue // loop picks the committed session up
+		}
+		// An attempt that was already under way when this caller came
+		// (the reconnect loop's, say) may have dialled just before the
+		// server came back: its "connection refused" is older than the
+		// caller. One attempt of the caller's own decides.
+		if joined && !retriedJoined && Attribute(a.err).Class == ClassNetwork {
+			retriedJoined = true
+			continue
 		}
 		// A connect that a hibernation overtook (the session it would
 		// replace went idle meanwhile) is tried again too.
