@@ -85,23 +85,11 @@ func writeJSON(dir, name string, v any) error {
 func readInfo(dir string) (info, error) {
 	var in info
 	p := filepath.Join(dir, InfoFileName)
-	f, err := os.Open(p)
-	if err != nil {
+	if err := readPrivateJSON(p, &in); err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return in, fmt.Errorf("%w (no %s)", ErrNotRunning, p)
 		}
 		return in, err
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return in, err
-	}
-	if err := checkPrivateFile(p, st); err != nil {
-		return in, err
-	}
-	if err := json.NewDecoder(f).Decode(&in); err != nil {
-		return in, fmt.Errorf("%s: %w", p, err)
 	}
 	if in.Socket == "" {
 		// Written by an older remotemcp, whose API was on TCP.
@@ -133,23 +121,29 @@ type owner struct {
 // readOwner reads owner.json, when it is private to this user.
 func readOwner(dir string) (owner, error) {
 	var o owner
-	p := filepath.Join(dir, ownerFileName)
+	return o, readPrivateJSON(filepath.Join(dir, ownerFileName), &o)
+}
+
+// readPrivateJSON decodes the JSON file p into v when the file is private
+// to this user (checkPrivateFile): what others could have written is not
+// trusted.
+func readPrivateJSON(p string, v any) error {
 	f, err := os.Open(p)
 	if err != nil {
-		return o, err
+		return err
 	}
 	defer f.Close()
 	st, err := f.Stat()
 	if err != nil {
-		return o, err
+		return err
 	}
 	if err := checkPrivateFile(p, st); err != nil {
-		return o, err
+		return err
 	}
-	if err := json.NewDecoder(f).Decode(&o); err != nil {
-		return o, fmt.Errorf("%s: %w", p, err)
+	if err := json.NewDecoder(f).Decode(v); err != nil {
+		return fmt.Errorf("%s: %w", p, err)
 	}
-	return o, nil
+	return nil
 }
 
 // removeOwner removes owner.json if it is still o's.
