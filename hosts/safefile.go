@@ -119,7 +119,7 @@ func (f File) checkInProject() error {
 		return fmt.Errorf("hosts: resolve %s: %w", f.what(), err)
 	}
 	if !within(root, real) {
-		return fmt.Errorf("hosts: %s: %w: it resolves to %s, which is not in the project %s; remove the symbolic link (or connect the user-level file, without --project); nothing was changed",
+		return fmt.Errorf("hosts: %s: %w (to %s, not in the project %s): remove the symbolic link, or connect the user-level file (without --project); nothing was changed",
 			f.what(), ErrOutsideProject, real, root)
 	}
 	return nil
