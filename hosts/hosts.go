@@ -16,7 +16,13 @@
 //   - saves the previous file as FILE.remotemcp-backup (the file as it was
 //     before remotemcp's latest change), only when the file changes;
 //   - is atomic: a temporary file in the same directory, renamed over the
-//     file, with the file's mode kept;
+//     file, with the file's mode, owner and group kept;
+//   - keeps a host's concurrent write: the file is compared with what was
+//     read again right before the rename, and the edit redone on a change
+//     (only the comparison and the rename remain a window);
+//   - reads only regular files of at most MaxFileSize bytes (never
+//     opening a FIFO or a device), and a project's file only when it
+//     resolves inside the project;
 //   - refuses a file it cannot parse, leaving it byte for byte unchanged.
 //
 // The operating system, home directory and environment are inputs
