@@ -319,7 +319,8 @@ func withoutEntry(doc map[string]any, key string) map[string]any {
 // writeHooks lets tests act between the steps of a write.
 type writeHooks struct {
 	// step is called after each step: "read" (the plan), "backup",
-	// "temp" (the new contents written and synced).
+	// "temp" (the new contents written and synced), "compared" (the last
+	// comparison, right before the rename).
 	step func(name string)
 	// window, if set, is held around the last comparison and the rename:
 	// the window that remains, in which a host's write would be lost.
@@ -338,7 +339,9 @@ func (f File) step(name string) {
 // checked first, and again right before the rename, so that a host
 // writing the file while the backup and the temporary file are written
 // and synced (milliseconds) is not overwritten; what remains is the
-// comparison and the rename themselves (microseconds).
+// comparison and the rename themselves (microseconds). A file that did
+// not exist is created with a hard link, which never replaces one the
+// host made meanwhile.
 func (f File) write(c *Change) error {
 	if err := f.checkInProject(); err != nil {
 		return err
@@ -349,14 +352,8 @@ func (f File) write(c *Change) error {
 			target = real
 		}
 	}
-	unchanged := func() error {
-		if err := sameAs(target, c); err != nil {
-			return fmt.Errorf("hosts: write %s: %w", f.what(), err)
-		}
-		return nil
-	}
-	if err := unchanged(); err != nil {
-		return err
+	if err := sameAs(target, c); err != nil {
+		return fmt.Errorf("hosts: write %s: %w", f.what(), err)
 	}
 	perm, dirPerm := fs.FileMode(0o600), fs.FileMode(0o700)
 	if f.Project { // meant to be shared, like the rest of the project
@@ -390,19 +387,38 @@ func (f File) write(c *Change) error {
 			f.hooks.window.Lock()
 			defer f.hooks.window.Unlock()
 		}
-		if err := unchanged(); err != nil {
+		if err := sameAs(target, c); err != nil {
 			return err
+		}
+		f.step("compared")
+		if !c.Existed {
+			return createNew(tmp, target)
 		}
 		return os.Rename(tmp, target)
 	}
 	if err := writeAtomic(target, c.After, perm, orig, last); err != nil {
-		if errors.Is(err, errChanged) {
-			return err
-		}
 		return fmt.Errorf("hosts: write %s: %w", f.what(), err)
 	}
 	c.Written = true
 	return nil
+}
+
+// createNew puts tmp at target only if nothing is there: a hard link
+// fails when the host created the file after the last comparison (then
+// errChanged, and the edit is redone), so creating a file leaves no
+// window. Where the file system has no hard links, a rename.
+func createNew(tmp, target string) error {
+	err := os.Link(tmp, target)
+	switch {
+	case err == nil:
+		// The file is in place; a temporary name left behind would be
+		// litter, not a failure of the edit.
+		os.Remove(tmp)
+		return nil
+	case errors.Is(err, fs.ErrExist):
+		return errChanged
+	}
+	return os.Rename(tmp, target)
 }
 
 // sameAs checks that target still holds c.Before (or, for a file that did
