@@ -339,7 +339,9 @@ func (f File) step(name string) {
 // checked first, and again right before the rename, so that a host
 // writing the file while the backup and the temporary file are written
 // and synced (milliseconds) is not overwritten; what remains is the
-// comparison and the rename themselves (microseconds). A file that did
+// comparison and the renames themselves (microseconds): the backup's,
+// then the file's, so that an edit given up leaves the previous backup
+// in place. A file that did
 // not exist is created with a hard link, which never replaces one the
 // host made meanwhile.
 func (f File) write(c *Change) error {
@@ -362,7 +364,11 @@ func (f File) write(c *Change) error {
 	if c.secret {
 		perm = 0o600
 	}
-	var orig fs.FileInfo
+	var (
+		orig      fs.FileInfo
+		backup    = target + BackupSuffix
+		backupTmp string
+	)
 	if c.Existed {
 		var err error
 		if orig, err = os.Stat(target); err != nil {
@@ -372,11 +378,17 @@ func (f File) write(c *Change) error {
 		if c.secret {
 			perm &^= 0o077
 		}
-		backup := target + BackupSuffix
-		if err := writeAtomic(backup, c.Before, perm, orig, nil); err != nil {
+		// The backup is written and synced now but put in place only
+		// with the file, so an edit given up keeps the previous backup.
+		keep := func(tmp string) error { backupTmp = tmp; return nil }
+		if err := writeAtomic(backup, c.Before, perm, orig, keep); err != nil {
 			return fmt.Errorf("hosts: back up %s to %s: %w", f.what(), backup, err)
 		}
-		c.Backup = backup
+		defer func() {
+			if backupTmp != "" { // not put in place: the file was not changed
+				os.Remove(backupTmp)
+			}
+		}()
 	} else if err := os.MkdirAll(filepath.Dir(target), dirPerm); err != nil {
 		return fmt.Errorf("hosts: write %s: create its directory: %w", f.what(), err)
 	}
@@ -394,6 +406,10 @@ func (f File) write(c *Change) error {
 		if !c.Existed {
 			return createNew(tmp, target)
 		}
+		if err := os.Rename(backupTmp, backup); err != nil {
+			return fmt.Errorf("back up to %s: %w", backup, err)
+		}
+		backupTmp, c.Backup = "", backup
 		return os.Rename(tmp, target)
 	}
 	if err := writeAtomic(target, c.After, perm, orig, last); err != nil {

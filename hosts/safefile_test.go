@@ -404,3 +404,40 @@ func symlink(t *testing.T, target, link string) {
 		t.Skip(fmt.Sprintf("no symbolic links here: %v", err))
 	}
 }
+
+// TestGivesUpLeavingFileAndBackup: a host that rewrites its file during
+// every attempt wins: after maxAttempts the edit is given up with
+// errChanged, the file is the host's last write, the previous backup is
+// still the backup, and no temporary file is left (issue #20 item 4).
+func TestGivesUpLeavingFileAndBackup(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, ".claude.json")
+	if err := os.WriteFile(path, []byte(`{"numStartups": 0}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	prev := []byte(`{"numStartups": -1}`)
+	if err := os.WriteFile(path+BackupSuffix, prev, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	f := File{Host: host(t, "claude-code"), Path: path, hooks: &writeHooks{step: func(name string) {
+		if name == "temp" {
+			n++
+			hostWrite(t, path, n)
+		}
+	}}}
+	c, err := f.Connect(fixtureEntry, false)
+	if !errors.Is(err, errChanged) || c.Written {
+		t.Fatalf("connect: %+v %v, want errChanged", c, err)
+	}
+	if n != maxAttempts {
+		t.Fatalf("%d attempts, want %d", n, maxAttempts)
+	}
+	if got := startups(t, path); got != n {
+		t.Fatalf("numStartups %d, want the host's last write %d", got, n)
+	}
+	if !bytes.Equal(mustRead(t, path+BackupSuffix), prev) {
+		t.Fatalf("the previous backup was replaced: %s", mustRead(t, path+BackupSuffix))
+	}
+	onlyFiles(t, dir, ".claude.json", ".claude.json"+BackupSuffix)
+}
