@@ -441,3 +441,23 @@ func TestGivesUpLeavingFileAndBackup(t *testing.T) {
 	}
 	onlyFiles(t, dir, ".claude.json", ".claude.json"+BackupSuffix)
 }
+
+// FuzzWithin: within (is a resolved project file inside the resolved
+// project?) agrees with the plain definition on any two absolute paths:
+// the same path, or below it at a separator ("/a" does not hold "/ab",
+// "/a/.." is not in "/a").
+func FuzzWithin(f *testing.F) {
+	for _, s := range [][2]string{
+		{"/p", "/p/.cursor/mcp.json"}, {"/p", "/p"}, {"/p", "/pp/x"}, {"/p", "/p/../etc"},
+		{"/", "/x"}, {"/p/q", "/p"}, {"/p", "/p/..x/y"}, {"/p", "/p/.."}, {"/a b", "/a b/c"},
+	} {
+		f.Add(s[0], s[1])
+	}
+	f.Fuzz(func(t *testing.T, root, p string) {
+		root, p = filepath.Clean("/"+root), filepath.Clean("/"+p)
+		want := p == root || strings.HasPrefix(p, strings.TrimSuffix(root, "/")+"/")
+		if got := within(root, p); got != want {
+			t.Fatalf("within(%q, %q) = %v, want %v", root, p, got, want)
+		}
+	})
+}
