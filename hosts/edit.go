@@ -389,8 +389,11 @@ func (f File) write(c *Change) error {
 				os.Remove(backupTmp)
 			}
 		}()
-	} else if err := os.MkdirAll(filepath.Dir(target), dirPerm); err != nil {
-		return fmt.Errorf("hosts: write %s: create its directory: %w", f.what(), err)
+	} else {
+		var err error
+		if orig, err = mkdirOwned(filepath.Dir(target), dirPerm); err != nil {
+			return fmt.Errorf("hosts: write %s: create its directory: %w", f.what(), err)
+		}
 	}
 	f.step("backup")
 	last := func(tmp string) error {

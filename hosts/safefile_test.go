@@ -461,3 +461,32 @@ func FuzzWithin(f *testing.F) {
 		}
 	})
 }
+
+// TestRootCreatesForTheUser: root creating a host's file (and its
+// directory) in a user's home makes them the user's, so that the host,
+// running as the user, can read them (issue #20 item 4: files root made
+// were root's).
+func TestRootCreatesForTheUser(t *testing.T) {
+	if os.Getuid() != 0 {
+		t.Skip("chown to another user needs root")
+	}
+	const uid, gid = 65534, 65533
+	home := filepath.Join(t.TempDir(), "home")
+	mkdir(t, home)
+	if err := os.Chown(home, uid, gid); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(home, ".cursor", "mcp.json")
+	if _, err := (File{Host: host(t, "cursor"), Path: path}).Connect(fixtureEntry, false); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{filepath.Dir(path), path} {
+		fi, err := os.Lstat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st := fi.Sys().(*syscall.Stat_t); st.Uid != uid || st.Gid != gid {
+			t.Errorf("%s: uid %d gid %d, want %d %d", p, st.Uid, st.Gid, uid, gid)
+		}
+	}
+}
