@@ -176,10 +176,7 @@ func (s *Server) Listen(ctx context.Context) error {
 	addr := s.tcp.Addr().(*net.TCPAddr)
 	s.port = addr.Port
 	s.baseURL = "http://" + net.JoinHostPort(addr.IP.String(), strconv.Itoa(addr.Port))
-	if s.sockPath, err = socketPath(dir); err != nil {
-		return fmt.Errorf("daemon: %w", err)
-	}
-	if s.sock, err = listenSocket(dir, s.sockPath, s.log); err != nil {
+	if s.sock, s.sockPath, err = listenDaemonSocket(dir, s.log); err != nil {
 		return fmt.Errorf("daemon: %w", err)
 	}
 	s.started = time.Now().UTC()

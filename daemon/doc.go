@@ -16,8 +16,11 @@
 // client refuses a daemon that runs as one. Socket paths are short (108
 // bytes on Linux, 104 on macOS): when the data directory's path would make
 // it longer than 100 bytes, the socket goes into a per-user runtime
-// directory, $TMPDIR/remotemcp-<uid>/<hash of the data directory>/api.sock
-// (both 0700, never a symbolic link), and daemon.json records where it is.
+// directory, <base>/remotemcp-<uid>/<hash of the data directory>/api.sock
+// with base $XDG_RUNTIME_DIR when usable, else $TMPDIR (both directories
+// 0700 and ours, checked with lstat, never a symbolic link); when another
+// user took that name in $TMPDIR first, a directory with an unpredictable
+// name instead. daemon.json records where it is.
 //
 // The TCP listener (loopback only, default 127.0.0.1:7717) is also the
 // OAuth redirect URI http://127.0.0.1:PORT/mcp-oauth of every server

@@ -7,11 +7,13 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 
 	"github.com/remotemcp/remotemcp/localapi"
@@ -21,10 +23,18 @@ import (
 // directory. Unix socket paths are short (sun_path: 108 bytes on Linux,
 // 104 on macOS, NUL included), so when that path is longer than
 // maxSocketPath bytes the socket goes into a per-user runtime directory
-// instead, <TMPDIR>/remotemcp-<uid>/<first 16 hex digits of the SHA-256
-// of the data directory's absolute path>/api.sock, both directories 0700
-// and ours. daemon.json records the path either way; Dial accepts only
-// one of these two shapes for its data directory.
+// instead: <base>/remotemcp-<uid>/<first 16 hex digits of the SHA-256 of
+// the data directory's absolute path>/api.sock, where <base> is
+// $XDG_RUNTIME_DIR when it is usable (a directory of ours that no one else
+// may enter, as the XDG spec promises), else the temporary directory. Both
+// directories are 0700 and ours, checked with lstat. A remotemcp-<uid> in
+// the temporary directory that someone else made first (or a link, a
+// file, a directory open to others) is squatted: the daemon then makes a
+// directory no one can predict, <tmp>/remotemcp-<uid>-<random>/<hash>/
+// api.sock (os.MkdirTemp), and removes it when it stops (issue #20 item
+// 5). daemon.json records the socket's path either way, so every client
+// (the CLI, "remotemcp mcp") finds it there whatever its own environment;
+// Dial accepts only these shapes for its data directory.
 
 // maxSocketPath is the longest socket path used, with room to spare on
 // every Unix.
@@ -33,18 +43,16 @@ const maxSocketPath = 100
 // runtimeDirPrefix names the per-user runtime directory.
 const runtimeDirPrefix = "remotemcp-"
 
-// socketPath returns where the daemon of the data directory dir (absolute)
-// puts its socket, and whether that is in the runtime directory.
-func socketPath(dir string) (string, error) {
+// listenDaemonSocket chooses, prepares and listens on the socket of the
+// daemon of the data directory dir (absolute, links resolved), and
+// returns it with its path, for daemon.json.
+func listenDaemonSocket(dir string, log *slog.Logger) (net.Listener, string, error) {
 	p := filepath.Join(dir, localapi.SocketName)
 	if len(p) <= maxSocketPath {
-		return p, nil
+		ln, err := listenSocket(dir, p, log)
+		return ln, p, err
 	}
-	r := filepath.Join(os.TempDir(), runtimeDirPrefix+strconv.Itoa(os.Getuid()), dirHash(dir), localapi.SocketName)
-	if len(r) > maxSocketPath {
-		return "", fmt.Errorf("the socket path %s is longer than %d bytes, and so is %s: use a shorter data directory or TMPDIR", p, maxSocketPath, r)
-	}
-	return r, nil
+	return listenRuntimeSocket(dir, log)
 }
 
 // dirHash names a data directory's runtime directory.
@@ -54,15 +62,18 @@ func dirHash(dir string) string {
 }
 
 // isRuntimeSocket reports whether p has the runtime directory's shape for
-// the data directory dir: …/remotemcp-<uid>/<hash of dir>/api.sock. The
-// temporary directory itself may differ between processes ($TMPDIR).
+// the data directory dir: …/remotemcp-<uid>[-<random>]/<hash of
+// dir>/api.sock. The base directory itself may differ between processes
+// ($XDG_RUNTIME_DIR, $TMPDIR), and a host may start "remotemcp mcp" with
+// neither: only the shape is checked.
 func isRuntimeSocket(dir, p string) bool {
 	if !filepath.IsAbs(p) || filepath.Base(p) != localapi.SocketName {
 		return false
 	}
 	hashDir := filepath.Dir(p)
-	return filepath.Base(hashDir) == dirHash(dir) &&
-		filepath.Base(filepath.Dir(hashDir)) == runtimeDirPrefix+strconv.Itoa(os.Getuid())
+	top := filepath.Base(filepath.Dir(hashDir))
+	mine := runtimeDirPrefix + strconv.Itoa(os.Getuid())
+	return filepath.Base(hashDir) == dirHash(dir) && (top == mine || strings.HasPrefix(top, mine+"-"))
 }
 
 // isSocketOf reports whether p is where a daemon of the data directory

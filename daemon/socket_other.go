@@ -9,6 +9,10 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"path/filepath"
+	"strconv"
+
+	"github.com/remotemcp/remotemcp/localapi"
 )
 
 // Windows (see the package documentation): the socket is an AF_UNIX
@@ -44,3 +48,18 @@ func checkPeer(net.Conn) error { return nil }
 
 // lockDataDir: the TCP port is the only guard against a second daemon.
 func lockDataDir(string) (func(), error) { return func() {}, nil }
+
+// listenRuntimeSocket: the data directory's path is too long for a
+// socket; use <TMPDIR>/remotemcp-<uid>/<hash>/api.sock, which lives in the
+// user's profile on Windows.
+func listenRuntimeSocket(dir string, log *slog.Logger) (net.Listener, string, error) {
+	p := filepath.Join(os.TempDir(), runtimeDirPrefix+strconv.Itoa(os.Getuid()), dirHash(dir), localapi.SocketName)
+	if len(p) > maxSocketPath {
+		return nil, "", fmt.Errorf("the socket path %s is longer than %d bytes: use a shorter data directory or TMPDIR", p, maxSocketPath)
+	}
+	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+		return nil, "", fmt.Errorf("socket directory: %w", err)
+	}
+	ln, err := listenSocket(dir, p, log)
+	return ln, p, err
+}

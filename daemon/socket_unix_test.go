@@ -65,6 +65,8 @@ func TestSocketIsPrivate(t *testing.T) {
 // A data directory whose socket path would be too long puts the socket in
 // the per-user runtime directory, and daemon.json says where.
 func TestLongDataDirUsesRuntimeDir(t *testing.T) {
+	t.Setenv("XDG_RUNTIME_DIR", "") // see TestRuntimeSocketPlaces
+	t.Setenv("TMPDIR", shortTemp(t))
 	dir := filepath.Join(t.TempDir(), strings.Repeat("long-directory-name-", 6))
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		t.Fatal(err)

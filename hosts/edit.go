@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
+	"sync"
 )
 
 // codec reads and edits one file format.
@@ -205,16 +206,21 @@ func (h Host) entryOf(v any) Entry {
 // is no change. With dryRun it only plans the change.
 func (f File) Disconnect(dryRun bool) (Change, error) { return f.change(nil, dryRun) }
 
+// maxAttempts bounds how often change reads a file again that the host
+// keeps rewriting; then it gives up with errChanged, file untouched.
+const maxAttempts = 8
+
 // change plans and, unless dryRun, writes; a file changed meanwhile (by
-// the host) is read again, a few times.
+// the host) is read again and the edit redone, up to maxAttempts times.
 func (f File) change(e *Entry, dryRun bool) (Change, error) {
 	for attempt := 1; ; attempt++ {
 		c, err := f.plan(e)
 		if err != nil || !c.Changed || dryRun {
 			return c, err
 		}
+		f.step("read")
 		err = f.write(&c)
-		if errors.Is(err, errChanged) && attempt < 3 {
+		if errors.Is(err, errChanged) && attempt < maxAttempts {
 			continue
 		}
 		return c, err
@@ -310,26 +316,46 @@ func withoutEntry(doc map[string]any, key string) map[string]any {
 	return out
 }
 
+// writeHooks lets tests act between the steps of a write.
+type writeHooks struct {
+	// step is called after each step: "read" (the plan), "backup",
+	// "temp" (the new contents written and synced), "compared" (the last
+	// comparison, right before the rename).
+	step func(name string)
+	// window, if set, is held around the last comparison and the rename:
+	// the window that remains, in which a host's write would be lost.
+	window sync.Locker
+}
+
+func (f File) step(name string) {
+	if f.hooks != nil && f.hooks.step != nil {
+		f.hooks.step(name)
+	}
+}
+
 // write writes c.After over f (through a symbolic link to its target),
-// first saving c.Before as the backup; it fails with errChanged when the
-// file is no longer c.Before.
+// first saving c.Before as the backup, keeping the file's mode, owner and
+// group. It fails with errChanged when the file is no longer c.Before:
+// checked first, and again right before the rename, so that a host
+// writing the file while the backup and the temporary file are written
+// and synced (milliseconds) is not overwritten; what remains is the
+// comparison and the renames themselves (microseconds): the backup's,
+// then the file's, so that an edit given up leaves the previous backup
+// in place. A file that did
+// not exist is created with a hard link, which never replaces one the
+// host made meanwhile.
 func (f File) write(c *Change) error {
+	if err := f.checkInProject(); err != nil {
+		return err
+	}
 	target := f.Path
 	if c.Existed {
 		if real, err := filepath.EvalSymlinks(f.Path); err == nil {
 			target = real
 		}
 	}
-	cur, err := os.ReadFile(target)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		if c.Existed {
-			return fmt.Errorf("hosts: write %s: %w", f.what(), errChanged)
-		}
-	case err != nil:
+	if err := sameAs(target, c); err != nil {
 		return fmt.Errorf("hosts: write %s: %w", f.what(), err)
-	case !c.Existed || !bytes.Equal(cur, c.Before):
-		return fmt.Errorf("hosts: write %s: %w", f.what(), errChanged)
 	}
 	perm, dirPerm := fs.FileMode(0o600), fs.FileMode(0o700)
 	if f.Project { // meant to be shared, like the rest of the project
@@ -338,41 +364,118 @@ func (f File) write(c *Change) error {
 	if c.secret {
 		perm = 0o600
 	}
+	var (
+		orig      fs.FileInfo
+		backup    = target + BackupSuffix
+		backupTmp string
+	)
 	if c.Existed {
-		fi, err := os.Stat(target)
-		if err != nil {
+		var err error
+		if orig, err = os.Stat(target); err != nil {
 			return fmt.Errorf("hosts: write %s: %w", f.what(), err)
 		}
-		perm = fi.Mode().Perm()
+		perm = orig.Mode().Perm()
 		if c.secret {
 			perm &^= 0o077
 		}
-		backup := target + BackupSuffix
-		if err := writeAtomic(backup, c.Before, perm); err != nil {
+		// The backup is written and synced now but put in place only
+		// with the file, so an edit given up keeps the previous backup.
+		keep := func(tmp string) error { backupTmp = tmp; return nil }
+		if err := writeAtomic(backup, c.Before, perm, orig, keep); err != nil {
 			return fmt.Errorf("hosts: back up %s to %s: %w", f.what(), backup, err)
 		}
-		c.Backup = backup
-	} else if err := os.MkdirAll(filepath.Dir(target), dirPerm); err != nil {
-		return fmt.Errorf("hosts: write %s: create its directory: %w", f.what(), err)
+		defer func() {
+			if backupTmp != "" { // not put in place: the file was not changed
+				os.Remove(backupTmp)
+			}
+		}()
+	} else {
+		var err error
+		if orig, err = mkdirOwned(filepath.Dir(target), dirPerm); err != nil {
+			return fmt.Errorf("hosts: write %s: create its directory: %w", f.what(), err)
+		}
 	}
-	if err := writeAtomic(target, c.After, perm); err != nil {
+	f.step("backup")
+	last := func(tmp string) error {
+		f.step("temp")
+		if f.hooks != nil && f.hooks.window != nil {
+			f.hooks.window.Lock()
+			defer f.hooks.window.Unlock()
+		}
+		if err := sameAs(target, c); err != nil {
+			return err
+		}
+		f.step("compared")
+		if !c.Existed {
+			return createNew(tmp, target)
+		}
+		if err := os.Rename(backupTmp, backup); err != nil {
+			return fmt.Errorf("back up to %s: %w", backup, err)
+		}
+		backupTmp, c.Backup = "", backup
+		return os.Rename(tmp, target)
+	}
+	if err := writeAtomic(target, c.After, perm, orig, last); err != nil {
 		return fmt.Errorf("hosts: write %s: %w", f.what(), err)
 	}
 	c.Written = true
 	return nil
 }
 
+// createNew puts tmp at target only if nothing is there: a hard link
+// fails when the host created the file after the last comparison (then
+// errChanged, and the edit is redone), so creating a file leaves no
+// window. Where the file system has no hard links, a rename.
+func createNew(tmp, target string) error {
+	err := os.Link(tmp, target)
+	switch {
+	case err == nil:
+		// The file is in place; a temporary name left behind would be
+		// litter, not a failure of the edit.
+		os.Remove(tmp)
+		return nil
+	case errors.Is(err, fs.ErrExist):
+		return errChanged
+	}
+	return os.Rename(tmp, target)
+}
+
+// sameAs checks that target still holds c.Before (or, for a file that did
+// not exist, still does not exist); errChanged otherwise.
+func sameAs(target string, c *Change) error {
+	if !c.Existed {
+		if _, err := os.Lstat(target); !errors.Is(err, fs.ErrNotExist) {
+			return errChanged
+		}
+		return nil
+	}
+	cur, err := readRegular(target)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return errChanged
+	case err != nil:
+		return err
+	case !bytes.Equal(cur, c.Before):
+		return errChanged
+	}
+	return nil
+}
+
 // writeAtomic replaces path with data: a temporary file in the same
-// directory, synced, then renamed over path.
-func writeAtomic(path string, data []byte, perm fs.FileMode) (err error) {
+// directory with mode perm (and the owner and group of orig, when the
+// file existed), synced, then renamed over path. rename, if set, does the
+// renaming of the temporary file tmp (after a last check); nil renames at
+// once.
+func writeAtomic(path string, data []byte, perm fs.FileMode, orig fs.FileInfo, rename func(tmp string) error) (err error) {
 	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
 		return err
 	}
+	name := tmp.Name()
 	defer func() {
 		if err != nil {
 			tmp.Close()
-			os.Remove(tmp.Name())
+			os.Remove(name)
 		}
 	}()
 	if _, err = tmp.Write(data); err != nil {
@@ -381,13 +484,21 @@ func writeAtomic(path string, data []byte, perm fs.FileMode) (err error) {
 	if err = tmp.Chmod(perm); err != nil {
 		return err
 	}
+	if orig != nil {
+		if err = keepOwner(tmp, orig); err != nil {
+			return err
+		}
+	}
 	if err = tmp.Sync(); err != nil {
 		return err
 	}
 	if err = tmp.Close(); err != nil {
 		return err
 	}
-	return os.Rename(tmp.Name(), path)
+	if rename == nil {
+		return os.Rename(name, path)
+	}
+	return rename(name)
 }
 
 // Diff shows the change as a unified diff of the lines that differ, with

@@ -16,7 +16,13 @@
 //   - saves the previous file as FILE.remotemcp-backup (the file as it was
 //     before remotemcp's latest change), only when the file changes;
 //   - is atomic: a temporary file in the same directory, renamed over the
-//     file, with the file's mode kept;
+//     file, with the file's mode, owner and group kept;
+//   - keeps a host's concurrent write: the file is compared with what was
+//     read again right before the rename, and the edit redone on a change
+//     (only the comparison and the rename remain a window);
+//   - reads only regular files of at most MaxFileSize bytes (never
+//     opening a FIFO or a device), and a project's file only when it
+//     resolves inside the project;
 //   - refuses a file it cannot parse, leaving it byte for byte unchanged.
 //
 // The operating system, home directory and environment are inputs
@@ -253,6 +259,11 @@ type File struct {
 	Path string
 	// Project marks a project-level file.
 	Project bool
+	// projectDir is the project directory of a file from Host.File: the
+	// file must resolve inside it (checkInProject).
+	projectDir string
+	// hooks lets tests act between the steps of a write; nil otherwise.
+	hooks *writeHooks
 }
 
 // File returns h's user-level file on s, or with projectDir set its
@@ -260,7 +271,7 @@ type File struct {
 func (h Host) File(s System, projectDir string) (File, error) {
 	if projectDir != "" {
 		p, err := h.ProjectFile(s, projectDir)
-		return File{Host: h, Path: p, Project: true}, err
+		return File{Host: h, Path: p, Project: true, projectDir: projectDir}, err
 	}
 	p, err := h.UserFile(s)
 	return File{Host: h, Path: p}, err
@@ -420,9 +431,14 @@ func (f File) Connected() (exists, connected bool, err error) {
 	return true, connected, nil
 }
 
-// readFile reads f; a missing file is not an error.
+// readFile reads f; a missing file is not an error. Only a regular file
+// of at most MaxFileSize bytes is read, and a project's file only inside
+// its project (safefile.go).
 func readFile(f File) (data []byte, exists bool, err error) {
-	data, err = os.ReadFile(f.Path)
+	if err := f.checkInProject(); err != nil {
+		return nil, false, err
+	}
+	data, err = readRegular(f.Path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, false, nil
 	}

@@ -27,7 +27,11 @@ server remotemcp manages.
 
 Only that entry changes: other entries, comments (VS Code's JSONC) and
 formatting are kept, and a file that cannot be parsed is refused and left
-as it is. Running a command twice changes nothing the second time. When a
+as it is; so is anything but a regular file of at most 16 MiB, and a
+--project file that resolves outside the project. A host writing the file
+meanwhile keeps its write: the edit is redone on top of it. The file's
+mode, owner and group are kept. Running a command twice changes nothing
+the second time. When a
 file changes, its previous version is saved as FILE.remotemcp-backup
 (replacing an older backup); --dry-run prints the change and writes
 nothing. Restart the host (or reload its MCP servers) afterwards.

@@ -15,10 +15,8 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"os/signal"
 	"strings"
 	"sync"
-	"syscall"
 
 	"github.com/spf13/cobra"
 
@@ -28,8 +26,7 @@ import (
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	context.AfterFunc(ctx, stop) // a second signal kills the process
+	ctx, stop := notifyContext(context.Background(), os.Stderr) // a second signal ends the process
 	code := run(ctx, os.Args[1:], Streams{In: os.Stdin, Out: os.Stdout, Err: os.Stderr}, os.LookupEnv)
 	stop()
 	os.Exit(code)
