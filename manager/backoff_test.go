@@ -314,3 +314,43 @@ func TestBackoffAuthWaitsForThePerson(t *testing.T) {
 		t.Fatalf("reconnect after the sign-in: %v", err)
 	}
 }
+
+// Issue #20 item 1, on the wall clock and the manager's API before the
+// change (it fails there: every caller connected at once): after a failed
+// connect, calls, listings, prompts and reads inside a one-hour window
+// send nothing.
+func TestBackoffCallersSendNothingInsideTheWindow(t *testing.T) {
+	s := startSick(t)
+	s.down.Store(true)
+	st := newStore(t, t.TempDir())
+	if err := st.AddServer(context.Background(), srvCfg("fx", s.URL(), false)); err != nil {
+		t.Fatal(err)
+	}
+	m := New(Options{Store: st, Logger: testLogger(t), BackoffBase: time.Hour, BackoffMax: 2 * time.Hour})
+	t.Cleanup(func() { m.Close() })
+	if err := m.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	ctx := ctxT(t)
+	if err := m.Connect(ctx, "fx"); err == nil {
+		t.Fatal("connect to a server answering 503 worked")
+	}
+	n := s.refused.Load()
+	for i := range 3 {
+		if _, err := m.CallTool(ctx, "fx", "echo", argsEcho, session.CallOptions{}); err == nil {
+			t.Fatalf("call %d worked", i)
+		}
+		if _, err := m.Catalog(ctx, "fx"); err == nil {
+			t.Fatalf("listing %d worked", i)
+		}
+		if _, err := m.GetPrompt(ctx, "fx", "greet", nil); err == nil {
+			t.Fatalf("prompt %d worked", i)
+		}
+		if _, err := m.ReadResource(ctx, "fx", fixture.ReadmeURI); err == nil {
+			t.Fatalf("read %d worked", i)
+		}
+	}
+	if got := s.refused.Load(); got != n {
+		t.Fatalf("%d requests inside the window; want none", got-n)
+	}
+}
