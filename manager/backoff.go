@@ -191,3 +191,16 @@ func (m *Manager) RetryAt(id string) time.Time {
 	}
 	return e.bo.next
 }
+
+// ResetBackoff forgets the server's failures, so the next attempt may
+// start now: for what the person did that may fix the failure (a finished
+// sign-in), announced before anything connects.
+func (m *Manager) ResetBackoff(id string) {
+	e := m.entry(id)
+	if e == nil {
+		return
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	m.resetBackoffLocked(e)
+}
