@@ -45,8 +45,8 @@ type lineCounter struct {
 }
 
 func (h *lineCounter) Enabled(context.Context, slog.Level) bool { return true }
-func (h *lineCounter) WithAttrs([]slog.Attr) slog.Handler      { return h }
-func (h *lineCounter) WithGroup(string) slog.Handler           { return h }
+func (h *lineCounter) WithAttrs([]slog.Attr) slog.Handler       { return h }
+func (h *lineCounter) WithGroup(string) slog.Handler            { return h }
 func (h *lineCounter) Handle(_ context.Context, r slog.Record) error {
 	server := ""
 	r.Attrs(func(a slog.Attr) bool {
