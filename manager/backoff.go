@@ -55,11 +55,18 @@ type BackoffError struct {
 	RetryAt time.Time
 	// Failures counts the failed attempts in a row.
 	Failures int
+	// Attempted: this caller's own attempt (or one it joined) failed just
+	// now; false when no attempt was made (inside the window).
+	Attempted bool
 }
 
 func (e *BackoffError) Error() string {
-	return fmt.Sprintf("server %q: connect: %v (not tried again before %s, after %d failed attempts in a row; run \"remotemcp connect %s\" to try now)",
-		e.ServerID, e.Err, e.RetryAt.Format("15:04:05"), e.Failures, e.ServerID)
+	attempts := "attempts"
+	if e.Failures == 1 {
+		attempts = "attempt"
+	}
+	return fmt.Sprintf("server %q: connect: %v (not tried again before %s, after %d failed %s in a row; run \"remotemcp connect %s\" to try now)",
+		e.ServerID, e.Err, e.RetryAt.Format("15:04:05"), e.Failures, attempts, e.ServerID)
 }
 
 func (e *BackoffError) Unwrap() error { return e.Err }

@@ -461,7 +461,7 @@ func (m *Manager) ensure(ctx context.Context, id string, explicit bool) (*sessio
 		}
 		if !a.retryAt.IsZero() {
 			// The same words as every caller inside the window gets.
-			return nil, &BackoffError{ServerID: id, Err: a.err, RetryAt: a.retryAt, Failures: a.failures}
+			return nil, &BackoffError{ServerID: id, Err: a.err, RetryAt: a.retryAt, Failures: a.failures, Attempted: true}
 		}
 		return nil, fmt.Errorf("server %q: connect: %w", id, a.err)
 	}
