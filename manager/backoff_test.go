@@ -3,6 +3,7 @@ package manager
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"sync/atomic"
 	"testing"
@@ -353,4 +354,37 @@ func TestBackoffCallersSendNothingInsideTheWindow(t *testing.T) {
 	if got := s.refused.Load(); got != n {
 		t.Fatalf("%d requests inside the window; want none", got-n)
 	}
+}
+
+// Issue #20 item 1: a server that accepts every session and drops it at
+// once is reconnected on the backoff schedule, not in a loop: a session
+// lost within 30 s of being made counts as a failure, and the count
+// survives the reconnect's success (1 s, then 2 s). A session that lived
+// longer proves the server works: its loss reconnects at once.
+func TestBackoffFlappingServer(t *testing.T) {
+	s := startSick(t)
+	e, clock := newClockEnv(t, srvCfg("fx", s.URL(), true))
+	waitFor(t, "ready", func() bool { return e.state("fx") == StateReady })
+	lose := func() {
+		t.Helper()
+		conn, _ := e.m.CurrentConnection("fx")
+		s.ExpireSessions()
+		waitFor(t, "the lost session", func() bool {
+			c, ok := e.m.CurrentConnection("fx")
+			return !ok || c != conn
+		})
+	}
+	for i, nominal := range []time.Duration{time.Second, 2 * time.Second, 4 * time.Second} {
+		lose()
+		between(t, fmt.Sprintf("reconnect after quick loss %d", i+1), retryIn(t, e, clock, "fx"), nominal)
+		if e.state("fx") == StateReady {
+			t.Fatalf("quick loss %d: reconnected at once", i+1)
+		}
+		clock.Advance(retryIn(t, e, clock, "fx"))
+		waitFor(t, "the scheduled reconnect", func() bool { return e.state("fx") == StateReady })
+	}
+	// Stable for 30 s: the next loss reconnects at once.
+	clock.Advance(31 * time.Second)
+	lose()
+	waitFor(t, "the immediate reconnect", func() bool { return e.state("fx") == StateReady })
 }
