@@ -5,7 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"net/http"
+	"strconv"
+	"strings"
 	"time"
+
+	"github.com/remotemcp/remotemcp/session"
 )
 
 // Backoff (issue #20 item 1). Each server has one schedule, kept on its
@@ -16,7 +21,8 @@ import (
 // error, a call fails at once, unsent (a *BackoffError). The wait grows
 // from BackoffBase to BackoffMax (1 s to 5 min by default), doubling with
 // each failure in a row, with ±10 % jitter so servers that failed together
-// do not come back in step. Success, a config change, an explicit Connect
+// do not come back in step; a 429 or 503 whose Retry-After asks for
+// longer gets that, up to BackoffMax. Success, a config change, an explicit Connect
 // or Reconnect (the person acted: "remotemcp connect", a finished sign-in,
 // a new grant) and a Disconnect reset it. Failures a person must fix
 // (sign-in, permission, configuration) wait for that reset; the others
@@ -126,8 +132,14 @@ func (m *Manager) delay(n int) time.Duration {
 // held.
 func (m *Manager) failedLocked(e *entry, err error) time.Time {
 	e.bo.failures++
+	now := m.clock.Now()
 	d := m.delay(e.bo.failures)
-	e.bo.next, e.bo.err = m.clock.Now().Add(d), err
+	if ra := retryAfter(err, now); ra > d {
+		// The server said when to come back; a hostile one cannot keep
+		// us away longer than BackoffMax, nor bring us back sooner.
+		d = min(ra, m.o.BackoffMax)
+	}
+	e.bo.next, e.bo.err = now.Add(d), err
 	m.cancelRetryLocked(e)
 	r := Attribute(err)
 	if retriable(r.Class) {
@@ -210,4 +222,43 @@ func (m *Manager) ResetBackoff(id string) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	m.resetBackoffLocked(e)
+}
+
+// retryAfter is the wait a refusal asked for with Retry-After (RFC 9110
+// §10.2.3: delay-seconds or an HTTP date), zero when there is none or it
+// cannot be read.
+func retryAfter(err error, now time.Time) time.Duration {
+	var hs *session.HTTPStatusError
+	if !errors.As(err, &hs) || hs.RetryAfter == "" {
+		return 0
+	}
+	return parseRetryAfter(hs.RetryAfter, now)
+}
+
+// maxRetryAfterLen bounds the header value read: a date is 29 bytes.
+const maxRetryAfterLen = 64
+
+// parseRetryAfter reads a Retry-After value: a whole number of seconds
+// (digits only) or an HTTP date; zero for anything else, a date in the
+// past, or a value too long to be either.
+func parseRetryAfter(v string, now time.Time) time.Duration {
+	v = strings.TrimSpace(v)
+	if v == "" || len(v) > maxRetryAfterLen {
+		return 0
+	}
+	if v[0] >= '0' && v[0] <= '9' {
+		n, err := strconv.ParseUint(v, 10, 32)
+		if err != nil {
+			return 0 // not digits only, or beyond any sane wait
+		}
+		return time.Duration(n) * time.Second
+	}
+	t, err := http.ParseTime(v)
+	if err != nil {
+		return 0
+	}
+	if d := t.Sub(now); d > 0 {
+		return d
+	}
+	return 0
 }
