@@ -22,9 +22,11 @@ import (
 // from BackoffBase to BackoffMax (1 s to 5 min by default), doubling with
 // each failure in a row, with ±10 % jitter so servers that failed together
 // do not come back in step; a 429 or 503 whose Retry-After asks for
-// longer gets that, up to BackoffMax. Success, a config change, an explicit Connect
-// or Reconnect (the person acted: "remotemcp connect", a finished sign-in,
-// a new grant) and a Disconnect reset it. Failures a person must fix
+// longer gets that, up to BackoffMax. Success, a config change, an
+// explicit Connect or Reconnect (the person acted: "remotemcp connect", a
+// finished sign-in, a new grant) and a Disconnect reset it; a session
+// lost within flapWindow of being made counts as a failure, and the count
+// survives until a session outlives it. Failures a person must fix
 // (sign-in, permission, configuration) wait for that reset; the others
 // are retried in the background when the wait ends, so a server that comes
 // back is noticed without anyone asking. One log line per failure.

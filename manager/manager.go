@@ -723,7 +723,8 @@ func (m *Manager) Disconnect(ctx context.Context, id string) error {
 }
 
 // Reconnect closes the current session behind a barrier and connects
-// again, keeping the last catalog until the new one commits.
+// again, keeping the last catalog until the new one commits. Like
+// Connect it is the person's request: the backoff starts over.
 func (m *Manager) Reconnect(ctx context.Context, id string) error {
 	e, err := m.lookup(id)
 	if err != nil {
