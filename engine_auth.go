@@ -324,6 +324,9 @@ func (c *Client) runFlow(ctx context.Context, f *flow, srv config.Server, lo oau
 	if err == nil {
 		c.setSignedOut(srv.ID, false)
 		c.setWaiting(srv.ID, nil)
+		// Before the flow says it is done: a call made then must not meet
+		// the backoff of the failure the sign-in fixed (issue #20 item 1).
+		c.Manager.ResetBackoff(srv.ID)
 	}
 	close(f.done)
 	c.flows.mu.Lock()

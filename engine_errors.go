@@ -77,6 +77,11 @@ func apiError(err error) *localapi.Error {
 		// The server answered the request with an error.
 		e.Status, e.Code = http.StatusBadGateway, localapi.CodeUnavailable
 	}
+	if be := (*manager.BackoffError)(nil); errors.As(err, &be) && !be.Attempted {
+		// Inside the server's backoff window nothing was attempted, let
+		// alone sent (issue #20 item 1).
+		e.NotSent = true
+	}
 	return e
 }
 

@@ -155,6 +155,10 @@ func (c *Client) view(ctx context.Context, srv config.Server, st manager.ServerS
 		}
 	}
 	v.State, v.Reason = c.state(ctx, srv, st)
+	if st.ID == srv.ID && st.RetryAt != nil && v.State != localapi.StateReady {
+		at := *st.RetryAt
+		v.RetryAt = &at
+	}
 	return v
 }
 
@@ -942,9 +946,16 @@ func (c *Client) Connect(ctx context.Context, id string) (*localapi.Server, erro
 }
 
 // connect connects a server through the manager and, once it is ready,
-// lists it in the registry.
+// lists it in the registry. It is the person's request (connect, a new
+// grant): it resets the server's backoff (issue #20 item 1).
 func (c *Client) connect(ctx context.Context, id string) error {
-	if err := c.Manager.Connect(ctx, id); err != nil {
+	return c.connectWith(ctx, id, c.Manager.Connect)
+}
+
+// connectWith is connect through mc: Manager.Connect (explicit) or
+// Manager.Ensure (a listing's or a call's, which respects the backoff).
+func (c *Client) connectWith(ctx context.Context, id string, mc func(context.Context, string) error) error {
+	if err := mc(ctx, id); err != nil {
 		return err
 	}
 	c.setSignedOut(id, false)
@@ -963,7 +974,7 @@ func (c *Client) ensureReady(ctx context.Context, id string) error {
 	}
 	cctx, cancel := context.WithTimeout(ctx, connectWait)
 	defer cancel()
-	return c.connect(cctx, id)
+	return c.connectWith(cctx, id, c.Manager.Ensure)
 }
 
 // connectError describes a failed connect with the server's state.
@@ -1023,7 +1034,7 @@ func (c *Client) Log(ctx context.Context, id string) ([]localapi.LogEntry, error
 	l, _ := c.Manager.Log(id)
 	if len(l) == 0 && c.lazy && c.running && v.Enabled && v.State != localapi.StateReady {
 		cctx, cancel := context.WithTimeout(ctx, connectWait)
-		if err := c.connect(cctx, id); err != nil {
+		if err := c.connectWith(cctx, id, c.Manager.Ensure); err != nil {
 			c.log.Debug("remotemcp: connect to record the log", "server", id, "err", err)
 		}
 		cancel()

@@ -83,6 +83,11 @@ type Options struct {
 	// one-shot commands that only edit the config. Methods that need a
 	// session answer localapi.CodeUnavailable.
 	NoStart bool
+	// BackoffBase and BackoffMax shape each server's connect backoff
+	// (default 1 s and 5 min; see manager.Options); Clock is its time
+	// (nil: the wall clock; tests pass a manual one).
+	BackoffBase, BackoffMax time.Duration
+	Clock                   manager.Clock
 }
 
 // Client is an opened remotemcp: the engine. It implements
@@ -210,6 +215,7 @@ func Open(ctx context.Context, o Options) (*Client, error) {
 		ProtocolVersion: o.ProtocolVersion, NoStartupConnect: o.NoStartupConnect,
 		Elicit: o.Elicit, OnLog: c.onServerLog, OnResourceUpdated: c.onResourceUpdated,
 		Catalogs: manager.KVShelf{KV: st}, Logs: manager.KVShelf{KV: st}, IdleCheck: o.IdleCheck,
+		BackoffBase: o.BackoffBase, BackoffMax: o.BackoffMax, Clock: o.Clock,
 	}
 	if mo.Elicit == nil {
 		cards, err := elicit.Open(ctx, st, elicit.Options{Logger: o.Logger})

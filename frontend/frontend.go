@@ -74,6 +74,9 @@ type Frontend struct {
 	resources  map[string]string
 	templates  map[string]string
 	serversSig string // what of the servers event matters to the catalog
+	// listErrs is the listing error last logged per server (under
+	// syncMu): the same error again is not logged again (issue #20 item 1).
+	listErrs map[string]string
 
 	refMu      sync.RWMutex
 	promptRefs map[string]agent.NameKey // offered prompt name → its server and own name
@@ -364,9 +367,7 @@ func (f *Frontend) syncTools(ctx context.Context) error {
 			return fmt.Errorf("frontend: list tools: %w", err)
 		}
 	}
-	for _, e := range tl.Errors {
-		f.log.Warn("frontend: a server's tools could not be listed", "server", e.ServerID, "err", e.Message)
-	}
+	f.logListErrors(tl.Errors)
 	keys := make([]agent.NameKey, 0, len(tl.Tools))
 	for _, t := range tl.Tools {
 		keys = append(keys, agent.NameKey{Server: t.ServerID, Name: t.ToolName})

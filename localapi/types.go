@@ -132,6 +132,10 @@ type Server struct {
 	Instructions string `json:"instructions,omitempty"`
 	// Authorization is the latest sign-in flow of an OAuth server.
 	Authorization *AuthFlow `json:"authorization,omitempty"`
+	// RetryAt is when the next connect attempt may start, for a server
+	// whose last attempt failed: listings and calls make none before
+	// (issue #20 item 1). "remotemcp connect ID" tries now.
+	RetryAt *time.Time `json:"retryAt,omitempty"`
 }
 
 // AuthStatus is what the engine knows about a server's sign-in, never the

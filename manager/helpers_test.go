@@ -120,7 +120,7 @@ func (m *Manager) settle(t *testing.T) {
 		defer m.mu.Unlock()
 		for _, e := range m.entries {
 			e.mu.Lock()
-			busy := e.attempt != nil || e.loop != nil
+			busy := e.attempt != nil || e.reconnecting
 			e.mu.Unlock()
 			if busy {
 				return false

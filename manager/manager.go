@@ -19,7 +19,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"net/http"
 	"slices"
 	"sort"
@@ -104,8 +103,11 @@ type Options struct {
 	// CancelGrace is how long a disconnect lets a superseded handshake
 	// finish before cancelling it (default 2 s).
 	CancelGrace time.Duration
-	// BackoffBase and BackoffMax shape reconnect backoff (default 250 ms, 30 s).
+	// BackoffBase and BackoffMax shape each server's connect backoff
+	// (default 1 s, 5 min; see backoff.go). Clock is its time (default
+	// the wall clock; tests substitute a manual one).
 	BackoffBase, BackoffMax   time.Duration
+	Clock                     Clock
 	ClientName, ClientVersion string
 	// ProtocolVersion overrides the MCP revision sessions ask for (see
 	// session.Options.ProtocolVersion); empty means the pinned default.
@@ -139,8 +141,9 @@ type Options struct {
 
 // Manager owns all server connections. Create with New, then Start.
 type Manager struct {
-	o   Options
-	log *slog.Logger
+	o     Options
+	log   *slog.Logger
+	clock Clock
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -182,9 +185,12 @@ type entry struct {
 	sess    *session.Session
 	epoch   uint64
 	attempt *attempt
-	catalog *session.Catalog        // last good, kept across reconnects
-	loop    *reconnectLoop          // reconnect loop in flight, if any
-	timers  map[*callTimer]struct{} // timeouts of calls in flight
+	catalog *session.Catalog // last good, kept across reconnects
+	// reconnecting: the session was lost and the manager reconnects on
+	// its own, on the backoff schedule (SPEC §9 A1).
+	reconnecting bool
+	bo           backoff                 // the connect schedule (backoff.go)
+	timers       map[*callTimer]struct{} // timeouts of calls in flight
 	// eliciting counts the elicitations open on the server; call timeouts
 	// stand still meanwhile.
 	eliciting int
@@ -218,8 +224,6 @@ func (e *entry) setCatalogLocked(c *session.Catalog) {
 // never opened before the server is treated as offering none.
 const maxStreamFailures = 3
 
-type reconnectLoop struct{ cancel context.CancelFunc }
-
 type attempt struct {
 	epoch  uint64
 	cause  error // why a barrier cancelled it; set under entry.mu
@@ -227,6 +231,10 @@ type attempt struct {
 	cancel context.CancelFunc
 	done   chan struct{}
 	err    error
+	// retryAt and failures: the backoff this attempt's failure set (zero
+	// when it counted as none).
+	retryAt  time.Time
+	failures int
 }
 
 // New makes a manager; nothing connects until Start.
@@ -243,20 +251,24 @@ func New(o Options) *Manager {
 	if o.CancelGrace == 0 {
 		o.CancelGrace = 2 * time.Second
 	}
-	if o.BackoffBase == 0 {
-		o.BackoffBase = 250 * time.Millisecond
+	if o.BackoffBase <= 0 {
+		o.BackoffBase = time.Second
 	}
 	if o.CatalogPoll == 0 {
 		o.CatalogPoll = 5 * time.Minute
 	}
-	if o.BackoffMax == 0 {
-		o.BackoffMax = 30 * time.Second
+	if o.BackoffMax <= 0 {
+		o.BackoffMax = 5 * time.Minute
+	}
+	o.BackoffMax = max(o.BackoffMax, o.BackoffBase)
+	if o.Clock == nil {
+		o.Clock = realClock{}
 	}
 	if o.IdleCheck <= 0 {
 		o.IdleCheck = defaultIdleCheck
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	m := &Manager{o: o, log: o.Logger, ctx: ctx, cancel: cancel, entries: map[string]*entry{},
+	m := &Manager{o: o, log: o.Logger, clock: o.Clock, ctx: ctx, cancel: cancel, entries: map[string]*entry{},
 		ops: map[string]context.CancelCauseFunc{}, cancels: session.NewCancelRecords()}
 	m.revCond = sync.NewCond(&m.revMu)
 	m.events = fanout.New[Event](64)
@@ -369,15 +381,34 @@ func (m *Manager) lookup(id string) (*entry, error) {
 }
 
 // Connect connects a server, or joins the attempt in flight (R2.6), and
-// waits until it is ready or failed.
+// waits until it is ready or failed. It is the person's request (a
+// "connect" command, a finished sign-in, a new grant): it resets the
+// server's backoff and tries now (issue #20 item 1). Use Ensure for a
+// connect that a listing or a call needs.
 func (m *Manager) Connect(ctx context.Context, id string) error {
-	_, err := m.ensure(ctx, id)
+	if e, err := m.lookup(id); err == nil {
+		e.mu.Lock()
+		m.resetBackoffLocked(e)
+		e.mu.Unlock()
+	}
+	_, err := m.ensure(ctx, id, true)
+	return err
+}
+
+// Ensure connects a server that has no session, as a listing or a call
+// does: inside the server's backoff window it starts no attempt and fails
+// at once with a *BackoffError (issue #20 item 1). It joins an attempt in
+// flight.
+func (m *Manager) Ensure(ctx context.Context, id string) error {
+	_, err := m.ensure(ctx, id, false)
 	return err
 }
 
 // ensure returns the ready session, connecting lazily (R2.3). An attempt
 // overtaken by a config change is retried with the new config a few times.
-func (m *Manager) ensure(ctx context.Context, id string) (*session.Session, error) {
+// Unless explicit, no attempt starts inside the backoff window; explicit
+// skips that check but does not reset the schedule (Connect does).
+func (m *Manager) ensure(ctx context.Context, id string, explicit bool) (*session.Session, error) {
 	retriedJoined := false
 	for try := 0; ; try++ {
 		e, err := m.lookup(id)
@@ -399,7 +430,13 @@ func (m *Manager) ensure(ctx context.Context, id string) (*session.Session, erro
 			return nil, fmt.Errorf("server %q: %w (run \"remotemcp servers enable %s\")", id, ErrDisabled, id)
 		}
 		joined := e.attempt != nil && e.attempt.epoch == e.epoch
-		a := m.startConnectLocked(e)
+		if !joined && !explicit && !retriedJoined {
+			if be := m.waitingLocked(e); be != nil {
+				e.mu.Unlock()
+				return nil, be
+			}
+		}
+		a := m.startAttemptLocked(e, false)
 		e.mu.Unlock()
 		select {
 		case <-a.done:
@@ -422,6 +459,10 @@ func (m *Manager) ensure(ctx context.Context, id string) (*session.Session, erro
 		if try < 3 && (errors.Is(a.err, ErrSuperseded) || errors.Is(a.err, ErrConfigDrift) || errors.Is(a.err, ErrHibernated)) && !errors.Is(a.err, ErrDisconnected) {
 			continue
 		}
+		if !a.retryAt.IsZero() {
+			// The same words as every caller inside the window gets.
+			return nil, &BackoffError{ServerID: id, Err: a.err, RetryAt: a.retryAt, Failures: a.failures, Attempted: true}
+		}
 		return nil, fmt.Errorf("server %q: connect: %w", id, a.err)
 	}
 }
@@ -432,26 +473,30 @@ func (m *Manager) startConnect(e *entry) {
 	}
 	e.mu.Lock()
 	if e.sess == nil && e.cfg.Enabled && !e.removed {
-		m.startConnectLocked(e)
+		m.startAttemptLocked(e, false)
 	}
 	e.mu.Unlock()
 }
 
-// startConnectLocked returns the attempt of the current epoch, starting
-// one if none is in flight (R2.6). e.mu must be held.
-func (m *Manager) startConnectLocked(e *entry) *attempt {
+// startAttemptLocked returns the attempt of the current epoch, starting
+// one if none is in flight (R2.6). background: the backoff schedule's
+// own attempt. e.mu must be held.
+func (m *Manager) startAttemptLocked(e *entry, background bool) *attempt {
 	if a := e.attempt; a != nil && a.epoch == e.epoch {
 		return a
 	}
 	ctx, cancel := context.WithCancel(m.ctx)
 	a := &attempt{epoch: e.epoch, ctx: ctx, cancel: cancel, done: make(chan struct{})}
 	e.attempt = a
-	if e.loop != nil && e.state == StateConnecting {
+	switch {
+	case e.reconnecting && e.state == StateConnecting:
 		// Reconnecting after a lost connection: the state keeps saying so
 		// (and why) through every attempt, never flipping to "connecting"
 		// or "error" while the server is away (SPEC §9 A1).
-		m.emitLocked(e)
-	} else {
+	case background && e.state == StateError:
+		// The schedule's retry of a failed server: state and reason stay
+		// its last failure until this attempt ends (issue #20 item 1).
+	default:
 		m.setState(e, StateConnecting, nil)
 	}
 	m.wg.Add(1)
@@ -470,14 +515,18 @@ func (m *Manager) runAttempt(e *entry, a *attempt) {
 	if e.attempt == a {
 		e.attempt = nil
 		if err != nil && e.epoch == a.epoch {
+			if countsAsFailure(err) {
+				a.retryAt, a.failures = m.failedLocked(e, err), e.bo.failures
+			}
 			r := Attribute(err)
-			if e.loop != nil && r.Class != ClassAuth && r.Class != ClassConfig && r.Class != ClassPermission {
-				// The reconnect loop tries again; the server is away, not
+			if e.reconnecting && retriable(r.Class) {
+				// The schedule tries again; the server is away, not
 				// broken. Auth, config and permission failures need the
 				// person and stop being "reconnecting".
 				r.Message = reconnectingPrefix + r.Message
 				m.setState(e, StateConnecting, &r)
 			} else {
+				e.reconnecting = false
 				m.setState(e, StateError, &r)
 			}
 		}
@@ -585,6 +634,11 @@ func (m *Manager) attemptOnce(e *entry, a *attempt) error {
 	// change (disabledTools, toolTimeout) may already be there.
 	e.sess = sess
 	e.setCatalogLocked(sess.Catalog())
+	e.reconnecting = false
+	// Success opens the window; the count of failures stays until the
+	// session proves stable (see connectionLost).
+	m.cancelRetryLocked(e)
+	e.bo.next, e.bo.err, e.bo.readyAt = time.Time{}, nil, m.clock.Now()
 	m.setState(e, StateReady, nil)
 	renew := len(e.subs) > 0
 	e.mu.Unlock()
@@ -635,72 +689,25 @@ func (m *Manager) connectionLost(e *entry, sess *session.Session, cause error) {
 	r := Attribute(cause)
 	r.Message = reconnectingPrefix + r.Message
 	m.setState(e, StateConnecting, &r)
-	ctx, cancel := context.WithCancel(m.ctx)
-	l := &reconnectLoop{cancel: cancel}
-	e.loop = l
-	epoch := e.epoch
+	e.reconnecting = true
+	// A session that lived long enough proves the server works: the next
+	// attempt starts now. One lost soon after it was made counts as a
+	// failure, so a server that drops every session is tried on the
+	// backoff schedule, not in a loop (issue #20 item 1).
+	quick := m.clock.Now().Sub(e.bo.readyAt) < flapWindow && retriable(r.Class)
+	if quick {
+		m.failedLocked(e, cause)
+	} else {
+		m.resetBackoffLocked(e)
+		m.startAttemptLocked(e, true)
+	}
 	e.mu.Unlock()
-	m.log.Info("connection lost; reconnecting", "server", e.id, "conn", sess.ConnectionID(), "err", cause)
-	m.wg.Add(2)
+	m.log.Info("connection lost; reconnecting", "server", e.id, "conn", sess.ConnectionID(), "err", cause, "soon", quick)
+	m.wg.Add(1)
 	go func() {
 		defer m.wg.Done()
 		sess.Close()
 	}()
-	go m.reconnect(ctx, e, epoch, l)
-}
-
-func (m *Manager) reconnect(ctx context.Context, e *entry, epoch uint64, l *reconnectLoop) {
-	defer m.wg.Done()
-	defer func() {
-		e.mu.Lock()
-		if e.loop == l {
-			e.loop = nil
-		}
-		e.mu.Unlock()
-		l.cancel()
-	}()
-	for i := 0; ; i++ {
-		e.mu.Lock()
-		if e.epoch != epoch || e.removed || !e.cfg.Enabled {
-			e.mu.Unlock()
-			return
-		}
-		a := m.startConnectLocked(e)
-		e.mu.Unlock()
-		select {
-		case <-a.done:
-		case <-ctx.Done():
-			return
-		}
-		if a.err == nil || errors.Is(a.err, ErrSuperseded) || errors.Is(a.err, ErrDisconnected) || errors.Is(a.err, ErrDisabled) {
-			return
-		}
-		if Attribute(a.err).Class == ClassAuth {
-			// The server needs the person (a sign-in): retrying in the
-			// background would only hammer it. The next sign-in or call
-			// connects again (SPEC §9 A4, B2).
-			m.log.Info("reconnect needs a sign-in; waiting for the person", "server", e.id, "err", a.err)
-			return
-		}
-		d := m.backoff(i)
-		m.log.Info("reconnect failed; retrying", "server", e.id, "in", d, "err", a.err)
-		t := time.NewTimer(d)
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
-			return
-		}
-	}
-}
-
-// backoff is capped exponential with full jitter.
-func (m *Manager) backoff(i int) time.Duration {
-	d := m.o.BackoffBase << min(i, 20)
-	if d <= 0 || d > m.o.BackoffMax {
-		d = m.o.BackoffMax
-	}
-	return d/2 + rand.N(d/2+1)
 }
 
 // Disconnect closes the server's session and cancels any attempt in
@@ -716,14 +723,15 @@ func (m *Manager) Disconnect(ctx context.Context, id string) error {
 }
 
 // Reconnect closes the current session behind a barrier and connects
-// again, keeping the last catalog until the new one commits.
+// again, keeping the last catalog until the new one commits. Like
+// Connect it is the person's request: the backoff starts over.
 func (m *Manager) Reconnect(ctx context.Context, id string) error {
 	e, err := m.lookup(id)
 	if err != nil {
 		return err
 	}
 	m.disconnect(e, StateConnecting, true, ErrSuperseded)
-	_, err = m.ensure(ctx, id)
+	_, err = m.ensure(ctx, id, true)
 	return err
 }
 
@@ -735,10 +743,10 @@ func (m *Manager) disconnect(e *entry, to State, keepCatalog bool, cause error) 
 		a.cause = cause
 		e.attempt = nil
 	}
-	if e.loop != nil {
-		e.loop.cancel()
-		e.loop = nil
-	}
+	// A barrier ends the reconnecting and the schedule: what comes next
+	// is a new start (an explicit connect, a config change, a first use).
+	e.reconnecting = false
+	m.resetBackoffLocked(e)
 	sess := e.sess
 	e.sess = nil
 	if to == StateIdle && e.catalog != nil {
@@ -853,7 +861,7 @@ func (m *Manager) Catalog(ctx context.Context, id string) (*session.Catalog, err
 		return nil, err
 	}
 	e.mu.Lock()
-	if e.sess == nil && e.catalog != nil && e.cfg.Enabled && (e.loop != nil || e.attempt != nil) {
+	if e.sess == nil && e.catalog != nil && e.cfg.Enabled && (e.reconnecting || e.attempt != nil) {
 		// Reconnecting: serve the last good catalog meanwhile.
 		c := e.catalog
 		e.mu.Unlock()
@@ -868,7 +876,7 @@ func (m *Manager) Catalog(ctx context.Context, id string) (*session.Catalog, err
 			return c, nil
 		}
 	}
-	if _, err := m.ensure(ctx, id); err != nil {
+	if _, err := m.ensure(ctx, id, false); err != nil {
 		return nil, err
 	}
 	e.mu.Lock()
@@ -906,7 +914,7 @@ func (m *Manager) CallTool(ctx context.Context, id, tool string, args json.RawMe
 		return nil, &CallError{ServerID: id, Tool: tool, Err: err}
 	}
 	defer release()
-	sess, err := m.ensure(ctx, id)
+	sess, err := m.ensure(ctx, id, false)
 	if err != nil {
 		return nil, &CallError{ServerID: id, Tool: tool, Err: err}
 	}
@@ -951,7 +959,9 @@ func (m *Manager) callOn(ctx context.Context, id string, sess *session.Session, 
 	if e := m.entry(id); e != nil {
 		m.connectionLost(e, sess, err)
 	}
-	fresh, cerr := m.ensure(ctx, id)
+	// The failure proved the call never ran: one fresh session for it,
+	// even inside the backoff window (a call, not a loop, asks for it).
+	fresh, cerr := m.ensure(ctx, id, true)
 	if cerr != nil {
 		return nil, &CallError{ServerID: id, Tool: tool, Err: fmt.Errorf("%w; reconnecting to %s it failed: %w", err, failed, cerr)}
 	}
@@ -1141,7 +1151,7 @@ func (m *Manager) Complete(ctx context.Context, id string, params *mcp.CompleteP
 // never ran), once more on a fresh session (SPEC §9 A5).
 func resendOnce[T any](ctx context.Context, m *Manager, id string, do func(*session.Session) (T, error)) (T, error) {
 	var zero T
-	sess, err := m.ensure(ctx, id)
+	sess, err := m.ensure(ctx, id, false)
 	if err != nil {
 		return zero, err
 	}
@@ -1152,7 +1162,8 @@ func resendOnce[T any](ctx context.Context, m *Manager, id string, do func(*sess
 	if e := m.entry(id); e != nil {
 		m.connectionLost(e, sess, err)
 	}
-	if sess, err = m.ensure(ctx, id); err != nil {
+	// As in callOn: one fresh session, even inside the backoff window.
+	if sess, err = m.ensure(ctx, id, true); err != nil {
 		return zero, err
 	}
 	return do(sess)
@@ -1171,6 +1182,9 @@ type ServerStatus struct {
 	ToolCount        int      `json:"toolCount"`
 	ConnectionID     string   `json:"connectionId,omitempty"`
 	DisabledTools    []string `json:"disabledTools,omitempty"`
+	// RetryAt is when the next connect attempt may start, for a server
+	// whose last attempt failed (issue #20 item 1); nil otherwise.
+	RetryAt *time.Time `json:"retryAt,omitempty"`
 }
 
 func (e *entry) statusLocked() ServerStatus {
@@ -1194,6 +1208,9 @@ func (e *entry) statusLocked() ServerStatus {
 	}
 	if e.sess != nil {
 		st.ConnectionID = e.sess.ConnectionID()
+	} else if e.bo.err != nil && !e.bo.next.IsZero() {
+		at := e.bo.next
+		st.RetryAt = &at
 	}
 	return st
 }

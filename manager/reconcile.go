@@ -137,7 +137,7 @@ func (m *Manager) reconcile(id string, cfg *config.Server) {
 
 	e.mu.Lock()
 	old := e.cfg
-	live := e.sess != nil || e.attempt != nil || e.loop != nil
+	live := e.sess != nil || e.attempt != nil || e.reconnecting
 	liveCfg := old
 	if e.sess != nil {
 		liveCfg = e.sess.Server()
@@ -149,6 +149,11 @@ func (m *Manager) reconcile(id string, cfg *config.Server) {
 	rebound := !fresh && CatalogKey(old) != CatalogKey(*cfg)
 	if rebound {
 		e.setCatalogLocked(nil)
+	}
+	if changed || !old.Enabled {
+		// A config change is a new start: the failures of the old
+		// config say nothing about the new one (issue #20 item 1).
+		m.resetBackoffLocked(e)
 	}
 	e.mu.Unlock()
 	if rebound {

@@ -16,8 +16,10 @@ import (
 
 // Issue #11 item 1, SPEC §9 A1: the test server is killed and restarted.
 // While it is down the server is not "ready" (it is reconnecting, with the
-// reason); the first call after the restart succeeds and runs exactly once;
-// a call that may have run is still never re-sent.
+// reason) and a call fails at once, unsent (issue #20 item 1: no attempt
+// inside the backoff window); the schedule reconnects by itself after the
+// restart, and the next call runs exactly once; a call that may have run
+// is still never re-sent.
 func TestRestartRecovers(t *testing.T) {
 	f := startServer(t, fixture.Options{})
 	e := newEnv(t, srvCfg("fx", f.URL(), true))
@@ -38,23 +40,27 @@ func TestRestartRecovers(t *testing.T) {
 		time.Sleep(30 * time.Millisecond) // the backoff is 20–200 ms here
 	}
 
+	ctx := ctxT(t)
+	_, err := e.m.CallTool(ctx, "fx", "echo", argsEcho, session.CallOptions{OperationID: "while-down"})
+	var ce *CallError
+	if !errors.As(err, &ce) || ce.MaybeExecuted || !errors.Is(err, ErrBackoff) {
+		t.Fatalf("a call while the server is down: %v; want an unsent CallError of the backoff", err)
+	}
 	if err := f.Restart(); err != nil {
 		t.Fatal(err)
 	}
-	ctx := ctxT(t)
+	waitFor(t, "the schedule to reconnect by itself", func() bool { return e.state("fx") == StateReady })
 	if _, err := e.m.CallTool(ctx, "fx", "echo", argsEcho, session.CallOptions{OperationID: "after-restart"}); err != nil {
-		t.Fatalf("the first call after the restart failed: %v", err)
+		t.Fatalf("the first call after the reconnect failed: %v", err)
 	}
 	if n := f.Executions("echo"); n != 1 {
 		t.Fatalf("echo ran %d times; want exactly 1", n)
 	}
-	waitFor(t, "ready again", func() bool { return e.state("fx") == StateReady })
 
 	// R4.1 still holds: a call whose connection drops after it ran is
 	// reported as maybe run and never re-sent.
 	f.DropNextCall()
-	_, err := e.m.CallTool(ctx, "fx", "echo", argsEcho, session.CallOptions{OperationID: "dropped"})
-	var ce *CallError
+	_, err = e.m.CallTool(ctx, "fx", "echo", argsEcho, session.CallOptions{OperationID: "dropped"})
 	if !errors.As(err, &ce) || !ce.MaybeExecuted {
 		t.Fatalf("dropped call: %v; want a CallError that may have run", err)
 	}
@@ -124,6 +130,11 @@ func TestSessionNotFoundResendsOnce(t *testing.T) {
 		t.Fatalf("echo ran %d times; want still 1", n)
 	}
 
+	// The twice-forgotten session counts as a failure in the backoff
+	// (issue #20 item 1); the person's connect starts afresh.
+	if err := e.m.Connect(ctx, "fx"); err != nil {
+		t.Fatal(err)
+	}
 	method.Store("prompts/get")
 	forget.Store(1)
 	if _, err := e.m.GetPrompt(ctx, "fx", "greet", map[string]string{"name": "Ada"}); err != nil {
