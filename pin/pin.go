@@ -64,6 +64,11 @@ func Canonical(d Definition) ([]byte, error) {
 	if n := len(d.Title) + len(d.Description) + len(d.InputSchema) + len(d.OutputSchema) + len(d.Annotations); n > MaxDefinition {
 		return nil, fmt.Errorf("%w (%d bytes, at most %d)", ErrTooLarge, n, MaxDefinition)
 	}
+	if !utf8.ValidString(d.Title) || !utf8.ValidString(d.Description) {
+		// Two texts must never pin alike: invalid bytes would all print
+		// as U+FFFD.
+		return nil, fmt.Errorf("%w: title or description is not UTF-8", ErrInvalid)
+	}
 	var b bytes.Buffer
 	b.WriteByte('{')
 	first := true

@@ -102,6 +102,7 @@ func TestCanonicalRefuses(t *testing.T) {
 		{"invalid", Definition{InputSchema: json.RawMessage(`{"type":`)}, ErrInvalid},
 		{"trailing", Definition{InputSchema: json.RawMessage(`{} {}`)}, ErrInvalid},
 		{"not utf8", Definition{InputSchema: json.RawMessage("{\"a\":\"\xff\"}")}, ErrInvalid},
+		{"description not utf8", Definition{Description: "a\xff"}, ErrInvalid},
 		{"duplicate", Definition{InputSchema: json.RawMessage(`{"description":"benign","description":"evil"}`)}, ErrDuplicate},
 		{"deep", Definition{InputSchema: json.RawMessage(deep)}, ErrTooDeep},
 		{"large", Definition{Description: strings.Repeat("x", MaxDefinition+1)}, ErrTooLarge},
