@@ -193,7 +193,7 @@ func (m *Manager) CachedCatalog(ctx context.Context, id string) (*session.Catalo
 	if err != nil {
 		return nil, err
 	}
-	return m.cachedCatalog(ctx, e), nil
+	return m.viewOf(ctx, e, m.cachedCatalog(ctx, e)), nil
 }
 
 // catalogBody is a stored catalog without its save time, to tell whether
