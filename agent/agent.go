@@ -222,6 +222,7 @@ type Registry struct {
 type serverView struct {
 	enabled  bool
 	disabled []string
+	held     []string         // tools held by their pin (issue #20 item 3)
 	url      string           // the catalog's; another URL drops it (R2.4)
 	catalog  *session.Catalog // last good; kept while reconnecting (R4.4)
 	err      error
@@ -343,8 +344,8 @@ func (r *Registry) sync(ctx context.Context, listLazy bool) {
 			r.views[st.ID] = v
 			changed = true
 		}
-		if v.enabled != st.Enabled || !slices.Equal(v.disabled, st.DisabledTools) {
-			v.enabled, v.disabled = st.Enabled, slices.Clone(st.DisabledTools)
+		if v.enabled != st.Enabled || !slices.Equal(v.disabled, st.DisabledTools) || !slices.Equal(v.held, st.HeldTools) {
+			v.enabled, v.disabled, v.held = st.Enabled, slices.Clone(st.DisabledTools), slices.Clone(st.HeldTools)
 			changed = true
 		}
 		if v.url != st.URL {
@@ -449,6 +450,7 @@ type Snapshot struct {
 	byName    map[string]int
 	byTool    map[toolKey]int
 	disabled  map[string]toolKey // names of tools switched off
+	held      map[string]toolKey // names of tools held by their pin
 	prompts   []PromptCommand
 	resources []ResourceEntry
 	servers   []string
@@ -558,14 +560,14 @@ func (s *Snapshot) Errors() map[string]error { return maps.Clone(s.errs) }
 
 func buildSnapshot(gen uint64, views map[string]*serverView, maxDesc int) *Snapshot {
 	s := &Snapshot{gen: gen, byName: map[string]int{}, byTool: map[toolKey]int{},
-		disabled: map[string]toolKey{}, errs: map[string]error{}, listed: map[string]bool{}}
+		disabled: map[string]toolKey{}, held: map[string]toolKey{}, errs: map[string]error{}, listed: map[string]bool{}}
 	ids := slices.Sorted(maps.Keys(views))
 	type entry struct {
 		k toolKey
 		t session.Tool
 	}
 	var entries []entry
-	var keys, disabled []toolKey
+	var keys, disabled, held []toolKey
 	for _, id := range ids {
 		v := views[id]
 		if !v.enabled {
@@ -578,6 +580,13 @@ func buildSnapshot(gen uint64, views map[string]*serverView, maxDesc int) *Snaps
 		c := v.catalog
 		if c == nil {
 			continue
+		}
+		// Held tools take part in naming too (they are left out of the
+		// catalog), so a hold never renames another tool.
+		for _, name := range v.held {
+			k := toolKey{id, name}
+			keys = append(keys, k)
+			held = append(held, k)
 		}
 		for _, t := range c.Tools {
 			if t.Tool == nil {
@@ -615,6 +624,9 @@ func buildSnapshot(gen uint64, views map[string]*serverView, maxDesc int) *Snaps
 	names := assignNames(keys)
 	for _, k := range disabled {
 		s.disabled[names[k]] = k
+	}
+	for _, k := range held {
+		s.held[names[k]] = k
 	}
 	for _, e := range entries {
 		at := AgentTool{

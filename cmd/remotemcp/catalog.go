@@ -51,6 +51,7 @@ retry. Exit status 1 when a server could not be listed.`,
 		}),
 	}, "print a JSON array with input schemas and annotations")
 	cmd.Flags().StringVar(&serverID, "server", "", "only this server")
+	cmd.AddCommand(newToolsReviewCmd(a), newToolsAcceptCmd(a)) // pins.go
 	return cmd
 }
 
