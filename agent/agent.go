@@ -584,6 +584,9 @@ func buildSnapshot(gen uint64, views map[string]*serverView, maxDesc int) *Snaps
 		// Held tools take part in naming too (they are left out of the
 		// catalog), so a hold never renames another tool.
 		for _, name := range v.held {
+			if slices.ContainsFunc(c.Tools, func(t session.Tool) bool { return t.Tool != nil && t.Name == name }) {
+				continue // accepted since the status was read
+			}
 			k := toolKey{id, name}
 			keys = append(keys, k)
 			held = append(held, k)
