@@ -222,7 +222,6 @@ type Registry struct {
 type serverView struct {
 	enabled  bool
 	disabled []string
-	held     []string         // tools held by their pin (issue #20 item 3)
 	url      string           // the catalog's; another URL drops it (R2.4)
 	catalog  *session.Catalog // last good; kept while reconnecting (R4.4)
 	err      error
@@ -344,8 +343,8 @@ func (r *Registry) sync(ctx context.Context, listLazy bool) {
 			r.views[st.ID] = v
 			changed = true
 		}
-		if v.enabled != st.Enabled || !slices.Equal(v.disabled, st.DisabledTools) || !slices.Equal(v.held, st.HeldTools) {
-			v.enabled, v.disabled, v.held = st.Enabled, slices.Clone(st.DisabledTools), slices.Clone(st.HeldTools)
+		if v.enabled != st.Enabled || !slices.Equal(v.disabled, st.DisabledTools) {
+			v.enabled, v.disabled = st.Enabled, slices.Clone(st.DisabledTools)
 			changed = true
 		}
 		if v.url != st.URL {
@@ -581,11 +580,12 @@ func buildSnapshot(gen uint64, views map[string]*serverView, maxDesc int) *Snaps
 		if c == nil {
 			continue
 		}
-		// Held tools take part in naming too (they are left out of the
-		// catalog), so a hold never renames another tool.
-		for _, name := range v.held {
+		// Held tools (issue #20 item 3) take part in naming too, though
+		// the manager left them out of the catalog, so a hold never
+		// renames another tool.
+		for _, name := range c.HeldTools {
 			if slices.ContainsFunc(c.Tools, func(t session.Tool) bool { return t.Tool != nil && t.Name == name }) {
-				continue // accepted since the status was read
+				continue
 			}
 			k := toolKey{id, name}
 			keys = append(keys, k)

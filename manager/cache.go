@@ -83,6 +83,7 @@ func CatalogKey(s config.Server) string {
 // saves of one server run one at a time, each storing the newest catalog
 // then (an older one is never written over a newer one).
 func (m *Manager) saveCatalog(e *entry) {
+	m.pinSoon(e) // pins.go: held tools show in status without a listing
 	if m.o.Catalogs == nil {
 		return
 	}

@@ -126,6 +126,7 @@ func (m *Manager) viewOf(ctx context.Context, e *entry, raw *session.Catalog) *s
 			_, h := held[toolName(t)]
 			return h
 		})
+		c.HeldTools = slices.Sorted(maps.Keys(held))
 		view = &c
 	}
 	if !ok {
@@ -236,6 +237,22 @@ func (m *Manager) heldError(ctx context.Context, id string, sess *session.Sessio
 		return nil
 	}
 	return fmt.Errorf("%w: %s (accept it with \"remotemcp tools accept %s %s\")", ErrToolHeld, why, id, tool)
+}
+
+// pinSoon makes the view of the entry's new catalog in the background,
+// so that a hold is recorded (and shown) even before anyone lists.
+func (m *Manager) pinSoon(e *entry) {
+	if m.pinStore() == nil {
+		return
+	}
+	m.wg.Add(1)
+	go func() {
+		defer m.wg.Done()
+		e.mu.Lock()
+		c := e.catalog
+		e.mu.Unlock()
+		m.viewOf(m.ctx, e, c)
+	}()
 }
 
 // pinsChanged forgets every view: the pins changed (an accept here, or

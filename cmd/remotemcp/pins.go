@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -51,8 +52,22 @@ oldHash, newHash, pinned, seen, changes).`,
 				id = args[0]
 			}
 			if a.inProcess {
-				// See what the servers offer now: that is what pins or holds.
-				_, _ = e.Tools(ctx, localapi.ToolsRequest{ServerID: id, Connect: true})
+				// See what the servers offer now (the stored catalogs may be
+				// older): that is what pins or holds.
+				servers, err := pick(ctx, e, args)
+				if err != nil {
+					return err
+				}
+				wctx, cancel := context.WithTimeout(ctx, defaultStatusWait)
+				var wg sync.WaitGroup
+				for _, s := range servers {
+					if s.Enabled {
+						wg.Go(func() { _, _ = e.Connect(wctx, s.ID) })
+					}
+				}
+				wg.Wait()
+				cancel()
+				_, _ = e.Tools(ctx, localapi.ToolsRequest{ServerID: id})
 			}
 			held, err := pr.HeldTools(ctx, id)
 			if err != nil {
