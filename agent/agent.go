@@ -379,8 +379,10 @@ func (r *Registry) sync(ctx context.Context, listLazy bool) {
 		}
 		// Not ready: keep the last good catalog; jitter is not deletion.
 		// A server never listed here shows its stored catalog, if any.
-		if v.catalog == nil {
-			if c, err := r.be.CachedCatalog(ctx, st.ID); err == nil && c != nil {
+		// One with held tools is read again: an accept brings them back
+		// without a connect (issue #20 item 3).
+		if v.catalog == nil || len(v.catalog.HeldTools) > 0 {
+			if c, err := r.be.CachedCatalog(ctx, st.ID); err == nil && c != nil && c != v.catalog {
 				v.catalog, v.err = c, nil
 				changed = true
 			}
