@@ -51,6 +51,10 @@ func TestToolsReviewAccept(t *testing.T) {
 			t.Errorf("review lacks %q:\n%s", want, r.out)
 		}
 	}
+	// The review connected: the stored catalog is the changed one now.
+	if r := c.ok("tools", "--server", "fs"); strings.Contains(r.out, "mcp__fs__read") || !strings.Contains(r.err, `held on fs (definition changed): read (review with "remotemcp tools review fs")`) {
+		t.Errorf("tools lists a held tool, or does not say it is held:\n%s", r)
+	}
 	var held []map[string]any
 	if err := json.Unmarshal([]byte(c.ok("tools", "review", "--json").out), &held); err != nil || len(held) != 1 || held[0]["tool"] != "read" {
 		t.Fatalf("review --json = %v, %v", held, err)
