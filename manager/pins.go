@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -48,11 +49,40 @@ const pinTimeout = 10 * time.Second
 // guarded by entry.mu.
 type pinState struct {
 	eval sync.Mutex
-	raw  *session.Catalog // the catalog the view was made of
-	gen  uint64           // pinGen when it was made
-	view *session.Catalog
+	// forms are the canonical forms of the tools of formsOf, kept so that
+	// a view made again (the pins changed) does not encode a large
+	// catalog again. Guarded by eval.
+	formsOf *session.Catalog
+	forms   []toolForm
+	raw     *session.Catalog // the catalog the view was made of
+	gen     uint64           // pinGen when it was made
+	view    *session.Catalog
 	// held maps each held tool to why; nil when none.
 	held map[string]string
+}
+
+// toolForm is one tool's canonical definition and pin, or why it has
+// none.
+type toolForm struct {
+	name  string
+	canon []byte
+	hash  string
+	err   error
+}
+
+// formsLocked returns the canonical forms of raw's tools (e.pins.eval
+// held).
+func (e *entry) formsLocked(raw *session.Catalog) []toolForm {
+	if e.pins.formsOf == raw {
+		return e.pins.forms
+	}
+	forms := make([]toolForm, len(raw.Tools))
+	for i, t := range raw.Tools {
+		forms[i].name = toolName(t)
+		forms[i].canon, forms[i].hash, forms[i].err = pin.Of(Definition(t))
+	}
+	e.pins.formsOf, e.pins.forms = raw, forms
+	return forms
 }
 
 // pinGen counts the pin changes the manager knows of; a view made at
@@ -110,7 +140,7 @@ func (m *Manager) viewOf(ctx context.Context, e *entry, raw *session.Catalog) *s
 	e.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), pinTimeout)
 	defer cancel()
-	held, ok := m.evaluate(ctx, ps, e.id, trusted, raw)
+	held, ok := m.evaluate(ctx, ps, e.id, trusted, e.formsLocked(raw))
 
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -130,7 +160,11 @@ func (m *Manager) viewOf(ctx context.Context, e *entry, raw *session.Catalog) *s
 		view = &c
 	}
 	if !ok {
-		return view // not remembered: the next listing reads the store again
+		// Not current: the next listing reads the store again. The view
+		// is kept all the same, so that a listing that gets the same
+		// answer gets the same pointer (no change to announce, no
+		// re-sync of every front end on each listing).
+		gen = math.MaxUint64
 	}
 	changed := e.pins.raw == raw && !maps.Equal(e.pins.held, held) || e.pins.raw != raw && len(held) > 0
 	e.pins.raw, e.pins.gen, e.pins.view, e.pins.held = raw, gen, view, held
@@ -161,14 +195,14 @@ func toolName(t session.Tool) string {
 // evaluate compares raw's tools with the server's pins and writes what
 // changed; it returns the held tools and whether the result may be
 // remembered (the store answered).
-func (m *Manager) evaluate(ctx context.Context, ps PinStore, id string, trusted bool, raw *session.Catalog) (map[string]string, bool) {
+func (m *Manager) evaluate(ctx context.Context, ps PinStore, id string, trusted bool, forms []toolForm) (map[string]string, bool) {
 	review := fmt.Sprintf("review it with \"remotemcp tools review %s\"", id)
 	pins, err := ps.ToolPins(ctx, id)
 	if err != nil {
 		m.log.Warn("manager: read the tool pins; holding the server's tools", "server", id, "err", err)
 		held := map[string]string{}
-		for _, t := range raw.Tools {
-			held[toolName(t)] = "its pin could not be read: " + err.Error()
+		for _, f := range forms {
+			held[f.name] = "its pin could not be read: " + err.Error()
 		}
 		return held, false
 	}
@@ -182,9 +216,8 @@ func (m *Manager) evaluate(ctx context.Context, ps PinStore, id string, trusted 
 		}
 		held[name] = why
 	}
-	for _, t := range raw.Tools {
-		name := toolName(t)
-		canon, hash, err := pin.Of(Definition(t))
+	for _, f := range forms {
+		name, canon, hash, err := f.name, f.canon, f.hash, f.err
 		if err != nil {
 			// Refused, not offered: a definition that cannot be pinned
 			// could change unseen.

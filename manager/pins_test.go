@@ -310,3 +310,36 @@ func TestPinSurvivesRestartAndStoredCatalog(t *testing.T) {
 	}
 	waitFor(t, "the re-added server to offer read", func() bool { return slices.Contains(toolNames(t, m, "fs"), "read") })
 }
+
+// Issue #20 item 3: pins that cannot be read hold every tool (what cannot
+// be checked is not offered), and listings then give the same view each
+// time, so nothing announces a change on every listing.
+func TestPinStoreUnreadableHoldsAll(t *testing.T) {
+	rs := startRug(t)
+	st := newStore(t, t.TempDir())
+	if err := st.AddServer(context.Background(), srvCfg("fs", rs.url, false)); err != nil {
+		t.Fatal(err)
+	}
+	m := newPinManager(t, st, nil)
+	ctx := ctxT(t)
+	if got := toolNames(t, m, "fs"); len(got) != 2 {
+		t.Fatalf("tools = %v", got)
+	}
+	st.Close()
+	m.pinsChanged()
+	c1, err := m.Catalog(ctx, "fs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c2, _ := m.Catalog(ctx, "fs")
+	if len(c1.Tools) != 0 || c1 != c2 || !slices.Equal(c1.HeldTools, []string{"list", "read"}) {
+		t.Fatalf("catalog with unreadable pins: %d tools, held %v, same view %t", len(c1.Tools), c1.HeldTools, c1 == c2)
+	}
+	_, err = m.CallTool(ctx, "fs", "read", json.RawMessage(`{"path":"a"}`), session.CallOptions{})
+	if !errors.Is(err, ErrToolHeld) || !strings.Contains(err.Error(), "could not be read") {
+		t.Fatalf("call with unreadable pins: %v", err)
+	}
+	if n := rs.calls.Load(); n != 0 {
+		t.Fatalf("the server saw %d calls", n)
+	}
+}
