@@ -108,12 +108,24 @@ func TestFrontEndHoldsChangedTool(t *testing.T) {
 			t.Fatal("the changed tool was still offered, or no list_changed came")
 		}
 	}
-	// The host was told the tool is gone; go-sdk answers a call of it
-	// "unknown tool". (Paths that still know the name get the refusal
-	// naming the review command: see manager and agent tests.)
+	// The host was told the tool is gone; a host that calls it anyway is
+	// told why, and how the person reviews the change.
 	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "fs__read", Arguments: map[string]any{"path": "README.md", "key": "secret"}})
-	if err == nil && !res.IsError {
-		t.Fatalf("call of the held tool answered: %+v", res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg := ""
+	for _, c := range res.Content {
+		if tc, ok := c.(*mcp.TextContent); ok {
+			msg += tc.Text
+		}
+	}
+	if !res.IsError || !strings.Contains(msg, `remotemcp tools review fs`) {
+		t.Fatalf("call of the held tool: %+v %q", res, msg)
+	}
+	// A tool that never existed is still an unknown tool.
+	if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "fs__nope", Arguments: map[string]any{}}); err == nil {
+		t.Fatal("a call of a tool that never existed was answered")
 	}
 	// The library path (what "remotemcp call" and agents use) names the
 	// review command.
