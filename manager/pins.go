@@ -122,17 +122,23 @@ func Definition(t session.Tool) pin.Definition {
 // re-pins those of a trusted server. A store that cannot be read holds
 // every tool: what cannot be checked is not offered.
 func (m *Manager) viewOf(ctx context.Context, e *entry, raw *session.Catalog) *session.Catalog {
+	v, _ := m.view(ctx, e, raw)
+	return v
+}
+
+// view is viewOf and the held tools of raw, each with why.
+func (m *Manager) view(ctx context.Context, e *entry, raw *session.Catalog) (*session.Catalog, map[string]string) {
 	ps := m.pinStore()
 	if ps == nil || raw == nil || e == nil {
-		return raw
+		return raw, nil
 	}
-	if v, ok := m.pinMemo(e, raw); ok {
-		return v
+	if v, h, ok := m.pinMemo(e, raw); ok {
+		return v, h
 	}
 	e.pins.eval.Lock()
 	defer e.pins.eval.Unlock()
-	if v, ok := m.pinMemo(e, raw); ok {
-		return v
+	if v, h, ok := m.pinMemo(e, raw); ok {
+		return v, h
 	}
 	gen := m.pins.n.Load()
 	e.mu.Lock()
@@ -172,17 +178,17 @@ func (m *Manager) viewOf(ctx context.Context, e *entry, raw *session.Catalog) *s
 		// Status (held tools, tool count) and every listener re-read.
 		m.emitLocked(e)
 	}
-	return view
+	return view, held
 }
 
 // pinMemo returns the view made of raw at the current generation.
-func (m *Manager) pinMemo(e *entry, raw *session.Catalog) (*session.Catalog, bool) {
+func (m *Manager) pinMemo(e *entry, raw *session.Catalog) (*session.Catalog, map[string]string, bool) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.pins.raw == raw && e.pins.gen == m.pins.n.Load() && e.pins.view != nil {
-		return e.pins.view, true
+		return e.pins.view, e.pins.held, true
 	}
-	return nil, false
+	return nil, nil, false
 }
 
 func toolName(t session.Tool) string {
@@ -258,14 +264,10 @@ func (m *Manager) heldError(ctx context.Context, id string, sess *session.Sessio
 	if e == nil || m.pinStore() == nil {
 		return nil
 	}
-	raw := sess.Catalog()
-	m.viewOf(ctx, e, raw)
-	e.mu.Lock()
-	why, held := "", false
-	if e.pins.raw == raw {
-		why, held = e.pins.held[tool]
-	}
-	e.mu.Unlock()
+	// The held tools of exactly the catalog of the call's session (the
+	// memo may move on to a newer catalog meanwhile).
+	_, heldTools := m.view(ctx, e, sess.Catalog())
+	why, held := heldTools[tool]
 	if !held {
 		return nil
 	}
