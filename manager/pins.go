@@ -56,6 +56,7 @@ type pinState struct {
 	forms   []toolForm
 	raw     *session.Catalog // the catalog the view was made of
 	gen     uint64           // pinGen when it was made
+	trusted bool             // the server's trust then: a change of it makes the view again
 	view    *session.Catalog
 	// held maps each held tool to why; nil when none.
 	held map[string]string
@@ -173,7 +174,7 @@ func (m *Manager) view(ctx context.Context, e *entry, raw *session.Catalog) (*se
 		gen = math.MaxUint64
 	}
 	changed := e.pins.raw == raw && !maps.Equal(e.pins.held, held) || e.pins.raw != raw && len(held) > 0
-	e.pins.raw, e.pins.gen, e.pins.view, e.pins.held = raw, gen, view, held
+	e.pins.raw, e.pins.gen, e.pins.view, e.pins.held, e.pins.trusted = raw, gen, view, held, trusted
 	if changed && e.catalog == raw {
 		// Status (held tools, tool count) and every listener re-read.
 		m.emitLocked(e)
@@ -185,7 +186,7 @@ func (m *Manager) view(ctx context.Context, e *entry, raw *session.Catalog) (*se
 func (m *Manager) pinMemo(e *entry, raw *session.Catalog) (*session.Catalog, map[string]string, bool) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if e.pins.raw == raw && e.pins.gen == m.pins.n.Load() && e.pins.view != nil {
+	if e.pins.raw == raw && e.pins.gen == m.pins.n.Load() && e.pins.trusted == e.cfg.Trusted && e.pins.view != nil {
 		return e.pins.view, e.pins.held, true
 	}
 	return nil, nil, false

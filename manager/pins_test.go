@@ -343,3 +343,34 @@ func TestPinStoreUnreadableHoldsAll(t *testing.T) {
 		t.Fatalf("the server saw %d calls", n)
 	}
 }
+
+// Issue #20 item 3: trusting a server accepts its held changes (logged),
+// as it accepts the changes it makes while trusted.
+func TestPinTrustingReleasesHeld(t *testing.T) {
+	rs := startRug(t)
+	st := newStore(t, t.TempDir())
+	ctx := ctxT(t)
+	if err := st.AddServer(ctx, srvCfg("fs", rs.url, false)); err != nil {
+		t.Fatal(err)
+	}
+	var logs logBuf
+	m := newPinManager(t, st, &logs)
+	toolNames(t, m, "fs")
+	rs.set("read", rugText, rugSchema)
+	waitFor(t, "read held", func() bool { return !slices.Contains(toolNames(t, m, "fs"), "read") })
+	s, err := st.GetServer(ctx, "fs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Trusted = true
+	if err := st.UpdateServer(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "read back once trusted", func() bool { return slices.Contains(toolNames(t, m, "fs"), "read") })
+	if held, _ := m.HeldChanges(ctx, "fs"); len(held) != 0 {
+		t.Fatalf("held after trusting = %+v", held)
+	}
+	if !strings.Contains(logs.String(), "server=fs tool=read") {
+		t.Errorf("the trusted re-pin was not logged:\n%s", logs.String())
+	}
+}
