@@ -379,8 +379,10 @@ func (r *Registry) sync(ctx context.Context, listLazy bool) {
 		}
 		// Not ready: keep the last good catalog; jitter is not deletion.
 		// A server never listed here shows its stored catalog, if any.
-		if v.catalog == nil {
-			if c, err := r.be.CachedCatalog(ctx, st.ID); err == nil && c != nil {
+		// One with held tools is read again: an accept brings them back
+		// without a connect (issue #20 item 3).
+		if v.catalog == nil || len(v.catalog.HeldTools) > 0 {
+			if c, err := r.be.CachedCatalog(ctx, st.ID); err == nil && c != nil && c != v.catalog {
 				v.catalog, v.err = c, nil
 				changed = true
 			}
@@ -449,6 +451,7 @@ type Snapshot struct {
 	byName    map[string]int
 	byTool    map[toolKey]int
 	disabled  map[string]toolKey // names of tools switched off
+	held      map[string]toolKey // names of tools held by their pin
 	prompts   []PromptCommand
 	resources []ResourceEntry
 	servers   []string
@@ -558,14 +561,14 @@ func (s *Snapshot) Errors() map[string]error { return maps.Clone(s.errs) }
 
 func buildSnapshot(gen uint64, views map[string]*serverView, maxDesc int) *Snapshot {
 	s := &Snapshot{gen: gen, byName: map[string]int{}, byTool: map[toolKey]int{},
-		disabled: map[string]toolKey{}, errs: map[string]error{}, listed: map[string]bool{}}
+		disabled: map[string]toolKey{}, held: map[string]toolKey{}, errs: map[string]error{}, listed: map[string]bool{}}
 	ids := slices.Sorted(maps.Keys(views))
 	type entry struct {
 		k toolKey
 		t session.Tool
 	}
 	var entries []entry
-	var keys, disabled []toolKey
+	var keys, disabled, held []toolKey
 	for _, id := range ids {
 		v := views[id]
 		if !v.enabled {
@@ -578,6 +581,17 @@ func buildSnapshot(gen uint64, views map[string]*serverView, maxDesc int) *Snaps
 		c := v.catalog
 		if c == nil {
 			continue
+		}
+		// Held tools (issue #20 item 3) take part in naming too, though
+		// the manager left them out of the catalog, so a hold never
+		// renames another tool.
+		for _, name := range c.HeldTools {
+			if slices.ContainsFunc(c.Tools, func(t session.Tool) bool { return t.Tool != nil && t.Name == name }) {
+				continue
+			}
+			k := toolKey{id, name}
+			keys = append(keys, k)
+			held = append(held, k)
 		}
 		for _, t := range c.Tools {
 			if t.Tool == nil {
@@ -615,6 +629,9 @@ func buildSnapshot(gen uint64, views map[string]*serverView, maxDesc int) *Snaps
 	names := assignNames(keys)
 	for _, k := range disabled {
 		s.disabled[names[k]] = k
+	}
+	for _, k := range held {
+		s.held[names[k]] = k
 	}
 	for _, e := range entries {
 		at := AgentTool{

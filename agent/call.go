@@ -142,6 +142,9 @@ func (r *Registry) Call(ctx context.Context, name string, args json.RawMessage, 
 		if k, off := snap.disabled[name]; off {
 			res.ServerID, res.ToolName = k.server, k.tool
 			res.Message = fmt.Sprintf("Tool %q is disabled by the user for MCP server %q; the call was not sent.", name, k.server)
+		} else if k, h := snap.held[name]; h {
+			res.ServerID, res.ToolName = k.server, k.tool
+			res.Message = heldMessage(name, k.server)
 		} else {
 			res.Message = fmt.Sprintf("There is no tool named %q (the server's tool list may have changed); the call was not sent.", name)
 		}
@@ -333,6 +336,10 @@ func (r *Registry) callFailed(base func(Outcome) *ToolResult, ctx, cctx context.
 		res.Message = fmt.Sprintf("The call of tool %q ran, but the server's result was invalid and was dropped; the call was not re-sent. The problem follows.", t.Name)
 		res.Content = []ContextBlock{errorBlock(t, err)}
 		return res, nil
+	case errors.Is(err, manager.ErrToolHeld):
+		res := base(OutcomeUnavailable)
+		res.Message = heldMessage(t.Name, t.ServerID)
+		return res, nil
 	case errors.Is(err, manager.ErrToolDisabled):
 		res := base(OutcomeUnavailable)
 		res.Message = fmt.Sprintf("Tool %q is disabled by the user for MCP server %q; the call was not sent.", t.Name, t.ServerID)
@@ -461,4 +468,11 @@ func (r *Registry) InterruptedResult(card elicit.Card) *ToolResult {
 	}
 	return &ToolResult{Tool: name, ServerID: card.ServerID, ToolName: card.Tool, OperationID: card.OperationID,
 		Outcome: OutcomeInterrupted, IsError: true, MaybeExecuted: true, Message: card.FailureMessage()}
+}
+
+// heldMessage says why a call of a held tool was not sent (issue #20
+// item 3): the server changed the tool's definition after it was first
+// seen, and the person has not accepted the change.
+func heldMessage(name, server string) string {
+	return fmt.Sprintf("Tool %q of MCP server %q is held: the server changed its definition after it was first seen, and the user has not accepted the change; the call was not sent. The user can review the change with \"remotemcp tools review %s\".", name, server, server)
 }

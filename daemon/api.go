@@ -104,6 +104,7 @@ func (a *api) register(mux *http.ServeMux) {
 	mux.HandleFunc("POST /api/log-level", a.setLogLevel)
 	mux.HandleFunc("GET /api/resources", a.resources)
 	mux.HandleFunc("POST /api/resources/read", a.readResource)
+	a.registerPins(mux) // pins.go (issue #20 item 3)
 
 	mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
 		a.error(w, &localapi.Error{Status: http.StatusNotFound, Code: localapi.CodeNotFound, Message: "no such API route: " + r.Method + " " + r.URL.Path})

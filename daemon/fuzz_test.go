@@ -23,6 +23,7 @@ var requestKinds = []struct {
 	{"POST /api/servers/import", maxImportBody, decodeAny[localapi.ImportRequest]},
 	{"PATCH /api/servers/{id}", maxBody, decodeAny[localapi.UpdateServerRequest]},
 	{"POST /api/servers/{id}/tools", maxBody, decodeAny[localapi.ToolSwitch]},
+	{"POST /api/servers/{id}/held-tools/accept", maxBody, decodeAny[localapi.AcceptToolsRequest]},
 	{"POST /api/grants", maxBody, decodeAny[localapi.OriginRequest]},
 	{"POST /api/calls", maxCallBody, decodeAny[localapi.CallRequest]},
 	{"POST /api/calls/{operationId}/approval", maxBody, decodeAny[localapi.ApprovalReply]},

@@ -164,6 +164,7 @@ func New(ctx context.Context, o Options) (*Frontend, error) {
 		UnsubscribeHandler: f.unsubscribe,
 	})
 	f.srv.AddReceivingMiddleware(f.setLevel)
+	f.srv.AddReceivingMiddleware(f.heldCall) // pins.go (issue #20 item 3)
 	if err := f.sync(ctx); err != nil {
 		return nil, err
 	}

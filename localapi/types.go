@@ -122,6 +122,10 @@ type Server struct {
 	State     State   `json:"state"`
 	Reason    *Reason `json:"reason,omitempty"`
 	ToolCount int     `json:"toolCount"`
+	// HeldTools are the tools held because their definition changed
+	// since it was pinned (remotemcp tools review); ToolCount leaves them
+	// out.
+	HeldTools []string `json:"heldTools,omitempty"`
 	// OriginGranted: the server's own origin has a host permission grant.
 	OriginGranted bool `json:"originGranted"`
 	// Pending are the refused requests waiting for the person's approval

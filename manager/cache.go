@@ -83,6 +83,7 @@ func CatalogKey(s config.Server) string {
 // saves of one server run one at a time, each storing the newest catalog
 // then (an older one is never written over a newer one).
 func (m *Manager) saveCatalog(e *entry) {
+	m.pinSoon(e) // pins.go: held tools show in status without a listing
 	if m.o.Catalogs == nil {
 		return
 	}
@@ -193,7 +194,7 @@ func (m *Manager) CachedCatalog(ctx context.Context, id string) (*session.Catalo
 	if err != nil {
 		return nil, err
 	}
-	return m.cachedCatalog(ctx, e), nil
+	return m.viewOf(ctx, e, m.cachedCatalog(ctx, e)), nil
 }
 
 // catalogBody is a stored catalog without its save time, to tell whether

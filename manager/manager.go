@@ -171,6 +171,8 @@ type Manager struct {
 	// cacheIDs are the servers that may have a stored catalog (cache.go).
 	cacheMu  sync.Mutex
 	cacheIDs map[string]bool
+
+	pins pinGen // tool pinning (pins.go)
 }
 
 type entry struct {
@@ -212,6 +214,7 @@ type entry struct {
 	savedSeq   uint64
 	idleTools  int
 	savedSum   [sha256.Size]byte // of the last stored encoding (under saveMu)
+	pins       pinState          // the catalog without held tools (pins.go)
 }
 
 // setCatalogLocked replaces the catalog kept in memory. e.mu held.
@@ -317,6 +320,10 @@ func (m *Manager) Start(ctx context.Context) error {
 	m.wg.Add(2)
 	go m.reconcileLoop(changes)
 	go m.idleLoop()
+	if m.pinStore() != nil {
+		m.wg.Add(1)
+		go m.pinLoop(m.o.Store.Subscribe(m.ctx))
+	}
 	return nil
 }
 
@@ -849,7 +856,7 @@ func (m *Manager) CatalogOn(id, connID string) (*session.Catalog, error) {
 	if err != nil {
 		return nil, err
 	}
-	return s.Catalog(), nil
+	return m.viewOf(m.ctx, m.entry(id), s.Catalog()), nil
 }
 
 // Catalog returns the server's catalog, connecting lazily if needed
@@ -865,7 +872,7 @@ func (m *Manager) Catalog(ctx context.Context, id string) (*session.Catalog, err
 		// Reconnecting: serve the last good catalog meanwhile.
 		c := e.catalog
 		e.mu.Unlock()
-		return c, nil
+		return m.viewOf(ctx, e, c), nil
 	}
 	noSession := e.sess == nil && e.cfg.Enabled
 	e.mu.Unlock()
@@ -873,18 +880,19 @@ func (m *Manager) Catalog(ctx context.Context, id string) (*session.Catalog, err
 		// A lazy or idle server lists its stored catalog without
 		// connecting (R2.3); its first use connects.
 		if c := m.cachedCatalog(ctx, e); c != nil {
-			return c, nil
+			return m.viewOf(ctx, e, c), nil
 		}
 	}
 	if _, err := m.ensure(ctx, id, false); err != nil {
 		return nil, err
 	}
 	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.catalog == nil {
+	c := e.catalog
+	e.mu.Unlock()
+	if c == nil {
 		return &session.Catalog{}, nil
 	}
-	return e.catalog, nil
+	return m.viewOf(ctx, e, c), nil
 }
 
 // CallError is a tool call that failed without an answer from the server.
@@ -983,6 +991,9 @@ func (m *Manager) callOnce(ctx context.Context, id string, sess *session.Session
 	}
 	if disabled {
 		return nil, &CallError{ServerID: id, Tool: tool, Err: fmt.Errorf("%w (enable it with the settings page or \"remotemcp servers set\")", ErrToolDisabled)}
+	}
+	if err := m.heldError(ctx, id, sess, tool); err != nil {
+		return nil, &CallError{ServerID: id, Tool: tool, Err: err} // never sent (issue #20 item 3)
 	}
 	timeout := time.Duration(toolTimeout)
 	if timeout <= 0 {
@@ -1185,6 +1196,9 @@ type ServerStatus struct {
 	// RetryAt is when the next connect attempt may start, for a server
 	// whose last attempt failed (issue #20 item 1); nil otherwise.
 	RetryAt *time.Time `json:"retryAt,omitempty"`
+	// HeldTools are the tools held because their definition changed
+	// since it was pinned (issue #20 item 3); ToolCount leaves them out.
+	HeldTools []string `json:"heldTools,omitempty"`
 }
 
 func (e *entry) statusLocked() ServerStatus {
@@ -1211,6 +1225,9 @@ func (e *entry) statusLocked() ServerStatus {
 	} else if e.bo.err != nil && !e.bo.next.IsZero() {
 		at := e.bo.next
 		st.RetryAt = &at
+	}
+	if st.HeldTools = e.heldNamesLocked(); len(st.HeldTools) > 0 {
+		st.ToolCount = max(st.ToolCount-len(st.HeldTools), 0)
 	}
 	return st
 }

@@ -67,6 +67,10 @@ type Catalog struct {
 	// Instructions are the server's instructions from initialize:
 	// untrusted server text, at most MaxInstructions bytes.
 	Instructions string
+	// HeldTools names the tools the manager left out of this catalog
+	// because their definition changed since it was pinned (issue #20
+	// item 3); never set on a session's own catalog, never stored.
+	HeldTools []string
 }
 
 // Supported reports whether the server advertised the category.

@@ -129,6 +129,24 @@ var migrations = [][]string{
 	// clear). Values an older build stored in clear are sealed by
 	// sealClearHeaders on every open, once the key is known.
 	{},
+	// 5: tool pins (issue #20 item 3): the first definition seen of each
+	// tool of a server, and the changed definition that holds it until
+	// the person accepts it (pins.go). Not secrets; removing the server
+	// removes them. IF NOT EXISTS: a schema rewound by hand (tests do)
+	// migrates again.
+	{
+		`CREATE TABLE IF NOT EXISTS tool_pins (
+			server_id  TEXT NOT NULL REFERENCES servers(id) ON DELETE CASCADE,
+			tool       TEXT NOT NULL,
+			hash       TEXT NOT NULL, -- "sha256:" + hex of definition
+			definition TEXT NOT NULL, -- canonical JSON (package pin)
+			pinned     INTEGER NOT NULL, -- unix milliseconds
+			held_hash       TEXT, -- the changed definition, NULL when none
+			held_definition TEXT,
+			held_seen       INTEGER,
+			PRIMARY KEY (server_id, tool)
+		) STRICT, WITHOUT ROWID`,
+	},
 }
 
 // keyCheckSchema is the first schema version with meta.key_check.

@@ -45,12 +45,18 @@ retry. Exit status 1 when a server could not be listed.`,
 						fmt.Fprintf(a.streams.Err, "switched off on %s: %s (switch one on with \"remotemcp servers set %s --enable-tool TOOL\")\n",
 							s.ID, cell(strings.Join(s.DisabledTools, ", ")), s.ID)
 					}
+					if len(s.HeldTools) > 0 && (serverID == "" || s.ID == serverID) {
+						// Issue #20 item 3: a changed tool is not listed.
+						fmt.Fprintf(a.streams.Err, "held on %s (definition changed): %s (review with \"remotemcp tools review %s\")\n",
+							s.ID, cell(strings.Join(s.HeldTools, ", ")), s.ID)
+					}
 				}
 			}
 			return serverErrors(a, list.Errors, err)
 		}),
 	}, "print a JSON array with input schemas and annotations")
 	cmd.Flags().StringVar(&serverID, "server", "", "only this server")
+	cmd.AddCommand(newToolsReviewCmd(a), newToolsAcceptCmd(a)) // pins.go
 	return cmd
 }
 

@@ -132,6 +132,9 @@ named on the command line is in error or needs-auth.`,
 			if err := a.printServers(servers); err != nil {
 				return err
 			}
+			if !a.asJSON {
+				a.printHeld(servers) // pins.go
+			}
 			// Where the daemon's page is (it may have moved off a taken
 			// port); the JSON stays the servers array "servers list
 			// --json" prints.

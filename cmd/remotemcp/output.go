@@ -218,6 +218,9 @@ func (a *app) printServers(servers []localapi.Server) error {
 			if s.State == localapi.StateReady || s.ToolCount > 0 {
 				tools = fmt.Sprint(s.ToolCount)
 			}
+			if len(s.HeldTools) > 0 {
+				tools += fmt.Sprintf(" +%d held", len(s.HeldTools))
+			}
 			if s.Reason != nil {
 				var short bool
 				reason, short = a.reasonText(s)

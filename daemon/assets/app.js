@@ -89,7 +89,8 @@
   // toolCount is the Tools cell as the CLI's status shows it: the count
   // once the catalog is known, "-" before.
   function toolCount(s) {
-    return s.state === "ready" || s.toolCount > 0 ? String(s.toolCount) : "-";
+    const n = s.state === "ready" || s.toolCount > 0 ? String(s.toolCount) : "-";
+    return s.heldTools && s.heldTools.length ? `${n} +${s.heldTools.length} held` : n;
   }
 
   // safeURL lets only http(s) URLs become links.
@@ -1183,6 +1184,8 @@
       if (logView.id && !state.servers.some((s) => s.id === logView.id)) closeLog();
       renderServers();
       syncCatalogSwitches();
+      // pins.js (held tools) listens.
+      document.dispatchEvent(new CustomEvent("remotemcp:servers", { detail: state.servers }));
     });
     es.addEventListener("grants", (ev) => {
       state.grants = JSON.parse(ev.data);

@@ -1,0 +1,401 @@
+package manager
+
+// Tool pinning (issue #20 item 3, "rug pull"). The first definition seen
+// of each tool of a server is pinned in the store; a later listing that
+// changes it holds the tool: it leaves every catalog the manager hands out
+// (so the agent registry, the engine and the MCP front ends lose it at
+// once, and go-sdk tells hosts list_changed) and a call to it is refused
+// unsent, until the person accepts the new definition. The session's own
+// catalog stays complete: a hold is a view, recomputed when the catalog
+// or the pins change.
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"math"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/remotemcp/remotemcp/pin"
+	"github.com/remotemcp/remotemcp/session"
+	"github.com/remotemcp/remotemcp/store"
+)
+
+// ErrToolHeld: the tool's definition changed since it was pinned and the
+// person has not accepted the change. The call was not sent.
+var ErrToolHeld = errors.New("tool is held: its definition changed since it was first seen")
+
+// PinStore is what a store offers that keeps tool pins (*store.SQLite
+// does). A manager on a store without it pins nothing.
+type PinStore interface {
+	ToolPins(ctx context.Context, serverID string) (map[string]store.ToolPin, error)
+	HeldTools(ctx context.Context, serverID string) ([]store.ToolPin, error)
+	ApplyPins(ctx context.Context, serverID string, ops []store.PinOp) error
+	AcceptHeld(ctx context.Context, serverID string, tools []string, expect map[string]string) ([]store.ToolPin, error)
+}
+
+var _ PinStore = (*store.SQLite)(nil)
+
+// pinTimeout bounds the store work of one pin evaluation.
+const pinTimeout = 10 * time.Second
+
+// pinState is an entry's view of its catalog through the pins. eval
+// serializes evaluations (store I/O) of the server; the other fields are
+// guarded by entry.mu.
+type pinState struct {
+	eval sync.Mutex
+	// forms are the canonical forms of the tools of formsOf, kept so that
+	// a view made again (the pins changed) does not encode a large
+	// catalog again. Guarded by eval.
+	formsOf *session.Catalog
+	forms   []toolForm
+	raw     *session.Catalog // the catalog the view was made of
+	gen     uint64           // pinGen when it was made
+	trusted bool             // the server's trust then: a change of it makes the view again
+	view    *session.Catalog
+	// held maps each held tool to why; nil when none.
+	held map[string]string
+}
+
+// toolForm is one tool's canonical definition and pin, or why it has
+// none.
+type toolForm struct {
+	name  string
+	canon []byte
+	hash  string
+	err   error
+}
+
+// formsLocked returns the canonical forms of raw's tools (e.pins.eval
+// held).
+func (e *entry) formsLocked(raw *session.Catalog) []toolForm {
+	if e.pins.formsOf == raw {
+		return e.pins.forms
+	}
+	forms := make([]toolForm, len(raw.Tools))
+	for i, t := range raw.Tools {
+		forms[i].name = toolName(t)
+		forms[i].canon, forms[i].hash, forms[i].err = pin.Of(Definition(t))
+	}
+	e.pins.formsOf, e.pins.forms = raw, forms
+	return forms
+}
+
+// pinGen counts the pin changes the manager knows of; a view made at
+// an older generation is made again.
+type pinGen struct{ n atomic.Uint64 }
+
+func (m *Manager) pinStore() PinStore {
+	ps, _ := m.o.Store.(PinStore)
+	return ps
+}
+
+// heldNamesLocked lists the held tools of the current view (e.mu held).
+func (e *entry) heldNamesLocked() []string {
+	if e.pins.raw == nil || e.pins.raw != e.catalog || len(e.pins.held) == 0 {
+		return nil
+	}
+	return slices.Sorted(maps.Keys(e.pins.held))
+}
+
+// Definition is what is pinned of a session tool.
+func Definition(t session.Tool) pin.Definition {
+	d := pin.Definition{InputSchema: t.RawInputSchema, OutputSchema: t.RawOutputSchema}
+	if t.Tool != nil {
+		d.Title, d.Description = t.Title, t.Description
+		if d.InputSchema == nil && t.InputSchema != nil {
+			d.InputSchema, _ = json.Marshal(t.InputSchema)
+		}
+		if t.Annotations != nil {
+			d.Annotations, _ = json.Marshal(t.Annotations)
+		}
+	}
+	return d
+}
+
+// viewOf is raw as the agent and hosts may see it: without held tools.
+// It pins tools seen for the first time, records changed definitions and
+// re-pins those of a trusted server. A store that cannot be read holds
+// every tool: what cannot be checked is not offered.
+func (m *Manager) viewOf(ctx context.Context, e *entry, raw *session.Catalog) *session.Catalog {
+	v, _ := m.view(ctx, e, raw)
+	return v
+}
+
+// view is viewOf and the held tools of raw, each with why.
+func (m *Manager) view(ctx context.Context, e *entry, raw *session.Catalog) (*session.Catalog, map[string]string) {
+	ps := m.pinStore()
+	if ps == nil || raw == nil || e == nil {
+		return raw, nil
+	}
+	if v, h, ok := m.pinMemo(e, raw); ok {
+		return v, h
+	}
+	e.pins.eval.Lock()
+	defer e.pins.eval.Unlock()
+	if v, h, ok := m.pinMemo(e, raw); ok {
+		return v, h
+	}
+	gen := m.pins.n.Load()
+	e.mu.Lock()
+	trusted := e.cfg.Trusted
+	e.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), pinTimeout)
+	defer cancel()
+	held, ok := m.evaluate(ctx, ps, e.id, trusted, e.formsLocked(raw))
+
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var view *session.Catalog
+	switch {
+	case len(held) == 0:
+		view = raw
+	case e.pins.raw == raw && maps.Equal(e.pins.held, held):
+		view = e.pins.view // the same view: callers comparing pointers see no change
+	default:
+		c := *raw
+		c.Tools = slices.DeleteFunc(slices.Clone(raw.Tools), func(t session.Tool) bool {
+			_, h := held[toolName(t)]
+			return h
+		})
+		c.HeldTools = slices.Sorted(maps.Keys(held))
+		view = &c
+	}
+	if !ok {
+		// Not current: the next listing reads the store again. The view
+		// is kept all the same, so that a listing that gets the same
+		// answer gets the same pointer (no change to announce, no
+		// re-sync of every front end on each listing).
+		gen = math.MaxUint64
+	}
+	changed := e.pins.raw == raw && !maps.Equal(e.pins.held, held) || e.pins.raw != raw && len(held) > 0
+	e.pins.raw, e.pins.gen, e.pins.view, e.pins.held, e.pins.trusted = raw, gen, view, held, trusted
+	if changed && e.catalog == raw {
+		// Status (held tools, tool count) and every listener re-read.
+		m.emitLocked(e)
+	}
+	return view, held
+}
+
+// pinMemo returns the view made of raw at the current generation.
+func (m *Manager) pinMemo(e *entry, raw *session.Catalog) (*session.Catalog, map[string]string, bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.pins.raw == raw && e.pins.gen == m.pins.n.Load() && e.pins.trusted == e.cfg.Trusted && e.pins.view != nil {
+		return e.pins.view, e.pins.held, true
+	}
+	return nil, nil, false
+}
+
+func toolName(t session.Tool) string {
+	if t.Tool == nil {
+		return ""
+	}
+	return t.Name
+}
+
+// evaluate compares raw's tools with the server's pins and writes what
+// changed; it returns the held tools and whether the result may be
+// remembered (the store answered).
+func (m *Manager) evaluate(ctx context.Context, ps PinStore, id string, trusted bool, forms []toolForm) (map[string]string, bool) {
+	review := fmt.Sprintf("review it with \"remotemcp tools review %s\"", id)
+	pins, err := ps.ToolPins(ctx, id)
+	if err != nil {
+		m.log.Warn("manager: read the tool pins; holding the server's tools", "server", id, "err", err)
+		held := map[string]string{}
+		for _, f := range forms {
+			held[f.name] = "its pin could not be read: " + err.Error()
+		}
+		return held, false
+	}
+	var (
+		held map[string]string
+		ops  []store.PinOp
+	)
+	hold := func(name, why string) {
+		if held == nil {
+			held = map[string]string{}
+		}
+		held[name] = why
+	}
+	for _, f := range forms {
+		name, canon, hash, err := f.name, f.canon, f.hash, f.err
+		if err != nil {
+			// Refused, not offered: a definition that cannot be pinned
+			// could change unseen.
+			hold(name, "its definition cannot be pinned: "+err.Error())
+			continue
+		}
+		p, ok := pins[name]
+		switch {
+		case !ok:
+			ops = append(ops, store.PinOp{Action: store.PinFirst, Tool: name, Hash: hash, Definition: canon})
+		case p.Hash == hash:
+			if p.Held != nil {
+				ops = append(ops, store.PinOp{Action: store.PinRelease, Tool: name})
+			}
+		case trusted:
+			ops = append(ops, store.PinOp{Action: store.PinReplace, Tool: name, Hash: hash, Definition: canon})
+			m.log.Info("tool definition changed; the server is trusted, so the new definition is pinned", "server", id, "tool", name, "old", p.Hash, "new", hash)
+		default:
+			hold(name, "its definition changed since it was first seen; "+review)
+			if p.Held == nil || p.Held.Hash != hash {
+				ops = append(ops, store.PinOp{Action: store.PinHold, Tool: name, Hash: hash, Definition: canon})
+				m.log.Warn("tool definition changed; the tool is held until the change is accepted", "server", id, "tool", name, "review", "remotemcp tools review "+id)
+			}
+		}
+	}
+	if err := ps.ApplyPins(ctx, id, ops); err != nil {
+		// The holds above stand; first-seen tools pass this once and are
+		// pinned by the next listing.
+		m.log.Warn("manager: store the tool pins", "server", id, "err", err)
+		return held, false
+	}
+	return held, true
+}
+
+// heldError is the refusal of a call to a held tool, or nil.
+func (m *Manager) heldError(ctx context.Context, id string, sess *session.Session, tool string) error {
+	e := m.entry(id)
+	if e == nil || m.pinStore() == nil {
+		return nil
+	}
+	// The held tools of exactly the catalog of the call's session (the
+	// memo may move on to a newer catalog meanwhile).
+	_, heldTools := m.view(ctx, e, sess.Catalog())
+	why, held := heldTools[tool]
+	if !held {
+		return nil
+	}
+	return fmt.Errorf("%w: %s (accept it with \"remotemcp tools accept %s %s\")", ErrToolHeld, why, id, tool)
+}
+
+// pinSoon makes the view of the entry's new catalog in the background,
+// so that a hold is recorded (and shown) even before anyone lists.
+func (m *Manager) pinSoon(e *entry) {
+	if m.pinStore() == nil {
+		return
+	}
+	m.wg.Add(1)
+	go func() {
+		defer m.wg.Done()
+		e.mu.Lock()
+		c := e.catalog
+		e.mu.Unlock()
+		m.viewOf(m.ctx, e, c)
+	}()
+}
+
+// pinsChanged forgets every view: the pins changed (an accept here, or
+// a write of another process).
+func (m *Manager) pinsChanged() { m.pins.n.Add(1) }
+
+// rePin makes the views of every server with a catalog again, so that
+// listeners learn of tools that came back or left.
+func (m *Manager) rePin(ctx context.Context) {
+	m.mu.Lock()
+	entries := make([]*entry, 0, len(m.entries))
+	for _, e := range m.entries {
+		entries = append(entries, e)
+	}
+	m.mu.Unlock()
+	for _, e := range entries {
+		e.mu.Lock()
+		c := e.catalog
+		e.mu.Unlock()
+		if c != nil {
+			m.viewOf(ctx, e, c)
+		}
+	}
+}
+
+// pinLoop follows pin writes of other processes (seen as "re-read
+// everything") and of this store: views are made again.
+func (m *Manager) pinLoop(changes <-chan store.Change) {
+	defer m.wg.Done()
+	for c := range changes {
+		if c.RereadAll() || c.Namespace == store.PinNamespace {
+			m.pinsChanged()
+			m.rePin(m.ctx)
+		}
+	}
+}
+
+// HeldChange is a tool held because its definition changed.
+type HeldChange struct {
+	ServerID string `json:"serverId"`
+	Tool     string `json:"tool"`
+	// Old is the pinned definition, New the changed one; Changes lists
+	// the differences.
+	Old, New         pin.Definition
+	OldHash, NewHash string
+	Pinned, Seen     time.Time
+	Changes          []pin.Change
+}
+
+// HeldChanges lists the held tools of a server, or (id "") of every
+// server, with their old and new definitions and the diff.
+func (m *Manager) HeldChanges(ctx context.Context, id string) ([]HeldChange, error) {
+	ps := m.pinStore()
+	if ps == nil {
+		return nil, nil
+	}
+	if id != "" {
+		if _, err := m.lookup(id); err != nil {
+			return nil, err
+		}
+	}
+	pins, err := ps.HeldTools(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]HeldChange, 0, len(pins))
+	for _, p := range pins {
+		oldDef, err1 := pin.Parse(p.Definition)
+		newDef, err2 := pin.Parse(p.Held.Definition)
+		if err := errors.Join(err1, err2); err != nil {
+			return nil, fmt.Errorf("read the held change of tool %q of server %q: %w", p.Tool, p.ServerID, err)
+		}
+		out = append(out, HeldChange{ServerID: p.ServerID, Tool: p.Tool, Old: oldDef, New: newDef,
+			OldHash: p.Hash, NewHash: p.Held.Hash, Pinned: p.Pinned, Seen: p.Held.Seen, Changes: pin.Diff(oldDef, newDef)})
+	}
+	return out, nil
+}
+
+// AcceptTools pins the held definitions of a server's tools (every held
+// one when tools is empty), so they are offered again. expect, when it
+// names a tool, is the hash of the definition the person reviewed; a
+// newer one is refused (store.ErrHeldChanged). It returns the tools
+// accepted.
+func (m *Manager) AcceptTools(ctx context.Context, id string, tools []string, expect map[string]string) ([]string, error) {
+	ps := m.pinStore()
+	if ps == nil {
+		return nil, errors.New("this store keeps no tool pins")
+	}
+	e, err := m.lookup(id)
+	if err != nil {
+		return nil, err
+	}
+	accepted, err := ps.AcceptHeld(ctx, id, tools, expect)
+	if err != nil {
+		return nil, err
+	}
+	names := make([]string, len(accepted))
+	for i, p := range accepted {
+		names[i] = p.Tool
+		m.log.Info("tool definition accepted", "server", id, "tool", p.Tool, "pin", p.Hash)
+	}
+	m.pinsChanged()
+	e.mu.Lock()
+	c := e.catalog
+	e.mu.Unlock()
+	if c != nil {
+		m.viewOf(ctx, e, c)
+	}
+	return names, nil
+}
