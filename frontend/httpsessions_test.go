@@ -401,3 +401,46 @@ func TestHTTPRevokeEndsSessions(t *testing.T) {
 	}
 	waitUntil(t, "the next revocation check", func() bool { return clk.Pending(testRecheck) == 1 })
 }
+
+// Issue #20 item 2: the endpoint's listener closes an idle keep-alive
+// connection after IdleTimeout, and refuses a connection over MaxConns
+// at once with a 503 naming the limit (before, any local user could hold
+// thousands, without a token).
+func TestHTTPEndpointConnLimits(t *testing.T) {
+	// The held connections send nothing: only the cap may end them here.
+	e := startEndpoint(t, frontend.HTTPOptions{MaxConns: 2, IdleTimeout: 20 * time.Millisecond, ReadHeaderTimeout: time.Hour})
+	addr := strings.TrimSuffix(strings.TrimPrefix(e.url, "http://"), "/mcp")
+	// An idle keep-alive connection, after one request, is closed.
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	io.WriteString(c, "GET /mcp HTTP/1.1\r\nHost: "+addr+"\r\n\r\n")
+	c.SetReadDeadline(time.Now().Add(hang))
+	b, err := io.ReadAll(c) // the 401, then the server's close
+	if err != nil || !strings.Contains(string(b), "401 Unauthorized") {
+		t.Fatalf("an idle keep-alive connection: %v after %q", err, b)
+	}
+	// Two connections held (sending nothing) take the two places…
+	for range 2 {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+	}
+	// …and the next is refused; one may be answered before the held
+	// ones are accepted, so a few tries.
+	waitUntil(t, "a refusal", func() bool {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			return false
+		}
+		defer c.Close()
+		c.SetReadDeadline(time.Now().Add(hang))
+		io.WriteString(c, "GET /mcp HTTP/1.1\r\nHost: "+addr+"\r\nConnection: close\r\n\r\n")
+		b, _ := io.ReadAll(c)
+		return strings.Contains(string(b), "503 Service Unavailable") && strings.Contains(string(b), "the MCP endpoint already has 2 connections open, its limit")
+	})
+}
