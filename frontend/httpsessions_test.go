@@ -13,6 +13,8 @@ import (
 
 	"github.com/remotemcp/remotemcp"
 	"github.com/remotemcp/remotemcp/frontend"
+	"github.com/remotemcp/remotemcp/internal/testserver/fixture"
+	"github.com/remotemcp/remotemcp/localapi"
 	"github.com/remotemcp/remotemcp/store"
 )
 
@@ -105,12 +107,24 @@ const (
 
 func startEndpoint(t *testing.T, o frontend.HTTPOptions) *endpoint {
 	t.Helper()
+	return startEndpointWith(t, o, nil)
+}
+
+// startEndpointWith is startEndpoint with the server f added as "fx"
+// (nil: none).
+func startEndpointWith(t *testing.T, o frontend.HTTPOptions, f *fixture.Server) *endpoint {
+	t.Helper()
 	ctx := t.Context()
 	eng, err := remotemcp.Open(ctx, remotemcp.Options{DataDir: t.TempDir(), NoStartupConnect: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { eng.Close() })
+	if f != nil {
+		if _, err := eng.AddServer(ctx, localapi.AddServerRequest{ID: "fx", URL: f.URL(), By: localapi.ByServersAdd}); err != nil {
+			t.Fatal(err)
+		}
+	}
 	st, err := store.Open(ctx, t.TempDir(), store.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -443,4 +457,25 @@ func TestHTTPEndpointConnLimits(t *testing.T) {
 		b, _ := io.ReadAll(c)
 		return strings.Contains(string(b), "503 Service Unavailable") && strings.Contains(string(b), "the MCP endpoint already has 2 connections open, its limit")
 	})
+}
+
+// Issue #20 item 2: a session that idles out gives back its resource
+// subscriptions: the server is unsubscribed (and may hibernate).
+func TestHTTPSessionIdleReleasesSubscriptions(t *testing.T) {
+	f := startFixture(t)
+	clk := &fakeClock{}
+	e := startEndpointWith(t, frontend.HTTPOptions{SessionIdle: testIdle, AfterFunc: clk.AfterFunc}, f)
+	tok := e.token(t, "host")
+	sid := e.session(t, tok)
+	sub := `{"jsonrpc":"2.0","id":3,"method":"resources/subscribe","params":{"uri":"` + fixture.ReadmeURI + `"}}`
+	waitUntil(t, "the subscription", func() bool {
+		code, _, body := e.post(t, tok, sid, sub)
+		return code == http.StatusOK && strings.Contains(body, `"result"`)
+	})
+	if n := f.Subscriptions(); n != 1 {
+		t.Fatalf("the server holds %d subscriptions, want 1", n)
+	}
+	waitUntil(t, "the idle timer", func() bool { return clk.Pending(testIdle) == 1 })
+	clk.Advance(testIdle)
+	waitUntil(t, "the idle session's subscription to be given back", func() bool { return f.Subscriptions() == 0 })
 }
