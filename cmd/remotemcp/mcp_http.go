@@ -93,6 +93,12 @@ func serveMcpHTTP(ctx context.Context, fe *frontend.Frontend, dir string, ln net
 	tokens := frontend.NewTokens(st)
 	port := ln.Addr().(*net.TCPAddr).Port
 	if noToken, _ := ctx.Value(noTokenKey{}).(bool); noToken {
+		// Every request carries the one token here, and the suite starts
+		// a session per scenario: the cap per token would be the cap in
+		// all.
+		if o.MaxSessionsPerToken <= 0 {
+			o.MaxSessionsPerToken = frontend.DefaultMaxSessions
+		}
 		h, err := noTokenHandler(ctx, fe, ln, o)
 		if err != nil {
 			ln.Close()
