@@ -64,7 +64,10 @@ when none runs; with --no-daemon it owns the sessions itself, and no
 daemon may start until it stops. Only loopback
 addresses are allowed; the Host header must name that address (DNS
 rebinding), a foreign Origin is refused, and every request needs
-"Authorization: Bearer TOKEN" with a token of "remotemcp mcp token create".`,
+"Authorization: Bearer TOKEN" with a token of "remotemcp mcp token create".
+A host session belongs to its token and ends after --session-idle with
+no open stream and no request, or when its token is revoked; at most 64
+per token and 1,024 in all (then 429).`,
 		Args: argsExactly(0, ""),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
