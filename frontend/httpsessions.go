@@ -231,20 +231,21 @@ func (h *hostSessions) register(sid string, who identity) bool {
 			break
 		}
 	}
+	if ss == nil {
+		return false // closed already: go-sdk answers 404 to its id
+	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if _, ok := h.byID[sid]; ok {
 		return false
 	}
 	h.byID[sid] = &hostSession{user: who.user, name: who.name, ss: ss, refs: 1}
-	if ss != nil {
-		// Its owner is the session: it returns when the session closes
-		// (a DELETE, a limit, the endpoint's end).
-		go func() {
-			_ = ss.Wait()
-			h.forget(sid)
-		}()
-	}
+	// Its owner is the session: it returns when the session closes (a
+	// DELETE, a limit, the endpoint's end).
+	go func() {
+		_ = ss.Wait()
+		h.forget(sid)
+	}()
 	h.scheduleRecheck()
 	return true
 }
@@ -321,17 +322,14 @@ func (h *hostSessions) expire(sid string, gen int) {
 	s.ended = true
 	h.mu.Unlock()
 	h.log.Info("mcp http: a host session ended after --session-idle without a stream or a request", "token", s.name, "idle", h.o.SessionIdle.String())
-	h.close(sid, s)
+	h.close(s)
 }
 
 // close ends s: go-sdk forgets it (its id answers 404 from now on) and
-// the front end gives back its subscriptions.
-func (h *hostSessions) close(sid string, s *hostSession) {
-	if s.ss == nil {
-		h.forget(sid)
-		return
-	}
-	_ = s.ss.Close() // the watcher of register forgets it
+// the front end gives back its subscriptions; the watcher of register
+// forgets it here.
+func (h *hostSessions) close(s *hostSession) {
+	_ = s.ss.Close()
 }
 
 // scheduleRecheck schedules the revocation check unless one is. mu held.
@@ -373,26 +371,22 @@ func (h *hostSessions) recheck() {
 
 // endRevoked closes the sessions whose token is not in valid.
 func (h *hostSessions) endRevoked(valid map[string]bool) {
-	type victim struct {
-		sid string
-		s   *hostSession
-	}
-	var gone []victim
+	var gone []*hostSession
 	h.mu.Lock()
-	for sid, s := range h.byID {
+	for _, s := range h.byID {
 		if !valid[s.user] && !s.ended {
 			s.ended = true
 			if s.stop != nil {
 				s.stop()
 				s.stop = nil
 			}
-			gone = append(gone, victim{sid, s})
+			gone = append(gone, s)
 		}
 	}
 	h.mu.Unlock()
-	for _, v := range gone {
-		h.log.Info("mcp http: a host session ended: its token was revoked", "token", v.s.name)
-		h.close(v.sid, v.s)
+	for _, s := range gone {
+		h.log.Info("mcp http: a host session ended: its token was revoked", "token", s.name)
+		h.close(s)
 	}
 }
 
