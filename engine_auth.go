@@ -15,6 +15,7 @@ import (
 
 	"github.com/remotemcp/remotemcp/config"
 	"github.com/remotemcp/remotemcp/hostperm"
+	"github.com/remotemcp/remotemcp/internal/netlimit"
 	"github.com/remotemcp/remotemcp/localapi"
 	"github.com/remotemcp/remotemcp/manager"
 	"github.com/remotemcp/remotemcp/oauth"
@@ -585,10 +586,12 @@ func (c *Client) listenLoopback(port int, serverID string) (bound int, release f
 		}
 		port = ln.Addr().(*net.TCPAddr).Port
 		l = &loopback{done: make(chan struct{}), gone: make(chan struct{})}
-		l.srv = &http.Server{Handler: http.HandlerFunc(c.serveCallback), ReadHeaderTimeout: 10 * time.Second}
+		// The limits of every local listener (issue #20 item 2).
+		l.srv = netlimit.Server(http.HandlerFunc(c.serveCallback), netlimit.Options{})
+		lim := netlimit.Limit(ln, netlimit.Cap(netlimit.MaxCallbackConns), "the OAuth callback")
 		go func() {
 			defer close(l.done)
-			_ = l.srv.Serve(ln) // ErrServerClosed after Shutdown
+			_ = l.srv.Serve(lim) // ErrServerClosed after Shutdown
 		}()
 		c.loops[port] = l
 	}

@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/remotemcp/remotemcp/internal/netlimit"
 	"github.com/remotemcp/remotemcp/localapi"
 )
 
@@ -54,6 +55,15 @@ type Options struct {
 	// background work waits for their sign-in (notify.go).
 	Notify bool
 	Logger *slog.Logger
+	// MaxPageConns caps the connections the settings page's TCP listener
+	// holds at once; one over it is answered 503 and closed (issue #20
+	// item 2). Default netlimit.Cap(netlimit.MaxPageConns). The Unix
+	// socket is not capped: the caps leave it netlimit.Headroom
+	// descriptors.
+	MaxPageConns int
+	// IdleTimeout closes a keep-alive connection idle this long, on both
+	// listeners; default netlimit.IdleTimeout. Tests set it short.
+	IdleTimeout time.Duration
 }
 
 // Server is the daemon's HTTP side: the local API on the Unix socket, and
@@ -75,6 +85,7 @@ type Server struct {
 
 	// Set by Listen.
 	tcp      net.Listener
+	tcpLimit *netlimit.Listener // tcp, capped (set by Serve)
 	port     int
 	baseURL  string // http://127.0.0.1:PORT
 	sock     net.Listener
@@ -297,6 +308,11 @@ func (s *Server) Serve(ctx context.Context) error {
 		tcpH, sockH = testWrap(tcpH), testWrap(sockH)
 	}
 	servers := []*http.Server{s.httpServer(tcpH), s.httpServer(sockH)}
+	maxConns := s.o.MaxPageConns
+	if maxConns <= 0 {
+		maxConns = netlimit.Cap(netlimit.MaxPageConns)
+	}
+	s.tcpLimit = netlimit.Limit(s.tcp, maxConns, "the settings page")
 	s.startSecretWatch()
 	if s.o.Notify {
 		s.startNotifier()
@@ -304,7 +320,7 @@ func (s *Server) Serve(ctx context.Context) error {
 	s.log.Info("daemon listening", "url", s.baseURL, "socket", s.sockPath, "dataDir", s.o.DataDir)
 
 	served := make(chan error, 2)
-	go func() { served <- servers[0].Serve(s.tcp) }()
+	go func() { served <- servers[0].Serve(s.tcpLimit) }()
 	go func() { served <- servers[1].Serve(s.sock) }()
 	var err error
 	select {
@@ -335,15 +351,15 @@ func (s *Server) Serve(ctx context.Context) error {
 	return err
 }
 
+// httpServer serves h with the limits of every local listener
+// (netlimit: header, request and idle timeouts; issue #20 item 2).
 func (s *Server) httpServer(h http.Handler) *http.Server {
-	return &http.Server{
-		Handler:           h,
-		ReadHeaderTimeout: 10 * time.Second,
-		// Request contexts derive from s.ctx, so the shutdown cancels
-		// tool calls in flight.
-		BaseContext: func(net.Listener) context.Context { return s.ctx },
-		ErrorLog:    slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
-	}
+	hs := netlimit.Server(h, netlimit.Options{IdleTimeout: s.o.IdleTimeout})
+	// Request contexts derive from s.ctx, so the shutdown cancels tool
+	// calls in flight.
+	hs.BaseContext = func(net.Listener) context.Context { return s.ctx }
+	hs.ErrorLog = slog.NewLogLogger(s.log.Handler(), slog.LevelDebug)
+	return hs
 }
 
 // startSecretWatch keeps the scrubber's list of the engine's secrets

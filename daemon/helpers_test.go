@@ -306,6 +306,10 @@ type stackOpts struct {
 	dir string
 	// notify turns the desktop notifications on (Options.Notify).
 	notify bool
+	// maxPageConns and idleTimeout are Options.MaxPageConns and
+	// Options.IdleTimeout.
+	maxPageConns int
+	idleTimeout  time.Duration
 }
 
 func newStack(t *testing.T, o stackOpts) *stack {
@@ -320,7 +324,8 @@ func newStack(t *testing.T, o stackOpts) *stack {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.srv, err = New(Options{Engine: s.eng, DataDir: s.dir, Addr: "127.0.0.1:0", Notify: o.notify, Logger: testLogger()})
+	s.srv, err = New(Options{Engine: s.eng, DataDir: s.dir, Addr: "127.0.0.1:0", Notify: o.notify, Logger: testLogger(),
+		MaxPageConns: o.maxPageConns, IdleTimeout: o.idleTimeout})
 	if err != nil {
 		s.eng.Close()
 		t.Fatal(err)

@@ -5,12 +5,12 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"sync"
 	"time"
 
+	"github.com/remotemcp/remotemcp/internal/netlimit"
 	"github.com/remotemcp/remotemcp/localapi"
 )
 
@@ -45,12 +45,9 @@ func InProcess(ctx context.Context, eng localapi.Engine) (*localapi.Client, func
 	if testWrap != nil {
 		h = testWrap(h)
 	}
-	hs := &http.Server{
-		Handler:           h,
-		ReadHeaderTimeout: 10 * time.Second,
-		BaseContext:       func(net.Listener) context.Context { return sctx },
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelDebug),
-	}
+	hs := netlimit.Server(h, netlimit.Options{})
+	hs.BaseContext = func(net.Listener) context.Context { return sctx }
+	hs.ErrorLog = slog.NewLogLogger(log.Handler(), slog.LevelDebug)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)

@@ -11,21 +11,35 @@ import (
 	"sync"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/remotemcp/remotemcp/internal/netlimit"
 )
 
 // httpShutdownWait bounds a graceful shutdown: open SSE streams never go
 // idle on their own, so after this the connections are closed.
 const httpShutdownWait = 2 * time.Second
 
-// HTTPHandler is the Streamable HTTP endpoint of the front end behind the
-// bearer token check of tokens: every request must carry
-// "Authorization: Bearer TOKEN" with a token of tokens, else 401. The Host
-// and Origin checks are the caller's (daemon.GuardLoopback), outside this.
+// HTTPHandler is HTTPHandlerWith with the default limits.
 func (f *Frontend) HTTPHandler(tokens *Tokens) http.Handler {
+	return f.HTTPHandlerWith(tokens, HTTPOptions{})
+}
+
+// HTTPHandlerWith is the Streamable HTTP endpoint of the front end behind
+// the bearer token check of tokens: every request must carry
+// "Authorization: Bearer TOKEN" with a token of tokens, else 401. A host
+// session belongs to the token that made it, ends when idle or when its
+// token is revoked, and is capped per token and in all (o; issue #20
+// item 2). The Host and Origin checks are the caller's
+// (daemon.GuardLoopback), outside this.
+func (f *Frontend) HTTPHandlerWith(tokens *Tokens, o HTTPOptions) http.Handler {
+	// go-sdk's own idle timeout (SessionTimeout) is not used: it counts
+	// POSTs only, and would end a session whose host listens on an open
+	// stream; hostSessions counts the stream too.
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return f.srv },
 		&mcp.StreamableHTTPOptions{Logger: f.log})
-	return tokens.Require(h, f.log)
+	return tokens.Require(newHostSessions(f.srv, tokens, f.log, o, h), f.log)
 }
 
 // Challenges and bodies of a refused request. A host shows the body (or
@@ -44,13 +58,14 @@ const (
 // a wrong or revoked token gets error="invalid_token". The presented token
 // is never logged.
 func (t *Tokens) Require(next http.Handler, log *slog.Logger) http.Handler {
+	withInfo := auth.RequireBearerToken(tokenInfo, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(next)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		tok, ok := bearer(r.Header.Get("Authorization"))
 		if !ok {
 			unauthorized(w, "", noTokenBody)
 			return
 		}
-		_, ok, err := t.Check(r.Context(), tok)
+		name, ok, err := t.Check(r.Context(), tok)
 		if err != nil {
 			if log != nil {
 				log.Warn("mcp http: token check failed", "err", err)
@@ -62,6 +77,10 @@ func (t *Tokens) Require(next http.Handler, log *slog.Logger) http.Handler {
 			unauthorized(w, `error="invalid_token", error_description="the bearer token is unknown or revoked"`, badTokenBody)
 			return
 		}
+		// The token is the session's user: go-sdk refuses a session's
+		// id with another one (auth.TokenInfo.UserID), and so does
+		// hostSessions, first and in remotemcp's words.
+		r = r.WithContext(context.WithValue(r.Context(), identityKey{}, identity{user: hashToken(tok), name: name}))
 		if r.Method == http.MethodGet {
 			// A stream lives on: it ends when its token is revoked.
 			ctx, cancel := context.WithCancel(r.Context())
@@ -69,8 +88,20 @@ func (t *Tokens) Require(next http.Handler, log *slog.Logger) http.Handler {
 			go t.whileValid(ctx, tok, cancel)
 			r = r.WithContext(ctx)
 		}
-		next.ServeHTTP(w, r)
+		withInfo.ServeHTTP(w, r)
 	})
+}
+
+// tokenInfo is go-sdk's auth.TokenInfo of a token Require has checked:
+// its user id is the token's hash, so go-sdk's handler refuses a
+// session's id with another token. A token does not expire; it is
+// revoked.
+func tokenInfo(ctx context.Context, _ string, _ *http.Request) (*auth.TokenInfo, error) {
+	who, ok := requester(ctx)
+	if !ok {
+		return nil, fmt.Errorf("%w: not checked", auth.ErrInvalidToken)
+	}
+	return &auth.TokenInfo{UserID: who.user}, nil
 }
 
 // bearer extracts the token of an Authorization header (RFC 6750: the
@@ -95,11 +126,21 @@ func unauthorized(w http.ResponseWriter, params, msg string) {
 	http.Error(w, msg, http.StatusUnauthorized)
 }
 
-// RunHTTP serves h (built around HTTPHandler) on ln until ctx ends,
-// re-syncing the catalogs whenever the engine says they changed, as Run
-// does for one stdio host. It closes ln.
+// RunHTTP is RunHTTPWith with the default limits.
 func (f *Frontend) RunHTTP(ctx context.Context, ln net.Listener, h http.Handler) error {
+	return f.RunHTTPWith(ctx, ln, h, HTTPOptions{})
+}
+
+// RunHTTPWith serves h (built around HTTPHandlerWith) on ln until ctx
+// ends, re-syncing the catalogs whenever the engine says they changed, as
+// Run does for one stdio host. The listener holds at most o.MaxConns
+// connections and closes idle ones (netlimit); when it stops, the host
+// sessions end. It closes ln.
+func (f *Frontend) RunHTTPWith(ctx context.Context, ln net.Listener, h http.Handler, o HTTPOptions) error {
 	f.startRun()
+	// The host sessions end last, after the server's shutdown below: no
+	// request of theirs is in flight any more.
+	defer f.closeHTTPSessions()
 	defer f.releaseAll()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -111,11 +152,13 @@ func (f *Frontend) RunHTTP(ctx context.Context, ln net.Listener, h http.Handler)
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	wg.Go(func() { f.watch(ctx, events) })
-	srv := &http.Server{
-		Handler:           h,
-		ReadHeaderTimeout: 10 * time.Second,
-		BaseContext:       func(net.Listener) context.Context { return ctx },
+	maxConns := o.MaxConns
+	if maxConns <= 0 {
+		maxConns = netlimit.Cap(netlimit.MaxMCPConns)
 	}
+	ln = netlimit.Limit(ln, maxConns, "the MCP endpoint")
+	srv := netlimit.Server(h, netlimit.Options{ReadHeaderTimeout: o.ReadHeaderTimeout, BodyReadTimeout: o.ReadTimeout, IdleTimeout: o.IdleTimeout})
+	srv.BaseContext = func(net.Listener) context.Context { return ctx }
 	served := make(chan error, 1)
 	wg.Go(func() { served <- srv.Serve(ln) })
 	select {

@@ -195,6 +195,19 @@ func (t *Tokens) Check(ctx context.Context, tok string) (name string, ok bool, e
 	return name, ok, nil
 }
 
+// users are the user ids (hashes) of the valid tokens.
+func (t *Tokens) users(ctx context.Context) (map[string]bool, error) {
+	recs, err := t.records(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("read the tokens: %w", err)
+	}
+	out := make(map[string]bool, len(recs))
+	for _, r := range recs {
+		out[r.SHA256] = true
+	}
+	return out, nil
+}
+
 // records reads every stored token.
 func (t *Tokens) records(ctx context.Context) ([]tokenRecord, error) {
 	kv, err := t.kv.ListKV(ctx, TokenNamespace)

@@ -19,6 +19,7 @@ import (
 
 	"github.com/remotemcp/remotemcp/config"
 	"github.com/remotemcp/remotemcp/hostperm"
+	"github.com/remotemcp/remotemcp/internal/netlimit"
 )
 
 // CallbackResult is what the authorization server sent back to the
@@ -450,23 +451,23 @@ func ListenLoopbackBrowser(port int, open func(url string) error) Browser {
 			return nil, fmt.Errorf("listening for the OAuth callback on 127.0.0.1:%d: %w (another program, or another sign-in, has the port; free it, or choose another redirect port (auth.redirectPort) with \"remotemcp servers set ID --port PORT\")", port, err)
 		}
 		results := make(chan CallbackResult, 1)
-		hs := &http.Server{
-			Handler: callbackHandler(func(r CallbackResult) bool {
-				if subtle.ConstantTimeCompare([]byte(r.State), []byte(want)) != 1 {
-					return false
-				}
-				select {
-				case results <- r:
-				default: // a second, duplicate delivery: the first one counts
-				}
-				return true
-			}),
-			ReadHeaderTimeout: 10 * time.Second,
-		}
+		// The limits of every local listener (issue #20 item 2): a page
+		// on this machine must not hold the sign-in's port open.
+		lim := netlimit.Limit(ln, netlimit.Cap(netlimit.MaxCallbackConns), "the OAuth callback")
+		hs := netlimit.Server(callbackHandler(func(r CallbackResult) bool {
+			if subtle.ConstantTimeCompare([]byte(r.State), []byte(want)) != 1 {
+				return false
+			}
+			select {
+			case results <- r:
+			default: // a second, duplicate delivery: the first one counts
+			}
+			return true
+		}), netlimit.Options{})
 		served := make(chan struct{})
 		go func() {
 			defer close(served)
-			_ = hs.Serve(ln) // ends with ErrServerClosed at Shutdown below
+			_ = hs.Serve(lim) // ends with ErrServerClosed at Shutdown below
 		}()
 		defer func() {
 			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)

@@ -35,6 +35,7 @@ func newMcpCmd(a *app) *cobra.Command {
 		httpAddr   string
 		tools      string
 		threshold  int
+		idle       string
 	)
 	cmd := &cobra.Command{
 		Use:   "mcp",
@@ -63,7 +64,10 @@ when none runs; with --no-daemon it owns the sessions itself, and no
 daemon may start until it stops. Only loopback
 addresses are allowed; the Host header must name that address (DNS
 rebinding), a foreign Origin is refused, and every request needs
-"Authorization: Bearer TOKEN" with a token of "remotemcp mcp token create".`,
+"Authorization: Bearer TOKEN" with a token of "remotemcp mcp token create".
+A host session belongs to its token and ends after --session-idle with
+no open stream and no request, or when its token is revoked; at most 64
+per token and 1,024 in all (then 429).`,
 		Args: argsExactly(0, ""),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
@@ -76,7 +80,11 @@ rebinding), a foreign Origin is refused, and every request needs
 			}
 			fo := frontend.Options{ServerID: serverID, Name: "remotemcp", Version: remotemcp.Version, Logger: log, Tools: tools, SearchThreshold: threshold}
 			if httpAddr != "" {
-				return a.runMcpHTTP(ctx, httpAddr, daemonAddr, fo)
+				d, err := sessionIdleFlag(idle)
+				if err != nil {
+					return err
+				}
+				return a.runMcpHTTP(ctx, httpAddr, daemonAddr, fo, frontend.HTTPOptions{SessionIdle: d})
 			}
 			eng, release, err := a.mcpEngine(ctx, daemonAddr)
 			if err != nil {
@@ -101,6 +109,7 @@ rebinding), a foreign Origin is refused, and every request needs
 	cmd.Flags().StringVar(&tools, "tools", frontend.ToolsAuto, "how tools are offered: all, search (a search tool and the pinned tools; found tools join the list) or auto (search above --search-threshold tools)")
 	cmd.Flags().IntVar(&threshold, "search-threshold", frontend.DefaultSearchThreshold, "with --tools auto, search when there are more tools than this")
 	cmd.Flags().StringVar(&httpAddr, "http", "", "serve Streamable HTTP on this loopback HOST:PORT instead of stdio (needs a token: see \"mcp token\")")
+	addSessionIdleFlag(cmd, &idle, "--http")
 	cmd.AddCommand(newMcpTokenCmd(a))
 	addMcpHTTPTestFlag(cmd) // hidden: see mcp_http.go
 	return cmd
@@ -112,7 +121,7 @@ rebinding), a foreign Origin is refused, and every request needs
 // owner (issue #19 item 2). Only with --no-daemon does this process own
 // the engine, and then it holds the daemon lock: no daemon starts beside
 // it.
-func (a *app) runMcpHTTP(ctx context.Context, addr, daemonAddr string, fo frontend.Options) error {
+func (a *app) runMcpHTTP(ctx context.Context, addr, daemonAddr string, fo frontend.Options, ho frontend.HTTPOptions) error {
 	ln, err := mcpHTTPListen("--http", addr)
 	if err != nil {
 		return err
@@ -143,7 +152,7 @@ func (a *app) runMcpHTTP(ctx context.Context, addr, daemonAddr string, fo fronte
 		ln.Close()
 		return err
 	}
-	return serveMcpHTTP(ctx, fe, a.dataDirPath(), ln, a.streams.Err, fo.Logger)
+	return serveMcpHTTP(ctx, fe, a.dataDirPath(), ln, a.streams.Err, fo.Logger, ho)
 }
 
 // nopWriteCloser leaves the standard output open when the transport ends.

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -42,15 +43,47 @@ func mcpHTTPListen(flag, addr string) (net.Listener, error) {
 // mcpHTTPHandler is everything the endpoint's listener serves: the
 // settings page's Host and Origin checks (daemon.GuardLoopback) around the
 // bearer token check around the front end, at mcpHTTPPath only.
-func mcpHTTPHandler(fe *frontend.Frontend, tokens *frontend.Tokens, port int) http.Handler {
+func mcpHTTPHandler(fe *frontend.Frontend, tokens *frontend.Tokens, port int, o frontend.HTTPOptions) http.Handler {
 	mux := http.NewServeMux()
-	mux.Handle(mcpHTTPPath, fe.HTTPHandler(tokens))
+	mux.Handle(mcpHTTPPath, fe.HTTPHandlerWith(tokens, o))
 	return daemon.GuardLoopback(port, mux)
 }
 
+// sessionIdleFlagName is the flag of mcp --http and serve --mcp-http that
+// ends idle host sessions (issue #20 item 2).
+const sessionIdleFlagName = "session-idle"
+
+// addSessionIdleFlag registers --session-idle on cmd into v; with names
+// the flag that serves the endpoint.
+func addSessionIdleFlag(cmd *cobra.Command, v *string, with string) {
+	cmd.Flags().StringVar(v, sessionIdleFlagName, frontend.DefaultSessionIdle.String(), "with "+with+`: end a host session that has no open stream and no request for this long, giving back its subscriptions, e.g. 30m; "never" (or 0): never; "default": 10m`)
+}
+
+// sessionIdleFlag checks --session-idle and returns the front end's
+// HTTPOptions.SessionIdle: negative for never, as --idle-timeout's never
+// (or 0).
+func sessionIdleFlag(v string) (time.Duration, error) {
+	v = strings.TrimSpace(v)
+	switch v {
+	case flagDefault:
+		return frontend.DefaultSessionIdle, nil
+	case flagNever:
+		return -1, nil
+	}
+	d, err := parseFlagDuration(v)
+	switch {
+	case err != nil || d < 0:
+		return 0, usageErrorf("--%s %q: give a duration such as 30m, never (or 0), or default (%s)", sessionIdleFlagName, cell(v), frontend.DefaultSessionIdle)
+	case d == 0:
+		return -1, nil
+	}
+	return d, nil
+}
+
 // serveMcpHTTP serves fe on ln until ctx ends, checking bearer tokens
-// against the store in dir; it says where on w and closes ln.
-func serveMcpHTTP(ctx context.Context, fe *frontend.Frontend, dir string, ln net.Listener, w io.Writer, log *slog.Logger) error {
+// against the store in dir, with the limits of o; it says where on w and
+// closes ln.
+func serveMcpHTTP(ctx context.Context, fe *frontend.Frontend, dir string, ln net.Listener, w io.Writer, log *slog.Logger, o frontend.HTTPOptions) error {
 	st, err := store.Open(ctx, dir, store.Options{Logger: log})
 	if err != nil {
 		ln.Close()
@@ -60,20 +93,26 @@ func serveMcpHTTP(ctx context.Context, fe *frontend.Frontend, dir string, ln net
 	tokens := frontend.NewTokens(st)
 	port := ln.Addr().(*net.TCPAddr).Port
 	if noToken, _ := ctx.Value(noTokenKey{}).(bool); noToken {
-		h, err := noTokenHandler(ctx, fe, ln)
+		// Every request carries the one token here, and the suite starts
+		// a session per scenario: the cap per token would be the cap in
+		// all.
+		if o.MaxSessionsPerToken <= 0 {
+			o.MaxSessionsPerToken = frontend.DefaultMaxSessions
+		}
+		h, err := noTokenHandler(ctx, fe, ln, o)
 		if err != nil {
 			ln.Close()
 			return err
 		}
 		fmt.Fprintf(w, "remotemcp: MCP endpoint (Streamable HTTP) on %s\n", mcpURL(ln))
 		fmt.Fprintf(w, "remotemcp: WARNING: --%s: no bearer token is checked; for conformance tests only\n", insecureTestNoTokenFlag)
-		return fe.RunHTTP(ctx, ln, h)
+		return fe.RunHTTPWith(ctx, ln, h, o)
 	}
 	fmt.Fprintf(w, "remotemcp: MCP endpoint (Streamable HTTP) on %s\n", mcpURL(ln))
 	if list, err := tokens.List(ctx); err == nil && len(list) == 0 {
 		fmt.Fprintf(w, "remotemcp: no tokens yet, so every request gets 401: run \"remotemcp hosts connect HOST --http %s\" (it writes the host's entry with a new token), or create one with \"remotemcp mcp token create NAME\"\n", mcpURL(ln))
 	}
-	return fe.RunHTTP(ctx, ln, mcpHTTPHandler(fe, tokens, port))
+	return fe.RunHTTPWith(ctx, ln, mcpHTTPHandler(fe, tokens, port, o), o)
 }
 
 // insecureTestNoTokenFlag is the hidden "mcp --http" flag that serves the
@@ -128,7 +167,7 @@ func checkNoTokenAddr(addr string) error {
 // token made here, which every request is given after the Host and Origin
 // checks (whatever Authorization it carried is replaced). It refuses a
 // listener that is not on loopback.
-func noTokenHandler(ctx context.Context, fe *frontend.Frontend, ln net.Listener) (http.Handler, error) {
+func noTokenHandler(ctx context.Context, fe *frontend.Frontend, ln net.Listener, o frontend.HTTPOptions) (http.Handler, error) {
 	a, ok := ln.Addr().(*net.TCPAddr)
 	if !ok || !a.IP.IsLoopback() {
 		return nil, fmt.Errorf("--%s: the listener %s is not on loopback", insecureTestNoTokenFlag, ln.Addr())
@@ -138,7 +177,7 @@ func noTokenHandler(ctx context.Context, fe *frontend.Frontend, ln net.Listener)
 	if err != nil {
 		return nil, fmt.Errorf("--%s: %w", insecureTestNoTokenFlag, err)
 	}
-	inner := fe.HTTPHandler(tokens)
+	inner := fe.HTTPHandlerWith(tokens, o)
 	mux := http.NewServeMux()
 	mux.Handle(mcpHTTPPath, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		r = r.Clone(r.Context())

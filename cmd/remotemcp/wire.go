@@ -68,6 +68,7 @@ func newServeCmd(a *app) *cobra.Command {
 	var (
 		addr     string
 		mcpHTTP  string
+		idle     string
 		demo     bool
 		notify   bool
 		fallback bool
@@ -101,6 +102,10 @@ Streamable HTTP at http://127.0.0.1:PORT/mcp, like "remotemcp mcp --http"
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
 			listen, err := flagLoopbackAddr("--addr", addr)
+			if err != nil {
+				return err
+			}
+			sessionIdle, err := sessionIdleFlag(idle)
 			if err != nil {
 				return err
 			}
@@ -178,7 +183,7 @@ Streamable HTTP at http://127.0.0.1:PORT/mcp, like "remotemcp mcp --http"
 			defer mcancel()
 			if mcpLn != nil {
 				wg.Go(func() {
-					if err := serveDaemonMcpHTTP(mctx, eng, dir, mcpLn, a.streams.Err, log); err != nil {
+					if err := serveDaemonMcpHTTP(mctx, eng, dir, mcpLn, a.streams.Err, log, frontend.HTTPOptions{SessionIdle: sessionIdle}); err != nil {
 						fmt.Fprintf(a.streams.Err, "remotemcp: --mcp-http: %v\n", err)
 					}
 				})
@@ -193,6 +198,7 @@ Streamable HTTP at http://127.0.0.1:PORT/mcp, like "remotemcp mcp --http"
 	}
 	cmd.Flags().BoolVar(&notify, "notify", false, "show a desktop notification (notify-send) when a server needs you to sign in")
 	cmd.Flags().StringVar(&mcpHTTP, "mcp-http", "", "also serve the MCP endpoint (Streamable HTTP, bearer tokens of \"mcp token\") on this loopback HOST:PORT")
+	addSessionIdleFlag(cmd, &idle, "--mcp-http")
 	cmd.Flags().BoolVar(&demo, "demo", false, "also run the bundled test MCP server and add it as the server \"demo\" until serve stops")
 	cmd.Flags().StringVar(&addr, "addr", "127.0.0.1:7717", "loopback address of the settings page and OAuth callback: HOST:PORT or PORT")
 	// Hidden: what "remotemcp mcp" passes to the daemon it starts in the
@@ -242,13 +248,13 @@ func opCause(oe *net.OpError) string {
 // serveDaemonMcpHTTP is serve --mcp-http: the aggregate front end over the
 // daemon's own engine on ln until ctx ends. A failure ends the endpoint,
 // not the daemon.
-func serveDaemonMcpHTTP(ctx context.Context, eng localapi.Engine, dir string, ln net.Listener, w io.Writer, log *slog.Logger) error {
+func serveDaemonMcpHTTP(ctx context.Context, eng localapi.Engine, dir string, ln net.Listener, w io.Writer, log *slog.Logger, o frontend.HTTPOptions) error {
 	fe, err := frontend.New(ctx, frontend.Options{Engine: eng, Name: "remotemcp", Version: remotemcp.Version, Logger: log})
 	if err != nil {
 		ln.Close()
 		return err
 	}
-	return serveMcpHTTP(ctx, fe, dir, ln, w, log)
+	return serveMcpHTTP(ctx, fe, dir, ln, w, log, o)
 }
 
 // demoServer is the bundled test MCP server of "serve --demo" and what

@@ -1,0 +1,4 @@
+package netlimit
+
+// CapFor is capFor, for the tests.
+var CapFor = capFor
