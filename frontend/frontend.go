@@ -639,9 +639,14 @@ func canElicit(ss *mcp.ServerSession) bool {
 
 // ask puts a server's question to the host and answers the card with the
 // host's answer. When the host cannot answer, the card stays for the page
-// and the CLI, and the call keeps waiting (R6.1, R6.2).
+// and the CLI, and the call keeps waiting (R6.1, R6.2). The host reads the
+// question labelled with the server's id and quoted (ServerQuestion), so
+// it cannot pass for remotemcp's own approval question (issue #20 item 3);
+// ss is the session of the host whose call the question belongs to (the
+// engine forwards a call's own questions only), and ctx that call's, so
+// go-sdk sends it on that call's stream.
 func (f *Frontend) ask(ctx context.Context, ss *mcp.ServerSession, c localapi.Card) {
-	res, err := ss.Elicit(ctx, &mcp.ElicitParams{Mode: "form", Message: c.Message, RequestedSchema: hostSchema(c.RequestedSchema)})
+	res, err := ss.Elicit(ctx, &mcp.ElicitParams{Mode: "form", Message: localapi.ServerQuestion(c.ServerID, c.Message), RequestedSchema: hostSchema(c.RequestedSchema)})
 	if err != nil {
 		f.log.Info("frontend: the host did not answer a question; it waits on the page", "card", c.ID, "err", err)
 		return
