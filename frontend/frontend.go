@@ -418,6 +418,10 @@ func (f *Frontend) hostTool(t localapi.Tool, name string, schema json.RawMessage
 	if t.Own != nil {
 		mt.Title, mt.Description = t.Own.Title, t.Own.Description
 	}
+	// The server's own words, but invisible characters (tag characters
+	// above all) shown as [U+XXXX]: the host's model reads what no person
+	// sees (issue #20 item 3).
+	mt.Title, mt.Description = agent.ShowHidden(mt.Title), agent.ShowHidden(mt.Description)
 	left := func(part string) {
 		f.log.Warn("frontend: part of a tool's definition left out", "server", t.ServerID, "tool", t.ToolName, "part", part)
 	}
