@@ -129,6 +129,12 @@ func (c *Client) approve(ctx context.Context, ar agent.ApprovalRequest) (agent.D
 		OperationID: ar.OperationID, ServerID: ar.Server, Tool: ar.Tool.Name, ToolName: ar.Tool.ToolName,
 		Title: ar.Tool.Title, Description: ar.Tool.Description, Arguments: ar.Arguments,
 	}
+	if own := ar.Tool.Own; own != nil {
+		// The server's own text: the question removes what cannot be seen
+		// itself, rather than quote the agent's [U+XXXX] markers, and cuts
+		// it to its own bound (issue #20 item 3).
+		req.Description = own.Description
+	}
 	if srv, err := c.Store.GetServer(ctx, ar.Server); err == nil || errors.Is(err, store.ErrSealOpen) {
 		req.ServerName = srv.Name
 	}
