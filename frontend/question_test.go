@@ -27,7 +27,7 @@ func fakeArgsServer() *mcp.Server {
 	return srv
 }
 
-// Issue #20 item 3 (the approval question): with approval "ask", the host
+// Issue #20 item 3 (the approval question; SPEC §9 A10): with approval "ask", the host
 // is asked remotemcp's question with the server, the tool and the real
 // arguments on lines 2 to 4, before the server's description, which is
 // one quoted paragraph at the end: its fake "Arguments:" line can neither

@@ -214,7 +214,7 @@ func callAll(t *testing.T, ctx context.Context, tool string, hosts ...*routedHos
 	return out
 }
 
-// Issue #20 item 3 (routing): two hosts on one "mcp --http" front end call
+// Issue #20 item 3 (routing; SPEC §9 A10): two hosts on one "mcp --http" front end call
 // tools of the same server at the same time. Each server question goes to
 // the host whose call it belongs to, only; each sampling request to the
 // model of its own call's host, and is refused for the host that did not
@@ -257,7 +257,7 @@ func TestServerRequestsGoToTheirOwnHost(t *testing.T) {
 	}
 }
 
-// Issue #20 item 3 (routing): a server request on the standalone stream
+// Issue #20 item 3 (routing; SPEC §9 A10): a server request on the standalone stream
 // belongs to no call, even while one call is in flight: the question is
 // declined and the sampling request refused, and the host of the call in
 // flight is asked nothing (before: both reached it).

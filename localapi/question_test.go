@@ -112,7 +112,7 @@ func TestQuestionArgumentsCut(t *testing.T) {
 	}
 }
 
-// Issue #20 item 3 (who is asking): a server's question is labelled with
+// Issue #20 item 3 (who is asking; SPEC §9 A10): a server's question is labelled with
 // the server's id first and quoted line by line, so one that copies
 // remotemcp's approval text word for word cannot pass for it.
 func TestServerQuestion(t *testing.T) {
