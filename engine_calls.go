@@ -129,6 +129,12 @@ func (c *Client) approve(ctx context.Context, ar agent.ApprovalRequest) (agent.D
 		OperationID: ar.OperationID, ServerID: ar.Server, Tool: ar.Tool.Name, ToolName: ar.Tool.ToolName,
 		Title: ar.Tool.Title, Description: ar.Tool.Description, Arguments: ar.Arguments,
 	}
+	if own := ar.Tool.Own; own != nil {
+		// The server's own text: the question removes what cannot be seen
+		// itself, rather than quote the agent's [U+XXXX] markers, and cuts
+		// it to its own bound (issue #20 item 3).
+		req.Description = own.Description
+	}
 	if srv, err := c.Store.GetServer(ctx, ar.Server); err == nil || errors.Is(err, store.ErrSealOpen) {
 		req.ServerName = srv.Name
 	}
@@ -209,7 +215,7 @@ func (c *Client) Call(ctx context.Context, req localapi.CallRequest, h localapi.
 		opts.Sample = sampler(opts.OperationID, target.serverID, h.Sample)
 	}
 	if h.Question != nil && c.Elicit != nil {
-		stop := c.forwardQuestions(ctx, opts.OperationID, target.serverID, h.Question)
+		stop := c.forwardQuestions(ctx, opts.OperationID, h.Question)
 		defer stop()
 	}
 	defer c.callErrs.Delete(opts.OperationID)
@@ -393,9 +399,10 @@ func (c *Client) explain(res *localapi.ToolResult, cs *callState) {
 }
 
 // forwardQuestions tells q of every pending question of the call (its
-// operation id, or its server when the question could not be
-// attributed), once each, until stop is called.
-func (c *Client) forwardQuestions(ctx context.Context, opID, serverID string, q func(localapi.Card)) (stop func()) {
+// operation id), once each, until stop is called. A question is never
+// forwarded by its server alone: it would reach the host of another call
+// to that server (issue #20 item 3).
+func (c *Client) forwardQuestions(ctx context.Context, opID string, q func(localapi.Card)) (stop func()) {
 	qctx, cancel := context.WithCancel(ctx)
 	sub := c.Elicit.Subscribe(qctx)
 	seen := map[string]bool{}
@@ -403,7 +410,7 @@ func (c *Client) forwardQuestions(ctx context.Context, opID, serverID string, q 
 		if k.Status != elicit.StatusPending || seen[k.ID] {
 			return false
 		}
-		return k.OperationID == opID || k.OperationID == "" && serverID != "" && k.ServerID == serverID
+		return k.OperationID == opID
 	}
 	var wg sync.WaitGroup
 	wg.Go(func() {
@@ -552,7 +559,7 @@ func (c *Client) Retry(ctx context.Context, cardID string, confirmed bool) (*loc
 // cardOf converts a card, its form in the schema's property order.
 func cardOf(k elicit.Card) localapi.Card {
 	lc := localapi.Card{
-		ID: k.ID, ServerID: k.ServerID, Tool: k.Tool, OperationID: k.OperationID, Arguments: k.Arguments,
+		ID: k.ID, ServerID: k.ServerID, Tool: k.Tool, OperationID: k.OperationID, Arguments: k.Arguments, Kind: k.Kind, Description: k.Description,
 		Message: k.Message, RequestedSchema: k.RequestedSchema, Status: string(k.Status), Reason: k.Reason,
 		Created: k.Created, Updated: k.Updated, RetryConfirmed: k.RetryConfirmed, Resent: k.Resent,
 		FailureMessage: k.FailureMessage(),
@@ -872,8 +879,9 @@ func (c *Client) approveByCard(ctx context.Context, ar localapi.ApprovalRequest)
 		return agent.Decision{}, fmt.Errorf("put the approval question on the page: %w", err)
 	}
 	defer adm.Finish()
-	res, err := c.Elicit.Handle(ctx, manager.ElicitInfo{ServerID: ar.ServerID},
-		&mcp.ElicitRequest{Params: &mcp.ElicitParams{Mode: "form", Message: ar.Question(), RequestedSchema: localapi.ApprovalSchema}})
+	res, err := c.Elicit.AskApproval(ctx, manager.ElicitInfo{ServerID: ar.ServerID, OperationID: ar.OperationID + "-approval"},
+		&mcp.ElicitRequest{Params: &mcp.ElicitParams{Mode: "form", Message: ar.Question(), RequestedSchema: localapi.ApprovalSchema}},
+		localapi.ShownDescription(ar.Description))
 	if err != nil {
 		return agent.Decision{}, fmt.Errorf("the approval question on the page: %w", err)
 	}

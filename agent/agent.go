@@ -114,9 +114,14 @@ type AgentTool struct {
 	OutputSchema json.RawMessage `json:"outputSchema,omitempty"`
 	Icons        json.RawMessage `json:"icons,omitempty"`
 	Meta         json.RawMessage `json:"_meta,omitempty"`
+	// Title and Description show invisible characters as "[U+XXXX]"
+	// (ShowHidden: tag characters, zero-width and bidi format characters),
+	// so the model reads what a person sees (issue #20 item 3).
+	//
 	// Own is the server's own title and description when Title or
 	// Description differ from them (the title taken from the annotations,
-	// the description cut to Options.MaxDescription): the MCP front end
+	// the description cut to Options.MaxDescription, invisible characters
+	// shown): the MCP front end
 	// passes the server's own to its hosts (issue #19 item 4). nil when
 	// they are the same.
 	Own *ToolText `json:"own,omitempty"`
@@ -635,13 +640,13 @@ func buildSnapshot(gen uint64, views map[string]*serverView, maxDesc int) *Snaps
 	}
 	for _, e := range entries {
 		at := AgentTool{
-			Name: names[e.k], Title: e.t.Title, Description: capText(e.t.Description, maxDesc),
+			Name: names[e.k], Title: ShowHidden(e.t.Title), Description: ShowHidden(capText(e.t.Description, maxDesc)),
 			InputSchema: slices.Clone(e.t.RawInputSchema), Effects: EffectsWrite, Retry: RetryNever,
 			Annotations: annotationsOf(e.t.Annotations), ServerID: e.k.server, ToolName: e.k.tool,
 			OutputSchema: slices.Clone(e.t.RawOutputSchema), Icons: rawJSON(e.t.Icons), Meta: slices.Clone(e.t.RawMeta),
 		}
 		if at.Title == "" && at.Annotations != nil {
-			at.Title = at.Annotations.Title
+			at.Title = ShowHidden(at.Annotations.Title)
 		}
 		if at.Title != e.t.Title || at.Description != e.t.Description {
 			at.Own = &ToolText{Title: e.t.Title, Description: e.t.Description}

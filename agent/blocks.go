@@ -136,12 +136,13 @@ func writeAttr(sb *strings.Builder, k, v, id string) {
 	sb.WriteString(quoteAttr(v, id))
 }
 
-// plainAttr reports whether json.Marshal (HTML-escaping) quotes v as is:
-// printable ASCII without '"', '\\', '<', '>' and '&'.
+// plainAttr reports whether quoteAttr quotes v as is: printable ASCII
+// (DEL is not: ShowHidden writes it out) without '"', '\\', '<', '>' and
+// '&'.
 func plainAttr(v string) bool {
 	for i := 0; i < len(v); i++ {
 		switch c := v[i]; {
-		case c < 0x20 || c >= utf8.RuneSelf, c == '"', c == '\\', c == '<', c == '>', c == '&':
+		case c < 0x20 || c >= 0x7f, c == '"', c == '\\', c == '<', c == '>', c == '&':
 			return false
 		}
 	}
@@ -152,7 +153,7 @@ func plainAttr(v string) bool {
 // URI): JSON string syntax with HTML escaping, so it holds no quote, '<',
 // '>' or newline, and escaped like content.
 func quoteAttr(v, id string) string {
-	q, _ := json.Marshal(v) // a string always marshals
+	q, _ := json.Marshal(ShowHidden(v)) // a string always marshals
 	return escapeTags(removeID(string(q), id))
 }
 
@@ -161,7 +162,10 @@ func quoteAttr(v, id string) string {
 // replaced by "[fence-id]", then every '<', or character that looks like
 // one, that starts something a model could read as an opening or closing
 // fence tag becomes "&lt;" (see opensFenceTag and lookalike.go for what
-// counts). Nothing else changes, so the text stays readable.
+// counts), and last every invisible character (Hidden: tag characters,
+// zero-width and bidi format characters, controls) is shown as
+// "[U+XXXX]" (ShowHidden, issue #20 item 3). Nothing else changes, so the
+// text stays readable.
 //
 // Why this cannot be undone by the content: the id is 26 characters of
 // [A-Z2-7]; the replacement's brackets and hyphen are not in that set, so
@@ -180,7 +184,10 @@ func escapeContent(s, id string) string {
 func escapeContentWork(s, id string) (string, int) {
 	s, w1 := removeIDWork(s, id)
 	out, w2 := escapeTagsWork(s)
-	return out, w1 + w2
+	// Last, so that what is escaped above was judged on the server's own
+	// characters (the skeleton drops the invisible ones); the replacement
+	// can form neither an id nor a tag (see ShowHidden).
+	return ShowHidden(out), w1 + w2 + len(out)
 }
 
 const idReplacement = "[fence-id]"

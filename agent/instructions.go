@@ -25,8 +25,17 @@ func (r *Registry) Instructions(ctx context.Context) []ContextBlock {
 		if err != nil || c == nil || c.Instructions == "" {
 			continue
 		}
-		out = append(out, ContextBlock{Provenance: Provenance{Server: st.ID, Kind: KindInstructions},
-			MIMEType: "text/plain", Text: c.Instructions, fence: newFence()})
+		out = append(out, InstructionsBlock(st.ID, c.Instructions))
 	}
 	return out
+}
+
+// InstructionsBlock is a server's instructions as a block of kind
+// instructions with a fresh fence, for a host that shows them to its
+// model (the MCP front end's initialize instructions, issue #20 item 3):
+// Render fences them so that no heading or closer inside passes for
+// remotemcp's text.
+func InstructionsBlock(server, text string) ContextBlock {
+	return ContextBlock{Provenance: Provenance{Server: server, Kind: KindInstructions},
+		MIMEType: "text/plain", Text: text, fence: newFence()}
 }

@@ -657,7 +657,7 @@ func TestBrowserCardFieldNamesAreInert(t *testing.T) {
 	ask := func(msg string, schema map[string]any) <-chan answer {
 		ch := make(chan answer, 1)
 		go func() {
-			r, err := s.eng.Elicit.Handle(ctx, manager.ElicitInfo{ServerID: "fx"}, &mcp.ElicitRequest{Params: &mcp.ElicitParams{Message: msg, RequestedSchema: schema}})
+			r, err := s.eng.Elicit.Handle(ctx, manager.ElicitInfo{ServerID: "fx", OperationID: "op-inert"}, &mcp.ElicitRequest{Params: &mcp.ElicitParams{Message: msg, RequestedSchema: schema}})
 			ch <- answer{r, err}
 		}()
 		return ch

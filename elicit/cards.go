@@ -36,13 +36,16 @@
 // wait because the person answers one question at a time, and because it
 // keeps attribution (below) unambiguous.
 //
-// Attribution. go-sdk hands the elicitation handler only the request: it
-// does not say which tools/call it belongs to. When exactly one admitted
-// call is in flight on the server, the card is attributed to it (tool,
-// operationId, arguments); otherwise the card records the server only and
-// cannot be re-sent by [Cards.ClaimResend]. Calls made around Cards (not
-// through Admit) are invisible to Cards: a question during such a call
-// alone is declined as asked outside any call.
+// Attribution. A question belongs to the tool call whose response stream
+// carried it: the session marks it so (session.RelatedCall), and the
+// manager passes the call on as [manager.ElicitInfo.OperationID]. The card
+// is attributed to that admitted call (tool, operationId, arguments). A
+// question that belongs to no call (the standalone stream, another
+// request's stream, no way to tell) is declined, never attributed to a
+// call in flight by guess: it would reach another caller's host (issue
+// #20 item 3). Calls made around Cards (not through Admit) are invisible
+// to Cards: a question during such a call is declined as asked outside
+// any call.
 //
 // Restart (R6.2). A remote HTTP call cannot survive the process that made
 // it. [Open] closes every card left pending by a process that is gone, and
@@ -129,11 +132,17 @@ type Card struct {
 	ServerID     string `json:"server"`
 	ConnectionID string `json:"connectionId,omitempty"`
 	// Tool, OperationID and Arguments identify the tool call the question
-	// belongs to; empty when it could not be attributed (see the package
-	// comment).
+	// belongs to (empty only on cards stored before issue #20, when a
+	// question could go unattributed).
 	Tool        string          `json:"tool,omitempty"`
 	OperationID string          `json:"operationId,omitempty"`
 	Arguments   json.RawMessage `json:"arguments,omitempty"`
+	// Kind is "" for a server's question and KindApproval for
+	// remotemcp's own approval question (Cards.AskApproval), which no
+	// server can make. Description is, on an approval card, the tool's
+	// description as the question shows it: the server's words.
+	Kind        string `json:"kind,omitempty"`
+	Description string `json:"description,omitempty"`
 	// Message and RequestedSchema come from the server: untrusted text,
 	// to be shown to the person as such.
 	Message         string          `json:"message"`
@@ -482,6 +491,21 @@ func (c *Cards) checkConnections(src ConnectionSource) {
 // stored: a server cannot fill the store, or a person's screen, with
 // questions nobody asked for.
 func (c *Cards) Handle(ctx context.Context, info manager.ElicitInfo, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+	return c.handle(ctx, info, req, nil)
+}
+
+// KindApproval is the Kind of remotemcp's own approval question.
+const KindApproval = "approval"
+
+// AskApproval puts remotemcp's own approval question about the admitted
+// call info.OperationID to the person, as a card of Kind KindApproval
+// (which no server's question can have) with the tool's description as
+// the question shows it, and waits for the answer like Handle.
+func (c *Cards) AskApproval(ctx context.Context, info manager.ElicitInfo, req *mcp.ElicitRequest, description string) (*mcp.ElicitResult, error) {
+	return c.handle(ctx, info, req, func(card *Card) { card.Kind, card.Description = KindApproval, description })
+}
+
+func (c *Cards) handle(ctx context.Context, info manager.ElicitInfo, req *mcp.ElicitRequest, own func(*Card)) (*mcp.ElicitResult, error) {
 	if req == nil || req.Params == nil {
 		return nil, errors.New("elicitation request without params")
 	}
@@ -493,10 +517,15 @@ func (c *Cards) Handle(ctx context.Context, info manager.ElicitInfo, req *mcp.El
 	// Checked first, before any of the question is read: a stray question
 	// costs nothing. Checked again when the card is registered.
 	c.mu.Lock()
-	closed, inCall := c.closed, c.inCall(info.ServerID)
+	closed, inCall := c.closed, c.inCall(info.ServerID, info.OperationID)
 	c.mu.Unlock()
 	if closed {
 		return nil, ErrClosed
+	}
+	if info.OperationID == "" {
+		// Never guessed from the calls in flight: it would put one
+		// host's question to another (issue #20 item 3).
+		return c.decline(info, errUnrelated)
 	}
 	if !inCall {
 		return c.decline(info, errNoCall)
@@ -530,19 +559,18 @@ func (c *Cards) Handle(ctx context.Context, info manager.ElicitInfo, req *mcp.El
 		c.mu.Unlock()
 		return nil, ErrClosed
 	}
-	if !c.inCall(info.ServerID) {
+	if !c.inCall(info.ServerID, info.OperationID) {
 		// The call ended while the question was read.
 		c.mu.Unlock()
 		return c.decline(info, errNoCall)
 	}
 	g := c.gate(info.ServerID)
-	cands := make(map[string]bool, len(g.calls))
-	for op, a := range g.calls {
-		cands[op] = true
-		if len(g.calls) == 1 {
-			card.Tool, card.OperationID, card.Arguments = a.info.Tool, op, a.info.Arguments
-		}
+	a := g.calls[info.OperationID]
+	card.Tool, card.OperationID, card.Arguments = a.info.Tool, info.OperationID, a.info.Arguments
+	if own != nil {
+		own(card)
 	}
+	cands := map[string]bool{info.OperationID: true}
 	c.recs[card.ID] = card
 	c.live[card.ID] = l
 	c.waitOn[card.ID] = cands
@@ -577,13 +605,19 @@ func (c *Cards) Handle(ctx context.Context, info manager.ElicitInfo, req *mcp.El
 }
 
 // errNoCall is the reason a question outside a tool call is declined.
-var errNoCall = errors.New("the server asked a question while no tool call to it was in flight")
+var errNoCall = errors.New("the server asked a question while the tool call it belongs to was not in flight")
 
-// inCall reports whether an admitted call to the server is in flight.
+// errUnrelated is the reason a question that belongs to no tool call is
+// declined: it came on the standalone stream or another request's stream,
+// or could not be tied to the stream that carried it.
+var errUnrelated = errors.New("the server asked a question outside the response stream of a tool call " +
+	"(a question goes only to the MCP host or person whose call it belongs to)")
+
+// inCall reports whether the admitted call op to the server is in flight.
 // c.mu is held; unlike gate, it records nothing for an unknown server.
-func (c *Cards) inCall(server string) bool {
+func (c *Cards) inCall(server, op string) bool {
 	g := c.servers[server]
-	return g != nil && len(g.calls) > 0
+	return g != nil && g.calls[op] != nil
 }
 
 // limitsFor returns the limits of one server's questions.

@@ -61,14 +61,32 @@ type handled struct {
 	err error
 }
 
-// handle runs Handle in the background, like the SDK does.
+// handle runs Handle in the background, like the SDK does, for a
+// question of the one admitted call of server: the session ties a
+// question to the call whose stream carried it (with no call or several,
+// to none here).
 func handle(ctx context.Context, c *Cards, server, conn string) <-chan handled {
 	ch := make(chan handled, 1)
+	op := onlyCall(c, server)
 	go func() {
-		res, err := c.Handle(ctx, manager.ElicitInfo{ServerID: server, ConnectionID: conn}, askRequest("form"))
+		res, err := c.Handle(ctx, manager.ElicitInfo{ServerID: server, ConnectionID: conn, OperationID: op}, askRequest("form"))
 		ch <- handled{res, err}
 	}()
 	return ch
+}
+
+// onlyCall is the operation id of the one admitted call of server, or "".
+func onlyCall(c *Cards, server string) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	g := c.servers[server]
+	if g == nil || len(g.calls) != 1 {
+		return ""
+	}
+	for op := range g.calls {
+		return op
+	}
+	return ""
 }
 
 func waitPending(t *testing.T, c *Cards, n int) []Card {
@@ -158,20 +176,37 @@ func TestURLModeDeclined(t *testing.T) {
 	}
 }
 
-// With two calls in flight the card names the server only; it closes when
-// the last call that could own it ends.
-func TestUnattributedCard(t *testing.T) {
+// Issue #20 item 3 (routing): with two calls in flight, a question is
+// the card of the call whose stream carried it (ElicitInfo.OperationID),
+// and closes when that call ends; a question tied to no call, or to a
+// call not in flight, is declined and leaves no card. Before, a question
+// with two calls in flight was a card of the server that either call's
+// host was asked.
+func TestQuestionGoesToItsCall(t *testing.T) {
 	c := openCards(t, openStore(t), Options{})
 	a1, _ := c.Admit(ctxT(t), CallInfo{ServerID: "s", Tool: "t1", OperationID: "o1"})
-	a2, _ := c.Admit(ctxT(t), CallInfo{ServerID: "s", Tool: "t2", OperationID: "o2"})
-	ch := handle(ctxT(t), c, "s", "")
+	a2, _ := c.Admit(ctxT(t), CallInfo{ServerID: "s", Tool: "t2", OperationID: "o2", Arguments: json.RawMessage(`{"b":2}`)})
+	for _, op := range []string{"", "o3"} {
+		res, err := c.Handle(ctxT(t), manager.ElicitInfo{ServerID: "s", OperationID: op}, askRequest("form"))
+		if err != nil || res.Action != "decline" {
+			t.Fatalf("question of call %q = %+v, %v; want declined", op, res, err)
+		}
+	}
+	if all, _ := c.List(ctxT(t)); len(all) != 0 {
+		t.Fatalf("a declined question made a card: %+v", all)
+	}
+	ch := make(chan handled, 1)
+	go func() {
+		res, err := c.Handle(ctxT(t), manager.ElicitInfo{ServerID: "s", OperationID: "o2"}, askRequest("form"))
+		ch <- handled{res, err}
+	}()
 	card := waitPending(t, c, 1)[0]
-	if card.Tool != "" || card.OperationID != "" || card.ServerID != "s" {
-		t.Fatalf("card attributed to one of two calls: %+v", card)
+	if card.Tool != "t2" || card.OperationID != "o2" || string(card.Arguments) != `{"b":2}` || card.Kind != "" {
+		t.Fatalf("card not attributed to its call o2: %+v", card)
 	}
 	a1.Finish()
 	if len(c.Pending()) != 1 {
-		t.Fatal("the card closed while a call that may own it runs")
+		t.Fatal("the card closed when another call ended")
 	}
 	a2.Finish()
 	h := recvH(t, ch)

@@ -24,7 +24,7 @@ func TestCardKeepsSchemaOrder(t *testing.T) {
 	ch := make(chan handled, 1)
 	go func() {
 		req := &mcp.ElicitRequest{Params: &mcp.ElicitParams{Mode: "form", Message: "What is your name?", RequestedSchema: json.RawMessage(askSchema)}}
-		res, err := c.Handle(ctxT(t), manager.ElicitInfo{ServerID: "s", ConnectionID: "c1"}, req)
+		res, err := c.Handle(ctxT(t), manager.ElicitInfo{ServerID: "s", ConnectionID: "c1", OperationID: "op1"}, req)
 		ch <- handled{res, err}
 	}()
 	card := waitPending(t, c, 1)[0]

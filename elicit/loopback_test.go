@@ -91,7 +91,10 @@ func startLoopback(t *testing.T, c *Cards, server string) *loopback {
 
 	client := mcp.NewClient(&mcp.Implementation{Name: "elicit-test", Version: "1"}, &mcp.ClientOptions{
 		ElicitationHandler: func(ctx context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
-			return c.Handle(ctx, manager.ElicitInfo{ServerID: server, ConnectionID: "conn-1"}, req)
+			// A bare go-sdk client cannot tell which call's stream
+			// carried the question (the session can): the one admitted
+			// call stands in for it.
+			return c.Handle(ctx, manager.ElicitInfo{ServerID: server, ConnectionID: "conn-1", OperationID: onlyCall(c, server)}, req)
 		},
 	})
 	cs, err := client.Connect(ctxT(t), &mcp.StreamableClientTransport{Endpoint: hs.URL}, nil)
@@ -214,7 +217,7 @@ func TestQuestionsOutsideACallDeclinedLoopback(t *testing.T) {
 	if p := c.Pending(); len(p) != 0 {
 		t.Fatalf("pending cards: %+v", p)
 	}
-	if n := strings.Count(logs.String(), "no tool call to it was in flight"); n != 200 {
+	if n := strings.Count(logs.String(), "outside the response stream of a tool call"); n != 200 {
 		t.Fatalf("%d declines logged, want 200:\n%.500s", n, logs.String())
 	}
 

@@ -47,7 +47,7 @@ func TestQuestionsOutsideACallMakeNoCards(t *testing.T) {
 			c.setup(t, cards)
 			before := countCards(t, st)
 			for i := range 200 {
-				res, err := cards.Handle(ctxT(t), manager.ElicitInfo{ServerID: "s", ConnectionID: "c1"}, askRequest("form"))
+				res, err := cards.Handle(ctxT(t), manager.ElicitInfo{ServerID: "s", ConnectionID: "c1", OperationID: "o1"}, askRequest("form"))
 				if err != nil || res.Action != "decline" {
 					t.Fatalf("question %d: %+v, %v; want a decline", i, res, err)
 				}
@@ -59,7 +59,7 @@ func TestQuestionsOutsideACallMakeNoCards(t *testing.T) {
 				t.Fatalf("cards made: %+v", all)
 			}
 			out := logs.String()
-			if n := strings.Count(out, `server=s reason="the server asked a question while no tool call to it was in flight"`); n != 200 {
+			if n := strings.Count(out, `server=s reason="the server asked a question while the tool call it belongs to was not in flight"`); n != 200 {
 				t.Fatalf("%d declines logged with server and reason, want 200:\n%.400s", n, out)
 			}
 			cards.mu.Lock()
@@ -132,7 +132,7 @@ func TestQuestionLimits(t *testing.T) {
 			if c.limit == "" {
 				ch := make(chan handled, 1)
 				go func() {
-					res, err := cards.Handle(ctxT(t), manager.ElicitInfo{ServerID: c.server}, formRequest(c.msg, c.schema))
+					res, err := cards.Handle(ctxT(t), manager.ElicitInfo{ServerID: c.server, OperationID: "op"}, formRequest(c.msg, c.schema))
 					ch <- handled{res, err}
 				}()
 				card := waitPending(t, cards, 1)[0]
@@ -144,7 +144,7 @@ func TestQuestionLimits(t *testing.T) {
 				}
 				return
 			}
-			res, err := cards.Handle(ctxT(t), manager.ElicitInfo{ServerID: c.server}, formRequest(c.msg, c.schema))
+			res, err := cards.Handle(ctxT(t), manager.ElicitInfo{ServerID: c.server, OperationID: "op"}, formRequest(c.msg, c.schema))
 			if err != nil || res.Action != "decline" {
 				t.Fatalf("Handle = %+v, %v; want a decline", res, err)
 			}
@@ -168,7 +168,7 @@ func TestQuestionLimitsDecodedSchema(t *testing.T) {
 	req := &mcp.ElicitRequest{Params: &mcp.ElicitParams{Message: "Hi", RequestedSchema: map[string]any{
 		"type": "object", "properties": map[string]any{"a": map[string]any{"type": "string"}, "b": map[string]any{"type": "string"}},
 	}}}
-	if res, err := cards.Handle(ctxT(t), manager.ElicitInfo{ServerID: "s"}, req); err != nil || res.Action != "decline" {
+	if res, err := cards.Handle(ctxT(t), manager.ElicitInfo{ServerID: "s", OperationID: "op"}, req); err != nil || res.Action != "decline" {
 		t.Fatalf("Handle = %+v, %v; want a decline", res, err)
 	}
 	if n := countCards(t, st); n != 0 {

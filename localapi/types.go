@@ -3,8 +3,6 @@ package localapi
 import (
 	"context"
 	"encoding/json"
-	"fmt"
-	"strings"
 	"time"
 
 	"github.com/remotemcp/remotemcp/agent"
@@ -570,7 +568,16 @@ type Card struct {
 	Tool        string          `json:"tool,omitempty"`
 	OperationID string          `json:"operationId,omitempty"`
 	Arguments   json.RawMessage `json:"arguments,omitempty"`
-	// Message and RequestedSchema are the server's (untrusted) words.
+	// Kind is "" for a server's question and CardApproval for remotemcp's
+	// own approval question (approval: ask), which no server can make
+	// (issue #20 item 3). Description is, on an approval card, the tool's
+	// description as the question shows it (ShownDescription): the
+	// server's words.
+	Kind        string `json:"kind,omitempty"`
+	Description string `json:"description,omitempty"`
+	// Message and RequestedSchema are the server's (untrusted) words; on
+	// an approval card, Message is remotemcp's question
+	// (ApprovalRequest.Question).
 	Message         string          `json:"message"`
 	RequestedSchema json.RawMessage `json:"requestedSchema,omitempty"`
 	// Form is the requested schema as form fields, in the schema's order.
@@ -586,6 +593,9 @@ type Card struct {
 	// FailureMessage is what the model was told for an interrupted card.
 	FailureMessage string `json:"failureMessage,omitempty"`
 }
+
+// CardApproval is the Kind of remotemcp's own approval card.
+const CardApproval = "approval"
 
 // Card statuses.
 const (
@@ -793,32 +803,3 @@ type LoginURL struct {
 // (the MCP front end's approval "ask"): nothing to fill in; accept is the
 // approval, decline or cancel the refusal.
 var ApprovalSchema = json.RawMessage(`{"type":"object","properties":{}}`)
-
-// maxArgumentsShown bounds the arguments quoted in an approval question.
-const maxArgumentsShown = 1000
-
-// Question is the approval question in remotemcp's words, the same on
-// every surface that asks it (a question to an MCP host, a card on the
-// page): the tool, its server, its description and the arguments
-// (clipped), each named as the server's words.
-func (ar ApprovalRequest) Question() string {
-	server := ar.ServerID
-	if ar.ServerName != "" && ar.ServerName != ar.ServerID {
-		server = fmt.Sprintf("%s (%s)", ar.ServerID, ar.ServerName)
-	}
-	args := strings.ToValidUTF8(string(ar.Arguments), "\uFFFD")
-	if len(args) > maxArgumentsShown {
-		args = strings.ToValidUTF8(args[:maxArgumentsShown], "") + " … (clipped)"
-	}
-	var b strings.Builder
-	fmt.Fprintf(&b, "remotemcp asks before sending (approval: ask; this question is remotemcp's, not the server's).\n\nAllow MCP server %s to run its tool %q?\n", server, ar.ToolName)
-	if ar.Description != "" {
-		d := ar.Description
-		if len(d) > 300 {
-			d = strings.ToValidUTF8(d[:300], "") + " …"
-		}
-		fmt.Fprintf(&b, "The server describes it as: %s\n", d)
-	}
-	fmt.Fprintf(&b, "Arguments: %s\n\nAccept to send the call once; decline and nothing is sent.", args)
-	return b.String()
-}

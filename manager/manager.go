@@ -87,6 +87,12 @@ type OAuthProvider interface {
 // ElicitInfo says where an elicitation request came from.
 type ElicitInfo struct {
 	ServerID, ConnectionID string
+	// OperationID is the tool call the question belongs to: the call
+	// whose response stream carried it (session.RelatedCall); "" when it
+	// belongs to none (the standalone stream, another request's stream,
+	// or no way to tell), and such a question is declined (issue #20
+	// item 3).
+	OperationID string
 }
 
 // Options configure a Manager.
@@ -606,7 +612,7 @@ func (m *Manager) attemptOnce(e *entry, a *attempt) error {
 		opts.Elicit = func(ctx context.Context, connID string, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
 			m.pauseCalls(e, 1)
 			defer m.pauseCalls(e, -1)
-			return m.o.Elicit(ctx, ElicitInfo{ServerID: e.id, ConnectionID: connID}, req)
+			return m.o.Elicit(ctx, ElicitInfo{ServerID: e.id, ConnectionID: connID, OperationID: session.RelatedCall(ctx)}, req)
 		}
 	}
 	hctx, cancel := context.WithTimeout(a.ctx, m.o.HandshakeTimeout)

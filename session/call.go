@@ -34,6 +34,7 @@ func (s *Session) CallTool(ctx context.Context, name string, args json.RawMessag
 	// The call's context: the caller's, ended by Cancel and Close too, and
 	// not ended by the caller's layers once the call is over (reqCtx).
 	op.req.init(ctx)
+	op.req.slot.call = o.OperationID
 	defer op.req.end(s)
 	op.cancel = op.req.cancel
 	if o.Progress != nil {

@@ -155,6 +155,9 @@ type limiter struct {
 	// framer hands it to go-sdk, in stream order (before the response
 	// that follows it), so a call can wait for its last progress.
 	onProgress func(token string)
+	// relSecret is the session's secret in the marks of server requests
+	// (related.go); "" marks nothing.
+	relSecret string
 }
 
 func newLimiter(server string, lim config.Limits, log *slog.Logger) *limiter {
@@ -588,6 +591,17 @@ func (b *sseBody) endEvent() {
 		b.capture.take(data)
 		if tok, ok := progressToken(data); progress && ok {
 			b.l.onProgress(tok)
+		}
+	}
+	if b.l.relSecret != "" && mayNeedMark(ev) {
+		// A server's question or sampling request: say which call's
+		// stream carried it (issue #20 item 3).
+		call := ""
+		if slot := requestSlotFrom(b.req.Context()); slot != nil {
+			call = slot.call
+		}
+		if marked := markEvent(ev, eventData(ev), b.l.relSecret, call); marked != nil {
+			ev = marked
 		}
 	}
 	b.out = append(b.out, ev...)

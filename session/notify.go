@@ -85,35 +85,46 @@ func (s *Session) SetLogLevel(ctx context.Context, level string) error {
 	return nil
 }
 
+// The refusals of a server's sampling request (issue #20 item 3), as the
+// server reads them in the JSON-RPC error.
+var (
+	ErrSamplingUnrelated = errors.New("sampling/createMessage refused: it did not come on the response stream of a tool call " +
+		"(remotemcp forwards sampling only to the MCP host whose tool call the request belongs to, never on the standalone stream)")
+	ErrSamplingNotDeclared = errors.New("sampling/createMessage refused: the MCP host of the tool call it belongs to did not declare sampling")
+)
+
 // MaxSamplingWait bounds how long a server's sampling request waits for
 // the host's model.
 const MaxSamplingWait = 5 * time.Minute
 
 // onCreateMessage answers a server's sampling/createMessage through the
-// one call in flight on this session that can (its host declared
-// sampling). Outside a call, or with several such calls (no way to tell
-// whose host should answer), it is refused: a server cannot make anyone
-// run a model at will.
+// tool call it belongs to: the call whose response stream carried it
+// (related.go), when that call's host declared sampling (CallOptions.Sample
+// is set only then). A request on the standalone stream or another
+// request's stream, one that cannot be tied to a stream, and one whose
+// call cannot sample are refused, never sent to another call's host
+// (issue #20 item 3): a server cannot make anyone run a model at will.
 func (s *Session) onCreateMessage(ctx context.Context, req *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+	if req == nil || req.Params == nil {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "sampling/createMessage without params"}
+	}
+	call, _ := takeRelated(req.Params.Meta, s.lim.relSecret)
+	if call == "" {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: ErrSamplingUnrelated.Error()}
+	}
 	s.calls.Lock()
 	var sample func(context.Context, *mcp.CreateMessageParams) (*mcp.CreateMessageResult, error)
-	n := 0
-	for _, op := range s.ops {
-		if op.sample != nil {
-			sample = op.sample
-			n++
-		}
+	op := s.ops[call]
+	if op != nil {
+		sample = op.sample
 	}
 	s.calls.Unlock()
 	switch {
-	case n == 0:
+	case op == nil:
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest,
-			Message: "sampling/createMessage refused: no call in flight comes from a host that can sample (remotemcp forwards sampling only to an MCP host during its own tool call)"}
-	case n > 1:
-		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest,
-			Message: "sampling/createMessage refused: several calls in flight could answer it and remotemcp cannot tell which one asks"}
-	case req == nil || req.Params == nil:
-		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "sampling/createMessage without params"}
+			Message: "sampling/createMessage refused: the tool call whose stream carried it is no longer in flight"}
+	case sample == nil:
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: ErrSamplingNotDeclared.Error()}
 	}
 	// go-sdk's Close waits for incoming requests; the wait ends with
 	// the session.

@@ -31,6 +31,10 @@ type requestSlot struct {
 	parent context.Context
 	// streams counts the request's response streams not yet ended.
 	streams atomic.Int32
+	// call is the operation id when the request is a tools/call: a
+	// server request on its streams belongs to that call (related.go).
+	// Set before the request is sent, read only after.
+	call string
 }
 
 type requestSlotKey struct{}

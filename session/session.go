@@ -203,6 +203,9 @@ func Connect(ctx context.Context, o Options) (*Session, error) {
 	guard, _ := base.(hostperm.PurposeRoundTripper)
 	raw := newRawToolSink()
 	lim := newLimiter(o.Server.ID, o.Server.Limits, log.With("server", o.Server.ID, "conn", o.ConnectionID))
+	// The secret of the marks that tie a server's requests to the call
+	// whose stream carried them (related.go); never sent anywhere.
+	lim.relSecret = RandomID("", 32) + ":"
 	rt := &roundTripper{base: base, guard: guard, raw: raw, passAuthStatuses: o.OAuth != nil, serverID: o.Server.ID,
 		connID: o.ConnectionID, onExchange: o.OnExchange, lim: lim, headers: o.Server.Headers}
 	var sess *Session // set below; the transport reports the stream to it
@@ -290,7 +293,13 @@ func Connect(ctx context.Context, o Options) (*Session, error) {
 			defer cancel(nil)
 			stop := context.AfterFunc(s.ctx, func() { cancel(ErrClosed) })
 			defer stop()
-			return o.Elicit(ctx, connID, withRawSchema(req, rt.elicit))
+			// The call the question belongs to ("" for none: declined
+			// by the owner of the cards, issue #20 item 3).
+			var call string
+			if req.Params != nil {
+				call, _ = takeRelated(req.Params.Meta, lim.relSecret)
+			}
+			return o.Elicit(withRelatedCall(ctx, call), connID, withRawSchema(req, rt.elicit))
 		}
 		copts.ElicitationHandler = elicitH
 	}

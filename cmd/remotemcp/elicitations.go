@@ -46,7 +46,7 @@ serverId, tool, message, form, status, reason, created …).`,
 			return printList(a, cards, "no questions are waiting for an answer, and no call was interrupted",
 				"ID\tSTATUS\tSERVER\tTOOL\tCREATED\tMESSAGE", func(c localapi.Card) string {
 					return strings.Join([]string{cell(c.ID), c.Status, cell(c.ServerID), cell(orDash(c.Tool)),
-						c.Created.Local().Format(time.DateTime), clip(cell(c.Message), 80)}, "\t")
+						c.Created.Local().Format(time.DateTime), clip(cell(cardWords(c)), 80)}, "\t")
 				})
 		}),
 	}, "print a JSON array")
@@ -192,4 +192,14 @@ func (a *app) watchQuestions(ctx context.Context, e Engine, forms *sync.WaitGrou
 		}
 	}()
 	return done
+}
+
+// cardWords says who asks (issue #20 item 3): remotemcp's own approval
+// question by the call's arguments, a server's question as its words, so
+// that a server cannot pass for remotemcp in the list.
+func cardWords(c localapi.Card) string {
+	if c.Kind == localapi.CardApproval {
+		return "remotemcp asks before sending, arguments " + localapi.ShownArguments(c.Arguments)
+	}
+	return "the server's words: " + c.Message
 }

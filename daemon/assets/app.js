@@ -517,7 +517,7 @@
     if (c.status === "interrupted") return buildInterrupted(c);
     const form = el("form", { class: "card", "data-card": c.id });
     form.append(el("div", { class: "meta", text: `${c.serverId}${c.tool ? " · tool " + c.tool : ""} · ${new Date(c.createdAt).toLocaleString()}` }));
-    form.append(el("blockquote", { text: c.message }));
+    cardAsks(form, c);
     const fields = (c.form && c.form.fields) || [];
     for (const f of fields) form.append(buildField(f));
     form.append(el("div", { class: "problems" }));
@@ -532,13 +532,54 @@
     return form;
   }
 
+  // cardAsks shows who asks (issue #20 item 3). remotemcp's own approval
+  // question (kind "approval") gives the server, the tool and the call's
+  // arguments, whole, in their own elements, then the tool's description
+  // apart as the server's words; a server's question comes under a label
+  // that names the server, its message quoted, so it cannot pass for
+  // remotemcp's approval. Invisible characters are shown, not rendered.
+  function cardAsks(box, c) {
+    if (c.kind === "approval") {
+      box.append(el("p", { class: "asker own", text: "remotemcp asks before sending this call (approval: ask). Accept sends it once; decline sends nothing." }));
+      box.append(el("dl", { class: "call" },
+        el("dt", { text: "Server" }), el("dd", { class: "server", text: c.serverId }),
+        el("dt", { text: "Tool" }), el("dd", { class: "tool", text: visible(c.tool || "") }),
+        el("dt", { text: "Arguments" }), el("dd", {}, el("pre", { class: "arguments", text: argumentsText(c.arguments) }))));
+      if (c.description) {
+        box.append(el("p", { class: "asker", text: "The server's description of the tool (its own words, not remotemcp's):" }));
+        box.append(el("blockquote", { class: "description", text: visible(c.description) }));
+      }
+      return;
+    }
+    box.append(el("p", { class: "asker server", text: `Question from MCP server "${c.serverId}" (its own words below, not remotemcp's):` }));
+    box.append(el("blockquote", { text: visible(c.message) }));
+  }
+
+  // hidden matches what shows nothing: format characters (tag characters,
+  // zero-width and bidi ones), other controls, line and
+  // paragraph separators, the Hangul fillers (tab, line feed and carriage
+  // return stay).
+  const hidden = /[\p{Cf}\u0000-\u0008\u000B\u000C\u000E-\u001F\u007F-\u009F\u2028\u2029\u115F\u1160\u3164\uFFA0]/gu;
+
+  // visible writes each hidden character of s as [U+XXXX].
+  function visible(s) {
+    return String(s).replace(hidden, (ch) => "[U+" + ch.codePointAt(0).toString(16).toUpperCase().padStart(4, "0") + "]");
+  }
+
+  // argumentsText is a call's arguments as indented JSON, hidden
+  // characters as JSON escapes (the same value, visibly).
+  function argumentsText(a) {
+    const s = JSON.stringify(a === undefined ? {} : a, null, 2);
+    return s.replace(hidden, (ch) => Array.from({ length: ch.length }, (_, i) => "\\u" + ch.charCodeAt(i).toString(16).padStart(4, "0")).join(""));
+  }
+
   // buildInterrupted shows a call whose question was never answered in
   // time (R6.2): the model was told it failed; the person may re-send it
   // once, after confirming that running the tool again is safe.
   function buildInterrupted(c) {
     const box = el("div", { class: "card interrupted", "data-card": c.id });
     box.append(el("div", { class: "meta", text: `${c.serverId}${c.tool ? " · tool " + c.tool : ""} · interrupted` }));
-    box.append(el("blockquote", { text: c.message }));
+    cardAsks(box, c);
     box.append(el("p", { class: "desc", text: c.reason || "The answer never reached the server." }));
     const btn = el("button", { type: "button", "data-retry": c.id, text: "Re-send the call (I confirm it is safe)" });
     box.append(el("div", { class: "problems" }));

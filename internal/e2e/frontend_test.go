@@ -220,12 +220,13 @@ func TestMcpFrontEnd(t *testing.T) {
 			}
 			waitFor(t, "the server to see the cancel", func() bool { return f.Cancelled("slow") >= 1 })
 
-			// A server's question goes to the host, and its answer back.
+			// A server's question goes to the host, labelled with the
+			// server and quoted (issue #20 item 3), and its answer back.
 			res, err = h.cs.CallTool(ctx, &mcp.CallToolParams{Name: tc.prefix + "ask", Arguments: map[string]any{}})
 			if err != nil || text(t, res) != "hello Ada (7)" {
 				t.Fatalf("ask: %v %+v", err, res)
 			}
-			if m := <-h.asked; m != "What is your name?" {
+			if m := <-h.asked; m != "Question from MCP server \"fx\" (its own words below, not remotemcp's):\n> What is your name?" {
 				t.Errorf("the host was asked %q", m)
 			}
 

@@ -253,7 +253,8 @@ func TestTSClientFrontEnd(t *testing.T) {
 			if c.IsError || c.Text != "hello Ada (7)" {
 				t.Errorf("ask: %+v", c)
 			}
-			if len(c.Asked) != 1 || c.Asked[0].Message != "What is your name?" {
+			// Labelled with the server and quoted (issue #20 item 3).
+			if len(c.Asked) != 1 || c.Asked[0].Message != "Question from MCP server \"fx\" (its own words below, not remotemcp's):\n> What is your name?" {
 				t.Errorf("the host was asked %+v", c.Asked)
 			} else if !slices.Equal(c.Asked[0].Properties, []string{"name", "age"}) {
 				t.Errorf("the question's schema properties reached the host as %v, want the server's order [name age]", c.Asked[0].Properties)
