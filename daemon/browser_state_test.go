@@ -107,6 +107,11 @@ func TestBrowserStateInPageWords(t *testing.T) {
 			if !strings.Contains(b.text(cell+` .state-hint`), tc.hint) {
 				t.Errorf("hint %q does not say %q", b.text(cell+` .state-hint`), tc.hint)
 			}
+			// Issue #20 item 1: a server that cannot be reached says when
+			// its backoff tries again.
+			if tc.id == "gone" && !strings.Contains(b.text(cell+` .state-hint`), "Next try at") {
+				t.Errorf("hint %q does not say when the next try is due", b.text(cell+` .state-hint`))
+			}
 			for _, never := range []string{"remotemcp ", "initialize", "dial tcp", "oauth:", "run \""} {
 				if strings.Contains(seen, never) {
 					t.Errorf("the state cell shows %q: %q", never, seen)

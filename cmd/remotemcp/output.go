@@ -257,10 +257,19 @@ func (a *app) reasonText(s localapi.Server) (text string, cut bool) {
 		return "", false
 	}
 	if a.verbose {
-		return describeReason(*s.Reason), false
+		return describeReason(*s.Reason) + nextTry(s), false
 	}
 	msg, cut := shortReason(s.URL, *s.Reason)
-	return cell(reasonTag(*s.Reason) + ": " + redact.Text(msg)), cut
+	return cell(reasonTag(*s.Reason)+": "+redact.Text(msg)) + nextTry(s), cut
+}
+
+// nextTry says when a failed server's next connect attempt is due (its
+// backoff, issue #20 item 1), in local time; "" when none is scheduled.
+func nextTry(s localapi.Server) string {
+	if s.RetryAt == nil || s.State == localapi.StateReady {
+		return ""
+	}
+	return " (next try " + s.RetryAt.Local().Format("15:04:05") + "; \"remotemcp connect " + s.ID + "\" tries now)"
 }
 
 // ownLeads are remotemcp's words that start a reason's message before

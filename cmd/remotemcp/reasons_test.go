@@ -50,6 +50,11 @@ func TestReasonWordsBeforeTheChain(t *testing.T) {
 			if !verbose && (!strings.Contains(got, s.want) || strings.Contains(got, s.chain) || strings.Contains(got, "rejected by transport")) {
 				t.Errorf("%s: %s's reason is not remotemcp's words with the cause, want %q in %q\n%s", what, s.id, s.want, got, r)
 			}
+			// Issue #20 item 1: a server whose connect failed says when its
+			// backoff tries again, and how to try now.
+			if s.id == "down" && !strings.Contains(got, "(next try ") {
+				t.Errorf("%s: %s's reason does not say when the next try is due: %q", what, s.id, got)
+			}
 			if verbose && !strings.Contains(got, s.chain) {
 				t.Errorf("%s: %s's reason lacks the chain (%q) with --verbose: %q\n%s", what, s.id, s.chain, got, r)
 			}

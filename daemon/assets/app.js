@@ -153,7 +153,7 @@
       st.textContent = words.label;
       st.className = "state state-" + words.cls;
       st.title = s.state; // the API's own word, for bug reports
-      $(".state-hint", row).textContent = words.hint || "";
+      $(".state-hint", row).textContent = (words.hint || "") + retryWords(s);
       renderDetails($("td.state-cell > details.reason", row), s.reason ? describeReason(s.reason) : "", s.id + ":state");
 
       const show = (action, on) => { $(`button[data-action="${action}"]`, row).hidden = !on; };
@@ -255,6 +255,15 @@
 
   // describeReason is the technical detail of a failure, kept behind a
   // "details" toggle: the class, step and status codes, then the message.
+  // retryWords says when a failed server's backoff tries again (issue
+  // #20 item 1); the Connect button tries now.
+  function retryWords(s) {
+    if (!s.retryAt || s.state === "ready") return "";
+    const at = new Date(s.retryAt);
+    if (isNaN(at)) return "";
+    return " Next try at " + at.toLocaleTimeString() + "; Connect tries now.";
+  }
+
   function describeReason(r) {
     let t = r.class || "";
     if (r.step) t += ", " + r.step;
