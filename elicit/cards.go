@@ -517,14 +517,26 @@ func (c *Cards) handle(ctx context.Context, info manager.ElicitInfo, req *mcp.El
 	// Checked first, before any of the question is read: a stray question
 	// costs nothing. Checked again when the card is registered.
 	c.mu.Lock()
-	closed, inCall := c.closed, c.inCall(info.ServerID, info.OperationID)
+	closed := c.closed
+	if info.OperationID == "" && own == nil {
+		// A question on the standalone stream (a TypeScript server's
+		// server.elicitInput without a related request; the official
+		// conformance suite's elicitation scenario sends it so) belongs
+		// to a call only when one call to the server is in flight: that
+		// call is then known. With several it would be a guess that can
+		// put one host's question to another, so it is declined (issue
+		// #20 item 3).
+		if op, ok := c.onlyCall(info.ServerID); ok {
+			info.OperationID = op
+			c.log.Info("elicit: a question outside a call's response stream goes to the server's only call in flight", "server", info.ServerID, "operation", op)
+		}
+	}
+	inCall := c.inCall(info.ServerID, info.OperationID)
 	c.mu.Unlock()
 	if closed {
 		return nil, ErrClosed
 	}
 	if info.OperationID == "" {
-		// Never guessed from the calls in flight: it would put one
-		// host's question to another (issue #20 item 3).
 		return c.decline(info, errUnrelated)
 	}
 	if !inCall {
@@ -612,6 +624,19 @@ var errNoCall = errors.New("the server asked a question while the tool call it b
 // or could not be tied to the stream that carried it.
 var errUnrelated = errors.New("the server asked a question outside the response stream of a tool call " +
 	"(a question goes only to the MCP host or person whose call it belongs to)")
+
+// onlyCall returns the operation id of the server's one admitted call in
+// flight; false when there is none or more than one. c.mu is held.
+func (c *Cards) onlyCall(server string) (string, bool) {
+	g := c.servers[server]
+	if g == nil || len(g.calls) != 1 {
+		return "", false
+	}
+	for op := range g.calls {
+		return op, true
+	}
+	return "", false
+}
 
 // inCall reports whether the admitted call op to the server is in flight.
 // c.mu is held; unlike gate, it records nothing for an unknown server.

@@ -483,3 +483,33 @@ func TestWatchClosesCardsOfGoneConnections(t *testing.T) {
 	}
 	close(src.ch)
 }
+
+// Issue #20 item 3 (routing; SPEC §9 A10): a question that names no call
+// (the standalone stream) is the card of the server's call in flight when
+// there is exactly one, is declined with none, and remotemcp's own
+// approval question never takes that path.
+func TestStandaloneQuestionGoesToTheOnlyCall(t *testing.T) {
+	c := openCards(t, openStore(t), Options{})
+	if res, err := c.Handle(ctxT(t), manager.ElicitInfo{ServerID: "s"}, askRequest("form")); err != nil || res.Action != "decline" {
+		t.Fatalf("question with no call in flight = %+v, %v; want declined", res, err)
+	}
+	a, _ := c.Admit(ctxT(t), CallInfo{ServerID: "s", Tool: "t1", OperationID: "o1", Arguments: json.RawMessage(`{"a":1}`)})
+	other, _ := c.Admit(ctxT(t), CallInfo{ServerID: "other", Tool: "x", OperationID: "o9"})
+	defer other.Finish()
+	ch := make(chan handled, 1)
+	go func() {
+		res, err := c.Handle(ctxT(t), manager.ElicitInfo{ServerID: "s"}, askRequest("form"))
+		ch <- handled{res, err}
+	}()
+	card := waitPending(t, c, 1)[0]
+	if card.OperationID != "o1" || card.Tool != "t1" || string(card.Arguments) != `{"a":1}` {
+		t.Fatalf("card not attributed to the only call o1: %+v", card)
+	}
+	if err := c.Answer(ctxT(t), card.ID, Response{Action: ActionDecline}); err != nil {
+		t.Fatal(err)
+	}
+	if h := recvH(t, ch); h.err != nil || h.res.Action != "decline" {
+		t.Fatalf("handler = %+v, %v", h.res, h.err)
+	}
+	a.Finish()
+}
