@@ -109,8 +109,13 @@ func TestBrowserStateInPageWords(t *testing.T) {
 			}
 			// Issue #20 item 1: a server that cannot be reached says when
 			// its backoff tries again.
-			if tc.id == "gone" && !strings.Contains(b.text(cell+` .state-hint`), "Next try at") {
+			if tc.id == "gone" && !strings.Contains(b.text(cell+` .state-hint`), "Not tried again before") {
 				t.Errorf("hint %q does not say when the next try is due", b.text(cell+` .state-hint`))
+			}
+			// A server waiting for its sign-in is moved by Authorize, not by
+			// the clock.
+			if tc.state == "needs-auth" && strings.Contains(b.text(cell+` .state-hint`), "tried again") {
+				t.Errorf("a server waiting for its sign-in speaks of a retry: %q", b.text(cell+` .state-hint`))
 			}
 			for _, never := range []string{"remotemcp ", "initialize", "dial tcp", "oauth:", "run \""} {
 				if strings.Contains(seen, never) {

@@ -263,13 +263,13 @@ func (a *app) reasonText(s localapi.Server) (text string, cut bool) {
 	return cell(reasonTag(*s.Reason)+": "+redact.Text(msg)) + nextTry(s), cut
 }
 
-// nextTry says when a failed server's next connect attempt is due (its
-// backoff, issue #20 item 1), in local time; "" when none is scheduled.
+// nextTry says before when a failed server is not tried again (its
+// backoff, issue #20 item 1), in local time; "" when no wait applies.
 func nextTry(s localapi.Server) string {
-	if s.RetryAt == nil || s.State == localapi.StateReady {
-		return ""
+	if s.RetryAt == nil || s.State == localapi.StateReady || s.State == localapi.StateNeedsAuth {
+		return "" // a sign-in, not the clock, moves a server that needs one
 	}
-	return " (next try " + s.RetryAt.Local().Format("15:04:05") + "; \"remotemcp connect " + s.ID + "\" tries now)"
+	return " (not tried again before " + s.RetryAt.Local().Format("15:04:05") + "; \"remotemcp connect " + s.ID + "\" tries now)"
 }
 
 // ownLeads are remotemcp's words that start a reason's message before

@@ -52,7 +52,7 @@ func TestReasonWordsBeforeTheChain(t *testing.T) {
 			}
 			// Issue #20 item 1: a server whose connect failed says when its
 			// backoff tries again, and how to try now.
-			if s.id == "down" && !strings.Contains(got, "(next try ") {
+			if s.id == "down" && !strings.Contains(got, "(not tried again before ") {
 				t.Errorf("%s: %s's reason does not say when the next try is due: %q", what, s.id, got)
 			}
 			if verbose && !strings.Contains(got, s.chain) {

@@ -258,10 +258,12 @@
   // retryWords says when a failed server's backoff tries again (issue
   // #20 item 1); the Connect button tries now.
   function retryWords(s) {
-    if (!s.retryAt || s.state === "ready") return "";
+    // A server waiting for its sign-in is not tried again: Authorize is
+    // what moves it.
+    if (!s.retryAt || s.state === "ready" || s.state === "needs-auth") return "";
     const at = new Date(s.retryAt);
     if (isNaN(at)) return "";
-    return " Next try at " + at.toLocaleTimeString() + "; Connect tries now.";
+    return " Not tried again before " + at.toLocaleTimeString() + "; Connect tries now.";
   }
 
   function describeReason(r) {
