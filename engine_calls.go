@@ -539,6 +539,9 @@ func (c *Client) Retry(ctx context.Context, cardID string, confirmed bool) (*loc
 	if err := c.Elicit.ConfirmRetry(ctx, cardID); err != nil {
 		return nil, fail(err)
 	}
+	// The person asked for this re-send: like "remotemcp connect", it
+	// tries now, inside the server's backoff window too (issue #20 item 1).
+	c.Manager.ResetBackoff(k.ServerID)
 	if err := c.ensureReady(ctx, k.ServerID); err != nil {
 		return nil, c.connectError(ctx, k.ServerID, err)
 	}

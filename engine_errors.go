@@ -69,6 +69,11 @@ func apiError(err error) *localapi.Error {
 		errors.Is(err, manager.ErrDisabled), errors.Is(err, oauth.ErrNotOAuth),
 		errors.Is(err, store.ErrBearerRebind), errors.Is(err, store.ErrHeaderRebind), errors.Is(err, store.ErrConflict):
 		e.Status, e.Code = http.StatusConflict, localapi.CodeConflict
+	case errors.Is(err, manager.ErrBackoff):
+		// Before DeadlineExceeded: a refusal inside the backoff window
+		// wraps the last attempt's failure, which may be a handshake
+		// timeout, but nothing timed out now (issue #20 item 1).
+		e.Status, e.Code = http.StatusServiceUnavailable, localapi.CodeUnavailable
 	case errors.Is(err, context.DeadlineExceeded):
 		e.Status, e.Code = http.StatusGatewayTimeout, localapi.CodeTimeout
 	case errors.Is(err, context.Canceled), errors.Is(err, manager.ErrClosed), errors.Is(err, agent.ErrClosed), errors.Is(err, elicit.ErrClosed):

@@ -344,6 +344,14 @@ func (r *Registry) callFailed(base func(Outcome) *ToolResult, ctx, cctx context.
 		res := base(OutcomeUnavailable)
 		res.Message = fmt.Sprintf("Tool %q is disabled by the user for MCP server %q; the call was not sent.", t.Name, t.ServerID)
 		return res, nil
+	case errors.Is(err, manager.ErrBackoff) && !maybe:
+		// Refused inside the server's backoff window: nothing was sent,
+		// whatever the last attempt's failure was (a handshake timeout is
+		// not this call's timeout; issue #20 item 1).
+		res := base(OutcomeFailed)
+		res.Message = fmt.Sprintf("The call of tool %q was not sent: MCP server %q could not be connected, and is not tried again before the time the error names. The error follows.", t.Name, t.ServerID)
+		res.Content = []ContextBlock{errorBlock(t, err)}
+		return res, nil
 	case cctx.Err() != nil && errors.Is(err, context.DeadlineExceeded):
 		res := base(OutcomeTimeout)
 		res.MaybeExecuted = true

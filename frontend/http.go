@@ -81,13 +81,13 @@ func (t *Tokens) Require(next http.Handler, log *slog.Logger) http.Handler {
 		// id with another one (auth.TokenInfo.UserID), and so does
 		// hostSessions, first and in remotemcp's words.
 		r = r.WithContext(context.WithValue(r.Context(), identityKey{}, identity{user: hashToken(tok), name: name}))
-		if r.Method == http.MethodGet {
-			// A stream lives on: it ends when its token is revoked.
-			ctx, cancel := context.WithCancel(r.Context())
-			defer cancel()
-			go t.whileValid(ctx, tok, cancel)
-			r = r.WithContext(ctx)
-		}
+		// A stream, and a call still answering on its POST, live on:
+		// each ends when its token is revoked (the call is cancelled on
+		// the server, as when the host cancels it).
+		ctx, cancel := context.WithCancel(r.Context())
+		defer cancel()
+		go t.whileValid(ctx, tok, cancel)
+		r = r.WithContext(ctx)
 		withInfo.ServeHTTP(w, r)
 	})
 }

@@ -174,6 +174,21 @@ func (h *hostSessions) serveNew(w http.ResponseWriter, r *http.Request, who iden
 	h.next.ServeHTTP(cw, r)
 	if cw.sid == "" {
 		h.unreserve(who.user) // no session came of it
+		// go-sdk names a session in the header before it writes: a host
+		// that hung up before the answer went out leaves a session that
+		// nothing here counts, times or revokes. It is closed.
+		h.mu.Lock()
+		_, known := h.byID[w.Header().Get(sessionHeader)]
+		h.mu.Unlock()
+		if sid := w.Header().Get(sessionHeader); sid != "" && !known {
+			for ss := range h.srv.Sessions() {
+				if ss.ID() == sid {
+					h.log.Info("mcp http: closed a host session whose initialize was never answered (the host hung up)", "token", who.name)
+					go func() { _ = ss.Close() }()
+					break
+				}
+			}
+		}
 		return
 	}
 	h.end(cw.sid)
@@ -328,8 +343,14 @@ func (h *hostSessions) expire(sid string, gen int) {
 // close ends s: go-sdk forgets it (its id answers 404 from now on) and
 // the front end gives back its subscriptions; the watcher of register
 // forgets it here.
+//
+// go-sdk's Close waits for the session's requests in flight (a call may
+// wait on a person's card for long), so it runs on its own goroutine:
+// the revocation check and the idle timers never wait behind it. Each
+// such goroutine ends when its session's last request does; the front
+// end's shutdown ends them all (closeHTTPSessions).
 func (h *hostSessions) close(s *hostSession) {
-	_ = s.ss.Close()
+	go func() { _ = s.ss.Close() }()
 }
 
 // scheduleRecheck schedules the revocation check unless one is. mu held.
@@ -435,10 +456,24 @@ func requester(ctx context.Context) (identity, bool) {
 
 // closeHTTPSessions ends every Streamable HTTP host session of f (they
 // have an id; a stdio host's has none), when RunHTTP stops.
+//
+// They close side by side, and the wait is bounded: each Close waits for
+// its session's requests in flight, and a call waiting on a person must
+// not hold the process up (their contexts end with the process).
 func (f *Frontend) closeHTTPSessions() {
+	var wg sync.WaitGroup
 	for ss := range f.srv.Sessions() {
 		if ss.ID() != "" {
-			_ = ss.Close()
+			wg.Go(func() { _ = ss.Close() })
 		}
+	}
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	t := time.NewTimer(httpShutdownWait)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+		f.log.Warn("mcp http: host sessions still finishing calls at shutdown; not waiting for them", "after", httpShutdownWait.String())
 	}
 }

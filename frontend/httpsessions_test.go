@@ -121,7 +121,7 @@ func startEndpointWith(t *testing.T, o frontend.HTTPOptions, f *fixture.Server) 
 	}
 	t.Cleanup(func() { eng.Close() })
 	if f != nil {
-		if _, err := eng.AddServer(ctx, localapi.AddServerRequest{ID: "fx", URL: f.URL(), By: localapi.ByServersAdd}); err != nil {
+		if _, err := eng.AddServer(ctx, localapi.AddServerRequest{ID: "fx", URL: f.URL(), By: localapi.ByServersAdd, ToolTimeout: "1h"}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -478,4 +478,52 @@ func TestHTTPSessionIdleReleasesSubscriptions(t *testing.T) {
 	waitUntil(t, "the idle timer", func() bool { return clk.Pending(testIdle) == 1 })
 	clk.Advance(testIdle)
 	waitUntil(t, "the idle session's subscription to be given back", func() bool { return f.Subscriptions() == 0 })
+}
+
+// Issue #20 item 2 (review): ending a revoked token's sessions never waits
+// behind a call still in flight on one of them: a long call (one waiting
+// on a person's card, say) must not hold up the token's other sessions or
+// later revocation checks. A guard: go-sdk v1.8.0's Close did not block
+// here before the sessions were closed on their own goroutines either,
+// but a go-sdk whose Close waits for requests in flight would.
+func TestHTTPRevokeDoesNotWaitForCalls(t *testing.T) {
+	f := startFixture(t)
+	clk := &fakeClock{}
+	e := startEndpointWith(t, frontend.HTTPOptions{SessionIdle: -1, AfterFunc: clk.AfterFunc}, f)
+	a := e.token(t, "a")
+	busy, idle := e.session(t, a), e.session(t, a)
+	// A call that runs for an hour, on the busy session.
+	called := make(chan struct{})
+	go func() {
+		defer close(called)
+		// Longer than any wait below: only the test's end cancels it.
+		req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, e.url, strings.NewReader(
+			`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"fx__slow","arguments":{"ms":3600000,"quiet":true}}}`))
+		req.Header.Set("Authorization", "Bearer "+a)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Mcp-Session-Id", busy)
+		req.Header.Set("MCP-Protocol-Version", "2025-06-18")
+		if resp, err := http.DefaultClient.Do(req); err == nil {
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+		}
+	}()
+	waitUntil(t, "the call to reach the server", func() bool { return f.Executions("slow") > 0 })
+	if err := e.tokens.Revoke(t.Context(), "a"); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, "the revocation check", func() bool { return clk.Pending(testRecheck) == 1 })
+	clk.Advance(testRecheck)
+	b := e.token(t, "b")
+	waitUntil(t, "the idle session of the revoked token to end", func() bool {
+		code, _ := e.ping(t, b, idle)
+		return code == http.StatusNotFound
+	})
+	// The check went on: the next one is scheduled while the call runs.
+	sb := e.session(t, b)
+	waitUntil(t, "the next revocation check", func() bool { return clk.Pending(testRecheck) == 1 })
+	if code, body := e.ping(t, b, sb); code != http.StatusOK {
+		t.Fatalf("another token's session: %d %s", code, body)
+	}
 }

@@ -462,8 +462,11 @@ func (m *Manager) ensure(ctx context.Context, id string, explicit bool) (*sessio
 		// An attempt that was already under way when this caller came
 		// (the reconnect loop's, say) may have dialled just before the
 		// server came back: its "connection refused" is older than the
-		// caller. One attempt of the caller's own decides.
-		if joined && !retriedJoined && Attribute(a.err).Class == ClassNetwork {
+		// caller. One attempt of the caller's own decides — for a person
+		// who asked (explicit) only: any other caller inside the window
+		// would dial a second time in the same backoff step (issue #20
+		// item 1).
+		if joined && explicit && !retriedJoined && Attribute(a.err).Class == ClassNetwork {
 			retriedJoined = true
 			continue
 		}
@@ -700,14 +703,23 @@ func (m *Manager) connectionLost(e *entry, sess *session.Session, cause error) {
 		e.streamFailures++
 	}
 	r := Attribute(cause)
-	r.Message = reconnectingPrefix + r.Message
-	m.setState(e, StateConnecting, &r)
-	e.reconnecting = true
 	// A session that lived long enough proves the server works: the next
 	// attempt starts now. One lost soon after it was made counts as a
-	// failure, so a server that drops every session is tried on the
-	// backoff schedule, not in a loop (issue #20 item 1).
-	quick := m.clock.Now().Sub(e.bo.readyAt) < flapWindow && retriable(r.Class)
+	// failure, whatever its class, so a server that drops every session is
+	// tried on the backoff schedule, not in a loop (issue #20 item 1); one
+	// lost for a cause the person must fix (sign-in, permission, config)
+	// is an error that waits for them, not "reconnecting".
+	quick := m.clock.Now().Sub(e.bo.readyAt) < flapWindow
+	switch {
+	case quick && !retriable(r.Class):
+		m.setState(e, StateError, &r)
+		e.reconnecting = false
+	default:
+		rr := r
+		rr.Message = reconnectingPrefix + rr.Message
+		m.setState(e, StateConnecting, &rr)
+		e.reconnecting = true
+	}
 	if quick {
 		m.failedLocked(e, cause)
 	} else {
@@ -1207,7 +1219,9 @@ type ServerStatus struct {
 	HeldTools []string `json:"heldTools,omitempty"`
 }
 
-func (e *entry) statusLocked() ServerStatus {
+// statusLocked is the server's status at now (the manager's clock). e.mu
+// held.
+func (e *entry) statusLocked(now time.Time) ServerStatus {
 	st := ServerStatus{
 		ID: e.id, Name: e.cfg.Name, URL: e.cfg.URL, Enabled: e.cfg.Enabled,
 		ConnectOnStartup: e.cfg.ConnectOnStartup, Auth: string(e.cfg.Auth.Kind),
@@ -1228,7 +1242,9 @@ func (e *entry) statusLocked() ServerStatus {
 	}
 	if e.sess != nil {
 		st.ConnectionID = e.sess.ConnectionID()
-	} else if e.bo.err != nil && !e.bo.next.IsZero() {
+	} else if e.bo.err != nil && now.Before(e.bo.next) {
+		// Only a wait still ahead: a time passed would read "not tried
+		// again before" a moment that is gone.
 		at := e.bo.next
 		st.RetryAt = &at
 	}
@@ -1250,7 +1266,7 @@ func (m *Manager) Status() []ServerStatus {
 	for _, e := range entries {
 		e.mu.Lock()
 		if !e.removed {
-			out = append(out, e.statusLocked())
+			out = append(out, e.statusLocked(m.clock.Now()))
 		}
 		e.mu.Unlock()
 	}
@@ -1266,7 +1282,7 @@ func (m *Manager) ServerStatusOf(id string) (ServerStatus, error) {
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	return e.statusLocked(), nil
+	return e.statusLocked(m.clock.Now()), nil
 }
 
 // setState changes state and publishes an event. e.mu must be held.
@@ -1277,7 +1293,7 @@ func (m *Manager) setState(e *entry, s State, r *Reason) {
 }
 
 func (m *Manager) emitLocked(e *entry) {
-	st := e.statusLocked()
+	st := e.statusLocked(m.clock.Now())
 	m.events.Publish(Event{ServerID: e.id, Status: st, Removed: e.removed})
 }
 
