@@ -1205,6 +1205,9 @@ type ServerStatus struct {
 	// HeldTools are the tools held because their definition changed
 	// since it was pinned (issue #20 item 3); ToolCount leaves them out.
 	HeldTools []string `json:"heldTools,omitempty"`
+	// Unpinnable are the held tools that cannot be pinned (and so are
+	// never offered), each with why; nil when none.
+	Unpinnable map[string]string `json:"unpinnable,omitempty"`
 }
 
 func (e *entry) statusLocked() ServerStatus {
@@ -1234,6 +1237,7 @@ func (e *entry) statusLocked() ServerStatus {
 	}
 	if st.HeldTools = e.heldNamesLocked(); len(st.HeldTools) > 0 {
 		st.ToolCount = max(st.ToolCount-len(st.HeldTools), 0)
+		st.Unpinnable = e.unpinnableLocked()
 	}
 	return st
 }
