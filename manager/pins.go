@@ -41,7 +41,7 @@ var ErrToolUnpinnable = unpinnableError{}
 type unpinnableError struct{}
 
 func (unpinnableError) Error() string {
-	return "tool is not offered: its definition cannot be pinned"
+	return "tool is not offered"
 }
 
 func (unpinnableError) Is(target error) bool { return target == ErrToolHeld }
@@ -87,9 +87,9 @@ type pinState struct {
 	// stale counts the pin writes of this server only; lgen is its value
 	// when the view was made. A write to one server's pins makes only
 	// its view again, not every server's.
-	stale atomic.Uint64
-	lgen  uint64
-	trusted bool             // the server's trust then: a change of it makes the view again
+	stale   atomic.Uint64
+	lgen    uint64
+	trusted bool // the server's trust then: a change of it makes the view again
 	view    *session.Catalog
 	// held maps each held tool to why; nil when none.
 	held map[string]hold
@@ -305,7 +305,7 @@ func (m *Manager) evaluate(ctx context.Context, ps PinStore, id string, trusted 
 		if err != nil {
 			// Refused, not offered: a definition that cannot be pinned
 			// could change unseen.
-			holdT(name, hold{why: "its definition " + err.Error(), unpinnable: true})
+			holdT(name, hold{why: err.Error(), unpinnable: true})
 			continue
 		}
 		p, ok := pins[name]
@@ -363,7 +363,7 @@ func (m *Manager) heldError(ctx context.Context, id string, sess *session.Sessio
 	case !held:
 		return nil
 	case h.unpinnable:
-		return fmt.Errorf("%w: tool %q of server %q %s", ErrToolUnpinnable, tool, id, unpinnableWhy(h.why))
+		return fmt.Errorf("%w: %s", ErrToolUnpinnable, unpinnableWhy(h.why))
 	}
 	return fmt.Errorf("%w: %s (accept it with \"remotemcp tools accept %s %s --hash HASH\", HASH from the review)", ErrToolHeld, h.why, id, tool)
 }
