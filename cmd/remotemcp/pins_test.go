@@ -146,3 +146,44 @@ func TestToolsReviewShowsHidden(t *testing.T) {
 		t.Errorf("accept without --hash does not say what it accepted:\n%s", r)
 	}
 }
+
+// Issue #20 item 3 review, item 6: a tool whose definition cannot be
+// pinned (here larger than pin.MaxDefinition) has no stored change, so it
+// gets its own message everywhere instead of "review it" advice that
+// leads nowhere: the review and status say "cannot be pinned: <why>; it
+// is never offered", a call is refused unsent saying so, and accept says
+// there is nothing to accept.
+func TestToolsUnpinnableOwnMessage(t *testing.T) {
+	var calls atomic.Int64
+	srv := mcp.NewServer(&mcp.Implementation{Name: "big", Version: "v1"}, nil)
+	srv.AddTool(&mcp.Tool{Name: "huge", Description: strings.Repeat("x", 1<<20+1), InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			calls.Add(1)
+			return &mcp.CallToolResult{}, nil
+		})
+	ts := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+	t.Cleanup(ts.Close)
+	c := newCLI(t)
+	c.ok("servers", "add", "big", ts.URL, "--lazy")
+	c.ok("tools")
+
+	r := c.ok("tools", "review", "big")
+	if !strings.Contains(r.out, "big huge: cannot be pinned: tool definition is larger than the pinning limit") ||
+		!strings.Contains(r.out, "it is never offered") || strings.Contains(r.out, "accept") {
+		t.Errorf("review:\n%s", r)
+	}
+	if r := c.ok("status", "big"); !strings.Contains(r.out, "not offered on big: huge cannot be pinned: ") || strings.Contains(r.out, "definition changed") {
+		t.Errorf("status:\n%s", r)
+	}
+	r = c.run("", "call", "mcp__big__huge", `{}`, "--yes")
+	if r.code == 0 || !strings.Contains(r.out+r.err, "cannot be pinned") || strings.Contains(r.out+r.err, "tools review") {
+		t.Errorf("call:\n%s", r)
+	}
+	r = c.run("", "tools", "accept", "big", "huge")
+	if r.code == 0 || !strings.Contains(r.err, "there is nothing to accept") {
+		t.Errorf("accept:\n%s", r)
+	}
+	if n := calls.Load(); n != 0 {
+		t.Fatalf("the server saw %d calls", n)
+	}
+}
