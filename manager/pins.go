@@ -287,7 +287,7 @@ func (m *Manager) evaluate(ctx context.Context, ps PinStore, id string, trusted 
 	}
 	count, size := len(pins), int64(0)
 	for _, p := range pins {
-		size += p.Bytes
+		size += p.Bytes + p.HeldBytes
 	}
 	var (
 		held  map[string]hold
@@ -329,9 +329,15 @@ func (m *Manager) evaluate(ctx context.Context, ps PinStore, id string, trusted 
 		case trusted:
 			ops = append(ops, store.PinOp{Action: store.PinReplace, Tool: name, Hash: hash, Definition: canon})
 			m.log.Info("tool definition changed; the server is trusted, so the new definition is pinned", "server", id, "tool", name, "old", p.Hash, "new", hash)
+		case p.HeldHash != hash && size-p.HeldBytes+int64(len(canon)) > caps.bytes:
+			// The change cannot be recorded for review within the cap.
+			holdT(name, hold{unpinnable: true, why: fmt.Sprintf(
+				"its definition changed, and the change cannot be recorded: the server's pins already take %d bytes (at most %d, twice its limit maxListBytes); "+
+					"raise the server's limits, or remove it and add it again (which forgets its pins)", size, caps.bytes)})
 		default:
 			holdT(name, hold{why: "its definition changed since it was first seen; " + review})
 			if p.HeldHash != hash {
+				size += int64(len(canon)) - p.HeldBytes
 				ops = append(ops, store.PinOp{Action: store.PinHold, Tool: name, Hash: hash, Definition: canon})
 				m.log.Warn("tool definition changed; the tool is held until the change is accepted", "server", id, "tool", name, "review", "remotemcp tools review "+id)
 			}

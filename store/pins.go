@@ -90,8 +90,9 @@ type PinSummary struct {
 	Tool, Hash string
 	// HeldHash is the hash of the held definition, "" when none.
 	HeldHash string
-	// Bytes is the size of the stored definitions, pinned and held.
-	Bytes int64
+	// Bytes and HeldBytes are the sizes of the stored pinned and held
+	// definitions.
+	Bytes, HeldBytes int64
 }
 
 // PinSummaries returns a server's pins by tool name, without their
@@ -103,7 +104,7 @@ func (s *SQLite) PinSummaries(ctx context.Context, serverID string) (map[string]
 		// octet_length reads the size from the record header: the
 		// definitions themselves are not loaded.
 		rows, err := tx.QueryContext(ctx, `SELECT tool, hash, coalesce(held_hash, ''),
-			octet_length(definition) + coalesce(octet_length(held_definition), 0)
+			octet_length(definition), coalesce(octet_length(held_definition), 0)
 			FROM tool_pins WHERE server_id = ?`, serverID)
 		if err != nil {
 			return err
@@ -111,7 +112,7 @@ func (s *SQLite) PinSummaries(ctx context.Context, serverID string) (map[string]
 		defer rows.Close()
 		for rows.Next() {
 			var p PinSummary
-			if err := rows.Scan(&p.Tool, &p.Hash, &p.HeldHash, &p.Bytes); err != nil {
+			if err := rows.Scan(&p.Tool, &p.Hash, &p.HeldHash, &p.Bytes, &p.HeldBytes); err != nil {
 				return err
 			}
 			out[p.Tool] = p

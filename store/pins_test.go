@@ -136,7 +136,7 @@ func TestPinSummaries(t *testing.T) {
 	}
 	want := map[string]PinSummary{
 		"read": {Tool: "read", Hash: "h1", Bytes: int64(len(big))},
-		"list": {Tool: "list", Hash: "l1", HeldHash: "l2", Bytes: 2 + 7},
+		"list": {Tool: "list", Hash: "l1", HeldHash: "l2", Bytes: 2, HeldBytes: 7},
 	}
 	if !maps.Equal(got, want) {
 		t.Fatalf("PinSummaries = %+v, want %+v", got, want)
