@@ -85,6 +85,9 @@ func (c *Client) startWatchers() {
 			case ch.Namespace == hostperm.NamespaceGrants || ch.Namespace == hostperm.NamespacePending:
 				// Pending approvals are shown beside their servers too.
 				c.hub.bump(topicGrants, topicServers)
+			case ch.Namespace == store.PinNamespace:
+				// A held tool changed again: the page reloads its card.
+				c.hub.bump(topicServers)
 			case ch.Namespace == elicit.Namespace:
 				c.hub.bump(topicCards)
 			}

@@ -23,6 +23,10 @@ func (c *Client) HeldTools(ctx context.Context, serverID string) ([]localapi.Hel
 	}
 	out := make([]localapi.HeldTool, 0, len(l))
 	for _, h := range l {
+		if h.Unpinnable != "" {
+			out = append(out, localapi.HeldTool{ServerID: h.ServerID, Tool: h.Tool, Unpinnable: h.Unpinnable, Changes: []localapi.DefinitionChange{}})
+			continue
+		}
 		v := localapi.HeldTool{ServerID: h.ServerID, Tool: h.Tool, Old: definitionView(h.Old), New: definitionView(h.New),
 			OldHash: h.OldHash, NewHash: h.NewHash, Pinned: h.Pinned, Seen: h.Seen, Changes: make([]localapi.DefinitionChange, len(h.Changes))}
 		for i, ch := range h.Changes {
@@ -77,14 +81,22 @@ func (c *Client) AcceptTools(ctx context.Context, serverID string, req localapi.
 }
 
 // heldNames are a server's held tools: those of its current catalog
-// (live) and those with a stored change, which an idle server keeps.
-func (c *Client) heldNames(ctx context.Context, id string, live []string) []string {
+// (live) and those with a stored change, which an idle server keeps; and
+// the hashes of the stored changes. Names and hashes only: this runs for
+// every server on every Servers call (each front-end sync), so it never
+// reads a definition (issue #20 item 3 review).
+func (c *Client) heldNames(ctx context.Context, id string, live []string) ([]string, map[string]string) {
 	out := slices.Clone(live)
-	if held, err := c.Store.HeldTools(ctx, id); err == nil {
-		for _, p := range held {
-			out = append(out, p.Tool)
-		}
+	hashes, err := c.Store.HeldHashes(ctx, id)
+	if err != nil {
+		hashes = nil
+	}
+	for tool := range hashes {
+		out = append(out, tool)
 	}
 	slices.Sort(out)
-	return slices.Compact(out)
+	if len(hashes) == 0 {
+		hashes = nil
+	}
+	return slices.Compact(out), hashes
 }

@@ -148,7 +148,8 @@ func (c *Client) view(ctx context.Context, srv config.Server, st manager.ServerS
 	}
 	if st.ID == srv.ID {
 		v.ToolCount = st.ToolCount
-		v.HeldTools = c.heldNames(ctx, srv.ID, st.HeldTools)
+		v.HeldTools, v.HeldHashes = c.heldNames(ctx, srv.ID, st.HeldTools)
+		v.Unpinnable = st.Unpinnable
 		// The session's catalog when connected, else the stored one:
 		// nothing connects (R2.3).
 		if cat, err := c.Manager.CachedCatalog(ctx, srv.ID); err == nil && cat != nil {

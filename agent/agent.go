@@ -451,16 +451,19 @@ func (r *Registry) Subscribe(ctx context.Context) <-chan *Snapshot { return r.su
 
 // Snapshot is an immutable view of the registry: accessors return copies.
 type Snapshot struct {
-	gen       uint64
-	tools     []AgentTool
-	byName    map[string]int
-	byTool    map[toolKey]int
-	disabled  map[string]toolKey // names of tools switched off
-	held      map[string]toolKey // names of tools held by their pin
-	prompts   []PromptCommand
-	resources []ResourceEntry
-	servers   []string
-	errs      map[string]error
+	gen      uint64
+	tools    []AgentTool
+	byName   map[string]int
+	byTool   map[toolKey]int
+	disabled map[string]toolKey // names of tools switched off
+	held     map[string]toolKey // names of tools held by their pin
+	// unpinnable maps the held names whose definition cannot be pinned
+	// to why (never offered; nothing to review).
+	unpinnable map[string]string
+	prompts    []PromptCommand
+	resources  []ResourceEntry
+	servers    []string
+	errs       map[string]error
 	// listed holds the servers with at least one tool, prompt or resource
 	// in the snapshot (see HasCatalog).
 	listed map[string]bool
@@ -574,6 +577,7 @@ func buildSnapshot(gen uint64, views map[string]*serverView, maxDesc int) *Snaps
 	}
 	var entries []entry
 	var keys, disabled, held []toolKey
+	unpinnable := map[toolKey]string{}
 	for _, id := range ids {
 		v := views[id]
 		if !v.enabled {
@@ -597,6 +601,9 @@ func buildSnapshot(gen uint64, views map[string]*serverView, maxDesc int) *Snaps
 			k := toolKey{id, name}
 			keys = append(keys, k)
 			held = append(held, k)
+			if why, ok := c.Unpinnable[name]; ok {
+				unpinnable[k] = why
+			}
 		}
 		for _, t := range c.Tools {
 			if t.Tool == nil {
@@ -637,6 +644,12 @@ func buildSnapshot(gen uint64, views map[string]*serverView, maxDesc int) *Snaps
 	}
 	for _, k := range held {
 		s.held[names[k]] = k
+		if why, ok := unpinnable[k]; ok {
+			if s.unpinnable == nil {
+				s.unpinnable = map[string]string{}
+			}
+			s.unpinnable[names[k]] = why
+		}
 	}
 	for _, e := range entries {
 		at := AgentTool{

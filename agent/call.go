@@ -145,6 +145,9 @@ func (r *Registry) Call(ctx context.Context, name string, args json.RawMessage, 
 		} else if k, h := snap.held[name]; h {
 			res.ServerID, res.ToolName = k.server, k.tool
 			res.Message = heldMessage(name, k.server)
+			if why, ok := snap.unpinnable[name]; ok {
+				res.Message = unpinnableMessage(name, k.server, why)
+			}
 		} else {
 			res.Message = fmt.Sprintf("There is no tool named %q (the server's tool list may have changed); the call was not sent.", name)
 		}
@@ -336,6 +339,10 @@ func (r *Registry) callFailed(base func(Outcome) *ToolResult, ctx, cctx context.
 		res.Message = fmt.Sprintf("The call of tool %q ran, but the server's result was invalid and was dropped; the call was not re-sent. The problem follows.", t.Name)
 		res.Content = []ContextBlock{errorBlock(t, err)}
 		return res, nil
+	case errors.Is(err, manager.ErrToolUnpinnable):
+		res := base(OutcomeUnavailable)
+		res.Message = fmt.Sprintf("Tool %q of MCP server %q is not offered; the call was not sent (%v). There is nothing for the user to review or accept.", t.Name, t.ServerID, err)
+		return res, nil
 	case errors.Is(err, manager.ErrToolHeld):
 		res := base(OutcomeUnavailable)
 		res.Message = heldMessage(t.Name, t.ServerID)
@@ -481,6 +488,13 @@ func (r *Registry) InterruptedResult(card elicit.Card) *ToolResult {
 // heldMessage says why a call of a held tool was not sent (issue #20
 // item 3): the server changed the tool's definition after it was first
 // seen, and the person has not accepted the change.
+// unpinnableMessage says why a call of a tool that cannot be pinned was
+// not sent; why is the manager's "cannot be pinned: …; it is never
+// offered" (issue #20 item 3 review).
+func unpinnableMessage(name, server, why string) string {
+	return fmt.Sprintf("Tool %q of MCP server %q %s; the call was not sent. There is nothing for the user to review or accept.", name, server, why)
+}
+
 func heldMessage(name, server string) string {
 	return fmt.Sprintf("Tool %q of MCP server %q is held: the server changed its definition after it was first seen, and the user has not accepted the change; the call was not sent. The user can review the change with \"remotemcp tools review %s\".", name, server, server)
 }

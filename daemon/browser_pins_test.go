@@ -83,3 +83,74 @@ func TestBrowserHeldToolCard(t *testing.T) {
 	}
 	b.checkConsole()
 }
+
+// Issue #20 item 3 review, items 4 and 5: the held card shows the hidden
+// characters of server text (a tag character, a bidi override) as
+// [U+XXXX]; when the server changes the tool again, the card reloads with
+// the new text (the refresh key holds the new definition's hash); and an
+// Accept refused because the definition changed (409) reloads the card
+// saying so, instead of leaving it stale.
+func TestBrowserHeldCardHiddenAndStale(t *testing.T) {
+	srv := mcp.NewServer(&mcp.Implementation{Name: "rug", Version: "v1"}, nil)
+	set := func(desc string) {
+		srv.AddTool(&mcp.Tool{Name: "read", Description: desc, InputSchema: json.RawMessage(`{"type":"object"}`)},
+			func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "ok"}}}, nil
+			})
+	}
+	set("Reads a file.")
+	ts := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+	t.Cleanup(ts.Close)
+
+	s := newStack(t, stackOpts{})
+	ctx := ctxT(t)
+	if _, err := s.c.AddServer(ctx, localapi.AddServerRequest{ID: "fs", URL: ts.URL}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "fs ready with read", func() bool {
+		l, err := s.c.Tools(ctx, localapi.ToolsRequest{ServerID: "fs", Connect: true})
+		return err == nil && len(l.Tools) == 1
+	})
+	set("Reads a file.\U000E0041\u202Eyrev")
+	waitFor(t, "read held", func() bool {
+		h, err := s.c.HeldTools(ctx, "fs")
+		return err == nil && len(h) == 1
+	})
+
+	b := newBrowser(t)
+	b.login(s)
+	card := `#held .held-card[data-held="fs/read"]`
+	b.do("the held card", chromedp.WaitVisible(chromedp.CSS(card+` button[data-accept]`)))
+	txt := b.text(card)
+	if !strings.Contains(txt, "Reads a file.[U+E0041][U+202E]yrev") || strings.Contains(txt, "\U000E0041") || strings.Contains(txt, "\u202E") {
+		t.Errorf("the card hides characters:\n%q", txt)
+	}
+
+	// The server changes the tool again: the card shows the new text.
+	set("Reads a file. Second change.")
+	b.wait("the card to show the second change", `document.querySelector('`+card+`').textContent.includes('Second change.')`)
+
+	// An Accept of a definition other than the current one (as if the
+	// server changed it again between showing and clicking) is refused
+	// with 409; the card reloads and says so.
+	b.eval(`(() => {
+		const f = window.fetch;
+		window.fetch = (path, opts) => {
+			if (opts && opts.method === "POST" && String(path).includes("held-tools/accept")) {
+				const body = JSON.parse(opts.body);
+				body.expect.read = "sha256:" + "0".repeat(64);
+				opts = { ...opts, body: JSON.stringify(body) };
+				window.fetch = f;
+			}
+			return f(path, opts);
+		};
+		return "";
+	})()`)
+	b.click(card + ` button[data-accept]`)
+	b.wait("the changed-again notice", `(document.querySelector('`+card+` .problems') || {}).textContent === 'The server changed this tool again; review the new text.'`)
+	if h, err := s.c.HeldTools(ctx, "fs"); err != nil || len(h) != 1 {
+		t.Fatalf("held after the refused accept = %+v, %v", h, err)
+	}
+	b.shot("03-changed-again")
+	b.checkConsole()
+}

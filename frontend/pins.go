@@ -3,10 +3,12 @@ package frontend
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/remotemcp/remotemcp/agent"
+	"github.com/remotemcp/remotemcp/localapi"
 )
 
 // heldCall answers a host's call of a tool that is held because its
@@ -25,31 +27,59 @@ func (f *Frontend) heldCall(next mcp.MethodHandler) mcp.MethodHandler {
 		if !ok || p == nil {
 			return res, err
 		}
-		if server, tool, held := f.heldName(ctx, p.Name); held {
+		server, tool, why, held := f.heldName(ctx, p.Name)
+		switch {
+		case !held:
+			return res, err
+		case why != "":
 			return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf(
-				"Tool %q of MCP server %q is held: the server changed its definition after it was first seen, and the user has not accepted the change; the call was not sent. The user can review the change with \"remotemcp tools review %s\".",
-				tool, server, server)}}}, nil
+				"Tool %q of MCP server %q %s; the call was not sent. There is nothing for the user to review or accept.",
+				tool, server, why)}}}, nil
 		}
-		return res, err
+		return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf(
+			"Tool %q of MCP server %q is held: the server changed its definition after it was first seen, and the user has not accepted the change; the call was not sent. The user can review the change with \"remotemcp tools review %s\".",
+			tool, server, server)}}}, nil
 	}
 }
 
-// heldName reports whether name is the offered name of a held tool.
-func (f *Frontend) heldName(ctx context.Context, name string) (server, tool string, held bool) {
+// heldName reports whether name is the offered name of a held tool, and
+// for one that cannot be pinned why. Names are given as syncTools gives
+// them: to the offered and the held tools together (a held tool was
+// offered beside the others, and when names collided and were hashed,
+// that hashed name is what the host calls; issue #20 item 3 review).
+func (f *Frontend) heldName(ctx context.Context, name string) (server, tool, why string, held bool) {
 	servers, err := f.o.Engine.Servers(ctx)
 	if err != nil {
-		return "", "", false
+		return "", "", "", false
 	}
+	var heldKeys []agent.NameKey
 	for _, s := range servers {
 		if f.o.ServerID != "" && s.ID != f.o.ServerID {
 			continue
 		}
 		for _, h := range s.HeldTools {
-			k := agent.NameKey{Server: s.ID, Name: h}
-			if f.names([]agent.NameKey{k})[k] == name {
-				return s.ID, h, true
-			}
+			heldKeys = append(heldKeys, agent.NameKey{Server: s.ID, Name: h})
 		}
 	}
-	return "", "", false
+	if len(heldKeys) == 0 {
+		return "", "", "", false
+	}
+	keys := slices.Clone(heldKeys)
+	if tl, err := f.o.Engine.Tools(ctx, localapi.ToolsRequest{ServerID: f.o.ServerID}); err == nil {
+		for _, t := range tl.Tools {
+			keys = append(keys, agent.NameKey{Server: t.ServerID, Name: t.ToolName})
+		}
+	}
+	names := f.names(keys)
+	for _, k := range heldKeys {
+		if names[k] == name {
+			for _, s := range servers {
+				if s.ID == k.Server {
+					why = s.Unpinnable[k.Name]
+				}
+			}
+			return k.Server, k.Name, why, true
+		}
+	}
+	return "", "", "", false
 }

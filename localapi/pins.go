@@ -44,6 +44,10 @@ type HeldTool struct {
 	Pinned  time.Time          `json:"pinned"`
 	Seen    time.Time          `json:"seen"`
 	Changes []DefinitionChange `json:"changes"`
+	// Unpinnable, when set, says why the tool's definition cannot be
+	// pinned: it is never offered, and there is no change to accept (the
+	// other fields but ServerID and Tool are empty).
+	Unpinnable string `json:"unpinnable,omitempty"`
 }
 
 // AcceptToolsRequest accepts held definitions of one server: the named

@@ -124,6 +124,14 @@ type Server struct {
 	// since it was pinned (remotemcp tools review); ToolCount leaves them
 	// out.
 	HeldTools []string `json:"heldTools,omitempty"`
+	// HeldHashes maps each held tool with a change to review to the hash
+	// of its changed definition (what "tools accept --hash" takes); a
+	// change of it means the server changed the tool again.
+	HeldHashes map[string]string `json:"heldHashes,omitempty"`
+	// Unpinnable are the held tools whose definition cannot be pinned,
+	// each with why: they are never offered, and there is nothing to
+	// accept.
+	Unpinnable map[string]string `json:"unpinnable,omitempty"`
 	// OriginGranted: the server's own origin has a host permission grant.
 	OriginGranted bool `json:"originGranted"`
 	// Pending are the refused requests waiting for the person's approval

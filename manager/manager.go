@@ -1217,6 +1217,9 @@ type ServerStatus struct {
 	// HeldTools are the tools held because their definition changed
 	// since it was pinned (issue #20 item 3); ToolCount leaves them out.
 	HeldTools []string `json:"heldTools,omitempty"`
+	// Unpinnable are the held tools that cannot be pinned (and so are
+	// never offered), each with why; nil when none.
+	Unpinnable map[string]string `json:"unpinnable,omitempty"`
 }
 
 // statusLocked is the server's status at now (the manager's clock). e.mu
@@ -1250,6 +1253,7 @@ func (e *entry) statusLocked(now time.Time) ServerStatus {
 	}
 	if st.HeldTools = e.heldNamesLocked(); len(st.HeldTools) > 0 {
 		st.ToolCount = max(st.ToolCount-len(st.HeldTools), 0)
+		st.Unpinnable = e.unpinnableLocked()
 	}
 	return st
 }

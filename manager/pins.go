@@ -17,6 +17,7 @@ import (
 	"maps"
 	"math"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -27,13 +28,40 @@ import (
 )
 
 // ErrToolHeld: the tool's definition changed since it was pinned and the
-// person has not accepted the change. The call was not sent.
+// person has not accepted the change, or it cannot be pinned at all
+// (ErrToolUnpinnable, which is also ErrToolHeld). The call was not sent.
 var ErrToolHeld = errors.New("tool is held: its definition changed since it was first seen")
+
+// ErrToolUnpinnable: the tool's definition cannot be pinned (too large,
+// too deep, duplicate keys, or over the server's pin cap), so it is never
+// offered; there is nothing to review or accept. errors.Is(err,
+// ErrToolHeld) holds too.
+var ErrToolUnpinnable = unpinnableError{}
+
+type unpinnableError struct{}
+
+func (unpinnableError) Error() string {
+	return "tool is not offered"
+}
+
+func (unpinnableError) Is(target error) bool { return target == ErrToolHeld }
+
+// hold is why a tool is held. Unpinnable ones have no stored change to
+// review: they are never offered.
+type hold struct {
+	why        string
+	unpinnable bool
+}
+
+// unpinnableWhy is the person's text for a tool that cannot be pinned.
+func unpinnableWhy(why string) string {
+	return "cannot be pinned: " + why + "; it is never offered"
+}
 
 // PinStore is what a store offers that keeps tool pins (*store.SQLite
 // does). A manager on a store without it pins nothing.
 type PinStore interface {
-	ToolPins(ctx context.Context, serverID string) (map[string]store.ToolPin, error)
+	PinSummaries(ctx context.Context, serverID string) (map[string]store.PinSummary, error)
 	HeldTools(ctx context.Context, serverID string) ([]store.ToolPin, error)
 	ApplyPins(ctx context.Context, serverID string, ops []store.PinOp) error
 	AcceptHeld(ctx context.Context, serverID string, tools []string, expect map[string]string) ([]store.ToolPin, error)
@@ -56,10 +84,15 @@ type pinState struct {
 	forms   []toolForm
 	raw     *session.Catalog // the catalog the view was made of
 	gen     uint64           // pinGen when it was made
-	trusted bool             // the server's trust then: a change of it makes the view again
+	// stale counts the pin writes of this server only; lgen is its value
+	// when the view was made. A write to one server's pins makes only
+	// its view again, not every server's.
+	stale   atomic.Uint64
+	lgen    uint64
+	trusted bool // the server's trust then: a change of it makes the view again
 	view    *session.Catalog
 	// held maps each held tool to why; nil when none.
-	held map[string]string
+	held map[string]hold
 }
 
 // toolForm is one tool's canonical definition and pin, or why it has
@@ -103,6 +136,24 @@ func (e *entry) heldNamesLocked() []string {
 	return slices.Sorted(maps.Keys(e.pins.held))
 }
 
+// unpinnableLocked maps the held tools of the current view that cannot
+// be pinned to why (e.mu held); nil when none.
+func (e *entry) unpinnableLocked() map[string]string {
+	if e.pins.raw == nil || e.pins.raw != e.catalog {
+		return nil
+	}
+	var out map[string]string
+	for name, h := range e.pins.held {
+		if h.unpinnable {
+			if out == nil {
+				out = map[string]string{}
+			}
+			out[name] = unpinnableWhy(h.why)
+		}
+	}
+	return out
+}
+
 // Definition is what is pinned of a session tool.
 func Definition(t session.Tool) pin.Definition {
 	d := pin.Definition{InputSchema: t.RawInputSchema, OutputSchema: t.RawOutputSchema}
@@ -128,7 +179,7 @@ func (m *Manager) viewOf(ctx context.Context, e *entry, raw *session.Catalog) *s
 }
 
 // view is viewOf and the held tools of raw, each with why.
-func (m *Manager) view(ctx context.Context, e *entry, raw *session.Catalog) (*session.Catalog, map[string]string) {
+func (m *Manager) view(ctx context.Context, e *entry, raw *session.Catalog) (*session.Catalog, map[string]hold) {
 	ps := m.pinStore()
 	if ps == nil || raw == nil || e == nil {
 		return raw, nil
@@ -141,13 +192,15 @@ func (m *Manager) view(ctx context.Context, e *entry, raw *session.Catalog) (*se
 	if v, h, ok := m.pinMemo(e, raw); ok {
 		return v, h
 	}
-	gen := m.pins.n.Load()
+	gen, lgen := m.pins.n.Load(), e.pins.stale.Load()
 	e.mu.Lock()
 	trusted := e.cfg.Trusted
+	lim := e.cfg.Limits.WithDefaults()
 	e.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), pinTimeout)
 	defer cancel()
-	held, ok := m.evaluate(ctx, ps, e.id, trusted, e.formsLocked(raw))
+	caps := pinCaps{tools: 2 * lim.MaxListItems, bytes: 2 * lim.MaxListBytes}
+	held, ok := m.evaluate(ctx, ps, e.id, trusted, caps, e.formsLocked(raw))
 
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -164,6 +217,14 @@ func (m *Manager) view(ctx context.Context, e *entry, raw *session.Catalog) (*se
 			return h
 		})
 		c.HeldTools = slices.Sorted(maps.Keys(held))
+		for name, h := range held {
+			if h.unpinnable {
+				if c.Unpinnable == nil {
+					c.Unpinnable = map[string]string{}
+				}
+				c.Unpinnable[name] = unpinnableWhy(h.why)
+			}
+		}
 		view = &c
 	}
 	if !ok {
@@ -174,7 +235,7 @@ func (m *Manager) view(ctx context.Context, e *entry, raw *session.Catalog) (*se
 		gen = math.MaxUint64
 	}
 	changed := e.pins.raw == raw && !maps.Equal(e.pins.held, held) || e.pins.raw != raw && len(held) > 0
-	e.pins.raw, e.pins.gen, e.pins.view, e.pins.held, e.pins.trusted = raw, gen, view, held, trusted
+	e.pins.raw, e.pins.gen, e.pins.lgen, e.pins.view, e.pins.held, e.pins.trusted = raw, gen, lgen, view, held, trusted
 	if changed && e.catalog == raw {
 		// Status (held tools, tool count) and every listener re-read.
 		m.emitLocked(e)
@@ -183,10 +244,10 @@ func (m *Manager) view(ctx context.Context, e *entry, raw *session.Catalog) (*se
 }
 
 // pinMemo returns the view made of raw at the current generation.
-func (m *Manager) pinMemo(e *entry, raw *session.Catalog) (*session.Catalog, map[string]string, bool) {
+func (m *Manager) pinMemo(e *entry, raw *session.Catalog) (*session.Catalog, map[string]hold, bool) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if e.pins.raw == raw && e.pins.gen == m.pins.n.Load() && e.pins.trusted == e.cfg.Trusted && e.pins.view != nil {
+	if e.pins.raw == raw && e.pins.gen == m.pins.n.Load() && e.pins.lgen == e.pins.stale.Load() && e.pins.trusted == e.cfg.Trusted && e.pins.view != nil {
 		return e.pins.view, e.pins.held, true
 	}
 	return nil, nil, false
@@ -199,56 +260,91 @@ func toolName(t session.Tool) string {
 	return t.Name
 }
 
+// pinCaps bound what one server may pin (issue #20 item 3 review: a
+// server renaming its tools on every listing grew the table without
+// end): twice the tools and bytes one listing may bring, so a server can
+// replace its whole catalog once. Pins are never pruned (that would let a
+// server remove a tool and add it again as new).
+type pinCaps struct {
+	tools int
+	bytes int64
+}
+
 // evaluate compares raw's tools with the server's pins and writes what
 // changed; it returns the held tools and whether the result may be
-// remembered (the store answered).
-func (m *Manager) evaluate(ctx context.Context, ps PinStore, id string, trusted bool, forms []toolForm) (map[string]string, bool) {
+// remembered (the store answered). It reads names, hashes and sizes of
+// the pins only.
+func (m *Manager) evaluate(ctx context.Context, ps PinStore, id string, trusted bool, caps pinCaps, forms []toolForm) (map[string]hold, bool) {
 	review := fmt.Sprintf("review it with \"remotemcp tools review %s\"", id)
-	pins, err := ps.ToolPins(ctx, id)
+	pins, err := ps.PinSummaries(ctx, id)
 	if err != nil {
 		m.log.Warn("manager: read the tool pins; holding the server's tools", "server", id, "err", err)
-		held := map[string]string{}
+		held := map[string]hold{}
 		for _, f := range forms {
-			held[f.name] = "its pin could not be read: " + err.Error()
+			held[f.name] = hold{why: "its pin could not be read: " + err.Error()}
 		}
 		return held, false
 	}
-	var (
-		held map[string]string
-		ops  []store.PinOp
-	)
-	hold := func(name, why string) {
-		if held == nil {
-			held = map[string]string{}
-		}
-		held[name] = why
+	count, size := len(pins), int64(0)
+	for _, p := range pins {
+		size += p.Bytes + p.HeldBytes
 	}
+	var (
+		held  map[string]hold
+		ops   []store.PinOp
+		over  int
+		holdT = func(name string, h hold) {
+			if held == nil {
+				held = map[string]hold{}
+			}
+			held[name] = h
+		}
+	)
 	for _, f := range forms {
 		name, canon, hash, err := f.name, f.canon, f.hash, f.err
 		if err != nil {
 			// Refused, not offered: a definition that cannot be pinned
 			// could change unseen.
-			hold(name, "its definition cannot be pinned: "+err.Error())
+			holdT(name, hold{why: err.Error(), unpinnable: true})
 			continue
 		}
 		p, ok := pins[name]
 		switch {
+		case !ok && (count >= caps.tools || size+int64(len(canon)) > caps.bytes):
+			// Not pinned, so not offered: what is not pinned could
+			// change unseen.
+			holdT(name, hold{unpinnable: true, why: fmt.Sprintf(
+				"the server already has %d pinned tools (%d bytes; at most %d tools and %d bytes, twice its limits maxListItems and maxListBytes); "+
+					"a server that keeps adding tool names is suspect: if it is trusted, remove it and add it again (which forgets its pins), or raise its limits",
+				count, size, caps.tools, caps.bytes)})
+			over++
 		case !ok:
 			ops = append(ops, store.PinOp{Action: store.PinFirst, Tool: name, Hash: hash, Definition: canon})
+			count++
+			size += int64(len(canon))
 		case p.Hash == hash:
-			if p.Held != nil {
+			if p.HeldHash != "" {
 				ops = append(ops, store.PinOp{Action: store.PinRelease, Tool: name})
 			}
 		case trusted:
 			ops = append(ops, store.PinOp{Action: store.PinReplace, Tool: name, Hash: hash, Definition: canon})
 			m.log.Info("tool definition changed; the server is trusted, so the new definition is pinned", "server", id, "tool", name, "old", p.Hash, "new", hash)
+		case p.HeldHash != hash && size-p.HeldBytes+int64(len(canon)) > caps.bytes:
+			// The change cannot be recorded for review within the cap.
+			holdT(name, hold{unpinnable: true, why: fmt.Sprintf(
+				"its definition changed, and the change cannot be recorded: the server's pins already take %d bytes (at most %d, twice its limit maxListBytes); "+
+					"raise the server's limits, or remove it and add it again (which forgets its pins)", size, caps.bytes)})
 		default:
-			hold(name, "its definition changed since it was first seen; "+review)
-			if p.Held == nil || p.Held.Hash != hash {
+			holdT(name, hold{why: "its definition changed since it was first seen; " + review})
+			if p.HeldHash != hash {
+				size += int64(len(canon)) - p.HeldBytes
 				ops = append(ops, store.PinOp{Action: store.PinHold, Tool: name, Hash: hash, Definition: canon})
 				m.log.Warn("tool definition changed; the tool is held until the change is accepted", "server", id, "tool", name, "review", "remotemcp tools review "+id)
 			}
 		}
+	}
+	if over > 0 {
+		m.log.Warn("manager: too many pinned tools; the server's new tools are not offered", "server", id, "tools", over, "pinned", count, "max", caps.tools)
 	}
 	if err := ps.ApplyPins(ctx, id, ops); err != nil {
 		// The holds above stand; first-seen tools pass this once and are
@@ -268,11 +364,14 @@ func (m *Manager) heldError(ctx context.Context, id string, sess *session.Sessio
 	// The held tools of exactly the catalog of the call's session (the
 	// memo may move on to a newer catalog meanwhile).
 	_, heldTools := m.view(ctx, e, sess.Catalog())
-	why, held := heldTools[tool]
-	if !held {
+	h, held := heldTools[tool]
+	switch {
+	case !held:
 		return nil
+	case h.unpinnable:
+		return fmt.Errorf("%w: %s", ErrToolUnpinnable, unpinnableWhy(h.why))
 	}
-	return fmt.Errorf("%w: %s (accept it with \"remotemcp tools accept %s %s\")", ErrToolHeld, why, id, tool)
+	return fmt.Errorf("%w: %s (accept it with \"remotemcp tools accept %s %s --hash HASH\", HASH from the review)", ErrToolHeld, h.why, id, tool)
 }
 
 // pinSoon makes the view of the entry's new catalog in the background,
@@ -305,12 +404,17 @@ func (m *Manager) rePin(ctx context.Context) {
 	}
 	m.mu.Unlock()
 	for _, e := range entries {
-		e.mu.Lock()
-		c := e.catalog
-		e.mu.Unlock()
-		if c != nil {
-			m.viewOf(ctx, e, c)
-		}
+		m.rePinEntry(ctx, e)
+	}
+}
+
+// rePinEntry makes the view of one server's catalog again.
+func (m *Manager) rePinEntry(ctx context.Context, e *entry) {
+	e.mu.Lock()
+	c := e.catalog
+	e.mu.Unlock()
+	if c != nil {
+		m.viewOf(ctx, e, c)
 	}
 }
 
@@ -319,7 +423,14 @@ func (m *Manager) rePin(ctx context.Context) {
 func (m *Manager) pinLoop(changes <-chan store.Change) {
 	defer m.wg.Done()
 	for c := range changes {
-		if c.RereadAll() || c.Namespace == store.PinNamespace {
+		switch {
+		case c.Namespace == store.PinNamespace && c.ServerID != "" && !c.RereadAll():
+			// One server's pins: only its view is made again.
+			if e := m.entry(c.ServerID); e != nil {
+				e.pins.stale.Add(1)
+				m.rePinEntry(m.ctx, e)
+			}
+		case c.RereadAll() || c.Namespace == store.PinNamespace:
 			m.pinsChanged()
 			m.rePin(m.ctx)
 		}
@@ -336,11 +447,15 @@ type HeldChange struct {
 	OldHash, NewHash string
 	Pinned, Seen     time.Time
 	Changes          []pin.Change
+	// Unpinnable, when set, says why the tool cannot be pinned: it is
+	// never offered, and there is no change to review or accept (Old,
+	// New and the hashes are empty).
+	Unpinnable string
 }
 
 // HeldChanges lists the held tools of a server, or (id "") of every
 // server, with their old and new definitions and the diff.
-func (m *Manager) HeldChanges(ctx context.Context, id string) ([]HeldChange, error) {
+func (m *Manager) HeldChanges(ctx context.Context, id string) (out []HeldChange, err error) {
 	ps := m.pinStore()
 	if ps == nil {
 		return nil, nil
@@ -354,7 +469,21 @@ func (m *Manager) HeldChanges(ctx context.Context, id string) ([]HeldChange, err
 	if err != nil {
 		return nil, err
 	}
-	out := make([]HeldChange, 0, len(pins))
+	out = make([]HeldChange, 0, len(pins))
+	defer func() {
+		if err != nil {
+			return
+		}
+		// Tools that cannot be pinned have no stored row: they come from
+		// the current views.
+		out = append(out, m.unpinnable(id)...)
+		slices.SortFunc(out, func(a, b HeldChange) int {
+			if a.ServerID != b.ServerID {
+				return strings.Compare(a.ServerID, b.ServerID)
+			}
+			return strings.Compare(a.Tool, b.Tool)
+		})
+	}()
 	for _, p := range pins {
 		oldDef, err1 := pin.Parse(p.Definition)
 		newDef, err2 := pin.Parse(p.Held.Definition)
@@ -390,12 +519,29 @@ func (m *Manager) AcceptTools(ctx context.Context, id string, tools []string, ex
 		names[i] = p.Tool
 		m.log.Info("tool definition accepted", "server", id, "tool", p.Tool, "pin", p.Hash)
 	}
-	m.pinsChanged()
-	e.mu.Lock()
-	c := e.catalog
-	e.mu.Unlock()
-	if c != nil {
-		m.viewOf(ctx, e, c)
-	}
+	e.pins.stale.Add(1)
+	m.rePinEntry(ctx, e)
 	return names, nil
+}
+
+// unpinnable lists the tools of the current views (of server id, or of
+// all) that cannot be pinned.
+func (m *Manager) unpinnable(id string) []HeldChange {
+	m.mu.Lock()
+	entries := make([]*entry, 0, len(m.entries))
+	for _, e := range m.entries {
+		if id == "" || e.id == id {
+			entries = append(entries, e)
+		}
+	}
+	m.mu.Unlock()
+	var out []HeldChange
+	for _, e := range entries {
+		e.mu.Lock()
+		for name, why := range e.unpinnableLocked() {
+			out = append(out, HeldChange{ServerID: e.id, Tool: name, Unpinnable: why})
+		}
+		e.mu.Unlock()
+	}
+	return out
 }

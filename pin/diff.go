@@ -40,6 +40,10 @@ const (
 // properties are compared one by one (recursively for object properties)
 // and whose required lists are compared as sets.
 func Diff(old, new Definition) []Change {
+	return diff(old, new).out
+}
+
+func diff(old, new Definition) *differ {
 	d := &differ{}
 	d.text("title", old.Title, new.Title)
 	d.text("description", old.Description, new.Description)
@@ -49,12 +53,15 @@ func Diff(old, new Definition) []Change {
 	if d.dropped > 0 {
 		d.out = append(d.out, Change{Path: "…", Kind: Changed, New: strconv.Itoa(d.dropped) + " more changes not listed"})
 	}
-	return d.out
+	return d
 }
 
 type differ struct {
 	out     []Change
 	dropped int
+	// encoded counts the list elements encoded for set comparisons: the
+	// work of a diff, which tests bound without a clock.
+	encoded int
 }
 
 func (d *differ) add(c Change) {
@@ -167,7 +174,10 @@ func (d *differ) props(path string, a, b object, depth int) {
 }
 
 // required compares two "required" lists as sets of names: each name
-// added or removed is one change.
+// added or removed is one change. Each element is encoded once, into a
+// set (issue #20 item 3 review: a hostile pair of 100k-name lists cost
+// n² encodings), and once MaxChanges are listed the rest are only
+// counted.
 func (d *differ) required(path string, a, b any) {
 	la, okA := a.([]any)
 	lb, okB := b.([]any)
@@ -177,25 +187,36 @@ func (d *differ) required(path string, a, b any) {
 		}
 		return
 	}
-	in := func(l []any, v any) bool {
-		e := enc(v)
-		for _, x := range l {
-			if enc(x) == e {
-				return true
-			}
-		}
-		return false
-	}
-	for _, v := range lb {
-		if !in(la, v) {
-			d.add(Change{Path: path, Kind: Added, New: enc(v)})
+	ka, kb := d.keys(la), d.keys(lb)
+	sa, sb := setOf(ka), setOf(kb)
+	for _, k := range kb {
+		if _, ok := sa[k]; !ok {
+			d.add(Change{Path: path, Kind: Added, New: k})
 		}
 	}
-	for _, v := range la {
-		if !in(lb, v) {
-			d.add(Change{Path: path, Kind: Removed, Old: enc(v)})
+	for _, k := range ka {
+		if _, ok := sb[k]; !ok {
+			d.add(Change{Path: path, Kind: Removed, Old: k})
 		}
 	}
+}
+
+// keys encodes each element of l once: its canonical JSON.
+func (d *differ) keys(l []any) []string {
+	out := make([]string, len(l))
+	for i, v := range l {
+		out[i] = enc(v)
+		d.encoded++
+	}
+	return out
+}
+
+func setOf(l []string) map[string]struct{} {
+	s := make(map[string]struct{}, len(l))
+	for _, k := range l {
+		s[k] = struct{}{}
+	}
+	return s
 }
 
 // join appends a key to a path; a key that is not a plain word is quoted,

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -207,4 +208,48 @@ func containsChange(l []Change, c Change) bool {
 		}
 	}
 	return false
+}
+
+// TestDiffRequiredLinear: two required lists of 100k names each (issue #20
+// item 3 review, item 2: the lists were compared pairwise, each element
+// encoded again per lookup, ~10^10 encodings) cost one encoding per
+// element, and past MaxChanges the rest are only counted.
+func TestDiffRequiredLinear(t *testing.T) {
+	const n = 100_000
+	schema := func(prefix string) []byte {
+		names := make([]string, n)
+		for i := range names {
+			names[i] = fmt.Sprintf("%s%d", prefix, i)
+		}
+		b, err := json.Marshal(map[string]any{"type": "object", "required": names})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	for _, tc := range []struct {
+		name          string
+		old, new      []byte
+		listed, extra int
+	}{
+		{"disjoint", schema("a"), schema("b"), MaxChanges, 2*n - MaxChanges},
+		{"same", schema("a"), schema("a"), 0, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := diff(Definition{InputSchema: tc.old}, Definition{InputSchema: tc.new})
+			if d.encoded > 2*n {
+				t.Errorf("encoded %d list elements for two lists of %d; want at most %d", d.encoded, n, 2*n)
+			}
+			if d.dropped != tc.extra {
+				t.Errorf("dropped = %d, want %d", d.dropped, tc.extra)
+			}
+			want := tc.listed
+			if tc.extra > 0 {
+				want++ // the "… more changes" entry
+			}
+			if len(d.out) != want {
+				t.Errorf("%d changes, want %d", len(d.out), want)
+			}
+		})
+	}
 }

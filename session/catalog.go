@@ -71,6 +71,10 @@ type Catalog struct {
 	// because their definition changed since it was pinned (issue #20
 	// item 3); never set on a session's own catalog, never stored.
 	HeldTools []string
+	// Unpinnable maps the held tools whose definition cannot be pinned
+	// (there is no change to review; they are never offered) to why, for
+	// the person; nil when none. Set with HeldTools only.
+	Unpinnable map[string]string
 }
 
 // Supported reports whether the server advertised the category.

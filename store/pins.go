@@ -64,7 +64,8 @@ type PinOp struct {
 	Definition []byte
 }
 
-// ToolPins returns the pins of a server by tool name.
+// ToolPins returns the pins of a server by tool name, with their
+// definitions: for review and tests; an evaluation reads PinSummaries.
 func (s *SQLite) ToolPins(ctx context.Context, serverID string) (map[string]ToolPin, error) {
 	out := map[string]ToolPin{}
 	err := s.readTx(ctx, func(tx *sql.Tx) error {
@@ -77,6 +78,75 @@ func (s *SQLite) ToolPins(ctx context.Context, serverID string) (map[string]Tool
 	})
 	if err != nil {
 		return nil, fmt.Errorf("store: read the tool pins of %q: %w", serverID, err)
+	}
+	return out, nil
+}
+
+// PinSummary is what an evaluation needs of a pin: names, hashes and
+// sizes, never the definitions (issue #20 item 3 review: a hostile
+// server's pins were read back whole, up to 1 MiB each, on every
+// listing).
+type PinSummary struct {
+	Tool, Hash string
+	// HeldHash is the hash of the held definition, "" when none.
+	HeldHash string
+	// Bytes and HeldBytes are the sizes of the stored pinned and held
+	// definitions.
+	Bytes, HeldBytes int64
+}
+
+// PinSummaries returns a server's pins by tool name, without their
+// definitions.
+func (s *SQLite) PinSummaries(ctx context.Context, serverID string) (map[string]PinSummary, error) {
+	out := map[string]PinSummary{}
+	err := s.readTx(ctx, func(tx *sql.Tx) error {
+		clear(out)
+		// octet_length reads the size from the record header: the
+		// definitions themselves are not loaded.
+		rows, err := tx.QueryContext(ctx, `SELECT tool, hash, coalesce(held_hash, ''),
+			octet_length(definition), coalesce(octet_length(held_definition), 0)
+			FROM tool_pins WHERE server_id = ?`, serverID)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var p PinSummary
+			if err := rows.Scan(&p.Tool, &p.Hash, &p.HeldHash, &p.Bytes, &p.HeldBytes); err != nil {
+				return err
+			}
+			out[p.Tool] = p
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: read the tool pins of %q: %w", serverID, err)
+	}
+	return out, nil
+}
+
+// HeldHashes returns the held tools of a server, each with the hash of
+// its held definition, without the definitions.
+func (s *SQLite) HeldHashes(ctx context.Context, serverID string) (map[string]string, error) {
+	out := map[string]string{}
+	err := s.readTx(ctx, func(tx *sql.Tx) error {
+		clear(out)
+		rows, err := tx.QueryContext(ctx, `SELECT tool, held_hash FROM tool_pins WHERE server_id = ? AND held_hash IS NOT NULL`, serverID)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var tool, hash string
+			if err := rows.Scan(&tool, &hash); err != nil {
+				return err
+			}
+			out[tool] = hash
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: read the held tools of %q: %w", serverID, err)
 	}
 	return out, nil
 }

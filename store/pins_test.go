@@ -3,6 +3,8 @@ package store
 import (
 	"context"
 	"errors"
+	"maps"
+	"strings"
 	"testing"
 )
 
@@ -107,5 +109,40 @@ func TestToolPins(t *testing.T) {
 	// A server that does not exist cannot be pinned.
 	if err := s.ApplyPins(ctx, "nope", []PinOp{{Action: PinFirst, Tool: "x", Hash: "h", Definition: []byte(`{}`)}}); err == nil {
 		t.Fatal("pinned a tool of a server that does not exist")
+	}
+}
+
+// Issue #20 item 3 review, item 1: an evaluation reads names, hashes and
+// sizes only; the sizes count the pinned and the held definition.
+func TestPinSummaries(t *testing.T) {
+	ctx := context.Background()
+	s := openT(t, t.TempDir())
+	if err := s.AddServer(ctx, noneServer("fs", "https://fs.example/mcp")); err != nil {
+		t.Fatal(err)
+	}
+	big := []byte(`{"description":"` + strings.Repeat("é", 3000) + `"}`)
+	if err := s.ApplyPins(ctx, "fs", []PinOp{
+		{Action: PinFirst, Tool: "read", Hash: "h1", Definition: big},
+		{Action: PinFirst, Tool: "list", Hash: "l1", Definition: []byte(`{}`)},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.ApplyPins(ctx, "fs", []PinOp{{Action: PinHold, Tool: "list", Hash: "l2", Definition: []byte(`{"a":1}`)}}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.PinSummaries(ctx, "fs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]PinSummary{
+		"read": {Tool: "read", Hash: "h1", Bytes: int64(len(big))},
+		"list": {Tool: "list", Hash: "l1", HeldHash: "l2", Bytes: 2, HeldBytes: 7},
+	}
+	if !maps.Equal(got, want) {
+		t.Fatalf("PinSummaries = %+v, want %+v", got, want)
+	}
+	held, err := s.HeldHashes(ctx, "fs")
+	if err != nil || !maps.Equal(held, map[string]string{"list": "l2"}) {
+		t.Fatalf("HeldHashes = %v, %v", held, err)
 	}
 }

@@ -47,8 +47,7 @@ retry. Exit status 1 when a server could not be listed.`,
 					}
 					if len(s.HeldTools) > 0 && (serverID == "" || s.ID == serverID) {
 						// Issue #20 item 3: a changed tool is not listed.
-						fmt.Fprintf(a.streams.Err, "held on %s (definition changed): %s (review with \"remotemcp tools review %s\")\n",
-							s.ID, cell(strings.Join(s.HeldTools, ", ")), s.ID)
+						writeHeldNames(a.streams.Err, s, " (review with", ")")
 					}
 				}
 			}

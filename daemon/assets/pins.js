@@ -19,6 +19,17 @@
     return e;
   }
 
+  // hidden and visible are app.js's (kept apart there): every character
+  // a person cannot see but a model reads — tag characters, zero-width
+  // and bidi ones (\p{Cf}), other controls, line and paragraph
+  // separators, the Hangul fillers — is written as [U+XXXX], so a review
+  // shows what the agent would read (issue #20 item 3 review). Tab, line
+  // feed and carriage return stay.
+  const hidden = /[\p{Cf}\u0000-\u0008\u000B\u000C\u000E-\u001F\u007F-\u009F\u2028\u2029\u115F\u1160\u3164\uFFA0]/gu;
+  function visible(s) {
+    return String(s).replace(hidden, (ch) => "[U+" + ch.codePointAt(0).toString(16).toUpperCase().padStart(4, "0") + "]");
+  }
+
   // api is app.js's: same-origin with the session cookie; the browser
   // sends our Origin on a POST, which the daemon checks (CSRF).
   async function api(method, path, body) {
@@ -30,15 +41,25 @@
     const resp = await fetch(path, opts);
     let data = null;
     try { data = await resp.json(); } catch (e) { /* not JSON */ }
-    if (!resp.ok) throw new Error((data && data.error && data.error.message) || `HTTP ${resp.status}`);
+    if (!resp.ok) {
+      const err = new Error((data && data.error && data.error.message) || `HTTP ${resp.status}`);
+      err.status = resp.status;
+      throw err;
+    }
     return data;
   }
 
   let key = null; // the held tools last shown, to fetch only on change
+  let last = []; // the servers last announced
+  // notices are messages kept for a card across a reload, by server/tool.
+  const notices = new Map();
 
-  // load fetches the held changes when the servers' held tools change.
+  // load fetches the held changes when the servers' held tools change,
+  // or the new definition of one (its hash: the server changed the tool
+  // again, and the card must show the new text).
   async function load(servers) {
-    const k = JSON.stringify((servers || []).map((s) => [s.id, s.heldTools || []]));
+    last = servers || [];
+    const k = JSON.stringify(last.map((s) => [s.id, s.heldTools || [], s.heldHashes || {}, s.unpinnable || {}]));
     if (k === key) return;
     key = k;
     try {
@@ -59,20 +80,28 @@
   }
 
   // card shows one held change: which tool, the changes (old and new
-  // text apart, each in its own element), and Accept.
+  // text apart, each in its own element), and Accept. A tool that cannot
+  // be pinned has nothing to accept: its card says why.
   function card(h) {
-    const box = el("div", { class: "card held-card", "data-held": `${h.serverId}/${h.tool}` });
-    box.append(el("div", { class: "meta", text: `${h.serverId} · tool ${h.tool} · changed ${new Date(h.seen).toLocaleString()}` }));
+    const id = `${h.serverId}/${h.tool}`;
+    const box = el("div", { class: "card held-card", "data-held": id });
+    if (h.unpinnable) {
+      box.append(el("div", { class: "meta", text: `${visible(h.serverId)} · tool ${visible(h.tool)}` }),
+        el("p", { class: "reason held-unpinnable", text: visible(h.unpinnable) }));
+      return box;
+    }
+    box.append(el("div", { class: "meta", text: `${visible(h.serverId)} · tool ${visible(h.tool)} · changed ${new Date(h.seen).toLocaleString()}` }));
     const list = el("dl", { class: "held-changes" });
     for (const c of h.changes || []) {
-      list.append(el("dt", { text: `${c.path} ${c.kind}` }));
+      list.append(el("dt", { text: `${visible(c.path)} ${c.kind}` }));
       const dd = el("dd");
-      if (c.old) dd.append(el("div", { class: "held-old" }, el("span", { class: "label", text: "old" }), el("pre", { text: c.old })));
-      if (c.new) dd.append(el("div", { class: "held-new" }, el("span", { class: "label", text: "new" }), el("pre", { text: c.new })));
+      if (c.old) dd.append(el("div", { class: "held-old" }, el("span", { class: "label", text: "old" }), el("pre", { text: visible(c.old) })));
+      if (c.new) dd.append(el("div", { class: "held-new" }, el("span", { class: "label", text: "new" }), el("pre", { text: visible(c.new) })));
       list.append(dd);
     }
-    box.append(list);
-    const problems = el("div", { class: "problems" });
+    box.append(list, el("div", { class: "meta held-hash", text: `new definition ${h.newHash}` }));
+    const problems = el("div", { class: "problems", text: notices.get(id) || "" });
+    notices.delete(id);
     const btn = el("button", { type: "button", "data-accept": `${h.serverId}/${h.tool}`, text: "Accept the new definition" });
     btn.addEventListener("click", async () => {
       btn.disabled = true;
@@ -85,6 +114,14 @@
         if (!$("#held .held-card")) $("#held-section").hidden = true;
       } catch (err) {
         btn.disabled = false;
+        if (err.status === 409) {
+          // The server changed the tool again since this card was made:
+          // show the new text, never accept what was not shown.
+          notices.set(id, "The server changed this tool again; review the new text.");
+          key = null;
+          load(last);
+          return;
+        }
         problems.textContent = err.message || String(err);
       }
     });
