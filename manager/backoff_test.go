@@ -235,16 +235,19 @@ func TestBackoffReconnectSharesSchedule(t *testing.T) {
 	// 20 s of clock in 100 ms steps: attempts at ~1, 3, 7 and 15 s.
 	attempts := 0
 	var last time.Time
+	// next is the retry time the status gave last; the status shows a
+	// wait only while it is ahead.
+	next := *mustStatus(t, e, "fx").RetryAt
 	for range 200 {
 		clock.Advance(100 * time.Millisecond)
-		st := mustStatus(t, e, "fx")
-		if st.RetryAt != nil && !st.RetryAt.After(clock.Now()) {
+		if !next.After(clock.Now()) {
 			// Due: wait for the attempt to end and set the next time.
-			due := *st.RetryAt
+			due := next
 			waitFor(t, "the scheduled reconnect", func() bool {
 				st := mustStatus(t, e, "fx")
 				return st.RetryAt != nil && st.RetryAt.After(due)
 			})
+			next = *mustStatus(t, e, "fx").RetryAt
 			attempts++
 			if st := mustStatus(t, e, "fx"); st.State != StateConnecting || st.Reason == nil {
 				t.Fatalf("between reconnects: %+v; want connecting with the reason", st)
