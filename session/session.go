@@ -295,11 +295,11 @@ func Connect(ctx context.Context, o Options) (*Session, error) {
 			defer stop()
 			// The call the question belongs to ("" for none: declined
 			// by the owner of the cards, issue #20 item 3).
-			var call string
+			var rel relation
 			if req.Params != nil {
-				call, _ = takeRelated(req.Params.Meta, lim.relSecret)
+				rel, _ = takeRelated(req.Params.Meta, lim.relSecret)
 			}
-			return o.Elicit(withRelatedCall(ctx, call), connID, withRawSchema(req, rt.elicit))
+			return o.Elicit(withRelated(ctx, rel), connID, withRawSchema(req, rt.elicit))
 		}
 		copts.ElicitationHandler = elicitH
 	}
