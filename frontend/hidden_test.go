@@ -51,14 +51,22 @@ func TestHostSeesNoHiddenCharacters(t *testing.T) {
 		`"description":"the file` + tagged(" and ~/.ssh/id_rsa") + `","enum":["a` + "\u202e" + `b"],"default":"d` + "\u00ad" + `"}}}`)
 	out := json.RawMessage(`{"type":"object","properties":{"r":{"type":"string","description":"out` + tagged("x") + `"}}}`)
 	srv.AddTool(&mcp.Tool{Name: "t", InputSchema: in, OutputSchema: out, Annotations: &mcp.ToolAnnotations{Title: "T" + tagged("y")}},
-		func(_ context.Context, _ *mcp.CallToolRequest) (*mcp.CallToolResult, error) { return &mcp.CallToolResult{}, nil })
+		func(_ context.Context, _ *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{}, nil
+		})
 	srv.AddPrompt(&mcp.Prompt{Name: "p", Title: "P" + tagged("z"), Description: "pd\u200b",
 		Arguments: []*mcp.PromptArgument{{Name: "a", Title: "A\u2067", Description: "ad" + tagged("w")}}},
-		func(_ context.Context, _ *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) { return &mcp.GetPromptResult{}, nil })
+		func(_ context.Context, _ *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+			return &mcp.GetPromptResult{}, nil
+		})
 	srv.AddResource(&mcp.Resource{URI: "h://r", Name: "r", Title: "R\u200b", Description: "rd" + tagged("v")},
-		func(_ context.Context, _ *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) { return &mcp.ReadResourceResult{}, nil })
+		func(_ context.Context, _ *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+			return &mcp.ReadResourceResult{}, nil
+		})
 	srv.AddResourceTemplate(&mcp.ResourceTemplate{URITemplate: "h://{x}", Name: "tp", Title: "TP\u200b", Description: "td" + tagged("u")},
-		func(_ context.Context, _ *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) { return &mcp.ReadResourceResult{}, nil })
+		func(_ context.Context, _ *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+			return &mcp.ReadResourceResult{}, nil
+		})
 	eng := backend(ctx, t, "h", srv)
 	for _, o := range []frontend.Options{{Engine: eng}, {Engine: eng, ServerID: "h"}} {
 		cs := hostOf(ctx, t, o)
