@@ -476,14 +476,19 @@ func (f *Frontend) addTool(t *mcp.Tool, h mcp.ToolHandler) {
 	f.srv.AddTool(t, h)
 }
 
-// names are the offered names: the servers' own in single-server mode.
+// names are the offered names: in single-server mode the server's own
+// when they are valid MCP names, else renamed (SingleServerNames, issue
+// #20 item 3), with a log line.
 func (f *Frontend) names(keys []agent.NameKey) map[agent.NameKey]string {
 	if f.o.ServerID == "" {
 		return Names(keys)
 	}
-	out := make(map[agent.NameKey]string, len(keys))
+	out := SingleServerNames(keys)
 	for _, k := range keys {
-		out[k] = k.Name
+		if out[k] != k.Name {
+			f.log.Info("frontend: a name the server gave is not a valid MCP name; offered renamed", "server", k.Server,
+				"name", agent.ShowHidden(k.Name), "offered", out[k])
+		}
 	}
 	return out
 }
