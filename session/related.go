@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/subtle"
 	"encoding/json"
+	"net/http"
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -24,7 +25,8 @@ import (
 // it hands the event to go-sdk: it writes into params._meta, under
 // relatedMetaKey, the session's secret and what carried it (see the
 // rel* tags): the tools/call whose response stream carried it (by its
-// operation id), the standalone GET stream, or another request's stream
+// operation id), the standalone GET stream (first opened or resumed with
+// Last-Event-ID: connectionStreamKey), or another request's stream
 // (a prompts/get, a resources/read, ...). The three stay apart because
 // only a question on the standalone stream may be given to the server's
 // one call in flight (elicit; TypeScript servers send server.elicitInput
@@ -68,6 +70,25 @@ func relTag(op string, standalone bool) string {
 }
 
 type relatedCallKey struct{}
+
+// connectionStreamKey marks the context given to go-sdk's Connect. go-sdk
+// opens the standalone GET stream, and reopens it after a break (then
+// with Last-Event-ID), with the connection's context, which keeps that
+// context's values; a GET resuming a request's stream carries the
+// request's context instead. So a GET with the mark is the standalone
+// stream, initial or resumed.
+type connectionStreamKey struct{}
+
+func withConnectionStream(ctx context.Context) context.Context {
+	return context.WithValue(ctx, connectionStreamKey{}, true)
+}
+
+// onConnectionStream reports whether req is a GET of the standalone
+// stream (see connectionStreamKey).
+func onConnectionStream(req *http.Request) bool {
+	on, _ := req.Context().Value(connectionStreamKey{}).(bool)
+	return on && req.Method == http.MethodGet
+}
 
 // RelatedCall returns the operation id (CallOptions.OperationID) of the
 // tool call that the server's request being handled in ctx belongs to: the

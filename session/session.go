@@ -336,7 +336,10 @@ func Connect(ctx context.Context, o Options) (*Session, error) {
 	if want == ProtocolAuto {
 		ask = ""
 	}
-	cs, err := client.Connect(ctx, tr, &mcp.ClientSessionOptions{ProtocolVersion: ask})
+	// go-sdk opens (and reopens) the standalone stream with a context
+	// detached from this one, values kept: the mark tells that stream's
+	// GETs from those resuming a request's stream (related.go).
+	cs, err := client.Connect(withConnectionStream(ctx), tr, &mcp.ClientSessionOptions{ProtocolVersion: ask})
 	if err != nil {
 		cancel()
 		return nil, fmt.Errorf("initialize: %w", err)
