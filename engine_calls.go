@@ -877,12 +877,12 @@ func (c *Client) listedFromCache(ctx context.Context, id string) bool {
 // and re-sending it from the page is the approval (nothing was sent).
 func (c *Client) approveByCard(ctx context.Context, ar localapi.ApprovalRequest) (agent.Decision, error) {
 	adm, err := c.Elicit.Admit(ctx, elicit.CallInfo{ServerID: ar.ServerID, Tool: ar.ToolName,
-		OperationID: ar.OperationID + "-approval", Arguments: ar.Arguments})
+		OperationID: ar.OperationID + elicit.ApprovalSuffix, Arguments: ar.Arguments})
 	if err != nil {
 		return agent.Decision{}, fmt.Errorf("put the approval question on the page: %w", err)
 	}
 	defer adm.Finish()
-	res, err := c.Elicit.AskApproval(ctx, manager.ElicitInfo{ServerID: ar.ServerID, OperationID: ar.OperationID + "-approval"},
+	res, err := c.Elicit.AskApproval(ctx, manager.ElicitInfo{ServerID: ar.ServerID, OperationID: ar.OperationID + elicit.ApprovalSuffix},
 		&mcp.ElicitRequest{Params: &mcp.ElicitParams{Mode: "form", Message: ar.Question(), RequestedSchema: localapi.ApprovalSchema}},
 		localapi.ShownDescription(ar.Description))
 	if err != nil {

@@ -654,12 +654,18 @@ func buildSnapshot(gen uint64, views map[string]*serverView, maxDesc int) *Snaps
 	for _, e := range entries {
 		at := AgentTool{
 			Name: names[e.k], Title: ShowHidden(e.t.Title), Description: ShowHidden(capText(e.t.Description, maxDesc)),
-			InputSchema: slices.Clone(e.t.RawInputSchema), Effects: EffectsWrite, Retry: RetryNever,
+			// The schemas too: their descriptions, titles, enum values,
+			// defaults and keys reach the model (review finding 2). Kept
+			// byte for byte unless they hide something.
+			InputSchema: slices.Clone(ShowHiddenJSON(e.t.RawInputSchema)), Effects: EffectsWrite, Retry: RetryNever,
 			Annotations: annotationsOf(e.t.Annotations), ServerID: e.k.server, ToolName: e.k.tool,
-			OutputSchema: slices.Clone(e.t.RawOutputSchema), Icons: rawJSON(e.t.Icons), Meta: slices.Clone(e.t.RawMeta),
+			OutputSchema: slices.Clone(ShowHiddenJSON(e.t.RawOutputSchema)), Icons: rawJSON(e.t.Icons), Meta: slices.Clone(e.t.RawMeta),
 		}
-		if at.Title == "" && at.Annotations != nil {
-			at.Title = ShowHidden(at.Annotations.Title)
+		if at.Annotations != nil {
+			at.Annotations.Title = ShowHidden(at.Annotations.Title)
+			if at.Title == "" {
+				at.Title = at.Annotations.Title
+			}
 		}
 		if at.Title != e.t.Title || at.Description != e.t.Description {
 			at.Own = &ToolText{Title: e.t.Title, Description: e.t.Description}

@@ -37,11 +37,15 @@ type PromptArgument struct {
 }
 
 func promptCommand(server string, p *mcp.Prompt) PromptCommand {
-	pc := PromptCommand{Command: "/" + server + ":" + p.Name, ServerID: server, Name: p.Name, Title: p.Title, Description: p.Description,
-		Icons: rawJSON(p.Icons), Meta: rawJSON(p.Meta)}
+	// Titles and descriptions with invisible characters shown, as a
+	// tool's (issue #20 item 3, review finding 2); names stay the
+	// server's, as they name the prompt and its arguments in a get.
+	pc := PromptCommand{Command: "/" + server + ":" + p.Name, ServerID: server, Name: p.Name, Title: ShowHidden(p.Title),
+		Description: ShowHidden(p.Description), Icons: rawJSON(p.Icons), Meta: rawJSON(p.Meta)}
 	for _, a := range p.Arguments {
 		if a != nil {
-			pc.Arguments = append(pc.Arguments, PromptArgument{Name: a.Name, Title: a.Title, Description: a.Description, Required: a.Required})
+			pc.Arguments = append(pc.Arguments, PromptArgument{Name: a.Name, Title: ShowHidden(a.Title),
+				Description: ShowHidden(a.Description), Required: a.Required})
 		}
 	}
 	return pc

@@ -31,14 +31,16 @@ type ResourceEntry struct {
 	Meta        json.RawMessage `json:"_meta,omitempty"`
 }
 
+// Titles and descriptions of resources and templates show invisible
+// characters, as a tool's do (issue #20 item 3, review finding 2).
 func resourceEntry(server string, r *mcp.Resource) ResourceEntry {
-	return ResourceEntry{ServerID: server, URI: r.URI, Name: r.Name, Title: r.Title, Description: r.Description,
+	return ResourceEntry{ServerID: server, URI: r.URI, Name: r.Name, Title: ShowHidden(r.Title), Description: ShowHidden(r.Description),
 		MIMEType: r.MIMEType, Size: r.Size, Annotations: rawJSON(r.Annotations), Icons: rawJSON(r.Icons), Meta: rawJSON(r.Meta)}
 }
 
 func templateEntry(server string, t *mcp.ResourceTemplate) ResourceEntry {
-	return ResourceEntry{ServerID: server, URI: t.URITemplate, Template: true, Name: t.Name, Title: t.Title,
-		Description: t.Description, MIMEType: t.MIMEType, Annotations: rawJSON(t.Annotations), Icons: rawJSON(t.Icons), Meta: rawJSON(t.Meta)}
+	return ResourceEntry{ServerID: server, URI: t.URITemplate, Template: true, Name: t.Name, Title: ShowHidden(t.Title),
+		Description: ShowHidden(t.Description), MIMEType: t.MIMEType, Annotations: rawJSON(t.Annotations), Icons: rawJSON(t.Icons), Meta: rawJSON(t.Meta)}
 }
 
 // rawJSON is a decoded field of a server's definition as JSON, nil when

@@ -11,9 +11,12 @@ import (
 // format characters (Unicode category Cf: the tag characters U+E0000 to
 // U+E007F, zero-width spaces and joiners, bidi controls, soft hyphen, word
 // joiner, BOM), controls other than the ASCII whitespace \t \n \v \f \r,
-// the Hangul fillers and the braille blank. These are the invisible
-// characters of the look-alike matcher (lookalike.go) less the combining
-// marks, which belong to the letters they sit on.
+// the Hangul fillers, the braille blank, and the variation selectors
+// (U+FE00–FE0F, U+E0100–E01EF) and Mongolian free variation selectors
+// (U+180B–180F). These are the invisible characters of the look-alike
+// matcher (lookalike.go) less the other combining marks, which belong to
+// the letters they sit on: a variation selector draws nothing on a letter,
+// and 256 of them spell a byte each (review finding 5).
 //
 // A model reads them all the same: an instruction or a fence closer spelled
 // in tag characters is invisible to the person and plain to the model
@@ -22,7 +25,8 @@ func Hidden(r rune) bool {
 	switch {
 	case r < utf8.RuneSelf:
 		return r < 0x20 && (r < '\t' || r > '\r') || r == 0x7f
-	case r == 0x115F, r == 0x1160, r == 0x3164, r == 0xFFA0, r == 0x2800:
+	case r == 0x115F, r == 0x1160, r == 0x3164, r == 0xFFA0, r == 0x2800,
+		0xFE00 <= r && r <= 0xFE0F, 0xE0100 <= r && r <= 0xE01EF, 0x180B <= r && r <= 0x180F:
 		return true
 	}
 	return unicode.In(r, unicode.Cf, unicode.Cc)
@@ -49,7 +53,7 @@ func ShowHidden(s string) string {
 	for i < len(s) {
 		r, n := utf8.DecodeRuneInString(s[i:])
 		i += n
-		if Hidden(r) && !(r == zwj && emojiJoin(prev, s[i:])) {
+		if Hidden(r) && !(r == zwj && emojiJoin(prev, s[i:])) && !(r == vs16 && emojiStyle(prev, s[i:])) {
 			b.WriteString(codePoint(r))
 		} else {
 			b.WriteRune(r)
@@ -61,6 +65,25 @@ func ShowHidden(s string) string {
 
 // zwj is the zero-width joiner, which also joins emoji into one picture.
 const zwj = 0x200D
+
+// vs16 is variation selector 16, which asks for an emoji's picture (❤️,
+// 🏳️‍🌈, 1️⃣).
+const vs16 = 0xFE0F
+
+// emojiStyle reports whether variation selector 16 after prev belongs to
+// an emoji: after a pictograph, or after a keycap's digit, '#' or '*'
+// when the keycap mark U+20E3 follows. There it is part of what a person
+// sees, and one selector per emoji carries nothing a model could read as
+// text (a run of selectors, or one after a letter, is shown). Keeping it
+// keeps emoji readable: "❤[U+FE0F]" for a heart would teach people to
+// ignore the markers.
+func emojiStyle(prev rune, after string) bool {
+	if pictographic(prev) {
+		return true
+	}
+	next, _ := utf8.DecodeRuneInString(after)
+	return next == 0x20E3 && ('0' <= prev && prev <= '9' || prev == '#' || prev == '*')
+}
 
 // emojiJoin reports whether a zero-width joiner between prev and the text
 // after it joins two emoji (👩‍💻): there it is part of what a person

@@ -43,6 +43,17 @@ func TestShowHidden(t *testing.T) {
 		{"emoji joiner after a skin tone kept", "\U0001f469\U0001f3fd\u200d\U0001f4bb", "\U0001f469\U0001f3fd\u200d\U0001f4bb"},
 		{"joiner between letters shown", "a\u200db", "a[U+200D]b"},
 		{"joiner before a letter shown", "\U0001f469\u200dx", "\U0001f469[U+200D]x"},
+		// Review finding 5: variation selectors and Mongolian free
+		// variation selectors hide; selector 16 after an emoji stays.
+		{"variation selectors after a letter", "a\ufe00b\ufe0fc\ufe0e", "a[U+FE00]b[U+FE0F]c[U+FE0E]"},
+		{"supplementary variation selectors", "x\U000E0100\U000E01EF", "x[U+E0100][U+E01EF]"},
+		{"mongolian free variation selectors", "\u1820\u180b\u180c\u180d\u180f", "\u1820[U+180B][U+180C][U+180D][U+180F]"},
+		{"braille blank", "a\u2800b", "a[U+2800]b"},
+		{"emoji selector kept", "\u2764\ufe0f \U0001F3F3\ufe0f\u200d\U0001F308", "\u2764\ufe0f \U0001F3F3\ufe0f\u200d\U0001F308"},
+		{"keycap selector kept", "1\ufe0f\u20e3", "1\ufe0f\u20e3"},
+		{"selector run after an emoji shown", "\u2764\ufe0f\ufe0f", "\u2764\ufe0f[U+FE0F]"},
+		{"text selector after an emoji shown", "\u2764\ufe0e", "\u2764[U+FE0E]"},
+		{"digit selector without keycap shown", "1\ufe0f", "1[U+FE0F]"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := ShowHidden(tc.in); got != tc.want {

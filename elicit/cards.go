@@ -40,10 +40,13 @@
 // carried it: the session marks it so (session.RelatedCall), and the
 // manager passes the call on as [manager.ElicitInfo.OperationID]. The card
 // is attributed to that admitted call (tool, operationId, arguments). A
-// question that belongs to no call (the standalone stream, another
-// request's stream, no way to tell) is declined, never attributed to a
-// call in flight by guess: it would reach another caller's host (issue
-// #20 item 3). Calls made around Cards (not through Admit) are invisible
+// question on the standalone stream ([manager.ElicitInfo.Standalone])
+// belongs to the server's one admitted tool call in flight when there is
+// exactly one (approval questions do not count); any other question that
+// names no call (another request's stream, the standalone stream with
+// none or several calls, no way to tell) is declined, never attributed
+// to a call in flight by guess: it would reach another caller's host
+// (issue #20 item 3). Calls made around Cards (not through Admit) are invisible
 // to Cards: a question during such a call is declined as asked outside
 // any call.
 //
@@ -518,14 +521,17 @@ func (c *Cards) handle(ctx context.Context, info manager.ElicitInfo, req *mcp.El
 	// costs nothing. Checked again when the card is registered.
 	c.mu.Lock()
 	closed := c.closed
-	if info.OperationID == "" && own == nil {
+	if info.OperationID == "" && info.Standalone && own == nil {
 		// A question on the standalone stream (a TypeScript server's
 		// server.elicitInput without a related request; the official
 		// conformance suite's elicitation scenario sends it so) belongs
 		// to a call only when one call to the server is in flight: that
 		// call is then known. With several it would be a guess that can
 		// put one host's question to another, so it is declined (issue
-		// #20 item 3).
+		// #20 item 3). Only the standalone stream: a question on another
+		// request's stream (a host's prompts/get) belongs to that request
+		// and its host, and one that cannot be tied to a stream may be
+		// anything (review finding 1).
 		if op, ok := c.onlyCall(info.ServerID); ok {
 			info.OperationID = op
 			c.log.Info("elicit: a question outside a call's response stream goes to the server's only call in flight", "server", info.ServerID, "operation", op)
@@ -625,18 +631,31 @@ var errNoCall = errors.New("the server asked a question while the tool call it b
 var errUnrelated = errors.New("the server asked a question outside the response stream of a tool call " +
 	"(a question goes only to the MCP host or person whose call it belongs to)")
 
-// onlyCall returns the operation id of the server's one admitted call in
-// flight; false when there is none or more than one. c.mu is held.
+// onlyCall returns the operation id of the server's one admitted tool
+// call in flight; false when there is none or more than one. remotemcp's
+// own approval questions, admitted like calls (ApprovalSuffix), are not
+// tool calls: the server is not running one, and a server's question
+// must never be attached to a pending approval (review finding 1). c.mu
+// is held.
 func (c *Cards) onlyCall(server string) (string, bool) {
 	g := c.servers[server]
-	if g == nil || len(g.calls) != 1 {
+	if g == nil {
 		return "", false
 	}
+	only, n := "", 0
 	for op := range g.calls {
-		return op, true
+		if strings.HasSuffix(op, ApprovalSuffix) {
+			continue
+		}
+		only, n = op, n+1
 	}
-	return "", false
+	return only, n == 1
 }
+
+// ApprovalSuffix ends the operation id under which remotemcp admits its
+// own approval question about a call (the call's id and this suffix):
+// such an admission is no tool call the server runs.
+const ApprovalSuffix = "-approval"
 
 // inCall reports whether the admitted call op to the server is in flight.
 // c.mu is held; unlike gate, it records nothing for an unknown server.

@@ -490,7 +490,7 @@ func TestWatchClosesCardsOfGoneConnections(t *testing.T) {
 // approval question never takes that path.
 func TestStandaloneQuestionGoesToTheOnlyCall(t *testing.T) {
 	c := openCards(t, openStore(t), Options{})
-	if res, err := c.Handle(ctxT(t), manager.ElicitInfo{ServerID: "s"}, askRequest("form")); err != nil || res.Action != "decline" {
+	if res, err := c.Handle(ctxT(t), manager.ElicitInfo{ServerID: "s", Standalone: true}, askRequest("form")); err != nil || res.Action != "decline" {
 		t.Fatalf("question with no call in flight = %+v, %v; want declined", res, err)
 	}
 	a, _ := c.Admit(ctxT(t), CallInfo{ServerID: "s", Tool: "t1", OperationID: "o1", Arguments: json.RawMessage(`{"a":1}`)})
@@ -498,7 +498,7 @@ func TestStandaloneQuestionGoesToTheOnlyCall(t *testing.T) {
 	defer other.Finish()
 	ch := make(chan handled, 1)
 	go func() {
-		res, err := c.Handle(ctxT(t), manager.ElicitInfo{ServerID: "s"}, askRequest("form"))
+		res, err := c.Handle(ctxT(t), manager.ElicitInfo{ServerID: "s", Standalone: true}, askRequest("form"))
 		ch <- handled{res, err}
 	}()
 	card := waitPending(t, c, 1)[0]
@@ -512,4 +512,49 @@ func TestStandaloneQuestionGoesToTheOnlyCall(t *testing.T) {
 		t.Fatalf("handler = %+v, %v", h.res, h.err)
 	}
 	a.Finish()
+}
+
+// Issue #20 item 3, review finding 1: only the standalone stream's
+// question may go to the server's one call in flight. One that came on
+// another request's stream (a host's prompts/get) or could not be tied to
+// a stream (Standalone false, no call) is declined with one call in
+// flight, and no card is made; and remotemcp's own approval question,
+// admitted as "<op>-approval", is never the call a standalone question
+// goes to.
+func TestOnlyCallFallbackOnlyForStandalone(t *testing.T) {
+	c := openCards(t, openStore(t), Options{})
+	a, _ := c.Admit(ctxT(t), CallInfo{ServerID: "s", Tool: "t1", OperationID: "o1"})
+	if res, err := c.Handle(ctxT(t), manager.ElicitInfo{ServerID: "s"}, askRequest("form")); err != nil || res.Action != "decline" {
+		t.Fatalf("question off the standalone stream with one call in flight = %+v, %v; want declined", res, err)
+	}
+	if p := c.Pending(); len(p) != 0 {
+		t.Fatalf("a card was made for it: %+v", p)
+	}
+	a.Finish()
+
+	appr, _ := c.Admit(ctxT(t), CallInfo{ServerID: "s", Tool: "t1", OperationID: "o2" + ApprovalSuffix})
+	if res, err := c.Handle(ctxT(t), manager.ElicitInfo{ServerID: "s", Standalone: true}, askRequest("form")); err != nil || res.Action != "decline" {
+		t.Fatalf("standalone question with only an approval pending = %+v, %v; want declined", res, err)
+	}
+	if p := c.Pending(); len(p) != 0 {
+		t.Fatalf("the server's question was attached to the approval: %+v", p)
+	}
+	// With the approval and one real call, the real call is the only
+	// call.
+	b, _ := c.Admit(ctxT(t), CallInfo{ServerID: "s", Tool: "t3", OperationID: "o3"})
+	ch := make(chan handled, 1)
+	go func() {
+		res, err := c.Handle(ctxT(t), manager.ElicitInfo{ServerID: "s", Standalone: true}, askRequest("form"))
+		ch <- handled{res, err}
+	}()
+	card := waitPending(t, c, 1)[0]
+	if card.OperationID != "o3" {
+		t.Fatalf("card attributed to %q, want the tool call o3", card.OperationID)
+	}
+	if err := c.Answer(ctxT(t), card.ID, Response{Action: ActionDecline}); err != nil {
+		t.Fatal(err)
+	}
+	recvH(t, ch)
+	b.Finish()
+	appr.Finish()
 }

@@ -93,6 +93,13 @@ type ElicitInfo struct {
 	// or no way to tell), and such a question is declined (issue #20
 	// item 3).
 	OperationID string
+	// Standalone is set when the question came on the server's
+	// standalone GET stream (session.FromStandaloneStream), which belongs
+	// to no request; false for a call's stream, another request's stream
+	// and a question that could not be tied to a stream. Only such a
+	// question may be given to the server's one call in flight (issue #20
+	// item 3, review finding 1).
+	Standalone bool
 }
 
 // Options configure a Manager.
@@ -615,7 +622,7 @@ func (m *Manager) attemptOnce(e *entry, a *attempt) error {
 		opts.Elicit = func(ctx context.Context, connID string, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
 			m.pauseCalls(e, 1)
 			defer m.pauseCalls(e, -1)
-			return m.o.Elicit(ctx, ElicitInfo{ServerID: e.id, ConnectionID: connID, OperationID: session.RelatedCall(ctx)}, req)
+			return m.o.Elicit(ctx, ElicitInfo{ServerID: e.id, ConnectionID: connID, OperationID: session.RelatedCall(ctx), Standalone: session.FromStandaloneStream(ctx)}, req)
 		}
 	}
 	hctx, cancel := context.WithTimeout(a.ctx, m.o.HandshakeTimeout)

@@ -596,11 +596,17 @@ func (b *sseBody) endEvent() {
 	if b.l.relSecret != "" && mayNeedMark(ev) {
 		// A server's question or sampling request: say which call's
 		// stream carried it (issue #20 item 3).
+		// Three cases apart (review finding 1): a tools/call's stream
+		// names its call; the standalone GET stream, first opened or
+		// resumed, says so (a GET resuming a request's stream is not
+		// it); any other request's stream is neither, so its question
+		// never reaches a call in flight.
 		call := ""
 		if slot := requestSlotFrom(b.req.Context()); slot != nil {
 			call = slot.call
 		}
-		if marked := markEvent(ev, eventData(ev), b.l.relSecret, call); marked != nil {
+		standalone := !b.call && call == "" && onConnectionStream(b.req)
+		if marked := markEvent(ev, eventData(ev), b.l.relSecret, relTag(call, standalone)); marked != nil {
 			ev = marked
 		}
 	}

@@ -108,7 +108,8 @@ func (s *Session) onCreateMessage(ctx context.Context, req *mcp.CreateMessageReq
 	if req == nil || req.Params == nil {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "sampling/createMessage without params"}
 	}
-	call, _ := takeRelated(req.Params.Meta, s.lim.relSecret)
+	rel, _ := takeRelated(req.Params.Meta, s.lim.relSecret)
+	call := rel.call
 	if call == "" {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: ErrSamplingUnrelated.Error()}
 	}

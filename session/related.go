@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/subtle"
 	"encoding/json"
+	"net/http"
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -22,13 +23,19 @@ import (
 //
 // So the transport, which sees every stream, marks each such request as
 // it hands the event to go-sdk: it writes into params._meta, under
-// relatedMetaKey, the session's secret and the operation id of the
-// tools/call whose response stream carried it (nothing after the secret
-// for the standalone stream or another request's stream). The handler
-// takes the mark off before anything else sees the params. A request
-// without a valid mark (in a JSON body or a batch, or with a mark the
-// server wrote itself, which cannot hold the secret) belongs to no call:
-// the question is declined, the sampling request refused.
+// relatedMetaKey, the session's secret and what carried it (see the
+// rel* tags): the tools/call whose response stream carried it (by its
+// operation id), the standalone GET stream (first opened or resumed with
+// Last-Event-ID: connectionStreamKey), or another request's stream
+// (a prompts/get, a resources/read, ...). The three stay apart because
+// only a question on the standalone stream may be given to the server's
+// one call in flight (elicit; TypeScript servers send server.elicitInput
+// there): a question on another request's stream belongs to that request,
+// whose host is not the caller's. The handler takes the mark off before
+// anything else sees the params. A request without a valid mark (in a
+// JSON body or a batch, or with a mark the server wrote itself, which
+// cannot hold the secret) belongs to no call and is not the standalone
+// stream's: the question is declined, the sampling request refused.
 
 // relatedMetaKey is the _meta key of the mark.
 const relatedMetaKey = "io.remotemcp/related-call"
@@ -36,7 +43,52 @@ const relatedMetaKey = "io.remotemcp/related-call"
 // relatedMethods are the server requests that are marked.
 var relatedMethods = [...]string{"elicitation/create", "sampling/createMessage"}
 
+// The tags written after the secret (issue #20 item 3, review finding 1).
+const (
+	relCall       = "c" // followed by the call's operation id
+	relStandalone = "s" // the standalone GET stream
+	relOther      = "o" // another request's stream, or no call known
+)
+
+// relation is what a valid mark says.
+type relation struct {
+	call       string // the tools/call's operation id; "" for none
+	standalone bool   // carried by the standalone GET stream
+}
+
+// relTag is the tag of the stream that carries an event: the call op's
+// response stream when op is set, else the standalone stream when
+// standalone is set, else another request's stream.
+func relTag(op string, standalone bool) string {
+	switch {
+	case op != "":
+		return relCall + op
+	case standalone:
+		return relStandalone
+	}
+	return relOther
+}
+
 type relatedCallKey struct{}
+
+// connectionStreamKey marks the context given to go-sdk's Connect. go-sdk
+// opens the standalone GET stream, and reopens it after a break (then
+// with Last-Event-ID), with the connection's context, which keeps that
+// context's values; a GET resuming a request's stream carries the
+// request's context instead. So a GET with the mark is the standalone
+// stream, initial or resumed.
+type connectionStreamKey struct{}
+
+func withConnectionStream(ctx context.Context) context.Context {
+	return context.WithValue(ctx, connectionStreamKey{}, true)
+}
+
+// onConnectionStream reports whether req is a GET of the standalone
+// stream (see connectionStreamKey).
+func onConnectionStream(req *http.Request) bool {
+	on, _ := req.Context().Value(connectionStreamKey{}).(bool)
+	return on && req.Method == http.MethodGet
+}
 
 // RelatedCall returns the operation id (CallOptions.OperationID) of the
 // tool call that the server's request being handled in ctx belongs to: the
@@ -44,12 +96,22 @@ type relatedCallKey struct{}
 // the standalone stream or another request's stream, or could not be tied
 // to a stream; Options.Elicit gets such a ctx.
 func RelatedCall(ctx context.Context) string {
-	op, _ := ctx.Value(relatedCallKey{}).(string)
-	return op
+	r, _ := ctx.Value(relatedCallKey{}).(relation)
+	return r.call
 }
 
-func withRelatedCall(ctx context.Context, op string) context.Context {
-	return context.WithValue(ctx, relatedCallKey{}, op)
+// FromStandaloneStream reports whether the server's request being
+// handled in ctx came, with this session's mark, on the standalone GET
+// stream: it belongs to no request. False for a call's stream, another
+// request's stream (a prompts/get's, say), and a request that could not be
+// tied to a stream (a JSON body, a batch, a forged mark).
+func FromStandaloneStream(ctx context.Context) bool {
+	r, _ := ctx.Value(relatedCallKey{}).(relation)
+	return r.standalone
+}
+
+func withRelated(ctx context.Context, r relation) context.Context {
+	return context.WithValue(ctx, relatedCallKey{}, r)
 }
 
 // mayNeedMark reports whether an SSE event (its raw lines) may hold a
@@ -64,11 +126,12 @@ func mayNeedMark(ev []byte) bool {
 }
 
 // markEvent returns the SSE event ev (its lines, each ending in '\n')
-// with the request in data marked as carried by the stream of call, or
+// with the request in data marked as carried by the stream tag names
+// (relTag), or
 // nil when data is not one marked kind of request (it then passes as it
 // is and, if go-sdk takes it for one, counts as belonging to no call).
 // The event's other lines stay; its data becomes one line.
-func markEvent(ev, data []byte, secret, call string) []byte {
+func markEvent(ev, data []byte, secret, tag string) []byte {
 	var msg map[string]json.RawMessage
 	if json.Unmarshal(data, &msg) != nil || msg["id"] == nil {
 		return nil
@@ -90,7 +153,7 @@ func markEvent(ev, data []byte, secret, call string) []byte {
 		}
 	}
 	var err error
-	if meta[relatedMetaKey], err = json.Marshal(secret + call); err != nil {
+	if meta[relatedMetaKey], err = json.Marshal(secret + tag); err != nil {
 		return nil
 	}
 	if params["_meta"], err = json.Marshal(meta); err != nil {
@@ -125,18 +188,27 @@ func isRelatedMethod(m string) bool {
 	return false
 }
 
-// takeRelated removes the mark from meta and returns the call it names;
-// marked is false when there is no mark of this session's secret (the
-// request then belongs to no call).
-func takeRelated(meta mcp.Meta, secret string) (call string, marked bool) {
+// takeRelated removes the mark from meta and returns what it says;
+// marked is false when there is no mark of this session's secret with a
+// known tag (the request then belongs to no call and is not the
+// standalone stream's).
+func takeRelated(meta mcp.Meta, secret string) (r relation, marked bool) {
 	v, ok := meta[relatedMetaKey]
 	if !ok {
-		return "", false
+		return relation{}, false
 	}
 	delete(meta, relatedMetaKey)
 	s, _ := v.(string)
 	if len(s) < len(secret) || subtle.ConstantTimeCompare([]byte(s[:len(secret)]), []byte(secret)) != 1 {
-		return "", false
+		return relation{}, false
 	}
-	return strings.Clone(s[len(secret):]), true
+	switch tag := s[len(secret):]; {
+	case strings.HasPrefix(tag, relCall) && len(tag) > len(relCall):
+		return relation{call: strings.Clone(tag[len(relCall):])}, true
+	case tag == relStandalone:
+		return relation{standalone: true}, true
+	case tag == relOther:
+		return relation{}, true
+	}
+	return relation{}, false
 }

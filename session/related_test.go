@@ -23,7 +23,7 @@ func TestMarkEvent(t *testing.T) {
 	ev := sseEvent("id: 7", "event: message",
 		`data: {"jsonrpc":"2.0","id":3,"method":"elicitation/create",`,
 		`data: "params":{"message":"hi","requestedSchema":{"type":"object"},"_meta":{"x":1,"io.remotemcp/related-call":"forged:op-1"}}}`)
-	out := markEvent(ev, eventData(ev), testSecret, "op-2")
+	out := markEvent(ev, eventData(ev), testSecret, relTag("op-2", false))
 	if out == nil {
 		t.Fatal("not marked")
 	}
@@ -43,12 +43,12 @@ func TestMarkEvent(t *testing.T) {
 		t.Fatal(err)
 	}
 	if msg.ID != 3 || msg.Method != "elicitation/create" || msg.Params.Message != "hi" || msg.Params.Meta["x"] != float64(1) ||
-		msg.Params.Meta[relatedMetaKey] != testSecret+"op-2" {
+		msg.Params.Meta[relatedMetaKey] != testSecret+relCall+"op-2" {
 		t.Fatalf("marked message: %+v", msg)
 	}
 	meta := mcp.Meta(msg.Params.Meta)
-	if call, ok := takeRelated(meta, testSecret); !ok || call != "op-2" {
-		t.Fatalf("takeRelated = %q, %v", call, ok)
+	if rel, ok := takeRelated(meta, testSecret); !ok || rel != (relation{call: "op-2"}) {
+		t.Fatalf("takeRelated = %+v, %v", rel, ok)
 	}
 	if _, left := meta[relatedMetaKey]; left {
 		t.Fatal("the mark was left in _meta")
@@ -87,7 +87,7 @@ func TestMarkEventLeavesOthers(t *testing.T) {
 		`{"jsonrpc":"2.0","id":"a","method":"sampling/createMessage","params":{"_meta":null}}`,
 	} {
 		ev := sseEvent("data: " + data)
-		if out := markEvent(ev, eventData(ev), testSecret, "op"); out == nil || !bytes.Contains(out, []byte(`"io.remotemcp/related-call":"`+testSecret+`op"`)) {
+		if out := markEvent(ev, eventData(ev), testSecret, relTag("op", false)); out == nil || !bytes.Contains(out, []byte(`"io.remotemcp/related-call":"`+testSecret+`cop"`)) {
 			t.Errorf("markEvent(%s) = %s", data, out)
 		}
 	}
@@ -97,20 +97,62 @@ func TestMarkEventLeavesOthers(t *testing.T) {
 // wrote itself, where the transport did not mark, e.g. in a JSON body)
 // ties the request to no call; it is taken off all the same.
 func TestTakeRelatedForged(t *testing.T) {
-	for _, v := range []any{"op-1", "", testSecret[:10] + "op-1", "XECRETSECRETSECRETSECRETSECRET00:op-1", 42, nil, map[string]any{}} {
+	for _, v := range []any{"op-1", "", testSecret[:10] + "op-1", "XECRETSECRETSECRETSECRETSECRET00:cop-1",
+		testSecret, testSecret + "c", testSecret + "x", testSecret + "sx", testSecret + "o1", 42, nil, map[string]any{}} {
 		meta := mcp.Meta{relatedMetaKey: v, "keep": true}
-		if call, ok := takeRelated(meta, testSecret); ok || call != "" {
-			t.Errorf("takeRelated(%v) = %q, %v; want no call", v, call, ok)
+		if rel, ok := takeRelated(meta, testSecret); ok || rel != (relation{}) {
+			t.Errorf("takeRelated(%v) = %+v, %v; want no call, not standalone", v, rel, ok)
 		}
 		if _, left := meta[relatedMetaKey]; left || meta["keep"] != true {
 			t.Errorf("meta after takeRelated(%v): %v", v, meta)
 		}
 	}
-	if call, ok := takeRelated(nil, testSecret); ok || call != "" {
-		t.Errorf("takeRelated(nil) = %q, %v", call, ok)
+	if rel, ok := takeRelated(nil, testSecret); ok || rel != (relation{}) {
+		t.Errorf("takeRelated(nil) = %+v, %v", rel, ok)
 	}
-	if call, ok := takeRelated(mcp.Meta{relatedMetaKey: testSecret}, testSecret); !ok || call != "" {
-		t.Errorf("the standalone stream's mark: %q, %v; want marked, no call", call, ok)
+}
+
+// Issue #20 item 3, review finding 1: the marks of the three kinds of
+// stream stay apart. A call's stream names its call; the standalone GET
+// stream says "standalone" and no call; another request's stream (a
+// prompts/get's) says neither, as an unmarked request does, so only the
+// standalone stream's question can be given to a call in flight (before,
+// the standalone stream and another request's stream had the same empty
+// mark).
+func TestRelatedMarksTellStreamsApart(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		op         string
+		standalone bool
+		want       relation
+	}{
+		{"call's stream", "op-7", false, relation{call: "op-7"}},
+		{"standalone stream", "", true, relation{standalone: true}},
+		{"another request's stream", "", false, relation{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ev := sseEvent(`data: {"jsonrpc":"2.0","id":1,"method":"elicitation/create","params":{"message":"m"}}`)
+			out := markEvent(ev, eventData(ev), testSecret, relTag(tc.op, tc.standalone))
+			var msg struct {
+				Params struct {
+					Meta mcp.Meta `json:"_meta"`
+				} `json:"params"`
+			}
+			if err := json.Unmarshal(eventData(out), &msg); err != nil {
+				t.Fatal(err)
+			}
+			rel, ok := takeRelated(msg.Params.Meta, testSecret)
+			if !ok || rel != tc.want {
+				t.Fatalf("takeRelated = %+v, %v; want %+v", rel, ok, tc.want)
+			}
+			ctx := withRelated(t.Context(), rel)
+			if RelatedCall(ctx) != tc.want.call || FromStandaloneStream(ctx) != tc.want.standalone {
+				t.Fatalf("RelatedCall %q, FromStandaloneStream %v; want %+v", RelatedCall(ctx), FromStandaloneStream(ctx), tc.want)
+			}
+		})
+	}
+	if RelatedCall(t.Context()) != "" || FromStandaloneStream(t.Context()) {
+		t.Fatal("a context without a mark names a call or the standalone stream")
 	}
 }
 
@@ -144,7 +186,7 @@ func FuzzMarkEvent(f *testing.F) {
 			lines = append(lines, "data: "+l)
 		}
 		ev := sseEvent(lines...)
-		out := markEvent(ev, eventData(ev), testSecret, call)
+		out := markEvent(ev, eventData(ev), testSecret, relTag(call, false))
 		if out == nil {
 			return
 		}
@@ -164,7 +206,7 @@ func FuzzMarkEvent(f *testing.F) {
 		meta, _ := params["_meta"].(map[string]any)
 		var wantCall string // call as JSON carries it (invalid UTF-8 replaced)
 		_ = json.Unmarshal([]byte(mustJSON(call)), &wantCall)
-		if meta[relatedMetaKey] != testSecret+wantCall {
+		if meta[relatedMetaKey] != testSecret+relTag(wantCall, false) {
 			t.Fatalf("mark %v, want the secret and %q", meta[relatedMetaKey], call)
 		}
 		delete(meta, relatedMetaKey)

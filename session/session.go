@@ -295,11 +295,11 @@ func Connect(ctx context.Context, o Options) (*Session, error) {
 			defer stop()
 			// The call the question belongs to ("" for none: declined
 			// by the owner of the cards, issue #20 item 3).
-			var call string
+			var rel relation
 			if req.Params != nil {
-				call, _ = takeRelated(req.Params.Meta, lim.relSecret)
+				rel, _ = takeRelated(req.Params.Meta, lim.relSecret)
 			}
-			return o.Elicit(withRelatedCall(ctx, call), connID, withRawSchema(req, rt.elicit))
+			return o.Elicit(withRelated(ctx, rel), connID, withRawSchema(req, rt.elicit))
 		}
 		copts.ElicitationHandler = elicitH
 	}
@@ -336,7 +336,10 @@ func Connect(ctx context.Context, o Options) (*Session, error) {
 	if want == ProtocolAuto {
 		ask = ""
 	}
-	cs, err := client.Connect(ctx, tr, &mcp.ClientSessionOptions{ProtocolVersion: ask})
+	// go-sdk opens (and reopens) the standalone stream with a context
+	// detached from this one, values kept: the mark tells that stream's
+	// GETs from those resuming a request's stream (related.go).
+	cs, err := client.Connect(withConnectionStream(ctx), tr, &mcp.ClientSessionOptions{ProtocolVersion: ask})
 	if err != nil {
 		cancel()
 		return nil, fmt.Errorf("initialize: %w", err)

@@ -527,7 +527,9 @@
   function buildCard(c) {
     if (c.status === "interrupted") return buildInterrupted(c);
     const form = el("form", { class: "card", "data-card": c.id });
-    form.append(el("div", { class: "meta", text: `${c.serverId}${c.tool ? " · tool " + c.tool : ""} · ${new Date(c.createdAt).toLocaleString()}` }));
+    // The server's and the tool's names are the server's: a right-to-left
+    // override in them would reorder the line (review finding 4).
+    form.append(el("div", { class: "meta", text: `${visible(c.serverId)}${c.tool ? " · tool " + visible(c.tool) : ""} · ${new Date(c.createdAt).toLocaleString()}` }));
     cardAsks(form, c);
     const fields = (c.form && c.form.fields) || [];
     for (const f of fields) form.append(buildField(f));
@@ -553,7 +555,7 @@
     if (c.kind === "approval") {
       box.append(el("p", { class: "asker own", text: "remotemcp asks before sending this call (approval: ask). Accept sends it once; decline sends nothing." }));
       box.append(el("dl", { class: "call" },
-        el("dt", { text: "Server" }), el("dd", { class: "server", text: c.serverId }),
+        el("dt", { text: "Server" }), el("dd", { class: "server", text: visible(c.serverId) }),
         el("dt", { text: "Tool" }), el("dd", { class: "tool", text: visible(c.tool || "") }),
         el("dt", { text: "Arguments" }), el("dd", {}, el("pre", { class: "arguments", text: argumentsText(c.arguments) }))));
       if (c.description) {
@@ -562,19 +564,30 @@
       }
       return;
     }
-    box.append(el("p", { class: "asker server", text: `Question from MCP server "${c.serverId}" (its own words below, not remotemcp's):` }));
+    box.append(el("p", { class: "asker server", text: `Question from MCP server "${visible(c.serverId)}" (its own words below, not remotemcp's):` }));
     box.append(el("blockquote", { text: visible(c.message) }));
   }
 
   // hidden matches what shows nothing: format characters (tag characters,
   // zero-width and bidi ones), other controls, line and
-  // paragraph separators, the Hangul fillers (tab, line feed and carriage
-  // return stay).
-  const hidden = /[\p{Cf}\u0000-\u0008\u000B\u000C\u000E-\u001F\u007F-\u009F\u2028\u2029\u115F\u1160\u3164\uFFA0]/gu;
+  // paragraph separators, the Hangul fillers, the braille blank, variation
+  // selectors and Mongolian free variation selectors (tab, line feed and
+  // carriage return stay): agent.Hidden's set (review finding 5).
+  const hidden = /[\p{Cf}\u0000-\u0008\u000B\u000C\u000E-\u001F\u007F-\u009F\u2028\u2029\u115F\u1160\u3164\uFFA0\u2800\u180B-\u180F\uFE00-\uFE0F\u{E0100}-\u{E01EF}]/gu;
+  const pictograph = /\p{Extended_Pictographic}/u;
 
-  // visible writes each hidden character of s as [U+XXXX].
+  // visible writes each hidden character of s as [U+XXXX], but for what
+  // draws an emoji, as agent.ShowHidden keeps it: variation selector 16
+  // right after an emoji (or after a keycap's digit, '#' or '*' before
+  // U+20E3), and a zero-width joiner between two emoji.
   function visible(s) {
-    return String(s).replace(hidden, (ch) => "[U+" + ch.codePointAt(0).toString(16).toUpperCase().padStart(4, "0") + "]");
+    return String(s).replace(hidden, (ch, at, str) => {
+      const prev = at > 0 ? Array.from(str.slice(Math.max(0, at - 2), at)).pop() : "";
+      if (ch === "\uFE0F" && (pictograph.test(prev) || (/[0-9#*]/.test(prev) && str[at + 1] === "\u20E3"))) return ch;
+      if (ch === "\u200D" && (pictograph.test(prev) || /[\uFE0F\u{1F3FB}-\u{1F3FF}]/u.test(prev)) &&
+        pictograph.test(Array.from(str.slice(at + 1, at + 3))[0] || "")) return ch;
+      return "[U+" + ch.codePointAt(0).toString(16).toUpperCase().padStart(4, "0") + "]";
+    });
   }
 
   // argumentsText is a call's arguments as indented JSON, hidden
@@ -589,7 +602,7 @@
   // once, after confirming that running the tool again is safe.
   function buildInterrupted(c) {
     const box = el("div", { class: "card interrupted", "data-card": c.id });
-    box.append(el("div", { class: "meta", text: `${c.serverId}${c.tool ? " · tool " + c.tool : ""} · interrupted` }));
+    box.append(el("div", { class: "meta", text: `${visible(c.serverId)}${c.tool ? " · tool " + visible(c.tool) : ""} · interrupted` }));
     cardAsks(box, c);
     box.append(el("p", { class: "desc", text: c.reason || "The answer never reached the server." }));
     const btn = el("button", { type: "button", "data-retry": c.id, text: "Re-send the call (I confirm it is safe)" });
@@ -597,7 +610,7 @@
     box.append(el("div", { class: "buttons" }, btn));
     btn.addEventListener("click", async () => {
       btn.disabled = true;
-      const what = c.tool ? `${c.tool} of ${c.serverId}` : `the call of ${c.serverId}`;
+      const what = c.tool ? `${visible(c.tool)} of ${visible(c.serverId)}` : `the call of ${visible(c.serverId)}`;
       notice(`Re-sending ${what}…`);
       try {
         const res = await api("POST", `api/cards/${encodeURIComponent(c.id)}/retry`, { confirmed: true });
@@ -695,7 +708,7 @@
       await api("POST", `api/cards/${encodeURIComponent(c.id)}/answer`, body);
       state.answered.add(c.id);
       form.remove();
-      notice(`Answered the question of ${c.serverId} (${action}).`);
+      notice(`Answered the question of ${visible(c.serverId)} (${action}).`);
       renderCards();
     } catch (err) {
       $$("button", form).forEach((b) => (b.disabled = false));
