@@ -24,9 +24,15 @@ type barrier struct {
 	n       int
 	arrived int
 	all     chan struct{}
+	// then is the round's second barrier: calls that asked their
+	// question wait there, so none ends (and leaves the others alone in
+	// flight) before every question was handled.
+	then *barrier
 }
 
-func newBarrier(n int) *barrier { return &barrier{n: n, all: make(chan struct{})} }
+func newBarrier(n int) *barrier {
+	return &barrier{n: n, all: make(chan struct{}), then: &barrier{n: n, all: make(chan struct{})}}
+}
 
 func (b *barrier) wait(ctx context.Context) error {
 	b.mu.Lock()
@@ -81,7 +87,8 @@ func routingServer(round *atomic.Pointer[barrier]) *mcp.Server {
 		return text("model said " + res.Content.(*mcp.TextContent).Text), nil, nil
 	})
 	mcp.AddTool(srv, &mcp.Tool{Name: "stray", InputSchema: schema}, func(ctx context.Context, req *mcp.CallToolRequest, _ any) (*mcp.CallToolResult, any, error) {
-		if err := round.Load().wait(ctx); err != nil {
+		b := round.Load()
+		if err := b.wait(ctx); err != nil {
 			return nil, nil, err
 		}
 		// A context without the call's request id: go-sdk sends the
@@ -93,6 +100,9 @@ func routingServer(round *atomic.Pointer[barrier]) *mcp.Server {
 			out = append(out, "question error: "+err.Error())
 		} else {
 			out = append(out, "question "+res.Action)
+		}
+		if err := b.then.wait(ctx); err != nil {
+			return nil, nil, err
 		}
 		if res, err := req.Session.CreateMessage(sctx, &mcp.CreateMessageParams{MaxTokens: 10,
 			Messages: []*mcp.SamplingMessage{{Role: "user", Content: &mcp.TextContent{Text: "stray"}}}}); err != nil {
