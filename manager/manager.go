@@ -1252,7 +1252,9 @@ func (e *entry) statusLocked(now time.Time) ServerStatus {
 	}
 	if e.sess != nil {
 		st.ConnectionID = e.sess.ConnectionID()
-	} else if e.bo.err != nil && now.Before(e.bo.next) {
+	} else if e.bo.err != nil && now.Before(e.bo.next) && retriable(Attribute(e.bo.err).Class) {
+		// Only a failure retried by the clock: sign-in, permission and
+		// configuration wait for the person, whatever the time.
 		// Only a wait still ahead: a time passed would read "not tried
 		// again before" a moment that is gone.
 		at := e.bo.next

@@ -256,6 +256,10 @@ var normalizers = []struct {
 	// Timing.
 	{regexp.MustCompile(`\b\d+(\.\d+)?(ns|µs|us|ms|s|m)\b`), "DUR"},
 	{regexp.MustCompile(`\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)`), "TIME"},
+	// A failed server's backoff (issue #20 item 1) is shown only while
+	// its wait is ahead: when a run reads status is timing.
+	{regexp.MustCompile(` \(not tried again before [^)]*\)`), ""},
+	{regexp.MustCompile(`(?m)^\s*"retryAt": "[^"]*",?\n`), ""},
 	// Loopback ports of per-test servers.
 	{regexp.MustCompile(`127\.0\.0\.1:\d+`), "127.0.0.1:PORT"},
 	// status names the daemon when one runs (issue #19 item 1): the one
