@@ -21,7 +21,7 @@ import (
 // error, a call fails at once, unsent (a *BackoffError). The wait grows
 // from BackoffBase to BackoffMax (1 s to 5 min by default), doubling with
 // each failure in a row, with ±10 % jitter so servers that failed together
-// do not come back in step; a 429 or 503 whose Retry-After asks for
+// do not come back in step; a refusal (429, 503, any status) whose Retry-After asks for
 // longer gets that, up to BackoffMax. Success, a config change, an
 // explicit Connect or Reconnect (the person acted: "remotemcp connect", a
 // finished sign-in, a new grant) and a Disconnect reset it; a session

@@ -10,6 +10,7 @@ package netlimit
 
 import (
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"sync"
@@ -36,9 +37,8 @@ const (
 	Headroom = 256
 )
 
-// refuseWriteWait bounds the write of the refusal to a connection over
-// the cap: it is a few hundred bytes into an empty socket buffer, so it
-// never waits in practice, and the accept loop must not.
+// refuseWriteWait bounds a refusal: the write of a few hundred bytes into
+// an empty socket buffer, then the read of what the peer sent.
 const refuseWriteWait = 100 * time.Millisecond
 
 // Listener is a net.Listener that holds at most Max connections at once.
@@ -53,6 +53,8 @@ type Listener struct {
 	open atomic.Int64
 	// refused counts the connections turned away, for the logs and tests.
 	refused atomic.Int64
+	// refusing counts the refusals still writing their 503.
+	refusing atomic.Int64
 }
 
 // Limit caps ln at max connections open at once (max < 1: 1). name says
@@ -83,12 +85,37 @@ func (l *Listener) Accept() (net.Conn, error) {
 }
 
 // refuse answers c with a 503 naming the limit and closes it.
+//
+// The request the peer sent is read (a little, briefly) before the close:
+// closing a socket with unread data makes the kernel send a reset, and a
+// client that gets the reset may never read the 503. That wait runs on
+// its own goroutine, at most maxRefusing at once, so the accept loop
+// never waits; past that, a refused connection is just closed.
 func (l *Listener) refuse(c net.Conn) {
-	body := fmt.Sprintf("remotemcp: %s already has %d connections open, its limit; a client holding idle connections must close some (idle ones close after %s), then try again\n", l.name, l.max, IdleTimeout)
-	_ = c.SetWriteDeadline(time.Now().Add(refuseWriteWait))
-	_, _ = fmt.Fprintf(c, "HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain; charset=utf-8\r\nConnection: close\r\nRetry-After: 1\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
-	_ = c.Close()
+	if l.refusing.Add(1) > maxRefusing {
+		l.refusing.Add(-1)
+		_ = c.Close()
+		return
+	}
+	go func() {
+		defer l.refusing.Add(-1)
+		body := fmt.Sprintf("remotemcp: %s already has %d connections open, its limit; a client holding connections open (idle keep-alives, event streams) must close some, then try again\n", l.name, l.max)
+		_ = c.SetDeadline(time.Now().Add(refuseWriteWait))
+		_, _ = fmt.Fprintf(c, "HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain; charset=utf-8\r\nConnection: close\r\nRetry-After: 1\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
+		if tc, ok := c.(interface{ CloseWrite() error }); ok {
+			_ = tc.CloseWrite()
+		}
+		_, _ = io.CopyN(io.Discard, c, refuseDrain)
+		_ = c.Close()
+	}()
 }
+
+// maxRefusing bounds the refusals under way; refuseDrain is how much of a
+// refused peer's request is read before its socket closes.
+const (
+	maxRefusing = 16
+	refuseDrain = 16 << 10
+)
 
 // Open is the number of connections open now.
 func (l *Listener) Open() int { return int(l.open.Load()) }
