@@ -198,7 +198,11 @@ func TestR2_7_DisconnectIsABarrier(t *testing.T) {
 	e.start()
 	first := make(chan error, 1)
 	go func() { first <- e.m.Connect(ctxT(t), "a") }()
-	waitFor(t, "attempt in flight", func() bool { return e.state("a") == StateConnecting })
+	// In flight on the wire: its initialize reached the server (held there
+	// by the delay). "connecting" alone is set before anything is sent,
+	// and on a loaded machine the disconnect could come before the
+	// request, leaving the later connect's initialize the only one.
+	waitFor(t, "attempt in flight", func() bool { return e.state("a") == StateConnecting && countRPC(f, "initialize") == 1 })
 	if err := e.m.Disconnect(ctxT(t), "a"); err != nil {
 		t.Fatal(err)
 	}
