@@ -262,7 +262,7 @@
     // what moves it.
     if (!s.retryAt || s.state === "ready" || s.state === "needs-auth") return "";
     const at = new Date(s.retryAt);
-    if (isNaN(at)) return "";
+    if (isNaN(at) || at <= Date.now()) return "";
     return " Not tried again before " + at.toLocaleTimeString() + "; Connect tries now.";
   }
 
