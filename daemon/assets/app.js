@@ -589,6 +589,9 @@
       return "[U+" + ch.codePointAt(0).toString(16).toUpperCase().padStart(4, "0") + "]";
     });
   }
+  // The page's other scripts (pins.js) show server text through the same
+  // helpers, so what a person reviews is rendered one way.
+  window.remotemcpPage = Object.freeze({ el, visible });
 
   // argumentsText is a call's arguments as indented JSON, hidden
   // characters as JSON escapes (the same value, visibly).

@@ -7,28 +7,11 @@
 (() => {
   const $ = (sel, root = document) => root.querySelector(sel);
 
-  function el(tag, props = {}, ...children) {
-    const e = document.createElement(tag);
-    for (const [k, v] of Object.entries(props)) {
-      if (k === "text") e.textContent = v;
-      else if (k === "class") e.className = v;
-      else if (k.startsWith("data-")) e.setAttribute(k, v);
-      else e[k] = v;
-    }
-    for (const c of children) if (c) e.append(c);
-    return e;
-  }
-
-  // hidden and visible are app.js's (kept apart there): every character
-  // a person cannot see but a model reads — tag characters, zero-width
-  // and bidi ones (\p{Cf}), other controls, line and paragraph
-  // separators, the Hangul fillers — is written as [U+XXXX], so a review
-  // shows what the agent would read (issue #20 item 3 review). Tab, line
-  // feed and carriage return stay.
-  const hidden = /[\p{Cf}\u0000-\u0008\u000B\u000C\u000E-\u001F\u007F-\u009F\u2028\u2029\u115F\u1160\u3164\uFFA0]/gu;
-  function visible(s) {
-    return String(s).replace(hidden, (ch) => "[U+" + ch.codePointAt(0).toString(16).toUpperCase().padStart(4, "0") + "]");
-  }
+  // el and visible are app.js's (window.remotemcpPage, loaded first):
+  // every character a person cannot see but a model reads is written as
+  // [U+XXXX], so a review shows what the agent would read (issue #20 item
+  // 3 review).
+  const { el, visible } = window.remotemcpPage;
 
   // api is app.js's: same-origin with the session cookie; the browser
   // sends our Origin on a POST, which the daemon checks (CSRF).
