@@ -318,6 +318,36 @@ func corruptError(path, why string) error {
 	return fmt.Errorf("store: open database: %s: %s; the file was left untouched (move it aside to start afresh, or restore a backup): %w", path, why, ErrCorrupt)
 }
 
+// enableWAL sets the journal mode to WAL. Changing it takes the file's
+// exclusive lock, and SQLite answers SQLITE_BUSY at once, without its busy
+// handler, while another process (or connection) holds a lock, as when
+// two remotemcp processes open a new data directory together; so BUSY is
+// retried for up to busyTimeout, like any other lock wait here.
+func (s *SQLite) enableWAL(ctx context.Context) error {
+	deadline := time.Now().Add(busyTimeout)
+	for wait := 5 * time.Millisecond; ; wait = min(2*wait, 200*time.Millisecond) {
+		var mode string
+		err := s.db.QueryRowContext(ctx, `PRAGMA journal_mode = WAL`).Scan(&mode)
+		if err == nil || !isBusy(err) || time.Now().After(deadline) {
+			return err
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+}
+
+// isBusy reports whether err is SQLite saying another connection holds a
+// lock it needs.
+func isBusy(err error) bool {
+	var se *sqlite.Error
+	return errors.As(err, &se) && se.Code()&0xff == sqlite3.SQLITE_BUSY
+}
+
 // isCorrupt reports whether err is SQLite saying the file is damaged.
 func isCorrupt(err error) bool {
 	var se *sqlite.Error
@@ -371,8 +401,7 @@ func (s *SQLite) init(ctx context.Context) error {
 
 	// WAL is a persistent property of the file; setting it is the first
 	// write, done only once the file has passed the checks above.
-	var mode string
-	if err := s.db.QueryRowContext(ctx, `PRAGMA journal_mode = WAL`).Scan(&mode); err != nil {
+	if err := s.enableWAL(ctx); err != nil {
 		return fmt.Errorf("store: open database %s: enable WAL: %w", s.path, err)
 	}
 	if err := s.migrate(ctx); err != nil {
