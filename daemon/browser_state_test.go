@@ -390,6 +390,9 @@ func TestBrowserEditSettings(t *testing.T) {
 	dialog := `#edit-dialog`
 	open := func() {
 		t.Helper()
+		// The row is drawn once the page has the server list: after
+		// login on a loaded machine it may not be there yet.
+		b.wait("the server's row", `!!document.querySelector('`+row("fx")+` details.settings')`)
 		if b.eval(`String(document.querySelector('`+row("fx")+` details.settings').open)`) != "true" {
 			b.click(row("fx") + ` details.settings summary`)
 		}
