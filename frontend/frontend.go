@@ -416,10 +416,11 @@ func (f *Frontend) syncTools(ctx context.Context) error {
 // output schema that is not an object schema, icons or _meta that do not
 // parse) is left out with a log line; the tool is still offered.
 func (f *Frontend) hostTool(t localapi.Tool, name string, schema json.RawMessage, trusted bool) *mcp.Tool {
-	// Every string of the schemas too (review finding 2): the engine's
-	// snapshot already shows them, and a schema that hides nothing stays
-	// the server's bytes.
-	mt := &mcp.Tool{Name: name, Title: t.Title, Description: t.Description, InputSchema: agent.ShowHiddenJSON(schema)}
+	// The schemas, the annotations' title, and every prompt and resource
+	// text come from the engine's snapshot, which already shows invisible
+	// characters (agent.ShowHiddenJSON; review finding 2), and a schema that
+	// hides nothing is the server's bytes.
+	mt := &mcp.Tool{Name: name, Title: t.Title, Description: t.Description, InputSchema: schema}
 	if t.Own != nil {
 		mt.Title, mt.Description = t.Own.Title, t.Own.Description
 	}
@@ -435,13 +436,11 @@ func (f *Frontend) hostTool(t localapi.Tool, name string, schema json.RawMessage
 	if out, ok := hostOutputSchema(t.OutputSchema); !ok {
 		left("outputSchema: not an object schema")
 	} else if out != nil {
-		mt.OutputSchema = agent.ShowHiddenJSON(out)
+		mt.OutputSchema = out
 	}
 	var ok bool
 	if mt.Annotations, ok = hostToolAnnotations(t.Annotations, trusted); !ok {
 		left("annotations")
-	} else if mt.Annotations != nil {
-		mt.Annotations.Title = agent.ShowHidden(mt.Annotations.Title)
 	}
 	if mt.Icons, ok = hostIcons(t.Icons); !ok {
 		left("icons")
@@ -505,13 +504,11 @@ func (f *Frontend) syncPrompts(ctx context.Context) error {
 	names := f.names(keys)
 	want := make(map[string]offer, len(ps))
 	for _, p := range ps {
-		// Invisible characters shown in titles and descriptions, as in
-		// a tool's (review finding 2).
-		mp := &mcp.Prompt{Name: names[agent.NameKey{Server: p.ServerID, Name: p.Name}], Title: agent.ShowHidden(p.Title), Description: agent.ShowHidden(p.Description)}
+		mp := &mcp.Prompt{Name: names[agent.NameKey{Server: p.ServerID, Name: p.Name}], Title: p.Title, Description: p.Description}
 		mp.Icons, mp.Meta = f.partsOf(p.ServerID, "prompt "+p.Name, p.Icons, p.Meta)
 		for _, a := range p.Arguments {
-			mp.Arguments = append(mp.Arguments, &mcp.PromptArgument{Name: a.Name, Title: agent.ShowHidden(a.Title),
-				Description: agent.ShowHidden(a.Description), Required: a.Required})
+			mp.Arguments = append(mp.Arguments, &mcp.PromptArgument{Name: a.Name, Title: a.Title,
+				Description: a.Description, Required: a.Required})
 		}
 		sig, _ := json.Marshal(mp)
 		command := p.Command
@@ -559,13 +556,13 @@ func (f *Frontend) syncResources(ctx context.Context) error {
 			f.log.Warn("frontend: annotations left out: they do not parse", "server", server, "of", r.URI)
 		}
 		if r.Template {
-			mt := &mcp.ResourceTemplate{URITemplate: exposed, Name: r.Name, Title: agent.ShowHidden(r.Title), Description: agent.ShowHidden(r.Description), MIMEType: r.MIMEType,
+			mt := &mcp.ResourceTemplate{URITemplate: exposed, Name: r.Name, Title: r.Title, Description: r.Description, MIMEType: r.MIMEType,
 				Annotations: ann, Icons: icons, Meta: meta}
 			sig, _ := json.Marshal(mt)
 			wantT[exposed] = offer{sig: string(sig), add: func() { f.srv.AddResourceTemplate(mt, f.readResource(server)) }}
 			continue
 		}
-		mr := &mcp.Resource{URI: exposed, Name: r.Name, Title: agent.ShowHidden(r.Title), Description: agent.ShowHidden(r.Description), MIMEType: r.MIMEType, Size: r.Size,
+		mr := &mcp.Resource{URI: exposed, Name: r.Name, Title: r.Title, Description: r.Description, MIMEType: r.MIMEType, Size: r.Size,
 			Annotations: ann, Icons: icons, Meta: meta}
 		if mr.Name == "" {
 			mr.Name = r.URI
