@@ -7,12 +7,12 @@ import (
 	"net"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/remotemcp/remotemcp"
 	"github.com/remotemcp/remotemcp/frontend"
+	"github.com/remotemcp/remotemcp/internal/clocktest"
 	"github.com/remotemcp/remotemcp/internal/testserver/fixture"
 	"github.com/remotemcp/remotemcp/localapi"
 	"github.com/remotemcp/remotemcp/store"
@@ -23,62 +23,6 @@ const hang = 2 * time.Minute
 
 // fakeClock is HTTPOptions.AfterFunc with a time that moves only when
 // the test says: no test here waits on the wall clock for a limit.
-type fakeClock struct {
-	mu     sync.Mutex
-	now    time.Duration
-	timers []*fakeTimer
-}
-
-type fakeTimer struct {
-	at, d time.Duration
-	f     func()
-	done  bool // fired or stopped
-}
-
-func (c *fakeClock) AfterFunc(d time.Duration, f func()) func() bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	t := &fakeTimer{at: c.now + d, d: d, f: f}
-	c.timers = append(c.timers, t)
-	return func() bool {
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		was := !t.done
-		t.done = true
-		return was
-	}
-}
-
-// Advance moves the time by d and runs the timers due, in order.
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.now += d
-	var due []*fakeTimer
-	for _, t := range c.timers {
-		if !t.done && t.at <= c.now {
-			t.done = true
-			due = append(due, t)
-		}
-	}
-	c.mu.Unlock()
-	for _, t := range due {
-		t.f()
-	}
-}
-
-// Pending is the number of timers of duration d waiting.
-func (c *fakeClock) Pending(d time.Duration) int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	n := 0
-	for _, t := range c.timers {
-		if !t.done && t.d == d {
-			n++
-		}
-	}
-	return n
-}
-
 // waitUntil polls cond until it holds, failing only after a hang.
 func waitUntil(t *testing.T, what string, cond func() bool) {
 	t.Helper()
@@ -246,7 +190,7 @@ func (e *endpoint) stream(t *testing.T, tok, sid string) (ended <-chan error, ca
 // --session-idle ends, and its id answers 404 (before, sessions never
 // expired and old ids answered forever). A request in time keeps it.
 func TestHTTPSessionIdleEnds(t *testing.T) {
-	clk := &fakeClock{}
+	clk := clocktest.New(time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC))
 	e := startEndpoint(t, frontend.HTTPOptions{SessionIdle: testIdle, AfterFunc: clk.AfterFunc})
 	tok := e.token(t, "host")
 	sid := e.session(t, tok)
@@ -272,7 +216,7 @@ func TestHTTPSessionIdleEnds(t *testing.T) {
 // is alive however long it sends nothing; once the stream closes, the
 // idle time runs.
 func TestHTTPSessionStreamKeepsAlive(t *testing.T) {
-	clk := &fakeClock{}
+	clk := clocktest.New(time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC))
 	e := startEndpoint(t, frontend.HTTPOptions{SessionIdle: testIdle, AfterFunc: clk.AfterFunc})
 	tok := e.token(t, "host")
 	sid := e.session(t, tok)
@@ -391,7 +335,7 @@ func TestHTTPSessionOtherToken(t *testing.T) {
 // session outlived its token and answered any other); the other token's
 // sessions stay.
 func TestHTTPRevokeEndsSessions(t *testing.T) {
-	clk := &fakeClock{}
+	clk := clocktest.New(time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC))
 	// Sessions never idle out here: only the revocation ends one.
 	e := startEndpoint(t, frontend.HTTPOptions{SessionIdle: -1, AfterFunc: clk.AfterFunc})
 	a, b := e.token(t, "a"), e.token(t, "b")
@@ -463,7 +407,7 @@ func TestHTTPEndpointConnLimits(t *testing.T) {
 // subscriptions: the server is unsubscribed (and may hibernate).
 func TestHTTPSessionIdleReleasesSubscriptions(t *testing.T) {
 	f := startFixture(t)
-	clk := &fakeClock{}
+	clk := clocktest.New(time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC))
 	e := startEndpointWith(t, frontend.HTTPOptions{SessionIdle: testIdle, AfterFunc: clk.AfterFunc}, f)
 	tok := e.token(t, "host")
 	sid := e.session(t, tok)
@@ -488,7 +432,7 @@ func TestHTTPSessionIdleReleasesSubscriptions(t *testing.T) {
 // but a go-sdk whose Close waits for requests in flight would.
 func TestHTTPRevokeDoesNotWaitForCalls(t *testing.T) {
 	f := startFixture(t)
-	clk := &fakeClock{}
+	clk := clocktest.New(time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC))
 	e := startEndpointWith(t, frontend.HTTPOptions{SessionIdle: -1, AfterFunc: clk.AfterFunc}, f)
 	a := e.token(t, "a")
 	busy, idle := e.session(t, a), e.session(t, a)

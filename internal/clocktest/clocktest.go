@@ -19,6 +19,7 @@ type Clock struct {
 
 type timer struct {
 	at    time.Time
+	d     time.Duration // as asked, to tell kinds of timers apart (Pending)
 	f     func()
 	fired bool
 	gone  bool
@@ -39,7 +40,7 @@ func (c *Clock) Now() time.Time {
 func (c *Clock) AfterFunc(d time.Duration, f func()) (stop func() bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	t := &timer{at: c.now.Add(d), f: f}
+	t := &timer{at: c.now.Add(d), d: d, f: f}
 	c.timers = append(c.timers, t)
 	return func() bool {
 		c.mu.Lock()
@@ -74,6 +75,20 @@ func (c *Clock) Advance(d time.Duration) {
 	for _, t := range due {
 		go t.f()
 	}
+}
+
+// Pending is the number of functions waiting that were asked for after
+// d (a test tells an idle timer from a periodic check by their d).
+func (c *Clock) Pending(d time.Duration) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	for _, t := range c.timers {
+		if !t.gone && !t.fired && t.d == d {
+			n++
+		}
+	}
+	return n
 }
 
 // Next is the time of the earliest pending function; ok is false when
