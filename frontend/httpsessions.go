@@ -148,6 +148,9 @@ func (h *hostSessions) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case sessionOther:
 		http.Error(w, otherTokenBody, http.StatusForbidden)
 		return
+	case sessionEnding:
+		http.Error(w, "session not found", http.StatusNotFound)
+		return
 	case sessionUnknown:
 		// Ended or never was: go-sdk answers 404, and a host starts over.
 		h.next.ServeHTTP(w, r)
@@ -285,6 +288,7 @@ const (
 	sessionOurs = iota
 	sessionOther
 	sessionUnknown
+	sessionEnding
 )
 
 // begin counts a request of session sid made with user's token.
@@ -295,6 +299,10 @@ func (h *hostSessions) begin(sid, user string) int {
 	switch {
 	case !ok:
 		return sessionUnknown
+	case s.ended:
+		// Closed by a limit or a revocation, go-sdk may not have let go
+		// of it yet: to every token it is gone already.
+		return sessionEnding
 	case s.user != user:
 		return sessionOther
 	}
