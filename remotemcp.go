@@ -1,10 +1,8 @@
-// Package remotemcp is the remotemcp engine: it opens a data directory
-// (SQLite store with its key file, in-memory token store, host permission
-// broker, OAuth authenticator, elicitation cards, connection manager and
-// agent registry) and implements [localapi.Engine], the one API every
-// surface uses. The daemon's HTTP handlers are thin adapters over it, the
-// CLI runs it in-process when no daemon runs, and embedders call it
-// directly, paying no HTTP cost.
+// Package remotemcp lets a Go program use remote MCP servers safely: it
+// opens a data directory (servers, sealed tokens, host grants, question
+// cards) and runs remotemcp's engine in-process, the same engine the
+// daemon and the CLI run. Every method is one of [localapi.Engine]'s;
+// the daemon's HTTP API and the CLI are adapters over the same calls.
 //
 //	c, err := remotemcp.Open(ctx, remotemcp.Options{NoStartupConnect: true})
 //	defer c.Close()
@@ -18,264 +16,144 @@ package remotemcp
 
 import (
 	"context"
-	"fmt"
-	"log/slog"
 	"net/http"
-	"sync"
-	"sync/atomic"
-	"time"
+	"net/url"
 
-	"github.com/modelcontextprotocol/go-sdk/auth"
-
-	"github.com/remotemcp/remotemcp/agent"
-	"github.com/remotemcp/remotemcp/config"
-	"github.com/remotemcp/remotemcp/elicit"
-	"github.com/remotemcp/remotemcp/hostperm"
+	"github.com/remotemcp/remotemcp/engine"
 	"github.com/remotemcp/remotemcp/localapi"
-	"github.com/remotemcp/remotemcp/manager"
-	"github.com/remotemcp/remotemcp/oauth"
-	"github.com/remotemcp/remotemcp/session"
-	"github.com/remotemcp/remotemcp/store"
 )
 
 // Version is the remotemcp version reported in initialize.
-const Version = "0.1.0"
+const Version = engine.Version
 
-// Options configure Open. The zero value uses the default data directory.
-type Options struct {
-	// DataDir overrides $REMOTEMCP_HOME and the user config directory.
-	DataDir string
-	Logger  *slog.Logger
-	// HTTPClient is the base client for all outbound traffic; it must not
-	// set Timeout. Nil uses a client with sane dial/TLS timeouts.
-	HTTPClient *http.Client
-	// OAuth overrides the OAuth provider of oauth servers. Nil: the
-	// Client's own Authenticator, non-interactive (R3.13: background work
-	// never starts a browser flow; the person signs in with Authorize).
-	OAuth manager.OAuthProvider
-	// Elicit answers server questions itself. Nil (the default) turns
-	// them into elicitation cards (Client.Elicit) that a person answers
-	// through CallHandler.Question and Answer (R6.1).
-	Elicit func(ctx context.Context, info manager.ElicitInfo, req *ElicitRequest) (*ElicitResult, error)
-	// Cards is kept for compatibility and has no effect: the engine keeps
-	// elicitation cards whenever Elicit is nil. Several processes may
-	// open the cards of one data directory at once; each one's open
-	// questions stay its own (package elicit).
-	//
-	// Deprecated: cards are always kept unless Elicit is set.
-	Cards bool
-	// ProtocolVersion overrides the MCP revision (conformance testing of
-	// the draft only); empty means the pinned 2025-11-25.
-	ProtocolVersion string
-	// NoStartupConnect: Open connects nothing; every server is lazy, and
-	// the engine connects only the server a call or listing needs. A
-	// one-shot command runs the engine this way; connectOnStartup is for
-	// long-lived owners (the daemon, an embedding agent).
-	NoStartupConnect bool
-	// IdleCheck is how often sessions unused for their server's
-	// idleTimeout are looked for and closed (default 15 s).
-	IdleCheck time.Duration
-	// AskHost puts an origin without a grant to the person at once (see
-	// hostperm.Options.Ask); nil leaves a pending approval (R2.2).
-	AskHost func(ctx context.Context, refused hostperm.PermissionRequiredError) bool
-	// NoStart opens the store and makes the manager without starting it
-	// (no connections, no reconcile loop, no agent registry): for
-	// one-shot commands that only edit the config. Methods that need a
-	// session answer localapi.CodeUnavailable.
-	NoStart bool
-	// BackoffBase and BackoffMax shape each server's connect backoff
-	// (default 1 s and 5 min; see manager.Options); Clock is its time
-	// (nil: the wall clock; tests pass a manual one).
-	BackoffBase, BackoffMax time.Duration
-	Clock                   manager.Clock
-}
+// Options configure Open; the zero value uses the default data directory
+// and connects the servers marked connectOnStartup.
+type Options = engine.Options
 
-// Client is an opened remotemcp: the engine. It implements
-// [localapi.Engine] and [localapi.CallbackReceiver]; ordinary use needs
-// nothing but those methods. The exported parts are for owners that wire
-// more around the engine (the conformance client, tests).
+// ElicitRequest and ElicitResult are go-sdk's elicitation types, and
+// ElicitInfo says which server and call asked: the types of
+// Options.Elicit, re-exported so embedders need not import the SDK.
+type (
+	ElicitRequest = engine.ElicitRequest
+	ElicitResult  = engine.ElicitResult
+	ElicitInfo    = engine.ElicitInfo
+)
+
+// Client is an opened remotemcp. It implements [localapi.Engine],
+// [localapi.CallbackReceiver], [localapi.PinReviewer] and
+// [localapi.SecretLister]; it is safe for concurrent use.
 type Client struct {
-	Store  *store.SQLite
-	Memory *store.Memory
-	// Elicit holds the elicitation cards (nil when Options.Elicit is set).
-	Elicit *elicit.Cards
-	// OAuth performs logins, refreshes and step-ups for oauth servers.
-	OAuth *oauth.Authenticator
-	// Hosts is the host permission broker every outbound request passes
-	// (R2.2): HTTP is guarded by it.
-	Hosts   *hostperm.Broker
-	Manager *manager.Manager
-	HTTP    *http.Client
-	DataDir string
-
-	o       Options
-	log     *slog.Logger
-	lazy    bool // NoStartupConnect: connect only what a request needs
-	running bool // the manager and the registry were started
-	started time.Time
-	reg     *agent.Registry
-
-	// ctx ends when Close begins; flows, watchers and background work
-	// derive from it.
-	ctx    context.Context
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
-	bgMu   sync.Mutex // orders wg.Add against Close's wg.Wait
-	closed bool       // guarded by bgMu
-
-	hub   *hub
-	flows *flows
-	// cbPort is the port whose /mcp-oauth the owner serves (ServeCallbacks).
-	cbPort atomic.Int64
-	loopMu sync.Mutex
-	loops  map[int]*loopback // the engine's own callback listeners
-
-	// signedOut marks servers signed out by Logout until they sign in or
-	// connect again (their state is needs-auth, reason "signed out").
-	soMu      sync.Mutex
-	signedOut map[string]bool
-	// waiting holds servers whose last request needed the person (a
-	// sign-in, more scopes): they show needs-auth with this reason until
-	// a sign-in or a request that works (SPEC §9 A4, B2).
-	waiting map[string]*localapi.Reason
-
-	// notices are the servers' notifications for Subscribe (log
-	// messages, resource updates).
-	notices noticeRing
-
-	editMu sync.Mutex // queues this process's server edits
-
-	// callErrs keeps the manager's error of a call in flight by operation
-	// id, so the engine can explain a call refused before it was sent.
-	callErrs sync.Map
-
-	closeOnce sync.Once
-	closeErr  error
+	e *engine.Engine
 }
 
-// NewHTTPClient returns the default base HTTP client: bounded dial, TLS
-// and header waits, but no overall Timeout (it would cut SSE streams).
-func NewHTTPClient() *http.Client {
-	tr := http.DefaultTransport.(*http.Transport).Clone()
-	tr.TLSHandshakeTimeout = 15 * time.Second
-	tr.ResponseHeaderTimeout = 0 // tool calls may legitimately take minutes
-	tr.MaxIdleConnsPerHost = 64
-	return &http.Client{Transport: tr}
-}
+var (
+	_ localapi.Engine           = (*Client)(nil)
+	_ localapi.CallbackReceiver = (*Client)(nil)
+	_ localapi.PinReviewer      = (*Client)(nil)
+	_ localapi.SecretLister     = (*Client)(nil)
+)
 
-// Open opens the data directory and starts the engine (unless NoStart):
-// the manager (connecting the servers with connectOnStartup, unless
-// NoStartupConnect), the agent registry (which connects nothing by
-// itself) and the event watchers.
+// Open opens the data directory and starts the engine: the servers with
+// connectOnStartup connect (unless Options.NoStartupConnect), every other
+// server connects when a call or a listing needs it. Close releases it.
 func Open(ctx context.Context, o Options) (*Client, error) {
-	dir, err := store.DataDir(o.DataDir)
-	if err != nil {
-		return nil, fmt.Errorf("remotemcp: data directory: %w", err)
-	}
-	st, err := store.Open(ctx, dir, store.Options{Logger: o.Logger})
+	e, err := engine.Open(ctx, o)
 	if err != nil {
 		return nil, err
 	}
-	base := o.HTTPClient
-	if base == nil {
-		base = NewHTTPClient()
-	}
-	log := o.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
-	hosts := hostperm.New(st, hostperm.Options{Ask: o.AskHost})
-	// One guard for everything: MCP endpoints, metadata, registration,
-	// token requests (R2.2). A copy, so the caller's client is unchanged.
-	hc := *base
-	hc.Transport = hosts.Transport(base.Transport)
-	c := &Client{
-		Store: st, Memory: store.NewMemory(), HTTP: &hc, Hosts: hosts, DataDir: dir,
-		o: o, log: log, lazy: o.NoStartupConnect, started: time.Now().UTC(),
-		hub: newHub(), flows: newFlows(), loops: map[int]*loopback{}, signedOut: map[string]bool{},
-	}
-	c.ctx, c.cancel = context.WithCancel(context.Background())
-	c.OAuth = oauth.New(oauth.Options{Store: st, Memory: c.Memory, HTTPClient: c.HTTP, Logger: o.Logger,
-		ClientMetadataURL: func(s config.Server) string { return s.Auth.ClientMetadataURL },
-		// OAuth requests join the server's request log (B1); c.Manager is
-		// read when one is made, after it is set below.
-		OnExchange: func(x oauth.Exchange) {
-			if c.Manager != nil {
-				c.Manager.RecordExchange(x.ServerID, session.Exchange{Time: x.Time, HTTPMethod: x.HTTPMethod,
-					Status: x.Status, Millis: x.Millis, Error: x.Error, Kind: "oauth", Step: string(x.Step), URL: x.URL})
-			}
-		}})
-	provider := o.OAuth
-	if provider == nil {
-		provider = OAuthProvider(c.OAuth, nil)
-	}
-	mo := manager.Options{
-		Store: st, HTTPClient: c.HTTP, OAuth: provider, Logger: o.Logger,
-		ClientName: "remotemcp", ClientVersion: Version,
-		ProtocolVersion: o.ProtocolVersion, NoStartupConnect: o.NoStartupConnect,
-		Elicit: o.Elicit, OnLog: c.onServerLog, OnResourceUpdated: c.onResourceUpdated,
-		Catalogs: manager.KVShelf{KV: st}, Logs: manager.KVShelf{KV: st}, IdleCheck: o.IdleCheck,
-		BackoffBase: o.BackoffBase, BackoffMax: o.BackoffMax, Clock: o.Clock,
-	}
-	if mo.Elicit == nil {
-		cards, err := elicit.Open(ctx, st, elicit.Options{Logger: o.Logger})
-		if err != nil {
-			c.cancel()
-			hosts.Close()
-			st.Close()
-			return nil, fmt.Errorf("remotemcp: elicitation cards: %w", err)
-		}
-		c.Elicit = cards
-		mo.Elicit = cards.Handle
-	}
-	c.Manager = manager.New(mo)
-	c.reg, err = agent.New(agent.Options{
-		Backend: backend{Manager: c.Manager, c: c}, Approver: agent.ApproverFunc(c.approve),
-		Cards: c.Elicit, Logger: o.Logger,
-	})
-	if err != nil {
-		c.Close()
-		return nil, fmt.Errorf("remotemcp: agent registry: %w", err)
-	}
-	if !o.NoStart {
-		if err := c.start(ctx); err != nil {
-			c.Close()
-			return nil, err
-		}
-	}
-	return c, nil
+	return &Client{e: e}, nil
 }
 
-// start starts the manager, the registry and the watchers.
-func (c *Client) start(ctx context.Context) error {
-	if err := c.Manager.Start(ctx); err != nil {
-		return err
-	}
-	if c.Elicit != nil {
-		c.Elicit.Watch(c.Manager)
-	}
-	// The registry's first listing connects nothing: servers are listed
-	// when a request needs them (connectOnStartup servers arrive through
-	// the manager's events once they are ready).
-	if err := c.reg.Start(withWant(ctx)); err != nil {
-		return err
-	}
-	c.running = true
-	c.startWatchers()
-	return nil
+// NewHTTPClient returns the default base HTTP client (Options.HTTPClient):
+// bounded dial, TLS and header waits, but no overall Timeout (it would
+// cut SSE streams).
+func NewHTTPClient() *http.Client { return engine.NewHTTPClient() }
+
+// AcceptTools pins the new definitions of a server's held tools, so they
+// are offered again (remotemcp tools accept; the page's Accept).
+func (c *Client) AcceptTools(ctx context.Context, serverID string, req localapi.AcceptToolsRequest) (*localapi.AcceptToolsResult, error) {
+	return c.e.AcceptTools(ctx, serverID, req)
 }
 
-// OAuthProvider adapts an Authenticator to the manager. interactive nil
-// means background handlers: a 401 the refresh token cannot fix becomes a
-// "login required" error (R3.13); a Browser makes every handler able to
-// run the full flow (the conformance client, which plays the browser).
-func OAuthProvider(a *oauth.Authenticator, interactive oauth.Browser) manager.OAuthProvider {
-	return providerFunc(func(srv config.Server) auth.OAuthHandler { return a.Handler(srv, interactive) })
+// AddServer adds a server and grants its own origin in the same user
+// action (R2.2); Granted lists the origin when this add granted it (not
+// when it had a grant already). A taken id is CodeConflict.
+func (c *Client) AddServer(ctx context.Context, req localapi.AddServerRequest) (*localapi.AddServerResult, error) {
+	return c.e.AddServer(ctx, req)
 }
 
-type providerFunc func(config.Server) auth.OAuthHandler
+// Answer answers a pending question, from any process on the data
+// directory: the call that asked continues where it waits. An accepted
+// answer is checked against the question's form first; every bad field
+// is in the error's Problems.
+func (c *Client) Answer(ctx context.Context, cardID string, a localapi.Answer) error {
+	return c.e.Answer(ctx, cardID, a)
+}
 
-func (f providerFunc) Handler(srv config.Server) auth.OAuthHandler { return f(srv) }
+// AuthStatus reports what this engine knows about the sign-in of every
+// server (or of ids), never the tokens themselves. HasAccessToken is this
+// process's in-memory token: through a daemon, the daemon's. A server
+// that does not use OAuth is listed with its kind, signed in false.
+func (c *Client) AuthStatus(ctx context.Context, ids ...string) ([]localapi.AuthStatus, error) {
+	return c.e.AuthStatus(ctx, ids...)
+}
+
+// Authorization returns the server's latest sign-in flow.
+func (c *Client) Authorization(ctx context.Context, id string) (*localapi.AuthFlow, error) {
+	return c.e.Authorization(ctx, id)
+}
+
+// Authorize starts the sign-in flow of an OAuth server and returns once
+// the authorization URL is known (phase waiting), the flow failed, or it
+// was not needed. A flow that failed is returned together with an
+// *localapi.Error (CodePermissionRequired when an origin needs a grant
+// first). Starting a flow abandons the server's previous one.
+//
+// Registration recovery (issue #11): a flow whose browser step never came
+// back with a dynamically registered client leaves the registration
+// marked, and the next flow registers a new client — the authorization
+// server may have forgotten the old one, and it never redirects back for
+// an unknown client. Options.Reregister forces a new registration. The
+// scopes asked for include those a 403 insufficient_scope recorded.
+func (c *Client) Authorize(ctx context.Context, id string, opts ...localapi.AuthorizeOptions) (*localapi.AuthFlow, error) {
+	return c.e.Authorize(ctx, id, opts...)
+}
+
+// Call runs one tool call through the agent registry: it connects the
+// tool's server if it has no session (that server only), asks for
+// approval unless req.Approved (CallHandler.Approve gets the whole
+// request; without it nothing is sent), waits behind open questions, sends
+// the call once, and validates and budgets the result. h.Progress gets
+// each progress notification in order, and h.Question each server
+// question asked during the call; answer it with Answer, from any
+// goroutine or process, and the call continues.
+//
+// A call refused before anything was sent (the server needs a sign-in or
+// an origin grant, the approval was denied or not asked for) has
+// MaybeExecuted false and a message that says so. A result whose outcome
+// is not ok is returned with a nil error: it is the model's answer. The
+// error is for a request that is wrong (CodeBadRequest, CodeNotFound for
+// an unknown server, CodeConflict for a disabled one).
+func (c *Client) Call(ctx context.Context, req localapi.CallRequest, h localapi.CallHandler) (*localapi.ToolResult, error) {
+	return c.e.Call(ctx, req, h)
+}
+
+// CancelCall cancels a call by its operation id at whatever stage it is
+// (R4.5); a cancel that arrives before its call is remembered for a while.
+func (c *Client) CancelCall(ctx context.Context, operationID string) error {
+	return c.e.CancelCall(ctx, operationID)
+}
+
+// Card returns one server question.
+func (c *Client) Card(ctx context.Context, id string) (*localapi.Card, error) {
+	return c.e.Card(ctx, id)
+}
+
+// Cards lists the server questions, newest first (pending, answered,
+// cancelled and interrupted ones within the retention; at most 100).
+func (c *Client) Cards(ctx context.Context) ([]localapi.Card, error) {
+	return c.e.Cards(ctx)
+}
 
 // Close stops the engine in the order package elicit documents: sign-in
 // flows and background work end, the registry stops, open questions are
@@ -283,38 +161,238 @@ func (f providerFunc) Handler(srv config.Server) auth.OAuthHandler { return f(sr
 // refusal, then the manager closes every session (cancelling calls in
 // flight), then the broker and the store. Idempotent.
 func (c *Client) Close() error {
-	c.closeOnce.Do(func() {
-		c.bgMu.Lock()
-		c.closed = true
-		c.bgMu.Unlock()
-		c.cancel()
-		c.wg.Wait()
-		if c.reg != nil {
-			c.reg.Close()
-		}
-		if c.Elicit != nil {
-			c.Elicit.Close()
-		}
-		c.Manager.Close()
-		c.Hosts.Close()
-		c.closeErr = c.Store.Close()
-	})
-	return c.closeErr
+	return c.e.Close()
 }
 
-// goBackground runs f in a goroutine owned by the engine: Close waits for
-// it, and its context ends when Close begins. It reports false (and does
-// not run f) once Close has begun.
-func (c *Client) goBackground(f func(ctx context.Context)) bool {
-	c.bgMu.Lock()
-	defer c.bgMu.Unlock()
-	if c.closed {
-		return false
-	}
-	c.wg.Add(1)
-	go func() {
-		defer c.wg.Done()
-		f(c.ctx)
-	}()
-	return true
+// Complete asks a server for completion values of an argument of one of
+// its prompts or resource templates (completion/complete), connecting it
+// when it has no session. A request without a server, a reference or an
+// argument name is CodeBadRequest before anything is sent, as is one the
+// server refuses.
+func (c *Client) Complete(ctx context.Context, req localapi.CompleteRequest) (*localapi.CompleteResult, error) {
+	return c.e.Complete(ctx, req)
+}
+
+// CompleteAuthorization completes the flow a callback to /mcp-oauth
+// belongs to, matched by its state, and answers with the flow once the
+// code has been exchanged (or after a while, as it then stands). A
+// callback that cannot be read is CodeBadRequest; one that belongs to no
+// waiting flow (forged, stale or replayed) is CodeNotFound and changes
+// nothing; a second delivery of one is CodeConflict.
+func (c *Client) CompleteAuthorization(ctx context.Context, query url.Values) (*localapi.AuthFlow, error) {
+	return c.e.CompleteAuthorization(ctx, query)
+}
+
+// Connect connects (or reconnects) a server and waits for the outcome. A
+// failure is an *localapi.Error whose Server has the state and reason:
+// CodePermissionRequired (with Permission) when an origin needs a grant
+// first, CodeLoginRequired (with Step) when the person must sign in,
+// CodeUnavailable otherwise.
+func (c *Client) Connect(ctx context.Context, id string) (*localapi.Server, error) {
+	return c.e.Connect(ctx, id)
+}
+
+// Disconnect closes the server's session.
+func (c *Client) Disconnect(ctx context.Context, id string) (*localapi.Server, error) {
+	return c.e.Disconnect(ctx, id)
+}
+
+// DismissPending drops the pending approvals of an origin without
+// granting it.
+func (c *Client) DismissPending(ctx context.Context, origin string) error {
+	return c.e.DismissPending(ctx, origin)
+}
+
+// GetPrompt runs a /server:prompt command. Missing required arguments and
+// unknown ones are CodeBadRequest naming the argument, before anything is
+// sent.
+func (c *Client) GetPrompt(ctx context.Context, req localapi.GetPromptRequest) (*localapi.PromptResult, error) {
+	return c.e.GetPrompt(ctx, req)
+}
+
+// Grant allows an origin (R2.2); by names the user action (hostperm.By…,
+// default the CLI's). Enabled servers of that origin that failed are
+// connected again in the background.
+func (c *Client) Grant(ctx context.Context, origin, by string) error {
+	return c.e.Grant(ctx, origin, by)
+}
+
+// Grants lists the origins the person allowed.
+func (c *Client) Grants(ctx context.Context) ([]localapi.Grant, error) {
+	return c.e.Grants(ctx)
+}
+
+// Health reports that the engine runs. InProcess is true unless an owner
+// serves its callbacks (ServeCallbacks): the daemon, seen from its
+// clients, is not in their process.
+func (c *Client) Health(ctx context.Context) (*localapi.Health, error) {
+	return c.e.Health(ctx)
+}
+
+// HeldTools lists the tools held because their definition changed since
+// it was pinned (issue #20 item 3), of one server or ("") of all, with
+// the old and new definitions and what changed.
+func (c *Client) HeldTools(ctx context.Context, serverID string) ([]localapi.HeldTool, error) {
+	return c.e.HeldTools(ctx, serverID)
+}
+
+// Import imports another client's MCP config (config.Import, ${VAR}
+// expanded from req.Env only) or remotemcp's own server list. Every entry
+// is reported: added; unchanged (the same entry is there already);
+// updated (req.Update, and the id exists with another entry); a conflict
+// (the id exists with another entry, without req.Update); or skipped with
+// its reason. Like adding a server, an import grants each imported
+// server's own origin and lists the origins it granted.
+func (c *Client) Import(ctx context.Context, req localapi.ImportRequest) (*localapi.ImportResult, error) {
+	return c.e.Import(ctx, req)
+}
+
+// KnownSecrets names the write-only secrets the store holds for servers
+// (bearer tokens, client secrets, header values), so the daemon can scrub them from
+// anything it sends (localapi.SecretLister). A secret that cannot be
+// opened is left out; the servers are still listed.
+func (c *Client) KnownSecrets(ctx context.Context) ([]string, error) {
+	return c.e.KnownSecrets(ctx)
+}
+
+// Log returns the server's last HTTP exchanges, oldest first (R5.3):
+// metadata only, redacted, never a header or a body. A lazy engine (one
+// command) that has not talked to the server yet connects it first to
+// record the handshake, or where it failed.
+func (c *Client) Log(ctx context.Context, id string) ([]localapi.LogEntry, error) {
+	return c.e.Log(ctx, id)
+}
+
+// Logout signs out of an OAuth server: it forgets the access token, the
+// refresh token and the client registration, and ends the server's
+// sessions; its state is then needs-auth, reason "signed out", until it
+// signs in or connects again. A server that does not use OAuth is
+// CodeConflict: there is nothing to sign out of.
+func (c *Client) Logout(ctx context.Context, id string) (*localapi.LogoutResult, error) {
+	return c.e.Logout(ctx, id)
+}
+
+// Pending lists the refused requests waiting for the person's decision.
+func (c *Client) Pending(ctx context.Context) ([]localapi.Pending, error) {
+	return c.e.Pending(ctx)
+}
+
+// Prompts lists the prompts of a server (every enabled one when serverID
+// is ""), as /server:prompt commands, connecting the servers that have no
+// session. A server that cannot be listed is an error when it is the one
+// asked for, and left out otherwise.
+func (c *Client) Prompts(ctx context.Context, serverID string) ([]localapi.Prompt, error) {
+	return c.e.Prompts(ctx, serverID)
+}
+
+// ReadResource reads a resource named @server:URI. A URI template must be
+// filled in first (CodeBadRequest).
+func (c *Client) ReadResource(ctx context.Context, req localapi.ReadRequest) (*localapi.ReadResult, error) {
+	return c.e.ReadResource(ctx, req)
+}
+
+// RemoveServer deletes a server: its config, its secrets, its OAuth state
+// and any sign-in flow.
+func (c *Client) RemoveServer(ctx context.Context, id string) error {
+	return c.e.RemoveServer(ctx, id)
+}
+
+// Resources lists or searches the resources and resource templates of a
+// server (every enabled one when req.ServerID is ""), best match first
+// (see agent.Registry.SearchResources), connecting what has no session.
+func (c *Client) Resources(ctx context.Context, req localapi.ResourcesRequest) ([]localapi.Resource, error) {
+	return c.e.Resources(ctx, req)
+}
+
+// Retry re-sends the call of an interrupted question once, after the
+// person confirmed it is safe (R6.2: an answer that never reached the
+// server is never pretended to have). The confirmation is its approval.
+// Without confirmed nothing is sent.
+func (c *Client) Retry(ctx context.Context, cardID string, confirmed bool) (*localapi.ToolResult, error) {
+	return c.e.Retry(ctx, cardID, confirmed)
+}
+
+// Revoke removes a grant and disconnects the servers of that origin,
+// whose open sessions the broker does not close by itself.
+func (c *Client) Revoke(ctx context.Context, origin string) error {
+	return c.e.Revoke(ctx, origin)
+}
+
+// ServeCallbacks tells the engine that its owner serves the loopback
+// redirect URI http://127.0.0.1:port/mcp-oauth and hands every request to
+// it to CompleteAuthorization. Flows of servers with another redirect
+// port still get a listener of their own.
+func (c *Client) ServeCallbacks(port int) {
+	c.e.ServeCallbacks(port)
+}
+
+// Server returns one server.
+func (c *Client) Server(ctx context.Context, id string) (*localapi.Server, error) {
+	return c.e.Server(ctx, id)
+}
+
+// Servers lists every server as every surface shows it.
+func (c *Client) Servers(ctx context.Context) ([]localapi.Server, error) {
+	return c.e.Servers(ctx)
+}
+
+// SetEnabled switches a server on or off.
+func (c *Client) SetEnabled(ctx context.Context, id string, enabled bool) (*localapi.Server, error) {
+	return c.e.SetEnabled(ctx, id, enabled)
+}
+
+// SetLogLevel asks servers for log messages at a level; see
+// localapi.Engine. A server without logging is skipped when every server
+// is asked, and an error when it is the one asked.
+func (c *Client) SetLogLevel(ctx context.Context, req localapi.LogLevelRequest) error {
+	return c.e.SetLogLevel(ctx, req)
+}
+
+// SetTool enables or disables one tool. It re-applies its own toggle to
+// the newest record, so concurrent toggles of other tools are never lost.
+func (c *Client) SetTool(ctx context.Context, id, tool string, enabled bool) (*localapi.Server, error) {
+	return c.e.SetTool(ctx, id, tool, enabled)
+}
+
+// Subscribe delivers events until ctx ends or the engine closes: first
+// the current list of every type (servers, grants, cards, catalog), then
+// the new list of a type each time it changes. A slow reader misses
+// intermediate events, never the newest of each type.
+func (c *Client) Subscribe(ctx context.Context) (<-chan localapi.Event, error) {
+	return c.e.Subscribe(ctx)
+}
+
+// SubscribeResource subscribes to updates of a server's resource; see
+// localapi.Engine.
+func (c *Client) SubscribeResource(ctx context.Context, req localapi.ResourceSubscription) error {
+	return c.e.SubscribeResource(ctx, req)
+}
+
+// Tools lists the agent's tools (mcp__server__tool; disabled tools left
+// out) with their raw inputSchema bytes. With req.Connect the servers
+// (lazy ones too) are connected and listed afresh; without it the known
+// catalogs are used. Servers that could not be listed are in Errors.
+func (c *Client) Tools(ctx context.Context, req localapi.ToolsRequest) (*localapi.ToolList, error) {
+	return c.e.Tools(ctx, req)
+}
+
+// UnsubscribeResource gives back one subscription; see localapi.Engine.
+func (c *Client) UnsubscribeResource(ctx context.Context, req localapi.ResourceSubscription) error {
+	return c.e.UnsubscribeResource(ctx, req)
+}
+
+// UpdateServer edits a server by compare-and-swap (store.EditServer): each
+// change is applied to the newest record, DisableTools and EnableTools add
+// or remove their own names only, so no concurrent edit is lost. With
+// req.Revision set the edit applies to that revision only (CodeConflict
+// otherwise). A new URL gets its origin granted. Warnings name disabled
+// tools the server does not have, when its catalog is known.
+func (c *Client) UpdateServer(ctx context.Context, id string, req localapi.UpdateServerRequest) (*localapi.UpdateServerResult, error) {
+	return c.e.UpdateServer(ctx, id, req)
+}
+
+// WaitAuthorization waits until the server's latest flow ends (or ctx
+// does) and returns it.
+func (c *Client) WaitAuthorization(ctx context.Context, id string) (*localapi.AuthFlow, error) {
+	return c.e.WaitAuthorization(ctx, id)
 }

@@ -19,8 +19,8 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/remotemcp/remotemcp"
 	"github.com/remotemcp/remotemcp/config"
+	"github.com/remotemcp/remotemcp/engine"
 	"github.com/remotemcp/remotemcp/internal/testserver/fixture"
 	"github.com/remotemcp/remotemcp/localapi"
 )
@@ -62,7 +62,7 @@ func TestMain(m *testing.M) {
 // printing "READY <port>" on stdout.
 func runChild(dir string) int {
 	ctx := context.Background()
-	eng, err := remotemcp.Open(ctx, remotemcp.Options{DataDir: dir})
+	eng, err := engine.Open(ctx, engine.Options{DataDir: dir})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -287,13 +287,13 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-// stack is `remotemcp serve` in one test: the engine (remotemcp.Open on a
+// stack is `remotemcp serve` in one test: the engine (engine.Open on a
 // temporary data directory), a daemon over it, and the CLI's client of
 // the socket (Dial).
 type stack struct {
 	t      *testing.T
 	dir    string
-	eng    *remotemcp.Client
+	eng    *engine.Engine
 	srv    *Server
 	c      *localapi.Client
 	served chan error
@@ -320,7 +320,7 @@ func newStack(t *testing.T, o stackOpts) *stack {
 		s.dir = t.TempDir()
 	}
 	var err error
-	s.eng, err = remotemcp.Open(ctx, remotemcp.Options{DataDir: s.dir, Logger: testLogger()})
+	s.eng, err = engine.Open(ctx, engine.Options{DataDir: s.dir, Logger: testLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -371,9 +371,9 @@ func (s *stack) close() {
 
 // openEngine opens a lazy engine on a new temporary data directory, as
 // a one-shot command does.
-func openEngine(t *testing.T) *remotemcp.Client {
+func openEngine(t *testing.T) *engine.Engine {
 	t.Helper()
-	eng, err := remotemcp.Open(ctxT(t), remotemcp.Options{DataDir: t.TempDir(), Logger: testLogger(), NoStartupConnect: true})
+	eng, err := engine.Open(ctxT(t), engine.Options{DataDir: t.TempDir(), Logger: testLogger(), NoStartupConnect: true})
 	if err != nil {
 		t.Fatal(err)
 	}

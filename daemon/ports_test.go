@@ -8,18 +8,18 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/remotemcp/remotemcp"
+	"github.com/remotemcp/remotemcp/engine"
 )
 
 // callbackEngine records the port the daemon says it serves callbacks on.
 type callbackEngine struct {
-	*remotemcp.Client
+	*engine.Engine
 	port atomic.Int64
 }
 
 func (e *callbackEngine) ServeCallbacks(port int) {
 	e.port.Store(int64(port))
-	e.Client.ServeCallbacks(port)
+	e.Engine.ServeCallbacks(port)
 }
 
 // holdAddr listens on a free loopback port until the test ends, as
@@ -41,7 +41,7 @@ func holdAddr(t *testing.T) string {
 func TestListenFallsBackOnlyWhenAllowed(t *testing.T) {
 	taken := holdAddr(t)
 	dir := t.TempDir()
-	eng := &callbackEngine{Client: openEngine(t)}
+	eng := &callbackEngine{Engine: openEngine(t)}
 
 	s, err := New(Options{Engine: eng, DataDir: dir, Addr: taken, Logger: testLogger()})
 	if err != nil {

@@ -12,9 +12,9 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/remotemcp/remotemcp"
 	"github.com/remotemcp/remotemcp/config"
 	"github.com/remotemcp/remotemcp/daemon"
+	"github.com/remotemcp/remotemcp/engine"
 	"github.com/remotemcp/remotemcp/frontend"
 	"github.com/remotemcp/remotemcp/localapi"
 )
@@ -79,9 +79,9 @@ func (h *host) waitTool(t *testing.T, ctx context.Context, name string) *mcp.Too
 	}
 }
 
-func openEngine(t *testing.T, ctx context.Context) *remotemcp.Client {
+func openEngine(t *testing.T, ctx context.Context) *engine.Engine {
 	t.Helper()
-	eng, err := remotemcp.Open(ctx, remotemcp.Options{DataDir: t.TempDir(), NoStartupConnect: true})
+	eng, err := engine.Open(ctx, engine.Options{DataDir: t.TempDir(), NoStartupConnect: true})
 	if err != nil {
 		t.Fatal(err)
 	}

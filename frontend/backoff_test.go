@@ -16,7 +16,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/remotemcp/remotemcp"
+	"github.com/remotemcp/remotemcp/engine"
 	"github.com/remotemcp/remotemcp/frontend"
 	"github.com/remotemcp/remotemcp/internal/clocktest"
 	"github.com/remotemcp/remotemcp/internal/testserver/fixture"
@@ -108,7 +108,7 @@ func TestIdleFrontEndFollowsTheBackoff(t *testing.T) {
 	t.Cleanup(func() { f.Close() })
 
 	clock := clocktest.New(time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC))
-	eng, err := remotemcp.Open(ctx, remotemcp.Options{DataDir: t.TempDir(), Clock: clock})
+	eng, err := engine.Open(ctx, engine.Options{DataDir: t.TempDir(), Clock: clock})
 	if err != nil {
 		t.Fatal(err)
 	}

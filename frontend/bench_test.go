@@ -7,7 +7,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/remotemcp/remotemcp"
+	"github.com/remotemcp/remotemcp/engine"
 	"github.com/remotemcp/remotemcp/frontend"
 	"github.com/remotemcp/remotemcp/internal/testserver/fixture"
 	"github.com/remotemcp/remotemcp/localapi"
@@ -26,7 +26,7 @@ func BenchmarkCallThroughFrontEnd(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer fx.Close()
-	eng, err := remotemcp.Open(ctx, remotemcp.Options{DataDir: b.TempDir(), NoStartupConnect: true})
+	eng, err := engine.Open(ctx, engine.Options{DataDir: b.TempDir(), NoStartupConnect: true})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -12,8 +12,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/remotemcp/remotemcp"
 	"github.com/remotemcp/remotemcp/daemon"
+	"github.com/remotemcp/remotemcp/engine"
 	"github.com/remotemcp/remotemcp/frontend"
 	"github.com/remotemcp/remotemcp/internal/testserver/fixture"
 	"github.com/remotemcp/remotemcp/localapi"
@@ -71,7 +71,7 @@ func connectDirect(ctx context.Context, t *testing.T, url string) *mcp.ClientSes
 
 // engines are the ways a front end reaches the engine: in-process, and
 // through the daemon's local API on a Unix socket.
-func engines(ctx context.Context, t *testing.T, eng *remotemcp.Client) map[string]localapi.Engine {
+func engines(ctx context.Context, t *testing.T, eng *engine.Engine) map[string]localapi.Engine {
 	t.Helper()
 	api, stop, err := daemon.InProcess(ctx, eng)
 	if err != nil {
@@ -98,7 +98,7 @@ func TestWholeDefinitionsPassThrough(t *testing.T) {
 	}
 
 	dir := t.TempDir()
-	first, err := remotemcp.Open(ctx, remotemcp.Options{DataDir: dir, NoStartupConnect: true})
+	first, err := engine.Open(ctx, engine.Options{DataDir: dir, NoStartupConnect: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,7 +135,7 @@ func TestWholeDefinitionsPassThrough(t *testing.T) {
 		})
 		hs.CloseClientConnections()
 		hs.Close()
-		second, err := remotemcp.Open(ctx, remotemcp.Options{DataDir: dir, NoStartupConnect: true})
+		second, err := engine.Open(ctx, engine.Options{DataDir: dir, NoStartupConnect: true})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/remotemcp/remotemcp"
+	"github.com/remotemcp/remotemcp/engine"
 	"github.com/remotemcp/remotemcp/frontend"
 	"github.com/remotemcp/remotemcp/internal/clocktest"
 	"github.com/remotemcp/remotemcp/internal/testserver/fixture"
@@ -59,7 +59,7 @@ func startEndpoint(t *testing.T, o frontend.HTTPOptions) *endpoint {
 func startEndpointWith(t *testing.T, o frontend.HTTPOptions, f *fixture.Server) *endpoint {
 	t.Helper()
 	ctx := t.Context()
-	eng, err := remotemcp.Open(ctx, remotemcp.Options{DataDir: t.TempDir(), NoStartupConnect: true})
+	eng, err := engine.Open(ctx, engine.Options{DataDir: t.TempDir(), NoStartupConnect: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,19 +12,19 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/remotemcp/remotemcp"
 	"github.com/remotemcp/remotemcp/daemon"
+	"github.com/remotemcp/remotemcp/engine"
 	"github.com/remotemcp/remotemcp/frontend"
 	"github.com/remotemcp/remotemcp/localapi"
 )
 
 // backend serves srv over Streamable HTTP on loopback and adds it to a
 // fresh engine as server id; it returns the engine.
-func backend(ctx context.Context, t *testing.T, id string, srv *mcp.Server) *remotemcp.Client {
+func backend(ctx context.Context, t *testing.T, id string, srv *mcp.Server) *engine.Engine {
 	t.Helper()
 	hs := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
 	t.Cleanup(hs.Close)
-	eng, err := remotemcp.Open(ctx, remotemcp.Options{DataDir: t.TempDir(), NoStartupConnect: true})
+	eng, err := engine.Open(ctx, engine.Options{DataDir: t.TempDir(), NoStartupConnect: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -273,7 +273,7 @@ func nextTry(s localapi.Server) string {
 }
 
 // ownLeads are remotemcp's words that start a reason's message before
-// the library's chain (engine_servers.go, manager/attribute.go).
+// the library's chain (engine/servers.go, manager/attribute.go).
 var ownLeads = []string{"needs authorization", "session expired on the server (HTTP 404)", "connection closed", "connection lost, reconnecting"}
 
 // shortReason is a reason's message with the library's chain of wrapped

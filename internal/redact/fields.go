@@ -210,7 +210,7 @@ func isTokenByte(c byte) bool {
 
 // needsBefore reports whether the word "needs" (or "Needs") and a space
 // stand right before s[i], the word starting at a word boundary: the
-// engine's reason "needs authorization" (engine_servers.go
+// engine's reason "needs authorization" (engine/servers.go
 // reasonNeedsAuth), to which it adds ": " and the library's message.
 func needsBefore(s string, i int) bool {
 	const w = "needs "

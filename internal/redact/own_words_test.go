@@ -52,7 +52,7 @@ var ownMessages = []string{
 	`oauth: unreadable WWW-Authenticate; using well-known discovery`,
 	// The same, as the engine and the CLI wrap them.
 	`remotemcp: connect docs: oauth: authorization: login required: no refresh token is stored for this server; run "remotemcp auth login docs"`,
-	// engine_servers.go: a needs-authorization reason is "needs
+	// engine/servers.go: a needs-authorization reason is "needs
 	// authorization: " and the library's message, which "remotemcp
 	// status" printed as "needs authorization: [redacted]" (the header
 	// Authorization hides the rest of its line).

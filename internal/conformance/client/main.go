@@ -22,7 +22,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 
-	"github.com/remotemcp/remotemcp"
+	"github.com/remotemcp/remotemcp/engine"
 	"github.com/remotemcp/remotemcp/agent"
 	"github.com/remotemcp/remotemcp/config"
 	"github.com/remotemcp/remotemcp/elicit"
@@ -105,7 +105,7 @@ type harness struct {
 	url      string
 	log      *slog.Logger
 
-	c     *remotemcp.Client
+	c     *engine.Engine
 	m     *manager.Manager
 	reg   *agent.Registry
 	cards *elicit.Cards
@@ -122,7 +122,7 @@ func (h *harness) run(ctx context.Context, dir string) error {
 	if err := srv.Validate(); err != nil {
 		return fmt.Errorf("server config: %w", err)
 	}
-	opts := remotemcp.Options{DataDir: dir, Logger: h.log, NoStart: true, Cards: true,
+	opts := engine.Options{DataDir: dir, Logger: h.log, NoStart: true, Cards: true,
 		// The harness plays the person: every origin its scenario uses
 		// (the MCP server, its authorization server) is approved when
 		// first contacted, through the same guard as in the product.
@@ -134,7 +134,7 @@ func (h *harness) run(ctx context.Context, dir string) error {
 	if err != nil {
 		return err
 	}
-	c, err := remotemcp.Open(ctx, opts)
+	c, err := engine.Open(ctx, opts)
 	if err != nil {
 		return err
 	}
@@ -225,15 +225,15 @@ const cimdURL = "https://conformance-test.local/client-metadata.json"
 // client, configured with the suite's CIMD URL; it is used only where the
 // authorization server accepts CIMD, and DCR or the scenario's
 // pre-registered client otherwise, as in the product.
-func (h *harness) authHooks(auth bool, opts *remotemcp.Options) (func(*remotemcp.Client) error, error) {
+func (h *harness) authHooks(auth bool, opts *engine.Options) (func(*engine.Engine) error, error) {
 	if !auth {
 		return nil, nil
 	}
 	var authn *oauth.Authenticator
 	opts.OAuth = providerFunc(func(srv config.Server) manager.OAuthProvider {
-		return remotemcp.OAuthProvider(authn, oauth.HeadlessBrowser(nil))
+		return engine.OAuthProvider(authn, oauth.HeadlessBrowser(nil))
 	})
-	return func(c *remotemcp.Client) error {
+	return func(c *engine.Engine) error {
 		authn = oauth.New(oauth.Options{Store: c.Store, Memory: c.Memory, HTTPClient: c.HTTP, Logger: h.log,
 			ClientMetadataURL: func(config.Server) string { return cimdURL }})
 		return nil

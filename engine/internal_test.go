@@ -1,4 +1,4 @@
-package remotemcp
+package engine
 
 import (
 	"encoding/json"

@@ -1,9 +1,9 @@
-package remotemcp_test
+package engine_test
 
 import (
 	"testing"
 
-	"github.com/remotemcp/remotemcp"
+	"github.com/remotemcp/remotemcp/engine"
 	"github.com/remotemcp/remotemcp/internal/testserver/fixture"
 	"github.com/remotemcp/remotemcp/localapi"
 )
@@ -14,7 +14,7 @@ func TestToolsRightAfterAdd(t *testing.T) {
 	f := startFixture(t, fixture.Options{})
 	for i := range 20 {
 		ctx := ctxT(t)
-		c, err := remotemcp.Open(ctx, remotemcp.Options{DataDir: t.TempDir(), NoStartupConnect: true})
+		c, err := engine.Open(ctx, engine.Options{DataDir: t.TempDir(), NoStartupConnect: true})
 		if err != nil {
 			t.Fatal(err)
 		}

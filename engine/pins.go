@@ -1,4 +1,4 @@
-package remotemcp
+package engine
 
 import (
 	"context"
@@ -11,12 +11,12 @@ import (
 	"github.com/remotemcp/remotemcp/store"
 )
 
-var _ localapi.PinReviewer = (*Client)(nil)
+var _ localapi.PinReviewer = (*Engine)(nil)
 
 // HeldTools lists the tools held because their definition changed since
 // it was pinned (issue #20 item 3), of one server or ("") of all, with
 // the old and new definitions and what changed.
-func (c *Client) HeldTools(ctx context.Context, serverID string) ([]localapi.HeldTool, error) {
+func (c *Engine) HeldTools(ctx context.Context, serverID string) ([]localapi.HeldTool, error) {
 	l, err := c.Manager.HeldChanges(ctx, serverID)
 	if err != nil {
 		return nil, fail(err)
@@ -51,7 +51,7 @@ func definitionView(d pin.Definition) localapi.ToolDefinition {
 
 // AcceptTools pins the new definitions of a server's held tools, so they
 // are offered again (remotemcp tools accept; the page's Accept).
-func (c *Client) AcceptTools(ctx context.Context, serverID string, req localapi.AcceptToolsRequest) (*localapi.AcceptToolsResult, error) {
+func (c *Engine) AcceptTools(ctx context.Context, serverID string, req localapi.AcceptToolsRequest) (*localapi.AcceptToolsResult, error) {
 	switch {
 	case req.All && len(req.Tools) > 0:
 		return nil, badRequest("tools", "name tools or ask for all of them, not both")
@@ -85,7 +85,7 @@ func (c *Client) AcceptTools(ctx context.Context, serverID string, req localapi.
 // the hashes of the stored changes. Names and hashes only: this runs for
 // every server on every Servers call (each front-end sync), so it never
 // reads a definition (issue #20 item 3 review).
-func (c *Client) heldNames(ctx context.Context, id string, live []string) ([]string, map[string]string) {
+func (c *Engine) heldNames(ctx context.Context, id string, live []string) ([]string, map[string]string) {
 	out := slices.Clone(live)
 	hashes, err := c.Store.HeldHashes(ctx, id)
 	if err != nil {

@@ -1,4 +1,4 @@
-package remotemcp
+package engine
 
 import (
 	"context"
@@ -154,7 +154,7 @@ func (fs *flows) byState(state string) *flow {
 // redirect URI http://127.0.0.1:port/mcp-oauth and hands every request to
 // it to CompleteAuthorization. Flows of servers with another redirect
 // port still get a listener of their own.
-func (c *Client) ServeCallbacks(port int) { c.cbPort.Store(int64(port)) }
+func (c *Engine) ServeCallbacks(port int) { c.cbPort.Store(int64(port)) }
 
 // Authorize starts the sign-in flow of an OAuth server and returns once
 // the authorization URL is known (phase waiting), the flow failed, or it
@@ -168,7 +168,7 @@ func (c *Client) ServeCallbacks(port int) { c.cbPort.Store(int64(port)) }
 // server may have forgotten the old one, and it never redirects back for
 // an unknown client. Options.Reregister forces a new registration. The
 // scopes asked for include those a 403 insufficient_scope recorded.
-func (c *Client) Authorize(ctx context.Context, id string, opts ...localapi.AuthorizeOptions) (*localapi.AuthFlow, error) {
+func (c *Engine) Authorize(ctx context.Context, id string, opts ...localapi.AuthorizeOptions) (*localapi.AuthFlow, error) {
 	var o localapi.AuthorizeOptions
 	if len(opts) > 0 {
 		o = opts[0]
@@ -238,7 +238,7 @@ func flowError(v *localapi.AuthFlow) error {
 }
 
 // Authorization returns the server's latest sign-in flow.
-func (c *Client) Authorization(ctx context.Context, id string) (*localapi.AuthFlow, error) {
+func (c *Engine) Authorization(ctx context.Context, id string) (*localapi.AuthFlow, error) {
 	v := c.flows.view(id)
 	if v == nil {
 		return nil, notFound("no sign-in was started for server %s", id)
@@ -248,7 +248,7 @@ func (c *Client) Authorization(ctx context.Context, id string) (*localapi.AuthFl
 
 // WaitAuthorization waits until the server's latest flow ends (or ctx
 // does) and returns it.
-func (c *Client) WaitAuthorization(ctx context.Context, id string) (*localapi.AuthFlow, error) {
+func (c *Engine) WaitAuthorization(ctx context.Context, id string) (*localapi.AuthFlow, error) {
 	f := c.flows.get(id)
 	if f == nil {
 		return nil, notFound("no sign-in was started for server %s", id)
@@ -263,7 +263,7 @@ func (c *Client) WaitAuthorization(ctx context.Context, id string) (*localapi.Au
 }
 
 // runFlow runs oauth.Login for one flow and records the outcome.
-func (c *Client) runFlow(ctx context.Context, f *flow, srv config.Server, lo oauth.LoginOptions) {
+func (c *Engine) runFlow(ctx context.Context, f *flow, srv config.Server, lo oauth.LoginOptions) {
 	// Every request the flow makes is attributed to the server, so a
 	// refused authorization-server origin shows up beside it as pending.
 	ctx = hostperm.WithPurpose(ctx, hostperm.PurposeAuthorization, srv.ID)
@@ -368,7 +368,7 @@ func (c *Client) runFlow(ctx context.Context, f *flow, srv config.Server, lo oau
 
 // browserFor is the oauth.Browser of one flow: it publishes the
 // authorization URL and waits for the callback matched by state.
-func (c *Client) browserFor(f *flow, srv config.Server) oauth.Browser {
+func (c *Engine) browserFor(f *flow, srv config.Server) oauth.Browser {
 	return func(ctx context.Context, authURL string) (*oauth.CallbackResult, error) {
 		// The authorization page is an origin we send the person to: it
 		// needs a grant like every other (R2.2).
@@ -447,7 +447,7 @@ func loopbackPort(redirect string) (int, bool) {
 // callback that cannot be read is CodeBadRequest; one that belongs to no
 // waiting flow (forged, stale or replayed) is CodeNotFound and changes
 // nothing; a second delivery of one is CodeConflict.
-func (c *Client) CompleteAuthorization(ctx context.Context, query url.Values) (*localapi.AuthFlow, error) {
+func (c *Engine) CompleteAuthorization(ctx context.Context, query url.Values) (*localapi.AuthFlow, error) {
 	res, err := oauth.ParseCallback(query)
 	if err != nil {
 		return nil, badRequest("", "the authorization response could not be read: %v", err)
@@ -494,7 +494,7 @@ var defaultRedirectPort = config.DefaultRedirectPort
 //     document) has the default redirect URI registered; when that port
 //     cannot be used, the error names the URI to register instead and the
 //     command that makes it the server's.
-func (c *Client) redirectFor(srv config.Server) (port int, release func(), err error) {
+func (c *Engine) redirectFor(srv config.Server) (port int, release func(), err error) {
 	served := int(c.cbPort.Load())
 	if p := srv.Auth.RedirectPort; p != 0 {
 		if p == served {
@@ -568,7 +568,7 @@ type loopback struct {
 // listenLoopback serves /mcp-oauth on 127.0.0.1:port (0: a free port,
 // which it returns) until release has been called by every flow that
 // asked for it.
-func (c *Client) listenLoopback(port int, serverID string) (bound int, release func(), err error) {
+func (c *Engine) listenLoopback(port int, serverID string) (bound int, release func(), err error) {
 	c.loopMu.Lock()
 	defer c.loopMu.Unlock()
 	l := c.loops[port]
@@ -625,7 +625,7 @@ func (c *Client) listenLoopback(port int, serverID string) (bound int, release f
 
 // serveCallback is the engine's own /mcp-oauth: CompleteAuthorization,
 // with a page saying how it ended. It never echoes a parameter back.
-func (c *Client) serveCallback(w http.ResponseWriter, r *http.Request) {
+func (c *Engine) serveCallback(w http.ResponseWriter, r *http.Request) {
 	h := w.Header()
 	h.Set("Content-Type", "text/html; charset=utf-8")
 	h.Set("Cache-Control", "no-store")
@@ -678,7 +678,7 @@ func callbackPage(v *localapi.AuthFlow, err error) (status int, title, message s
 // sessions; its state is then needs-auth, reason "signed out", until it
 // signs in or connects again. A server that does not use OAuth is
 // CodeConflict: there is nothing to sign out of.
-func (c *Client) Logout(ctx context.Context, id string) (*localapi.LogoutResult, error) {
+func (c *Engine) Logout(ctx context.Context, id string) (*localapi.LogoutResult, error) {
 	srv, err := c.Store.GetServer(ctx, id)
 	if err != nil && !errors.Is(err, store.ErrSealOpen) {
 		if errors.Is(err, store.ErrNotFound) {
@@ -721,7 +721,7 @@ func (c *Client) Logout(ctx context.Context, id string) (*localapi.LogoutResult,
 // server (or of ids), never the tokens themselves. HasAccessToken is this
 // process's in-memory token: through a daemon, the daemon's. A server
 // that does not use OAuth is listed with its kind, signed in false.
-func (c *Client) AuthStatus(ctx context.Context, ids ...string) ([]localapi.AuthStatus, error) {
+func (c *Engine) AuthStatus(ctx context.Context, ids ...string) ([]localapi.AuthStatus, error) {
 	var srvs []config.Server
 	if len(ids) == 0 {
 		all, err := c.Store.ListServers(ctx)

@@ -1,4 +1,4 @@
-package remotemcp
+package engine
 
 import (
 	"context"
@@ -19,21 +19,21 @@ import (
 
 // The engine is the one implementation of the local API (issue #9).
 var (
-	_ localapi.Engine           = (*Client)(nil)
-	_ localapi.CallbackReceiver = (*Client)(nil)
-	_ localapi.SecretLister     = (*Client)(nil)
+	_ localapi.Engine           = (*Engine)(nil)
+	_ localapi.CallbackReceiver = (*Engine)(nil)
+	_ localapi.SecretLister     = (*Engine)(nil)
 )
 
 // Health reports that the engine runs. InProcess is true unless an owner
 // serves its callbacks (ServeCallbacks): the daemon, seen from its
 // clients, is not in their process.
-func (c *Client) Health(ctx context.Context) (*localapi.Health, error) {
+func (c *Engine) Health(ctx context.Context) (*localapi.Health, error) {
 	return &localapi.Health{OK: true, Version: Version, PID: os.Getpid(), Started: c.started, InProcess: c.cbPort.Load() == 0}, nil
 }
 
 // errNotRunning answers requests that need sessions of an engine opened
 // with NoStart.
-func (c *Client) errNotRunning() error {
+func (c *Engine) errNotRunning() error {
 	if c.running {
 		return nil
 	}
@@ -75,7 +75,7 @@ var errNotWanted = errors.New("not connected: no request needed this server yet"
 // backend is the manager as the registry sees it.
 type backend struct {
 	*manager.Manager
-	c *Client
+	c *Engine
 }
 
 // Catalog connects only wanted servers (see withWant).
@@ -113,7 +113,7 @@ func (b backend) CallTool(ctx context.Context, id, tool string, args json.RawMes
 // needs-auth, naming why (a sign-in, the scopes it asks for), so status,
 // the page's banner and notifications show it without waiting for a
 // reconnect (SPEC §9 A1, A4).
-func (c *Client) noteNeedsPerson(id string, err error) {
+func (c *Engine) noteNeedsPerson(id string, err error) {
 	if !errors.Is(err, oauth.ErrLoginRequired) {
 		return
 	}
@@ -129,7 +129,7 @@ func (c *Client) noteNeedsPerson(id string, err error) {
 
 // setWaiting records (r != nil) or clears why a server waits for the
 // person, announcing the change.
-func (c *Client) setWaiting(id string, r *localapi.Reason) {
+func (c *Engine) setWaiting(id string, r *localapi.Reason) {
 	c.soMu.Lock()
 	old, had := c.waiting[id]
 	switch {
@@ -153,7 +153,7 @@ func (c *Client) setWaiting(id string, r *localapi.Reason) {
 	}
 }
 
-func (c *Client) waitingReason(id string) *localapi.Reason {
+func (c *Engine) waitingReason(id string) *localapi.Reason {
 	c.soMu.Lock()
 	defer c.soMu.Unlock()
 	if r := c.waiting[id]; r != nil {

@@ -1,4 +1,4 @@
-package remotemcp_test
+package engine_test
 
 import (
 	"context"
@@ -17,9 +17,9 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/remotemcp/remotemcp"
 	"github.com/remotemcp/remotemcp/agent"
 	"github.com/remotemcp/remotemcp/config"
+	"github.com/remotemcp/remotemcp/engine"
 	"github.com/remotemcp/remotemcp/internal/testserver/authserver"
 	"github.com/remotemcp/remotemcp/internal/testserver/fixture"
 	"github.com/remotemcp/remotemcp/localapi"
@@ -54,13 +54,13 @@ func startFixture(t *testing.T, o fixture.Options) *fixture.Server {
 }
 
 // openEngine opens an engine on dir (a new temporary one when "").
-func openEngine(t *testing.T, dir string, o remotemcp.Options) *remotemcp.Client {
+func openEngine(t *testing.T, dir string, o engine.Options) *engine.Engine {
 	t.Helper()
 	if dir == "" {
 		dir = t.TempDir()
 	}
 	o.DataDir = dir
-	c, err := remotemcp.Open(context.Background(), o)
+	c, err := engine.Open(context.Background(), o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,11 +69,11 @@ func openEngine(t *testing.T, dir string, o remotemcp.Options) *remotemcp.Client
 }
 
 // lazyEngine is an in-process, one-command engine.
-func lazyEngine(t *testing.T) *remotemcp.Client {
-	return openEngine(t, "", remotemcp.Options{NoStartupConnect: true})
+func lazyEngine(t *testing.T) *engine.Engine {
+	return openEngine(t, "", engine.Options{NoStartupConnect: true})
 }
 
-func addServer(t *testing.T, c *remotemcp.Client, req localapi.AddServerRequest) localapi.Server {
+func addServer(t *testing.T, c *engine.Engine, req localapi.AddServerRequest) localapi.Server {
 	t.Helper()
 	res, err := c.AddServer(ctxT(t), req)
 	if err != nil {
@@ -119,7 +119,7 @@ func TestStatesAcrossSignInAndLogout(t *testing.T) {
 	}{{"lazy", true}, {"eager", false}} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := ctxT(t)
-			c := openEngine(t, "", remotemcp.Options{NoStartupConnect: tc.lazy})
+			c := openEngine(t, "", engine.Options{NoStartupConnect: tc.lazy})
 			if err := c.Grant(ctx, as.URL(), ""); err != nil {
 				t.Fatal(err)
 			}
@@ -199,7 +199,7 @@ func TestStatesAcrossSignInAndLogout(t *testing.T) {
 // signIn runs Authorize with a plain HTTP client playing the browser: the
 // authorization server approves at once, and its redirect reaches the
 // engine's own loopback listener on port.
-func signIn(t *testing.T, c *remotemcp.Client, id string, port int) {
+func signIn(t *testing.T, c *engine.Engine, id string, port int) {
 	t.Helper()
 	ctx := ctxT(t)
 	fl, err := c.Authorize(ctx, id)
@@ -527,12 +527,12 @@ func TestLazyOpenConnectsNothing(t *testing.T) {
 	f2 := startFixture(t, fixture.Options{})
 	dir := t.TempDir()
 	ctx := ctxT(t)
-	setup := openEngine(t, dir, remotemcp.Options{NoStart: true})
+	setup := openEngine(t, dir, engine.Options{NoStart: true})
 	addServer(t, setup, localapi.AddServerRequest{ID: "one", URL: f1.URL()})
 	addServer(t, setup, localapi.AddServerRequest{ID: "two", URL: f2.URL()})
 	setup.Close()
 
-	c := openEngine(t, dir, remotemcp.Options{NoStartupConnect: true})
+	c := openEngine(t, dir, engine.Options{NoStartupConnect: true})
 	if _, err := c.Tools(ctx, localapi.ToolsRequest{}); err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package remotemcp
+package engine
 
 import (
 	"bytes"
@@ -69,7 +69,7 @@ func (h *hub) state() ([numTopics]uint64, <-chan struct{}) {
 
 // startWatchers starts the goroutines that feed the hub. They end when
 // the engine closes (or their source does).
-func (c *Client) startWatchers() {
+func (c *Engine) startWatchers() {
 	c.goBackground(func(ctx context.Context) {
 		for range c.Manager.Subscribe(ctx) {
 			c.hub.bump(topicServers)
@@ -110,7 +110,7 @@ func (c *Client) startWatchers() {
 }
 
 // topicData computes the current list of a topic.
-func (c *Client) topicData(ctx context.Context, t topic) (any, error) {
+func (c *Engine) topicData(ctx context.Context, t topic) (any, error) {
 	switch t {
 	case topicServers:
 		return c.serverViews(ctx, "")
@@ -131,7 +131,7 @@ const subscribeCoalesce = 30 * time.Millisecond
 // the current list of every type (servers, grants, cards, catalog), then
 // the new list of a type each time it changes. A slow reader misses
 // intermediate events, never the newest of each type.
-func (c *Client) Subscribe(ctx context.Context) (<-chan localapi.Event, error) {
+func (c *Engine) Subscribe(ctx context.Context) (<-chan localapi.Event, error) {
 	ch := make(chan localapi.Event)
 	started := c.goBackground(func(bctx context.Context) {
 		defer close(ch)

@@ -1,4 +1,4 @@
-package remotemcp
+package engine
 
 import (
 	"context"
@@ -47,20 +47,20 @@ func withoutCLIAdvice(msg string) string {
 }
 
 // Servers lists every server as every surface shows it.
-func (c *Client) Servers(ctx context.Context) ([]localapi.Server, error) {
+func (c *Engine) Servers(ctx context.Context) ([]localapi.Server, error) {
 	out, err := c.serverViews(ctx, "")
 	return out, fail(err)
 }
 
 // Server returns one server.
-func (c *Client) Server(ctx context.Context, id string) (*localapi.Server, error) {
+func (c *Engine) Server(ctx context.Context, id string) (*localapi.Server, error) {
 	v, err := c.serverView(ctx, id)
 	return v, fail(err)
 }
 
 // serverViews builds the server list (only the server only, when set):
 // stored configs, live states, grants, pending approvals and flows.
-func (c *Client) serverViews(ctx context.Context, only string) ([]localapi.Server, error) {
+func (c *Engine) serverViews(ctx context.Context, only string) ([]localapi.Server, error) {
 	var cfgs []config.Server
 	if only != "" {
 		srv, err := c.Store.GetServer(ctx, only)
@@ -98,7 +98,7 @@ func (c *Client) serverViews(ctx context.Context, only string) ([]localapi.Serve
 }
 
 // serverView builds one server's view.
-func (c *Client) serverView(ctx context.Context, id string) (*localapi.Server, error) {
+func (c *Engine) serverView(ctx context.Context, id string) (*localapi.Server, error) {
 	l, err := c.serverViews(ctx, id)
 	if err != nil {
 		return nil, err
@@ -106,7 +106,7 @@ func (c *Client) serverView(ctx context.Context, id string) (*localapi.Server, e
 	return &l[0], nil
 }
 
-func (c *Client) view(ctx context.Context, srv config.Server, st manager.ServerStatus, granted map[string]bool, pending []hostperm.Pending) localapi.Server {
+func (c *Engine) view(ctx context.Context, srv config.Server, st manager.ServerStatus, granted map[string]bool, pending []hostperm.Pending) localapi.Server {
 	origin, _ := config.Origin(srv.URL)
 	v := localapi.Server{
 		ID: srv.ID, Name: srv.Name, URL: srv.URL, Origin: origin,
@@ -168,7 +168,7 @@ func (c *Client) view(ctx context.Context, srv config.Server, st manager.ServerS
 // recovering is reconnecting; a server that needs the person's sign-in
 // (signed out, never signed in, or refused for a login the background
 // cannot do) is needs-auth, not error.
-func (c *Client) state(ctx context.Context, srv config.Server, st manager.ServerStatus) (localapi.State, *localapi.Reason) {
+func (c *Engine) state(ctx context.Context, srv config.Server, st manager.ServerStatus) (localapi.State, *localapi.Reason) {
 	ms := manager.StateDisconnected
 	var r *manager.Reason
 	if st.ID == srv.ID {
@@ -237,7 +237,7 @@ func reasonOf(r *manager.Reason) *localapi.Reason {
 	return &localapi.Reason{Class: string(r.Class), Step: r.Step, HTTPStatus: r.HTTPStatus, Message: withoutCLIAdvice(r.Message)}
 }
 
-func (c *Client) isSignedOut(id string) bool {
+func (c *Engine) isSignedOut(id string) bool {
 	c.soMu.Lock()
 	on, known := c.signedOut[id]
 	c.soMu.Unlock()
@@ -262,7 +262,7 @@ func (c *Client) isSignedOut(id string) bool {
 // process until a sign-in or a successful connect.
 const signedOutNS = "remotemcp_signed_out"
 
-func (c *Client) setSignedOut(id string, on bool) {
+func (c *Engine) setSignedOut(id string, on bool) {
 	c.soMu.Lock()
 	was, known := c.signedOut[id]
 	c.signedOut[id] = on
@@ -284,14 +284,14 @@ func (c *Client) setSignedOut(id string, on bool) {
 }
 
 // originGranted reports whether origin has a grant.
-func (c *Client) originGranted(ctx context.Context, origin string) bool {
+func (c *Engine) originGranted(ctx context.Context, origin string) bool {
 	ok, err := c.Hosts.Allowed(ctx, origin)
 	return err == nil && ok
 }
 
 // grantOrigin grants the origin of rawURL unless it has a grant; it
 // returns the origin when it granted it now.
-func (c *Client) grantOrigin(ctx context.Context, rawURL, by string) (string, error) {
+func (c *Engine) grantOrigin(ctx context.Context, rawURL, by string) (string, error) {
 	origin, err := config.Origin(rawURL)
 	if err != nil {
 		return "", err
@@ -309,7 +309,7 @@ func (c *Client) grantOrigin(ctx context.Context, rawURL, by string) (string, er
 // AddServer adds a server and grants its own origin in the same user
 // action (R2.2); Granted lists the origin when this add granted it (not
 // when it had a grant already). A taken id is CodeConflict.
-func (c *Client) AddServer(ctx context.Context, req localapi.AddServerRequest) (*localapi.AddServerResult, error) {
+func (c *Engine) AddServer(ctx context.Context, req localapi.AddServerRequest) (*localapi.AddServerResult, error) {
 	srv := config.Server{
 		ID: strings.TrimSpace(req.ID), Name: strings.TrimSpace(req.Name), URL: strings.TrimSpace(req.URL),
 		Auth: config.Auth{Kind: req.Auth, Token: req.Token, ClientID: req.ClientID, ClientSecret: req.ClientSecret,
@@ -420,7 +420,7 @@ func ownFormat(data []byte) bool {
 // (the id exists with another entry, without req.Update); or skipped with
 // its reason. Like adding a server, an import grants each imported
 // server's own origin and lists the origins it granted.
-func (c *Client) Import(ctx context.Context, req localapi.ImportRequest) (*localapi.ImportResult, error) {
+func (c *Engine) Import(ctx context.Context, req localapi.ImportRequest) (*localapi.ImportResult, error) {
 	data := []byte(req.Config)
 	own := ownFormat(data)
 	var servers []config.Server
@@ -541,7 +541,7 @@ func applyImport(s *config.Server, imp config.Server, own bool) {
 // req.Revision set the edit applies to that revision only (CodeConflict
 // otherwise). A new URL gets its origin granted. Warnings name disabled
 // tools the server does not have, when its catalog is known.
-func (c *Client) UpdateServer(ctx context.Context, id string, req localapi.UpdateServerRequest) (*localapi.UpdateServerResult, error) {
+func (c *Engine) UpdateServer(ctx context.Context, id string, req localapi.UpdateServerRequest) (*localapi.UpdateServerResult, error) {
 	var timeout *config.Duration
 	if req.ToolTimeout != nil {
 		d := time.Duration(0)
@@ -786,7 +786,7 @@ func orDefault(v string) string {
 }
 
 // editServer applies edit by compare-and-swap and announces the change.
-func (c *Client) editServer(ctx context.Context, id string, edit func(*config.Server) error, opts store.UpdateOptions) (config.Server, error) {
+func (c *Engine) editServer(ctx context.Context, id string, edit func(*config.Server) error, opts store.UpdateOptions) (config.Server, error) {
 	// Edits of this process queue here; other processes' are settled by
 	// the store's compare-and-swap.
 	c.editMu.Lock()
@@ -825,7 +825,7 @@ func (c *Client) editServer(ctx context.Context, id string, edit func(*config.Se
 // change so far, so that an edit is in effect when the request that made
 // it returns: a Connect right after SetEnabled(true) must not find the
 // server still disabled.
-func (c *Client) syncConfig(ctx context.Context) {
+func (c *Engine) syncConfig(ctx context.Context) {
 	if !c.running {
 		return
 	}
@@ -856,7 +856,7 @@ func toggleTool(l []string, tool string, enabled bool) []string {
 
 // unknownTools warns about disabled tools the server does not offer,
 // when its catalog is known (a current connection).
-func (c *Client) unknownTools(id string, tools []string, done string) []string {
+func (c *Engine) unknownTools(id string, tools []string, done string) []string {
 	out := []string{}
 	if len(tools) == 0 {
 		return out
@@ -879,7 +879,7 @@ func (c *Client) unknownTools(id string, tools []string, done string) []string {
 
 // SetTool enables or disables one tool. It re-applies its own toggle to
 // the newest record, so concurrent toggles of other tools are never lost.
-func (c *Client) SetTool(ctx context.Context, id, tool string, enabled bool) (*localapi.Server, error) {
+func (c *Engine) SetTool(ctx context.Context, id, tool string, enabled bool) (*localapi.Server, error) {
 	if strings.TrimSpace(tool) == "" {
 		return nil, badRequest("tool", "tool is required")
 	}
@@ -893,7 +893,7 @@ func (c *Client) SetTool(ctx context.Context, id, tool string, enabled bool) (*l
 }
 
 // SetEnabled switches a server on or off.
-func (c *Client) SetEnabled(ctx context.Context, id string, enabled bool) (*localapi.Server, error) {
+func (c *Engine) SetEnabled(ctx context.Context, id string, enabled bool) (*localapi.Server, error) {
 	if _, err := c.editServer(ctx, id, func(s *config.Server) error { s.Enabled = enabled; return nil }, store.UpdateOptions{}); err != nil {
 		return nil, err
 	}
@@ -902,7 +902,7 @@ func (c *Client) SetEnabled(ctx context.Context, id string, enabled bool) (*loca
 
 // RemoveServer deletes a server: its config, its secrets, its OAuth state
 // and any sign-in flow.
-func (c *Client) RemoveServer(ctx context.Context, id string) error {
+func (c *Engine) RemoveServer(ctx context.Context, id string) error {
 	if _, err := c.Store.GetServer(ctx, id); err != nil && !errors.Is(err, store.ErrSealOpen) {
 		if errors.Is(err, store.ErrNotFound) {
 			return errNoServer(id)
@@ -932,7 +932,7 @@ func (c *Client) RemoveServer(ctx context.Context, id string) error {
 // CodePermissionRequired (with Permission) when an origin needs a grant
 // first, CodeLoginRequired (with Step) when the person must sign in,
 // CodeUnavailable otherwise.
-func (c *Client) Connect(ctx context.Context, id string) (*localapi.Server, error) {
+func (c *Engine) Connect(ctx context.Context, id string) (*localapi.Server, error) {
 	if err := c.errNotRunning(); err != nil {
 		return nil, err
 	}
@@ -950,13 +950,13 @@ func (c *Client) Connect(ctx context.Context, id string) (*localapi.Server, erro
 // connect connects a server through the manager and, once it is ready,
 // lists it in the registry. It is the person's request (connect, a new
 // grant): it resets the server's backoff (issue #20 item 1).
-func (c *Client) connect(ctx context.Context, id string) error {
+func (c *Engine) connect(ctx context.Context, id string) error {
 	return c.connectWith(ctx, id, c.Manager.Connect)
 }
 
 // connectWith is connect through mc: Manager.Connect (explicit) or
 // Manager.Ensure (a listing's or a call's, which respects the backoff).
-func (c *Client) connectWith(ctx context.Context, id string, mc func(context.Context, string) error) error {
+func (c *Engine) connectWith(ctx context.Context, id string, mc func(context.Context, string) error) error {
 	if err := mc(ctx, id); err != nil {
 		return err
 	}
@@ -967,7 +967,7 @@ func (c *Client) connectWith(ctx context.Context, id string, mc func(context.Con
 
 // ensureReady connects a server that has no session (a lazy one, or one
 // that failed), bounded by connectWait.
-func (c *Client) ensureReady(ctx context.Context, id string) error {
+func (c *Engine) ensureReady(ctx context.Context, id string) error {
 	if st, err := c.Manager.ServerStatusOf(id); err == nil && st.State == manager.StateReady {
 		if c.listed(id) {
 			return nil
@@ -980,7 +980,7 @@ func (c *Client) ensureReady(ctx context.Context, id string) error {
 }
 
 // connectError describes a failed connect with the server's state.
-func (c *Client) connectError(ctx context.Context, id string, err error) *localapi.Error {
+func (c *Engine) connectError(ctx context.Context, id string, err error) *localapi.Error {
 	ae := unavailable(err)
 	if ae.Permission == nil && ae.Code != localapi.CodeLoginRequired {
 		if p := c.permissionFor(ctx, id); p != nil {
@@ -1000,7 +1000,7 @@ func (c *Client) connectError(ctx context.Context, id string, err error) *locala
 // permissionFor finds a pending approval that explains a failed connect:
 // the guard's error is wrapped by the SDK in ways errors.As cannot always
 // see through, but the pending entry it recorded is authoritative.
-func (c *Client) permissionFor(ctx context.Context, id string) *localapi.PermissionInfo {
+func (c *Engine) permissionFor(ctx context.Context, id string) *localapi.PermissionInfo {
 	v, err := c.serverView(ctx, id)
 	if err != nil || v.OriginGranted && len(v.Pending) == 0 {
 		return nil
@@ -1013,7 +1013,7 @@ func (c *Client) permissionFor(ctx context.Context, id string) *localapi.Permiss
 }
 
 // Disconnect closes the server's session.
-func (c *Client) Disconnect(ctx context.Context, id string) (*localapi.Server, error) {
+func (c *Engine) Disconnect(ctx context.Context, id string) (*localapi.Server, error) {
 	if _, err := c.serverView(ctx, id); err != nil {
 		return nil, fail(err)
 	}
@@ -1028,7 +1028,7 @@ func (c *Client) Disconnect(ctx context.Context, id string) (*localapi.Server, e
 // metadata only, redacted, never a header or a body. A lazy engine (one
 // command) that has not talked to the server yet connects it first to
 // record the handshake, or where it failed.
-func (c *Client) Log(ctx context.Context, id string) ([]localapi.LogEntry, error) {
+func (c *Engine) Log(ctx context.Context, id string) ([]localapi.LogEntry, error) {
 	v, err := c.serverView(ctx, id)
 	if err != nil {
 		return nil, fail(err)
@@ -1049,7 +1049,7 @@ func (c *Client) Log(ctx context.Context, id string) ([]localapi.LogEntry, error
 }
 
 // Grants lists the origins the person allowed.
-func (c *Client) Grants(ctx context.Context) ([]localapi.Grant, error) {
+func (c *Engine) Grants(ctx context.Context) ([]localapi.Grant, error) {
 	g, err := c.Hosts.Grants(ctx)
 	if g == nil {
 		g = []localapi.Grant{}
@@ -1061,7 +1061,7 @@ func (c *Client) Grants(ctx context.Context) ([]localapi.Grant, error) {
 }
 
 // Pending lists the refused requests waiting for the person's decision.
-func (c *Client) Pending(ctx context.Context) ([]localapi.Pending, error) {
+func (c *Engine) Pending(ctx context.Context) ([]localapi.Pending, error) {
 	p, err := c.Hosts.Pending(ctx)
 	if p == nil {
 		p = []localapi.Pending{}
@@ -1073,7 +1073,7 @@ func (c *Client) Pending(ctx context.Context) ([]localapi.Pending, error) {
 }
 
 // grantsState reads the grants and pending approvals together.
-func (c *Client) grantsState(ctx context.Context) (localapi.GrantsState, error) {
+func (c *Engine) grantsState(ctx context.Context) (localapi.GrantsState, error) {
 	g, gerr := c.Grants(ctx)
 	p, perr := c.Pending(ctx)
 	if gerr != nil && perr != nil {
@@ -1085,7 +1085,7 @@ func (c *Client) grantsState(ctx context.Context) (localapi.GrantsState, error) 
 // Grant allows an origin (R2.2); by names the user action (hostperm.By…,
 // default the CLI's). Enabled servers of that origin that failed are
 // connected again in the background.
-func (c *Client) Grant(ctx context.Context, origin, by string) error {
+func (c *Engine) Grant(ctx context.Context, origin, by string) error {
 	if by == "" {
 		by = hostperm.ByCLI
 	}
@@ -1103,7 +1103,7 @@ func (c *Client) Grant(ctx context.Context, origin, by string) error {
 // origin that are in error: their last attempt was most likely refused
 // for want of the grant just made, and the manager does not retry a
 // failed first connect on its own.
-func (c *Client) retryOrigin(ctx context.Context, origin string) {
+func (c *Engine) retryOrigin(ctx context.Context, origin string) {
 	if !c.running {
 		return
 	}
@@ -1128,7 +1128,7 @@ func (c *Client) retryOrigin(ctx context.Context, origin string) {
 
 // Revoke removes a grant and disconnects the servers of that origin,
 // whose open sessions the broker does not close by itself.
-func (c *Client) Revoke(ctx context.Context, origin string) error {
+func (c *Engine) Revoke(ctx context.Context, origin string) error {
 	if err := c.Hosts.Revoke(ctx, origin); err != nil {
 		return fail(err)
 	}
@@ -1147,7 +1147,7 @@ func (c *Client) Revoke(ctx context.Context, origin string) error {
 
 // DismissPending drops the pending approvals of an origin without
 // granting it.
-func (c *Client) DismissPending(ctx context.Context, origin string) error {
+func (c *Engine) DismissPending(ctx context.Context, origin string) error {
 	if err := c.Hosts.DismissPending(ctx, origin); err != nil {
 		return fail(err)
 	}
@@ -1157,7 +1157,7 @@ func (c *Client) DismissPending(ctx context.Context, origin string) error {
 
 // listed reports whether the registry's snapshot holds a catalog of the
 // server (any tool, prompt or resource of it).
-func (c *Client) listed(id string) bool {
+func (c *Engine) listed(id string) bool {
 	// A lookup, not a copy of the whole snapshot: it is on every call's
 	// path.
 	return c.reg.Snapshot().HasCatalog(id)
@@ -1167,7 +1167,7 @@ func (c *Client) listed(id string) bool {
 // (bearer tokens, client secrets, header values), so the daemon can scrub them from
 // anything it sends (localapi.SecretLister). A secret that cannot be
 // opened is left out; the servers are still listed.
-func (c *Client) KnownSecrets(ctx context.Context) ([]string, error) {
+func (c *Engine) KnownSecrets(ctx context.Context) ([]string, error) {
 	srvs, err := c.Store.ListServers(ctx)
 	if err != nil && srvs == nil {
 		return nil, err

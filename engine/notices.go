@@ -1,4 +1,4 @@
-package remotemcp
+package engine
 
 import (
 	"context"
@@ -60,22 +60,22 @@ func (r *noticeRing) after(seq uint64) ([]localapi.Notice, uint64) {
 }
 
 // notice records a server's notification and wakes the subscribers.
-func (c *Client) notice(n localapi.Notice) {
+func (c *Engine) notice(n localapi.Notice) {
 	c.notices.add(n)
 	c.hub.bump(topicNotices)
 }
 
-func (c *Client) onServerLog(id string, l session.LogMessage) {
+func (c *Engine) onServerLog(id string, l session.LogMessage) {
 	c.notice(localapi.Notice{Type: localapi.NoticeLog, ServerID: id, Time: l.Time, Level: l.Level, Logger: l.Logger, Text: l.Text})
 }
 
-func (c *Client) onResourceUpdated(id, uri string) {
+func (c *Engine) onResourceUpdated(id, uri string) {
 	c.notice(localapi.Notice{Type: localapi.NoticeResourceUpdated, ServerID: id, Time: time.Now().UTC(), URI: uri})
 }
 
 // SubscribeResource subscribes to updates of a server's resource; see
 // localapi.Engine.
-func (c *Client) SubscribeResource(ctx context.Context, req localapi.ResourceSubscription) error {
+func (c *Engine) SubscribeResource(ctx context.Context, req localapi.ResourceSubscription) error {
 	if err := c.errNotRunning(); err != nil {
 		return err
 	}
@@ -95,7 +95,7 @@ func (c *Client) SubscribeResource(ctx context.Context, req localapi.ResourceSub
 }
 
 // UnsubscribeResource gives back one subscription; see localapi.Engine.
-func (c *Client) UnsubscribeResource(ctx context.Context, req localapi.ResourceSubscription) error {
+func (c *Engine) UnsubscribeResource(ctx context.Context, req localapi.ResourceSubscription) error {
 	if err := c.errNotRunning(); err != nil {
 		return err
 	}
@@ -126,7 +126,7 @@ func checkSubscription(req localapi.ResourceSubscription) error {
 // SetLogLevel asks servers for log messages at a level; see
 // localapi.Engine. A server without logging is skipped when every server
 // is asked, and an error when it is the one asked.
-func (c *Client) SetLogLevel(ctx context.Context, req localapi.LogLevelRequest) error {
+func (c *Engine) SetLogLevel(ctx context.Context, req localapi.LogLevelRequest) error {
 	if err := c.errNotRunning(); err != nil {
 		return err
 	}

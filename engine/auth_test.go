@@ -1,4 +1,4 @@
-package remotemcp_test
+package engine_test
 
 import (
 	"encoding/json"
@@ -11,9 +11,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/remotemcp/remotemcp"
 	"github.com/remotemcp/remotemcp/agent"
 	"github.com/remotemcp/remotemcp/config"
+	"github.com/remotemcp/remotemcp/engine"
 	"github.com/remotemcp/remotemcp/internal/testserver/authserver"
 	"github.com/remotemcp/remotemcp/internal/testserver/fixture"
 	"github.com/remotemcp/remotemcp/localapi"
@@ -32,7 +32,7 @@ func TestAuthStepUpThenLoginAsksForUnion(t *testing.T) {
 	as.Set(func(k *authserver.Knobs) { k.ChallengeScope = "mcp:basic" })
 	f := startFixture(t, fixture.Options{Authorize: as.Authorize, Extra: as.PRMRoutes()})
 	ctx := ctxT(t)
-	c := openEngine(t, "", remotemcp.Options{NoStartupConnect: true})
+	c := openEngine(t, "", engine.Options{NoStartupConnect: true})
 	if err := c.Grant(ctx, as.URL(), ""); err != nil {
 		t.Fatal(err)
 	}
@@ -117,7 +117,7 @@ func TestAuthForgottenClientNextSignInSucceeds(t *testing.T) {
 	t.Cleanup(as.Close)
 	f := startFixture(t, fixture.Options{Authorize: as.Authorize, Extra: as.PRMRoutes()})
 	ctx := ctxT(t)
-	c := openEngine(t, "", remotemcp.Options{NoStartupConnect: true})
+	c := openEngine(t, "", engine.Options{NoStartupConnect: true})
 	if err := c.Grant(ctx, as.URL(), ""); err != nil {
 		t.Fatal(err)
 	}
@@ -190,7 +190,7 @@ func holdPort(t *testing.T) int {
 
 // completeSignIn plays the browser: it follows the authorization URL to
 // the redirect URI (wherever the flow said) and waits for the flow.
-func completeSignIn(t *testing.T, c *remotemcp.Client, id string, fl *localapi.AuthFlow) {
+func completeSignIn(t *testing.T, c *engine.Engine, id string, fl *localapi.AuthFlow) {
 	t.Helper()
 	resp, err := http.Get(fl.AuthorizationURL)
 	if err != nil {
@@ -231,12 +231,12 @@ func TestSignInWithoutDaemonMovesOffATakenPort(t *testing.T) {
 	t.Cleanup(as.Close)
 	f := startFixture(t, fixture.Options{Authorize: as.Authorize, Extra: as.PRMRoutes()})
 	ctx := ctxT(t)
-	c := openEngine(t, "", remotemcp.Options{NoStartupConnect: true})
+	c := openEngine(t, "", engine.Options{NoStartupConnect: true})
 	if err := c.Grant(ctx, as.URL(), ""); err != nil {
 		t.Fatal(err)
 	}
 	taken := holdPort(t)
-	remotemcp.SetDefaultRedirectPort(t, taken)
+	engine.SetDefaultRedirectPort(t, taken)
 	addServer(t, c, localapi.AddServerRequest{ID: "secure", URL: f.URL(), Auth: config.AuthOAuth})
 
 	fl, err := c.Authorize(ctx, "secure")
@@ -279,7 +279,7 @@ func TestSignInWithoutDaemonMovesOffATakenPort(t *testing.T) {
 	for strconv.Itoa(next) == port {
 		next = freePort(t)
 	}
-	remotemcp.SetDefaultRedirectPort(t, next)
+	engine.SetDefaultRedirectPort(t, next)
 	fl, err = c.Authorize(ctx, "secure")
 	if err != nil || fl.Phase != localapi.PhaseWaiting {
 		t.Fatalf("authorize again: %+v %v", fl, err)
@@ -310,12 +310,12 @@ func TestPreRegisteredClientPortTakenNamesTheURI(t *testing.T) {
 	t.Cleanup(as.Close)
 	f := startFixture(t, fixture.Options{Authorize: as.Authorize, Extra: as.PRMRoutes()})
 	ctx := ctxT(t)
-	c := openEngine(t, "", remotemcp.Options{NoStartupConnect: true})
+	c := openEngine(t, "", engine.Options{NoStartupConnect: true})
 	if err := c.Grant(ctx, as.URL(), ""); err != nil {
 		t.Fatal(err)
 	}
 	free := freePort(t)
-	remotemcp.SetDefaultRedirectPort(t, free)
+	engine.SetDefaultRedirectPort(t, free)
 	as.AddClient("pre", "", "none", fmt.Sprintf("http://127.0.0.1:%d/mcp-oauth", free))
 	addServer(t, c, localapi.AddServerRequest{ID: "secure", URL: f.URL(), Auth: config.AuthOAuth, ClientID: "pre", Scopes: []string{"read"}})
 	signIn(t, c, "secure", free)
@@ -350,7 +350,7 @@ func TestPreRegisteredClientPortTakenNamesTheURI(t *testing.T) {
 	}
 
 	taken := holdPort(t)
-	remotemcp.SetDefaultRedirectPort(t, taken)
+	engine.SetDefaultRedirectPort(t, taken)
 	fl, err := c.Authorize(ctx, "secure")
 	if err == nil || fl == nil || fl.Phase != localapi.PhaseFailed {
 		t.Fatalf("authorize with the port taken: %+v %v", fl, err)
@@ -418,12 +418,12 @@ func TestAbandonedSignInOnAnotherPortKeepsRefreshing(t *testing.T) {
 	t.Cleanup(as.Close)
 	f := startFixture(t, fixture.Options{Authorize: as.Authorize, Extra: as.PRMRoutes()})
 	ctx := ctxT(t)
-	c := openEngine(t, "", remotemcp.Options{NoStartupConnect: true})
+	c := openEngine(t, "", engine.Options{NoStartupConnect: true})
 	if err := c.Grant(ctx, as.URL(), ""); err != nil {
 		t.Fatal(err)
 	}
 	portA := freePort(t)
-	remotemcp.SetDefaultRedirectPort(t, portA)
+	engine.SetDefaultRedirectPort(t, portA)
 	addServer(t, c, localapi.AddServerRequest{ID: "secure", URL: f.URL(), Auth: config.AuthOAuth})
 	clientOf := func(fl *localapi.AuthFlow) string {
 		t.Helper()
@@ -486,7 +486,7 @@ func TestAbandonedSignInOnAnotherPortKeepsRefreshing(t *testing.T) {
 	for portB == portA {
 		portB = freePort(t)
 	}
-	remotemcp.SetDefaultRedirectPort(t, portB)
+	engine.SetDefaultRedirectPort(t, portB)
 	fl, err = c.Authorize(ctx, "secure")
 	if err != nil || fl.Phase != localapi.PhaseWaiting {
 		t.Fatalf("authorize on B: %+v %v", fl, err)

@@ -1,4 +1,4 @@
-package remotemcp_test
+package engine_test
 
 import (
 	"encoding/json"
@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/remotemcp/remotemcp"
 	"github.com/remotemcp/remotemcp/agent"
+	"github.com/remotemcp/remotemcp/engine"
 	"github.com/remotemcp/remotemcp/internal/clocktest"
 	"github.com/remotemcp/remotemcp/internal/testserver/fixture"
 	"github.com/remotemcp/remotemcp/localapi"
@@ -34,7 +34,7 @@ func TestEngineBackoffCallsWaitConnectTriesNow(t *testing.T) {
 		return true
 	}})
 	clock := clocktest.New(time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC))
-	c := openEngine(t, "", remotemcp.Options{NoStartupConnect: true, Clock: clock})
+	c := openEngine(t, "", engine.Options{NoStartupConnect: true, Clock: clock})
 	ctx := ctxT(t)
 	addServer(t, c, localapi.AddServerRequest{ID: "fx", URL: f.URL()})
 

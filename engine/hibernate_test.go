@@ -1,4 +1,4 @@
-package remotemcp_test
+package engine_test
 
 import (
 	"bytes"
@@ -8,12 +8,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/remotemcp/remotemcp"
+	"github.com/remotemcp/remotemcp/engine"
 	"github.com/remotemcp/remotemcp/internal/testserver/fixture"
 	"github.com/remotemcp/remotemcp/localapi"
 )
 
-func toolNamesOf(t *testing.T, c *remotemcp.Client, id string) []string {
+func toolNamesOf(t *testing.T, c *engine.Engine, id string) []string {
 	t.Helper()
 	tl, err := c.Tools(ctxT(t), localapi.ToolsRequest{ServerID: id, Connect: true})
 	if err != nil {
@@ -27,7 +27,7 @@ func toolNamesOf(t *testing.T, c *remotemcp.Client, id string) []string {
 	return out
 }
 
-func stateOf(t *testing.T, c *remotemcp.Client, id string) localapi.State {
+func stateOf(t *testing.T, c *engine.Engine, id string) localapi.State {
 	t.Helper()
 	s, err := c.Server(ctxT(t), id)
 	if err != nil {
@@ -42,7 +42,7 @@ func stateOf(t *testing.T, c *remotemcp.Client, id string) localapi.State {
 func TestCachedCatalogWithoutConnecting(t *testing.T) {
 	f := startFixture(t, fixture.Options{})
 	dir := t.TempDir()
-	first := openEngine(t, dir, remotemcp.Options{NoStartupConnect: true})
+	first := openEngine(t, dir, engine.Options{NoStartupConnect: true})
 	addServer(t, first, localapi.AddServerRequest{ID: "fx", URL: f.URL(), By: localapi.ByServersAdd})
 	want := toolNamesOf(t, first, "fx") // connects, lists, stores
 	if len(want) < 5 {
@@ -51,7 +51,7 @@ func TestCachedCatalogWithoutConnecting(t *testing.T) {
 	waitFor(t, "the first engine to close", func() bool { return first.Close() == nil })
 
 	before := len(f.Requests())
-	second := openEngine(t, dir, remotemcp.Options{NoStartupConnect: true})
+	second := openEngine(t, dir, engine.Options{NoStartupConnect: true})
 	if got := toolNamesOf(t, second, "fx"); !slices.Equal(got, want) {
 		t.Fatalf("cached tools %v, want %v", got, want)
 	}
@@ -80,7 +80,7 @@ func TestCachedCatalogDiscarded(t *testing.T) {
 	f, g := startFixture(t, fixture.Options{}), startFixture(t, fixture.Options{})
 	g.AddTool("only_on_g")
 	dir := t.TempDir()
-	c := openEngine(t, dir, remotemcp.Options{NoStartupConnect: true})
+	c := openEngine(t, dir, engine.Options{NoStartupConnect: true})
 	addServer(t, c, localapi.AddServerRequest{ID: "fx", URL: f.URL(), By: localapi.ByServersAdd})
 	toolNamesOf(t, c, "fx")
 	url := g.URL()
@@ -113,7 +113,7 @@ func TestCachedCatalogDiscarded(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.Close()
-	st := openEngine(t, dir, remotemcp.Options{NoStartupConnect: true})
+	st := openEngine(t, dir, engine.Options{NoStartupConnect: true})
 	before := initializes(g)
 	if got := toolNamesOf(t, st, "fx"); !slices.Contains(got, "only_on_g") {
 		t.Fatalf("tools %v", got)
@@ -133,7 +133,7 @@ func TestCachedCatalogDiscarded(t *testing.T) {
 // wake; idleTimeout 0 never hibernates.
 func TestHibernation(t *testing.T) {
 	f := startFixture(t, fixture.Options{})
-	c := openEngine(t, "", remotemcp.Options{NoStartupConnect: true, IdleCheck: 20 * time.Millisecond})
+	c := openEngine(t, "", engine.Options{NoStartupConnect: true, IdleCheck: 20 * time.Millisecond})
 	addServer(t, c, localapi.AddServerRequest{ID: "fx", URL: f.URL(), By: localapi.ByServersAdd})
 	idle := "300ms"
 	if _, err := c.UpdateServer(ctxT(t), "fx", localapi.UpdateServerRequest{IdleTimeout: &idle}); err != nil {
@@ -218,7 +218,7 @@ func TestHibernation(t *testing.T) {
 // not idle.
 func TestNotIdleWhileInUse(t *testing.T) {
 	f := startFixture(t, fixture.Options{})
-	c := openEngine(t, "", remotemcp.Options{NoStartupConnect: true, IdleCheck: 20 * time.Millisecond})
+	c := openEngine(t, "", engine.Options{NoStartupConnect: true, IdleCheck: 20 * time.Millisecond})
 	addServer(t, c, localapi.AddServerRequest{ID: "fx", URL: f.URL(), By: localapi.ByServersAdd})
 	idle := "200ms"
 	if _, err := c.UpdateServer(ctxT(t), "fx", localapi.UpdateServerRequest{IdleTimeout: &idle}); err != nil {

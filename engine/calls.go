@@ -1,4 +1,4 @@
-package remotemcp
+package engine
 
 import (
 	"bytes"
@@ -35,7 +35,7 @@ const maxCards = 100
 // out) with their raw inputSchema bytes. With req.Connect the servers
 // (lazy ones too) are connected and listed afresh; without it the known
 // catalogs are used. Servers that could not be listed are in Errors.
-func (c *Client) Tools(ctx context.Context, req localapi.ToolsRequest) (*localapi.ToolList, error) {
+func (c *Engine) Tools(ctx context.Context, req localapi.ToolsRequest) (*localapi.ToolList, error) {
 	if err := c.errNotRunning(); err != nil {
 		return nil, err
 	}
@@ -58,7 +58,7 @@ func (c *Client) Tools(ctx context.Context, req localapi.ToolsRequest) (*localap
 
 // want is a refresh context that may connect the server id, or every
 // enabled server when id is "".
-func (c *Client) want(ctx context.Context, id string) context.Context {
+func (c *Engine) want(ctx context.Context, id string) context.Context {
 	if id == "" {
 		return withWantAll(ctx)
 	}
@@ -67,7 +67,7 @@ func (c *Client) want(ctx context.Context, id string) context.Context {
 
 // toolList converts the registry's snapshot (only one server's tools when
 // serverID is set).
-func (c *Client) toolList(serverID string) localapi.ToolList {
+func (c *Engine) toolList(serverID string) localapi.ToolList {
 	snap := c.reg.Snapshot()
 	out := localapi.ToolList{Generation: snap.Generation(), Tools: []localapi.Tool{}, Errors: []localapi.ServerError{}}
 	for _, t := range snap.Tools() {
@@ -113,7 +113,7 @@ type callState struct {
 // request), and without either the call is denied and nothing is sent,
 // since every remote tool is a write tool that needs the person's
 // approval (R4.1).
-func (c *Client) approve(ctx context.Context, ar agent.ApprovalRequest) (agent.Decision, error) {
+func (c *Engine) approve(ctx context.Context, ar agent.ApprovalRequest) (agent.Decision, error) {
 	cs, _ := ctx.Value(callKey{}).(*callState)
 	if cs != nil && cs.approved {
 		return agent.Allow(), nil
@@ -171,7 +171,7 @@ func newOperationID() string { return "op-" + rand.Text()[:20] }
 // is not ok is returned with a nil error: it is the model's answer. The
 // error is for a request that is wrong (CodeBadRequest, CodeNotFound for
 // an unknown server, CodeConflict for a disabled one).
-func (c *Client) Call(ctx context.Context, req localapi.CallRequest, h localapi.CallHandler) (*localapi.ToolResult, error) {
+func (c *Engine) Call(ctx context.Context, req localapi.CallRequest, h localapi.CallHandler) (*localapi.ToolResult, error) {
 	if err := c.errNotRunning(); err != nil {
 		return nil, err
 	}
@@ -244,7 +244,7 @@ type callTarget struct {
 // name, connecting the server it belongs to when it has no session. An
 // unknown or disabled tool is left for the registry, whose result
 // explains it to the model.
-func (c *Client) resolveTool(ctx context.Context, name string) (callTarget, error) {
+func (c *Engine) resolveTool(ctx context.Context, name string) (callTarget, error) {
 	ct := callTarget{name: name}
 	if s, t, ok := strings.Cut(name, "/"); ok && !strings.HasPrefix(name, "mcp__") {
 		if s == "" || t == "" {
@@ -313,7 +313,7 @@ func (c *Client) resolveTool(ctx context.Context, name string) (callTarget, erro
 }
 
 // callable checks that a server exists and is enabled.
-func (c *Client) callable(ctx context.Context, id string) error {
+func (c *Engine) callable(ctx context.Context, id string) error {
 	// The manager's view is the store's after every edit (edits wait for
 	// it), and reading it costs no query and no unsealing on each call.
 	if st, err := c.Manager.ServerStatusOf(id); err == nil {
@@ -342,7 +342,7 @@ func errDisabled(id string) *localapi.Error {
 
 // notSentResult is the result of a call that could not be sent because
 // its server could not be connected.
-func (c *Client) notSentResult(t callTarget, opID string, err error) *localapi.ToolResult {
+func (c *Engine) notSentResult(t callTarget, opID string, err error) *localapi.ToolResult {
 	return &localapi.ToolResult{Tool: t.name, ServerID: t.serverID, ToolName: t.toolName, OperationID: opID,
 		Outcome: agent.OutcomeUnavailable, IsError: true, MaybeExecuted: false,
 		Message: fmt.Sprintf("The call of tool %q was not sent: %s. Nothing reached the server, so the tool did not run.", t.name, c.whyNotSent(t.serverID, err))}
@@ -350,7 +350,7 @@ func (c *Client) notSentResult(t callTarget, opID string, err error) *localapi.T
 
 // whyNotSent says why a server refused or could not take a request,
 // naming the sign-in step or the origin to approve.
-func (c *Client) whyNotSent(serverID string, err error) string {
+func (c *Engine) whyNotSent(serverID string, err error) string {
 	ae := apiError(err)
 	var pe *hostperm.PermissionRequiredError
 	switch {
@@ -377,7 +377,7 @@ func (c *Client) whyNotSent(serverID string, err error) string {
 
 // explain rewrites the message of a call that was refused before it was
 // sent, so it says so and says why, never that it may have run.
-func (c *Client) explain(res *localapi.ToolResult, cs *callState) {
+func (c *Engine) explain(res *localapi.ToolResult, cs *callState) {
 	switch res.Outcome {
 	case agent.OutcomeDenied:
 		if cs.noApprover {
@@ -402,7 +402,7 @@ func (c *Client) explain(res *localapi.ToolResult, cs *callState) {
 // operation id), once each, until stop is called. A question is never
 // forwarded by its server alone: it would reach the host of another call
 // to that server (issue #20 item 3).
-func (c *Client) forwardQuestions(ctx context.Context, opID string, q func(localapi.Card)) (stop func()) {
+func (c *Engine) forwardQuestions(ctx context.Context, opID string, q func(localapi.Card)) (stop func()) {
 	qctx, cancel := context.WithCancel(ctx)
 	sub := c.Elicit.Subscribe(qctx)
 	seen := map[string]bool{}
@@ -447,7 +447,7 @@ const questionGrace = 200 * time.Millisecond
 
 // CancelCall cancels a call by its operation id at whatever stage it is
 // (R4.5); a cancel that arrives before its call is remembered for a while.
-func (c *Client) CancelCall(ctx context.Context, operationID string) error {
+func (c *Engine) CancelCall(ctx context.Context, operationID string) error {
 	if strings.TrimSpace(operationID) == "" {
 		return badRequest("operationId", "operationId is required")
 	}
@@ -457,12 +457,12 @@ func (c *Client) CancelCall(ctx context.Context, operationID string) error {
 
 // Cards lists the server questions, newest first (pending, answered,
 // cancelled and interrupted ones within the retention; at most 100).
-func (c *Client) Cards(ctx context.Context) ([]localapi.Card, error) {
+func (c *Engine) Cards(ctx context.Context) ([]localapi.Card, error) {
 	l, err := c.cardList(ctx)
 	return l, fail(err)
 }
 
-func (c *Client) cardList(ctx context.Context) ([]localapi.Card, error) {
+func (c *Engine) cardList(ctx context.Context) ([]localapi.Card, error) {
 	out := []localapi.Card{}
 	if c.Elicit == nil {
 		return out, nil
@@ -485,7 +485,7 @@ func errNoCards() *localapi.Error {
 }
 
 // Card returns one server question.
-func (c *Client) Card(ctx context.Context, id string) (*localapi.Card, error) {
+func (c *Engine) Card(ctx context.Context, id string) (*localapi.Card, error) {
 	if c.Elicit == nil {
 		return nil, errNoCards()
 	}
@@ -501,7 +501,7 @@ func (c *Client) Card(ctx context.Context, id string) (*localapi.Card, error) {
 // directory: the call that asked continues where it waits. An accepted
 // answer is checked against the question's form first; every bad field
 // is in the error's Problems.
-func (c *Client) Answer(ctx context.Context, cardID string, a localapi.Answer) error {
+func (c *Engine) Answer(ctx context.Context, cardID string, a localapi.Answer) error {
 	if c.Elicit == nil {
 		return errNoCards()
 	}
@@ -522,7 +522,7 @@ func (c *Client) Answer(ctx context.Context, cardID string, a localapi.Answer) e
 // person confirmed it is safe (R6.2: an answer that never reached the
 // server is never pretended to have). The confirmation is its approval.
 // Without confirmed nothing is sent.
-func (c *Client) Retry(ctx context.Context, cardID string, confirmed bool) (*localapi.ToolResult, error) {
+func (c *Engine) Retry(ctx context.Context, cardID string, confirmed bool) (*localapi.ToolResult, error) {
 	if err := c.errNotRunning(); err != nil {
 		return nil, err
 	}
@@ -643,7 +643,7 @@ func propertyOrder(schema json.RawMessage) []string {
 // is ""), as /server:prompt commands, connecting the servers that have no
 // session. A server that cannot be listed is an error when it is the one
 // asked for, and left out otherwise.
-func (c *Client) Prompts(ctx context.Context, serverID string) ([]localapi.Prompt, error) {
+func (c *Engine) Prompts(ctx context.Context, serverID string) ([]localapi.Prompt, error) {
 	if err := c.errNotRunning(); err != nil {
 		return nil, err
 	}
@@ -661,7 +661,7 @@ func (c *Client) Prompts(ctx context.Context, serverID string) ([]localapi.Promp
 
 // listFor makes sure the registry has listed serverID (every enabled
 // server when ""), connecting what has no session.
-func (c *Client) listFor(ctx context.Context, serverID string) error {
+func (c *Engine) listFor(ctx context.Context, serverID string) error {
 	if serverID != "" {
 		if err := c.callable(ctx, serverID); err != nil {
 			return err
@@ -685,7 +685,7 @@ func (c *Client) listFor(ctx context.Context, serverID string) error {
 // GetPrompt runs a /server:prompt command. Missing required arguments and
 // unknown ones are CodeBadRequest naming the argument, before anything is
 // sent.
-func (c *Client) GetPrompt(ctx context.Context, req localapi.GetPromptRequest) (*localapi.PromptResult, error) {
+func (c *Engine) GetPrompt(ctx context.Context, req localapi.GetPromptRequest) (*localapi.PromptResult, error) {
 	if err := c.errNotRunning(); err != nil {
 		return nil, err
 	}
@@ -731,7 +731,7 @@ func (c *Client) GetPrompt(ctx context.Context, req localapi.GetPromptRequest) (
 // when it has no session. A request without a server, a reference or an
 // argument name is CodeBadRequest before anything is sent, as is one the
 // server refuses.
-func (c *Client) Complete(ctx context.Context, req localapi.CompleteRequest) (*localapi.CompleteResult, error) {
+func (c *Engine) Complete(ctx context.Context, req localapi.CompleteRequest) (*localapi.CompleteResult, error) {
 	if err := c.errNotRunning(); err != nil {
 		return nil, err
 	}
@@ -777,7 +777,7 @@ func (c *Client) Complete(ctx context.Context, req localapi.CompleteRequest) (*l
 // Resources lists or searches the resources and resource templates of a
 // server (every enabled one when req.ServerID is ""), best match first
 // (see agent.Registry.SearchResources), connecting what has no session.
-func (c *Client) Resources(ctx context.Context, req localapi.ResourcesRequest) ([]localapi.Resource, error) {
+func (c *Engine) Resources(ctx context.Context, req localapi.ResourcesRequest) ([]localapi.Resource, error) {
 	if err := c.errNotRunning(); err != nil {
 		return nil, err
 	}
@@ -799,7 +799,7 @@ func (c *Client) Resources(ctx context.Context, req localapi.ResourcesRequest) (
 
 // ReadResource reads a resource named @server:URI. A URI template must be
 // filled in first (CodeBadRequest).
-func (c *Client) ReadResource(ctx context.Context, req localapi.ReadRequest) (*localapi.ReadResult, error) {
+func (c *Engine) ReadResource(ctx context.Context, req localapi.ReadRequest) (*localapi.ReadResult, error) {
 	if err := c.errNotRunning(); err != nil {
 		return nil, err
 	}
@@ -856,7 +856,7 @@ func sampler(opID, serverID string, sample func(context.Context, localapi.Sampli
 
 // listedFromCache lists a server that has no session from its stored
 // catalog, without connecting it (issue #12): its first call connects.
-func (c *Client) listedFromCache(ctx context.Context, id string) bool {
+func (c *Engine) listedFromCache(ctx context.Context, id string) bool {
 	if st, err := c.Manager.ServerStatusOf(id); err != nil || st.State == manager.StateReady {
 		return false
 	}
@@ -875,7 +875,7 @@ func (c *Client) listedFromCache(ctx context.Context, id string) bool {
 // call so that it queues behind the server's open questions and they
 // behind it; if this process stops meanwhile the card is interrupted,
 // and re-sending it from the page is the approval (nothing was sent).
-func (c *Client) approveByCard(ctx context.Context, ar localapi.ApprovalRequest) (agent.Decision, error) {
+func (c *Engine) approveByCard(ctx context.Context, ar localapi.ApprovalRequest) (agent.Decision, error) {
 	adm, err := c.Elicit.Admit(ctx, elicit.CallInfo{ServerID: ar.ServerID, Tool: ar.ToolName,
 		OperationID: ar.OperationID + elicit.ApprovalSuffix, Arguments: ar.Arguments})
 	if err != nil {

@@ -1,12 +1,12 @@
-package remotemcp_test
+package engine_test
 
 import (
 	"context"
 	"errors"
 	"testing"
 
-	"github.com/remotemcp/remotemcp"
 	"github.com/remotemcp/remotemcp/config"
+	"github.com/remotemcp/remotemcp/engine"
 	"github.com/remotemcp/remotemcp/hostperm"
 	"github.com/remotemcp/remotemcp/internal/testserver/fixture"
 )
@@ -20,7 +20,7 @@ func TestOpenGuardsEveryRequest(t *testing.T) {
 	}
 	t.Cleanup(func() { f.Close() })
 	ctx := context.Background()
-	c, err := remotemcp.Open(ctx, remotemcp.Options{DataDir: t.TempDir()})
+	c, err := engine.Open(ctx, engine.Options{DataDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}

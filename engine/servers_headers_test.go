@@ -1,4 +1,4 @@
-package remotemcp_test
+package engine_test
 
 import (
 	"encoding/json"

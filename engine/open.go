@@ -1,0 +1,317 @@
+// Package engine is remotemcp's engine: it owns all state of an opened
+// data directory (SQLite store with its key file, in-memory token store,
+// host permission broker, OAuth authenticator, elicitation cards,
+// connection manager) and implements [localapi.Engine], the one API every
+// surface uses. The daemon's HTTP handlers are thin adapters over it, the
+// CLI runs it in-process when no daemon runs.
+//
+// Embedders use package remotemcp, a thin facade over this package that
+// exports no internals; the exported fields of [Engine] are for owners
+// inside this module (the daemon, tests) that wire more around it.
+//
+// Failures a caller can branch on are *localapi.Error values with a stable
+// Code (localapi.CodeNotFound, CodeLoginRequired …).
+package engine
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/auth"
+
+	"github.com/remotemcp/remotemcp/agent"
+	"github.com/remotemcp/remotemcp/config"
+	"github.com/remotemcp/remotemcp/elicit"
+	"github.com/remotemcp/remotemcp/hostperm"
+	"github.com/remotemcp/remotemcp/localapi"
+	"github.com/remotemcp/remotemcp/manager"
+	"github.com/remotemcp/remotemcp/oauth"
+	"github.com/remotemcp/remotemcp/session"
+	"github.com/remotemcp/remotemcp/store"
+)
+
+// Version is the remotemcp version reported in initialize.
+const Version = "0.1.0"
+
+// Options configure Open. The zero value uses the default data directory.
+type Options struct {
+	// DataDir overrides $REMOTEMCP_HOME and the user config directory.
+	DataDir string
+	Logger  *slog.Logger
+	// HTTPClient is the base client for all outbound traffic; it must not
+	// set Timeout. Nil uses a client with sane dial/TLS timeouts.
+	HTTPClient *http.Client
+	// OAuth overrides the OAuth provider of oauth servers. Nil: the
+	// Engine's own Authenticator, non-interactive (R3.13: background work
+	// never starts a browser flow; the person signs in with Authorize).
+	OAuth manager.OAuthProvider
+	// Elicit answers server questions itself. Nil (the default) turns
+	// them into elicitation cards (Engine.Elicit) that a person answers
+	// through CallHandler.Question and Answer (R6.1).
+	Elicit func(ctx context.Context, info manager.ElicitInfo, req *ElicitRequest) (*ElicitResult, error)
+	// Cards is kept for compatibility and has no effect: the engine keeps
+	// elicitation cards whenever Elicit is nil. Several processes may
+	// open the cards of one data directory at once; each one's open
+	// questions stay its own (package elicit).
+	//
+	// Deprecated: cards are always kept unless Elicit is set.
+	Cards bool
+	// ProtocolVersion overrides the MCP revision (conformance testing of
+	// the draft only); empty means the pinned 2025-11-25.
+	ProtocolVersion string
+	// NoStartupConnect: Open connects nothing; every server is lazy, and
+	// the engine connects only the server a call or listing needs. A
+	// one-shot command runs the engine this way; connectOnStartup is for
+	// long-lived owners (the daemon, an embedding agent).
+	NoStartupConnect bool
+	// IdleCheck is how often sessions unused for their server's
+	// idleTimeout are looked for and closed (default 15 s).
+	IdleCheck time.Duration
+	// AskHost puts an origin without a grant to the person at once (see
+	// hostperm.Options.Ask); nil leaves a pending approval (R2.2).
+	AskHost func(ctx context.Context, refused hostperm.PermissionRequiredError) bool
+	// NoStart opens the store and makes the manager without starting it
+	// (no connections, no reconcile loop, no agent registry): for
+	// one-shot commands that only edit the config. Methods that need a
+	// session answer localapi.CodeUnavailable.
+	NoStart bool
+	// BackoffBase and BackoffMax shape each server's connect backoff
+	// (default 1 s and 5 min; see manager.Options); Clock is its time
+	// (nil: the wall clock; tests pass a manual one).
+	BackoffBase, BackoffMax time.Duration
+	Clock                   manager.Clock
+}
+
+// Engine is an opened remotemcp: the engine. It implements
+// [localapi.Engine] and [localapi.CallbackReceiver]; ordinary use needs
+// nothing but those methods. The exported parts are for owners that wire
+// more around the engine (the conformance client, tests).
+type Engine struct {
+	Store  *store.SQLite
+	Memory *store.Memory
+	// Elicit holds the elicitation cards (nil when Options.Elicit is set).
+	Elicit *elicit.Cards
+	// OAuth performs logins, refreshes and step-ups for oauth servers.
+	OAuth *oauth.Authenticator
+	// Hosts is the host permission broker every outbound request passes
+	// (R2.2): HTTP is guarded by it.
+	Hosts   *hostperm.Broker
+	Manager *manager.Manager
+	HTTP    *http.Client
+	DataDir string
+
+	o       Options
+	log     *slog.Logger
+	lazy    bool // NoStartupConnect: connect only what a request needs
+	running bool // the manager and the registry were started
+	started time.Time
+	reg     *agent.Registry
+
+	// ctx ends when Close begins; flows, watchers and background work
+	// derive from it.
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	bgMu   sync.Mutex // orders wg.Add against Close's wg.Wait
+	closed bool       // guarded by bgMu
+
+	hub   *hub
+	flows *flows
+	// cbPort is the port whose /mcp-oauth the owner serves (ServeCallbacks).
+	cbPort atomic.Int64
+	loopMu sync.Mutex
+	loops  map[int]*loopback // the engine's own callback listeners
+
+	// signedOut marks servers signed out by Logout until they sign in or
+	// connect again (their state is needs-auth, reason "signed out").
+	soMu      sync.Mutex
+	signedOut map[string]bool
+	// waiting holds servers whose last request needed the person (a
+	// sign-in, more scopes): they show needs-auth with this reason until
+	// a sign-in or a request that works (SPEC §9 A4, B2).
+	waiting map[string]*localapi.Reason
+
+	// notices are the servers' notifications for Subscribe (log
+	// messages, resource updates).
+	notices noticeRing
+
+	editMu sync.Mutex // queues this process's server edits
+
+	// callErrs keeps the manager's error of a call in flight by operation
+	// id, so the engine can explain a call refused before it was sent.
+	callErrs sync.Map
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// NewHTTPClient returns the default base HTTP client: bounded dial, TLS
+// and header waits, but no overall Timeout (it would cut SSE streams).
+func NewHTTPClient() *http.Client {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.TLSHandshakeTimeout = 15 * time.Second
+	tr.ResponseHeaderTimeout = 0 // tool calls may legitimately take minutes
+	tr.MaxIdleConnsPerHost = 64
+	return &http.Client{Transport: tr}
+}
+
+// Open opens the data directory and starts the engine (unless NoStart):
+// the manager (connecting the servers with connectOnStartup, unless
+// NoStartupConnect), the agent registry (which connects nothing by
+// itself) and the event watchers.
+func Open(ctx context.Context, o Options) (*Engine, error) {
+	dir, err := store.DataDir(o.DataDir)
+	if err != nil {
+		return nil, fmt.Errorf("remotemcp: data directory: %w", err)
+	}
+	st, err := store.Open(ctx, dir, store.Options{Logger: o.Logger})
+	if err != nil {
+		return nil, err
+	}
+	base := o.HTTPClient
+	if base == nil {
+		base = NewHTTPClient()
+	}
+	log := o.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	hosts := hostperm.New(st, hostperm.Options{Ask: o.AskHost})
+	// One guard for everything: MCP endpoints, metadata, registration,
+	// token requests (R2.2). A copy, so the caller's client is unchanged.
+	hc := *base
+	hc.Transport = hosts.Transport(base.Transport)
+	c := &Engine{
+		Store: st, Memory: store.NewMemory(), HTTP: &hc, Hosts: hosts, DataDir: dir,
+		o: o, log: log, lazy: o.NoStartupConnect, started: time.Now().UTC(),
+		hub: newHub(), flows: newFlows(), loops: map[int]*loopback{}, signedOut: map[string]bool{},
+	}
+	c.ctx, c.cancel = context.WithCancel(context.Background())
+	c.OAuth = oauth.New(oauth.Options{Store: st, Memory: c.Memory, HTTPClient: c.HTTP, Logger: o.Logger,
+		ClientMetadataURL: func(s config.Server) string { return s.Auth.ClientMetadataURL },
+		// OAuth requests join the server's request log (B1); c.Manager is
+		// read when one is made, after it is set below.
+		OnExchange: func(x oauth.Exchange) {
+			if c.Manager != nil {
+				c.Manager.RecordExchange(x.ServerID, session.Exchange{Time: x.Time, HTTPMethod: x.HTTPMethod,
+					Status: x.Status, Millis: x.Millis, Error: x.Error, Kind: "oauth", Step: string(x.Step), URL: x.URL})
+			}
+		}})
+	provider := o.OAuth
+	if provider == nil {
+		provider = OAuthProvider(c.OAuth, nil)
+	}
+	mo := manager.Options{
+		Store: st, HTTPClient: c.HTTP, OAuth: provider, Logger: o.Logger,
+		ClientName: "remotemcp", ClientVersion: Version,
+		ProtocolVersion: o.ProtocolVersion, NoStartupConnect: o.NoStartupConnect,
+		Elicit: o.Elicit, OnLog: c.onServerLog, OnResourceUpdated: c.onResourceUpdated,
+		Catalogs: manager.KVShelf{KV: st}, Logs: manager.KVShelf{KV: st}, IdleCheck: o.IdleCheck,
+		BackoffBase: o.BackoffBase, BackoffMax: o.BackoffMax, Clock: o.Clock,
+	}
+	if mo.Elicit == nil {
+		cards, err := elicit.Open(ctx, st, elicit.Options{Logger: o.Logger})
+		if err != nil {
+			c.cancel()
+			hosts.Close()
+			st.Close()
+			return nil, fmt.Errorf("remotemcp: elicitation cards: %w", err)
+		}
+		c.Elicit = cards
+		mo.Elicit = cards.Handle
+	}
+	c.Manager = manager.New(mo)
+	c.reg, err = agent.New(agent.Options{
+		Backend: backend{Manager: c.Manager, c: c}, Approver: agent.ApproverFunc(c.approve),
+		Cards: c.Elicit, Logger: o.Logger,
+	})
+	if err != nil {
+		c.Close()
+		return nil, fmt.Errorf("remotemcp: agent registry: %w", err)
+	}
+	if !o.NoStart {
+		if err := c.start(ctx); err != nil {
+			c.Close()
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
+// start starts the manager, the registry and the watchers.
+func (c *Engine) start(ctx context.Context) error {
+	if err := c.Manager.Start(ctx); err != nil {
+		return err
+	}
+	if c.Elicit != nil {
+		c.Elicit.Watch(c.Manager)
+	}
+	// The registry's first listing connects nothing: servers are listed
+	// when a request needs them (connectOnStartup servers arrive through
+	// the manager's events once they are ready).
+	if err := c.reg.Start(withWant(ctx)); err != nil {
+		return err
+	}
+	c.running = true
+	c.startWatchers()
+	return nil
+}
+
+// OAuthProvider adapts an Authenticator to the manager. interactive nil
+// means background handlers: a 401 the refresh token cannot fix becomes a
+// "login required" error (R3.13); a Browser makes every handler able to
+// run the full flow (the conformance client, which plays the browser).
+func OAuthProvider(a *oauth.Authenticator, interactive oauth.Browser) manager.OAuthProvider {
+	return providerFunc(func(srv config.Server) auth.OAuthHandler { return a.Handler(srv, interactive) })
+}
+
+type providerFunc func(config.Server) auth.OAuthHandler
+
+func (f providerFunc) Handler(srv config.Server) auth.OAuthHandler { return f(srv) }
+
+// Close stops the engine in the order package elicit documents: sign-in
+// flows and background work end, the registry stops, open questions are
+// closed as interrupted while their connections can still carry the
+// refusal, then the manager closes every session (cancelling calls in
+// flight), then the broker and the store. Idempotent.
+func (c *Engine) Close() error {
+	c.closeOnce.Do(func() {
+		c.bgMu.Lock()
+		c.closed = true
+		c.bgMu.Unlock()
+		c.cancel()
+		c.wg.Wait()
+		if c.reg != nil {
+			c.reg.Close()
+		}
+		if c.Elicit != nil {
+			c.Elicit.Close()
+		}
+		c.Manager.Close()
+		c.Hosts.Close()
+		c.closeErr = c.Store.Close()
+	})
+	return c.closeErr
+}
+
+// goBackground runs f in a goroutine owned by the engine: Close waits for
+// it, and its context ends when Close begins. It reports false (and does
+// not run f) once Close has begun.
+func (c *Engine) goBackground(f func(ctx context.Context)) bool {
+	c.bgMu.Lock()
+	defer c.bgMu.Unlock()
+	if c.closed {
+		return false
+	}
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		f(c.ctx)
+	}()
+	return true
+}
