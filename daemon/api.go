@@ -121,7 +121,7 @@ func (a *api) handler() http.Handler {
 // by is who a grant made through this request is attributed to: the
 // settings page for its requests (a page cannot claim to be the CLI),
 // else what the caller said (the engine's default when nothing).
-func by(ctx context.Context, said string) string {
+func by(ctx context.Context, said localapi.By) localapi.By {
 	if callerOf(ctx).page != "" {
 		return localapi.BySettingsPage
 	}
@@ -303,7 +303,7 @@ func (a *api) grant(w http.ResponseWriter, r *http.Request) {
 		a.error(w, err)
 		return
 	}
-	a.reply(w, 0, nil, a.eng.Grant(r.Context(), req.Origin, by(r.Context(), req.By)))
+	a.reply(w, 0, nil, a.eng.Grant(r.Context(), req.Origin, string(by(r.Context(), req.By))))
 }
 
 func (a *api) revoke(w http.ResponseWriter, r *http.Request) {

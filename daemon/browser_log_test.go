@@ -120,7 +120,7 @@ func checkLogRows(t *testing.T, rows []logRow, l []localapi.LogEntry) {
 			// An OAuth request or a server's log message: its tags, then
 			// its text.
 			var parts []string
-			for _, p := range []string{x.Kind, x.Step, x.Level, x.Message, x.URL, x.RPCMethod} {
+			for _, p := range []string{string(x.Kind), x.Step, x.Level, x.Message, x.URL, x.RPCMethod} {
 				if p != "" {
 					parts = append(parts, p)
 				}

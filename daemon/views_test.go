@@ -54,7 +54,7 @@ func TestServerViewsLeaveCLIAdviceOut(t *testing.T) {
 	tests := []struct {
 		id    string
 		state localapi.State
-		class string
+		class localapi.Class
 		// says is what the reason keeps.
 		says string
 	}{

@@ -295,7 +295,7 @@ func (c *Engine) runFlow(ctx context.Context, f *flow, srv config.Server, lo oau
 			}
 			var pe *hostperm.PermissionRequiredError
 			if errors.As(err, &pe) {
-				v.Permission = &localapi.PermissionInfo{Origin: pe.Origin, Purpose: pe.Purpose, ServerID: pe.ServerID}
+				v.Permission = &localapi.PermissionInfo{Origin: pe.Origin, Purpose: purposeOf(pe.Purpose), ServerID: pe.ServerID}
 			}
 			switch {
 			case errors.Is(err, errPortTaken):

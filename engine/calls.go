@@ -89,7 +89,7 @@ func (c *Engine) toolList(serverID string) localapi.ToolList {
 func toolOf(t agent.AgentTool) localapi.Tool {
 	lt := localapi.Tool{Name: t.Name, ServerID: t.ServerID, ToolName: t.ToolName, Title: t.Title, Description: t.Description,
 		InputSchema: t.InputSchema, Effects: string(t.Effects), Retry: string(t.Retry),
-		OutputSchema: t.OutputSchema, Icons: t.Icons, Meta: t.Meta, Own: t.Own}
+		OutputSchema: t.OutputSchema, Icons: t.Icons, Meta: t.Meta, Own: toolTextOf(t.Own)}
 	if t.Annotations != nil {
 		lt.Annotations, _ = json.Marshal(t.Annotations)
 	}
@@ -653,7 +653,7 @@ func (c *Engine) Prompts(ctx context.Context, serverID string) ([]localapi.Promp
 	out := []localapi.Prompt{}
 	for _, p := range c.reg.Snapshot().Prompts() {
 		if serverID == "" || p.ServerID == serverID {
-			out = append(out, p)
+			out = append(out, promptOf(p))
 		}
 	}
 	return out, nil
@@ -723,7 +723,7 @@ func (c *Engine) GetPrompt(ctx context.Context, req localapi.GetPromptRequest) (
 	if err != nil {
 		return nil, fail(err)
 	}
-	return res, nil
+	return promptResultOf(res), nil
 }
 
 // Complete asks a server for completion values of an argument of one of
@@ -789,7 +789,7 @@ func (c *Engine) Resources(ctx context.Context, req localapi.ResourcesRequest) (
 		if req.ServerID != "" && r.ServerID != req.ServerID {
 			continue
 		}
-		out = append(out, r)
+		out = append(out, resourceOf(r))
 		if req.Limit > 0 && len(out) == req.Limit {
 			break
 		}
@@ -825,7 +825,7 @@ func (c *Engine) ReadResource(ctx context.Context, req localapi.ReadRequest) (*l
 		}
 		return nil, ae
 	}
-	return res, nil
+	return readResultOf(res), nil
 }
 
 // sampler turns a CallHandler's Sample into the call's answer to the

@@ -117,7 +117,7 @@ func (c *Engine) noteNeedsPerson(id string, err error) {
 	if !errors.Is(err, oauth.ErrLoginRequired) {
 		return
 	}
-	r := &localapi.Reason{Class: string(manager.ClassAuth), Step: string(oauth.StepAuthorization), Message: reasonNeedsAuth}
+	r := &localapi.Reason{Class: localapi.ClassAuth, Step: string(oauth.StepAuthorization), Message: reasonNeedsAuth}
 	var ise *oauth.InsufficientScopeError
 	if errors.As(err, &ise) {
 		r.Step = string(oauth.StepScope)

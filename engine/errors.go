@@ -40,7 +40,7 @@ func apiError(err error) *localapi.Error {
 	switch {
 	case errors.As(err, &pe):
 		e.Status, e.Code, e.NotSent = http.StatusConflict, localapi.CodePermissionRequired, true
-		e.Permission = &localapi.PermissionInfo{Origin: pe.Origin, Purpose: pe.Purpose, ServerID: pe.ServerID}
+		e.Permission = &localapi.PermissionInfo{Origin: pe.Origin, Purpose: purposeOf(pe.Purpose), ServerID: pe.ServerID}
 	case errors.Is(err, hostperm.ErrPermissionRequired):
 		e.Status, e.Code, e.NotSent = http.StatusConflict, localapi.CodePermissionRequired, true
 	case errors.Is(err, oauth.ErrLoginRequired):

@@ -136,7 +136,7 @@ func (c *Engine) view(ctx context.Context, srv config.Server, st manager.ServerS
 	}
 	for _, p := range pending {
 		if p.ServerID == srv.ID || (p.ServerID == "" && p.Origin == origin) {
-			v.Pending = append(v.Pending, p)
+			v.Pending = append(v.Pending, pendingOf(p))
 		}
 	}
 	oauthKind := srv.Auth.Kind.OAuthCapable()
@@ -183,7 +183,7 @@ func (c *Engine) state(ctx context.Context, srv config.Server, st manager.Server
 	}
 	oauthKind := srv.Auth.Kind.OAuthCapable()
 	if oauthKind && srv.Enabled && ms != manager.StateConnecting && c.isSignedOut(srv.ID) {
-		return localapi.StateNeedsAuth, &localapi.Reason{Class: string(manager.ClassAuth), Step: string(oauth.StepAuthorization), Message: reasonSignedOut}
+		return localapi.StateNeedsAuth, &localapi.Reason{Class: localapi.ClassAuth, Step: string(oauth.StepAuthorization), Message: reasonSignedOut}
 	}
 	switch ms {
 	case manager.StateIdle:
@@ -212,7 +212,7 @@ func (c *Engine) state(ctx context.Context, srv config.Server, st manager.Server
 	if srv.Auth.Kind == config.AuthOAuth && srv.Enabled {
 		os := c.OAuth.Status(ctx, srv)
 		if os.Binding == nil && !os.HasAccessToken && !os.HasRefreshToken {
-			return localapi.StateNeedsAuth, &localapi.Reason{Class: string(manager.ClassAuth), Step: string(oauth.StepAuthorization), Message: reasonNeedsAuth}
+			return localapi.StateNeedsAuth, &localapi.Reason{Class: localapi.ClassAuth, Step: string(oauth.StepAuthorization), Message: reasonNeedsAuth}
 		}
 	}
 	return localapi.StateDisconnected, reasonOf(r)
@@ -234,7 +234,7 @@ func reasonOf(r *manager.Reason) *localapi.Reason {
 	if r == nil {
 		return nil
 	}
-	return &localapi.Reason{Class: string(r.Class), Step: r.Step, HTTPStatus: r.HTTPStatus, Message: withoutCLIAdvice(r.Message)}
+	return &localapi.Reason{Class: classOf(r.Class), Step: r.Step, HTTPStatus: r.HTTPStatus, Message: withoutCLIAdvice(r.Message)}
 }
 
 func (c *Engine) isSignedOut(id string) bool {
@@ -350,7 +350,7 @@ func (c *Engine) AddServer(ctx context.Context, req localapi.AddServerRequest) (
 	if err != nil {
 		return nil, fail(err)
 	}
-	by := req.By
+	by := string(req.By)
 	if by == "" {
 		by = hostperm.ByServersAdd
 	}
@@ -437,7 +437,7 @@ func (c *Engine) Import(ctx context.Context, req localapi.ImportRequest) (*local
 	if err != nil {
 		return nil, fail(err)
 	}
-	by := req.By
+	by := string(req.By)
 	if by == "" {
 		by = hostperm.ByCLI
 	}
@@ -1006,7 +1006,7 @@ func (c *Engine) permissionFor(ctx context.Context, id string) *localapi.Permiss
 		return nil
 	}
 	if !v.OriginGranted {
-		return &localapi.PermissionInfo{Origin: v.Origin, Purpose: hostperm.PurposeMCP, ServerID: id}
+		return &localapi.PermissionInfo{Origin: v.Origin, Purpose: localapi.PurposeMCP, ServerID: id}
 	}
 	p := v.Pending[0]
 	return &localapi.PermissionInfo{Origin: p.Origin, Purpose: p.Purpose, ServerID: id}
@@ -1033,14 +1033,14 @@ func (c *Engine) Log(ctx context.Context, id string) ([]localapi.LogEntry, error
 	if err != nil {
 		return nil, fail(err)
 	}
-	l, _ := c.Manager.Log(id)
+	l, _ := logOf(c.Manager.Log(id))
 	if len(l) == 0 && c.lazy && c.running && v.Enabled && v.State != localapi.StateReady {
 		cctx, cancel := context.WithTimeout(ctx, connectWait)
 		if err := c.connectWith(cctx, id, c.Manager.Ensure); err != nil {
 			c.log.Debug("remotemcp: connect to record the log", "server", id, "err", err)
 		}
 		cancel()
-		l, _ = c.Manager.Log(id)
+		l, _ = logOf(c.Manager.Log(id))
 	}
 	if l == nil {
 		l = []localapi.LogEntry{}
@@ -1050,7 +1050,7 @@ func (c *Engine) Log(ctx context.Context, id string) ([]localapi.LogEntry, error
 
 // Grants lists the origins the person allowed.
 func (c *Engine) Grants(ctx context.Context) ([]localapi.Grant, error) {
-	g, err := c.Hosts.Grants(ctx)
+	g, err := grantsOf(c.Hosts.Grants(ctx))
 	if g == nil {
 		g = []localapi.Grant{}
 	}
@@ -1062,7 +1062,7 @@ func (c *Engine) Grants(ctx context.Context) ([]localapi.Grant, error) {
 
 // Pending lists the refused requests waiting for the person's decision.
 func (c *Engine) Pending(ctx context.Context) ([]localapi.Pending, error) {
-	p, err := c.Hosts.Pending(ctx)
+	p, err := pendingsOf(c.Hosts.Pending(ctx))
 	if p == nil {
 		p = []localapi.Pending{}
 	}

@@ -346,7 +346,7 @@ func (c *Client) Pending(ctx context.Context) ([]Pending, error) {
 
 // Grant allows an origin; by names the user action (ByCLI …).
 func (c *Client) Grant(ctx context.Context, origin, by string) error {
-	return c.do(ctx, http.MethodPost, "/api/grants", nil, OriginRequest{Origin: origin, By: by}, nil)
+	return c.do(ctx, http.MethodPost, "/api/grants", nil, OriginRequest{Origin: origin, By: By(by)}, nil)
 }
 
 // Revoke removes an origin's grant.

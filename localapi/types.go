@@ -7,8 +7,6 @@ import (
 
 	"github.com/remotemcp/remotemcp/agent"
 	"github.com/remotemcp/remotemcp/config"
-	"github.com/remotemcp/remotemcp/hostperm"
-	"github.com/remotemcp/remotemcp/session"
 )
 
 // None of these types has a field that could carry a secret on the way
@@ -38,11 +36,32 @@ const (
 // NotReady reports whether `status ID` must exit non-zero for the state.
 func (s State) NotReady() bool { return s == StateError || s == StateNeedsAuth }
 
+// Class is the kind of failure a Reason attributes a server's state to.
+type Class string
+
+// The failure classes, as the JSON carries them.
+const (
+	// ClassConfig: the server's configuration cannot work (a bad URL, an
+	// auth section that does not fit).
+	ClassConfig   Class = "configuration"
+	ClassNetwork  Class = "network"
+	ClassTLS      Class = "tls"
+	ClassHTTP     Class = "http"
+	ClassAuth     Class = "auth"
+	ClassProtocol Class = "protocol"
+	ClassTimeout  Class = "timeout"
+	ClassCanceled Class = "canceled"
+	// ClassPermission: the origin has no host permission grant yet.
+	ClassPermission Class = "permission"
+	ClassUnknown    Class = "unknown"
+)
+
 // Reason says why a server is in error or needs-auth, or why it was
 // disconnected.
 type Reason struct {
-	// Class is network, tls, http, auth, protocol, config, permission …
-	Class string `json:"class"`
+	// Class is configuration, network, tls, http, auth, protocol,
+	// timeout, canceled, permission or unknown (the Class constants).
+	Class Class `json:"class"`
 	// Step names the auth or handshake step that failed, when known.
 	Step       string `json:"step,omitempty"`
 	HTTPStatus int    `json:"httpStatus,omitempty"`
@@ -226,16 +245,71 @@ type LogoutResult struct {
 // PermissionInfo describes a request refused for lack of a host
 // permission grant.
 type PermissionInfo struct {
-	Origin   string           `json:"origin"`
-	Purpose  hostperm.Purpose `json:"purpose,omitempty"`
-	ServerID string           `json:"serverId,omitempty"`
+	Origin   string  `json:"origin"`
+	Purpose  Purpose `json:"purpose,omitempty"`
+	ServerID string  `json:"serverId,omitempty"`
 }
 
-// Grant is an origin the person allowed.
-type Grant = hostperm.Grant
+// Purpose says why a refused request was made; the grant of its origin
+// covers every purpose.
+type Purpose string
 
-// Pending is a refused request waiting for the person's decision.
-type Pending = hostperm.Pending
+// The purposes of the requests remotemcp makes.
+const (
+	PurposeMCP           Purpose = "mcp"           // the MCP endpoint itself
+	PurposeDiscoveryPRM  Purpose = "discovery-PRM" // RFC 9728 protected-resource metadata
+	PurposeDiscoveryAS   Purpose = "discovery-AS"  // RFC 8414 / OIDC authorization-server metadata
+	PurposeRegistration  Purpose = "registration"  // RFC 7591 dynamic client registration
+	PurposeAuthorization Purpose = "authorization" // the authorization page opened in the browser
+	PurposeToken         Purpose = "token"         // the token endpoint
+)
+
+// Grant is an origin the person allowed.
+type Grant struct {
+	// Origin is canonical: scheme and host lower-case, default port
+	// dropped.
+	Origin    string    `json:"origin"`
+	GrantedAt time.Time `json:"grantedAt"`
+	// By names the user action that made the grant (the By constants).
+	By By `json:"by"`
+}
+
+// Pending is a refused request waiting for the person's decision, one
+// per origin, purpose and server.
+type Pending struct {
+	Origin  string  `json:"origin"`
+	Purpose Purpose `json:"purpose"`
+	// ServerID is "" when no server is involved.
+	ServerID  string    `json:"serverId,omitempty"`
+	FirstSeen time.Time `json:"firstSeenAt"`
+	LastSeen  time.Time `json:"lastSeenAt"`
+	// Count is how many refusals were seen (best effort across
+	// processes).
+	Count int `json:"count"`
+}
+
+// UnmarshalJSON reads a pending approval in either spelling of its
+// times: a daemon older than the …At names (issue #19 item 10) sent
+// firstSeen and lastSeen.
+func (p *Pending) UnmarshalJSON(b []byte) error {
+	type plain Pending
+	var v struct {
+		plain
+		OldFirstSeen *time.Time `json:"firstSeen"`
+		OldLastSeen  *time.Time `json:"lastSeen"`
+	}
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	if v.FirstSeen.IsZero() && v.OldFirstSeen != nil {
+		v.FirstSeen = *v.OldFirstSeen
+	}
+	if v.LastSeen.IsZero() && v.OldLastSeen != nil {
+		v.LastSeen = *v.OldLastSeen
+	}
+	*p = Pending(v.plain)
+	return nil
+}
 
 // AddServerRequest adds a server. Token, ClientSecret and the values of
 // Headers are write-only: stored sealed and never returned.
@@ -271,8 +345,9 @@ type AddServerRequest struct {
 	Approval config.Approval `json:"approval,omitempty"`
 	// Trusted passes the server's tool annotations to MCP hosts (A8).
 	Trusted bool `json:"trusted,omitempty"`
-	// By names who asked (cli, settings-page, api) in the grant record.
-	By string `json:"by,omitempty"`
+	// By names the user action for the grant of the server's origin (the
+	// By constants; ByServersAdd when empty).
+	By By `json:"by,omitempty"`
 }
 
 // AddServerResult is the added server and the origin granted for it
@@ -369,8 +444,9 @@ type ImportRequest struct {
 	// Update replaces servers whose id exists and whose entry differs;
 	// without it they are reported as conflicts.
 	Update bool `json:"update,omitempty"`
-	// By names who asked, for the grant records.
-	By string `json:"by,omitempty"`
+	// By names the user action, for the grant records (the By
+	// constants; ByCLI when empty).
+	By By `json:"by,omitempty"`
 }
 
 // ImportResult lists what happened to every entry. An import grants each
@@ -426,7 +502,13 @@ type Tool struct {
 	// Own is the server's own title and description when Title (taken
 	// from the annotations) or Description (cut to the agent's bound)
 	// differ from them; the MCP front end passes these.
-	Own *agent.ToolText `json:"own,omitempty"`
+	Own *ToolText `json:"own,omitempty"`
+}
+
+// ToolText is a tool's title and description as its server sent them.
+type ToolText struct {
+	Title       string `json:"title,omitempty"`
+	Description string `json:"description,omitempty"`
 }
 
 // ToolsRequest selects tools.
@@ -649,11 +731,30 @@ type FieldProblem struct {
 	Problem string `json:"problem"`
 }
 
-// Prompt is a server prompt offered as a /server:prompt command.
-type Prompt = agent.PromptCommand
+// Prompt is a server prompt offered as a /server:prompt command, with
+// what a form needs to ask for its arguments. Titles and descriptions are
+// the server's (untrusted), with invisible characters shown.
+type Prompt struct {
+	// Command is "/" + ServerID + ":" + Name.
+	Command     string           `json:"command"`
+	ServerID    string           `json:"serverId"`
+	Name        string           `json:"name"`
+	Title       string           `json:"title,omitempty"`
+	Description string           `json:"description,omitempty"`
+	Arguments   []PromptArgument `json:"arguments,omitempty"`
+	// Icons and Meta (_meta) are the server's, as JSON; absent when it
+	// sent none.
+	Icons json.RawMessage `json:"icons,omitempty"`
+	Meta  json.RawMessage `json:"_meta,omitempty"`
+}
 
-// PromptArgument is one argument of a prompt.
-type PromptArgument = agent.PromptArgument
+// PromptArgument is one argument of a prompt (a field of its form).
+type PromptArgument struct {
+	Name        string `json:"name"`
+	Title       string `json:"title,omitempty"`
+	Description string `json:"description,omitempty"`
+	Required    bool   `json:"required,omitempty"`
+}
 
 // GetPromptRequest gets a prompt.
 type GetPromptRequest struct {
@@ -665,8 +766,20 @@ type GetPromptRequest struct {
 	Raw bool `json:"raw,omitempty"`
 }
 
-// PromptResult is a prompt's messages as fenced context blocks.
-type PromptResult = agent.PromptResult
+// PromptResult is a prompt's messages as fenced context blocks, to
+// attach to the person's message as untrusted context.
+type PromptResult struct {
+	Command string `json:"command"`
+	// Description is the server's description of this result (untrusted).
+	Description string         `json:"description,omitempty"`
+	Blocks      []ContextBlock `json:"blocks"`
+	// Notes say what the size budget cut (remotemcp's words).
+	Notes []string `json:"notes,omitempty"`
+	// Raw is the server's validated GetPromptResult, unchanged, when
+	// GetPromptRequest.Raw asked for it and nothing was cut to fit the
+	// budget.
+	Raw json.RawMessage `json:"raw,omitempty"`
+}
 
 // Completion reference types (CompleteRef.Type).
 const (
@@ -708,8 +821,28 @@ type CompleteResult struct {
 	HasMore bool     `json:"hasMore,omitempty"`
 }
 
-// Resource is a resource or a resource template (Template set).
-type Resource = agent.ResourceEntry
+// Resource is a resource or a resource template (Template set), as @
+// search offers it. Titles and descriptions are the server's (untrusted),
+// with invisible characters shown.
+type Resource struct {
+	ServerID string `json:"serverId"`
+	// URI is the resource URI, or the URI template when Template is set.
+	URI         string `json:"uri"`
+	Template    bool   `json:"template,omitempty"`
+	Name        string `json:"name,omitempty"`
+	Title       string `json:"title,omitempty"`
+	Description string `json:"description,omitempty"`
+	MIMEType    string `json:"mimeType,omitempty"`
+	Size        int64  `json:"size,omitempty"`
+	// Annotations, Icons and Meta (_meta) are the server's, as JSON;
+	// absent when it sent none.
+	Annotations json.RawMessage `json:"annotations,omitempty"`
+	Icons       json.RawMessage `json:"icons,omitempty"`
+	Meta        json.RawMessage `json:"_meta,omitempty"`
+}
+
+// Mention is how a ReadRequest names the resource: @server:URI.
+func (r Resource) Mention() string { return "@" + r.ServerID + ":" + r.URI }
 
 // ResourcesRequest lists or searches resources and templates.
 type ResourcesRequest struct {
@@ -725,12 +858,52 @@ type ReadRequest struct {
 	Mention string `json:"mention"`
 }
 
-// ReadResult is a read resource as fenced context blocks.
-type ReadResult = agent.ResourceResult
+// ReadResult is a read resource as fenced context blocks, to attach as
+// untrusted context.
+type ReadResult struct {
+	Mention string         `json:"mention"`
+	Blocks  []ContextBlock `json:"blocks"`
+	// Notes say what the size budget cut (remotemcp's words).
+	Notes []string `json:"notes,omitempty"`
+}
 
-// LogEntry is one HTTP exchange of a server's request log (metadata only,
-// redacted; never a header or a body).
-type LogEntry = session.Exchange
+// LogKind is what a LogEntry records besides a request to the MCP
+// endpoint.
+type LogKind string
+
+// The kinds of log entries; an entry for the MCP endpoint has none ("").
+const (
+	// LogKindOAuth: a request of a sign-in or refresh (discovery,
+	// registration, token).
+	LogKindOAuth LogKind = "oauth"
+	// LogKindLog: a log message of the server (notifications/message).
+	LogKindLog LogKind = "log"
+)
+
+// LogEntry is one HTTP exchange of a server's request log, or one of its
+// log messages: metadata only, redacted; never a header or a body.
+type LogEntry struct {
+	// Time is when the request was sent (or the message arrived); JSON
+	// "at", in UTC (MarshalJSON).
+	Time         time.Time `json:"at"`
+	ConnectionID string    `json:"connectionId"`
+	HTTPMethod   string    `json:"httpMethod"`
+	// RPCMethod is the JSON-RPC method of a POST ("" for GET/DELETE).
+	RPCMethod string `json:"rpcMethod,omitempty"`
+	Status    int    `json:"status,omitempty"`
+	// Millis is the time until the response headers (or the failure).
+	Millis float64 `json:"ms"`
+	Error  string  `json:"error,omitempty"`
+	// Kind is LogKindOAuth for a request of a sign-in or refresh, with
+	// Step and URL (redacted) saying which; "" for the MCP endpoint's.
+	Kind LogKind `json:"kind,omitempty"`
+	Step string  `json:"step,omitempty"`
+	URL  string  `json:"url,omitempty"`
+	// Level and Message are a server log message's (LogKindLog), bounded
+	// and redacted.
+	Level   string `json:"level,omitempty"`
+	Message string `json:"message,omitempty"`
+}
 
 // Event types of Engine.Subscribe (and GET /api/events). servers, grants
 // and cards carry the whole current list, so a client keeps the newest.

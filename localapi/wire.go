@@ -3,8 +3,6 @@ package localapi
 import (
 	"context"
 	"net/http"
-
-	"github.com/remotemcp/remotemcp/hostperm"
 )
 
 // The wire: what the daemon's handlers and Client agree on beyond the
@@ -17,11 +15,17 @@ import (
 // daemon records where in daemon.json).
 const SocketName = "api.sock"
 
-// Values of the "by" of a grant, the user action that made it.
+// By names the user action that made a grant. Every value starts with
+// "user:": grants come only from the person.
+type By string
+
+// The user actions that may grant an origin.
 const (
-	BySettingsPage = hostperm.BySettingsPage
-	ByCLI          = hostperm.ByCLI
-	ByServersAdd   = hostperm.ByServersAdd
+	BySettingsPage By = "user: settings page"
+	ByCLI          By = "user: cli"
+	ByServersAdd   By = "user: servers add"
+	// ByPrompt: the person answered yes when asked.
+	ByPrompt By = "user: prompt"
 )
 
 // Content types of the streamed answers.
@@ -38,7 +42,7 @@ const (
 // /api/pending/dismiss.
 type OriginRequest struct {
 	Origin string `json:"origin"`
-	By     string `json:"by,omitempty"`
+	By     By     `json:"by,omitempty"`
 }
 
 // ToolSwitch is the body of POST /api/servers/{id}/tools: one tool on or

@@ -249,7 +249,7 @@ Requests waiting for a decision: "remotemcp grants pending".`,
 				fmt.Fprintf(a.streams.Err, "%s waiting: see \"remotemcp grants pending\"\n", plural(len(p), "request is", "requests are"))
 			}
 			return printList(a, grants, "", "ORIGIN\tGRANTED\tBY", func(g localapi.Grant) string {
-				return cell(g.Origin) + "\t" + g.GrantedAt.Format(time.RFC3339) + "\t" + cell(g.By)
+				return cell(g.Origin) + "\t" + g.GrantedAt.Format(time.RFC3339) + "\t" + cell(string(g.By))
 			})
 		}),
 	}, "print a JSON array of grants")

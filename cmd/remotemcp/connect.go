@@ -213,7 +213,7 @@ saves them.`,
 // URL, the JSON-RPC method, or what a request without one is for.
 func logRow(x localapi.LogEntry) string {
 	var req []string
-	for _, tag := range []string{x.Kind, x.Step, x.Level} {
+	for _, tag := range []string{string(x.Kind), x.Step, x.Level} {
 		if tag != "" {
 			req = append(req, "["+tag+"]")
 		}

@@ -234,7 +234,7 @@ func (a *app) printServers(servers []localapi.Server) error {
 // reasonTag names a failure's class, step and HTTP status: "network",
 // or "auth, token, HTTP 401".
 func reasonTag(r localapi.Reason) string {
-	parts := []string{r.Class}
+	parts := []string{string(r.Class)}
 	if r.Step != "" {
 		parts = append(parts, r.Step)
 	}
