@@ -562,8 +562,8 @@ func (c *Engine) Retry(ctx context.Context, cardID string, confirmed bool) (*loc
 // cardOf converts a card, its form in the schema's property order.
 func cardOf(k elicit.Card) localapi.Card {
 	lc := localapi.Card{
-		ID: k.ID, ServerID: k.ServerID, Tool: k.Tool, OperationID: k.OperationID, Arguments: k.Arguments, Kind: k.Kind, Description: k.Description,
-		Message: k.Message, RequestedSchema: k.RequestedSchema, Status: string(k.Status), Reason: k.Reason,
+		ID: k.ID, ServerID: k.ServerID, Tool: k.Tool, OperationID: k.OperationID, Arguments: k.Arguments, Kind: localapi.CardKind(k.Kind), Description: k.Description,
+		Message: k.Message, RequestedSchema: k.RequestedSchema, Status: localapi.CardStatus(k.Status), Reason: k.Reason,
 		Created: k.Created, Updated: k.Updated, RetryConfirmed: k.RetryConfirmed, Resent: k.Resent,
 		FailureMessage: k.FailureMessage(),
 	}

@@ -192,7 +192,7 @@ type AuthFlow struct {
 	ServerID string `json:"serverId"`
 	// Phase is starting, waiting (the authorization page is open),
 	// exchanging (the callback arrived), done or failed.
-	Phase string `json:"phase"`
+	Phase Phase `json:"phase"`
 	// AuthorizationURL is the page the person must open while waiting.
 	AuthorizationURL string `json:"authorizationUrl,omitempty"`
 	// RedirectURI is where the authorization server sends the browser
@@ -210,13 +210,16 @@ type AuthFlow struct {
 	Result *LoginResult `json:"result,omitempty"`
 }
 
+// Phase is the phase of a sign-in flow.
+type Phase string
+
 // Sign-in flow phases.
 const (
-	PhaseStarting   = "starting"
-	PhaseWaiting    = "waiting"
-	PhaseExchanging = "exchanging"
-	PhaseDone       = "done"
-	PhaseFailed     = "failed"
+	PhaseStarting   Phase = "starting"
+	PhaseWaiting    Phase = "waiting"
+	PhaseExchanging Phase = "exchanging"
+	PhaseDone       Phase = "done"
+	PhaseFailed     Phase = "failed"
 )
 
 // LoginResult is what a successful sign-in achieved (no tokens).
@@ -663,8 +666,8 @@ type Card struct {
 	// (issue #20 item 3). Description is, on an approval card, the tool's
 	// description as the question shows it (ShownDescription): the
 	// server's words.
-	Kind        string `json:"kind,omitempty"`
-	Description string `json:"description,omitempty"`
+	Kind        CardKind `json:"kind,omitempty"`
+	Description string   `json:"description,omitempty"`
 	// Message and RequestedSchema are the server's (untrusted) words; on
 	// an approval card, Message is remotemcp's question
 	// (ApprovalRequest.Question).
@@ -672,7 +675,7 @@ type Card struct {
 	RequestedSchema json.RawMessage `json:"requestedSchema,omitempty"`
 	// Form is the requested schema as form fields, in the schema's order.
 	Form           *Form      `json:"form,omitempty"`
-	Status         string     `json:"status"`
+	Status         CardStatus `json:"status"`
 	Reason         string     `json:"reason,omitempty"`
 	Response       *Answer    `json:"response,omitempty"`
 	Created        time.Time  `json:"createdAt"`
@@ -684,16 +687,22 @@ type Card struct {
 	FailureMessage string `json:"failureMessage,omitempty"`
 }
 
+// CardKind tells a server's question ("") from remotemcp's own.
+type CardKind string
+
 // CardApproval is the Kind of remotemcp's own approval card.
-const CardApproval = "approval"
+const CardApproval CardKind = "approval"
+
+// CardStatus is where a card stands.
+type CardStatus string
 
 // Card statuses.
 const (
-	CardPending     = "pending"
-	CardAccepted    = "accepted"
-	CardDeclined    = "declined"
-	CardCancelled   = "cancelled"
-	CardInterrupted = "interrupted"
+	CardPending     CardStatus = "pending"
+	CardAccepted    CardStatus = "accepted"
+	CardDeclined    CardStatus = "declined"
+	CardCancelled   CardStatus = "cancelled"
+	CardInterrupted CardStatus = "interrupted"
 )
 
 // Form is a question's fields.

@@ -45,7 +45,7 @@ serverId, tool, message, form, status, reason, created …).`,
 			}
 			return printList(a, cards, "no questions are waiting for an answer, and no call was interrupted",
 				"ID\tSTATUS\tSERVER\tTOOL\tCREATED\tMESSAGE", func(c localapi.Card) string {
-					return strings.Join([]string{cell(c.ID), c.Status, cell(c.ServerID), cell(orDash(c.Tool)),
+					return strings.Join([]string{cell(c.ID), string(c.Status), cell(c.ServerID), cell(orDash(c.Tool)),
 						c.Created.Local().Format(time.DateTime), clip(cell(cardWords(c)), 80)}, "\t")
 				})
 		}),

@@ -24,7 +24,7 @@ func (c *cli) listCards() []localapi.Card {
 }
 
 // waitCard waits until exactly one card is listed with status st.
-func (c *cli) waitCard(st string) localapi.Card {
+func (c *cli) waitCard(st localapi.CardStatus) localapi.Card {
 	c.t.Helper()
 	var rows []localapi.Card
 	waitFor(c.t, "a "+string(st)+" card", func() bool {
