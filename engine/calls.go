@@ -88,7 +88,7 @@ func (c *Engine) toolList(serverID string) localapi.ToolList {
 
 func toolOf(t agent.AgentTool) localapi.Tool {
 	lt := localapi.Tool{Name: t.Name, ServerID: t.ServerID, ToolName: t.ToolName, Title: t.Title, Description: t.Description,
-		InputSchema: t.InputSchema, Effects: string(t.Effects), Retry: string(t.Retry),
+		InputSchema: t.InputSchema, Effects: localapi.Effects(t.Effects), Retry: localapi.RetryPolicy(t.Retry),
 		OutputSchema: t.OutputSchema, Icons: t.Icons, Meta: t.Meta, Own: toolTextOf(t.Own)}
 	if t.Annotations != nil {
 		lt.Annotations, _ = json.Marshal(t.Annotations)

@@ -204,7 +204,7 @@ func errorsOf(errs ...error) error {
 // TestWireConstants (guard): localapi's typed constants name the values
 // the libraries send: a Reason's class (ClassConfig is "configuration",
 // which its documentation once called "config"), a request's purpose and
-// a grant's user action.
+// a grant's user action, a tool's effects and retry policy.
 func TestWireConstants(t *testing.T) {
 	for _, tc := range []struct{ lib, wire string }{
 		{string(manager.ClassConfig), string(localapi.ClassConfig)},
@@ -227,6 +227,9 @@ func TestWireConstants(t *testing.T) {
 		{hostperm.ByCLI, string(localapi.ByCLI)},
 		{hostperm.ByServersAdd, string(localapi.ByServersAdd)},
 		{hostperm.ByPrompt, string(localapi.ByPrompt)},
+		{string(agent.EffectsWrite), string(localapi.EffectsWrite)},
+		{string(agent.EffectsRead), string(localapi.EffectsRead)},
+		{string(agent.RetryNever), string(localapi.RetryNever)},
 	} {
 		if tc.lib != tc.wire {
 			t.Errorf("localapi says %q where the library sends %q", tc.wire, tc.lib)

@@ -495,8 +495,8 @@ type Tool struct {
 	Description string          `json:"description,omitempty"`
 	InputSchema json.RawMessage `json:"inputSchema"`
 	Annotations json.RawMessage `json:"annotations,omitempty"`
-	Effects     string          `json:"effects"`
-	Retry       string          `json:"retry"`
+	Effects     Effects         `json:"effects"`
+	Retry       RetryPolicy     `json:"retry"`
 	// OutputSchema and Meta (_meta) are the server's bytes, Icons its
 	// icons; absent when it sent none (issue #19 item 4).
 	OutputSchema json.RawMessage `json:"outputSchema,omitempty"`
@@ -513,6 +513,22 @@ type ToolText struct {
 	Title       string `json:"title,omitempty"`
 	Description string `json:"description,omitempty"`
 }
+
+// Effects says what a tool may do to the world.
+type Effects string
+
+// Effects values. Every remote tool is EffectsWrite (R4.1); EffectsRead
+// is for a host that knows better.
+const (
+	EffectsWrite Effects = "write"
+	EffectsRead  Effects = "read"
+)
+
+// RetryPolicy says whether a host may repeat a failed call on its own.
+type RetryPolicy string
+
+// RetryNever: a remote call that failed may have run; never repeat it.
+const RetryNever RetryPolicy = "never"
 
 // ToolsRequest selects tools.
 type ToolsRequest struct {
