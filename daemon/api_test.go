@@ -439,7 +439,7 @@ func TestEvents(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	seen := map[string]bool{}
+	seen := map[localapi.EventType]bool{}
 	deadline := time.After(2 * time.Minute) // only a hang: these events must come
 	for !seen[localapi.EventServers] || !seen[localapi.EventGrants] || !seen[localapi.EventCards] {
 		select {

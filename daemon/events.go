@@ -42,7 +42,7 @@ func (a *api) events(w http.ResponseWriter, r *http.Request) {
 				return -1
 			}
 			return r
-		}, ev.Type)
+		}, string(ev.Type))
 		if _, err := fmt.Fprintf(w, "event: %s\ndata: %s\n\n", typ, a.scrub.scrub(data.Bytes())); err != nil {
 			return err
 		}

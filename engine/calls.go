@@ -751,7 +751,7 @@ func (c *Engine) Complete(ctx context.Context, req localapi.CompleteRequest) (*l
 		return nil, err
 	}
 	params := &mcp.CompleteParams{
-		Ref:      &mcp.CompleteReference{Type: req.Ref.Type, Name: req.Ref.Name, URI: req.Ref.URI},
+		Ref:      &mcp.CompleteReference{Type: string(req.Ref.Type), Name: req.Ref.Name, URI: req.Ref.URI},
 		Argument: mcp.CompleteParamsArgument{Name: req.Argument.Name, Value: req.Argument.Value},
 	}
 	if len(req.Context) > 0 {

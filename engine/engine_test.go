@@ -714,7 +714,7 @@ func TestSubscribeSendsEveryList(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	seen := map[string]bool{}
+	seen := map[localapi.EventType]bool{}
 	for len(seen) < 4 {
 		ev := <-ch
 		seen[ev.Type] = true

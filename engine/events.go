@@ -34,7 +34,7 @@ const (
 	numTopics
 )
 
-var topicNames = [numTopics]string{localapi.EventServers, localapi.EventGrants, localapi.EventCards, localapi.EventCatalog, localapi.EventNotices}
+var topicNames = [numTopics]localapi.EventType{localapi.EventServers, localapi.EventGrants, localapi.EventCards, localapi.EventCatalog, localapi.EventNotices}
 
 // hub counts generations per topic and wakes subscriptions on a bump.
 type hub struct {

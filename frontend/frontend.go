@@ -828,14 +828,14 @@ func (f *Frontend) readResource(server string) mcp.ResourceHandler {
 func (f *Frontend) complete(ctx context.Context, req *mcp.CompleteRequest) (*mcp.CompleteResult, error) {
 	p := req.Params
 	creq := localapi.CompleteRequest{
-		Ref:      localapi.CompleteRef{Type: p.Ref.Type},
+		Ref:      localapi.CompleteRef{Type: localapi.RefType(p.Ref.Type)},
 		Argument: localapi.CompleteArg{Name: p.Argument.Name, Value: p.Argument.Value},
 	}
 	if p.Context != nil {
 		creq.Context = p.Context.Arguments
 	}
 	f.refMu.RLock()
-	switch p.Ref.Type {
+	switch creq.Ref.Type {
 	case localapi.RefPrompt:
 		if k, ok := f.promptRefs[p.Ref.Name]; ok {
 			creq.ServerID, creq.Ref.Name = k.Server, k.Name

@@ -224,7 +224,7 @@ func TestEventQueueBoundsTypes(t *testing.T) {
 	q := newEventQueue()
 	q.put(Event{Type: EventServers, Data: json.RawMessage(`1`)})
 	for i := range 10 * maxEventTypes {
-		q.put(Event{Type: fmt.Sprintf("t%d", i), Data: json.RawMessage(`0`)})
+		q.put(Event{Type: EventType(fmt.Sprintf("t%d", i)), Data: json.RawMessage(`0`)})
 	}
 	q.put(Event{Type: EventServers, Data: json.RawMessage(`2`)})
 	q.close()

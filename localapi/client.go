@@ -672,7 +672,7 @@ func (c *Client) Subscribe(ctx context.Context) (<-chan Event, error) {
 // a consumer re-encoding one must not fail on it.
 func readSSE(r io.Reader, limit int, put func(Event)) error {
 	sc, _ := newLineScanner(r, limit)
-	var typ string
+	var typ EventType
 	var data []byte
 	for sc.Scan() {
 		line := sc.Bytes()
@@ -683,7 +683,7 @@ func readSSE(r io.Reader, limit int, put func(Event)) error {
 			}
 			typ, data = "", nil
 		case bytes.HasPrefix(line, []byte("event:")):
-			typ = strings.TrimSpace(string(line[len("event:"):]))
+			typ = EventType(strings.TrimSpace(string(line[len("event:"):])))
 		case bytes.HasPrefix(line, []byte("data:")):
 			d := bytes.TrimPrefix(line[len("data:"):], []byte(" "))
 			if len(data)+1+len(d) > limit {
@@ -708,14 +708,14 @@ func readSSE(r io.Reader, limit int, put func(Event)) error {
 // order the types first arrived.
 type eventQueue struct {
 	mu      sync.Mutex
-	pending map[string]Event
-	order   []string
+	pending map[EventType]Event
+	order   []EventType
 	wake    chan struct{}
 	done    chan struct{}
 }
 
 func newEventQueue() *eventQueue {
-	return &eventQueue{pending: map[string]Event{}, wake: make(chan struct{}, 1), done: make(chan struct{})}
+	return &eventQueue{pending: map[EventType]Event{}, wake: make(chan struct{}, 1), done: make(chan struct{})}
 }
 
 // put queues ev in place of an undelivered event of its type. A new type

@@ -178,7 +178,7 @@ func TestReadSSE(t *testing.T) {
 		t.Fatalf("events %+v", got)
 	}
 	for i, ev := range got {
-		if s := ev.Type + " " + string(ev.Data); s != want[i] {
+		if s := string(ev.Type) + " " + string(ev.Data); s != want[i] {
 			t.Errorf("event %d: %q, want %q", i, s, want[i])
 		}
 	}
@@ -188,7 +188,7 @@ func TestReadSSE(t *testing.T) {
 // type, and gets the types in the order they first came.
 func TestEventQueueKeepsTheNewestOfEachType(t *testing.T) {
 	q := newEventQueue()
-	for i, typ := range []string{EventServers, EventGrants, EventServers, EventCards, EventServers} {
+	for i, typ := range []EventType{EventServers, EventGrants, EventServers, EventCards, EventServers} {
 		q.put(Event{Type: typ, Data: json.RawMessage(`"` + string(rune('a'+i)) + `"`)})
 	}
 	q.close()
@@ -196,7 +196,7 @@ func TestEventQueueKeepsTheNewestOfEachType(t *testing.T) {
 	go q.deliver(context.Background(), out, nopCloser{})
 	var got []string
 	for ev := range out {
-		got = append(got, ev.Type+"="+string(ev.Data))
+		got = append(got, string(ev.Type)+"="+string(ev.Data))
 	}
 	want := []string{`servers="e"`, `grants="b"`, `cards="d"`}
 	if strings.Join(got, " ") != strings.Join(want, " ") {

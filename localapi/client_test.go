@@ -103,7 +103,7 @@ func TestClientSubscribe(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	seen := map[string]bool{}
+	seen := map[localapi.EventType]bool{}
 	timeout := time.After(2 * time.Minute)
 	for len(seen) < 3 {
 		select {

@@ -158,7 +158,7 @@ func FuzzReadSSE(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		err := readSSE(bytes.NewReader(data), fuzzLimit, func(ev Event) {
-			if ev.Type == "" || strings.ContainsAny(ev.Type, "\r\n") {
+			if ev.Type == "" || strings.ContainsAny(string(ev.Type), "\r\n") {
 				t.Fatalf("event type %q", ev.Type)
 			}
 			if !json.Valid(ev.Data) {

@@ -641,19 +641,22 @@ type SamplingReply struct {
 	Error  string          `json:"error,omitempty"`
 }
 
+// CallEventType is the type of a line of a call's stream.
+type CallEventType string
+
 // Call-stream event types (the NDJSON lines of POST /api/calls).
 const (
-	CallEventApproval = "approval"
-	CallEventProgress = "progress"
-	CallEventQuestion = "question"
-	CallEventSampling = "sampling"
-	CallEventResult   = "result"
-	CallEventError    = "error"
+	CallEventApproval CallEventType = "approval"
+	CallEventProgress CallEventType = "progress"
+	CallEventQuestion CallEventType = "question"
+	CallEventSampling CallEventType = "sampling"
+	CallEventResult   CallEventType = "result"
+	CallEventError    CallEventType = "error"
 )
 
 // CallEvent is one line of a call's stream.
 type CallEvent struct {
-	Type     string           `json:"type"`
+	Type     CallEventType    `json:"type"`
 	Approval *ApprovalRequest `json:"approval,omitempty"`
 	Progress *Progress        `json:"progress,omitempty"`
 	Question *Card            `json:"question,omitempty"`
@@ -806,10 +809,13 @@ type PromptResult struct {
 	Raw json.RawMessage `json:"raw,omitempty"`
 }
 
+// RefType says what a CompleteRef names.
+type RefType string
+
 // Completion reference types (CompleteRef.Type).
 const (
-	RefPrompt   = "ref/prompt"
-	RefResource = "ref/resource"
+	RefPrompt   RefType = "ref/prompt"
+	RefResource RefType = "ref/resource"
 )
 
 // CompleteRequest asks one server for completion values of an argument
@@ -826,9 +832,9 @@ type CompleteRequest struct {
 // name (Type RefPrompt) or a resource template by its server's own URI
 // template (Type RefResource).
 type CompleteRef struct {
-	Type string `json:"type"`
-	Name string `json:"name,omitempty"`
-	URI  string `json:"uri,omitempty"`
+	Type RefType `json:"type"`
+	Name string  `json:"name,omitempty"`
+	URI  string  `json:"uri,omitempty"`
 }
 
 // CompleteArg is the argument being completed and what is typed so far.
@@ -930,24 +936,31 @@ type LogEntry struct {
 	Message string `json:"message,omitempty"`
 }
 
+// EventType is the type of an Event: what changed, and what its Data
+// holds.
+type EventType string
+
 // Event types of Engine.Subscribe (and GET /api/events). servers, grants
 // and cards carry the whole current list, so a client keeps the newest.
 const (
-	EventServers = "servers" // Data: []Server
-	EventGrants  = "grants"  // Data: GrantsState
-	EventCards   = "cards"   // Data: []Card
-	EventCatalog = "catalog" // Data: ToolList (the agent's tools changed)
+	EventServers EventType = "servers" // Data: []Server
+	EventGrants  EventType = "grants"  // Data: GrantsState
+	EventCards   EventType = "cards"   // Data: []Card
+	EventCatalog EventType = "catalog" // Data: ToolList (the agent's tools changed)
 	// EventNotices carries the servers' notifications since the
 	// subscriber's previous notices event (Data: []Notice, oldest
 	// first): each subscriber gets each notice once, while it keeps up
 	// with the engine's bounded backlog (MaxNoticeBacklog).
-	EventNotices = "notices"
+	EventNotices EventType = "notices"
 )
+
+// NoticeType is the type of a Notice.
+type NoticeType string
 
 // Notice types.
 const (
-	NoticeLog             = "log"              // a server's notifications/message
-	NoticeResourceUpdated = "resource-updated" // notifications/resources/updated of a subscribed URI
+	NoticeLog             NoticeType = "log"              // a server's notifications/message
+	NoticeResourceUpdated NoticeType = "resource-updated" // notifications/resources/updated of a subscribed URI
 )
 
 // MaxNoticeBacklog is how many notices the engine keeps for subscribers
@@ -958,10 +971,10 @@ const MaxNoticeBacklog = 512
 // log message (bounded and redacted) or the update of a subscribed
 // resource.
 type Notice struct {
-	Seq      uint64    `json:"seq"`
-	Type     string    `json:"type"`
-	ServerID string    `json:"serverId"`
-	Time     time.Time `json:"at"`
+	Seq      uint64     `json:"seq"`
+	Type     NoticeType `json:"type"`
+	ServerID string     `json:"serverId"`
+	Time     time.Time  `json:"at"`
 	// Level, Logger and Text are a log message's (NoticeLog).
 	Level  string `json:"level,omitempty"`
 	Logger string `json:"logger,omitempty"`
@@ -988,7 +1001,7 @@ type LogLevelRequest struct {
 
 // Event is one change the engine announces.
 type Event struct {
-	Type string          `json:"type"`
+	Type EventType       `json:"type"`
 	Data json.RawMessage `json:"data"`
 }
 
