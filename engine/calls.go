@@ -568,7 +568,7 @@ func cardOf(k elicit.Card) localapi.Card {
 		FailureMessage: k.FailureMessage(),
 	}
 	if k.Response != nil {
-		lc.Response = &localapi.Answer{Action: string(k.Response.Action), Content: k.Response.Content}
+		lc.Response = &localapi.Answer{Action: localapi.Action(k.Response.Action), Content: k.Response.Content}
 	}
 	if f, err := k.Form(); err == nil && f != nil {
 		lc.Form = formOf(f, propertyOrder(k.RequestedSchema))

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/remotemcp/remotemcp/agent"
+	"github.com/remotemcp/remotemcp/elicit"
 	"github.com/remotemcp/remotemcp/hostperm"
 	"github.com/remotemcp/remotemcp/localapi"
 	"github.com/remotemcp/remotemcp/manager"
@@ -204,7 +205,8 @@ func errorsOf(errs ...error) error {
 // TestWireConstants (guard): localapi's typed constants name the values
 // the libraries send: a Reason's class (ClassConfig is "configuration",
 // which its documentation once called "config"), a request's purpose and
-// a grant's user action, a tool's effects and retry policy.
+// a grant's user action, a tool's effects and retry policy, a card's
+// status and kind, and the answers to a question.
 func TestWireConstants(t *testing.T) {
 	for _, tc := range []struct{ lib, wire string }{
 		{string(manager.ClassConfig), string(localapi.ClassConfig)},
@@ -230,6 +232,15 @@ func TestWireConstants(t *testing.T) {
 		{string(agent.EffectsWrite), string(localapi.EffectsWrite)},
 		{string(agent.EffectsRead), string(localapi.EffectsRead)},
 		{string(agent.RetryNever), string(localapi.RetryNever)},
+		{string(elicit.StatusPending), string(localapi.CardPending)},
+		{string(elicit.StatusAccepted), string(localapi.CardAccepted)},
+		{string(elicit.StatusDeclined), string(localapi.CardDeclined)},
+		{string(elicit.StatusCancelled), string(localapi.CardCancelled)},
+		{string(elicit.StatusInterrupted), string(localapi.CardInterrupted)},
+		{elicit.KindApproval, string(localapi.CardApproval)},
+		{string(elicit.ActionAccept), string(localapi.ActionAccept)},
+		{string(elicit.ActionDecline), string(localapi.ActionDecline)},
+		{string(elicit.ActionCancel), string(localapi.ActionCancel)},
 	} {
 		if tc.lib != tc.wire {
 			t.Errorf("localapi says %q where the library sends %q", tc.wire, tc.lib)

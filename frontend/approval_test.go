@@ -116,7 +116,7 @@ func pendingCard(t *testing.T, ctx context.Context, eng localapi.Engine) bool {
 
 // answerCard waits for the pending card of a call and answers it as the
 // person would on the settings page.
-func answerCard(t *testing.T, ctx context.Context, eng localapi.Engine, action string) localapi.Card {
+func answerCard(t *testing.T, ctx context.Context, eng localapi.Engine, action localapi.Action) localapi.Card {
 	t.Helper()
 	for {
 		cards, err := eng.Cards(ctx)
@@ -149,8 +149,8 @@ func TestApproval(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
 		approval config.Approval
-		answer   string // the host's answer; "" = no elicitation capability
-		card     string // the person's answer on the page; "" = no card
+		answer   string          // the host's answer; "" = no elicitation capability
+		card     localapi.Action // the person's answer on the page; "" = no card
 		runs     int64
 		asked    int32
 		errHas   string // "" = the call succeeds

@@ -678,7 +678,7 @@ func (f *Frontend) ask(ctx context.Context, ss *mcp.ServerSession, c localapi.Ca
 		return
 	}
 	content := onlyAsked(c.RequestedSchema, res.Content)
-	err = f.o.Engine.Answer(ctx, c.ID, localapi.Answer{Action: res.Action, Content: content})
+	err = f.o.Engine.Answer(ctx, c.ID, localapi.Answer{Action: localapi.Action(res.Action), Content: content})
 	if err == nil {
 		return
 	}

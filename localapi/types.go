@@ -749,9 +749,19 @@ type Field struct {
 // Answer is the person's answer to a question: accept (with Content),
 // decline or cancel.
 type Answer struct {
-	Action  string         `json:"action"`
+	Action  Action         `json:"action"`
 	Content map[string]any `json:"content,omitempty"`
 }
+
+// Action is what the person did with a question.
+type Action string
+
+// The answers to a question.
+const (
+	ActionAccept  Action = "accept"
+	ActionDecline Action = "decline"
+	ActionCancel  Action = "cancel"
+)
 
 // FieldProblem is what is wrong with one field of an answer.
 type FieldProblem struct {

@@ -63,7 +63,7 @@ goes on in its own process.`,
   remotemcp elicitations answer el-ABC decline`,
 		Args: argsRange(2, 3, "ID accept [CONTENT_JSON] | decline | cancel"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			id, ans := args[0], localapi.Answer{Action: strings.ToLower(args[1])}
+			id, ans := args[0], localapi.Answer{Action: localapi.Action(strings.ToLower(args[1]))}
 			switch ans.Action {
 			case "accept":
 				raw := "{}"

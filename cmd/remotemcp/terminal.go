@@ -70,7 +70,7 @@ func (a *app) askQuestion(ctx context.Context, e Engine, card localapi.Card) {
 		fmt.Fprintln(w, "no answer (end of input): cancelling the question")
 		action = "cancel"
 	}
-	ans := localapi.Answer{Action: action}
+	ans := localapi.Answer{Action: localapi.Action(action)}
 	var fields []localapi.Field
 	if card.Form != nil && action == "accept" {
 		ans.Content, fields = map[string]any{}, card.Form.Fields
