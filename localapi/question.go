@@ -8,7 +8,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/remotemcp/remotemcp/agent"
+	"github.com/remotemcp/remotemcp/internal/visible"
 )
 
 // MaxArgumentsShown bounds, in characters, the arguments an approval
@@ -69,7 +69,7 @@ func ShownDescription(d string) string { return oneLine(d, MaxDescriptionShown) 
 
 // oneLine is s as one paragraph of at most max characters: invalid UTF-8
 // dropped, every run of whitespace (line breaks included) one space,
-// invisible characters (agent.Hidden) removed, trimmed, cut with "…".
+// invisible characters (visible.Hidden) removed, trimmed, cut with "…".
 func oneLine(s string, max int) string {
 	var b strings.Builder
 	space := false
@@ -78,7 +78,7 @@ func oneLine(s string, max int) string {
 		case unicode.IsSpace(r):
 			space = b.Len() > 0
 			continue
-		case agent.Hidden(r):
+		case visible.Hidden(r):
 			continue
 		}
 		if space {
@@ -125,7 +125,7 @@ func ShownArguments(args json.RawMessage) string {
 func escapeHidden(s string) string {
 	var b strings.Builder
 	for _, r := range s {
-		if !agent.Hidden(r) && r != '\u2028' && r != '\u2029' {
+		if !visible.Hidden(r) && r != '\u2028' && r != '\u2029' {
 			b.WriteRune(r)
 			continue
 		}
@@ -180,7 +180,7 @@ func ServerQuestion(serverID, message string) string {
 			b.WriteString("\n> ")
 		case r == '\t' || r == '\v' || r == '\f':
 			b.WriteByte(' ')
-		case agent.Hidden(r):
+		case visible.Hidden(r):
 		default:
 			b.WriteRune(r)
 			text = text || !unicode.IsSpace(r)
