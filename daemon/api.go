@@ -85,6 +85,11 @@ func (a *api) register(mux *http.ServeMux) {
 	mux.HandleFunc("GET /api/pending", a.pending)
 	mux.HandleFunc("POST /api/pending/dismiss", a.dismiss)
 
+	mux.HandleFunc("GET /api/host-tokens", a.listHostTokens)
+	mux.HandleFunc("POST /api/host-tokens", a.createHostToken)
+	mux.HandleFunc("POST /api/host-tokens/revoke", a.revokeHostToken)
+	mux.HandleFunc("POST /api/host-tokens/check", a.checkHostToken)
+
 	mux.HandleFunc("GET /api/tools", a.tools)
 	mux.HandleFunc("POST /api/calls", a.call)
 	mux.HandleFunc("POST /api/calls/{operationId}/approval", a.approval)

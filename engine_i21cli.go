@@ -1,0 +1,33 @@
+package remotemcp
+
+import (
+	"context"
+
+	"github.com/remotemcp/remotemcp/hosttoken"
+	"github.com/remotemcp/remotemcp/localapi"
+)
+
+// The engine keeps the bearer tokens of the MCP endpoint over HTTP in its
+// store and serves them as localapi.HostTokens (issue #21 item 7).
+
+var _ localapi.HostTokens = (*Client)(nil)
+
+// HostTokens lists the endpoint's bearer tokens.
+func (c *Client) HostTokens(ctx context.Context) ([]localapi.HostToken, error) {
+	return hosttoken.New(c.Store).HostTokens(ctx)
+}
+
+// CreateHostToken creates the bearer token called name.
+func (c *Client) CreateHostToken(ctx context.Context, name string) (*localapi.NewHostToken, error) {
+	return hosttoken.New(c.Store).CreateHostToken(ctx, name)
+}
+
+// RevokeHostToken revokes the bearer token called name.
+func (c *Client) RevokeHostToken(ctx context.Context, name string) error {
+	return hosttoken.New(c.Store).RevokeHostToken(ctx, name)
+}
+
+// CheckHostToken reports which bearer token tok is.
+func (c *Client) CheckHostToken(ctx context.Context, tok string) (*localapi.HostToken, error) {
+	return hosttoken.New(c.Store).CheckHostToken(ctx, tok)
+}
