@@ -2,18 +2,15 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"net/url"
-	"os"
-	"path/filepath"
 	"regexp"
 	"strconv"
 
 	"github.com/remotemcp/remotemcp/frontend"
 	"github.com/remotemcp/remotemcp/hosts"
-	"github.com/remotemcp/remotemcp/store"
+	"github.com/remotemcp/remotemcp/localapi"
 )
 
 // hostTokenPrefix starts the names of the tokens "hosts connect --http"
@@ -55,25 +52,9 @@ func hostHTTPURL(raw string) (string, error) {
 	return u.String(), nil
 }
 
-// hostTokens opens the tokens of the data directory dir; with ifExists
-// (a dry run) it opens nothing when the directory has no database yet,
-// and returns nil tokens: none can be valid.
-func (a *app) hostTokens(ctx context.Context, dir string, ifExists bool) (*frontend.Tokens, func(), error) {
-	if ifExists {
-		if _, err := os.Stat(filepath.Join(dir, store.DBFileName)); err != nil {
-			return nil, func() {}, nil
-		}
-	}
-	st, err := store.Open(ctx, dir, store.Options{Logger: a.log})
-	if err != nil {
-		return nil, nil, fmt.Errorf("hosts: open the data directory for the bearer token: %w", err)
-	}
-	return frontend.NewTokens(st), func() { st.Close() }, nil
-}
-
 // validToken reports whether e's bearer token is a valid token of t, and
 // its name.
-func validToken(ctx context.Context, t *frontend.Tokens, e hosts.Entry) (tok, name string, ok bool) {
+func validToken(ctx context.Context, t localapi.HostTokens, e hosts.Entry) (tok, name string, ok bool) {
 	if t == nil {
 		return "", "", false
 	}
@@ -81,24 +62,27 @@ func validToken(ctx context.Context, t *frontend.Tokens, e hosts.Entry) (tok, na
 	if !ok {
 		return "", "", false
 	}
-	name, ok, err := t.Check(ctx, tok)
-	if err != nil || !ok {
+	info, err := t.CheckHostToken(ctx, tok)
+	if err != nil {
 		return "", "", false
 	}
-	return tok, name, true
+	return tok, info.Name, true
 }
 
 // createHostToken creates the token of host id: host-ID, or host-ID-N
 // with the first N from 2 whose name is free.
-func createHostToken(ctx context.Context, t *frontend.Tokens, id string) (name, tok string, err error) {
+func createHostToken(ctx context.Context, t localapi.HostTokens, id string) (name, tok string, err error) {
 	for n := 1; n < 100; n++ {
 		name = hostTokenPrefix + id
 		if n > 1 {
 			name += "-" + strconv.Itoa(n)
 		}
-		tok, err = t.Create(ctx, name)
-		if !errors.Is(err, frontend.ErrTokenExists) {
-			return name, tok, err
+		nt, err := t.CreateHostToken(ctx, name)
+		if !localapi.HasCode(err, localapi.CodeConflict) {
+			if err != nil {
+				return name, "", err
+			}
+			return name, nt.Token, nil
 		}
 	}
 	return "", "", fmt.Errorf("hosts: create a token for %s: %s-2 … -99 are all taken: revoke some (\"remotemcp mcp token list\")", id, hostTokenPrefix+id)
@@ -124,7 +108,7 @@ func (a *app) runHostsConnectHTTP(ctx context.Context, sys hosts.System, f hosts
 	if err != nil {
 		return err
 	}
-	tokens, closeStore, err := a.hostTokens(ctx, dir, dryRun)
+	tokens, closeStore, err := a.hostTokenAPI(ctx, dir, dryRun, "hosts: open the data directory for the bearer token")
 	if err != nil {
 		return err
 	}
@@ -144,7 +128,7 @@ func (a *app) runHostsConnectHTTP(ctx context.Context, sys hosts.System, f hosts
 	c, err := f.Connect(hosts.NewHTTPEntry(u, tok), dryRun)
 	if err != nil {
 		if created != "" {
-			if rerr := tokens.Revoke(context.WithoutCancel(ctx), created); rerr != nil {
+			if rerr := tokens.RevokeHostToken(context.WithoutCancel(ctx), created); rerr != nil {
 				a.log.Warn("hosts: revoke the token of a failed connect", "name", created, "err", rerr)
 			}
 		}
@@ -160,7 +144,7 @@ func (a *app) runHostsConnectHTTP(ctx context.Context, sys hosts.System, f hosts
 	case created != "":
 		fmt.Fprintf(errw, "created the token %q for it, written only into that file (the file is readable by you alone; \"remotemcp mcp token revoke %s\" revokes it)\n", created, created)
 		if oldValid && oldName != created && isHostToken(oldName, h.ID) {
-			if err := tokens.Revoke(ctx, oldName); err == nil {
+			if err := tokens.RevokeHostToken(ctx, oldName); err == nil {
 				fmt.Fprintf(errw, "revoked the token %q of the entry it replaced\n", oldName)
 			}
 		}
@@ -203,13 +187,13 @@ func (a *app) revokeHostToken(ctx context.Context, sys hosts.System, h hosts.Hos
 	if err != nil {
 		return
 	}
-	tokens, closeStore, err := a.hostTokens(ctx, dir, true)
+	tokens, closeStore, err := a.hostTokenAPI(ctx, dir, true, "hosts: open the data directory for the bearer token")
 	if err != nil || tokens == nil {
 		return
 	}
 	defer closeStore()
 	if _, name, ok := validToken(ctx, tokens, old); ok && isHostToken(name, h.ID) {
-		if err := tokens.Revoke(ctx, name); err == nil {
+		if err := tokens.RevokeHostToken(ctx, name); err == nil {
 			fmt.Fprintf(a.streams.Err, "revoked the token %q of the entry it removed\n", name)
 		}
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/remotemcp/remotemcp"
 	"github.com/remotemcp/remotemcp/daemon"
+	"github.com/remotemcp/remotemcp/daemon/launch"
 	"github.com/remotemcp/remotemcp/frontend"
 	"github.com/remotemcp/remotemcp/hosts"
 	"github.com/remotemcp/remotemcp/internal/testserver/fixture"
@@ -40,9 +41,9 @@ func (a *app) engine(ctx context.Context) (Engine, func(), error) {
 			fmt.Fprintln(a.streams.Err, "the daemon is not running; working in-process")
 		}
 	}
-	eng, err := remotemcp.Open(ctx, remotemcp.Options{DataDir: dir, Logger: a.log, NoStartupConnect: true})
+	eng, err := a.openEngine(ctx)
 	if err != nil {
-		return nil, nil, fmt.Errorf("open the data directory: %w", err)
+		return nil, nil, err
 	}
 	// The API outlives a Ctrl-C until the command ends, so that a
 	// cancelled call still delivers its outcome (see call).
@@ -53,6 +54,15 @@ func (a *app) engine(ctx context.Context) (Engine, func(), error) {
 	}
 	a.inProcess = true
 	return c, func() { stop(); eng.Close() }, nil
+}
+
+// openEngine opens a lazy engine on the data directory in this process.
+func (a *app) openEngine(ctx context.Context) (*remotemcp.Client, error) {
+	eng, err := remotemcp.Open(ctx, remotemcp.Options{DataDir: a.dataDirPath(), Logger: a.log, NoStartupConnect: true})
+	if err != nil {
+		return nil, fmt.Errorf("open the data directory: %w", err)
+	}
+	return eng, nil
 }
 
 // dial returns the client of the running daemon, or says that none runs.
@@ -203,14 +213,10 @@ Streamable HTTP at http://127.0.0.1:PORT/mcp, like "remotemcp mcp --http"
 	cmd.Flags().StringVar(&addr, "addr", "127.0.0.1:7717", "loopback address of the settings page and OAuth callback: HOST:PORT or PORT")
 	// Hidden: what "remotemcp mcp" passes to the daemon it starts in the
 	// background, whose page port is not worth failing a host for.
-	cmd.Flags().BoolVar(&fallback, addrFallbackFlag, false, "when --addr is taken, listen on a free loopback port instead")
-	_ = cmd.Flags().MarkHidden(addrFallbackFlag)
+	cmd.Flags().BoolVar(&fallback, launch.AddrFallbackFlag, false, "when --addr is taken, listen on a free loopback port instead")
+	_ = cmd.Flags().MarkHidden(launch.AddrFallbackFlag)
 	return cmd
 }
-
-// addrFallbackFlag is serve's hidden flag for a daemon started in the
-// background (daemon.Options.AddrFallback).
-const addrFallbackFlag = "addr-fallback"
 
 // serveListenError is the error of a serve whose Listen failed: the real
 // cause, and the flag that fixes it. remotemcp's words end with the
