@@ -41,7 +41,9 @@ func (s State) NotReady() bool { return s == StateError || s == StateNeedsAuth }
 // Reason says why a server is in error or needs-auth, or why it was
 // disconnected.
 type Reason struct {
-	// Class is network, tls, http, auth, protocol, config, permission …
+	// Class is network, tls, http, auth, protocol, timeout, configuration,
+	// permission, canceled or unknown (the words the CLI and the page
+	// branch on; "configuration", never "config").
 	Class string `json:"class"`
 	// Step names the auth or handshake step that failed, when known.
 	Step       string `json:"step,omitempty"`
