@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/remotemcp/remotemcp/hosts"
+	"github.com/remotemcp/remotemcp/hosttoken"
 )
 
 // newHostsCmd is `remotemcp hosts …`: remotemcp's entry in MCP hosts'
@@ -350,7 +351,7 @@ func (a *app) printHostChange(sys hosts.System, f hosts.File, c hosts.Change, co
 	case !c.Changed:
 		_, err = fmt.Fprintf(out, "%s is not connected: %s (unchanged)\n", h.ID, cell(c.Path))
 	case dryRun:
-		_, err = fmt.Fprint(out, text(redactTokens(c.Diff())))
+		_, err = fmt.Fprint(out, text(hosttoken.Redact(c.Diff())))
 		fmt.Fprintf(errw, "dry run: %s not written\n", cell(c.Path))
 	default:
 		verb := "disconnected"

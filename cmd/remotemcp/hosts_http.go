@@ -5,17 +5,11 @@ import (
 	"fmt"
 	"net"
 	"net/url"
-	"regexp"
 	"strconv"
 
-	"github.com/remotemcp/remotemcp/frontend"
 	"github.com/remotemcp/remotemcp/hosts"
-	"github.com/remotemcp/remotemcp/localapi"
+	"github.com/remotemcp/remotemcp/hosttoken"
 )
-
-// hostTokenPrefix starts the names of the tokens "hosts connect --http"
-// creates: "host-cursor", then "host-cursor-2" … when that one exists.
-const hostTokenPrefix = "host-"
 
 // dryRunToken stands for the token in a dry run's diff: a dry run creates
 // none, and a real token must not be printed anyway.
@@ -52,42 +46,6 @@ func hostHTTPURL(raw string) (string, error) {
 	return u.String(), nil
 }
 
-// validToken reports whether e's bearer token is a valid token of t, and
-// its name.
-func validToken(ctx context.Context, t localapi.HostTokens, e hosts.Entry) (tok, name string, ok bool) {
-	if t == nil {
-		return "", "", false
-	}
-	tok, ok = e.Bearer()
-	if !ok {
-		return "", "", false
-	}
-	info, err := t.CheckHostToken(ctx, tok)
-	if err != nil {
-		return "", "", false
-	}
-	return tok, info.Name, true
-}
-
-// createHostToken creates the token of host id: host-ID, or host-ID-N
-// with the first N from 2 whose name is free.
-func createHostToken(ctx context.Context, t localapi.HostTokens, id string) (name, tok string, err error) {
-	for n := 1; n < 100; n++ {
-		name = hostTokenPrefix + id
-		if n > 1 {
-			name += "-" + strconv.Itoa(n)
-		}
-		nt, err := t.CreateHostToken(ctx, name)
-		if !localapi.HasCode(err, localapi.CodeConflict) {
-			if err != nil {
-				return name, "", err
-			}
-			return name, nt.Token, nil
-		}
-	}
-	return "", "", fmt.Errorf("hosts: create a token for %s: %s-2 … -99 are all taken: revoke some (\"remotemcp mcp token list\")", id, hostTokenPrefix+id)
-}
-
 // runHostsConnectHTTP is "hosts connect HOST --http URL": an HTTP entry
 // whose Authorization header holds a bearer token of this data directory.
 // An entry that already names URL with a token that is still valid keeps
@@ -113,7 +71,7 @@ func (a *app) runHostsConnectHTTP(ctx context.Context, sys hosts.System, f hosts
 		return err
 	}
 	defer closeStore()
-	oldTok, oldName, oldValid := validToken(ctx, tokens, cur)
+	oldTok, oldName, oldValid := hosttoken.Valid(ctx, tokens, cur)
 	var tok, created string
 	switch {
 	case has && oldValid && cur.URL == u:
@@ -121,7 +79,7 @@ func (a *app) runHostsConnectHTTP(ctx context.Context, sys hosts.System, f hosts
 	case dryRun:
 		tok = dryRunToken
 	default:
-		if created, tok, err = createHostToken(ctx, tokens, h.ID); err != nil {
+		if created, tok, err = hosttoken.CreateForHost(ctx, tokens, h.ID); err != nil {
 			return err
 		}
 	}
@@ -143,7 +101,7 @@ func (a *app) runHostsConnectHTTP(ctx context.Context, sys hosts.System, f hosts
 		fmt.Fprintln(errw, "dry run: no token was created; the diff shows a placeholder where it would be")
 	case created != "":
 		fmt.Fprintf(errw, "created the token %q for it, written only into that file (the file is readable by you alone; \"remotemcp mcp token revoke %s\" revokes it)\n", created, created)
-		if oldValid && oldName != created && isHostToken(oldName, h.ID) {
+		if oldValid && oldName != created && hosttoken.IsForHost(oldName, h.ID) {
 			if err := tokens.RevokeHostToken(ctx, oldName); err == nil {
 				fmt.Fprintf(errw, "revoked the token %q of the entry it replaced\n", oldName)
 			}
@@ -158,12 +116,6 @@ func (a *app) runHostsConnectHTTP(ctx context.Context, sys hosts.System, f hosts
 		fmt.Fprintf(errw, "the endpoint must be running for %s to connect: \"%s mcp --http %s\" (or \"%s serve --mcp-http %s\")\n", h.Name, rm, hostPortOf(u), rm, hostPortOf(u))
 	}
 	return nil
-}
-
-// isHostToken reports whether name is a token "hosts connect --http"
-// created for host id.
-func isHostToken(name, id string) bool {
-	return regexp.MustCompile(`^` + regexp.QuoteMeta(hostTokenPrefix+id) + `(-[0-9]+)?$`).MatchString(name)
 }
 
 // hostPortOf is the HOST:PORT of a checked URL.
@@ -192,18 +144,9 @@ func (a *app) revokeHostToken(ctx context.Context, sys hosts.System, h hosts.Hos
 		return
 	}
 	defer closeStore()
-	if _, name, ok := validToken(ctx, tokens, old); ok && isHostToken(name, h.ID) {
+	if _, name, ok := hosttoken.Valid(ctx, tokens, old); ok && hosttoken.IsForHost(name, h.ID) {
 		if err := tokens.RevokeHostToken(ctx, name); err == nil {
 			fmt.Fprintf(a.streams.Err, "revoked the token %q of the entry it removed\n", name)
 		}
 	}
-}
-
-// tokenInDiff matches a remotemcp bearer token in a printed diff.
-var tokenInDiff = regexp.MustCompile(frontend.TokenPrefix + `[A-Za-z0-9_-]{16,}`)
-
-// redactTokens hides remotemcp bearer tokens in s (a dry run's diff of a
-// file that holds one).
-func redactTokens(s string) string {
-	return tokenInDiff.ReplaceAllString(s, frontend.TokenPrefix+"[redacted]")
 }
