@@ -13,7 +13,7 @@ import (
 // decodes, makes one engine call and encodes (Tailscale's LocalAPI
 // shape). The same api serves the Unix socket (full access), the
 // settings page under its secret prefix (session cookie) and the
-// in-process socket of one CLI command.
+// in-memory connections of one CLI command (InProcess).
 type api struct {
 	eng localapi.Engine
 	out
