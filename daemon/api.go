@@ -13,7 +13,7 @@ import (
 // decodes, makes one engine call and encodes (Tailscale's LocalAPI
 // shape). The same api serves the Unix socket (full access), the
 // settings page under its secret prefix (session cookie) and the
-// in-process socket of one CLI command.
+// in-memory connections of one CLI command (InProcess).
 type api struct {
 	eng localapi.Engine
 	out
@@ -84,6 +84,11 @@ func (a *api) register(mux *http.ServeMux) {
 	mux.HandleFunc("POST /api/grants/revoke", a.revoke)
 	mux.HandleFunc("GET /api/pending", a.pending)
 	mux.HandleFunc("POST /api/pending/dismiss", a.dismiss)
+
+	mux.HandleFunc("GET /api/host-tokens", a.listHostTokens)
+	mux.HandleFunc("POST /api/host-tokens", a.createHostToken)
+	mux.HandleFunc("POST /api/host-tokens/revoke", a.revokeHostToken)
+	mux.HandleFunc("POST /api/host-tokens/check", a.checkHostToken)
 
 	mux.HandleFunc("GET /api/tools", a.tools)
 	mux.HandleFunc("POST /api/calls", a.call)

@@ -5,8 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"os"
-	"path/filepath"
+	"net/http"
 	"sync"
 	"time"
 
@@ -15,27 +14,18 @@ import (
 )
 
 // InProcess serves the API of eng for the length of one command, when no
-// daemon runs: the very handlers the daemon serves, on a private Unix
-// socket in a fresh 0700 temporary directory, and a Client of it that
-// verifies that socket like Dial does. So a command takes one code path
-// whether the engine is in the daemon or in its own process. Requests
-// end when ctx does. stop shuts the server down (cancelling calls in
-// flight) and removes the directory; the caller then closes eng.
+// daemon runs: the very handlers the daemon serves, over in-memory
+// connections (net.Pipe) that only the returned Client can open. So a
+// command takes one code path whether the engine is in the daemon or in
+// its own process, and leaves nothing behind: no temporary directory, no
+// socket file, no port. Requests end when ctx does. stop shuts the server
+// down (cancelling calls in flight); the caller then closes eng.
 func InProcess(ctx context.Context, eng localapi.Engine) (*localapi.Client, func(), error) {
 	if eng == nil {
 		return nil, nil, fmt.Errorf("daemon: InProcess needs an engine")
 	}
-	dir, err := os.MkdirTemp(shortTempDir(), "remotemcp-")
-	if err != nil {
-		return nil, nil, fmt.Errorf("daemon: in-process API: %w", err)
-	}
-	p := filepath.Join(dir, localapi.SocketName)
 	log := slog.New(slog.DiscardHandler)
-	ln, err := listenSocket(dir, p, log)
-	if err != nil {
-		os.RemoveAll(dir)
-		return nil, nil, fmt.Errorf("daemon: in-process API: %w", err)
-	}
+	ln := newPipeListener()
 	sctx, cancel := context.WithCancel(ctx)
 	scrub := newScrubber()
 	scrub.refresh(ctx, eng)
@@ -53,7 +43,7 @@ func InProcess(ctx context.Context, eng localapi.Engine) (*localapi.Client, func
 		defer close(done)
 		hs.Serve(ln)
 	}()
-	c := localapi.NewClientWithTransport(newSocketTransport(dir, p))
+	c := localapi.NewClientWithTransport(&http.Transport{DialContext: ln.dial, MaxIdleConnsPerHost: 8})
 	stop := sync.OnceFunc(func() {
 		c.CloseIdleConnections()
 		cancel()
@@ -63,19 +53,62 @@ func InProcess(ctx context.Context, eng localapi.Engine) (*localapi.Client, func
 		}
 		shcancel()
 		<-done
-		os.RemoveAll(dir)
 	})
 	return c, stop, nil
 }
 
-// shortTempDir is the temporary directory, or /tmp when $TMPDIR is too
-// long for a socket path below it.
-func shortTempDir() string {
-	d := os.TempDir()
-	if len(d)+len("/remotemcp-0123456789/")+len(localapi.SocketName) > maxSocketPath {
-		if fi, err := os.Stat("/tmp"); err == nil && fi.IsDir() {
-			return "/tmp"
-		}
-	}
-	return d
+// pipeListener is a net.Listener of in-memory connections: each dial
+// makes a net.Pipe and hands its server end to Accept.
+type pipeListener struct {
+	conns  chan net.Conn
+	closed chan struct{}
+	once   sync.Once
 }
+
+func newPipeListener() *pipeListener {
+	return &pipeListener{conns: make(chan net.Conn), closed: make(chan struct{})}
+}
+
+// Accept waits for the next dial, until Close.
+func (l *pipeListener) Accept() (net.Conn, error) {
+	select {
+	case c := <-l.conns:
+		return c, nil
+	case <-l.closed:
+		return nil, net.ErrClosed
+	}
+}
+
+// Close makes Accept and later dials fail; connections already made stay.
+func (l *pipeListener) Close() error {
+	l.once.Do(func() { close(l.closed) })
+	return nil
+}
+
+// Addr names the listener: it has no network address.
+func (l *pipeListener) Addr() net.Addr { return pipeAddr{} }
+
+// dial is the client transport's DialContext: a new pipe, once the server
+// takes its end.
+func (l *pipeListener) dial(ctx context.Context, _, _ string) (net.Conn, error) {
+	server, client := net.Pipe()
+	select {
+	case l.conns <- server:
+		return client, nil
+	case <-l.closed:
+		err := net.ErrClosed
+		server.Close()
+		client.Close()
+		return nil, fmt.Errorf("daemon: in-process API: %w", err)
+	case <-ctx.Done():
+		server.Close()
+		client.Close()
+		return nil, ctx.Err()
+	}
+}
+
+// pipeAddr is the address of a pipeListener and its connections.
+type pipeAddr struct{}
+
+func (pipeAddr) Network() string { return "pipe" }
+func (pipeAddr) String() string  { return "in-process" }

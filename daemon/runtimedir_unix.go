@@ -149,3 +149,15 @@ func (l *removeDirsOnClose) Close() error {
 	})
 	return err
 }
+
+// shortTempDir is the temporary directory, or /tmp when $TMPDIR is too
+// long for a socket path below it.
+func shortTempDir() string {
+	d := os.TempDir()
+	if len(d)+len("/remotemcp-0123456789/")+len(localapi.SocketName) > maxSocketPath {
+		if fi, err := os.Stat("/tmp"); err == nil && fi.IsDir() {
+			return "/tmp"
+		}
+	}
+	return d
+}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/remotemcp/remotemcp/daemon"
 	"github.com/remotemcp/remotemcp/engine"
 	"github.com/remotemcp/remotemcp/frontend"
 	"github.com/remotemcp/remotemcp/internal/testserver/fixture"
@@ -53,11 +54,32 @@ func BenchmarkCallThroughFrontEnd(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer direct.Close()
+	// The same front end over the in-process local API (daemon.InProcess),
+	// as one-shot commands reach an engine of their own: the cost of that
+	// hop beside the engine called directly.
+	api, stopAPI, err := daemon.InProcess(ctx, eng)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer stopAPI()
+	feAPI, err := frontend.New(ctx, frontend.Options{Engine: api, ServerID: "fx"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	sAPI, cAPI := mcp.NewInMemoryTransports()
+	doneAPI := make(chan error, 1)
+	go func() { doneAPI <- feAPI.Run(rctx, sAPI) }()
+	defer func() { stop(); <-doneAPI }()
+	csAPI, err := mcp.NewClient(&mcp.Implementation{Name: "host"}, nil).Connect(ctx, cAPI, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer csAPI.Close()
 	params := &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "hi"}}
 	for _, c := range []struct {
 		name string
 		cs   *mcp.ClientSession
-	}{{"direct", direct}, {"frontend", cs}} {
+	}{{"direct", direct}, {"frontend", cs}, {"frontend-inprocess-api", csAPI}} {
 		b.Run(c.name, func(b *testing.B) {
 			for range 20 {
 				if _, err := c.cs.CallTool(ctx, params); err != nil {

@@ -39,6 +39,9 @@ var tokenName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
 // ErrTokenExists is returned by Create for a name already in use.
 var ErrTokenExists = errors.New("a token of that name exists")
 
+// ErrTokenName is returned by Create for a name that is not allowed.
+var ErrTokenName = errors.New("a name is 1 to 64 letters, digits, '.', '_' or '-', starting with a letter or digit")
+
 // ErrNoToken is returned by Revoke for an unknown name.
 var ErrNoToken = errors.New("no token of that name")
 
@@ -114,7 +117,7 @@ func (t *Tokens) whileValid(ctx context.Context, tok string, cancel context.Canc
 // stored, so this is the one time it can be seen.
 func (t *Tokens) Create(ctx context.Context, name string) (string, error) {
 	if !tokenName.MatchString(name) {
-		return "", fmt.Errorf("create token %q: a name is 1 to 64 letters, digits, '.', '_' or '-', starting with a letter or digit", name)
+		return "", fmt.Errorf("create token %q: %w", name, ErrTokenName)
 	}
 	unlock, err := t.lock(ctx)
 	if err != nil {

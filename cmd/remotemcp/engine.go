@@ -2,19 +2,15 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"html"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/remotemcp/remotemcp/internal/browser"
 	"github.com/remotemcp/remotemcp/localapi"
 )
 
@@ -125,62 +121,7 @@ func (a *app) browse(ctx context.Context, u string, noBrowser bool) {
 	fmt.Fprintln(a.streams.Err, "opened the URL above in your browser")
 }
 
-// openBrowser runs the desktop's opener on a redirect page to u and waits
-// for it to exit.
+// openBrowser opens u in the desktop's browser (browser.Open).
 func (a *app) openBrowser(ctx context.Context, u string) error {
-	name, args := "xdg-open", []string{}
-	switch runtime.GOOS {
-	case "darwin":
-		name = "open"
-	case "windows":
-		name, args = "rundll32", []string{"url.dll,FileProtocolHandler"}
-	default:
-		d, _ := a.env("DISPLAY")
-		w, _ := a.env("WAYLAND_DISPLAY")
-		if d == "" && w == "" {
-			return errors.New("no display ($DISPLAY and $WAYLAND_DISPLAY are empty)")
-		}
-	}
-	page, err := writeRedirectPage(a.dataDirPath(), u)
-	if err != nil {
-		return err
-	}
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	return exec.CommandContext(ctx, name, append(args, page)...).Run()
-}
-
-// redirectPageTTL is how long a redirect page may stay: long enough for a
-// browser to start, and its secrets are short-lived or single-use anyway.
-const redirectPageTTL = 10 * time.Minute
-
-// writeRedirectPage writes a 0600 HTML page that sends the browser on to
-// u, and removes the ones left from earlier runs.
-func writeRedirectPage(dir, u string) (string, error) {
-	pages := filepath.Join(dir, "open")
-	if err := os.MkdirAll(pages, 0o700); err != nil {
-		return "", err
-	}
-	if old, err := os.ReadDir(pages); err == nil {
-		for _, e := range old {
-			if info, err := e.Info(); err == nil && time.Since(info.ModTime()) > redirectPageTTL {
-				os.Remove(filepath.Join(pages, e.Name()))
-			}
-		}
-	}
-	f, err := os.CreateTemp(pages, "open-*.html")
-	if err != nil {
-		return "", err
-	}
-	esc := html.EscapeString(u)
-	_, err = fmt.Fprintf(f, "<!doctype html><meta charset=utf-8><meta name=referrer content=no-referrer>"+
-		"<meta http-equiv=refresh content=\"0;url=%s\"><title>remotemcp</title><a href=\"%s\">Continue</a>\n", esc, esc)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		os.Remove(f.Name())
-		return "", err
-	}
-	return f.Name(), nil
+	return browser.Open(ctx, a.dataDirPath(), u, a.env)
 }

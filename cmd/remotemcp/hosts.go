@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/remotemcp/remotemcp/hosts"
+	"github.com/remotemcp/remotemcp/hosttoken"
 )
 
 // newHostsCmd is `remotemcp hosts …`: remotemcp's entry in MCP hosts'
@@ -88,21 +89,7 @@ func projectDir(dir string) (string, error) {
 
 // hostSystem is this machine for the hosts table: the home directory
 // and environment come from the invocation's environment.
-func (a *app) hostSystem() (hosts.System, error) {
-	key := "HOME"
-	if runtime.GOOS == "windows" {
-		key = "USERPROFILE"
-	}
-	home, _ := a.env(key)
-	if home == "" {
-		h, err := os.UserHomeDir()
-		if err != nil {
-			return hosts.System{}, fmt.Errorf("hosts: find the home directory: %w", err)
-		}
-		home = h
-	}
-	return hosts.System{OS: runtime.GOOS, Home: home, Env: a.env}, nil
-}
+func (a *app) hostSystem() (hosts.System, error) { return hosts.Current(a.env) }
 
 // hostPlace is the system the host files are found on and the project
 // directory of --project ("" without it).
@@ -320,22 +307,7 @@ func (a *app) hostEntry(sys hosts.System, command string) (hosts.Entry, error) {
 // (computed from the invocation's environment, so that tests can set it).
 // A host's remotemcp sees none of these variables (hosts.DataDirArg).
 func (a *app) hostDataDir(sys hosts.System) (string, error) {
-	dir := a.dataDir
-	if dir == "" {
-		dir, _ = a.env(envHome)
-	}
-	if dir == "" {
-		base, ok := sys.ConfigDir()
-		if !ok {
-			return "", fmt.Errorf("hosts: find the data directory: no --data-dir, $%s or user config directory; give one with --data-dir", envHome)
-		}
-		dir = filepath.Join(base, "remotemcp")
-	}
-	abs, err := filepath.Abs(dir)
-	if err != nil {
-		return "", fmt.Errorf("hosts: data directory %s: %w", dir, err)
-	}
-	return abs, nil
+	return hosts.DataDir(sys, a.dataDir, envHome)
 }
 
 // printHostChange reports a connect or disconnect: the diff of a dry run,
@@ -350,7 +322,7 @@ func (a *app) printHostChange(sys hosts.System, f hosts.File, c hosts.Change, co
 	case !c.Changed:
 		_, err = fmt.Fprintf(out, "%s is not connected: %s (unchanged)\n", h.ID, cell(c.Path))
 	case dryRun:
-		_, err = fmt.Fprint(out, text(redactTokens(c.Diff())))
+		_, err = fmt.Fprint(out, text(hosttoken.Redact(c.Diff())))
 		fmt.Fprintf(errw, "dry run: %s not written\n", cell(c.Path))
 	default:
 		verb := "disconnected"

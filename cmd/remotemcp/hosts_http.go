@@ -2,23 +2,14 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"net/url"
-	"os"
-	"path/filepath"
-	"regexp"
 	"strconv"
 
-	"github.com/remotemcp/remotemcp/frontend"
 	"github.com/remotemcp/remotemcp/hosts"
-	"github.com/remotemcp/remotemcp/store"
+	"github.com/remotemcp/remotemcp/hosttoken"
 )
-
-// hostTokenPrefix starts the names of the tokens "hosts connect --http"
-// creates: "host-cursor", then "host-cursor-2" … when that one exists.
-const hostTokenPrefix = "host-"
 
 // dryRunToken stands for the token in a dry run's diff: a dry run creates
 // none, and a real token must not be printed anyway.
@@ -55,55 +46,6 @@ func hostHTTPURL(raw string) (string, error) {
 	return u.String(), nil
 }
 
-// hostTokens opens the tokens of the data directory dir; with ifExists
-// (a dry run) it opens nothing when the directory has no database yet,
-// and returns nil tokens: none can be valid.
-func (a *app) hostTokens(ctx context.Context, dir string, ifExists bool) (*frontend.Tokens, func(), error) {
-	if ifExists {
-		if _, err := os.Stat(filepath.Join(dir, store.DBFileName)); err != nil {
-			return nil, func() {}, nil
-		}
-	}
-	st, err := store.Open(ctx, dir, store.Options{Logger: a.log})
-	if err != nil {
-		return nil, nil, fmt.Errorf("hosts: open the data directory for the bearer token: %w", err)
-	}
-	return frontend.NewTokens(st), func() { st.Close() }, nil
-}
-
-// validToken reports whether e's bearer token is a valid token of t, and
-// its name.
-func validToken(ctx context.Context, t *frontend.Tokens, e hosts.Entry) (tok, name string, ok bool) {
-	if t == nil {
-		return "", "", false
-	}
-	tok, ok = e.Bearer()
-	if !ok {
-		return "", "", false
-	}
-	name, ok, err := t.Check(ctx, tok)
-	if err != nil || !ok {
-		return "", "", false
-	}
-	return tok, name, true
-}
-
-// createHostToken creates the token of host id: host-ID, or host-ID-N
-// with the first N from 2 whose name is free.
-func createHostToken(ctx context.Context, t *frontend.Tokens, id string) (name, tok string, err error) {
-	for n := 1; n < 100; n++ {
-		name = hostTokenPrefix + id
-		if n > 1 {
-			name += "-" + strconv.Itoa(n)
-		}
-		tok, err = t.Create(ctx, name)
-		if !errors.Is(err, frontend.ErrTokenExists) {
-			return name, tok, err
-		}
-	}
-	return "", "", fmt.Errorf("hosts: create a token for %s: %s-2 … -99 are all taken: revoke some (\"remotemcp mcp token list\")", id, hostTokenPrefix+id)
-}
-
 // runHostsConnectHTTP is "hosts connect HOST --http URL": an HTTP entry
 // whose Authorization header holds a bearer token of this data directory.
 // An entry that already names URL with a token that is still valid keeps
@@ -124,12 +66,12 @@ func (a *app) runHostsConnectHTTP(ctx context.Context, sys hosts.System, f hosts
 	if err != nil {
 		return err
 	}
-	tokens, closeStore, err := a.hostTokens(ctx, dir, dryRun)
+	tokens, closeStore, err := a.hostTokenAPI(ctx, dir, dryRun, "hosts: open the data directory for the bearer token")
 	if err != nil {
 		return err
 	}
 	defer closeStore()
-	oldTok, oldName, oldValid := validToken(ctx, tokens, cur)
+	oldTok, oldName, oldValid := hosttoken.Valid(ctx, tokens, cur)
 	var tok, created string
 	switch {
 	case has && oldValid && cur.URL == u:
@@ -137,14 +79,14 @@ func (a *app) runHostsConnectHTTP(ctx context.Context, sys hosts.System, f hosts
 	case dryRun:
 		tok = dryRunToken
 	default:
-		if created, tok, err = createHostToken(ctx, tokens, h.ID); err != nil {
+		if created, tok, err = hosttoken.CreateForHost(ctx, tokens, h.ID); err != nil {
 			return err
 		}
 	}
 	c, err := f.Connect(hosts.NewHTTPEntry(u, tok), dryRun)
 	if err != nil {
 		if created != "" {
-			if rerr := tokens.Revoke(context.WithoutCancel(ctx), created); rerr != nil {
+			if rerr := tokens.RevokeHostToken(context.WithoutCancel(ctx), created); rerr != nil {
 				a.log.Warn("hosts: revoke the token of a failed connect", "name", created, "err", rerr)
 			}
 		}
@@ -159,8 +101,8 @@ func (a *app) runHostsConnectHTTP(ctx context.Context, sys hosts.System, f hosts
 		fmt.Fprintln(errw, "dry run: no token was created; the diff shows a placeholder where it would be")
 	case created != "":
 		fmt.Fprintf(errw, "created the token %q for it, written only into that file (the file is readable by you alone; \"remotemcp mcp token revoke %s\" revokes it)\n", created, created)
-		if oldValid && oldName != created && isHostToken(oldName, h.ID) {
-			if err := tokens.Revoke(ctx, oldName); err == nil {
+		if oldValid && oldName != created && hosttoken.IsForHost(oldName, h.ID) {
+			if err := tokens.RevokeHostToken(ctx, oldName); err == nil {
 				fmt.Fprintf(errw, "revoked the token %q of the entry it replaced\n", oldName)
 			}
 		}
@@ -174,12 +116,6 @@ func (a *app) runHostsConnectHTTP(ctx context.Context, sys hosts.System, f hosts
 		fmt.Fprintf(errw, "the endpoint must be running for %s to connect: \"%s mcp --http %s\" (or \"%s serve --mcp-http %s\")\n", h.Name, rm, hostPortOf(u), rm, hostPortOf(u))
 	}
 	return nil
-}
-
-// isHostToken reports whether name is a token "hosts connect --http"
-// created for host id.
-func isHostToken(name, id string) bool {
-	return regexp.MustCompile(`^` + regexp.QuoteMeta(hostTokenPrefix+id) + `(-[0-9]+)?$`).MatchString(name)
 }
 
 // hostPortOf is the HOST:PORT of a checked URL.
@@ -203,23 +139,14 @@ func (a *app) revokeHostToken(ctx context.Context, sys hosts.System, h hosts.Hos
 	if err != nil {
 		return
 	}
-	tokens, closeStore, err := a.hostTokens(ctx, dir, true)
+	tokens, closeStore, err := a.hostTokenAPI(ctx, dir, true, "hosts: open the data directory for the bearer token")
 	if err != nil || tokens == nil {
 		return
 	}
 	defer closeStore()
-	if _, name, ok := validToken(ctx, tokens, old); ok && isHostToken(name, h.ID) {
-		if err := tokens.Revoke(ctx, name); err == nil {
+	if _, name, ok := hosttoken.Valid(ctx, tokens, old); ok && hosttoken.IsForHost(name, h.ID) {
+		if err := tokens.RevokeHostToken(ctx, name); err == nil {
 			fmt.Fprintf(a.streams.Err, "revoked the token %q of the entry it removed\n", name)
 		}
 	}
-}
-
-// tokenInDiff matches a remotemcp bearer token in a printed diff.
-var tokenInDiff = regexp.MustCompile(frontend.TokenPrefix + `[A-Za-z0-9_-]{16,}`)
-
-// redactTokens hides remotemcp bearer tokens in s (a dry run's diff of a
-// file that holds one).
-func redactTokens(s string) string {
-	return tokenInDiff.ReplaceAllString(s, frontend.TokenPrefix+"[redacted]")
 }

@@ -21,12 +21,13 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/remotemcp/remotemcp"
+	"github.com/remotemcp/remotemcp/internal/interrupt"
 	"github.com/remotemcp/remotemcp/internal/redact"
 	"github.com/remotemcp/remotemcp/localapi"
 )
 
 func main() {
-	ctx, stop := notifyContext(context.Background(), os.Stderr) // a second signal ends the process
+	ctx, stop := interrupt.Context(context.Background(), os.Stderr) // a second signal ends the process
 	code := run(ctx, os.Args[1:], Streams{In: os.Stdin, Out: os.Stdout, Err: os.Stderr}, os.LookupEnv)
 	stop()
 	os.Exit(code)

@@ -6,27 +6,18 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
 
 	"github.com/remotemcp/remotemcp"
 	"github.com/remotemcp/remotemcp/daemon"
+	"github.com/remotemcp/remotemcp/daemon/launch"
 	"github.com/remotemcp/remotemcp/frontend"
+	"github.com/remotemcp/remotemcp/localapi"
 )
-
-// daemonStartWait bounds the wait for a daemon started in the background.
-const daemonStartWait = 30 * time.Second
-
-// daemonLogName is the file in the data directory that gets the output of
-// a daemon started by "remotemcp mcp" (its stdout must not reach the
-// host: that is the MCP channel).
-const daemonLogName = "daemon.log"
 
 func newMcpCmd(a *app) *cobra.Command {
 	var (
@@ -161,15 +152,20 @@ type nopWriteCloser struct{ io.Writer }
 func (nopWriteCloser) Close() error { return nil }
 
 // mcpEngine is the front end's engine: the running daemon's, else a
-// daemon's started in the background, else (--no-daemon) in-process.
-func (a *app) mcpEngine(ctx context.Context, daemonAddr string) (Engine, func(), error) {
+// daemon's started in the background, else (--no-daemon) an engine of
+// this process, called directly: the front end needs no local API hop.
+func (a *app) mcpEngine(ctx context.Context, daemonAddr string) (localapi.Engine, func(), error) {
 	// Checked first, so a mistake shows whether or not a daemon runs.
 	listen, err := flagLoopbackAddr("--daemon-addr", daemonAddr)
 	if err != nil {
 		return nil, nil, err
 	}
 	if a.noDaemon {
-		return a.engine(ctx)
+		eng, err := a.openEngine(ctx)
+		if err != nil {
+			return nil, nil, err
+		}
+		return eng, func() { eng.Close() }, nil
 	}
 	dir := a.dataDirPath()
 	c, err := daemon.Dial(ctx, dir)
@@ -179,9 +175,17 @@ func (a *app) mcpEngine(ctx context.Context, daemonAddr string) (Engine, func(),
 	if !errors.Is(err, daemon.ErrNotRunning) {
 		return nil, nil, fmt.Errorf("reach the daemon: %w (run with --no-daemon to work without it)", err)
 	}
-	stop, err := a.startDaemon(ctx, dir, listen)
+	st, stop, err := launch.Start(ctx, launch.Options{Dir: dir, Listen: listen, Spawn: spawnDaemon})
 	if err != nil {
 		return nil, nil, err
+	}
+	if st.Winner != 0 {
+		fmt.Fprintf(a.streams.Err, "remotemcp: using the daemon (pid %d) that another host started at the same time\n", st.Winner)
+	} else {
+		fmt.Fprintf(a.streams.Err, "remotemcp: started the daemon (pid %d, log %s)\n", st.PID, st.Log)
+	}
+	if st.RequestedAddr != "" {
+		fmt.Fprintf(a.streams.Err, "remotemcp: %s was taken, so the daemon's settings page is on %s\n", st.RequestedAddr, st.URL)
 	}
 	c, err = daemon.Dial(ctx, dir)
 	if err != nil {
@@ -191,112 +195,7 @@ func (a *app) mcpEngine(ctx context.Context, daemonAddr string) (Engine, func(),
 	return c, func() { c.CloseIdleConnections(); stop() }, nil
 }
 
-// spawnDaemon starts "remotemcp ARGS" detached, its output to logf, and
-// returns its pid, a channel closed when it exits, and stop. In
-// production stop does nothing: the daemon outlives the command that
-// started it, for the next host. Tests, whose binary is not remotemcp,
-// replace it with one that runs serve in-process until stop.
-var spawnDaemon = func(_ context.Context, args []string, logf *os.File) (pid int, exited <-chan struct{}, stop func(), err error) {
-	exe, err := os.Executable()
-	if err != nil {
-		return 0, nil, nil, fmt.Errorf("find this program: %w", err)
-	}
-	// Not tied to ctx: the daemon outlives this host's session.
-	cmd := exec.Command(exe, args...)
-	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.SysProcAttr = detached()
-	if err := cmd.Start(); err != nil {
-		return 0, nil, nil, err
-	}
-	// Reap it if it ends while this process runs (it lost a race, or
-	// failed); done says so.
-	done := make(chan struct{})
-	go func() { cmd.Wait(); close(done) }()
-	return cmd.Process.Pid, done, func() {}, nil
-}
-
-// startDaemon starts "remotemcp serve" detached on dir and waits, bounded,
-// until its socket answers. Its page asks for listen but takes a free
-// port when another program has it (--addr-fallback): hosts need only
-// the socket. Losing the race to another host's daemon is fine: whichever
-// daemon answers is the owner. stop is spawnDaemon's.
-func (a *app) startDaemon(ctx context.Context, dir, listen string) (stop func(), err error) {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("start the daemon: create the data directory: %w", err)
-	}
-	logPath := filepath.Join(dir, daemonLogName)
-	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
-	if err != nil {
-		return nil, fmt.Errorf("start the daemon: open its log: %w", err)
-	}
-	defer logf.Close()
-	// What this start writes to the log begins here: a daemon that fails
-	// says why in its last line, which the error repeats.
-	logStart, _ := logf.Seek(0, io.SeekEnd)
-	pid, exited, stop, err := spawnDaemon(ctx, []string{"--data-dir", dir, "serve", "--addr", listen, "--" + addrFallbackFlag}, logf)
-	if err != nil {
-		return nil, fmt.Errorf("start the daemon: %w", err)
-	}
-	deadline := time.Now().Add(daemonStartWait)
-	for {
-		dctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		_, err := daemon.Dial(dctx, dir)
-		cancel()
-		if err == nil {
-			in, rerr := daemon.Running(ctx, dir)
-			if rerr == nil && in.PID != pid {
-				// Another host's daemon won the race; ours has stepped aside.
-				fmt.Fprintf(a.streams.Err, "remotemcp: using the daemon (pid %d) that another host started at the same time\n", in.PID)
-			} else {
-				fmt.Fprintf(a.streams.Err, "remotemcp: started the daemon (pid %d, log %s)\n", pid, logPath)
-			}
-			if rerr == nil && in.RequestedAddr != "" {
-				fmt.Fprintf(a.streams.Err, "remotemcp: %s was taken, so the daemon's settings page is on %s\n", in.RequestedAddr, in.URL)
-			}
-			return stop, nil
-		}
-		if ctx.Err() != nil {
-			stop()
-			return nil, ctx.Err()
-		}
-		if time.Now().After(deadline) {
-			stop()
-			return nil, fmt.Errorf("start the daemon: it did not answer within %s (see %s): %w", daemonStartWait, logPath, err)
-		}
-		select {
-		case <-exited:
-			// Another daemon may have won; give it the rest of the wait,
-			// but a daemon that failed alone will not come.
-			if _, serr := os.Stat(filepath.Join(dir, daemon.InfoFileName)); serr != nil {
-				if why := lastLogLine(logPath, logStart); why != "" {
-					return nil, fmt.Errorf("start the daemon: it exited: %s (log: %s)", why, logPath)
-				}
-				return nil, fmt.Errorf("start the daemon: it exited (see %s)", logPath)
-			}
-			exited = nil // wait for the winner at the pace below
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
-}
-
-// lastLogLine is the last non-empty line written to the log at path since
-// offset from, read from at most its last 4 KiB; "" when there is none.
-// It is the daemon's own words (its log is redacted), so it can be shown.
-func lastLogLine(path string, from int64) string {
-	f, err := os.Open(path)
-	if err != nil {
-		return ""
-	}
-	defer f.Close()
-	const most = 4 << 10
-	if fi, err := f.Stat(); err == nil && fi.Size()-from > most {
-		from = fi.Size() - most
-	}
-	if _, err := f.Seek(from, io.SeekStart); err != nil {
-		return ""
-	}
-	b, _ := io.ReadAll(io.LimitReader(f, most))
-	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
-	last := strings.TrimSpace(lines[len(lines)-1])
-	return strings.TrimPrefix(last, "remotemcp: ")
-}
+// spawnDaemon starts the daemon in the background (launch.Exec). Tests,
+// whose binary is not remotemcp, replace it with one that runs serve
+// in-process until stop.
+var spawnDaemon launch.SpawnFunc = launch.Exec

@@ -6,20 +6,15 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"net/http"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/remotemcp/remotemcp/daemon"
 	"github.com/remotemcp/remotemcp/frontend"
-	"github.com/remotemcp/remotemcp/store"
+	"github.com/remotemcp/remotemcp/frontend/mcphttp"
+	"github.com/remotemcp/remotemcp/hosttoken"
 )
-
-// mcpHTTPPath is where the Streamable HTTP endpoint is served.
-const mcpHTTPPath = "/mcp"
 
 // mcpHTTPListen listens on addr, which must be a loopback HOST:PORT (or
 // PORT alone, on 127.0.0.1): the endpoint is for hosts on this machine,
@@ -38,15 +33,6 @@ func mcpHTTPListen(flag, addr string) (net.Listener, error) {
 		return nil, fmt.Errorf("%s: listen on %s: %w (another program has this port; choose another with %s)", flag, hp, err, flag)
 	}
 	return ln, nil
-}
-
-// mcpHTTPHandler is everything the endpoint's listener serves: the
-// settings page's Host and Origin checks (daemon.GuardLoopback) around the
-// bearer token check around the front end, at mcpHTTPPath only.
-func mcpHTTPHandler(fe *frontend.Frontend, tokens *frontend.Tokens, port int, o frontend.HTTPOptions) http.Handler {
-	mux := http.NewServeMux()
-	mux.Handle(mcpHTTPPath, fe.HTTPHandlerWith(tokens, o))
-	return daemon.GuardLoopback(port, mux)
 }
 
 // sessionIdleFlagName is the flag of mcp --http and serve --mcp-http that
@@ -81,16 +67,15 @@ func sessionIdleFlag(v string) (time.Duration, error) {
 }
 
 // serveMcpHTTP serves fe on ln until ctx ends, checking bearer tokens
-// against the store in dir, with the limits of o; it says where on w and
-// closes ln.
+// against the data directory dir, with the limits of o; it says where on
+// w and closes ln.
 func serveMcpHTTP(ctx context.Context, fe *frontend.Frontend, dir string, ln net.Listener, w io.Writer, log *slog.Logger, o frontend.HTTPOptions) error {
-	st, err := store.Open(ctx, dir, store.Options{Logger: log})
+	tokens, closeTokens, err := hosttoken.Open(ctx, dir, log)
 	if err != nil {
 		ln.Close()
-		return fmt.Errorf("mcp http: open the data directory for the tokens: %w", err)
+		return fmt.Errorf("mcp http: %w", err)
 	}
-	defer st.Close()
-	tokens := frontend.NewTokens(st)
+	defer closeTokens()
 	port := ln.Addr().(*net.TCPAddr).Port
 	if noToken, _ := ctx.Value(noTokenKey{}).(bool); noToken {
 		// Every request carries the one token here, and the suite starts
@@ -99,20 +84,20 @@ func serveMcpHTTP(ctx context.Context, fe *frontend.Frontend, dir string, ln net
 		if o.MaxSessionsPerToken <= 0 {
 			o.MaxSessionsPerToken = frontend.DefaultMaxSessions
 		}
-		h, err := noTokenHandler(ctx, fe, ln, o)
+		h, err := mcphttp.NoTokenHandler(ctx, fe, ln, o)
 		if err != nil {
 			ln.Close()
-			return err
+			return fmt.Errorf("--%s: %w", insecureTestNoTokenFlag, err)
 		}
-		fmt.Fprintf(w, "remotemcp: MCP endpoint (Streamable HTTP) on %s\n", mcpURL(ln))
+		fmt.Fprintf(w, "remotemcp: MCP endpoint (Streamable HTTP) on %s\n", mcphttp.URL(ln))
 		fmt.Fprintf(w, "remotemcp: WARNING: --%s: no bearer token is checked; for conformance tests only\n", insecureTestNoTokenFlag)
 		return fe.RunHTTPWith(ctx, ln, h, o)
 	}
-	fmt.Fprintf(w, "remotemcp: MCP endpoint (Streamable HTTP) on %s\n", mcpURL(ln))
+	fmt.Fprintf(w, "remotemcp: MCP endpoint (Streamable HTTP) on %s\n", mcphttp.URL(ln))
 	if list, err := tokens.List(ctx); err == nil && len(list) == 0 {
-		fmt.Fprintf(w, "remotemcp: no tokens yet, so every request gets 401: run \"remotemcp hosts connect HOST --http %s\" (it writes the host's entry with a new token), or create one with \"remotemcp mcp token create NAME\"\n", mcpURL(ln))
+		fmt.Fprintf(w, "remotemcp: no tokens yet, so every request gets 401: run \"remotemcp hosts connect HOST --http %s\" (it writes the host's entry with a new token), or create one with \"remotemcp mcp token create NAME\"\n", mcphttp.URL(ln))
 	}
-	return fe.RunHTTPWith(ctx, ln, mcpHTTPHandler(fe, tokens, port, o), o)
+	return fe.RunHTTPWith(ctx, ln, mcphttp.Handler(fe, tokens, port, o), o)
 }
 
 // insecureTestNoTokenFlag is the hidden "mcp --http" flag that serves the
@@ -160,84 +145,4 @@ func checkNoTokenAddr(addr string) error {
 		}
 	}
 	return usageErrorf("--%s is refused with --http %q: only a loopback address (127.0.0.1, [::1], localhost) is allowed", insecureTestNoTokenFlag, addr)
-}
-
-// noTokenHandler is mcpHTTPHandler without the token check: the front
-// end's handler checks tokens of a store held in memory, holding one
-// token made here, which every request is given after the Host and Origin
-// checks (whatever Authorization it carried is replaced). It refuses a
-// listener that is not on loopback.
-func noTokenHandler(ctx context.Context, fe *frontend.Frontend, ln net.Listener, o frontend.HTTPOptions) (http.Handler, error) {
-	a, ok := ln.Addr().(*net.TCPAddr)
-	if !ok || !a.IP.IsLoopback() {
-		return nil, fmt.Errorf("--%s: the listener %s is not on loopback", insecureTestNoTokenFlag, ln.Addr())
-	}
-	tokens := frontend.NewTokens(&memKV{})
-	tok, err := tokens.Create(ctx, "insecure-test")
-	if err != nil {
-		return nil, fmt.Errorf("--%s: %w", insecureTestNoTokenFlag, err)
-	}
-	inner := fe.HTTPHandlerWith(tokens, o)
-	mux := http.NewServeMux()
-	mux.Handle(mcpHTTPPath, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		r = r.Clone(r.Context())
-		r.Header.Set("Authorization", "Bearer "+tok)
-		inner.ServeHTTP(w, r)
-	}))
-	return daemon.GuardLoopback(a.Port, mux), nil
-}
-
-// memKV is a frontend.KV in memory, for the one token of noTokenHandler.
-type memKV struct {
-	mu sync.Mutex
-	m  map[string][]byte // ns + "\x00" + key
-}
-
-func (k *memKV) GetKV(_ context.Context, ns, key string) ([]byte, error) {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	v, ok := k.m[ns+"\x00"+key]
-	if !ok {
-		return nil, store.ErrNotFound
-	}
-	return v, nil
-}
-
-func (k *memKV) PutKV(_ context.Context, ns, key string, value []byte) error {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	if k.m == nil {
-		k.m = map[string][]byte{}
-	}
-	k.m[ns+"\x00"+key] = value
-	return nil
-}
-
-func (k *memKV) ListKV(_ context.Context, ns string) (map[string][]byte, error) {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	out := map[string][]byte{}
-	for nk, v := range k.m {
-		if key, ok := strings.CutPrefix(nk, ns+"\x00"); ok {
-			out[key] = v
-		}
-	}
-	return out, nil
-}
-
-func (k *memKV) DeleteKV(_ context.Context, ns, key string) error {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	delete(k.m, ns+"\x00"+key)
-	return nil
-}
-
-// mcpURL is the endpoint's URL as a host is configured with it.
-func mcpURL(ln net.Listener) string {
-	a := ln.Addr().(*net.TCPAddr)
-	host := a.IP.String()
-	if strings.Contains(host, ":") {
-		host = "[" + host + "]"
-	}
-	return fmt.Sprintf("http://%s:%d%s", host, a.Port, mcpHTTPPath)
 }

@@ -237,7 +237,21 @@ func TestMcpHTTPNonLoopback(t *testing.T) {
 // stores only its hash; list shows names and times, never the token or
 // the hash; revoke removes, and names are unique.
 func TestMcpToken(t *testing.T) {
+	// The same words either way: through an engine of the command's own,
+	// and through a running daemon (issue #21 item 7: the tokens are
+	// behind the local API).
+	for _, withDaemon := range []bool{false, true} {
+		t.Run(map[bool]string{false: "in-process", true: "daemon"}[withDaemon], func(t *testing.T) {
+			testMcpToken(t, withDaemon)
+		})
+	}
+}
+
+func testMcpToken(t *testing.T, withDaemon bool) {
 	c := newCLI(t)
+	if withDaemon {
+		startServe(t, c)
+	}
 	r := c.ok("mcp", "token", "create", "claude")
 	tok := lastLine(r.out)
 	if !strings.HasPrefix(tok, "rmcp_") || strings.Contains(r.err, tok) {

@@ -115,6 +115,21 @@ func TestNoDaemonMcpHTTPOwnsAndSaysSo(t *testing.T) {
 		resp.Body.Close()
 		return true
 	})
+	// A token made beside the owner (through an engine of the command's
+	// own: there is no daemon to ask) counts at the endpoint's next request.
+	late := createToken(t, c, "late")
+	for tok, want := range map[string]bool{late: true, "rmcp_not-a-token-at-all": false} {
+		req, _ := http.NewRequest(http.MethodGet, fmt.Sprintf("http://127.0.0.1:%d/mcp", port), nil)
+		req.Header.Set("Authorization", "Bearer "+tok)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if ok := resp.StatusCode != http.StatusUnauthorized; ok != want {
+			t.Fatalf("a request with the token %.12s…: %d", tok, resp.StatusCode)
+		}
+	}
 	r := c.run("", "serve", "--addr", "127.0.0.1:0")
 	if r.code == exitOK || !strings.Contains(r.err, "remotemcp --no-daemon mcp --http "+addr) || !strings.Contains(r.err, "pid ") || strings.Contains(r.err, "port") {
 		t.Fatalf("a daemon beside --no-daemon mcp --http: %s", r)

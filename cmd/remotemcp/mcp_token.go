@@ -2,18 +2,21 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/remotemcp/remotemcp/frontend"
-	"github.com/remotemcp/remotemcp/store"
+	"github.com/remotemcp/remotemcp"
+	"github.com/remotemcp/remotemcp/daemon"
+	"github.com/remotemcp/remotemcp/hosttoken"
+	"github.com/remotemcp/remotemcp/localapi"
 )
 
 // newMcpTokenCmd is "mcp token": the bearer tokens of "mcp --http" and
-// "serve --mcp-http". They live in the store directly (no daemon needed):
-// a running endpoint reads them on every request.
+// "serve --mcp-http", through the local API (the daemon's, else an engine
+// of this process): a running endpoint reads them on every request.
 func newMcpTokenCmd(a *app) *cobra.Command {
 	create := &cobra.Command{
 		Use:   "create NAME",
@@ -23,13 +26,13 @@ func newMcpTokenCmd(a *app) *cobra.Command {
 output. Only its SHA-256 hash is stored: it cannot be shown again. Give it
 to the MCP host as the header "Authorization: Bearer TOKEN".`,
 		Args: argsExactly(1, "NAME"),
-		RunE: a.withTokens(func(ctx context.Context, t *frontend.Tokens, args []string) error {
-			tok, err := t.Create(ctx, args[0])
+		RunE: a.withTokens(func(ctx context.Context, t localapi.HostTokens, args []string) error {
+			nt, err := t.CreateHostToken(ctx, args[0])
 			if err != nil {
 				return err
 			}
 			fmt.Fprintf(a.streams.Err, "created the token %q; it is shown only now (revoke it with \"remotemcp mcp token revoke %s\"):\n", args[0], args[0])
-			_, err = fmt.Fprintln(a.streams.Out, tok)
+			_, err = fmt.Fprintln(a.streams.Out, nt.Token)
 			return err
 		}),
 	}
@@ -37,14 +40,14 @@ to the MCP host as the header "Authorization: Bearer TOKEN".`,
 		Use:   "list",
 		Short: "List the HTTP endpoint's tokens (names and creation times)",
 		Args:  argsExactly(0, ""),
-		RunE: a.withTokens(func(ctx context.Context, t *frontend.Tokens, _ []string) error {
-			items, err := t.List(ctx)
+		RunE: a.withTokens(func(ctx context.Context, t localapi.HostTokens, _ []string) error {
+			items, err := t.HostTokens(ctx)
 			if err != nil {
 				return err
 			}
 			return printList(a, items, "no tokens: create one with \"remotemcp mcp token create NAME\"", "NAME\tCREATED",
-				func(i frontend.TokenInfo) string {
-					return cell(i.Name) + "\t" + i.Created.Local().Format(time.DateTime)
+				func(i localapi.HostToken) string {
+					return cell(i.Name) + "\t" + i.CreatedAt.Local().Format(time.DateTime)
 				})
 		}),
 	}
@@ -53,8 +56,8 @@ to the MCP host as the header "Authorization: Bearer TOKEN".`,
 		Use:   "revoke NAME",
 		Short: "Revoke a token: a running endpoint refuses it from the next request on",
 		Args:  argsExactly(1, "NAME"),
-		RunE: a.withTokens(func(ctx context.Context, t *frontend.Tokens, args []string) error {
-			if err := t.Revoke(ctx, args[0]); err != nil {
+		RunE: a.withTokens(func(ctx context.Context, t localapi.HostTokens, args []string) error {
+			if err := t.RevokeHostToken(ctx, args[0]); err != nil {
 				return err
 			}
 			fmt.Fprintf(a.streams.Err, "revoked the token %q\n", args[0])
@@ -67,16 +70,41 @@ list (401). Tokens are stored as SHA-256 hashes in the data directory.`,
 		create, list, revoke)
 }
 
-// withTokens wraps a token command body: it opens the store of the data
-// directory and closes it when the body returns.
-func (a *app) withTokens(fn func(ctx context.Context, t *frontend.Tokens, args []string) error) func(*cobra.Command, []string) error {
+// withTokens wraps a token command body: it reaches the tokens of the
+// data directory and lets go of them when the body returns.
+func (a *app) withTokens(fn func(ctx context.Context, t localapi.HostTokens, args []string) error) func(*cobra.Command, []string) error {
 	return func(cmd *cobra.Command, args []string) error {
 		ctx := cmd.Context()
-		st, err := store.Open(ctx, a.dataDirPath(), store.Options{Logger: a.log})
+		t, release, err := a.hostTokenAPI(ctx, a.dataDirPath(), false, "open the data directory")
 		if err != nil {
-			return fmt.Errorf("open the data directory: %w", err)
+			return err
 		}
-		defer st.Close()
-		return fn(ctx, frontend.NewTokens(st), args)
+		defer release()
+		return fn(ctx, t, args)
 	}
+}
+
+// hostTokenAPI reaches the bearer tokens of the data directory dir through
+// the local API: the daemon's, else an engine opened in this process
+// (failing with the words what). With ifExists (a dry run) it opens
+// nothing where dir has no database yet and returns nil: no token can be
+// valid there.
+func (a *app) hostTokenAPI(ctx context.Context, dir string, ifExists bool, what string) (localapi.HostTokens, func(), error) {
+	if ifExists && !hosttoken.Kept(dir) {
+		return nil, func() {}, nil
+	}
+	if !a.noDaemon {
+		c, err := daemon.Dial(ctx, dir)
+		if err == nil {
+			return c, c.CloseIdleConnections, nil
+		}
+		if !errors.Is(err, daemon.ErrNotRunning) {
+			return nil, nil, fmt.Errorf("reach the daemon: %w (run with --no-daemon to work without it)", err)
+		}
+	}
+	eng, err := remotemcp.Open(ctx, remotemcp.Options{DataDir: dir, Logger: a.log, NoStartupConnect: true})
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", what, err)
+	}
+	return eng, func() { eng.Close() }, nil
 }

@@ -13,7 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/remotemcp/remotemcp/agent"
+	"github.com/remotemcp/remotemcp/internal/visible"
 	"github.com/remotemcp/remotemcp/localapi"
 )
 
@@ -108,10 +108,10 @@ func writeHeld(w io.Writer, held []localapi.HeldTool) error {
 		for _, c := range h.Changes {
 			fmt.Fprintf(&b, "  %s %s\n", shownCell(c.Path), c.Kind)
 			if c.Old != "" {
-				b.WriteString(indented("    old: ", agent.ShowHidden(c.Old)))
+				b.WriteString(indented("    old: ", visible.ShowHidden(c.Old)))
 			}
 			if c.New != "" {
-				b.WriteString(indented("    new: ", agent.ShowHidden(c.New)))
+				b.WriteString(indented("    new: ", visible.ShowHidden(c.New)))
 			}
 		}
 		fmt.Fprintf(&b, "  new definition: %s\n", cell(h.NewHash))
@@ -124,7 +124,7 @@ func writeHeld(w io.Writer, held []localapi.HeldTool) error {
 // acceptCommand is the command that accepts exactly the definition of
 // h that was shown (and is refused if the server changed it again).
 func acceptCommand(h localapi.HeldTool) string {
-	return fmt.Sprintf("remotemcp tools accept %s %s --hash %s", shellWord(h.ServerID), shellWord(agent.ShowHidden(h.Tool)), cell(h.NewHash))
+	return fmt.Sprintf("remotemcp tools accept %s %s --hash %s", shellWord(h.ServerID), shellWord(visible.ShowHidden(h.Tool)), cell(h.NewHash))
 }
 
 // shellWord quotes s for a POSIX shell when it is not a plain word.
@@ -143,7 +143,7 @@ func shellWord(s string) string {
 }
 
 // shownCell is cell of server text with its hidden characters shown.
-func shownCell(s string) string { return cell(agent.ShowHidden(s)) }
+func shownCell(s string) string { return cell(visible.ShowHidden(s)) }
 
 // changeSummary is a one-line summary of a held change, for accept.
 func changeSummary(h localapi.HeldTool) string {

@@ -11,15 +11,15 @@ import (
 	"path/filepath"
 	"sync"
 	"syscall"
-	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/remotemcp/remotemcp"
 	"github.com/remotemcp/remotemcp/daemon"
+	"github.com/remotemcp/remotemcp/daemon/launch"
 	"github.com/remotemcp/remotemcp/frontend"
 	"github.com/remotemcp/remotemcp/hosts"
-	"github.com/remotemcp/remotemcp/internal/testserver/fixture"
+	"github.com/remotemcp/remotemcp/internal/demo"
 	"github.com/remotemcp/remotemcp/localapi"
 )
 
@@ -40,9 +40,9 @@ func (a *app) engine(ctx context.Context) (Engine, func(), error) {
 			fmt.Fprintln(a.streams.Err, "the daemon is not running; working in-process")
 		}
 	}
-	eng, err := remotemcp.Open(ctx, remotemcp.Options{DataDir: dir, Logger: a.log, NoStartupConnect: true})
+	eng, err := a.openEngine(ctx)
 	if err != nil {
-		return nil, nil, fmt.Errorf("open the data directory: %w", err)
+		return nil, nil, err
 	}
 	// The API outlives a Ctrl-C until the command ends, so that a
 	// cancelled call still delivers its outcome (see call).
@@ -53,6 +53,15 @@ func (a *app) engine(ctx context.Context) (Engine, func(), error) {
 	}
 	a.inProcess = true
 	return c, func() { stop(); eng.Close() }, nil
+}
+
+// openEngine opens a lazy engine on the data directory in this process.
+func (a *app) openEngine(ctx context.Context) (*remotemcp.Client, error) {
+	eng, err := remotemcp.Open(ctx, remotemcp.Options{DataDir: a.dataDirPath(), Logger: a.log, NoStartupConnect: true})
+	if err != nil {
+		return nil, fmt.Errorf("open the data directory: %w", err)
+	}
+	return eng, nil
 }
 
 // dial returns the client of the running daemon, or says that none runs.
@@ -69,7 +78,7 @@ func newServeCmd(a *app) *cobra.Command {
 		addr     string
 		mcpHTTP  string
 		idle     string
-		demo     bool
+		withDemo bool
 		notify   bool
 		fallback bool
 	)
@@ -158,8 +167,8 @@ Streamable HTTP at http://127.0.0.1:PORT/mcp, like "remotemcp mcp --http"
 			fmt.Fprintf(a.streams.Err, "remotemcp daemon on %s\n", srv.URL())
 			// Only now, with the data directory and the address ours, is
 			// the demo server added: a refused serve writes nothing.
-			if demo {
-				d, err := startDemo(ctx, eng)
+			if withDemo {
+				d, err := demo.Start(ctx, eng)
 				if err != nil {
 					if mcpLn != nil {
 						mcpLn.Close()
@@ -170,8 +179,8 @@ Streamable HTTP at http://127.0.0.1:PORT/mcp, like "remotemcp mcp --http"
 					srv.Serve(cctx)
 					return fmt.Errorf("--demo: %w", err)
 				}
-				defer d.stop(log)
-				d.describe(a.streams.Err, a.cliName())
+				defer d.Stop(log)
+				describeDemo(a.streams.Err, d, a.cliName())
 			}
 			fmt.Fprintln(a.streams.Err, "open the settings page (this link works once):")
 			fmt.Fprintln(a.streams.Out, srv.LoginURL())
@@ -199,18 +208,14 @@ Streamable HTTP at http://127.0.0.1:PORT/mcp, like "remotemcp mcp --http"
 	cmd.Flags().BoolVar(&notify, "notify", false, "show a desktop notification (notify-send) when a server needs you to sign in")
 	cmd.Flags().StringVar(&mcpHTTP, "mcp-http", "", "also serve the MCP endpoint (Streamable HTTP, bearer tokens of \"mcp token\") on this loopback HOST:PORT")
 	addSessionIdleFlag(cmd, &idle, "--mcp-http")
-	cmd.Flags().BoolVar(&demo, "demo", false, "also run the bundled test MCP server and add it as the server \"demo\" until serve stops")
+	cmd.Flags().BoolVar(&withDemo, "demo", false, "also run the bundled test MCP server and add it as the server \"demo\" until serve stops")
 	cmd.Flags().StringVar(&addr, "addr", "127.0.0.1:7717", "loopback address of the settings page and OAuth callback: HOST:PORT or PORT")
 	// Hidden: what "remotemcp mcp" passes to the daemon it starts in the
 	// background, whose page port is not worth failing a host for.
-	cmd.Flags().BoolVar(&fallback, addrFallbackFlag, false, "when --addr is taken, listen on a free loopback port instead")
-	_ = cmd.Flags().MarkHidden(addrFallbackFlag)
+	cmd.Flags().BoolVar(&fallback, launch.AddrFallbackFlag, false, "when --addr is taken, listen on a free loopback port instead")
+	_ = cmd.Flags().MarkHidden(launch.AddrFallbackFlag)
 	return cmd
 }
-
-// addrFallbackFlag is serve's hidden flag for a daemon started in the
-// background (daemon.Options.AddrFallback).
-const addrFallbackFlag = "addr-fallback"
 
 // serveListenError is the error of a serve whose Listen failed: the real
 // cause, and the flag that fixes it. remotemcp's words end with the
@@ -257,71 +262,11 @@ func serveDaemonMcpHTTP(ctx context.Context, eng localapi.Engine, dir string, ln
 	return serveMcpHTTP(ctx, fe, dir, ln, w, log, o)
 }
 
-// demoServer is the bundled test MCP server of "serve --demo" and what
-// its addition changed, to be undone when serve stops.
-type demoServer struct {
-	eng     localapi.Engine
-	f       *fixture.Server
-	id      string
-	granted []string
-}
-
-// maxDemoIDs bounds the search for a free demo id.
-const maxDemoIDs = 100
-
-// startDemo runs the bundled test MCP server on a free loopback port and
-// adds it under a free id ("demo", else "demo-2" …), through the same
-// API as any other server: an existing server is never touched (issue
-// #19 item 8).
-func startDemo(ctx context.Context, eng localapi.Engine) (*demoServer, error) {
-	f, err := fixture.Start(fixture.Options{})
-	if err != nil {
-		return nil, fmt.Errorf("start the test server: %w", err)
-	}
-	for i := 1; i <= maxDemoIDs; i++ {
-		id := "demo"
-		if i > 1 {
-			id = fmt.Sprintf("demo-%d", i)
-		}
-		res, err := eng.AddServer(ctx, localapi.AddServerRequest{ID: id, Name: "Demo (bundled test server)", URL: f.URL(), By: localapi.ByServersAdd})
-		if localapi.HasCode(err, localapi.CodeConflict) {
-			continue
-		}
-		if err != nil {
-			f.Close()
-			return nil, fmt.Errorf("add the test server as %s: %w", id, err)
-		}
-		return &demoServer{eng: eng, f: f, id: id, granted: res.Granted}, nil
-	}
-	f.Close()
-	return nil, fmt.Errorf("the ids demo … demo-%d are all taken; remove some with \"remotemcp servers remove ID\"", maxDemoIDs)
-}
-
-// demoCleanupWait bounds the removal of the demo server at exit.
-const demoCleanupWait = 10 * time.Second
-
-// stop removes the demo server and the grants its addition made, then
-// stops the test server. It runs as serve exits, after a signal: its
-// context is not the command's.
-func (d *demoServer) stop(log *slog.Logger) {
-	ctx, cancel := context.WithTimeout(context.Background(), demoCleanupWait)
-	defer cancel()
-	if err := d.eng.RemoveServer(ctx, d.id); err != nil && !localapi.HasCode(err, localapi.CodeNotFound) {
-		log.Warn("--demo: could not remove the demo server", "server", d.id, "err", err)
-	}
-	for _, o := range d.granted {
-		if err := d.eng.Revoke(ctx, o); err != nil && !localapi.HasCode(err, localapi.CodeNotFound) {
-			log.Warn("--demo: could not revoke the demo server's origin", "origin", o, "err", err)
-		}
-	}
-	d.f.Close()
-}
-
-// describe says what --demo did and what to try next.
-func (d *demoServer) describe(w io.Writer, rm string) {
-	fmt.Fprintf(w, "added the demo server %q (the bundled test server at %s); it is removed when this daemon stops\n", d.id, d.f.URL())
+// describeDemo says what --demo did and what to try next.
+func describeDemo(w io.Writer, d *demo.Server, rm string) {
+	fmt.Fprintf(w, "added the demo server %q (the bundled test server at %s); it is removed when this daemon stops\n", d.ID(), d.URL())
 	fmt.Fprintln(w, "try, in another terminal:")
-	fmt.Fprintf(w, "  %s call mcp__%s__echo '{\"text\":\"hi\"}' --yes\n", rm, d.id)
+	fmt.Fprintf(w, "  %s call mcp__%s__echo '{\"text\":\"hi\"}' --yes\n", rm, d.ID())
 	fmt.Fprintf(w, "  %s hosts connect HOST    # HOST: claude-code, cursor, … (%s hosts list)\n", rm, rm)
 }
 

@@ -1,4 +1,6 @@
-package main
+// Package interrupt turns SIGINT and SIGTERM into the cancellation of a
+// command's context, and a second one into an immediate exit.
+package interrupt
 
 import (
 	"context"
@@ -9,7 +11,7 @@ import (
 	"syscall"
 )
 
-// notifyContext returns a context that the first SIGINT or SIGTERM
+// Context returns a context that the first SIGINT or SIGTERM
 // cancels, so that the command stops cleanly; a second one ends the
 // process at once with the shell's status for that signal (130 for
 // SIGINT, 143 for SIGTERM), whatever the command is stuck in: a step
@@ -20,7 +22,7 @@ import (
 // signal.NotifyContext with context.AfterFunc(ctx, stop) leaves a gap:
 // between the first signal and the AfterFunc's stop, a second one goes to
 // NotifyContext's buffered channel, which no one reads any more.
-func notifyContext(parent context.Context, stderr io.Writer) (ctx context.Context, stop func()) {
+func Context(parent context.Context, stderr io.Writer) (ctx context.Context, stop func()) {
 	ctx, cancel := context.WithCancel(parent)
 	ch := make(chan os.Signal, 2)
 	signal.Notify(ch, os.Interrupt, syscall.SIGTERM)

@@ -1,6 +1,6 @@
 //go:build unix
 
-package main
+package interrupt
 
 import (
 	"bufio"
@@ -19,13 +19,13 @@ import (
 const envSignalChild = "REMOTEMCP_TEST_SIGNAL_CHILD"
 
 // TestSignalChild is not a test: run by TestSecondSignalEnds, it installs
-// notifyContext, says so, and then blocks in a read(2) of stdin that its
+// Context, says so, and then blocks in a read(2) of stdin that its
 // context cannot end (as "hosts connect" blocked in open(2) on a FIFO).
 func TestSignalChild(t *testing.T) {
 	if os.Getenv(envSignalChild) == "" {
 		t.Skip("the child process of TestSecondSignalEnds")
 	}
-	ctx, stop := notifyContext(context.Background(), os.Stderr)
+	ctx, stop := Context(context.Background(), os.Stderr)
 	defer stop()
 	fmt.Println("ready")
 	go func() { // ends with the process

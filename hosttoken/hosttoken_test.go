@@ -1,0 +1,85 @@
+package hosttoken
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/remotemcp/remotemcp/frontend"
+	"github.com/remotemcp/remotemcp/localapi"
+	"github.com/remotemcp/remotemcp/store"
+)
+
+// memKV is a frontend.KV in memory.
+type memKV map[string][]byte
+
+func (m memKV) GetKV(_ context.Context, ns, key string) ([]byte, error) {
+	v, ok := m[ns+"/"+key]
+	if !ok {
+		return nil, store.ErrNotFound
+	}
+	return v, nil
+}
+func (m memKV) PutKV(_ context.Context, ns, key string, v []byte) error {
+	m[ns+"/"+key] = v
+	return nil
+}
+func (m memKV) DeleteKV(_ context.Context, ns, key string) error { delete(m, ns+"/"+key); return nil }
+func (m memKV) ListKV(_ context.Context, ns string) (map[string][]byte, error) {
+	out := map[string][]byte{}
+	for k, v := range m {
+		if key, ok := strings.CutPrefix(k, ns+"/"); ok {
+			out[key] = v
+		}
+	}
+	return out, nil
+}
+
+// The Service's errors carry the API's codes and the tokens' own words;
+// a host's tokens are named host-ID, host-ID-2 …
+func TestService(t *testing.T) {
+	ctx := t.Context()
+	s := New(memKV{})
+	name, tok, err := CreateForHost(ctx, s, "cursor")
+	if err != nil || name != "host-cursor" || !strings.HasPrefix(tok, frontend.TokenPrefix) {
+		t.Fatalf("first: %s %s %v", name, tok, err)
+	}
+	if name, _, err := CreateForHost(ctx, s, "cursor"); err != nil || name != "host-cursor-2" {
+		t.Fatalf("second: %s %v", name, err)
+	}
+	if got, err := s.CheckHostToken(ctx, tok); err != nil || got.Name != "host-cursor" || got.CreatedAt.IsZero() {
+		t.Fatalf("check: %+v %v", got, err)
+	}
+	for _, tc := range []struct {
+		err  error
+		code string
+	}{
+		{second(s.CreateHostToken(ctx, "host-cursor")), localapi.CodeConflict},
+		{second(s.CreateHostToken(ctx, "a b")), localapi.CodeBadRequest},
+		{s.RevokeHostToken(ctx, "nope"), localapi.CodeNotFound},
+		{second(s.CheckHostToken(ctx, "rmcp_nope")), localapi.CodeNotFound},
+	} {
+		if !localapi.HasCode(tc.err, tc.code) {
+			t.Errorf("%v: want %s", tc.err, tc.code)
+		}
+	}
+	for _, tc := range []struct {
+		name, id string
+		want     bool
+	}{
+		{"host-cursor", "cursor", true},
+		{"host-cursor-12", "cursor", true},
+		{"host-cursor-x", "cursor", false},
+		{"host-cursor2", "cursor", false},
+		{"mine", "cursor", false},
+	} {
+		if got := IsForHost(tc.name, tc.id); got != tc.want {
+			t.Errorf("IsForHost(%q, %q) = %v", tc.name, tc.id, got)
+		}
+	}
+	if got := Redact("Bearer " + tok + "\n"); got != "Bearer rmcp_[redacted]\n" {
+		t.Errorf("Redact: %q", got)
+	}
+}
+
+func second[T any](_ T, err error) error { return err }
