@@ -90,8 +90,6 @@ type Frontend struct {
 	// noticeSeq is the newest engine notice passed to the hosts.
 	noticeMu  sync.Mutex
 	noticeSeq uint64
-	// lists keeps the encoded tools/list pages (listcache.go).
-	lists listCache
 }
 
 // policy is what the front end does with one server's calls and
@@ -167,7 +165,6 @@ func New(ctx context.Context, o Options) (*Frontend, error) {
 	})
 	f.srv.AddReceivingMiddleware(f.setLevel)
 	f.srv.AddReceivingMiddleware(f.heldCall) // pins.go (issue #20 item 3)
-	f.srv.AddReceivingMiddleware(f.cachedToolList)
 	if err := f.sync(ctx); err != nil {
 		return nil, err
 	}
@@ -475,7 +472,6 @@ func (f *Frontend) addTool(t *mcp.Tool, h mcp.ToolHandler) {
 			f.log.Warn("frontend: tool left out", "tool", t.Name, "err", fmt.Sprint(r))
 		}
 	}()
-	defer f.lists.changed()
 	f.srv.AddTool(t, h)
 }
 

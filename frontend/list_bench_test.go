@@ -147,12 +147,11 @@ func startRawHost(b testing.TB, ctx context.Context, fe *frontend.Frontend) *raw
 
 // BenchmarkToolsListAll: a host's whole tools/list (every page) from a
 // front end with --tools all over servers × tools catalogs, at two
-// scales to show how it grows, with the kept encoded pages ("kept") and
-// with go-sdk encoding every page ("go-sdk"), alternating in one run. The
-// host reads the bytes and decodes nothing, so the cost is the front
-// end's: p50-ms/list is the wall time of one listing, cpu-ms/list the
-// process's CPU time per listing (issue #21: 500 × 50 took 1.83 s p50,
-// goal ≤ 200 ms).
+// scales to show how it grows. The host reads the bytes and decodes
+// nothing, so the cost is the front end's (go-sdk's server side):
+// p50-ms/list is the wall time of one listing, cpu-ms/list the process's
+// CPU time per listing (issue #21: 500 × 50 took 1.83 s p50, goal
+// ≤ 200 ms).
 //
 //	go test -run XXX -bench ToolsListAll ./frontend/
 func BenchmarkToolsListAll(b *testing.B) {
@@ -169,27 +168,14 @@ func BenchmarkToolsListAll(b *testing.B) {
 			if n := h.listAll(b); n != sc.servers*sc.tools {
 				b.Fatalf("listed %d tools, want %d", n, sc.servers*sc.tools)
 			}
-			type side struct {
-				name      string
-				kept      bool
-				wall, cpu []time.Duration
-			}
-			sides := []*side{{name: "kept", kept: true}, {name: "go-sdk"}}
-			measure := func(s *side) {
-				frontend.SetListCache(fe, s.kept)
+			var wall, cpu []time.Duration
+			for b.Loop() {
 				c0, t0 := cpuTime(), time.Now()
 				h.listAll(b)
-				s.wall, s.cpu = append(s.wall, time.Since(t0)), append(s.cpu, cpuTime()-c0)
+				wall, cpu = append(wall, time.Since(t0)), append(cpu, cpuTime()-c0)
 			}
-			for i := 0; b.Loop(); i++ {
-				// Alternate the order so neither side always runs second.
-				measure(sides[i%2])
-				measure(sides[(i+1)%2])
-			}
-			for _, s := range sides {
-				b.ReportMetric(float64(median(s.wall).Microseconds())/1000, s.name+"-p50-ms/list")
-				b.ReportMetric(float64(median(s.cpu).Microseconds())/1000, s.name+"-cpu-ms/list")
-			}
+			b.ReportMetric(float64(median(wall).Microseconds())/1000, "p50-ms/list")
+			b.ReportMetric(float64(median(cpu).Microseconds())/1000, "cpu-ms/list")
 		})
 	}
 }

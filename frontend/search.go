@@ -95,7 +95,7 @@ func (f *Frontend) offerTools(all map[string]*searchTool) {
 		for name, t := range all {
 			want[name] = t.offer
 		}
-		apply(f.tools, want, f.removeTools)
+		apply(f.tools, want, f.srv.RemoveTools)
 		return
 	}
 	s.name = SearchToolName
@@ -136,7 +136,7 @@ func (f *Frontend) applySearch() {
 	}
 	sig, _ := json.Marshal(st)
 	want[s.name] = offer{sig: string(sig), add: func() { f.addTool(st, f.searchTools) }}
-	apply(f.tools, want, f.removeTools)
+	apply(f.tools, want, f.srv.RemoveTools)
 }
 
 // searchTools is the search tool's handler: it ranks the tools for the

@@ -2,7 +2,6 @@ package frontend_test
 
 import (
 	"context"
-	"encoding/json"
 	"slices"
 	"testing"
 	"time"
@@ -14,11 +13,10 @@ import (
 	"github.com/remotemcp/remotemcp/localapi"
 )
 
-// Issue #21 (guard): tools/list is answered from encoded pages kept per
-// generation of the offered tools. A server that adds or removes a tool
-// reaches the host's next listing (the kept page is not served again),
-// and a kept page is byte for byte what go-sdk sends without it.
-func TestToolListPagesFollowCatalog(t *testing.T) {
+// Issue #21 (guard, for any cache of the host's tool list): a server
+// that adds or removes a tool reaches the host's next listing, and the
+// same catalog lists the same tools again.
+func TestToolListFollowsCatalog(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 	defer cancel()
 	eng, err := remotemcp.Open(ctx, remotemcp.Options{DataDir: t.TempDir(), NoStartupConnect: true})
@@ -48,28 +46,6 @@ func TestToolListPagesFollowCatalog(t *testing.T) {
 	}
 	t.Cleanup(func() { cs.Close() })
 
-	listJSON := func() string {
-		t.Helper()
-		tl, err := cs.ListTools(ctx, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, err := json.Marshal(tl)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return string(b)
-	}
-	sameAsGoSDK := func(when string) {
-		t.Helper()
-		kept := listJSON()
-		frontend.SetListCache(fe, false)
-		plain := listJSON()
-		frontend.SetListCache(fe, true)
-		if kept != plain {
-			t.Fatalf("%s: the kept page differs from go-sdk's own:\n%s\n%s", when, kept, plain)
-		}
-	}
 	// waitList waits, list_changed by list_changed, until the host's
 	// listing has (or, with !want, lacks) name.
 	waitList := func(name string, want bool) {
@@ -90,16 +66,13 @@ func TestToolListPagesFollowCatalog(t *testing.T) {
 	if again := toolNames(ctx, t, cs); !slices.Equal(again, first) {
 		t.Fatalf("the same catalog listed %v, then %v", first, again)
 	}
-	sameAsGoSDK("first listing")
 
 	fx.AddTool("dyn_a")
 	waitList("fx__dyn_a", true)
-	sameAsGoSDK("after a tool was added")
 
 	fx.RemoveTool("dyn_a")
 	waitList("fx__dyn_a", false)
 	if got := toolNames(ctx, t, cs); !slices.Equal(got, first) {
 		t.Fatalf("after the tool went away the host lists %v, want %v", got, first)
 	}
-	sameAsGoSDK("after the tool was removed")
 }
