@@ -133,34 +133,39 @@ func (m *Manager) delay(n int) time.Duration {
 // attempt when the wait ends. It returns the next attempt's time. e.mu
 // held.
 func (m *Manager) failedLocked(e *entry, err error) time.Time {
-	e.bo.failures++
+	x := e.ext()
+	x.bo.failures++
 	now := m.clock.Now()
-	d := m.delay(e.bo.failures)
+	d := m.delay(x.bo.failures)
 	if ra := retryAfter(err, now); ra > d {
 		// The server said when to come back; a hostile one cannot keep
 		// us away longer than BackoffMax, nor bring us back sooner.
 		d = min(ra, m.o.BackoffMax)
 	}
-	e.bo.next, e.bo.err = now.Add(d), err
+	x.bo.next, x.bo.err = now.Add(d), err
 	m.cancelRetryLocked(e)
 	r := Attribute(err)
 	if retriable(r.Class) {
-		e.bo.seq++
-		seq := e.bo.seq
-		e.bo.stop = m.clock.AfterFunc(d, func() { m.retryDue(e, seq) })
-		m.log.Info("connect failed; trying again later", "server", e.id, "in", d.Round(time.Millisecond), "failures", e.bo.failures, "err", err)
+		x.bo.seq++
+		seq := x.bo.seq
+		x.bo.stop = m.clock.AfterFunc(d, func() { m.retryDue(e, seq) })
+		m.log.Info("connect failed; trying again later", "server", e.id, "in", d.Round(time.Millisecond), "failures", x.bo.failures, "err", err)
 	} else {
-		m.log.Info("connect failed; waiting for the person", "server", e.id, "class", r.Class, "failures", e.bo.failures, "err", err)
+		m.log.Info("connect failed; waiting for the person", "server", e.id, "class", r.Class, "failures", x.bo.failures, "err", err)
 	}
-	return e.bo.next
+	return x.bo.next
 }
 
 // cancelRetryLocked cancels the scheduled background attempt. e.mu held.
 func (m *Manager) cancelRetryLocked(e *entry) {
-	e.bo.seq++
-	if e.bo.stop != nil {
-		e.bo.stop()
-		e.bo.stop = nil
+	x := e.peek()
+	if x == nil {
+		return // never scheduled
+	}
+	x.bo.seq++
+	if x.bo.stop != nil {
+		x.bo.stop()
+		x.bo.stop = nil
 	}
 }
 
@@ -168,16 +173,21 @@ func (m *Manager) cancelRetryLocked(e *entry) {
 // now. e.mu held.
 func (m *Manager) resetBackoffLocked(e *entry) {
 	m.cancelRetryLocked(e)
-	e.bo.failures, e.bo.next, e.bo.err = 0, time.Time{}, nil
+	x := e.peek()
+	if x == nil {
+		return // nothing to forget
+	}
+	x.bo.failures, x.bo.next, x.bo.err = 0, time.Time{}, nil
 }
 
 // waitingLocked returns the error of a server inside its backoff window,
 // nil when an attempt may start now. e.mu held.
 func (m *Manager) waitingLocked(e *entry) *BackoffError {
-	if e.bo.err == nil || e.bo.next.IsZero() || !m.clock.Now().Before(e.bo.next) {
+	x := e.peek()
+	if x == nil || x.bo.err == nil || x.bo.next.IsZero() || !m.clock.Now().Before(x.bo.next) {
 		return nil
 	}
-	return &BackoffError{ServerID: e.id, Err: e.bo.err, RetryAt: e.bo.next, Failures: e.bo.failures}
+	return &BackoffError{ServerID: e.id, Err: x.bo.err, RetryAt: x.bo.next, Failures: x.bo.failures}
 }
 
 // retryDue starts the scheduled attempt, unless the schedule moved on
@@ -188,11 +198,12 @@ func (m *Manager) retryDue(e *entry, seq uint64) {
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if e.bo.seq != seq {
+	x := e.ext()
+	if x.bo.seq != seq {
 		return
 	}
-	e.bo.stop = nil
-	if e.removed || !e.cfg.Enabled || e.sess != nil || e.state == StateDisconnected || e.state == StateIdle {
+	x.bo.stop = nil
+	if e.removed || !e.conf.enabled || e.sess != nil || e.state == StateDisconnected || e.state == StateIdle {
 		return
 	}
 	m.startAttemptLocked(e, true)
@@ -210,7 +221,7 @@ func (m *Manager) RetryAt(id string) time.Time {
 	if m.waitingLocked(e) == nil {
 		return time.Time{}
 	}
-	return e.bo.next
+	return e.ext().bo.next
 }
 
 // ResetBackoff forgets the server's failures, so the next attempt may

@@ -90,14 +90,15 @@ func (m *Manager) saveCatalog(e *entry) {
 	m.wg.Add(1)
 	go func() {
 		defer m.wg.Done()
-		e.saveMu.Lock()
-		defer e.saveMu.Unlock()
+		x := e.ext()
+		x.saveMu.Lock()
+		defer x.saveMu.Unlock()
 		e.mu.Lock()
-		c, cfg, seq := e.catalog, e.cfg, e.catalogSeq
+		c, cfg, seq := e.catalog, e.configLocked(), e.catalogSeq
 		if e.sess != nil {
 			cfg = e.sess.Server()
 		}
-		saved := e.savedSeq == seq
+		saved := x.savedSeq == seq
 		e.mu.Unlock()
 		if c == nil || saved {
 			return
@@ -111,9 +112,9 @@ func (m *Manager) saveCatalog(e *entry) {
 		// nothing) is not written again: every write wakes every process
 		// on the store.
 		sum := sha256.Sum256(catalogBody(b))
-		if sum == e.savedSum {
+		if sum == x.savedSum {
 			e.mu.Lock()
-			e.savedSeq = max(e.savedSeq, seq)
+			x.savedSeq = max(x.savedSeq, seq)
 			e.mu.Unlock()
 			return
 		}
@@ -126,9 +127,9 @@ func (m *Manager) saveCatalog(e *entry) {
 			return
 		}
 		m.noteCatalog(e.id, true)
-		e.savedSum = sum
+		x.savedSum = sum
 		e.mu.Lock()
-		e.savedSeq = max(e.savedSeq, seq)
+		x.savedSeq = max(x.savedSeq, seq)
 		e.mu.Unlock()
 	}()
 }
@@ -138,7 +139,7 @@ func (m *Manager) saveCatalog(e *entry) {
 // sign-in and passes validation (R2.10). nil when there is none.
 func (m *Manager) cachedCatalog(ctx context.Context, e *entry) *session.Catalog {
 	e.mu.Lock()
-	c, cfg := e.catalog, e.cfg
+	c, cfg := e.catalog, e.configLocked()
 	e.mu.Unlock()
 	if c != nil || m.o.Catalogs == nil || !cfg.Enabled || !m.mayHaveCatalog(ctx, e.id) {
 		return c
@@ -161,13 +162,14 @@ func (m *Manager) cachedCatalog(ctx context.Context, e *entry) *session.Catalog 
 		return nil
 	}
 	sum := sha256.Sum256(catalogBody(b))
-	e.saveMu.Lock()
-	defer e.saveMu.Unlock()
+	x := e.ext()
+	x.saveMu.Lock()
+	defer x.saveMu.Unlock()
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if e.catalog == nil && CatalogKey(e.cfg) == CatalogKey(cfg) {
+	if e.catalog == nil && CatalogKey(e.configLocked()) == CatalogKey(cfg) {
 		e.setCatalogLocked(c)
-		e.savedSeq, e.savedSum = e.catalogSeq, sum
+		x.savedSeq, x.savedSum = e.catalogSeq, sum
 	}
 	return e.catalog
 }

@@ -50,7 +50,7 @@ func (m *Manager) hibernateIdle(now time.Time) {
 	m.mu.Unlock()
 	for _, e := range entries {
 		e.mu.Lock()
-		sess, idle := e.sess, e.cfg.Idle()
+		sess, idle := e.sess, e.conf.idle()
 		busy := sess == nil || idle <= 0 || e.state != StateReady || e.eliciting > 0 || len(e.subs) > 0 || len(e.timers) > 0
 		e.mu.Unlock()
 		if busy || sess.Busy() || now.Sub(sess.LastUse()) < idle {
@@ -70,7 +70,7 @@ func (m *Manager) hibernate(e *entry, sess *session.Session) {
 		return
 	}
 	// Until the store has it, the catalog stays in memory too.
-	keep := m.o.Catalogs == nil || e.savedSeq != e.catalogSeq
+	keep := m.o.Catalogs == nil || e.ext().savedSeq != e.catalogSeq
 	e.mu.Unlock()
 	m.log.Info("manager: hibernate an idle server", "server", e.id, "conn", sess.ConnectionID())
 	m.disconnect(e, StateIdle, keep, ErrHibernated)

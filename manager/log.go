@@ -75,7 +75,7 @@ func (l *requestLog) snapshot() []session.Exchange {
 // (an OAuth request) to its request log; unknown ids are ignored.
 func (m *Manager) RecordExchange(id string, ex session.Exchange) {
 	if e := m.entry(id); e != nil {
-		e.log.add(ex)
+		e.ext().log.add(ex)
 	}
 }
 
@@ -87,7 +87,11 @@ func (m *Manager) Log(id string) ([]session.Exchange, error) {
 	if err != nil {
 		return nil, err
 	}
-	return e.log.snapshot(), nil
+	x := e.peek()
+	if x == nil {
+		return []session.Exchange{}, nil // never logged anything
+	}
+	return x.log.snapshot(), nil
 }
 
 // LogShelf keeps the request logs of idle servers out of memory (in the
@@ -105,7 +109,11 @@ func (m *Manager) shelve(e *entry) {
 	if m.o.Logs == nil {
 		return
 	}
-	l := &e.log
+	x := e.peek()
+	if x == nil {
+		return // nothing logged
+	}
+	l := &x.log
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.unshelve != nil || len(l.ring) == 0 {

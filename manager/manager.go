@@ -14,7 +14,6 @@ package manager
 
 import (
 	"context"
-	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -23,6 +22,7 @@ import (
 	"slices"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
@@ -193,23 +193,21 @@ type entry struct {
 	op sync.Mutex // serializes connect/disconnect I/O
 
 	mu      sync.Mutex
-	cfg     config.Server // latest stored config seen
+	conf    srvConfig // latest stored config seen (entry.go)
 	removed bool
-	state   State
-	reason  *Reason
-	sess    *session.Session
-	epoch   uint64
-	attempt *attempt
-	catalog *session.Catalog // last good, kept across reconnects
 	// reconnecting: the session was lost and the manager reconnects on
 	// its own, on the backoff schedule (SPEC §9 A1).
 	reconnecting bool
-	bo           backoff                 // the connect schedule (backoff.go)
-	timers       map[*callTimer]struct{} // timeouts of calls in flight
+	state        State
+	reason       *Reason
+	sess         *session.Session
+	epoch        uint64
+	attempt      *attempt
+	catalog      *session.Catalog        // last good, kept across reconnects
+	timers       map[*callTimer]struct{} // timeouts of calls in flight; nil when none
 	// eliciting counts the elicitations open on the server; call timeouts
 	// stand still meanwhile.
 	eliciting int
-	log       requestLog // the last LogSize HTTP exchanges (own lock)
 	// streamFailures counts sessions in a row whose notification stream
 	// failed before it ever opened; past maxStreamFailures, sessions keep
 	// going without one (and poll) instead of reconnecting forever.
@@ -218,16 +216,13 @@ type entry struct {
 	// logLevel is a level set at run time, for every later session.
 	subs     map[string]int
 	logLevel string
-	// saveMu serializes the catalog's saves to the cache. catalogSeq
-	// counts the catalogs set (setCatalogLocked), savedSeq is the one
-	// last stored or loaded from there; idleTools is the tool count of
-	// an idle server, whose catalog left memory.
-	saveMu     sync.Mutex
+	// catalogSeq counts the catalogs set (setCatalogLocked); idleTools is
+	// the tool count of an idle server, whose catalog left memory.
 	catalogSeq uint64
-	savedSeq   uint64
 	idleTools  int
-	savedSum   [sha256.Size]byte // of the last stored encoding (under saveMu)
-	pins       pinState          // the catalog without held tools (pins.go)
+	// x is what a server that connected, failed, listed or logged needs
+	// (entry.go): nil for a lazy server that never did.
+	x atomic.Pointer[extra]
 }
 
 // setCatalogLocked replaces the catalog kept in memory. e.mu held.
@@ -321,7 +316,7 @@ func (m *Manager) Start(ctx context.Context) error {
 	}
 	m.mu.Lock()
 	for _, s := range servers {
-		m.entries[s.ID] = &entry{id: s.ID, cfg: s, state: StateDisconnected}
+		m.entries[s.ID] = &entry{id: s.ID, conf: compactConfig(s), state: StateDisconnected}
 	}
 	m.mu.Unlock()
 	for _, s := range servers {
@@ -394,7 +389,7 @@ func (m *Manager) lookup(id string) (*entry, error) {
 		return nil, ErrClosed
 	}
 	if e = m.entries[id]; e == nil {
-		e = &entry{id: id, cfg: cfg, state: StateDisconnected}
+		e = &entry{id: id, conf: compactConfig(cfg), state: StateDisconnected}
 		m.entries[id] = e
 	}
 	return e, nil
@@ -445,7 +440,7 @@ func (m *Manager) ensure(ctx context.Context, id string, explicit bool) (*sessio
 			e.mu.Unlock()
 			return nil, fmt.Errorf("%w %q", ErrUnknownServer, id)
 		}
-		if !e.cfg.Enabled {
+		if !e.conf.enabled {
 			e.mu.Unlock()
 			return nil, fmt.Errorf("server %q: %w (run \"remotemcp servers enable %s\")", id, ErrDisabled, id)
 		}
@@ -495,7 +490,7 @@ func (m *Manager) startConnect(e *entry) {
 		return
 	}
 	e.mu.Lock()
-	if e.sess == nil && e.cfg.Enabled && !e.removed {
+	if e.sess == nil && e.conf.enabled && !e.removed {
 		m.startAttemptLocked(e, false)
 	}
 	e.mu.Unlock()
@@ -539,7 +534,7 @@ func (m *Manager) runAttempt(e *entry, a *attempt) {
 		e.attempt = nil
 		if err != nil && e.epoch == a.epoch {
 			if countsAsFailure(err) {
-				a.retryAt, a.failures = m.failedLocked(e, err), e.bo.failures
+				a.retryAt, a.failures = m.failedLocked(e, err), e.ext().bo.failures
 			}
 			r := Attribute(err)
 			if e.reconnecting && retriable(r.Class) {
@@ -575,6 +570,7 @@ func (m *Manager) attemptOnce(e *entry, a *attempt) error {
 	if !cfg.Enabled {
 		return ErrDisabled
 	}
+	x := e.ext() // the log and the backoff of a server that connects
 	opts := session.Options{
 		Server:          cfg,
 		HTTPClient:      m.o.HTTPClient,
@@ -584,13 +580,13 @@ func (m *Manager) attemptOnce(e *entry, a *attempt) error {
 		ProtocolVersion: m.o.ProtocolVersion,
 		Logger:          m.log,
 		OnCatalog:       func(connID string, c *session.Catalog) { m.onCatalog(e, connID, c) },
-		OnExchange:      e.log.add,
+		OnExchange:      x.log.add,
 		OnLog: func(l session.LogMessage) {
 			msg := l.Text
 			if l.Logger != "" {
 				msg = l.Logger + ": " + msg
 			}
-			e.log.add(session.Exchange{Time: l.Time, Kind: "log", Level: l.Level, Message: msg})
+			x.log.add(session.Exchange{Time: l.Time, Kind: "log", Level: l.Level, Message: msg})
 			if m.o.OnLog != nil {
 				m.o.OnLog(e.id, l)
 			}
@@ -653,7 +649,7 @@ func (m *Manager) attemptOnce(e *entry, a *attempt) error {
 		sess.Close()
 		return ErrSuperseded
 	}
-	// e.cfg is not set from now: reconcile keeps it current, and a newer
+	// e.conf is not set from now: reconcile keeps it current, and a newer
 	// change (disabledTools, toolTimeout) may already be there.
 	e.sess = sess
 	e.setCatalogLocked(sess.Catalog())
@@ -661,7 +657,7 @@ func (m *Manager) attemptOnce(e *entry, a *attempt) error {
 	// Success opens the window; the count of failures stays until the
 	// session proves stable (see connectionLost).
 	m.cancelRetryLocked(e)
-	e.bo.next, e.bo.err, e.bo.readyAt = time.Time{}, nil, m.clock.Now()
+	x.bo.next, x.bo.err, x.bo.readyAt = time.Time{}, nil, m.clock.Now()
 	m.setState(e, StateReady, nil)
 	renew := len(e.subs) > 0
 	e.mu.Unlock()
@@ -716,7 +712,7 @@ func (m *Manager) connectionLost(e *entry, sess *session.Session, cause error) {
 	// tried on the backoff schedule, not in a loop (issue #20 item 1); one
 	// lost for a cause the person must fix (sign-in, permission, config)
 	// is an error that waits for them, not "reconnecting".
-	quick := m.clock.Now().Sub(e.bo.readyAt) < flapWindow
+	quick := m.clock.Now().Sub(e.ext().bo.readyAt) < flapWindow
 	switch {
 	case quick && !retriable(r.Class):
 		m.setState(e, StateError, &r)
@@ -784,11 +780,20 @@ func (m *Manager) disconnect(e *entry, to State, keepCatalog bool, cause error) 
 	if to == StateIdle && e.catalog != nil {
 		e.idleTools = len(e.catalog.Tools)
 	}
+	x := e.peek()
 	if !keepCatalog {
 		e.setCatalogLocked(nil)
+		if x != nil {
+			// The pins' view of the catalog leaves memory with it (a
+			// hibernated server keeps its catalog in the store only).
+			x.pins.raw, x.pins.view, x.pins.held = nil, nil, nil
+		}
 	}
 	m.setState(e, to, nil)
 	e.mu.Unlock()
+	if x != nil && !keepCatalog {
+		x.dropPinViews()
+	}
 	if a != nil {
 		// The attempt can no longer commit (its epoch is gone). Let a
 		// handshake that is about to finish do so, so its candidate is
@@ -893,13 +898,13 @@ func (m *Manager) Catalog(ctx context.Context, id string) (*session.Catalog, err
 		return nil, err
 	}
 	e.mu.Lock()
-	if e.sess == nil && e.catalog != nil && e.cfg.Enabled && (e.reconnecting || e.attempt != nil) {
+	if e.sess == nil && e.catalog != nil && e.conf.enabled && (e.reconnecting || e.attempt != nil) {
 		// Reconnecting: serve the last good catalog meanwhile.
 		c := e.catalog
 		e.mu.Unlock()
 		return m.viewOf(ctx, e, c), nil
 	}
-	noSession := e.sess == nil && e.cfg.Enabled
+	noSession := e.sess == nil && e.conf.enabled
 	e.mu.Unlock()
 	if noSession {
 		// A lazy or idle server lists its stored catalog without
@@ -1008,7 +1013,7 @@ func (m *Manager) callOnce(ctx context.Context, id string, sess *session.Session
 	var toolTimeout config.Duration
 	if e := m.entry(id); e != nil {
 		e.mu.Lock()
-		disabled, toolTimeout = e.cfg.ToolDisabled(tool), e.cfg.ToolTimeout
+		disabled, toolTimeout = e.conf.toolDisabled(tool), e.conf.toolTimeout
 		e.mu.Unlock()
 	} else {
 		cfg := sess.Server()
@@ -1096,6 +1101,9 @@ func (m *Manager) stopTimer(id string, ct *callTimer) {
 	if e := m.entry(id); e != nil {
 		e.mu.Lock()
 		delete(e.timers, ct)
+		if len(e.timers) == 0 {
+			e.timers = nil // a map never shrinks: a burst of calls would stay
+		}
 		e.mu.Unlock()
 	}
 }
@@ -1233,9 +1241,9 @@ type ServerStatus struct {
 // held.
 func (e *entry) statusLocked(now time.Time) ServerStatus {
 	st := ServerStatus{
-		ID: e.id, Name: e.cfg.Name, URL: e.cfg.URL, Enabled: e.cfg.Enabled,
-		ConnectOnStartup: e.cfg.ConnectOnStartup, Auth: string(e.cfg.Auth.Kind),
-		State: e.state, DisabledTools: slices.Clone(e.cfg.DisabledTools),
+		ID: e.id, Name: e.conf.name, URL: e.conf.url, Enabled: e.conf.enabled,
+		ConnectOnStartup: e.conf.startup, Auth: string(e.conf.kind),
+		State: e.state, DisabledTools: slices.Clone(e.conf.disabled),
 	}
 	if st.Auth == "" {
 		st.Auth = string(config.AuthNone)
@@ -1252,12 +1260,12 @@ func (e *entry) statusLocked(now time.Time) ServerStatus {
 	}
 	if e.sess != nil {
 		st.ConnectionID = e.sess.ConnectionID()
-	} else if e.bo.err != nil && now.Before(e.bo.next) && retriable(Attribute(e.bo.err).Class) {
+	} else if x := e.peek(); x != nil && x.bo.err != nil && now.Before(x.bo.next) && retriable(Attribute(x.bo.err).Class) {
 		// Only a failure retried by the clock: sign-in, permission and
 		// configuration wait for the person, whatever the time.
 		// Only a wait still ahead: a time passed would read "not tried
 		// again before" a moment that is gone.
-		at := e.bo.next
+		at := x.bo.next
 		st.RetryAt = &at
 	}
 	if st.HeldTools = e.heldNamesLocked(); len(st.HeldTools) > 0 {

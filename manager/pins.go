@@ -104,18 +104,18 @@ type toolForm struct {
 	err   error
 }
 
-// formsLocked returns the canonical forms of raw's tools (e.pins.eval
+// formsLocked returns the canonical forms of raw's tools (e.ext().pins.eval
 // held).
 func (e *entry) formsLocked(raw *session.Catalog) []toolForm {
-	if e.pins.formsOf == raw {
-		return e.pins.forms
+	if e.ext().pins.formsOf == raw {
+		return e.ext().pins.forms
 	}
 	forms := make([]toolForm, len(raw.Tools))
 	for i, t := range raw.Tools {
 		forms[i].name = toolName(t)
 		forms[i].canon, forms[i].hash, forms[i].err = pin.Of(Definition(t))
 	}
-	e.pins.formsOf, e.pins.forms = raw, forms
+	e.ext().pins.formsOf, e.ext().pins.forms = raw, forms
 	return forms
 }
 
@@ -130,20 +130,22 @@ func (m *Manager) pinStore() PinStore {
 
 // heldNamesLocked lists the held tools of the current view (e.mu held).
 func (e *entry) heldNamesLocked() []string {
-	if e.pins.raw == nil || e.pins.raw != e.catalog || len(e.pins.held) == 0 {
+	x := e.peek()
+	if x == nil || x.pins.raw == nil || x.pins.raw != e.catalog || len(x.pins.held) == 0 {
 		return nil
 	}
-	return slices.Sorted(maps.Keys(e.pins.held))
+	return slices.Sorted(maps.Keys(x.pins.held))
 }
 
 // unpinnableLocked maps the held tools of the current view that cannot
 // be pinned to why (e.mu held); nil when none.
 func (e *entry) unpinnableLocked() map[string]string {
-	if e.pins.raw == nil || e.pins.raw != e.catalog {
+	x := e.peek()
+	if x == nil || x.pins.raw == nil || x.pins.raw != e.catalog {
 		return nil
 	}
 	var out map[string]string
-	for name, h := range e.pins.held {
+	for name, h := range x.pins.held {
 		if h.unpinnable {
 			if out == nil {
 				out = map[string]string{}
@@ -187,15 +189,15 @@ func (m *Manager) view(ctx context.Context, e *entry, raw *session.Catalog) (*se
 	if v, h, ok := m.pinMemo(e, raw); ok {
 		return v, h
 	}
-	e.pins.eval.Lock()
-	defer e.pins.eval.Unlock()
+	e.ext().pins.eval.Lock()
+	defer e.ext().pins.eval.Unlock()
 	if v, h, ok := m.pinMemo(e, raw); ok {
 		return v, h
 	}
-	gen, lgen := m.pins.n.Load(), e.pins.stale.Load()
+	gen, lgen := m.pins.n.Load(), e.ext().pins.stale.Load()
 	e.mu.Lock()
-	trusted := e.cfg.Trusted
-	lim := e.cfg.Limits.WithDefaults()
+	trusted := e.conf.trusted()
+	lim := e.configLocked().Limits.WithDefaults()
 	e.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), pinTimeout)
 	defer cancel()
@@ -208,8 +210,8 @@ func (m *Manager) view(ctx context.Context, e *entry, raw *session.Catalog) (*se
 	switch {
 	case len(held) == 0:
 		view = raw
-	case e.pins.raw == raw && maps.Equal(e.pins.held, held):
-		view = e.pins.view // the same view: callers comparing pointers see no change
+	case e.ext().pins.raw == raw && maps.Equal(e.ext().pins.held, held):
+		view = e.ext().pins.view // the same view: callers comparing pointers see no change
 	default:
 		c := *raw
 		c.Tools = slices.DeleteFunc(slices.Clone(raw.Tools), func(t session.Tool) bool {
@@ -234,8 +236,8 @@ func (m *Manager) view(ctx context.Context, e *entry, raw *session.Catalog) (*se
 		// re-sync of every front end on each listing).
 		gen = math.MaxUint64
 	}
-	changed := e.pins.raw == raw && !maps.Equal(e.pins.held, held) || e.pins.raw != raw && len(held) > 0
-	e.pins.raw, e.pins.gen, e.pins.lgen, e.pins.view, e.pins.held, e.pins.trusted = raw, gen, lgen, view, held, trusted
+	changed := e.ext().pins.raw == raw && !maps.Equal(e.ext().pins.held, held) || e.ext().pins.raw != raw && len(held) > 0
+	e.ext().pins.raw, e.ext().pins.gen, e.ext().pins.lgen, e.ext().pins.view, e.ext().pins.held, e.ext().pins.trusted = raw, gen, lgen, view, held, trusted
 	if changed && e.catalog == raw {
 		// Status (held tools, tool count) and every listener re-read.
 		m.emitLocked(e)
@@ -247,8 +249,8 @@ func (m *Manager) view(ctx context.Context, e *entry, raw *session.Catalog) (*se
 func (m *Manager) pinMemo(e *entry, raw *session.Catalog) (*session.Catalog, map[string]hold, bool) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if e.pins.raw == raw && e.pins.gen == m.pins.n.Load() && e.pins.lgen == e.pins.stale.Load() && e.pins.trusted == e.cfg.Trusted && e.pins.view != nil {
-		return e.pins.view, e.pins.held, true
+	if e.ext().pins.raw == raw && e.ext().pins.gen == m.pins.n.Load() && e.ext().pins.lgen == e.ext().pins.stale.Load() && e.ext().pins.trusted == e.conf.trusted() && e.ext().pins.view != nil {
+		return e.ext().pins.view, e.ext().pins.held, true
 	}
 	return nil, nil, false
 }
@@ -427,7 +429,7 @@ func (m *Manager) pinLoop(changes <-chan store.Change) {
 		case c.Namespace == store.PinNamespace && c.ServerID != "" && !c.RereadAll():
 			// One server's pins: only its view is made again.
 			if e := m.entry(c.ServerID); e != nil {
-				e.pins.stale.Add(1)
+				e.ext().pins.stale.Add(1)
 				m.rePinEntry(m.ctx, e)
 			}
 		case c.RereadAll() || c.Namespace == store.PinNamespace:
@@ -519,7 +521,7 @@ func (m *Manager) AcceptTools(ctx context.Context, id string, tools []string, ex
 		names[i] = p.Tool
 		m.log.Info("tool definition accepted", "server", id, "tool", p.Tool, "pin", p.Hash)
 	}
-	e.pins.stale.Add(1)
+	e.ext().pins.stale.Add(1)
 	m.rePinEntry(ctx, e)
 	return names, nil
 }

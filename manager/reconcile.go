@@ -130,19 +130,19 @@ func (m *Manager) reconcile(id string, cfg *config.Server) {
 	e := m.entries[id]
 	fresh := e == nil
 	if fresh {
-		e = &entry{id: id, cfg: *cfg, state: StateDisconnected}
+		e = &entry{id: id, conf: compactConfig(*cfg), state: StateDisconnected}
 		m.entries[id] = e
 	}
 	m.mu.Unlock()
 
 	e.mu.Lock()
-	old := e.cfg
+	old := e.configLocked()
 	live := e.sess != nil || e.attempt != nil || e.reconnecting
 	liveCfg := old
 	if e.sess != nil {
 		liveCfg = e.sess.Server()
 	}
-	e.cfg = *cfg
+	e.conf = compactConfig(*cfg)
 	changed := !config.ConnectionEqual(liveCfg, *cfg)
 	// Another URL or sign-in: the catalog kept for the old one is not
 	// this server's any more (R2.4).

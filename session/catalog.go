@@ -37,7 +37,8 @@ func (k Kind) String() string {
 
 // Tool is a server tool with the raw bytes of its input schema as the server
 // sent them (R4.1: the model provider must see $ref, $defs and 2020-12
-// keywords unchanged).
+// keywords unchanged). A catalog decoded from storage (DecodeCatalog)
+// keeps the bytes only: its Tool.InputSchema is nil.
 type Tool struct {
 	*mcp.Tool
 	RawInputSchema json.RawMessage

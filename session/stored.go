@@ -133,6 +133,10 @@ func DecodeCatalog(b []byte, key string) (*Catalog, error) {
 		if c.Tools[i].OutputSchema == nil {
 			c.Tools[i].RawOutputSchema = nil
 		}
+		// Checked; from now on only the server's bytes are read (R4.1):
+		// the decoded schema would stay beside them for as long as the
+		// catalog is kept, most of a stored tool's memory (issue #21).
+		c.Tools[i].InputSchema = nil
 	}
 	return c, nil
 }

@@ -313,6 +313,10 @@ func TestServerRevisionCountsWrites(t *testing.T) {
 		if _, rev2, err := s.GetServerRevision(ctx, "a"); err != nil || rev2 != rev {
 			t.Fatalf("%s: GetServerRevision = %d, %v; want %d", st.name, rev2, err, rev)
 		}
+		// The whole list's revisions, in one query (issue #21), agree.
+		if srvs, revs, err := s.ListServersRevisions(ctx); err != nil || len(srvs) != 1 || len(revs) != 1 || srvs[0].ID != "a" || revs[0] != rev {
+			t.Fatalf("%s: ListServersRevisions = %d servers, revisions %v, %v; want a at %d", st.name, len(srvs), revs, err, rev)
+		}
 	}
 	if _, err := s.ServerRevision(ctx, "zzz"); !errors.Is(err, ErrNotFound) {
 		t.Errorf("ServerRevision(missing) = %v, want ErrNotFound", err)

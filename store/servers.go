@@ -42,17 +42,31 @@ type UpdateOptions struct {
 // together with an error wrapping ErrSealOpen that names each of them, so
 // the caller can show the servers and ask for the secrets again.
 func (s *SQLite) ListServers(ctx context.Context) ([]config.Server, error) {
+	out, _, err := s.listServers(ctx)
+	return out, err
+}
+
+// ListServersRevisions is ListServers that also returns each server's
+// revision (see GetServerRevision), revs[i] that of servers[i], read in
+// the same snapshot: one query for a whole list instead of one per
+// server (issue #21). Errors are those of ListServers.
+func (s *SQLite) ListServersRevisions(ctx context.Context) (servers []config.Server, revs []int64, err error) {
+	return s.listServers(ctx)
+}
+
+func (s *SQLite) listServers(ctx context.Context) ([]config.Server, []int64, error) {
 	var (
 		out      []config.Server
+		revs     []int64
 		sealErrs error
 	)
 	err := s.readTx(ctx, func(tx *sql.Tx) error {
-		out = nil
+		out, revs = nil, nil
 		secrets, err := configSecrets(ctx, tx, "")
 		if err != nil {
 			return err
 		}
-		rows, err := tx.QueryContext(ctx, `SELECT id, config FROM servers ORDER BY created, rowid`)
+		rows, err := tx.QueryContext(ctx, `SELECT id, config, revision FROM servers ORDER BY created, rowid`)
 		if err != nil {
 			return err
 		}
@@ -60,9 +74,11 @@ func (s *SQLite) ListServers(ctx context.Context) ([]config.Server, error) {
 		var errs []error
 		for rows.Next() {
 			var id, js string
-			if err := rows.Scan(&id, &js); err != nil {
+			var rev int64
+			if err := rows.Scan(&id, &js, &rev); err != nil {
 				return err
 			}
+			revs = append(revs, rev)
 			srv, err := decodeServer(id, js)
 			if err != nil {
 				return err
@@ -76,9 +92,9 @@ func (s *SQLite) ListServers(ctx context.Context) ([]config.Server, error) {
 		return rows.Err()
 	})
 	if err != nil {
-		return nil, fmt.Errorf("store: list servers: %w", err)
+		return nil, nil, fmt.Errorf("store: list servers: %w", err)
 	}
-	return out, sealErrs
+	return out, revs, sealErrs
 }
 
 // GetServer returns one server with its secrets opened; ErrNotFound if
