@@ -128,6 +128,9 @@ func (b *memBudget) give(n int64) {
 type listMeter struct {
 	n   atomic.Int64
 	max int64
+	// method is the listing's ("tools/list", …), so the transport knows
+	// a tools/list answer without reading the request's body.
+	method string
 }
 
 type listMeterKey struct{}
@@ -180,10 +183,10 @@ func (l *limiter) errorf(limit string, value int64, what string) *LimitError {
 	return le
 }
 
-// wrapPOST bounds the body of a POST's 2xx response, JSON or SSE.
-// An SSE body records what cp wants as it hands each event on.
-func (l *limiter) wrapPOST(req *http.Request, resp *http.Response, cp capture) {
-	meter := listMeterFrom(req.Context())
+// wrapPOST bounds the body of a POST's 2xx response, JSON or SSE, and
+// counts it against meter, the listing's (nil for other requests). The
+// body records what cp wants as it hands each message on.
+func (l *limiter) wrapPOST(req *http.Request, resp *http.Response, meter *listMeter, cp capture) {
 	if isSSE(resp.Header.Get("Content-Type")) {
 		b := &sseBody{l: l, rc: resp.Body, req: req, meter: meter, call: true, capture: cp}
 		if slot := requestSlotFrom(req.Context()); slot != nil {
@@ -202,7 +205,7 @@ func (l *limiter) wrapPOST(req *http.Request, resp *http.Response, cp capture) {
 		resp.ContentLength = -1
 		return
 	}
-	resp.Body = &jsonBody{l: l, rc: resp.Body, req: req, meter: meter, size: resp.ContentLength}
+	resp.Body = &jsonBody{l: l, rc: resp.Body, req: req, meter: meter, size: resp.ContentLength, sink: cp.sink}
 }
 
 // wrapStream bounds the standalone GET stream: each event is capped and
@@ -228,13 +231,16 @@ func (r *errReader) Read([]byte) (int, error) { return 0, r.err }
 // jsonBody bounds a JSON response. A body of known length within the cap
 // passes through after reserving its size; one of unknown length (chunked)
 // is read into a buffer first, so that a body over the cap can be replaced
-// by an error response before go-sdk has seen any of it.
+// by an error response before go-sdk has seen any of it. A tools/list
+// answer (sink set) is read whole either way and recorded before go-sdk
+// reads it: that one read both bounds and captures it.
 type jsonBody struct {
 	l     *limiter
 	rc    io.ReadCloser
 	req   *http.Request
 	meter *listMeter
-	size  int64 // Content-Length, or -1
+	size  int64        // Content-Length, or -1
+	sink  *rawToolSink // the raw tools of a tools/list answer; else nil
 
 	started  bool
 	r        io.Reader // what go-sdk reads
@@ -277,7 +283,17 @@ func (b *jsonBody) prepare() io.Reader {
 			return b.fail(b.l.errorf("memoryBytes", lim.MemoryBytes, "the responses being read at once"))
 		}
 		b.reserved = b.size
-		return b.rc
+		if b.sink == nil {
+			return b.rc
+		}
+		// Within the cap (wrapPOST checked it) and reserved: read it
+		// whole, as go-sdk would, to record its tools first.
+		data := make([]byte, b.size)
+		if _, err := io.ReadFull(b.rc, data); err != nil {
+			return &errReader{err}
+		}
+		capture{sink: b.sink}.take(data)
+		return bytes.NewReader(data)
 	}
 	var buf bytes.Buffer
 	rb := readBufs.Get().(*[readBufSize]byte)
@@ -299,6 +315,9 @@ func (b *jsonBody) prepare() io.Reader {
 			buf.Write(chunk[:n])
 		}
 		if err == io.EOF {
+			if b.sink != nil {
+				capture{sink: b.sink}.take(buf.Bytes())
+			}
 			return &buf
 		}
 		if err != nil {

@@ -15,6 +15,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/remotemcp/remotemcp/config"
+	"github.com/remotemcp/remotemcp/hostperm"
 	"github.com/remotemcp/remotemcp/internal/testserver/fixture"
 )
 
@@ -176,7 +177,10 @@ func BenchmarkCallTool(b *testing.B) {
 	hc := &http.Client{Transport: tr}
 	ctx := context.Background()
 
-	s, err := Connect(ctx, Options{HTTPClient: hc, OnExchange: func(Exchange) {},
+	// The session's requests go through a host-permission guard in
+	// production; passGuard is one that allows every origin, so the
+	// session takes the same path without a store behind it.
+	s, err := Connect(ctx, Options{HTTPClient: &http.Client{Transport: passGuard{tr}}, OnExchange: func(Exchange) {},
 		Server: config.Server{ID: "b", URL: f.URL(), Auth: config.Auth{Kind: config.AuthNone}, Enabled: true}})
 	if err != nil {
 		b.Fatal(err)
@@ -206,4 +210,13 @@ func BenchmarkCallTool(b *testing.B) {
 			}
 		}
 	})
+}
+
+// passGuard is a hostperm.PurposeRoundTripper that allows every request.
+type passGuard struct{ base http.RoundTripper }
+
+func (g passGuard) RoundTrip(req *http.Request) (*http.Response, error) { return g.base.RoundTrip(req) }
+
+func (g passGuard) RoundTripPurpose(req *http.Request, _ hostperm.Purpose, _ string) (*http.Response, error) {
+	return g.base.RoundTrip(req)
 }
