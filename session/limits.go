@@ -335,7 +335,8 @@ func (b *jsonBody) prepare() io.Reader {
 //
 // Buffers. go-sdk only ever sees copies (Read copies into its p), so the
 // framer's buffers are its own: the read buffer of a call's stream is
-// borrowed from readBufs for one read, and the line, event and output
+// borrowed for one read (from smallReadBufs until a read fills one, then
+// from readBufs), and the line, event and output
 // buffers from frameBufs while they hold anything; an idle stream holds
 // neither (the standalone stream keeps a small read buffer of its own,
 // since it waits in Read for the whole session).
@@ -364,6 +365,9 @@ type sseBody struct {
 	eof      bool
 	err      error
 	stopped  bool
+	// bigReads: a read filled a small buffer, so more is coming than
+	// most answers hold; later reads take readBufs' large buffers.
+	bigReads bool
 	// slot is the request's, whose open streams this one counts in
 	// until ended is set.
 	slot  *requestSlot
@@ -378,8 +382,14 @@ func (b *sseBody) endStream() {
 }
 
 const (
-	// readBufSize is the read buffer of a call's response stream.
+	// readBufSize is the read buffer of a large response: a chunked
+	// JSON body, or a call's stream once a small read came back full.
 	readBufSize = 32 << 10
+	// smallReadSize is the read buffer of a call's stream at first; most
+	// answers fit it. sync.Pool drops its buffers at every GC, so a
+	// large buffer taken for each call would be allocated again after
+	// each one: a small one costs an eighth of that.
+	smallReadSize = 4 << 10
 	// streamReadSize is the standalone stream's own read buffer: that
 	// stream waits in Read as long as the session lives, buffer in hand,
 	// and carries small notifications.
@@ -392,7 +402,10 @@ const (
 // readBufs are the read buffers of calls' response streams. One is taken
 // for one read and given back before fill returns: feed copies what it
 // keeps, and io.Reader implementations must not retain the buffer.
-var readBufs = sync.Pool{New: func() any { return new([readBufSize]byte) }}
+var (
+	readBufs      = sync.Pool{New: func() any { return new([readBufSize]byte) }}
+	smallReadBufs = sync.Pool{New: func() any { return new([smallReadSize]byte) }}
+)
 
 // frameBufs are the line, event and output buffers of streams.
 type frameBufs struct{ line, ev, out []byte }
@@ -469,18 +482,27 @@ func (b *sseBody) Read(p []byte) (int, error) {
 // stream ends, or a limit ends it. It runs only when out is empty.
 func (b *sseBody) fill() {
 	var in []byte
-	if b.call {
+	// feed copies what it keeps: nothing refers to a pooled buffer after
+	// fill returns.
+	switch {
+	case b.call && b.bigReads:
 		buf := readBufs.Get().(*[readBufSize]byte)
-		// feed copies what it keeps: nothing refers to buf after fill.
 		defer readBufs.Put(buf)
 		in = buf[:]
-	} else {
+	case b.call:
+		buf := smallReadBufs.Get().(*[smallReadSize]byte)
+		defer smallReadBufs.Put(buf)
+		in = buf[:]
+	default:
 		if b.in == nil {
 			b.in = make([]byte, streamReadSize)
 		}
 		in = b.in
 	}
 	n, err := b.rc.Read(in)
+	if b.call && n == len(in) {
+		b.bigReads = true
+	}
 	b.borrow()
 	b.out, b.outPos = b.out[:0], 0
 	b.feed(in[:n])
