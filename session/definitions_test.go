@@ -2,7 +2,6 @@ package session
 
 import (
 	"encoding/json"
-	"io"
 	"strings"
 	"testing"
 
@@ -96,7 +95,7 @@ func TestStoredCatalogMalformedParts(t *testing.T) {
 func TestCaptureKeepsOutputSchemaAndMeta(t *testing.T) {
 	body := `{"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":"x","inputSchema":{"b":1},"outputSchema":{"z":{},"a":1},"_meta":{"q":2,"p":[1]}}]}}`
 	sink := newRawToolSink()
-	io.ReadAll(&captureBody{rc: io.NopCloser(strings.NewReader(body)), sink: sink})
+	throughJSON(t, body, len(body), -1, sink)
 	r, ok := sink.tool("x")
 	if !ok || string(r.input) != `{"b":1}` || string(r.output) != `{"z":{},"a":1}` || string(r.meta) != `{"q":2,"p":[1]}` {
 		t.Fatalf("captured %t: %s %s %s", ok, r.input, r.output, r.meta)

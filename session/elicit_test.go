@@ -5,9 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -64,13 +64,14 @@ func elicitMsg(schema string) string {
 	return `{"jsonrpc":"2.0","id":7,"method":"elicitation/create","params":{"mode":"form","message":"?","requestedSchema":` + schema + `}}`
 }
 
-// The capture finds the question in any SSE framing and split, ignores
-// other messages, skips an oversized event without losing the next one,
-// and never changes the bytes go-sdk reads.
-func TestCaptureBodyElicitation(t *testing.T) {
+// The framer's capture finds the question in any SSE framing and split,
+// ignores other messages, drops an oversized event without losing the
+// next one, and hands go-sdk every other event unchanged.
+func TestFramerCapturesElicitation(t *testing.T) {
+	const maxMsg = 64 << 10
 	schema := `{"type":"object","properties":{"z":{"type":"string"},"a":{"type":"integer"}}}`
 	msg := elicitMsg(schema)
-	huge := `{"jsonrpc":"2.0","method":"notifications/message","params":{"data":"` + strings.Repeat("x", maxCapture) + `"}}`
+	huge := `{"jsonrpc":"2.0","method":"notifications/message","params":{"data":"` + strings.Repeat("x", 2*maxMsg) + `"}}`
 	bodies := map[string]string{
 		"lf":              "event: message\nid: 1\ndata: " + msg + "\n\n",
 		"crlf":            "event: message\r\ndata: " + msg + "\r\n\r\n",
@@ -80,18 +81,14 @@ func TestCaptureBodyElicitation(t *testing.T) {
 		"unterminated":    "data: " + msg,
 		"batch":           "data: [" + msg + "]\n\n",
 		"after oversize":  "data: " + huge + "\n\ndata: " + msg + "\n\n",
-		"after long line": "data: " + strings.Repeat("y", maxCapture+10) + "\n\ndata: " + msg + "\n\n",
+		"after long line": "data: " + strings.Repeat("y", 2*maxMsg) + "\n\ndata: " + msg + "\n\n",
 	}
 	for name, body := range bodies {
 		for _, chunk := range []int{1, 3, 7, 4096, len(body)} {
-			if len(body) > 1<<20 && chunk < 4096 {
-				continue
-			}
 			sink := newRawElicitSink()
-			cb := &captureBody{rc: io.NopCloser(&chunkReader{data: []byte(body), n: chunk}), elicit: sink}
-			out, _ := io.ReadAll(cb)
-			if string(out) != body {
-				t.Fatalf("%s chunk %d: bytes changed", name, chunk)
+			out := throughStream(t, body, chunk, maxMsg, capture{elicit: sink})
+			if got, want := sseEvents([]byte(out)), eventsWithin(body, maxMsg); !slices.Equal(got, want) {
+				t.Fatalf("%s chunk %d: events changed:\n got %q\nwant %q", name, chunk, got, want)
 			}
 			var decoded any
 			json.Unmarshal([]byte(schema), &decoded)
@@ -108,7 +105,7 @@ func TestCaptureBodyElicitation(t *testing.T) {
 		"data: " + `{"jsonrpc":"2.0","id":1,"method":"elicitation/create","params":{"mode":"url"}}` + "\n\n",
 	} {
 		sink := newRawElicitSink()
-		io.ReadAll(&captureBody{rc: io.NopCloser(strings.NewReader(body)), elicit: sink})
+		throughStream(t, body, len(body), maxMsg, capture{elicit: sink})
 		if len(sink.entries) != 0 {
 			t.Errorf("recorded %+v from %q", sink.entries, body)
 		}

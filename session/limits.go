@@ -128,6 +128,9 @@ func (b *memBudget) give(n int64) {
 type listMeter struct {
 	n   atomic.Int64
 	max int64
+	// method is the listing's ("tools/list", …), so the transport knows
+	// a tools/list answer without reading the request's body.
+	method string
 }
 
 type listMeterKey struct{}
@@ -180,10 +183,10 @@ func (l *limiter) errorf(limit string, value int64, what string) *LimitError {
 	return le
 }
 
-// wrapPOST bounds the body of a POST's 2xx response, JSON or SSE.
-// An SSE body records what cp wants as it hands each event on.
-func (l *limiter) wrapPOST(req *http.Request, resp *http.Response, cp capture) {
-	meter := listMeterFrom(req.Context())
+// wrapPOST bounds the body of a POST's 2xx response, JSON or SSE, and
+// counts it against meter, the listing's (nil for other requests). The
+// body records what cp wants as it hands each message on.
+func (l *limiter) wrapPOST(req *http.Request, resp *http.Response, meter *listMeter, cp capture) {
 	if isSSE(resp.Header.Get("Content-Type")) {
 		b := &sseBody{l: l, rc: resp.Body, req: req, meter: meter, call: true, capture: cp}
 		if slot := requestSlotFrom(req.Context()); slot != nil {
@@ -202,7 +205,7 @@ func (l *limiter) wrapPOST(req *http.Request, resp *http.Response, cp capture) {
 		resp.ContentLength = -1
 		return
 	}
-	resp.Body = &jsonBody{l: l, rc: resp.Body, req: req, meter: meter, size: resp.ContentLength}
+	resp.Body = &jsonBody{l: l, rc: resp.Body, req: req, meter: meter, size: resp.ContentLength, sink: cp.sink}
 }
 
 // wrapStream bounds the standalone GET stream: each event is capped and
@@ -228,13 +231,16 @@ func (r *errReader) Read([]byte) (int, error) { return 0, r.err }
 // jsonBody bounds a JSON response. A body of known length within the cap
 // passes through after reserving its size; one of unknown length (chunked)
 // is read into a buffer first, so that a body over the cap can be replaced
-// by an error response before go-sdk has seen any of it.
+// by an error response before go-sdk has seen any of it. A tools/list
+// answer (sink set) is read whole either way and recorded before go-sdk
+// reads it: that one read both bounds and captures it.
 type jsonBody struct {
 	l     *limiter
 	rc    io.ReadCloser
 	req   *http.Request
 	meter *listMeter
-	size  int64 // Content-Length, or -1
+	size  int64        // Content-Length, or -1
+	sink  *rawToolSink // the raw tools of a tools/list answer; else nil
 
 	started  bool
 	r        io.Reader // what go-sdk reads
@@ -277,7 +283,17 @@ func (b *jsonBody) prepare() io.Reader {
 			return b.fail(b.l.errorf("memoryBytes", lim.MemoryBytes, "the responses being read at once"))
 		}
 		b.reserved = b.size
-		return b.rc
+		if b.sink == nil {
+			return b.rc
+		}
+		// Within the cap (wrapPOST checked it) and reserved: read it
+		// whole, as go-sdk would, to record its tools first.
+		data := make([]byte, b.size)
+		if _, err := io.ReadFull(b.rc, data); err != nil {
+			return &errReader{err}
+		}
+		capture{sink: b.sink}.take(data)
+		return bytes.NewReader(data)
 	}
 	var buf bytes.Buffer
 	rb := readBufs.Get().(*[readBufSize]byte)
@@ -299,6 +315,9 @@ func (b *jsonBody) prepare() io.Reader {
 			buf.Write(chunk[:n])
 		}
 		if err == io.EOF {
+			if b.sink != nil {
+				capture{sink: b.sink}.take(buf.Bytes())
+			}
 			return &buf
 		}
 		if err != nil {
@@ -316,7 +335,8 @@ func (b *jsonBody) prepare() io.Reader {
 //
 // Buffers. go-sdk only ever sees copies (Read copies into its p), so the
 // framer's buffers are its own: the read buffer of a call's stream is
-// borrowed from readBufs for one read, and the line, event and output
+// borrowed for one read (from smallReadBufs until a read fills one, then
+// from readBufs), and the line, event and output
 // buffers from frameBufs while they hold anything; an idle stream holds
 // neither (the standalone stream keeps a small read buffer of its own,
 // since it waits in Read for the whole session).
@@ -345,6 +365,9 @@ type sseBody struct {
 	eof      bool
 	err      error
 	stopped  bool
+	// bigReads: a read filled a small buffer, so more is coming than
+	// most answers hold; later reads take readBufs' large buffers.
+	bigReads bool
 	// slot is the request's, whose open streams this one counts in
 	// until ended is set.
 	slot  *requestSlot
@@ -359,8 +382,14 @@ func (b *sseBody) endStream() {
 }
 
 const (
-	// readBufSize is the read buffer of a call's response stream.
+	// readBufSize is the read buffer of a large response: a chunked
+	// JSON body, or a call's stream once a small read came back full.
 	readBufSize = 32 << 10
+	// smallReadSize is the read buffer of a call's stream at first; most
+	// answers fit it. sync.Pool drops its buffers at every GC, so a
+	// large buffer taken for each call would be allocated again after
+	// each one: a small one costs an eighth of that.
+	smallReadSize = 4 << 10
 	// streamReadSize is the standalone stream's own read buffer: that
 	// stream waits in Read as long as the session lives, buffer in hand,
 	// and carries small notifications.
@@ -373,7 +402,10 @@ const (
 // readBufs are the read buffers of calls' response streams. One is taken
 // for one read and given back before fill returns: feed copies what it
 // keeps, and io.Reader implementations must not retain the buffer.
-var readBufs = sync.Pool{New: func() any { return new([readBufSize]byte) }}
+var (
+	readBufs      = sync.Pool{New: func() any { return new([readBufSize]byte) }}
+	smallReadBufs = sync.Pool{New: func() any { return new([smallReadSize]byte) }}
+)
 
 // frameBufs are the line, event and output buffers of streams.
 type frameBufs struct{ line, ev, out []byte }
@@ -450,18 +482,27 @@ func (b *sseBody) Read(p []byte) (int, error) {
 // stream ends, or a limit ends it. It runs only when out is empty.
 func (b *sseBody) fill() {
 	var in []byte
-	if b.call {
+	// feed copies what it keeps: nothing refers to a pooled buffer after
+	// fill returns.
+	switch {
+	case b.call && b.bigReads:
 		buf := readBufs.Get().(*[readBufSize]byte)
-		// feed copies what it keeps: nothing refers to buf after fill.
 		defer readBufs.Put(buf)
 		in = buf[:]
-	} else {
+	case b.call:
+		buf := smallReadBufs.Get().(*[smallReadSize]byte)
+		defer smallReadBufs.Put(buf)
+		in = buf[:]
+	default:
 		if b.in == nil {
 			b.in = make([]byte, streamReadSize)
 		}
 		in = b.in
 	}
 	n, err := b.rc.Read(in)
+	if b.call && n == len(in) {
+		b.bigReads = true
+	}
 	b.borrow()
 	b.out, b.outPos = b.out[:0], 0
 	b.feed(in[:n])

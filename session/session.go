@@ -20,7 +20,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/remotemcp/remotemcp/config"
-	"github.com/remotemcp/remotemcp/hostperm"
 )
 
 // ProtocolVersion is the protocol revision we ask for by default. go-sdk's
@@ -91,9 +90,12 @@ type Session struct {
 	srv    config.Server
 	cs     *mcp.ClientSession
 	raw    *rawToolSink
-	lim    *limiter
-	log    *slog.Logger
-	onCat  func(string, *Catalog)
+	// elicitRaw keeps the raw schemas of the server's questions; nil
+	// when the owner does not answer questions (Options.Elicit).
+	elicitRaw *rawElicitSink
+	lim       *limiter
+	log       *slog.Logger
+	onCat     func(string, *Catalog)
 
 	ctx    context.Context // cancelled on Close; bounds refreshes
 	cancel context.CancelFunc
@@ -183,68 +185,71 @@ func RandomID(prefix string, n int) string {
 // every advertised category). A session is returned only when the whole
 // handshake succeeded (R2.8); on failure everything is closed.
 func Connect(ctx context.Context, o Options) (*Session, error) {
-	if o.HTTPClient == nil {
-		o.HTTPClient = &http.Client{}
+	o, err := o.withDefaults()
+	if err != nil {
+		return nil, err
 	}
-	if o.HTTPClient.Timeout != 0 {
-		return nil, errors.New("session: HTTP client must not set Timeout (it cuts SSE streams); use context deadlines")
-	}
-	if o.ConnectionID == "" {
-		o.ConnectionID = NewConnectionID()
-	}
-	log := o.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
-	base := o.HTTPClient.Transport
-	if base == nil {
-		base = http.DefaultTransport
-	}
-	guard, _ := base.(hostperm.PurposeRoundTripper)
-	raw := newRawToolSink()
-	lim := newLimiter(o.Server.ID, o.Server.Limits, log.With("server", o.Server.ID, "conn", o.ConnectionID))
-	// The secret of the marks that tie a server's requests to the call
-	// whose stream carried them (related.go); never sent anywhere.
-	lim.relSecret = RandomID("", 32) + ":"
-	rt := &roundTripper{base: base, guard: guard, raw: raw, passAuthStatuses: o.OAuth != nil, serverID: o.Server.ID,
-		connID: o.ConnectionID, onExchange: o.OnExchange, lim: lim, headers: o.Server.Headers}
-	var sess *Session // set below; the transport reports the stream to it
-	rt.onStreamTrouble = func(err error) {
-		if sess != nil {
-			sess.streamLost(err)
-		}
-	}
-	rt.onStreamOpen = func(ok bool) {
-		if sess != nil {
-			sess.streamOpen.Store(ok)
-			if !ok {
-				sess.mu.Lock()
-				sess.noStream = true // 405: the server offers no stream
-				sess.mu.Unlock()
-			}
-		}
-	}
-	if o.Elicit != nil {
-		rt.elicit = newRawElicitSink()
-	}
-	if o.Server.Auth.Kind == config.AuthBearer {
-		rt.bearer = o.Server.Auth.Token
-	}
+	s := newSession(o)
 	hc := &http.Client{
-		Transport: rt,
+		Transport: s.httpStack(o).build(o.transport()),
 		Jar:       o.HTTPClient.Jar,
 		// Never follow a redirect with our headers attached: a redirecting
 		// MCP endpoint is an error the user must fix in the config.
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
+	if err := s.initialize(ctx, o, hc); err != nil {
+		s.cancel()
+		return nil, err
+	}
+	if err := s.firstListings(ctx); err != nil {
+		s.cs.Close()
+		s.cancel()
+		return nil, err
+	}
+	s.start(o)
+	return s, nil
+}
 
+// withDefaults fills in what Options leave out, and refuses an HTTP client
+// that would cut SSE streams.
+func (o Options) withDefaults() (Options, error) {
+	if o.HTTPClient == nil {
+		o.HTTPClient = &http.Client{}
+	}
+	if o.HTTPClient.Timeout != 0 {
+		return o, errors.New("session: HTTP client must not set Timeout (it cuts SSE streams); use context deadlines")
+	}
+	if o.ConnectionID == "" {
+		o.ConnectionID = NewConnectionID()
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	return o, nil
+}
+
+// transport is the base RoundTripper the session's stack goes over.
+func (o Options) transport() http.RoundTripper {
+	if o.HTTPClient.Transport == nil {
+		return http.DefaultTransport
+	}
+	return o.HTTPClient.Transport
+}
+
+// newSession is a session not yet connected, with its limiter and sinks.
+func newSession(o Options) *Session {
+	log := o.Logger.With("server", o.Server.ID, "conn", o.ConnectionID)
+	lim := newLimiter(o.Server.ID, o.Server.Limits, log)
+	// The secret of the marks that tie a server's requests to the call
+	// whose stream carried them (related.go); never sent anywhere.
+	lim.relSecret = RandomID("", 32) + ":"
 	sctx, cancel := context.WithCancel(context.Background())
 	s := &Session{
 		connID:  o.ConnectionID,
 		srv:     o.Server.Clone(),
-		raw:     raw,
+		raw:     newRawToolSink(),
 		lim:     lim,
-		log:     log.With("server", o.Server.ID, "conn", o.ConnectionID),
+		log:     log,
 		onCat:   o.OnCatalog,
 		ctx:     sctx,
 		cancel:  cancel,
@@ -256,11 +261,40 @@ func Connect(ctx context.Context, o Options) (*Session, error) {
 		onLogMsg:          o.OnLog,
 		onUpdated:         o.OnResourceUpdated,
 	}
+	if o.Elicit != nil {
+		s.elicitRaw = newRawElicitSink()
+	}
 	s.used()
 	s.cancels.init()
-	sess = s
 	lim.onProgress = s.progressSeen
+	return s
+}
 
+// httpStack is what the session's HTTP stack is built from (see stack).
+func (s *Session) httpStack(o Options) stack {
+	c := stack{serverID: o.Server.ID, headers: o.Server.Headers, passAuth: o.OAuth != nil,
+		lim: s.lim, raw: s.raw, elicit: s.elicitRaw,
+		onTrouble: s.streamLost, onOpen: s.streamAnswered,
+		connID: o.ConnectionID, onExchange: o.OnExchange}
+	if o.Server.Auth.Kind == config.AuthBearer {
+		c.bearer = o.Server.Auth.Token
+	}
+	return c
+}
+
+// streamAnswered hears the standalone stream's answer: true for 200,
+// false for 405 (the server offers no stream).
+func (s *Session) streamAnswered(ok bool) {
+	s.streamOpen.Store(ok)
+	if !ok {
+		s.mu.Lock()
+		s.noStream = true
+		s.mu.Unlock()
+	}
+}
+
+// client is the go-sdk client of the session, with its handlers.
+func (s *Session) client(o Options) *mcp.Client {
 	name, version := o.ClientName, o.ClientVersion
 	if name == "" {
 		name, version = "remotemcp", "dev"
@@ -275,55 +309,63 @@ func Connect(ctx context.Context, o Options) (*Session, error) {
 		ResourceUpdatedHandler:      s.onResourceUpdated,
 		CreateMessageHandler:        s.onCreateMessage,
 	}
-	var elicitH func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error)
-	if o.Elicit != nil {
-		connID := o.ConnectionID
-		elicitH = func(ctx context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
-			if req.Params != nil && req.Params.Mode == "url" {
-				// URL mode is explicitly declined (R6.1).
-				return &mcp.ElicitResult{Action: "decline"}, nil
-			}
-			// go-sdk's Close waits for incoming requests; a question
-			// waiting for a person must end when the session does.
-			// The cause says who ended it: ErrClosed when our own session
-			// closes, context.Canceled when the server sends
-			// notifications/cancelled, a transport error when the
-			// connection breaks. elicit words the card's reason from it.
-			ctx, cancel := context.WithCancelCause(ctx)
-			defer cancel(nil)
-			stop := context.AfterFunc(s.ctx, func() { cancel(ErrClosed) })
-			defer stop()
-			// The call the question belongs to ("" for none: declined
-			// by the owner of the cards, issue #20 item 3).
-			var rel relation
-			if req.Params != nil {
-				rel, _ = takeRelated(req.Params.Meta, lim.relSecret)
-			}
-			return o.Elicit(withRelated(ctx, rel), connID, withRawSchema(req, rt.elicit))
-		}
-		copts.ElicitationHandler = elicitH
+	if o.Elicit == nil {
+		return mcp.NewClient(&mcp.Implementation{Name: name, Version: version}, copts)
 	}
+	elicitH := s.elicitHandler(o.Elicit)
+	copts.ElicitationHandler = elicitH
 	client := mcp.NewClient(&mcp.Implementation{Name: name, Version: version}, copts)
-	if elicitH != nil {
-		// go-sdk v1.8.0's client checks a question's schema before the
-		// handler and refuses valid SEP-1330 forms (a titled multi-select
-		// whose items say "type": "string" beside anyOf). Questions go
-		// straight to the handler: package elicit parses the schema as the
-		// server sent it, stricter and bounded, and declines what it cannot
-		// show with the reason.
-		client.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
-			return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-				if er, ok := req.(*mcp.ElicitRequest); ok && method == "elicitation/create" && er.Params != nil {
-					return elicitH(ctx, er)
-				}
-				return next(ctx, method, req)
+	// go-sdk v1.8.0's client checks a question's schema before the
+	// handler and refuses valid SEP-1330 forms (a titled multi-select
+	// whose items say "type": "string" beside anyOf). Questions go
+	// straight to the handler: package elicit parses the schema as the
+	// server sent it, stricter and bounded, and declines what it cannot
+	// show with the reason.
+	client.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			if er, ok := req.(*mcp.ElicitRequest); ok && method == "elicitation/create" && er.Params != nil {
+				return elicitH(ctx, er)
 			}
-		})
+			return next(ctx, method, req)
+		}
+	})
+	return client
+}
+
+// elicitHandler answers the server's questions through elicit.
+func (s *Session) elicitHandler(elicit func(context.Context, string, *mcp.ElicitRequest) (*mcp.ElicitResult, error)) func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+	return func(ctx context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+		if req.Params != nil && req.Params.Mode == "url" {
+			// URL mode is explicitly declined (R6.1).
+			return &mcp.ElicitResult{Action: "decline"}, nil
+		}
+		// go-sdk's Close waits for incoming requests; a question
+		// waiting for a person must end when the session does.
+		// The cause says who ended it: ErrClosed when our own session
+		// closes, context.Canceled when the server sends
+		// notifications/cancelled, a transport error when the
+		// connection breaks. elicit words the card's reason from it.
+		ctx, cancel := context.WithCancelCause(ctx)
+		defer cancel(nil)
+		stop := context.AfterFunc(s.ctx, func() { cancel(ErrClosed) })
+		defer stop()
+		// The call the question belongs to ("" for none: declined
+		// by the owner of the cards, issue #20 item 3).
+		var rel relation
+		if req.Params != nil {
+			rel, _ = takeRelated(req.Params.Meta, s.lim.relSecret)
+		}
+		return elicit(withRelated(ctx, rel), s.connID, withRawSchema(req, s.elicitRaw))
 	}
+}
+
+// initialize connects the go-sdk client over hc and checks the protocol
+// revision the server chose. On failure nothing stays open but s.ctx.
+func (s *Session) initialize(ctx context.Context, o Options, hc *http.Client) error {
 	// go-sdk v1.8.0 leaves MaxEventSize at 0, which means unlimited: the
 	// limiter caps events first; this is the backstop.
 	tr := &mcp.StreamableClientTransport{Endpoint: o.Server.URL, HTTPClient: hc, OAuthHandler: o.OAuth,
-		MaxEventSize: int(lim.lim.MaxMessageBytes) + 64<<10}
+		MaxEventSize: int(s.lim.lim.MaxMessageBytes) + 64<<10}
 	want, accept, speaks := ProtocolVersion, acceptedVersions, "2025-11-25, 2025-06-18 and 2025-03-26"
 	if pin := o.Server.ProtocolVersion; pin != "" {
 		// A pin is exact: the person chose this revision for the server.
@@ -339,10 +381,9 @@ func Connect(ctx context.Context, o Options) (*Session, error) {
 	// go-sdk opens (and reopens) the standalone stream with a context
 	// detached from this one, values kept: the mark tells that stream's
 	// GETs from those resuming a request's stream (related.go).
-	cs, err := client.Connect(withConnectionStream(ctx), tr, &mcp.ClientSessionOptions{ProtocolVersion: ask})
+	cs, err := s.client(o).Connect(withConnectionStream(ctx), tr, &mcp.ClientSessionOptions{ProtocolVersion: ask})
 	if err != nil {
-		cancel()
-		return nil, fmt.Errorf("initialize: %w", err)
+		return fmt.Errorf("initialize: %w", err)
 	}
 	s.mu.Lock()
 	s.cs = cs
@@ -354,29 +395,35 @@ func Connect(ctx context.Context, o Options) (*Session, error) {
 			v = ir.ProtocolVersion
 		}
 		cs.Close()
-		cancel()
-		return nil, fmt.Errorf("initialize: %w: server negotiated protocol version %q; remotemcp speaks %s", ErrValidation, v, speaks)
+		return fmt.Errorf("initialize: %w: server negotiated protocol version %q; remotemcp speaks %s", ErrValidation, v, speaks)
 	}
+	return nil
+}
 
+// firstListings asks for the configured log level and lists every
+// category the server offers: a session without its catalog is not ready
+// (R2.8).
+func (s *Session) firstListings(ctx context.Context) error {
 	s.setLogLevel(ctx)
 	s.mu.Lock()
 	s.catalog = &Catalog{Instructions: s.Instructions()}
 	s.mu.Unlock()
-
-	// The first listing is part of the handshake: a session without its
-	// catalog is not ready (R2.8).
-	caps := ir.Capabilities
+	caps := s.cs.InitializeResult().Capabilities
 	for _, k := range AllKinds {
 		if !supported(caps, k) {
 			continue
 		}
 		if err := s.load(ctx, k); err != nil {
-			cs.Close()
-			cancel()
-			return nil, fmt.Errorf("list %s: %w", k, err)
+			return fmt.Errorf("list %s: %w", k, err)
 		}
 	}
-	// Changes announced during the handshake are listed now.
+	return nil
+}
+
+// start hands the session over: what was announced or went wrong during
+// the handshake is acted on now, and the goroutines that outlive Connect
+// start (the catalog poll, the watch of the connection's end).
+func (s *Session) start(o Options) {
 	s.mu.Lock()
 	s.ready = true
 	var missed []Kind
@@ -399,7 +446,7 @@ func Connect(ctx context.Context, o Options) (*Session, error) {
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
-		werr := cs.Wait()
+		werr := s.cs.Wait()
 		s.mu.Lock()
 		if s.err == nil {
 			s.err = werr
@@ -409,9 +456,8 @@ func Connect(ctx context.Context, o Options) (*Session, error) {
 		}
 		s.mu.Unlock()
 		close(s.done)
-		cancel()
+		s.cancel()
 	}()
-	return s, nil
 }
 
 // ConnectionID is this client instance's unique id (R2.9).
@@ -639,7 +685,7 @@ func listAll[T any](ctx context.Context, s *Session, method string, page func(ct
 	parent := ctx
 	ctx, cancel := context.WithTimeout(ctx, time.Duration(lim.ListTimeout))
 	defer cancel()
-	ctx = withListMeter(ctx, &listMeter{max: lim.MaxListBytes})
+	ctx = withListMeter(ctx, &listMeter{max: lim.MaxListBytes, method: method})
 	var all []T
 	cursor := ""
 	for n := 0; ; n++ {

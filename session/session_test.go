@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -244,23 +245,34 @@ func TestValidationRejects(t *testing.T) {
 	}
 }
 
-// The capture parser sees JSON and SSE bodies, split at any point.
-func TestCaptureBodySplitReads(t *testing.T) {
+// The raw tools of a tools/list answer are recorded from JSON and SSE
+// bodies, split at any point, of known or unknown length.
+func TestCaptureToolsSplitReads(t *testing.T) {
 	tool := `{"name":"x","inputSchema":{"b":1,"a":{"$ref":"#/$defs/q"}}}`
-	bodies := map[string]string{
-		"json": `{"jsonrpc":"2.0","id":1,"result":{"tools":[` + tool + `]}}`,
+	json := `{"jsonrpc":"2.0","id":1,"result":{"tools":[` + tool + `]}}`
+	sse := map[string]string{
 		"sse":  "event: message\r\ndata: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"tools\":[" + tool + "]}}\r\n\r\n",
 		"sse2": "id: 1\ndata: {\"jsonrpc\":\"2.0\",\ndata: \"id\":1,\"result\":{\"tools\":[" + tool + "]}}\n\n",
 	}
-	for name, body := range bodies {
-		for chunk := 1; chunk < 8; chunk++ {
+	check := func(name string, chunk int, sink *rawToolSink) {
+		t.Helper()
+		r, ok := sink.tool("x")
+		if !ok || string(r.input) != `{"b":1,"a":{"$ref":"#/$defs/q"}}` {
+			t.Fatalf("%s chunk %d: got %q", name, chunk, r.input)
+		}
+	}
+	for chunk := 1; chunk < 8; chunk++ {
+		for _, size := range []int64{-1, int64(len(json))} {
 			sink := newRawToolSink()
-			cb := &captureBody{rc: io.NopCloser(&chunkReader{data: []byte(body), n: chunk}), sink: sink}
-			io.ReadAll(cb)
-			raw, ok := sink.schema("x")
-			if !ok || string(raw) != `{"b":1,"a":{"$ref":"#/$defs/q"}}` {
-				t.Fatalf("%s chunk %d: got %q", name, chunk, raw)
+			if out := throughJSON(t, json, chunk, size, sink); out != json {
+				t.Fatalf("json size %d chunk %d: go-sdk reads %q", size, chunk, out)
 			}
+			check(fmt.Sprintf("json size %d", size), chunk, sink)
+		}
+		for name, body := range sse {
+			sink := newRawToolSink()
+			throughStream(t, body, chunk, 1<<20, capture{sink: sink})
+			check(name, chunk, sink)
 		}
 	}
 }
@@ -280,8 +292,10 @@ func (c *chunkReader) Read(p []byte) (int, error) {
 	return n, nil
 }
 
-// FuzzCaptureBody: the capture parser never panics on any body.
-func FuzzCaptureBody(f *testing.F) {
+// FuzzCapture: recording raw tools and question schemas never panics,
+// never changes what go-sdk reads of a JSON body, and keeps a bounded
+// number of schemas (the framer's events: FuzzSSEFramer).
+func FuzzCapture(f *testing.F) {
 	f.Add([]byte(`{"result":{"tools":[{"name":"a","inputSchema":{}}]}}`))
 	f.Add([]byte("data: {\"result\":{\"tools\":[1,2]}}\n\n"))
 	f.Add([]byte("data: \n\n\r\n\r\n{"))
@@ -290,13 +304,12 @@ func FuzzCaptureBody(f *testing.F) {
 	f.Add([]byte("data: [" + elicitMsg(`{}`) + ",1]\n\ndata: " + elicitMsg(`1e999`) + "\n"))
 	f.Fuzz(func(t *testing.T, body []byte) {
 		sink := newRawToolSink()
-		es := newRawElicitSink()
-		cb := &captureBody{rc: io.NopCloser(bytes.NewReader(body)), sink: sink, elicit: es}
-		out, _ := io.ReadAll(cb)
-		if !bytes.Equal(out, body) {
-			t.Fatal("capture changed the bytes go-sdk reads")
+		if out := throughJSON(t, string(body), 7, -1, sink); out != string(body) {
+			t.Fatal("the capture changed the bytes go-sdk reads")
 		}
-		sink.schema("a")
+		sink.tool("a")
+		es := newRawElicitSink()
+		throughStream(t, string(body), 5, 1<<20, capture{sink: sink, elicit: es})
 		if len(es.entries) > maxRawElicit {
 			t.Fatalf("%d elicitation schemas kept", len(es.entries))
 		}

@@ -1,57 +1,317 @@
 package session
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"io"
 	"net/http"
-	"slices"
 	"strings"
-	"sync"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"golang.org/x/oauth2"
 
 	"github.com/remotemcp/remotemcp/hostperm"
 	"github.com/remotemcp/remotemcp/internal/redact"
 )
 
-// roundTripper is the per-session HTTP layer under go-sdk's transport: it
-// adds the bearer header, turns refused statuses into *HTTPStatusError, and
-// captures the raw bytes of tools/list results so the tools' input schemas
-// reach the agent byte for byte (go-sdk decodes them into map[string]any).
-type roundTripper struct {
-	base http.RoundTripper
-	// guard is base when it is the host permission guard, which is then
-	// told each request's purpose directly (no copy of the request).
-	guard hostperm.PurposeRoundTripper
-	// bearer is the static bearer token; "" for none/oauth servers.
-	bearer string
-	// headers are the server's custom headers (config.Server.Headers).
-	headers map[string]string
-	// passAuthStatuses lets 401/403 through to go-sdk, which then calls the
-	// OAuthHandler; for other servers they become typed errors, because
-	// go-sdk would otherwise kill the connection with an untyped string.
-	passAuthStatuses bool
-	raw              *rawToolSink
-	// elicit receives the raw schemas of elicitation/create requests
-	// from every SSE stream; nil when the client does not elicit.
-	elicit *rawElicitSink
+// A session's HTTP layer is a stack of RoundTrippers under go-sdk's
+// StreamableClientTransport, one job each, built by stack.build. From the
+// top (what http.Client calls) to the network:
+//
+//	headerTransport   the server's configured headers   (when it has any)
+//	oauth2.Transport  its static bearer token            (bearer servers)
+//	deleteLimit       bounds the DELETE that ends a session
+//	statusTransport   refused statuses become *HTTPStatusError
+//	limitTransport    bounds response bodies, records raw tools and schemas
+//	streamWatch       hears how the standalone stream fares
+//	exchangeLog       one Exchange per request for the request log (R5.3)
+//	purposeTransport  labels the request for the host-permission guard
+//	base              the shared transport (in production hostperm's guard)
+//
+// The order matters:
+//   - The header layers come first: they are the only ones that copy the
+//     request, and every layer below, the log included, sees the request
+//     as it goes on the wire. The bearer is set after the configured
+//     headers, so it is the Authorization sent (the config refuses that
+//     name among the headers anyway, SPEC §9 A2).
+//   - deleteLimit is above the log, so a DELETE cut short is logged with
+//     the error it ended with.
+//   - statusTransport is above limitTransport: only a response go-sdk reads
+//     as an answer (2xx) is bounded; a refused one is drained and closed.
+//   - limitTransport, streamWatch and exchangeLog see the response as the
+//     server sent it, and the log's time stops at the response headers, not
+//     after our own work on the body.
+//   - purposeTransport is last: the guard decides whether a request may
+//     leave at all, and the log above it records its refusals too.
+type stack struct {
 	// serverID labels every request for the host-permission guard, so a
 	// refusal names the server and purpose (R2.2).
 	serverID string
-	// connID and onExchange feed the per-server request log (R5.3).
+	// headers are the server's custom headers (config.Server.Headers).
+	headers map[string]string
+	// bearer is the static bearer token; "" for none/oauth servers.
+	bearer string
+	// passAuth: see statusTransport.PassAuth.
+	passAuth bool
+	// lim bounds every response body (issue #10); raw and elicit receive
+	// the raw tools and question schemas (elicit is nil when the client
+	// does not elicit).
+	lim    *limiter
+	raw    *rawToolSink
+	elicit *rawElicitSink
+	// onTrouble and onOpen: see streamWatch.
+	onTrouble func(error)
+	onOpen    func(bool)
+	// connID and onExchange feed the per-server request log; nil
+	// onExchange leaves the log layer out.
 	connID     string
 	onExchange func(Exchange)
-	// lim bounds every response body (issue #10); nil in unit tests of
-	// the capture alone.
-	lim *limiter
-	// onStreamTrouble hears that the standalone stream cannot be kept.
-	onStreamTrouble func(error)
-	// onStreamOpen hears the standalone stream's answer: true for 200,
-	// false for 405 (the server offers none).
-	onStreamOpen func(bool)
+}
+
+// build stacks the layers over base (see stack).
+func (c stack) build(base http.RoundTripper) http.RoundTripper {
+	guard, _ := base.(hostperm.PurposeRoundTripper)
+	var rt http.RoundTripper = &purposeTransport{Base: base, guard: guard, serverID: c.serverID}
+	if c.onExchange != nil {
+		rt = &exchangeLog{Base: rt, connID: c.connID, onExchange: c.onExchange}
+	}
+	rt = &streamWatch{Base: rt, onTrouble: c.onTrouble, onOpen: c.onOpen}
+	rt = &limitTransport{Base: rt, lim: c.lim, raw: c.raw, elicit: c.elicit}
+	rt = &statusTransport{Base: rt, PassAuth: c.passAuth}
+	rt = &deleteLimit{Base: rt, Timeout: deleteTimeout}
+	if c.bearer != "" {
+		rt = &oauth2.Transport{Base: rt, Source: oauth2.StaticTokenSource(&oauth2.Token{AccessToken: c.bearer, TokenType: "Bearer"})}
+	}
+	if len(c.headers) > 0 {
+		rt = &headerTransport{Base: rt, Headers: c.headers}
+	}
+	return rt
+}
+
+// headerTransport sets the server's configured headers on every request.
+// They go only to the MCP endpoint: this stack is the session's own, and
+// OAuth's requests (discovery, token) have clients of their own.
+type headerTransport struct {
+	Base    http.RoundTripper
+	Headers map[string]string
+}
+
+// RoundTrip implements http.RoundTripper.
+func (t *headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	req = req.Clone(req.Context()) // a RoundTripper must not change its request
+	for k, v := range t.Headers {
+		req.Header.Set(k, v)
+	}
+	return t.Base.RoundTrip(req)
+}
+
+// deleteTimeout bounds the DELETE that ends a session.
+const deleteTimeout = 1500 * time.Millisecond
+
+// deleteLimit bounds the DELETE that ends a session by Timeout. Ending a
+// session is a courtesy to the server; a server that waits for its own
+// handlers before answering must not hold a disconnect up for go-sdk's
+// full 5 s. Other requests pass untouched.
+type deleteLimit struct {
+	Base    http.RoundTripper
+	Timeout time.Duration
+}
+
+// RoundTrip implements http.RoundTripper.
+func (t *deleteLimit) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.Method != http.MethodDelete {
+		return t.Base.RoundTrip(req)
+	}
+	ctx, cancel := context.WithTimeout(req.Context(), t.Timeout)
+	resp, err := t.Base.RoundTrip(req.WithContext(ctx))
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	// The body is read after RoundTrip returns: the timeout's context
+	// lives until it is closed.
+	resp.Body = &cancelOnClose{ReadCloser: resp.Body, cancel: cancel}
+	return resp, nil
+}
+
+// cancelOnClose releases a request's context when its body is closed.
+type cancelOnClose struct {
+	io.ReadCloser
+	cancel context.CancelFunc
+}
+
+func (c *cancelOnClose) Close() error {
+	err := c.ReadCloser.Close()
+	c.cancel()
+	return err
+}
+
+// statusTransport turns the statuses of a POST that go-sdk cannot act on
+// into a typed *HTTPStatusError (go-sdk only gives a string, and would end
+// the connection with it), and marks the request of a POST the server
+// answered 404 with our session id (SPEC §9 A5). GET (the standalone
+// stream) and DELETE statuses are go-sdk's business: a 405 on GET means
+// "no stream", a 404 on either means the session is missing.
+type statusTransport struct {
+	Base http.RoundTripper
+	// PassAuth lets 401/403 through to go-sdk, which then calls the
+	// OAuthHandler; for other servers they become typed errors.
+	PassAuth bool
+}
+
+// RoundTrip implements http.RoundTripper.
+func (t *statusTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := t.Base.RoundTrip(req)
+	if err != nil || req.Method != http.MethodPost {
+		return resp, err
+	}
+	code := resp.StatusCode
+	switch {
+	case code == http.StatusNotFound && req.Header.Get("Mcp-Session-Id") != "":
+		// go-sdk turns a 404 on a request with a session id into
+		// ErrSessionMissing, which the manager reconnects on. Without a
+		// session id a 404 means a wrong endpoint path: typed below.
+		// This POST carried the request itself, so the request never
+		// ran (SPEC §9 A5): say so to the request's caller.
+		if slot := requestSlotFrom(req.Context()); slot != nil {
+			slot.sessionMissing.Store(true)
+		}
+		return resp, nil
+	case (code == http.StatusUnauthorized || code == http.StatusForbidden) && t.PassAuth:
+		return resp, nil
+	case code >= 400 && code != http.StatusUnauthorized && code != http.StatusForbidden && isJSON(resp.Header.Get("Content-Type")):
+		// A JSON body on an error status is a JSON-RPC error (e.g. -32022
+		// "unsupported protocol version"): go-sdk reads it, and the
+		// server's own message beats a bare status.
+		return resp, nil
+	case code >= 300:
+		e := &HTTPStatusError{
+			StatusCode:      code,
+			RPCMethod:       rpcMethodOf(req), // read only here, on a refusal
+			WWWAuthenticate: resp.Header.Values("WWW-Authenticate"),
+			RetryAfter:      resp.Header.Get("Retry-After"),
+		}
+		io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+		resp.Body.Close()
+		return nil, e
+	}
+	return resp, nil
+}
+
+// limitTransport bounds every response body go-sdk reads as an answer
+// (issue #10): a POST's 2xx body, JSON or SSE, and the standalone GET
+// stream. The same pass records what the raw sinks keep: the raw tools of
+// a tools/list result, and the schemas of the server's questions on any
+// SSE stream. Nothing else reads a body a second time.
+type limitTransport struct {
+	Base   http.RoundTripper
+	lim    *limiter
+	raw    *rawToolSink
+	elicit *rawElicitSink // nil when the client does not elicit
+}
+
+// RoundTrip implements http.RoundTripper.
+func (t *limitTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := t.Base.RoundTrip(req)
+	if err != nil {
+		return nil, err
+	}
+	sse := isSSE(resp.Header.Get("Content-Type"))
+	switch {
+	case req.Method == http.MethodGet && resp.StatusCode == http.StatusOK && sse:
+		t.lim.wrapStream(req, resp, capture{elicit: t.elicit})
+	case req.Method == http.MethodPost && resp.StatusCode < 300:
+		meter := listMeterFrom(req.Context())
+		var cp capture
+		if meter != nil && meter.method == "tools/list" {
+			// The listing says what it lists (listAll), so the body
+			// need not be read for its method.
+			cp.sink = t.raw
+		}
+		if sse {
+			// A server's question rides the stream of the request it
+			// belongs to (a tools/call), or the standalone GET stream.
+			cp.elicit = t.elicit
+		}
+		t.lim.wrapPOST(req, resp, meter, cp)
+	}
+	return resp, nil
+}
+
+// streamWatch tells the session how its standalone stream (the GET that
+// carries the server's notifications) fares, which go-sdk does not:
+// onOpen hears its answer (true for 200, false for 405: the server offers
+// none), onTrouble that it cannot be kept (standaloneTrouble).
+type streamWatch struct {
+	Base      http.RoundTripper
+	onTrouble func(error)
+	onOpen    func(bool)
+}
+
+// RoundTrip implements http.RoundTripper.
+func (t *streamWatch) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := t.Base.RoundTrip(req)
+	if !isStandalone(req) {
+		return resp, err
+	}
+	if trouble := standaloneTrouble(req, resp, err); trouble != nil {
+		t.onTrouble(trouble)
+	}
+	if err == nil {
+		switch resp.StatusCode {
+		case http.StatusOK:
+			t.onOpen(true)
+		case http.StatusMethodNotAllowed:
+			t.onOpen(false)
+		}
+	}
+	return resp, err
+}
+
+// exchangeLog reports every request of the session, as it went on the
+// wire, to onExchange for the per-server request log (R5.3): its method,
+// status or redacted error, and the time until the response headers.
+type exchangeLog struct {
+	Base       http.RoundTripper
+	connID     string
+	onExchange func(Exchange)
+}
+
+// RoundTrip implements http.RoundTripper.
+func (t *exchangeLog) RoundTrip(req *http.Request) (*http.Response, error) {
+	rpcMethod := rpcMethodOf(req) // the one read of a POST's body copy
+	start := time.Now()
+	resp, err := t.Base.RoundTrip(req)
+	ex := Exchange{Time: start, ConnectionID: t.connID, HTTPMethod: req.Method, RPCMethod: rpcMethod,
+		Millis: float64(time.Since(start).Microseconds()) / 1000}
+	if err != nil {
+		ex.Error = redact.Text(err.Error())
+	} else {
+		ex.Status = resp.StatusCode
+	}
+	t.onExchange(ex)
+	return resp, err
+}
+
+// purposeTransport labels every request as the server's MCP traffic
+// (hostperm.PurposeMCP) for the host-permission guard, so a refusal names
+// the server and the purpose (R2.2); a request whose context names a
+// purpose of its own keeps it. When Base is the guard it is told directly
+// (guard), which costs no copy of the request.
+type purposeTransport struct {
+	Base     http.RoundTripper
+	guard    hostperm.PurposeRoundTripper // Base, when it is one; else nil
+	serverID string
+}
+
+// RoundTrip implements http.RoundTripper.
+func (t *purposeTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if t.guard != nil {
+		return t.guard.RoundTripPurpose(req, hostperm.PurposeMCP, t.serverID)
+	}
+	if p, _ := hostperm.PurposeFrom(req.Context()); p == "" {
+		req = req.WithContext(hostperm.WithPurpose(req.Context(), hostperm.PurposeMCP, t.serverID))
+	}
+	return t.Base.RoundTrip(req)
 }
 
 // Exchange is one HTTP request of a session and how it ended, for the
@@ -81,150 +341,6 @@ type Exchange struct {
 	Message string `json:"message,omitempty"`
 }
 
-func (rt *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
-	if rt.guard == nil {
-		if p, _ := hostperm.PurposeFrom(req.Context()); p == "" {
-			req = req.WithContext(hostperm.WithPurpose(req.Context(), hostperm.PurposeMCP, rt.serverID))
-		}
-	}
-	rpcMethod := ""
-	if req.Method == http.MethodPost && req.GetBody != nil {
-		if body, err := req.GetBody(); err == nil {
-			rpcMethod = peekRPCMethod(body)
-		}
-	}
-	listsTools := rt.raw != nil && rpcMethod == "tools/list"
-	var start time.Time
-	if rt.onExchange != nil {
-		start = time.Now()
-	}
-	if rt.bearer != "" || len(rt.headers) > 0 {
-		req = req.Clone(req.Context())
-		// The configured headers go only here, to the MCP endpoint; the
-		// config refuses the names the transport owns (SPEC §9 A2).
-		for k, v := range rt.headers {
-			req.Header.Set(k, v)
-		}
-		if rt.bearer != "" {
-			req.Header.Set("Authorization", "Bearer "+rt.bearer)
-		}
-	}
-	var cancelDelete context.CancelFunc
-	if req.Method == http.MethodDelete {
-		// Ending a session is a courtesy to the server; a server that
-		// waits for its own handlers before answering must not hold a
-		// disconnect up for go-sdk's full 5 s.
-		var ctx context.Context
-		ctx, cancelDelete = context.WithTimeout(req.Context(), deleteTimeout)
-		req = req.WithContext(ctx)
-	}
-	var resp *http.Response
-	var err error
-	if rt.guard != nil {
-		// The guard is told the purpose (unless the request's context
-		// names one) instead of reading it from a copy of the request.
-		resp, err = rt.guard.RoundTripPurpose(req, hostperm.PurposeMCP, rt.serverID)
-	} else {
-		resp, err = rt.base.RoundTrip(req)
-	}
-	if rt.onExchange != nil {
-		ex := Exchange{Time: start, ConnectionID: rt.connID, HTTPMethod: req.Method, RPCMethod: rpcMethod,
-			Millis: float64(time.Since(start).Microseconds()) / 1000}
-		if err != nil {
-			ex.Error = redact.Text(err.Error())
-		} else {
-			ex.Status = resp.StatusCode
-		}
-		rt.onExchange(ex)
-	}
-	if rt.onStreamTrouble != nil {
-		if trouble := standaloneTrouble(req, resp, err); trouble != nil {
-			rt.onStreamTrouble(trouble)
-		}
-	}
-	if rt.onStreamOpen != nil && err == nil && isStandalone(req) {
-		switch resp.StatusCode {
-		case http.StatusOK:
-			rt.onStreamOpen(true)
-		case http.StatusMethodNotAllowed:
-			rt.onStreamOpen(false)
-		}
-	}
-	if cancelDelete != nil {
-		if err != nil {
-			cancelDelete()
-		} else {
-			resp.Body = &cancelOnClose{ReadCloser: resp.Body, cancel: cancelDelete}
-		}
-	}
-	if err != nil {
-		return nil, err
-	}
-	if req.Method != http.MethodPost {
-		// GET (standalone SSE) and DELETE statuses are go-sdk's business:
-		// a 405 on GET means "no stream", a 404 means session missing.
-		if req.Method == http.MethodGet && resp.StatusCode == http.StatusOK && isSSE(resp.Header.Get("Content-Type")) {
-			switch {
-			case rt.lim != nil:
-				rt.lim.wrapStream(req, resp, capture{elicit: rt.elicit})
-			case rt.elicit != nil:
-				resp.Body = &captureBody{rc: resp.Body, elicit: rt.elicit}
-			}
-		}
-		return resp, nil
-	}
-	code := resp.StatusCode
-	switch {
-	case code == http.StatusNotFound && req.Header.Get("Mcp-Session-Id") != "":
-		// go-sdk turns a 404 on a request with a session id into
-		// ErrSessionMissing, which the manager reconnects on. Without a
-		// session id a 404 means a wrong endpoint path: typed below.
-		// This POST carried the request itself, so the request never
-		// ran (SPEC §9 A5): say so to the request's caller.
-		if slot := requestSlotFrom(req.Context()); slot != nil {
-			slot.sessionMissing.Store(true)
-		}
-		return resp, nil
-	case (code == http.StatusUnauthorized || code == http.StatusForbidden) && rt.passAuthStatuses:
-		return resp, nil
-	case code >= 400 && code != http.StatusUnauthorized && code != http.StatusForbidden && isJSON(resp.Header.Get("Content-Type")):
-		// A JSON body on an error status is a JSON-RPC error (e.g. -32022
-		// "unsupported protocol version"): go-sdk reads it, and the
-		// server's own message beats a bare status.
-		return resp, nil
-	case code >= 300:
-		e := &HTTPStatusError{
-			StatusCode:      code,
-			RPCMethod:       rpcMethod,
-			WWWAuthenticate: resp.Header.Values("WWW-Authenticate"),
-			RetryAfter:      resp.Header.Get("Retry-After"),
-		}
-		io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
-		resp.Body.Close()
-		return nil, e
-	}
-	var cp capture
-	if listsTools {
-		cp.sink = rt.raw
-	}
-	sse := isSSE(resp.Header.Get("Content-Type"))
-	if sse {
-		// A server's question rides the stream of the request it
-		// belongs to (a tools/call), or the standalone GET stream.
-		cp.elicit = rt.elicit
-	}
-	if rt.lim != nil {
-		rt.lim.wrapPOST(req, resp, cp)
-		if sse {
-			return resp, nil // the framer captures as it hands events on
-		}
-	}
-	if cp.sink != nil || cp.elicit != nil {
-		resp.Body = &captureBody{rc: resp.Body, sink: cp.sink, elicit: cp.elicit}
-	}
-	return resp, nil
-}
-
 func isJSON(ct string) bool { return mediaType(ct) == "application/json" }
 
 func isSSE(ct string) bool { return mediaType(ct) == "text/event-stream" }
@@ -232,429 +348,4 @@ func isSSE(ct string) bool { return mediaType(ct) == "text/event-stream" }
 func mediaType(ct string) string {
 	mt, _, _ := strings.Cut(ct, ";")
 	return strings.ToLower(strings.TrimSpace(mt))
-}
-
-// deleteTimeout bounds the DELETE that ends a session.
-const deleteTimeout = 1500 * time.Millisecond
-
-// cancelOnClose releases a request's context when its body is closed.
-type cancelOnClose struct {
-	io.ReadCloser
-	cancel context.CancelFunc
-}
-
-func (c *cancelOnClose) Close() error {
-	err := c.ReadCloser.Close()
-	c.cancel()
-	return err
-}
-
-// peekRPCMethod finds the JSON-RPC method in a request body (a copy)
-// with a scan rather than a decode: this runs on every POST. The method
-// is found in the first peekSize bytes of every message go-sdk writes
-// (it comes before the params), so only those are read, into a pooled
-// buffer; a body where the prefix does not decide it is read whole (up
-// to 1 MiB), as before.
-func peekRPCMethod(rc io.ReadCloser) string {
-	defer rc.Close()
-	buf := peekBufs.Get().(*[peekSize]byte)
-	defer peekBufs.Put(buf) // method never refers to buf: see rpcMethodName
-	n, err := io.ReadFull(rc, buf[:])
-	complete := err == io.EOF || err == io.ErrUnexpectedEOF
-	if err != nil && !complete {
-		return ""
-	}
-	if m, decided := scanRPCMethod(buf[:n], complete); decided {
-		return rpcMethodName(m)
-	}
-	rest, err := io.ReadAll(io.LimitReader(rc, 1<<20-peekSize))
-	if err != nil {
-		return ""
-	}
-	data := append(buf[:n:n], rest...) // a copy: buf goes back to the pool
-	m, _ := scanRPCMethod(data, true)
-	return rpcMethodName(m)
-}
-
-const peekSize = 512
-
-var peekBufs = sync.Pool{New: func() any { return new([peekSize]byte) }}
-
-// scanRPCMethod finds the value of the first "method" member in data, a
-// prefix of the body (all of it when complete). decided is false when
-// more of the body could change the answer.
-func scanRPCMethod(data []byte, complete bool) (method []byte, decided bool) {
-	i := bytes.Index(data, []byte(`"method"`))
-	if i < 0 {
-		return nil, complete
-	}
-	rest := bytes.TrimLeft(data[i+len(`"method"`):], " \t\r\n")
-	if len(rest) == 0 {
-		return nil, complete
-	}
-	rest, ok := bytes.CutPrefix(rest, []byte(":"))
-	if !ok {
-		return nil, true
-	}
-	rest = bytes.TrimLeft(rest, " \t\r\n")
-	if len(rest) == 0 {
-		return nil, complete
-	}
-	rest, ok = bytes.CutPrefix(rest, []byte(`"`))
-	if !ok {
-		return nil, true
-	}
-	end := bytes.IndexByte(rest, '"')
-	switch {
-	case end > 128 || end < 0 && len(rest) > 128:
-		return nil, true
-	case end < 0:
-		return nil, complete
-	}
-	return rest[:end], true
-}
-
-// rpcMethodName returns m as a string, without allocating for the
-// methods a client sends.
-func rpcMethodName(m []byte) string {
-	switch string(m) {
-	case "":
-		return ""
-	case "tools/call":
-		return "tools/call"
-	case "tools/list":
-		return "tools/list"
-	case "notifications/cancelled":
-		return "notifications/cancelled"
-	case "notifications/initialized":
-		return "notifications/initialized"
-	case "initialize":
-		return "initialize"
-	case "ping":
-		return "ping"
-	case "prompts/get":
-		return "prompts/get"
-	case "prompts/list":
-		return "prompts/list"
-	case "resources/read":
-		return "resources/read"
-	case "resources/list":
-		return "resources/list"
-	case "resources/templates/list":
-		return "resources/templates/list"
-	case "logging/setLevel":
-		return "logging/setLevel"
-	case "completion/complete":
-		return "completion/complete"
-	}
-	return string(m)
-}
-
-// rawToolSink keeps the raw inputSchema, outputSchema and _meta of each
-// tool of the latest tools/list pages, keyed by tool name.
-type rawToolSink struct {
-	mu    sync.Mutex
-	tools map[string]rawTool
-}
-
-// rawTool is what of one tool is kept as the server's bytes: its schemas
-// and its _meta (issue #19 item 4: whole definitions reach the hosts).
-type rawTool struct {
-	input, output, meta json.RawMessage
-}
-
-func newRawToolSink() *rawToolSink { return &rawToolSink{tools: map[string]rawTool{}} }
-
-func (s *rawToolSink) record(tools []json.RawMessage) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for _, t := range tools {
-		var head struct {
-			Name         string          `json:"name"`
-			InputSchema  json.RawMessage `json:"inputSchema"`
-			OutputSchema json.RawMessage `json:"outputSchema"`
-			Meta         json.RawMessage `json:"_meta"`
-		}
-		if json.Unmarshal(t, &head) == nil && head.Name != "" && head.InputSchema != nil {
-			// The slices are shared with the catalog (read-only), so an
-			// idle session keeps one copy of each schema, not two.
-			s.tools[head.Name] = rawTool{input: head.InputSchema, output: head.OutputSchema, meta: head.Meta}
-		}
-	}
-}
-
-// schema returns the raw inputSchema of a tool as the server sent it.
-func (s *rawToolSink) schema(name string) (json.RawMessage, bool) {
-	r, ok := s.tool(name)
-	return r.input, ok
-}
-
-// tool returns the raw parts of a tool as the server sent them.
-func (s *rawToolSink) tool(name string) (rawTool, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	r, ok := s.tools[name]
-	return r, ok
-}
-
-// captureBody parses the response stream (JSON or SSE) as go-sdk reads it,
-// before handing the bytes on, so a capture is recorded before go-sdk can
-// act on the decoded message: the raw tools of a tools/list result (sink)
-// and the raw requestedSchema of elicitation/create requests (elicit).
-// Either may be nil. The bytes go-sdk reads are never changed.
-//
-// SSE is parsed line by line (any of \n, \r\n line ends; an empty line
-// ends an event), so the cost is linear in the stream and a long-lived
-// stream holds at most one event; an event over maxCapture is skipped. A
-// plain JSON body is one message, complete at EOF.
-type captureBody struct {
-	rc     io.ReadCloser
-	sink   *rawToolSink
-	elicit *rawElicitSink
-
-	mode     int    // captureUnknown, captureJSON or captureSSE
-	buf      []byte // JSON: the body so far; SSE: the current partial line
-	data     []byte // SSE: the data of the current event
-	skipLine bool   // SSE: dropping an oversized line up to its end
-	skipData bool   // SSE: dropping an oversized event up to its end
-	done     bool
-}
-
-const (
-	captureUnknown = iota
-	captureJSON
-	captureSSE
-)
-
-const maxCapture = 16 << 20
-
-func (c *captureBody) Read(p []byte) (int, error) {
-	n, err := c.rc.Read(p)
-	if !c.done && n > 0 {
-		c.feed(p[:n])
-	}
-	if err != nil && !c.done {
-		c.finish()
-	}
-	return n, err
-}
-
-func (c *captureBody) Close() error { return c.rc.Close() }
-
-func (c *captureBody) feed(b []byte) {
-	if c.mode == captureUnknown {
-		t := bytes.TrimLeft(b, " \r\n\t")
-		switch {
-		case len(t) == 0:
-			return
-		case t[0] == '{' || t[0] == '[':
-			c.mode = captureJSON
-		default:
-			c.mode = captureSSE
-		}
-		b = t
-	}
-	if c.mode == captureJSON {
-		c.buf = append(c.buf, b...)
-		if len(c.buf) > maxCapture {
-			c.done, c.buf = true, nil
-		}
-		return
-	}
-	for len(b) > 0 {
-		i := bytes.IndexByte(b, '\n')
-		if i < 0 {
-			if !c.skipLine {
-				c.buf = append(c.buf, b...)
-				if len(c.buf) > maxCapture {
-					c.buf, c.skipLine, c.skipData = c.buf[:0], true, true
-				}
-			}
-			return
-		}
-		if c.skipLine {
-			c.skipLine = false
-		} else {
-			c.buf = append(c.buf, b[:i]...)
-			c.line(bytes.TrimSuffix(c.buf, []byte("\r")))
-		}
-		c.buf = c.buf[:0]
-		b = b[i+1:]
-	}
-}
-
-// line handles one complete SSE line.
-func (c *captureBody) line(l []byte) {
-	if len(l) == 0 { // end of event
-		if len(c.data) > 0 && !c.skipData {
-			c.take(c.data[:len(c.data)-1]) // without the last '\n'
-		}
-		c.data, c.skipData = c.data[:0], false
-		return
-	}
-	rest, ok := bytes.CutPrefix(l, []byte("data:"))
-	if !ok || c.skipData {
-		return
-	}
-	rest = bytes.TrimPrefix(rest, []byte(" "))
-	if len(c.data)+len(rest) > maxCapture {
-		c.data, c.skipData = c.data[:0], true
-		return
-	}
-	c.data = append(c.data, rest...)
-	c.data = append(c.data, '\n')
-}
-
-// finish handles the end of the body: a JSON body is complete, and an
-// unterminated last SSE event still counts (go-sdk dispatches it too).
-func (c *captureBody) finish() {
-	switch c.mode {
-	case captureJSON:
-		c.take(c.buf)
-	case captureSSE:
-		if !c.skipLine && len(c.buf) > 0 {
-			c.line(bytes.TrimSuffix(c.buf, []byte("\r")))
-		}
-		c.line(nil)
-	}
-	c.done, c.buf, c.data = true, nil, nil
-}
-
-func (c *captureBody) take(msg []byte) { capture{sink: c.sink, elicit: c.elicit}.take(msg) }
-
-// capture records what a message carries for the raw sinks: the raw tools
-// of a tools/list result (sink) and the raw requestedSchema of an
-// elicitation/create request (elicit). Either may be nil. The limiter's
-// SSE framer uses it on each event it hands on, so an SSE stream is parsed
-// once; captureBody uses it for the rest.
-type capture struct {
-	sink   *rawToolSink
-	elicit *rawElicitSink
-}
-
-// wanted reports whether an event (its raw lines) may hold something to
-// record, so that its data is only extracted when it might.
-func (c capture) wanted(ev []byte) bool {
-	return c.sink != nil || c.elicit != nil && bytes.Contains(ev, []byte(`"elicitation/create"`))
-}
-
-func (c capture) take(msg []byte) {
-	if c.sink != nil {
-		var env struct {
-			Result *struct {
-				Tools []json.RawMessage `json:"tools"`
-			} `json:"result"`
-		}
-		if json.Unmarshal(msg, &env) == nil && env.Result != nil {
-			c.sink.record(env.Result.Tools)
-		}
-	}
-	if c.elicit != nil && bytes.Contains(msg, []byte(`"elicitation/create"`)) {
-		c.elicit.recordMessage(msg)
-	}
-}
-
-// rawElicitSink keeps the raw requestedSchema of the latest
-// elicitation/create requests of a session, so the question reaches the
-// person with its fields in the server's order (issue #8 item 16): go-sdk
-// decodes the schema into a map[string]any, which has no order. Entries are
-// keyed by the schema's canonical JSON (decoded and re-encoded, as the
-// handler sees it), so the raw bytes used are always the same schema that
-// go-sdk validated and passed on.
-type rawElicitSink struct {
-	mu      sync.Mutex
-	entries []rawElicit // oldest first, at most maxRawElicit
-}
-
-type rawElicit struct {
-	key string
-	raw json.RawMessage
-}
-
-const (
-	// maxRawElicit bounds the schemas held for questions not yet handled.
-	maxRawElicit = 16
-	// maxRawElicitSchema is the largest schema kept: above elicit's
-	// default MaxSchemaBytes (64 KiB), so its order survives a raised limit.
-	maxRawElicitSchema = 256 << 10
-)
-
-func newRawElicitSink() *rawElicitSink { return &rawElicitSink{} }
-
-// recordMessage records the schema of an elicitation/create request; msg
-// is one JSON-RPC message or a batch.
-func (s *rawElicitSink) recordMessage(msg []byte) {
-	msgs := []json.RawMessage{msg}
-	if t := bytes.TrimLeft(msg, " \t\r\n"); len(t) > 0 && t[0] == '[' {
-		if json.Unmarshal(msg, &msgs) != nil {
-			return
-		}
-	}
-	for _, m := range msgs {
-		var req struct {
-			Method string `json:"method"`
-			Params struct {
-				RequestedSchema json.RawMessage `json:"requestedSchema"`
-			} `json:"params"`
-		}
-		if json.Unmarshal(m, &req) != nil || req.Method != "elicitation/create" {
-			continue
-		}
-		raw := req.Params.RequestedSchema
-		if len(raw) == 0 || len(raw) > maxRawElicitSchema || string(raw) == "null" {
-			continue
-		}
-		var v any
-		if json.Unmarshal(raw, &v) != nil {
-			continue
-		}
-		key, err := json.Marshal(v)
-		if err != nil {
-			continue
-		}
-		s.mu.Lock()
-		if len(s.entries) == maxRawElicit {
-			s.entries = slices.Delete(s.entries, 0, 1)
-		}
-		s.entries = append(s.entries, rawElicit{string(key), slices.Clone(raw)})
-		s.mu.Unlock()
-	}
-}
-
-// take returns (and forgets) the raw bytes of the newest recorded schema
-// equal to schema, the decoded form go-sdk hands to the handler.
-func (s *rawElicitSink) take(schema any) (json.RawMessage, bool) {
-	key, err := json.Marshal(schema)
-	if err != nil {
-		return nil, false
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for i := len(s.entries) - 1; i >= 0; i-- {
-		if s.entries[i].key == string(key) {
-			raw := s.entries[i].raw
-			s.entries = slices.Delete(s.entries, i, i+1)
-			return raw, true
-		}
-	}
-	return nil, false
-}
-
-// withRawSchema returns req with its RequestedSchema replaced by the raw
-// bytes the server sent (a json.RawMessage, properties in the server's
-// order), when the transport captured them; otherwise req unchanged.
-// go-sdk has already validated the schema these bytes encode.
-func withRawSchema(req *mcp.ElicitRequest, sink *rawElicitSink) *mcp.ElicitRequest {
-	if req == nil || req.Params == nil || req.Params.RequestedSchema == nil || sink == nil {
-		return req
-	}
-	raw, ok := sink.take(req.Params.RequestedSchema)
-	if !ok {
-		return req
-	}
-	p := *req.Params
-	p.RequestedSchema = raw
-	r := *req
-	r.Params = &p
-	return &r
 }
