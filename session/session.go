@@ -743,6 +743,13 @@ func (s *Session) fetch(ctx context.Context, k Kind) (lists, error) {
 				RawInputSchema:  rawOr(ok, r.input, t.InputSchema),
 				RawOutputSchema: rawOr(ok, r.output, t.OutputSchema),
 				RawMeta:         rawOr(ok, r.meta, t.Meta)}
+			// The raw bytes are what every reader uses (issue #13: hosts
+			// get the schema as the server wrote it); go-sdk's decoded map
+			// beside them costs ~1.6 KB a tool for as long as the catalog
+			// lives (issue #21, heap per hibernated server).
+			if len(out.tools[i].RawInputSchema) > 0 {
+				t.InputSchema = nil
+			}
 		}
 	case KindPrompts:
 		out.prompts, err = listAll(ctx, s, "prompts/list", func(ctx context.Context, cursor string) ([]*mcp.Prompt, string, error) {
