@@ -30,9 +30,11 @@ const (
 	SectionMemory  = "memory"
 	SectionStartup = "startup"
 	SectionStorm   = "storm"
+	SectionScale   = "scale"
 )
 
 // AllSections is every section, in the order a run measures them.
+// (scale is not among them: it takes minutes; ask for it by name).
 var AllSections = []string{SectionCalls, SectionMemory, SectionStartup, SectionStorm}
 
 // Config sizes a run.
@@ -67,6 +69,18 @@ type Config struct {
 	// StormNotifications is the size of the list_changed storm.
 	StormNotifications int
 
+	// ScaleCounts are the server counts of the scale rows (servers of
+	// ScaleTools tools each); the first is the base of the per-server
+	// ratio. ScaleSubscribers event subscribers read every update during
+	// the cold connect; ScaleReps warm listings are timed per count.
+	ScaleCounts      []int
+	ScaleTools       int
+	ScaleSubscribers int
+	ScaleReps        int
+	// CLI, when set, is a remotemcp binary: the scale rows also time its
+	// `tools --json` against a daemon on the engine.
+	CLI string
+
 	// HeapProfile, when set, receives an in-use heap profile taken with
 	// the manager's IdleServers connected (set runtime.MemProfileRate
 	// low, early, for a useful one).
@@ -83,6 +97,7 @@ func DefaultConfig() Config {
 		Sections: AllSections, Calls: 2000, Rounds: 3, Concurrency: []int{1, 16, 64}, Warmup: 300,
 		IdleServers: 100, LazyServers: 2000, StartupCounts: []int{0, 200, 2000}, StartupReps: 3,
 		Embedder: true, StormNotifications: 1000,
+		ScaleCounts: []int{100, 500}, ScaleTools: 50, ScaleSubscribers: 2, ScaleReps: 5,
 	}
 }
 
@@ -140,6 +155,11 @@ func Run(ctx context.Context, cfg Config) (*Table, error) {
 	}
 	if has(SectionStorm) {
 		if err := runStorm(ctx, &cfg, srv, t); err != nil {
+			return nil, err
+		}
+	}
+	if has(SectionScale) {
+		if err := runScale(ctx, &cfg, srv, t); err != nil {
 			return nil, err
 		}
 	}
