@@ -118,7 +118,11 @@ type Engine struct {
 	closed bool       // guarded by bgMu
 
 	hub   *hub
-	flows *flows
+	views viewCache // the live server list of the subscriptions
+	// catalog is the live tool list of the subscriptions, encoded once
+	// per registry generation for all of them.
+	catalog catalogCache
+	flows   *flows
 	// cbPort is the port whose /mcp-oauth the owner serves (ServeCallbacks).
 	cbPort atomic.Int64
 	loopMu sync.Mutex
