@@ -381,4 +381,3 @@ func (c *Engine) view(ctx context.Context, srv config.Server, rev int64, st mana
 	}
 	return v
 }
-

@@ -18,6 +18,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"time"
@@ -53,7 +54,7 @@ func run() int {
 	command := flag.String("command", "", "the command line to print on top (default: this one)")
 	quiet := flag.Bool("q", false, "no progress on stderr")
 	profile := flag.String("profile", "", "profile one path instead (go-sdk, session, manager, registry, agent): -calls × -rounds calls at the first -concurrency")
-	cpuprofile := flag.String("cpuprofile", "", "with -profile: write a CPU profile")
+	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile (of the profiled path with -profile, else of the whole run)")
 	memprofile := flag.String("memprofile", "", "with -profile: write an allocation profile (and FILE.base before the calls)")
 	heapprofile := flag.String("heapprofile", "", "with the memory section: write an in-use heap profile of the manager's connected idle servers")
 	flag.Parse()
@@ -117,6 +118,19 @@ func run() int {
 		return 0
 	}
 
+	if *cpuprofile != "" {
+		f, err := os.Create(*cpuprofile)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "remotemcp-bench:", err)
+			return 1
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			fmt.Fprintln(os.Stderr, "remotemcp-bench:", err)
+			return 1
+		}
+		defer pprof.StopCPUProfile()
+	}
 	t0 := time.Now()
 	t, err := bench.Run(ctx, cfg)
 	if err != nil {

@@ -1,7 +1,11 @@
 // Package bench measures remotemcp against bare go-sdk (issue #12, item
-// 5): client CPU and allocations per tool call on four remotemcp paths,
-// memory per connected and lazy server, engine start-up with many
-// servers and the requests it makes, and a list_changed storm.
+// 5): client CPU and allocations per tool call, memory per connected and
+// lazy server, engine start-up with many servers and the requests it
+// makes, a list_changed storm, and (section scale) hundreds of servers of
+// many tools. The users' path runs through the public API only
+// (remotemcp.Open, the localapi types, a daemon in front of the engine);
+// rows on the session, manager and registry alone are labelled layer
+// benchmarks: they locate a cost, no user takes that path.
 //
 // Every measurement talks to one bench server (ServeMain: the test
 // fixture's MCP server with request counting) that runs in a separate

@@ -70,9 +70,28 @@ func scaleServers(srv *Server, n, tools int) []config.Server {
 
 // scaleResult is one count's measurements.
 type scaleResult struct {
-	connect time.Duration   // cold connect of every server
-	list    []time.Duration // warm tools listings through the daemon
-	cli     []time.Duration // warm `remotemcp tools --json` runs
+	connect    time.Duration   // cold connect of every server
+	connectCPU time.Duration   // this process's CPU meanwhile (the engine)
+	list       []time.Duration // warm tools listings through the daemon
+	listCPU    []time.Duration // this process's CPU per listing (engine, daemon, client)
+	cli        []time.Duration // warm `remotemcp tools --json` runs
+	cliCPU     []time.Duration // the command's CPU plus this process's (engine, daemon)
+}
+
+// cpuSince is the CPU this process used since start (0 where getrusage
+// is missing). On a shared machine CPU time is steadier than wall time:
+// the rows give both.
+func cpuSince(start time.Duration) time.Duration {
+	now, ok := cpuTime()
+	if !ok {
+		return 0
+	}
+	return now - start
+}
+
+func cpuNow() time.Duration {
+	t, _ := cpuTime()
+	return t
 }
 
 // runScale measures, for each count of servers of cfg.ScaleTools tools:
@@ -89,21 +108,22 @@ func runScale(ctx context.Context, cfg *Config, srv *Server, t *Table) error {
 			return err
 		}
 		ms := float64(r.connect.Microseconds()) / 1000 / float64(n)
-		per = append(per, ms)
-		row := Row{Measure: fmt.Sprintf("%d servers × %d tools: cold connect of all (Open + Tools with connect, %d subscribers); per server", n, cfg.ScaleTools, cfg.ScaleSubscribers),
-			Remote: fmt.Sprintf("%s; %.1f ms", fmtDur(r.connect), ms)}
-		if len(per) > 1 {
-			ratio := ms / per[0]
-			row.Ratio = fmt.Sprintf("×%.2f of %d", ratio, cfg.ScaleCounts[0])
+		cpuMS := float64(r.connectCPU.Microseconds()) / 1000 / float64(n)
+		per = append(per, cpuMS)
+		row := Row{Measure: fmt.Sprintf("%d servers × %d tools: cold connect of all (Open + Tools with connect, %d subscribers); wall, wall and CPU per server", n, cfg.ScaleTools, cfg.ScaleSubscribers),
+			Remote: fmt.Sprintf("%s; %.1f ms, CPU %.1f ms", fmtDur(r.connect), ms, cpuMS)}
+		if len(per) > 1 && per[0] > 0 {
+			ratio := cpuMS / per[0]
+			row.Ratio = fmt.Sprintf("CPU ×%.2f of %d", ratio, cfg.ScaleCounts[0])
 			row.Goal = verdict("≤ ×1.2 per server", ratio <= 1.2)
 		}
 		t.Add(row)
-		t.Add(Row{Measure: fmt.Sprintf("%d servers × %d tools: warm Tools through the daemon (localapi client, p50 of %d)", n, cfg.ScaleTools, len(r.list)),
-			Remote: fmtDur(median(r.list))})
+		t.Add(Row{Measure: fmt.Sprintf("%d servers × %d tools: warm Tools through the daemon (localapi client, p50 of %d); wall, CPU", n, cfg.ScaleTools, len(r.list)),
+			Remote: fmtDur(median(r.list)) + ", CPU " + fmtDur(median(r.listCPU))})
 		if len(r.cli) > 0 {
 			p50 := median(r.cli)
-			row := Row{Measure: fmt.Sprintf("%d servers × %d tools: warm `remotemcp tools --json` with the daemon (p50 of %d)", n, cfg.ScaleTools, len(r.cli)),
-				Remote: fmtDur(p50)}
+			row := Row{Measure: fmt.Sprintf("%d servers × %d tools: warm `remotemcp tools --json` with the daemon (p50 of %d); wall, CPU of both processes", n, cfg.ScaleTools, len(r.cli)),
+				Remote: fmtDur(p50) + ", CPU " + fmtDur(median(r.cliCPU))}
 			if n >= 500 {
 				row.Goal = verdict("≤ 300 ms", p50 <= 300*time.Millisecond)
 			}
@@ -116,7 +136,7 @@ func runScale(ctx context.Context, cfg *Config, srv *Server, t *Table) error {
 func scaleOnce(ctx context.Context, cfg *Config, srv *Server, n int) (scaleResult, error) {
 	var r scaleResult
 	dir := filepath.Join(cfg.TempDir, fmt.Sprintf("scale-%d", n))
-	if err := seedDir(ctx, dir, srv.Origin, scaleServers(srv, n, cfg.ScaleTools)); err != nil {
+	if err := seedDir(ctx, dir, scaleServers(srv, n, cfg.ScaleTools)); err != nil {
 		return r, err
 	}
 	ctx, cancel := context.WithCancel(ctx)
@@ -141,9 +161,9 @@ func scaleOnce(ctx context.Context, cfg *Config, srv *Server, n int) (scaleResul
 			}
 		})
 	}
-	t0 := time.Now()
+	t0, c0 := time.Now(), cpuNow()
 	tl, err := c.Tools(ctx, localapi.ToolsRequest{Connect: true})
-	r.connect = time.Since(t0)
+	r.connect, r.connectCPU = time.Since(t0), cpuSince(c0)
 	if err != nil {
 		return r, err
 	}
@@ -172,12 +192,12 @@ func warmListings(ctx context.Context, cfg *Config, c *remotemcp.Client, dir str
 		return err
 	}
 	for range cfg.ScaleReps {
-		t0 := time.Now()
+		t0, c0 := time.Now(), cpuNow()
 		tl, err := lc.Tools(ctx, localapi.ToolsRequest{Connect: true})
 		if err != nil {
 			return err
 		}
-		r.list = append(r.list, time.Since(t0))
+		r.list, r.listCPU = append(r.list, time.Since(t0)), append(r.listCPU, cpuSince(c0))
 		if len(tl.Tools) != n*cfg.ScaleTools {
 			return fmt.Errorf("bench: scale %d: the daemon listed %d tools", n, len(tl.Tools))
 		}
@@ -189,9 +209,9 @@ func warmListings(ctx context.Context, cfg *Config, c *remotemcp.Client, dir str
 	for range cfg.ScaleReps {
 		cmd := exec.CommandContext(ctx, cfg.CLI, "--data-dir", dir, "tools", "--json")
 		cmd.Stderr = os.Stderr
-		t0 := time.Now()
+		t0, c0 := time.Now(), cpuNow()
 		out, err := cmd.Output()
-		d := time.Since(t0)
+		d, dc := time.Since(t0), cpuSince(c0)
 		if err != nil {
 			return fmt.Errorf("bench: %s tools --json: %w", cfg.CLI, err)
 		}
@@ -200,6 +220,7 @@ func warmListings(ctx context.Context, cfg *Config, c *remotemcp.Client, dir str
 			return fmt.Errorf("bench: tools --json printed %d tools (%v)", len(tools), err)
 		}
 		r.cli = append(r.cli, d)
+		r.cliCPU = append(r.cliCPU, dc+cmd.ProcessState.UserTime()+cmd.ProcessState.SystemTime())
 	}
 	logf(cfg, "scale: %d servers, warm tools --json: %v", n, r.cli)
 	return nil
