@@ -85,14 +85,17 @@ func (c *Engine) startWatchers() {
 				c.views.markStale("")
 				c.hub.bump(topicServers, topicGrants, topicCards)
 			case ch.Kind == store.ChangeServers || ch.Kind == store.ChangeSecrets:
-				// A secret may change without the server's revision.
+				// A secret may change without the server's revision; a
+				// removed server's pins go with it.
 				c.views.markStale(ch.ServerID)
+				c.views.markHeldStale(ch.ServerID)
 				c.hub.bump(topicServers)
 			case ch.Namespace == hostperm.NamespaceGrants || ch.Namespace == hostperm.NamespacePending:
 				// Pending approvals are shown beside their servers too.
 				c.hub.bump(topicGrants, topicServers)
 			case ch.Namespace == store.PinNamespace:
 				// A held tool changed again: the page reloads its card.
+				c.views.markHeldStale(ch.ServerID)
 				c.hub.bump(topicServers)
 			case ch.Namespace == elicit.Namespace:
 				c.hub.bump(topicCards)

@@ -160,7 +160,12 @@ type viewCache struct {
 	// stale marks configs to read again whatever their revision: their
 	// secrets changed (the store's change feed), or everything (nil
 	// cfgs) after the feed lost track.
-	stale     map[string]bool
+	stale map[string]bool
+	// held is the stored held-tool hashes of every server (nil: read
+	// them all), heldStale those to read again (the change feed's pin
+	// writes): a pin table scan per update would cost O(tools).
+	held      map[string]map[string]string
+	heldStale map[string]bool
 	views     map[string]*keptView
 	order     []string // the ids of the last list, in order
 	granted   map[string]bool
@@ -171,18 +176,62 @@ type viewCache struct {
 }
 
 // markStale makes the next rebuild read the config of id again ("" for
-// every server).
+// every server, and their held tools).
 func (vc *viewCache) markStale(id string) {
 	vc.mu.Lock()
 	defer vc.mu.Unlock()
 	if id == "" {
 		vc.cfgs, vc.revs, vc.stale = nil, nil, nil
+		vc.held, vc.heldStale = nil, nil
 		return
 	}
 	if vc.stale == nil {
 		vc.stale = map[string]bool{}
 	}
 	vc.stale[id] = true
+}
+
+// markHeldStale makes the next rebuild read the held tools of id again
+// ("" for every server).
+func (vc *viewCache) markHeldStale(id string) {
+	vc.mu.Lock()
+	defer vc.mu.Unlock()
+	if id == "" {
+		vc.held, vc.heldStale = nil, nil
+		return
+	}
+	if vc.heldStale == nil {
+		vc.heldStale = map[string]bool{}
+	}
+	vc.heldStale[id] = true
+}
+
+// keptHeld brings the kept held-tool hashes up to date: all of them in
+// one query the first time, then those the change feed marked. vc.mu
+// held.
+func (c *Engine) keptHeld(ctx context.Context) map[string]map[string]string {
+	vc := &c.views
+	if vc.held == nil {
+		held, err := c.Store.AllHeldHashes(ctx)
+		if err != nil {
+			return nil // shown without; read again next time
+		}
+		vc.held, vc.heldStale = held, nil
+		return vc.held
+	}
+	for id := range vc.heldStale {
+		h, err := c.Store.HeldHashes(ctx, id)
+		if err != nil {
+			continue // stays marked
+		}
+		if len(h) == 0 {
+			delete(vc.held, id)
+		} else {
+			vc.held[id] = h
+		}
+		delete(vc.heldStale, id)
+	}
+	return vc.held
 }
 
 // signedOutMark is the in-memory sign-out mark of id (see viewInputs).
@@ -219,7 +268,7 @@ func (c *Engine) liveServers(ctx context.Context) (json.RawMessage, error) {
 		vc.grantsGen++
 	}
 	status := c.statusByID()
-	held := c.allHeld(ctx)
+	held := c.keptHeld(ctx)
 	if vc.views == nil {
 		vc.views = map[string]*keptView{}
 	}
