@@ -163,6 +163,14 @@ func scaleOnce(ctx context.Context, cfg *Config, srv *Server, n int) (scaleResul
 	}
 	t0, c0 := time.Now(), cpuNow()
 	tl, err := c.Tools(ctx, localapi.ToolsRequest{Connect: true})
+	// A listing waits for its connects only so long (the engine's connect
+	// wait); on a loaded machine the last servers may miss it, and the
+	// next listing connects those (the others are ready): all of them are
+	// connected when a listing has every tool.
+	for try := 0; err == nil && len(tl.Errors) > 0 && try < 5; try++ {
+		logf(cfg, "scale: %d servers: %d not listed yet, listing again", n, len(tl.Errors))
+		tl, err = c.Tools(ctx, localapi.ToolsRequest{Connect: true})
+	}
 	r.connect, r.connectCPU = time.Since(t0), cpuSince(c0)
 	if err != nil {
 		return r, err
