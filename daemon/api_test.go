@@ -650,16 +650,6 @@ func TestAuthorizeAPI(t *testing.T) {
 	}
 }
 
-func freePort(t *testing.T) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
-}
-
 // Resource subscriptions taken over the socket are held by the client's
 // hold stream: when it ends (the client process stopped or was killed
 // without unsubscribing), the daemon gives them back, and the server is

@@ -31,14 +31,15 @@ func (c *Engine) Health(ctx context.Context) (*localapi.Health, error) {
 	return &localapi.Health{OK: true, Version: Version, PID: os.Getpid(), Started: c.started, InProcess: c.cbPort.Load() == 0}, nil
 }
 
-// errNotRunning answers requests that need sessions of an engine opened
-// with NoStart.
+// errNotRunning answers requests that need sessions before the manager
+// and the registry started (Open starts them before it returns, so only a
+// request racing a failed Open meets it).
 func (c *Engine) errNotRunning() error {
 	if c.running {
 		return nil
 	}
 	return &localapi.Error{Status: 503, Code: localapi.CodeUnavailable,
-		Message: "remotemcp was opened without starting its connections (NoStart); open it without NoStart to use servers"}
+		Message: "remotemcp has not started its connections"}
 }
 
 // Lazy listing. The agent registry lists (and so connects) every server

@@ -527,7 +527,7 @@ func TestLazyOpenConnectsNothing(t *testing.T) {
 	f2 := startFixture(t, fixture.Options{})
 	dir := t.TempDir()
 	ctx := ctxT(t)
-	setup := openEngine(t, dir, engine.Options{NoStart: true})
+	setup := openEngine(t, dir, engine.Options{NoStartupConnect: true})
 	addServer(t, setup, localapi.AddServerRequest{ID: "one", URL: f1.URL()})
 	addServer(t, setup, localapi.AddServerRequest{ID: "two", URL: f2.URL()})
 	setup.Close()

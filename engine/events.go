@@ -16,11 +16,14 @@ import (
 
 // Live updates. The sources (manager events, the store's change feed,
 // elicitation cards, the registry's snapshots, sign-in flows) only bump a
-// per-topic generation; each subscription re-reads the full current list
-// of every topic whose generation moved and sends it. Events may be
-// dropped or merged anywhere upstream, so sending state instead of deltas
-// is what makes a client converge, and a slow reader simply skips
-// intermediate states, never the newest.
+// per-topic generation; each subscription sends the full current list of
+// every topic whose generation moved. Events may be dropped or merged
+// anywhere upstream, so sending state instead of deltas is what makes a
+// client converge, and a slow reader simply skips intermediate states,
+// never the newest. The lists are not rebuilt from scratch for each
+// subscriber: the server list keeps each server's view until what it is
+// built from changes (viewCache), the tool list is encoded once per
+// registry generation, and every subscriber sends the same bytes.
 
 // topic is one kind of live data.
 type topic int
@@ -79,14 +82,20 @@ func (c *Engine) startWatchers() {
 		for ch := range c.Store.Subscribe(ctx) {
 			switch {
 			case ch.RereadAll():
+				c.views.markStale("")
 				c.hub.bump(topicServers, topicGrants, topicCards)
 			case ch.Kind == store.ChangeServers || ch.Kind == store.ChangeSecrets:
+				// A secret may change without the server's revision; a
+				// removed server's pins go with it.
+				c.views.markStale(ch.ServerID)
+				c.views.markHeldStale(ch.ServerID)
 				c.hub.bump(topicServers)
 			case ch.Namespace == hostperm.NamespaceGrants || ch.Namespace == hostperm.NamespacePending:
 				// Pending approvals are shown beside their servers too.
 				c.hub.bump(topicGrants, topicServers)
 			case ch.Namespace == store.PinNamespace:
 				// A held tool changed again: the page reloads its card.
+				c.views.markHeldStale(ch.ServerID)
 				c.hub.bump(topicServers)
 			case ch.Namespace == elicit.Namespace:
 				c.hub.bump(topicCards)
@@ -109,18 +118,49 @@ func (c *Engine) startWatchers() {
 	})
 }
 
-// topicData computes the current list of a topic.
-func (c *Engine) topicData(ctx context.Context, t topic) (any, error) {
+// topicData is the current list of a topic, encoded.
+func (c *Engine) topicData(ctx context.Context, t topic) (json.RawMessage, error) {
+	var v any
+	var err error
 	switch t {
 	case topicServers:
-		return c.serverViews(ctx, "")
+		return c.liveServers(ctx)
+	case topicCatalog:
+		return c.catalog.encoded(c)
 	case topicGrants:
-		return c.grantsState(ctx)
+		v, err = c.grantsState(ctx)
 	case topicCards:
-		return c.cardList(ctx)
-	default:
-		return c.toolList(""), nil
+		v, err = c.cardList(ctx)
 	}
+	if err != nil {
+		return nil, err
+	}
+	return marshal(v)
+}
+
+// catalogCache is the encoded tool list of the latest registry
+// generation.
+type catalogCache struct {
+	mu  sync.Mutex
+	gen uint64
+	enc json.RawMessage
+}
+
+// encoded returns the tool list of the registry's current snapshot,
+// encoded once per generation.
+func (cc *catalogCache) encoded(c *Engine) (json.RawMessage, error) {
+	cc.mu.Lock()
+	defer cc.mu.Unlock()
+	if gen := c.reg.Snapshot().Generation(); cc.enc != nil && gen == cc.gen {
+		return cc.enc, nil
+	}
+	l := c.toolList("")
+	enc, err := marshal(l)
+	if err != nil {
+		return nil, err
+	}
+	cc.gen, cc.enc = l.Generation, enc
+	return enc, nil
 }
 
 // subscribeCoalesce is how long a subscription waits after a wake-up for
@@ -168,7 +208,7 @@ func (c *Engine) Subscribe(ctx context.Context) (<-chan localapi.Event, error) {
 					}
 					continue
 				}
-				data, err := c.topicData(ctx, t)
+				b, err := c.topicData(ctx, t)
 				if err != nil {
 					if ctx.Err() != nil {
 						return
@@ -176,13 +216,9 @@ func (c *Engine) Subscribe(ctx context.Context) (<-chan localapi.Event, error) {
 					c.log.Warn("remotemcp: live update", "topic", topicNames[t], "err", err)
 					continue // keep the old generation: the next bump retries
 				}
-				b, err := marshal(data)
-				if err != nil {
-					c.log.Error("remotemcp: encode live update", "topic", topicNames[t], "err", err)
-					continue
-				}
 				select {
-				case ch <- localapi.Event{Type: topicNames[t], Data: b}:
+				// A copy: the encoded list is shared by every subscriber.
+				case ch <- localapi.Event{Type: topicNames[t], Data: bytes.Clone(b)}:
 					seen[t] = gens[t]
 				case <-ctx.Done():
 					return

@@ -46,21 +46,21 @@ type Options struct {
 	// HTTPClient is the base client for all outbound traffic; it must not
 	// set Timeout. Nil uses a client with sane dial/TLS timeouts.
 	HTTPClient *http.Client
-	// OAuth overrides the OAuth provider of oauth servers. Nil: the
-	// Engine's own Authenticator, non-interactive (R3.13: background work
-	// never starts a browser flow; the person signs in with Authorize).
-	OAuth manager.OAuthProvider
+	// SignIn makes sign-ins interactive: when a request (a connect, a
+	// call, a step-up to more scopes, a background reconnect) meets an
+	// OAuth server that needs the person's sign-in, the engine runs the
+	// flow inside that request and calls SignIn with the authorization
+	// URL, to open it in the person's browser; the browser comes back to
+	// the engine's loopback redirect URI (or the owner's, ServeCallbacks)
+	// and the request goes on. SignIn should return once the page is
+	// opened; an error abandons the sign-in. Nil (the default): such a
+	// request fails with localapi.CodeLoginRequired and the person signs
+	// in with Authorize (R3.13: no browser flow in the background).
+	SignIn func(ctx context.Context, serverID, authURL string) error
 	// Elicit answers server questions itself. Nil (the default) turns
 	// them into elicitation cards (Engine.Elicit) that a person answers
 	// through CallHandler.Question and Answer (R6.1).
 	Elicit func(ctx context.Context, info manager.ElicitInfo, req *ElicitRequest) (*ElicitResult, error)
-	// Cards is kept for compatibility and has no effect: the engine keeps
-	// elicitation cards whenever Elicit is nil. Several processes may
-	// open the cards of one data directory at once; each one's open
-	// questions stay its own (package elicit).
-	//
-	// Deprecated: cards are always kept unless Elicit is set.
-	Cards bool
 	// ProtocolVersion overrides the MCP revision (conformance testing of
 	// the draft only); empty means the pinned 2025-11-25.
 	ProtocolVersion string
@@ -72,14 +72,11 @@ type Options struct {
 	// IdleCheck is how often sessions unused for their server's
 	// idleTimeout are looked for and closed (default 15 s).
 	IdleCheck time.Duration
-	// AskHost puts an origin without a grant to the person at once (see
-	// hostperm.Options.Ask); nil leaves a pending approval (R2.2).
-	AskHost func(ctx context.Context, refused hostperm.PermissionRequiredError) bool
-	// NoStart opens the store and makes the manager without starting it
-	// (no connections, no reconcile loop, no agent registry): for
-	// one-shot commands that only edit the config. Methods that need a
-	// session answer localapi.CodeUnavailable.
-	NoStart bool
+	// AskHost puts an origin without a grant to the person at once: a
+	// request to it waits for the answer, and true grants the origin
+	// (see hostperm.Options.Ask). Nil leaves a pending approval that the
+	// person decides later (Pending, Grant; R2.2).
+	AskHost func(ctx context.Context, refused localapi.PermissionInfo) bool
 	// BackoffBase and BackoffMax shape each server's connect backoff
 	// (default 1 s and 5 min; see manager.Options); Clock is its time
 	// (nil: the wall clock; tests pass a manual one).
@@ -121,7 +118,11 @@ type Engine struct {
 	closed bool       // guarded by bgMu
 
 	hub   *hub
-	flows *flows
+	views viewCache // the live server list of the subscriptions
+	// catalog is the live tool list of the subscriptions, encoded once
+	// per registry generation for all of them.
+	catalog catalogCache
+	flows   *flows
 	// cbPort is the port whose /mcp-oauth the owner serves (ServeCallbacks).
 	cbPort atomic.Int64
 	loopMu sync.Mutex
@@ -160,7 +161,7 @@ func NewHTTPClient() *http.Client {
 	return &http.Client{Transport: tr}
 }
 
-// Open opens the data directory and starts the engine (unless NoStart):
+// Open opens the data directory and starts the engine:
 // the manager (connecting the servers with connectOnStartup, unless
 // NoStartupConnect), the agent registry (which connects nothing by
 // itself) and the event watchers.
@@ -181,7 +182,13 @@ func Open(ctx context.Context, o Options) (*Engine, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	hosts := hostperm.New(st, hostperm.Options{Ask: o.AskHost})
+	var ask func(context.Context, hostperm.PermissionRequiredError) bool
+	if o.AskHost != nil {
+		ask = func(ctx context.Context, p hostperm.PermissionRequiredError) bool {
+			return o.AskHost(ctx, localapi.PermissionInfo{Origin: p.Origin, Purpose: localapi.Purpose(p.Purpose), ServerID: p.ServerID})
+		}
+	}
+	hosts := hostperm.New(st, hostperm.Options{Ask: ask})
 	// One guard for everything: MCP endpoints, metadata, registration,
 	// token requests (R2.2). A copy, so the caller's client is unchanged.
 	hc := *base
@@ -202,10 +209,15 @@ func Open(ctx context.Context, o Options) (*Engine, error) {
 					Status: x.Status, Millis: x.Millis, Error: x.Error, Kind: "oauth", Step: string(x.Step), URL: x.URL})
 			}
 		}})
-	provider := o.OAuth
-	if provider == nil {
-		provider = OAuthProvider(c.OAuth, nil)
-	}
+	// Background handlers unless the embedder has the person at hand
+	// (R3.13): a 401 the refresh token cannot fix is "login required",
+	// and the person signs in with Authorize.
+	provider := providerFunc(func(srv config.Server) auth.OAuthHandler {
+		if o.SignIn != nil {
+			return c.OAuth.Handler(srv, c.interactiveBrowser(srv))
+		}
+		return c.OAuth.Handler(srv, nil)
+	})
 	mo := manager.Options{
 		Store: st, HTTPClient: c.HTTP, OAuth: provider, Logger: o.Logger,
 		ClientName: "remotemcp", ClientVersion: Version,
@@ -234,11 +246,9 @@ func Open(ctx context.Context, o Options) (*Engine, error) {
 		c.Close()
 		return nil, fmt.Errorf("remotemcp: agent registry: %w", err)
 	}
-	if !o.NoStart {
-		if err := c.start(ctx); err != nil {
-			c.Close()
-			return nil, err
-		}
+	if err := c.start(ctx); err != nil {
+		c.Close()
+		return nil, err
 	}
 	return c, nil
 }
@@ -262,14 +272,7 @@ func (c *Engine) start(ctx context.Context) error {
 	return nil
 }
 
-// OAuthProvider adapts an Authenticator to the manager. interactive nil
-// means background handlers: a 401 the refresh token cannot fix becomes a
-// "login required" error (R3.13); a Browser makes every handler able to
-// run the full flow (the conformance client, which plays the browser).
-func OAuthProvider(a *oauth.Authenticator, interactive oauth.Browser) manager.OAuthProvider {
-	return providerFunc(func(srv config.Server) auth.OAuthHandler { return a.Handler(srv, interactive) })
-}
-
+// providerFunc is a function as a manager.OAuthProvider.
 type providerFunc func(config.Server) auth.OAuthHandler
 
 func (f providerFunc) Handler(srv config.Server) auth.OAuthHandler { return f(srv) }

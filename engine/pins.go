@@ -79,24 +79,3 @@ func (c *Engine) AcceptTools(ctx context.Context, serverID string, req localapi.
 	}
 	return &localapi.AcceptToolsResult{ServerID: serverID, Accepted: got}, nil
 }
-
-// heldNames are a server's held tools: those of its current catalog
-// (live) and those with a stored change, which an idle server keeps; and
-// the hashes of the stored changes. Names and hashes only: this runs for
-// every server on every Servers call (each front-end sync), so it never
-// reads a definition (issue #20 item 3 review).
-func (c *Engine) heldNames(ctx context.Context, id string, live []string) ([]string, map[string]string) {
-	out := slices.Clone(live)
-	hashes, err := c.Store.HeldHashes(ctx, id)
-	if err != nil {
-		hashes = nil
-	}
-	for tool := range hashes {
-		out = append(out, tool)
-	}
-	slices.Sort(out)
-	if len(hashes) == 0 {
-		hashes = nil
-	}
-	return slices.Compact(out), hashes
-}

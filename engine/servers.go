@@ -48,7 +48,7 @@ func withoutCLIAdvice(msg string) string {
 
 // Servers lists every server as every surface shows it.
 func (c *Engine) Servers(ctx context.Context) ([]localapi.Server, error) {
-	out, err := c.serverViews(ctx, "")
+	out, err := c.serverViews(ctx)
 	return out, fail(err)
 }
 
@@ -56,112 +56,6 @@ func (c *Engine) Servers(ctx context.Context) ([]localapi.Server, error) {
 func (c *Engine) Server(ctx context.Context, id string) (*localapi.Server, error) {
 	v, err := c.serverView(ctx, id)
 	return v, fail(err)
-}
-
-// serverViews builds the server list (only the server only, when set):
-// stored configs, live states, grants, pending approvals and flows.
-func (c *Engine) serverViews(ctx context.Context, only string) ([]localapi.Server, error) {
-	var cfgs []config.Server
-	if only != "" {
-		srv, err := c.Store.GetServer(ctx, only)
-		if err != nil && !errors.Is(err, store.ErrSealOpen) {
-			if errors.Is(err, store.ErrNotFound) {
-				return nil, errNoServer(only)
-			}
-			return nil, err
-		}
-		cfgs = []config.Server{srv}
-	} else {
-		var err error
-		cfgs, err = c.Store.ListServers(ctx)
-		if err != nil && !errors.Is(err, store.ErrSealOpen) {
-			return nil, err
-		}
-	}
-	// A damaged grant or pending record is left out by the broker; the
-	// list still shows.
-	grants, _ := c.Hosts.Grants(ctx)
-	pending, _ := c.Hosts.Pending(ctx)
-	granted := make(map[string]bool, len(grants))
-	for _, g := range grants {
-		granted[g.Origin] = true
-	}
-	status := map[string]manager.ServerStatus{}
-	for _, st := range c.Manager.Status() {
-		status[st.ID] = st
-	}
-	out := make([]localapi.Server, 0, len(cfgs))
-	for _, srv := range cfgs {
-		out = append(out, c.view(ctx, srv, status[srv.ID], granted, pending))
-	}
-	return out, nil
-}
-
-// serverView builds one server's view.
-func (c *Engine) serverView(ctx context.Context, id string) (*localapi.Server, error) {
-	l, err := c.serverViews(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	return &l[0], nil
-}
-
-func (c *Engine) view(ctx context.Context, srv config.Server, st manager.ServerStatus, granted map[string]bool, pending []hostperm.Pending) localapi.Server {
-	origin, _ := config.Origin(srv.URL)
-	v := localapi.Server{
-		ID: srv.ID, Name: srv.Name, URL: srv.URL, Origin: origin,
-		Enabled: srv.Enabled, ConnectOnStartup: srv.ConnectOnStartup,
-		Auth: localapi.AuthInfo{
-			Kind: srv.Auth.Kind, HasToken: srv.Auth.Token != "", ClientID: srv.Auth.ClientID,
-			HasClientSecret: srv.Auth.ClientSecret != "", Scopes: slices.Clone(srv.Auth.Scopes),
-			RedirectPort: srv.Auth.RedirectPort, ClientMetadataURL: srv.Auth.ClientMetadataURL,
-		},
-		DisabledTools: append([]string{}, srv.DisabledTools...),
-		PinnedTools:   slices.Clone(srv.PinnedTools),
-		State:         localapi.StateDisconnected,
-		OriginGranted: granted[origin],
-		Pending:       []localapi.Pending{},
-	}
-	if srv.ToolTimeout != 0 {
-		v.ToolTimeout = time.Duration(srv.ToolTimeout).String()
-	}
-	v.IdleTimeout = srv.Idle().String()
-	v.Limits = srv.Limits
-	// Names only: header values are secrets (SPEC §9 A2).
-	v.HeaderNames = headerNames(srv.Headers)
-	v.ProtocolVersion, v.LogLevel = srv.ProtocolVersion, srv.LogLevel
-	v.Approval, v.Trusted = approvalOf(srv.Approval), srv.Trusted
-	if rev, err := c.Store.ServerRevision(ctx, srv.ID); err == nil {
-		v.Revision = rev
-	}
-	for _, p := range pending {
-		if p.ServerID == srv.ID || (p.ServerID == "" && p.Origin == origin) {
-			v.Pending = append(v.Pending, pendingOf(p))
-		}
-	}
-	oauthKind := srv.Auth.Kind.OAuthCapable()
-	if oauthKind {
-		v.Authorization = c.flows.view(srv.ID)
-		if v.Authorization != nil {
-			v.Authorization.Error = withoutCLIAdvice(v.Authorization.Error)
-		}
-	}
-	if st.ID == srv.ID {
-		v.ToolCount = st.ToolCount
-		v.HeldTools, v.HeldHashes = c.heldNames(ctx, srv.ID, st.HeldTools)
-		v.Unpinnable = st.Unpinnable
-		// The session's catalog when connected, else the stored one:
-		// nothing connects (R2.3).
-		if cat, err := c.Manager.CachedCatalog(ctx, srv.ID); err == nil && cat != nil {
-			v.Instructions = cat.Instructions
-		}
-	}
-	v.State, v.Reason = c.state(ctx, srv, st)
-	if st.ID == srv.ID && st.RetryAt != nil && v.State != localapi.StateReady {
-		at := *st.RetryAt
-		v.RetryAt = &at
-	}
-	return v
 }
 
 // state maps the manager's state to SPEC §9 A1: a lost session that is
@@ -1107,7 +1001,7 @@ func (c *Engine) retryOrigin(ctx context.Context, origin string) {
 	if !c.running {
 		return
 	}
-	views, err := c.serverViews(ctx, "")
+	views, err := c.serverViews(ctx)
 	if err != nil {
 		return
 	}

@@ -171,9 +171,6 @@ func New(ctx context.Context, o Options) (*Frontend, error) {
 	return f, nil
 }
 
-// Server is the go-sdk server, for serving it on another transport.
-func (f *Frontend) Server() *mcp.Server { return f.srv }
-
 // Run serves one host on t until the host leaves or ctx ends, re-syncing
 // the catalogs whenever the engine says they changed.
 func (f *Frontend) Run(ctx context.Context, t mcp.Transport) error {

@@ -3,7 +3,14 @@
 # table: client CPU and allocations per tool call on the session, manager,
 # registry and full agent paths at concurrency 1, 16 and 64; heap per
 # connected, hibernated and lazy server; engine start-up with 0, 200 and
-# 2,000 servers and the requests it makes; a list_changed storm.
+# 2,000 servers and the requests it makes; a list_changed storm. The
+# session, manager and registry rows are layer benchmarks; the agent rows
+# and every engine row run through remotemcp.Open, as users do.
+#
+# Section scale (only when named; minutes): 100 and 500 servers of 50
+# tools each, a cold connect of all with two event subscribers (CPU per
+# server at 500 against 100), then warm listings through a daemon on that
+# engine, and the real `remotemcp tools --json` (bin/remotemcp, built here).
 #
 # The test server runs in a separate process (the same binary, started as
 # `remotemcp-bench serve`), so getrusage counts the client alone. Both sides
@@ -15,9 +22,11 @@
 #   scripts/bench.sh | tee /tmp/bench.txt
 #   scripts/bench.sh -sections calls -calls 500 -rounds 1      # quick look
 #   scripts/bench.sh -profile agent -cpuprofile cpu.out -memprofile mem.out
+#   scripts/bench.sh -sections scale -scale 100,500 -cpuprofile scale.out
 #   go run ./cmd/remotemcp-bench -h                             # every flag
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mkdir -p bin
 go build -o bin/remotemcp-bench ./cmd/remotemcp-bench
-exec bin/remotemcp-bench -command "scripts/bench.sh${*:+ $*}" "$@"
+go build -o bin/remotemcp ./cmd/remotemcp
+exec bin/remotemcp-bench -command "scripts/bench.sh${*:+ $*}" -cli "$PWD/bin/remotemcp" "$@"

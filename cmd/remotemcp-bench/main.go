@@ -18,6 +18,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"time"
@@ -44,11 +45,16 @@ func run() int {
 	reps := flag.Int("startup-reps", def.StartupReps, "engine starts measured per count")
 	embedder := flag.Bool("embedder", def.Embedder, "also start an embedder's agent.Registry on a manager (connects every lazy server)")
 	storm := flag.Int("storm", def.StormNotifications, "list_changed notifications in the storm")
-	sections := flag.String("sections", strings.Join(bench.AllSections, ","), "sections to run: "+strings.Join(bench.AllSections, ","))
+	sections := flag.String("sections", strings.Join(bench.AllSections, ","), "sections to run: "+strings.Join(bench.AllSections, ",")+" (and "+bench.SectionScale+", minutes long, only when named)")
+	scale := flag.String("scale", joinInts(def.ScaleCounts), "server counts of the scale rows, comma-separated (the first is the per-server base)")
+	scaleTools := flag.Int("scale-tools", def.ScaleTools, "tools per server in the scale rows")
+	scaleSubs := flag.Int("scale-subscribers", def.ScaleSubscribers, "event subscribers during the scale rows' cold connect")
+	scaleReps := flag.Int("scale-reps", def.ScaleReps, "warm listings timed per scale count")
+	cli := flag.String("cli", "", "a remotemcp binary: the scale rows also time its `tools --json` against a daemon")
 	command := flag.String("command", "", "the command line to print on top (default: this one)")
 	quiet := flag.Bool("q", false, "no progress on stderr")
 	profile := flag.String("profile", "", "profile one path instead (go-sdk, session, manager, registry, agent): -calls × -rounds calls at the first -concurrency")
-	cpuprofile := flag.String("cpuprofile", "", "with -profile: write a CPU profile")
+	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile (of the profiled path with -profile, else of the whole run)")
 	memprofile := flag.String("memprofile", "", "with -profile: write an allocation profile (and FILE.base before the calls)")
 	heapprofile := flag.String("heapprofile", "", "with the memory section: write an in-use heap profile of the manager's connected idle servers")
 	flag.Parse()
@@ -64,9 +70,14 @@ func run() int {
 	cfg.IdleServers, cfg.LazyServers, cfg.StartupReps = *idle, *lazy, *reps
 	cfg.Embedder, cfg.StormNotifications, cfg.HeapProfile = *embedder, *storm, *heapprofile
 	cfg.Sections = strings.Split(*sections, ",")
+	cfg.ScaleTools, cfg.ScaleSubscribers, cfg.ScaleReps, cfg.CLI = *scaleTools, *scaleSubs, *scaleReps, *cli
 	var err error
 	if cfg.Concurrency, err = parseInts(*conc); err != nil {
 		fmt.Fprintln(os.Stderr, "remotemcp-bench: -concurrency:", err)
+		return 2
+	}
+	if cfg.ScaleCounts, err = parseInts(*scale); err != nil || len(cfg.ScaleCounts) == 0 {
+		fmt.Fprintln(os.Stderr, "remotemcp-bench: -scale: give at least one count", err)
 		return 2
 	}
 	if cfg.StartupCounts, err = parseInts(*startup); err != nil {
@@ -107,6 +118,19 @@ func run() int {
 		return 0
 	}
 
+	if *cpuprofile != "" {
+		f, err := os.Create(*cpuprofile)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "remotemcp-bench:", err)
+			return 1
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			fmt.Fprintln(os.Stderr, "remotemcp-bench:", err)
+			return 1
+		}
+		defer pprof.StopCPUProfile()
+	}
 	t0 := time.Now()
 	t, err := bench.Run(ctx, cfg)
 	if err != nil {

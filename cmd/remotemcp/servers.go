@@ -196,11 +196,6 @@ func (f *headerFlags) register(cmd *cobra.Command, set bool) {
 	}
 }
 
-// given reports whether any header flag was given.
-func (f *headerFlags) given() bool {
-	return len(f.plain)+len(f.env)+len(f.stdin)+len(f.unset) > 0
-}
-
 // values reads the headers the flags give, name → value. Call it after
 // the bearer token was read, so that --bearer-stdin reads the first line
 // of stdin. No error shows a value: a malformed --header is not echoed,

@@ -1,7 +1,11 @@
 // Package bench measures remotemcp against bare go-sdk (issue #12, item
-// 5): client CPU and allocations per tool call on four remotemcp paths,
-// memory per connected and lazy server, engine start-up with many
-// servers and the requests it makes, and a list_changed storm.
+// 5): client CPU and allocations per tool call, memory per connected and
+// lazy server, engine start-up with many servers and the requests it
+// makes, a list_changed storm, and (section scale) hundreds of servers of
+// many tools. The users' path runs through the public API only
+// (remotemcp.Open, the localapi types, a daemon in front of the engine);
+// rows on the session, manager and registry alone are labelled layer
+// benchmarks: they locate a cost, no user takes that path.
 //
 // Every measurement talks to one bench server (ServeMain: the test
 // fixture's MCP server with request counting) that runs in a separate
@@ -30,9 +34,11 @@ const (
 	SectionMemory  = "memory"
 	SectionStartup = "startup"
 	SectionStorm   = "storm"
+	SectionScale   = "scale"
 )
 
 // AllSections is every section, in the order a run measures them.
+// (scale is not among them: it takes minutes; ask for it by name).
 var AllSections = []string{SectionCalls, SectionMemory, SectionStartup, SectionStorm}
 
 // Config sizes a run.
@@ -67,6 +73,18 @@ type Config struct {
 	// StormNotifications is the size of the list_changed storm.
 	StormNotifications int
 
+	// ScaleCounts are the server counts of the scale rows (servers of
+	// ScaleTools tools each); the first is the base of the per-server
+	// ratio. ScaleSubscribers event subscribers read every update during
+	// the cold connect; ScaleReps warm listings are timed per count.
+	ScaleCounts      []int
+	ScaleTools       int
+	ScaleSubscribers int
+	ScaleReps        int
+	// CLI, when set, is a remotemcp binary: the scale rows also time its
+	// `tools --json` against a daemon on the engine.
+	CLI string
+
 	// HeapProfile, when set, receives an in-use heap profile taken with
 	// the manager's IdleServers connected (set runtime.MemProfileRate
 	// low, early, for a useful one).
@@ -83,6 +101,7 @@ func DefaultConfig() Config {
 		Sections: AllSections, Calls: 2000, Rounds: 3, Concurrency: []int{1, 16, 64}, Warmup: 300,
 		IdleServers: 100, LazyServers: 2000, StartupCounts: []int{0, 200, 2000}, StartupReps: 3,
 		Embedder: true, StormNotifications: 1000,
+		ScaleCounts: []int{100, 500}, ScaleTools: 50, ScaleSubscribers: 2, ScaleReps: 5,
 	}
 }
 
@@ -140,6 +159,11 @@ func Run(ctx context.Context, cfg Config) (*Table, error) {
 	}
 	if has(SectionStorm) {
 		if err := runStorm(ctx, &cfg, srv, t); err != nil {
+			return nil, err
+		}
+	}
+	if has(SectionScale) {
+		if err := runScale(ctx, &cfg, srv, t); err != nil {
 			return nil, err
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -73,10 +74,11 @@ func TestRunSmoke(t *testing.T) {
 	defer cancel()
 	var log bytes.Buffer
 	cfg := Config{
-		Server: srv, TempDir: t.TempDir(), Sections: AllSections,
+		Server: srv, TempDir: t.TempDir(), Sections: append(slices.Clone(AllSections), SectionScale),
 		Calls: 10, Rounds: 2, Concurrency: []int{1, 4}, Warmup: 5,
 		IdleServers: 2, LazyServers: 5, StartupCounts: []int{0, 3}, StartupReps: 1,
 		Embedder: true, StormNotifications: 20, Log: &log,
+		ScaleCounts: []int{2, 4}, ScaleTools: 3, ScaleSubscribers: 2, ScaleReps: 1,
 	}
 	tab, err := Run(ctx, cfg)
 	if err != nil {
@@ -87,10 +89,10 @@ func TestRunSmoke(t *testing.T) {
 	tab.Write(&out)
 	text := out.String()
 	for _, want := range []string{
-		"client CPU per call, c4, agent path", "allocations per call (bytes), c1, session path",
+		"client CPU per call, c4, agent path (remotemcp.Open", "allocations per call (bytes), c1, session layer",
 		"heap per connected idle server", "heap per hibernated server", "heap per lazy server",
-		"startup with 3 lazy servers: engine", "startup with 3 lazy servers: store + manager",
-		"list_changed storm",
+		"startup with 3 lazy servers: remotemcp.Open", "startup with 3 lazy servers: store + manager",
+		"list_changed storm", "4 servers × 3 tools: cold connect of all", "4 servers × 3 tools: warm Tools through the daemon",
 	} {
 		if !strings.Contains(text, want) {
 			t.Errorf("the table has no row %q:\n%s", want, text)

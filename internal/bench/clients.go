@@ -14,7 +14,6 @@ import (
 	"github.com/remotemcp/remotemcp"
 	"github.com/remotemcp/remotemcp/agent"
 	"github.com/remotemcp/remotemcp/config"
-	"github.com/remotemcp/remotemcp/hostperm"
 	"github.com/remotemcp/remotemcp/localapi"
 	"github.com/remotemcp/remotemcp/manager"
 	"github.com/remotemcp/remotemcp/session"
@@ -47,24 +46,25 @@ func serverConfig(id, url string, connectOnStartup bool) config.Server {
 		Enabled: true, ConnectOnStartup: connectOnStartup}
 }
 
-// seedDir writes a data directory holding servers, with origin granted
-// (as `servers add` would), for an engine or a manager to open.
-func seedDir(ctx context.Context, dir, origin string, servers []config.Server) error {
-	st, err := store.Open(ctx, dir, store.Options{})
+// seedDir writes a data directory holding servers through the public
+// API, as a person would: remotemcp.Open and an Import of remotemcp's own
+// server list, which grants the servers' origin like `servers add`. An
+// engine or (layer benchmarks) a manager opens it afterwards.
+func seedDir(ctx context.Context, dir string, servers []config.Server) error {
+	doc, err := json.Marshal(map[string][]config.Server{"servers": servers})
 	if err != nil {
 		return err
 	}
-	hosts := hostperm.New(st, hostperm.Options{})
-	err = hosts.Grant(ctx, origin, hostperm.ByCLI)
-	for _, s := range servers {
-		if err != nil {
-			break
-		}
-		err = st.AddServer(ctx, s)
+	c, err := remotemcp.Open(ctx, remotemcp.Options{DataDir: dir, NoStartupConnect: true})
+	if err != nil {
+		return err
 	}
-	hosts.Close()
-	if cerr := st.Close(); err == nil {
+	res, err := c.Import(ctx, localapi.ImportRequest{Config: string(doc)})
+	if cerr := c.Close(); err == nil {
 		err = cerr
+	}
+	if err == nil && len(res.Added) != len(servers) {
+		err = fmt.Errorf("bench: seeding %s imported %d of %d servers", dir, len(res.Added), len(servers))
 	}
 	return err
 }
@@ -109,7 +109,7 @@ func newSessionCaller(ctx context.Context, srv *Server) (*caller, error) {
 	if err != nil {
 		return nil, fmt.Errorf("session connect: %w", err)
 	}
-	return &caller{name: "session", label: "session path (session.Session.CallTool)",
+	return &caller{name: "session", label: "session layer (session.Session.CallTool; a layer benchmark, not a user path)",
 		call: func(ctx context.Context) error {
 			res, err := s.CallTool(ctx, "echo", echoArgs, session.CallOptions{})
 			if err != nil {
@@ -156,7 +156,7 @@ func (ms *managerSetup) close() {
 }
 
 func newManagerCaller(ms *managerSetup) *caller {
-	return &caller{name: "manager", label: "manager path (manager.Manager.CallTool)",
+	return &caller{name: "manager", label: "manager layer (manager.Manager.CallTool; a layer benchmark, not a user path)",
 		call: func(ctx context.Context) error {
 			res, err := ms.m.CallTool(ctx, "m", "echo", echoArgs, session.CallOptions{})
 			if err != nil {
@@ -187,7 +187,7 @@ func newRegistryCaller(ctx context.Context, ms *managerSetup) (*caller, error) {
 		reg.Close()
 		return nil, fmt.Errorf("registry: no tool %s", name)
 	}
-	return &caller{name: "registry", label: "registry path (agent.Registry.Call on a manager)",
+	return &caller{name: "registry", label: "registry layer (agent.Registry.Call on a manager; a layer benchmark, not a user path)",
 		call: func(ctx context.Context) error {
 			res, err := reg.Call(ctx, name, echoArgs, agent.CallOptions{})
 			if err != nil {
@@ -208,7 +208,7 @@ func openEngine(ctx context.Context, dir string, lazy bool) (*remotemcp.Client, 
 }
 
 func newAgentCaller(ctx context.Context, srv *Server, dir string) (*caller, error) {
-	if err := seedDir(ctx, dir, srv.Origin, []config.Server{serverConfig("e", srv.Endpoint("cpu-agent", ""), true)}); err != nil {
+	if err := seedDir(ctx, dir, []config.Server{serverConfig("e", srv.Endpoint("cpu-agent", ""), true)}); err != nil {
 		return nil, err
 	}
 	c, err := openEngine(ctx, dir, false)
@@ -220,7 +220,7 @@ func newAgentCaller(ctx context.Context, srv *Server, dir string) (*caller, erro
 		c.Close()
 		return nil, err
 	}
-	name := agent.ToolName("e", "echo")
+	const name = "mcp__e__echo"
 	found := false
 	for _, t := range tl.Tools {
 		found = found || t.Name == name
@@ -229,13 +229,13 @@ func newAgentCaller(ctx context.Context, srv *Server, dir string) (*caller, erro
 		c.Close()
 		return nil, fmt.Errorf("engine: no tool %s (errors %v)", name, tl.Errors)
 	}
-	return &caller{name: "agent", label: "agent path (engine Client.Call: approval, budget, fences)",
+	return &caller{name: "agent", label: "agent path (remotemcp.Open, Client.Call: approval, budget, fences)",
 		call: func(ctx context.Context) error {
 			res, err := c.Call(ctx, localapi.CallRequest{Tool: name, Arguments: echoArgs, Approved: true}, localapi.CallHandler{})
 			if err != nil {
 				return err
 			}
-			if res.Outcome != agent.OutcomeOK || res.IsError {
+			if res.Outcome != "ok" || res.IsError {
 				return fmt.Errorf("engine call: %s: %s", res.Outcome, res.Message)
 			}
 			return nil

@@ -232,7 +232,7 @@ func writeProfile(file, name string) error {
 // (sessions, catalogs, registry entries).
 func idleEngine(ctx context.Context, srv *Server, dir string, n int) (idleCost, error) {
 	const tag = "idle-engine"
-	if err := seedDir(ctx, dir, srv.Origin, idleServers(srv, tag, n)); err != nil {
+	if err := seedDir(ctx, dir, idleServers(srv, tag, n)); err != nil {
 		return idleCost{}, err
 	}
 	hc := newHTTPClient()
@@ -355,13 +355,13 @@ func runMemory(ctx context.Context, cfg *Config, srv *Server, dirs *seeded, t *T
 	}
 	logf(cfg, "memory: per connected server with the pool's idle connections: go-sdk %s, manager %s, engine %s",
 		fmtBytes(g.withPool.heap), fmtBytes(m.withPool.heap), fmtBytes(e.withPool.heap))
-	t.Add(Row{Measure: fmt.Sprintf("heap per connected idle server (%d servers), manager", n),
+	t.Add(Row{Measure: fmt.Sprintf("heap per connected idle server (%d servers), manager (layer benchmark)", n),
 		GoSDK: fmtBytes(g.steady.heap), Remote: fmtBytes(m.steady.heap), Ratio: fmtRatio(m.steady.heap, g.steady.heap)})
-	t.Add(Row{Measure: fmt.Sprintf("heap per connected idle server (%d servers), engine (+ catalog, registry)", n),
+	t.Add(Row{Measure: fmt.Sprintf("heap per connected idle server (%d servers), remotemcp.Open engine (+ catalog, registry)", n),
 		GoSDK: fmtBytes(g.steady.heap), Remote: fmtBytes(e.steady.heap), Ratio: fmtRatio(e.steady.heap, g.steady.heap)})
-	t.Add(Row{Measure: "stack per connected idle server, manager / engine",
+	t.Add(Row{Measure: "stack per connected idle server, manager (layer) / engine",
 		GoSDK: fmtBytes(g.steady.stack), Remote: fmtBytes(m.steady.stack) + " / " + fmtBytes(e.steady.stack)})
-	t.Add(Row{Measure: "goroutines per connected idle server, manager / engine",
+	t.Add(Row{Measure: "goroutines per connected idle server, manager (layer) / engine",
 		GoSDK:  fmt.Sprintf("%.1f", g.steady.goroutines),
 		Remote: fmt.Sprintf("%.1f / %.1f", m.steady.goroutines, e.steady.goroutines)})
 	logf(cfg, "memory: %d hibernated servers: manager", n)
@@ -386,15 +386,15 @@ func runMemory(ctx context.Context, cfg *Config, srv *Server, dirs *seeded, t *T
 	if err != nil {
 		return err
 	}
-	t.Add(Row{Measure: fmt.Sprintf("heap per lazy server (%d servers), engine (store, manager, registry)", lz),
+	t.Add(Row{Measure: fmt.Sprintf("heap per lazy server (%d servers), remotemcp.Open engine (store, manager, registry)", lz),
 		Remote: fmtBytes(le.heap), Goal: verdict("≤ 600 B", le.heap <= 600)})
-	t.Add(Row{Measure: fmt.Sprintf("heap per lazy server (%d servers), manager alone", lz),
+	t.Add(Row{Measure: fmt.Sprintf("heap per lazy server (%d servers), manager alone (layer benchmark)", lz),
 		Remote: fmtBytes(lm.heap)})
-	t.Add(Row{Measure: "goroutines per lazy server, engine / manager",
+	t.Add(Row{Measure: "goroutines per lazy server, engine / manager (layer)",
 		Remote: fmt.Sprintf("%.2f / %.2f", le.goroutines, lm.goroutines)})
 	total := h.heap + lm.heap
-	t.Add(Row{Measure: fmt.Sprintf("heap per hibernated server (%d servers), manager: beyond a lazy one + a lazy one's", n),
+	t.Add(Row{Measure: fmt.Sprintf("heap per hibernated server (%d servers), manager (layer benchmark): beyond a lazy one + a lazy one's", n),
 		Remote: fmtBytes(h.heap) + " + " + fmtBytes(lm.heap) + " = " + fmtBytes(total), Goal: verdict("≤ 1.5 KB", total <= 1536)})
-	t.Add(Row{Measure: "goroutines per hibernated server", Remote: fmt.Sprintf("%.2f", h.goroutines), Goal: verdict("0", h.goroutines < 0.01)})
+	t.Add(Row{Measure: "goroutines per hibernated server, manager (layer benchmark)", Remote: fmt.Sprintf("%.2f", h.goroutines), Goal: verdict("0", h.goroutines < 0.01)})
 	return nil
 }

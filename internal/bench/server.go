@@ -204,7 +204,7 @@ func (c *counters) storm(w http.ResponseWriter, r *http.Request, tag string, n i
 // ServeMain is the bench server process: the remotemcp test fixture (its
 // echo tool and the rest, request log off) on a loopback port, with
 // per-tag request counting (GET /bench/stats) and list_changed storms
-// (see StormParam). It prints "URL <endpoint>" on stdout and runs until
+// (see StormParam), and servers of many tools at ScalePath. It prints "URL <endpoint>" on stdout and runs until
 // its standard input reaches EOF (the benchmark process holds the other
 // end, so the server dies with it) or a signal arrives. It returns the
 // process exit code.
@@ -227,7 +227,7 @@ func ServeMain(args []string) int {
 	})
 	srv, err := fixture.Start(fixture.Options{
 		Addr: *addr, NoRecord: true, Authorize: c.authorize,
-		Extra: map[string]http.Handler{"/bench/stats": stats, "/": other},
+		Extra: map[string]http.Handler{"/bench/stats": stats, ScalePath: scaleHandler(), "/": other},
 	})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench server:", err)

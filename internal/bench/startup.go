@@ -33,7 +33,7 @@ func seedCounts(ctx context.Context, cfg *Config, srv *Server, counts []int) (*s
 		}
 		dir := filepath.Join(cfg.TempDir, fmt.Sprintf("lazy-%d", n))
 		t0 := time.Now()
-		if err := seedDir(ctx, dir, srv.Origin, idleServers(srv, startTag(n), n)); err != nil {
+		if err := seedDir(ctx, dir, idleServers(srv, startTag(n), n)); err != nil {
 			return nil, err
 		}
 		logf(cfg, "seeded %d lazy servers in %s", n, time.Since(t0).Round(time.Millisecond))
@@ -149,7 +149,7 @@ func runStartup(ctx context.Context, cfg *Config, srv *Server, dirs *seeded, t *
 			maxReqs = max(maxReqs, reqs)
 		}
 		logf(cfg, "startup: engine, %d servers: %v, %d requests", n, times, maxReqs)
-		row := Row{Measure: fmt.Sprintf("startup with %d lazy servers: engine Open + first Tools (median of %d); network requests", n, cfg.StartupReps),
+		row := Row{Measure: fmt.Sprintf("startup with %d lazy servers: remotemcp.Open + first Tools (median of %d); network requests", n, cfg.StartupReps),
 			Remote: fmt.Sprintf("%s; %d requests", fmtDur(median(times)), maxReqs)}
 		if n >= 2000 {
 			row.Goal = verdict("0 requests", maxReqs == 0)
@@ -166,7 +166,7 @@ func runStartup(ctx context.Context, cfg *Config, srv *Server, dirs *seeded, t *
 			return err
 		}
 		logf(cfg, "startup: embedder, %d servers: %s, %d requests %v", n, d, reqs, methods)
-		row := Row{Measure: fmt.Sprintf("startup with %d lazy servers: store + manager + agent.Registry.Start (embedder); network requests", n),
+		row := Row{Measure: fmt.Sprintf("startup with %d lazy servers: store + manager + agent.Registry.Start (layer benchmark: an embedder of the packages); network requests", n),
 			Remote: fmt.Sprintf("%s; %d requests", fmtDur(d), reqs)}
 		if n >= 2000 {
 			row.Goal = verdict("0 requests", reqs == 0)

@@ -19,7 +19,7 @@ func runStorm(ctx context.Context, cfg *Config, srv *Server, t *Table) error {
 	n := cfg.StormNotifications
 	dir := filepath.Join(cfg.TempDir, "storm")
 	url := srv.Endpoint(tag, fmt.Sprintf("%s=%d", StormParam, n))
-	if err := seedDir(ctx, dir, srv.Origin, []config.Server{serverConfig("storm", url, false)}); err != nil {
+	if err := seedDir(ctx, dir, []config.Server{serverConfig("storm", url, false)}); err != nil {
 		return err
 	}
 	c, err := openEngine(ctx, dir, true)

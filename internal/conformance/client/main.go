@@ -1,10 +1,14 @@
 // Command client is remotemcp's client for the official MCP conformance
-// suite (client mode). It is built on the real store, manager, agent
-// bridge, elicitation cards and OAuth code — there is no test-only path —
-// and follows the harness's rules: the server URL is the last argument,
-// the scenario is in MCP_CONFORMANCE_SCENARIO and optional credentials in
-// MCP_CONFORMANCE_CONTEXT. It plays the person (approving calls, answering
-// forms with their defaults) and, for OAuth, the browser.
+// suite (client mode). It uses only the public API (remotemcp.Open and
+// the localapi types), so the suite tests the path every user takes —
+// there is no test-only wiring — and follows the harness's rules: the
+// server URL is the last argument, the scenario is in
+// MCP_CONFORMANCE_SCENARIO and optional credentials in
+// MCP_CONFORMANCE_CONTEXT. It plays the person (adding the server,
+// approving calls, answering forms with their defaults, signing in when
+// the server asks) and, for OAuth, the browser: it fetches the
+// authorization URL the engine's sign-in returns and follows the redirect
+// back to the engine's loopback listener.
 //
 // Exit status 0 means the scenario's client side ran to the end; otherwise
 // the error is printed on stderr.
@@ -15,21 +19,18 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/auth"
-
-	"github.com/remotemcp/remotemcp/engine"
-	"github.com/remotemcp/remotemcp/agent"
-	"github.com/remotemcp/remotemcp/config"
-	"github.com/remotemcp/remotemcp/elicit"
-	"github.com/remotemcp/remotemcp/hostperm"
-	"github.com/remotemcp/remotemcp/manager"
-	"github.com/remotemcp/remotemcp/oauth"
-	"github.com/remotemcp/remotemcp/session"
+	"github.com/remotemcp/remotemcp"
+	"github.com/remotemcp/remotemcp/localapi"
 )
 
 func main() {
@@ -104,105 +105,175 @@ type harness struct {
 	sc       scenarioContext
 	url      string
 	log      *slog.Logger
+	auth     bool // an auth/ scenario: the server signs in with OAuth
 
-	c     *engine.Engine
-	m     *manager.Manager
-	reg   *agent.Registry
-	cards *elicit.Cards
+	c *remotemcp.Client
+	// answers are the goroutines answering server questions; run waits
+	// for them before it closes the engine.
+	answers sync.WaitGroup
 }
 
 const serverID = "conformance"
 
+// protocolAuto, as Options.ProtocolVersion, lets go-sdk negotiate (the
+// draft scenarios).
+const protocolAuto = "auto"
+
 func (h *harness) run(ctx context.Context, dir string) error {
-	srv := config.Server{ID: serverID, Name: h.scenario, URL: h.url, Enabled: true, Auth: config.Auth{Kind: config.AuthNone}}
-	auth := strings.HasPrefix(h.scenario, "auth/")
-	if auth {
-		srv.Auth = config.Auth{Kind: config.AuthOAuth, ClientID: h.sc.ClientID, ClientSecret: h.sc.ClientSecret}
-	}
-	if err := srv.Validate(); err != nil {
-		return fmt.Errorf("server config: %w", err)
-	}
-	opts := engine.Options{DataDir: dir, Logger: h.log, NoStart: true, Cards: true,
+	h.auth = strings.HasPrefix(h.scenario, "auth/")
+	opts := remotemcp.Options{DataDir: dir, Logger: h.log, NoStartupConnect: true,
 		// The harness plays the person: every origin its scenario uses
 		// (the MCP server, its authorization server) is approved when
 		// first contacted, through the same guard as in the product.
-		AskHost: func(context.Context, hostperm.PermissionRequiredError) bool { return true }}
+		AskHost: func(context.Context, localapi.PermissionInfo) bool { return true }}
+	if h.auth {
+		// The person is at hand: a server that asks for a sign-in gets
+		// one inside the request that met it, and the harness plays the
+		// browser on the authorization URL.
+		opts.SignIn = func(ctx context.Context, _, authURL string) error { return browse(ctx, authURL) }
+	}
 	if draftOnly[h.scenario] || draftRevision(os.Getenv("MCP_CONFORMANCE_PROTOCOL_VERSION")) {
-		opts.ProtocolVersion = session.ProtocolAuto
+		opts.ProtocolVersion = protocolAuto
 	}
-	hooks, err := h.authHooks(auth, &opts)
-	if err != nil {
-		return err
-	}
-	c, err := engine.Open(ctx, opts)
+	c, err := remotemcp.Open(ctx, opts)
 	if err != nil {
 		return err
 	}
 	defer c.Close()
-	h.c, h.m = c, c.Manager
-	if hooks != nil {
-		if err := hooks(c); err != nil {
+	defer h.answers.Wait() // before Close: an answer in flight finishes
+	h.c = c
+
+	no := false
+	req := localapi.AddServerRequest{ID: serverID, Name: h.scenario, URL: h.url, Auth: "none", ConnectOnStartup: &no}
+	if h.auth {
+		port, err := freePort()
+		if err != nil {
 			return err
 		}
+		// The person configured the suite's credentials, its CIMD URL
+		// and a redirect port of their own (the suite runs scenarios
+		// side by side; a fixed port would collide).
+		req.Auth, req.ClientID, req.ClientSecret = "oauth", h.sc.ClientID, h.sc.ClientSecret
+		req.ClientMetadataURL, req.RedirectPort = cimdURL, port
 	}
-	if err := c.Store.AddServer(ctx, srv); err != nil {
+	if _, err := c.AddServer(ctx, req); err != nil {
 		return fmt.Errorf("add server: %w", err)
 	}
-
-	cards := c.Elicit
-	h.cards = cards
-	// The person: answer every form with its defaults (SEP-1034).
-	go h.answerCards(ctx)
-
-	if err := c.Manager.Start(ctx); err != nil {
-		return err
-	}
-	reg, err := agent.New(agent.Options{
-		Backend:  c.Manager,
-		Cards:    cards,
-		Approver: agent.ApproverFunc(func(context.Context, agent.ApprovalRequest) (agent.Decision, error) { return agent.Allow(), nil }),
-		Logger:   h.log,
-	})
-	if err != nil {
-		return err
-	}
-	defer reg.Close()
-	h.reg = reg
-	if err := c.Manager.Connect(ctx, serverID); err != nil {
+	if _, err := c.Connect(ctx, serverID); err != nil {
 		return fmt.Errorf("connect: %w", err)
-	}
-	if err := reg.Start(ctx); err != nil {
-		return fmt.Errorf("list capabilities: %w", err)
 	}
 	return h.scenarioSteps(ctx)
 }
 
-func (h *harness) answerCards(ctx context.Context) {
-	ch := h.cards.Subscribe(ctx)
-	for card := range ch {
-		if card.Status != elicit.StatusPending {
-			continue
-		}
-		if err := h.cards.Answer(ctx, card.ID, elicit.Response{Action: "accept", Content: map[string]any{}}); err != nil {
+// freePort is a loopback port that was free a moment ago.
+func freePort() (int, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("choose a redirect port: %w", err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port, nil
+}
+
+// noRedirect is the browser's HTTP client: it shows each redirect
+// instead of following it, so browse can check where it leads.
+var noRedirect = &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+
+// browse plays the person's browser: the suite's authorization server
+// approves at once and redirects back, and the redirect goes to the
+// engine's loopback listener, which completes the sign-in.
+func browse(ctx context.Context, authURL string) error {
+	au, err := url.Parse(authURL)
+	if err != nil {
+		return fmt.Errorf("authorization URL: %w", err)
+	}
+	loc, err := get(ctx, authURL, true)
+	if err != nil {
+		return fmt.Errorf("authorization request: %w", err)
+	}
+	back, err := au.Parse(loc)
+	if err != nil {
+		return fmt.Errorf("authorization redirect %q: %w", loc, err)
+	}
+	if want := au.Query().Get("redirect_uri"); !strings.HasPrefix(back.String(), want) {
+		return fmt.Errorf("the authorization endpoint redirected elsewhere than the redirect URI %s", want)
+	}
+	_, err = get(ctx, back.String(), false)
+	return err
+}
+
+// get GETs u and returns the Location of its redirect (redirect true) or
+// checks that it answered 200.
+func get(ctx context.Context, u string, redirect bool) (string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return "", err
+	}
+	resp, err := noRedirect.Do(req)
+	if err != nil {
+		return "", err
+	}
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	resp.Body.Close()
+	switch {
+	case redirect && (resp.StatusCode < 300 || resp.StatusCode > 399):
+		return "", fmt.Errorf("answered %d instead of redirecting back", resp.StatusCode)
+	case !redirect && resp.StatusCode != http.StatusOK:
+		return "", fmt.Errorf("the callback was answered %d", resp.StatusCode)
+	}
+	return resp.Header.Get("Location"), nil
+}
+
+// answer answers a server question with its form's defaults (SEP-1034),
+// as the person would accept it.
+func (h *harness) answer(card localapi.Card) {
+	if card.Status != localapi.CardPending {
+		return
+	}
+	h.answers.Add(1)
+	go func() {
+		defer h.answers.Done()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := h.c.Answer(ctx, card.ID, localapi.Answer{Action: "accept", Content: map[string]any{}}); err != nil {
 			h.log.Warn("answer elicitation", "card", card.ID, "err", err)
 		}
-	}
+	}()
 }
 
-func (h *harness) tool(name string) (agent.AgentTool, bool) {
-	return h.reg.Snapshot().ToolFor(serverID, name)
-}
-
-func (h *harness) call(ctx context.Context, tool string, args json.RawMessage) (*agent.ToolResult, error) {
-	t, ok := h.tool(tool)
-	if !ok {
-		return nil, fmt.Errorf("server does not list tool %q", tool)
-	}
-	res, err := h.reg.Call(ctx, t.Name, args, agent.CallOptions{})
+// tools lists the server's tools (its catalog, from the connect).
+func (h *harness) tools(ctx context.Context) ([]localapi.Tool, error) {
+	l, err := h.c.Tools(ctx, localapi.ToolsRequest{ServerID: serverID})
 	if err != nil {
 		return nil, err
 	}
-	if res.Outcome != agent.OutcomeOK {
+	return l.Tools, nil
+}
+
+func (h *harness) tool(ctx context.Context, name string) (localapi.Tool, bool) {
+	l, err := h.tools(ctx)
+	if err != nil {
+		return localapi.Tool{}, false
+	}
+	for _, t := range l {
+		if t.ServerID == serverID && t.ToolName == name {
+			return t, true
+		}
+	}
+	return localapi.Tool{}, false
+}
+
+func (h *harness) call(ctx context.Context, tool string, args json.RawMessage) (*localapi.ToolResult, error) {
+	t, ok := h.tool(ctx, tool)
+	if !ok {
+		return nil, fmt.Errorf("server does not list tool %q", tool)
+	}
+	res, err := h.c.Call(ctx, localapi.CallRequest{Tool: t.Name, Arguments: args, Approved: true},
+		localapi.CallHandler{Question: h.answer})
+	if err != nil {
+		return nil, err
+	}
+	if res.Outcome != "ok" {
 		return res, fmt.Errorf("call %s: %s: %s", tool, res.Outcome, res.Message)
 	}
 	return res, nil
@@ -214,37 +285,10 @@ func (h *harness) call(ctx context.Context, tool string, args json.RawMessage) (
 // advertises client_id_metadata_document_supported, and that server
 // accepts it without fetching it (the suite's CIMD_CLIENT_METADATA_URL).
 // The product takes the URL from the server's config (SPEC §9 A3); the
-// harness plays the person who configured it.
-const cimdURL = "https://conformance-test.local/client-metadata.json"
-
-// authHooks makes the manager's OAuth handlers interactive for auth
-// scenarios: the harness's authorization server answers the authorization
-// request with an immediate redirect, so a headless GET that reads the
-// Location header plays the person and the browser. The authenticator is
-// the product's own, over the engine's store, memory and guarded HTTP
-// client, configured with the suite's CIMD URL; it is used only where the
+// harness plays the person who configured it. It is used only where the
 // authorization server accepts CIMD, and DCR or the scenario's
 // pre-registered client otherwise, as in the product.
-func (h *harness) authHooks(auth bool, opts *engine.Options) (func(*engine.Engine) error, error) {
-	if !auth {
-		return nil, nil
-	}
-	var authn *oauth.Authenticator
-	opts.OAuth = providerFunc(func(srv config.Server) manager.OAuthProvider {
-		return engine.OAuthProvider(authn, oauth.HeadlessBrowser(nil))
-	})
-	return func(c *engine.Engine) error {
-		authn = oauth.New(oauth.Options{Store: c.Store, Memory: c.Memory, HTTPClient: c.HTTP, Logger: h.log,
-			ClientMetadataURL: func(config.Server) string { return cimdURL }})
-		return nil
-	}, nil
-}
-
-// providerFunc defers building the provider until the Client (and its
-// Authenticator) exists.
-type providerFunc func(config.Server) manager.OAuthProvider
-
-func (f providerFunc) Handler(srv config.Server) auth.OAuthHandler { return f(srv).Handler(srv) }
+const cimdURL = "https://conformance-test.local/client-metadata.json"
 
 func (h *harness) scenarioSteps(ctx context.Context) error {
 	switch h.scenario {
@@ -260,7 +304,7 @@ func (h *harness) scenarioSteps(ctx context.Context) error {
 		_, err := h.call(ctx, "test_reconnection", json.RawMessage(`{}`))
 		return err
 	case "json-schema-2020-12-preservation":
-		focal, ok := h.tool("json_schema_2020_12_tool")
+		focal, ok := h.tool(ctx, "json_schema_2020_12_tool")
 		if !ok {
 			return errors.New("json_schema_2020_12_tool not listed")
 		}
@@ -289,33 +333,36 @@ func (h *harness) scenarioSteps(ctx context.Context) error {
 // resource, get the first prompt. It is what an auth scenario or an
 // unknown one gets.
 func (h *harness) generic(ctx context.Context) error {
-	snap := h.reg.Snapshot()
-	tools := snap.Tools()
+	tools, err := h.tools(ctx)
+	if err != nil {
+		return err
+	}
 	for _, t := range tools {
 		if _, err := h.call(ctx, t.ToolName, json.RawMessage(`{}`)); err != nil {
 			return err
 		}
-		if strings.HasPrefix(h.scenario, "auth/") {
+		if h.auth {
 			break // the auth scenarios' servers expose one test tool
 		}
 	}
-	if strings.HasPrefix(h.scenario, "auth/") {
+	if h.auth {
 		return nil
 	}
-	if rs := h.reg.SearchResources("", 1); len(rs) > 0 {
-		if _, err := h.reg.Read(ctx, rs[0].Mention()); err != nil {
+	if rs, err := h.c.Resources(ctx, localapi.ResourcesRequest{ServerID: serverID, Limit: 1}); err == nil && len(rs) > 0 {
+		if _, err := h.c.ReadResource(ctx, localapi.ReadRequest{Mention: "@" + rs[0].ServerID + ":" + rs[0].URI}); err != nil {
 			h.log.Warn("read resource", "err", err)
 		}
 	}
-	for _, p := range snap.Prompts() {
+	prompts, err := h.c.Prompts(ctx, serverID)
+	if err == nil && len(prompts) > 0 {
+		p := prompts[0]
 		args := map[string]string{}
 		for _, a := range p.Arguments {
 			args[a.Name] = "x"
 		}
-		if _, err := h.reg.GetPrompt(ctx, p.Command, args); err != nil {
+		if _, err := h.c.GetPrompt(ctx, localapi.GetPromptRequest{Command: p.Command, Arguments: args}); err != nil {
 			h.log.Warn("get prompt", "err", err)
 		}
-		break
 	}
 	return nil
 }
