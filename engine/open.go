@@ -142,10 +142,6 @@ type Engine struct {
 
 	editMu sync.Mutex // queues this process's server edits
 
-	// callErrs keeps the manager's error of a call in flight by operation
-	// id, so the engine can explain a call refused before it was sent.
-	callErrs sync.Map
-
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -227,7 +223,7 @@ func Open(ctx context.Context, o Options) (*Engine, error) {
 	}
 	c.Manager = manager.New(mo)
 	c.reg, err = agent.New(agent.Options{
-		Backend: backend{Manager: c.Manager, c: c}, Approver: agent.ApproverFunc(c.approve),
+		Backend: lister{c.Manager}, Approver: agent.ApproverFunc(denyUnasked),
 		Cards: c.Elicit, Logger: o.Logger,
 	})
 	if err != nil {
