@@ -23,6 +23,10 @@ type CallOptions struct {
 	// reach it at every stage (R4.5). Generated when empty; it must be
 	// unique among calls in flight.
 	OperationID string
+	// Approved: the person already approved this call where the caller
+	// asked (R4.1 is met before the registry sees it), so there is no
+	// approval step.
+	Approved bool
 	// Approve decides this call (R4.1); nil asks Options.Approver. An
 	// error wrapping ErrNobodyToAsk denies the call: nobody could be
 	// asked.
@@ -217,15 +221,18 @@ func (r *Registry) call(parent context.Context, t AgentTool, rawArgs json.RawMes
 	// The approver is host code: it gets copies of the snapshot's schema
 	// and annotations (one copy of the annotations serves both fields)
 	// and of the arguments that will be sent.
-	approve := o.Approve
-	if approve == nil {
-		approve = r.o.Approver.Approve
+	dec, err := Allow(), error(nil)
+	if !o.Approved {
+		approve := o.Approve
+		if approve == nil {
+			approve = r.o.Approver.Approve
+		}
+		at := t.clone()
+		dec, err = approve(ctx, ApprovalRequest{
+			Tool: at, Server: t.ServerID, Arguments: json.RawMessage(append([]byte(nil), args...)),
+			Annotations: at.Annotations, OperationID: o.OperationID,
+		})
 	}
-	at := t.clone()
-	dec, err := approve(ctx, ApprovalRequest{
-		Tool: at, Server: t.ServerID, Arguments: json.RawMessage(append([]byte(nil), args...)),
-		Annotations: at.Annotations, OperationID: o.OperationID,
-	})
 	switch {
 	case ctx.Err() != nil:
 		return r.cancelled(base, ctx, false)

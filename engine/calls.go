@@ -96,16 +96,13 @@ func toolOf(t agent.AgentTool) localapi.Tool {
 	return lt
 }
 
-// approver is one call's approval step, an explicit parameter of the
-// call (agent.CallOptions.Approve): the call's own decision (approved by
-// the caller, or asked through CallHandler.Approve with the whole
-// request, or by a card), and without either the call is denied and
+// approver is the approval step of a call the caller did not approve
+// itself (agent.CallOptions.Approved), an explicit parameter of the call
+// (agent.CallOptions.Approve): asked through CallHandler.Approve with the
+// whole request, or by a card, and without either the call is denied and
 // nothing is sent (agent.ErrNobodyToAsk), since every remote tool is a
 // write tool that needs the person's approval (R4.1).
-func (c *Engine) approver(approved, askByCard bool, h localapi.CallHandler) func(context.Context, agent.ApprovalRequest) (agent.Decision, error) {
-	if approved {
-		return func(context.Context, agent.ApprovalRequest) (agent.Decision, error) { return agent.Allow(), nil }
-	}
+func (c *Engine) approver(askByCard bool, h localapi.CallHandler) func(context.Context, agent.ApprovalRequest) (agent.Decision, error) {
 	byCard := h.Approve == nil && askByCard && c.Elicit != nil
 	if !byCard && h.Approve == nil {
 		return func(context.Context, agent.ApprovalRequest) (agent.Decision, error) {
@@ -156,8 +153,9 @@ func (c *Engine) approvalRequest(ctx context.Context, ar agent.ApprovalRequest) 
 }
 
 // notSent says why a call the guard or the server refused before it ran
-// was not sent (agent.CallOptions.NotSent), and notes a server that
-// waits for a sign-in so that its status shows it at once.
+// was not sent (agent.CallOptions.NotSent, as notSentFn: made once, not
+// per call), and notes a server that waits for a sign-in so that its
+// status shows it at once.
 func (c *Engine) notSent(serverID string, err error) string {
 	c.noteNeedsPerson(serverID, err)
 	return c.whyNotSent(serverID, err)
@@ -193,8 +191,10 @@ func (c *Engine) Call(ctx context.Context, req localapi.CallRequest, h localapi.
 	if len(req.Arguments) > agent.MaxArgumentsSize {
 		return nil, badRequest("arguments", "the arguments are larger than %d bytes", agent.MaxArgumentsSize)
 	}
-	opts := agent.CallOptions{OperationID: req.OperationID, Raw: req.Raw,
-		Approve: c.approver(req.Approved, req.AskByCard, h), NotSent: c.notSent}
+	opts := agent.CallOptions{OperationID: req.OperationID, Raw: req.Raw, Approved: req.Approved, NotSent: c.notSentFn}
+	if !req.Approved {
+		opts.Approve = c.approver(req.AskByCard, h)
+	}
 	if opts.OperationID == "" {
 		opts.OperationID = opid.New("op-")
 	}
@@ -534,8 +534,7 @@ func (c *Engine) Retry(ctx context.Context, cardID string, confirmed bool) (*loc
 	if err := c.ensureReady(ctx, k.ServerID); err != nil {
 		return nil, c.connectError(ctx, k.ServerID, err)
 	}
-	res, err := c.reg.Resend(ctx, cardID, agent.CallOptions{OperationID: opid.New("op-"),
-		Approve: c.approver(true, false, localapi.CallHandler{}), NotSent: c.notSent})
+	res, err := c.reg.Resend(ctx, cardID, agent.CallOptions{OperationID: opid.New("op-"), Approved: true, NotSent: c.notSentFn})
 	c.hub.bump(topicCards)
 	if res == nil {
 		if err == nil {

@@ -142,6 +142,9 @@ type Engine struct {
 
 	editMu sync.Mutex // queues this process's server edits
 
+	// notSentFn is notSent as a call's agent.CallOptions.NotSent.
+	notSentFn func(serverID string, err error) string
+
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -222,6 +225,7 @@ func Open(ctx context.Context, o Options) (*Engine, error) {
 		mo.Elicit = cards.Handle
 	}
 	c.Manager = manager.New(mo)
+	c.notSentFn = c.notSent
 	c.reg, err = agent.New(agent.Options{
 		Backend: lister{c.Manager}, Approver: agent.ApproverFunc(denyUnasked),
 		Cards: c.Elicit, Logger: o.Logger,

@@ -16,6 +16,7 @@ import (
 	"crypto/cipher"
 	"crypto/rand"
 	"encoding/binary"
+	"sync"
 	"sync/atomic"
 )
 
@@ -37,6 +38,9 @@ var gen = func() *generator {
 	return &generator{block: b}
 }()
 
+// blocks are the buffers of New's encryption.
+var blocks = sync.Pool{New: func() any { return new([32]byte) }}
+
 type generator struct {
 	block cipher.Block
 	n     atomic.Uint64
@@ -45,13 +49,15 @@ type generator struct {
 // New returns prefix and Len characters that no other call of this
 // process gets, in one allocation.
 func New(prefix string) string {
-	// One buffer: the block cipher's interface call makes its arguments
-	// escape, so the counter and its encryption share the id's bytes.
-	buf := make([]byte, 32, 32+len(prefix)+Len)
-	in, out := buf[:16], buf[16:32]
+	// The block cipher's interface call makes its arguments escape: they
+	// come from a pool, so the id's string is the one allocation.
+	bp := blocks.Get().(*[32]byte)
+	in, out := bp[:16], bp[16:]
+	clear(in[:8])
 	binary.BigEndian.PutUint64(in[8:], gen.n.Add(1))
 	gen.block.Encrypt(out, in)
-	b := append(buf[32:], prefix...)
+	var buf [64]byte
+	b := append(buf[:0], prefix...)
 	// 20 characters of 5 bits each: the first 100 bits of the block.
 	hi := binary.BigEndian.Uint64(out[:8])
 	lo := binary.BigEndian.Uint64(out[8:])
@@ -67,5 +73,6 @@ func New(prefix string) string {
 		}
 		b = append(b, alphabet[v])
 	}
+	blocks.Put(bp)
 	return string(b)
 }
