@@ -119,14 +119,16 @@ func (c *Client) Authorize(ctx context.Context, id string, opts ...localapi.Auth
 	return c.e.Authorize(ctx, id, opts...)
 }
 
-// Call runs one tool call through the agent registry: it connects the
-// tool's server if it has no session (that server only), asks for
-// approval unless req.Approved (CallHandler.Approve gets the whole
-// request; without it nothing is sent), waits behind open questions, sends
-// the call once, and validates and budgets the result. h.Progress gets
-// each progress notification in order, and h.Question each server
-// question asked during the call; answer it with Answer, from any
-// goroutine or process, and the call continues.
+// Call runs one tool call: it connects the tool's server if it has no
+// session (that server only), asks for approval unless req.Approved
+// (CallHandler.Approve gets the whole request; without it nothing is
+// sent), waits behind open questions, sends the call once, and validates
+// and budgets the result. h.Progress gets each progress notification in
+// order; only with h.Progress is the server asked for progress (a
+// progressToken), and only then does progress extend the call's tool
+// time. h.Question gets each server question asked during the call;
+// answer it with Answer, from any goroutine or process, and the call
+// continues.
 //
 // A call refused before anything was sent (the server needs a sign-in or
 // an origin grant, the approval was denied or not asked for) has
