@@ -5,11 +5,13 @@
 //
 // The [Registry] is built from the manager's catalogs and rebuilt when a
 // catalog commits (R4.4). Every remote tool is a write tool that is never
-// retried (R4.1): each call goes through the host's [Approver], whatever
-// the server's annotations say, and is sent at most once, with one
-// operation id from the AgentTool down to the SDK (R4.5). Results are
-// validated and cut to a size budget (R4.6). Elicitation during a call is
-// handled by package elicit, whose admission gate the registry uses.
+// retried (R4.1): each call is approved (by its caller, or through an
+// [Approver]), whatever the server's annotations say, and is sent at most
+// once, with one operation id from the AgentTool down to the SDK (R4.5),
+// whose one record and cancellation context are the manager's
+// (manager.Op). Results are validated once, by the session, and cut to a
+// size budget (R4.6). Elicitation during a call is handled by package
+// elicit, whose admission gate the registry uses.
 package agent
 
 import (
@@ -169,7 +171,8 @@ var _ Backend = (*manager.Manager)(nil)
 // Options configure a Registry.
 type Options struct {
 	Backend Backend
-	// Approver decides every tool call (required).
+	// Approver decides every tool call that brings no decision of its own
+	// (CallOptions.Approved, CallOptions.Approve) (required).
 	Approver Approver
 	// Cards, when set, queues calls behind open elicitations and
 	// attributes elicitations to calls (see package elicit); it should be
