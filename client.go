@@ -61,12 +61,16 @@ func (c *Client) Authorize(ctx context.Context, id string, opts ...localapi.Auth
 	return c.e.Authorize(ctx, id, opts...)
 }
 
-// Call runs one tool call through the agent registry: it connects the
-// tool's server if it has no session (that server only), asks for
-// approval unless req.Approved (CallHandler.Approve gets the whole
-// request; without it nothing is sent), waits behind open questions, sends
-// the call once, and validates and budgets the result. h.Progress gets
-// each progress notification in order, and h.Question each server
+// Call runs one tool call through the one call pipeline: it resolves the
+// name, connecting the tool's server if it has no session (that server
+// only); then the agent registry asks for approval unless req.Approved
+// (CallHandler.Approve gets the whole request; without it nothing is
+// sent), waits behind open questions, sends the call once through the
+// manager, and budgets the session's validated result. The call's one
+// record is the manager's (CancelCall finds it there). h.Progress gets
+// each progress notification in order; only with h.Progress is the
+// server asked for progress (a progress token), and only then does
+// progress extend the call's tool time. h.Question gets each server
 // question asked during the call; answer it with Answer, from any
 // goroutine or process, and the call continues.
 //
@@ -82,6 +86,7 @@ func (c *Client) Call(ctx context.Context, req localapi.CallRequest, h localapi.
 
 // CancelCall cancels a call by its operation id at whatever stage it is
 // (R4.5); a cancel that arrives before its call is remembered for a while.
+// The id is the call's capability: ids are unguessable (package opid).
 func (c *Client) CancelCall(ctx context.Context, operationID string) error {
 	return c.e.CancelCall(ctx, operationID)
 }

@@ -5,11 +5,13 @@
 //
 // The [Registry] is built from the manager's catalogs and rebuilt when a
 // catalog commits (R4.4). Every remote tool is a write tool that is never
-// retried (R4.1): each call goes through the host's [Approver], whatever
-// the server's annotations say, and is sent at most once, with one
-// operation id from the AgentTool down to the SDK (R4.5). Results are
-// validated and cut to a size budget (R4.6). Elicitation during a call is
-// handled by package elicit, whose admission gate the registry uses.
+// retried (R4.1): each call is approved (by its caller, or through an
+// [Approver]), whatever the server's annotations say, and is sent at most
+// once, with one operation id from the AgentTool down to the SDK (R4.5),
+// whose one record and cancellation context are the manager's
+// (manager.Op). Results are validated once, by the session, and cut to a
+// size budget (R4.6). Elicitation during a call is handled by package
+// elicit, whose admission gate the registry uses.
 package agent
 
 import (
@@ -22,7 +24,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"golang.org/x/sync/errgroup"
@@ -156,7 +157,11 @@ type Backend interface {
 	// CachedCatalog is a server's last good catalog without connecting
 	// (nil when there is none); it never counts as ready.
 	CachedCatalog(ctx context.Context, id string) (*session.Catalog, error)
-	CallTool(ctx context.Context, id, tool string, args json.RawMessage, o session.CallOptions) (*mcp.CallToolResult, error)
+	// Begin, CallOp and Cancel are the manager's one record of each call
+	// (manager.Op): the registry keeps none of its own.
+	Begin(ctx context.Context, operationID string) (*manager.Op, error)
+	CallOp(op *manager.Op, id, tool string, args json.RawMessage, o session.CallOptions) (*mcp.CallToolResult, error)
+	Cancel(operationID string)
 	GetPrompt(ctx context.Context, id, name string, args map[string]string) (*mcp.GetPromptResult, error)
 	ReadResource(ctx context.Context, id, uri string) (*mcp.ReadResourceResult, error)
 }
@@ -166,7 +171,8 @@ var _ Backend = (*manager.Manager)(nil)
 // Options configure a Registry.
 type Options struct {
 	Backend Backend
-	// Approver decides every tool call (required).
+	// Approver decides every tool call that brings no decision of its own
+	// (CallOptions.Approved, CallOptions.Approve) (required).
 	Approver Approver
 	// Cards, when set, queues calls behind open elicitations and
 	// attributes elicitations to calls (see package elicit); it should be
@@ -189,7 +195,7 @@ type Options struct {
 // Errors callers branch on.
 var (
 	// ErrCancelled: the call was cancelled through its context or Cancel.
-	ErrCancelled = errors.New("tool call cancelled")
+	ErrCancelled = manager.ErrCancelled
 	// ErrClosed: the registry was closed.
 	ErrClosed = errors.New("agent registry closed")
 	// ErrUnknownCommand: no such /server:prompt command.
@@ -216,11 +222,9 @@ type Registry struct {
 	views   map[string]*serverView
 	gen     uint64
 
-	opsMu   sync.Mutex
+	opsMu   sync.Mutex // guards started and closed
 	started bool
 	closed  bool
-	ops     map[string]*operation
-	cancels cancelRecords
 }
 
 // serverView is what the registry last saw of one server.
@@ -257,8 +261,7 @@ func New(o Options) (*Registry, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &Registry{o: o, be: o.Backend, log: o.Logger, ctx: ctx, cancel: cancel,
-		views: map[string]*serverView{}, ops: map[string]*operation{}}
-	r.cancels.init()
+		views: map[string]*serverView{}}
 	r.subs = fanout.New[*Snapshot](1)
 	r.snap.Store(buildSnapshot(0, nil, o.MaxDescription))
 	return r, nil
@@ -690,53 +693,6 @@ func capText(s string, n int) string {
 		return s
 	}
 	return cutRunes(s, n) + " …[description truncated by remotemcp]"
-}
-
-// cancelRecords remember cancels that arrived before their call, bounded
-// and short-lived like the session's (R4.5).
-type cancelRecords struct {
-	at    map[string]time.Time
-	order []string
-}
-
-const (
-	maxCancelRecords = 1024
-	cancelRecordTTL  = 2 * time.Minute
-)
-
-func (c *cancelRecords) init() { c.at = map[string]time.Time{} }
-
-func (c *cancelRecords) add(id string) {
-	now := time.Now()
-	c.expire(now)
-	if _, ok := c.at[id]; !ok {
-		c.order = append(c.order, id)
-	}
-	c.at[id] = now
-	for len(c.order) > maxCancelRecords {
-		delete(c.at, c.order[0])
-		c.order = c.order[1:]
-	}
-}
-
-func (c *cancelRecords) take(id string) bool {
-	c.expire(time.Now())
-	if _, ok := c.at[id]; ok {
-		delete(c.at, id)
-		return true
-	}
-	return false
-}
-
-func (c *cancelRecords) expire(now time.Time) {
-	for len(c.order) > 0 {
-		id := c.order[0]
-		if t, ok := c.at[id]; ok && now.Sub(t) < cancelRecordTTL {
-			return
-		}
-		delete(c.at, id)
-		c.order = c.order[1:]
-	}
 }
 
 // errText is err's message, "" for nil.

@@ -11,6 +11,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/remotemcp/remotemcp/elicit"
+	"github.com/remotemcp/remotemcp/internal/opid"
 	"github.com/remotemcp/remotemcp/manager"
 	"github.com/remotemcp/remotemcp/session"
 )
@@ -18,11 +19,27 @@ import (
 // CallOptions carry what travels with one call.
 type CallOptions struct {
 	// OperationID names the call from the AgentTool down to the SDK (it is
-	// also the MCP progress token), so Cancel can reach it at every stage
-	// (R4.5). Generated when empty; it must be unique among calls in flight.
+	// also the MCP progress token when Progress is set), so Cancel can
+	// reach it at every stage (R4.5). Generated when empty; it must be
+	// unique among calls in flight.
 	OperationID string
-	// Progress receives the server's progress notifications. Their
-	// Message is server text: show it as such.
+	// Approved: the person already approved this call where the caller
+	// asked (R4.1 is met before the registry sees it), so there is no
+	// approval step.
+	Approved bool
+	// Approve decides this call (R4.1); nil asks Options.Approver. An
+	// error wrapping ErrNobodyToAsk denies the call: nobody could be
+	// asked.
+	Approve func(ctx context.Context, req ApprovalRequest) (Decision, error)
+	// NotSent, when set, says in the caller's words why a call that the
+	// host permission guard or the server refused before it ran was not
+	// sent (a sign-in or an origin grant is missing; err is the manager's
+	// CallError). The result then says the call was not sent, and why.
+	NotSent func(serverID string, err error) string
+	// Progress receives the server's progress notifications; only a call
+	// with Progress asks the server for progress (a progress token), and
+	// only its progress restarts its tool time. Their Message is server
+	// text: show it as such.
 	Progress func(Progress)
 	// Timeout, when positive, bounds this call in addition to the server's
 	// toolTimeout (default 60 s); the shorter one wins.
@@ -110,21 +127,16 @@ func (r *ToolResult) Render() string {
 	return strings.Join(parts, "\n\n")
 }
 
-// operation is a call in flight in the registry.
-type operation struct {
-	id         string
-	cancel     context.CancelCauseFunc
-	dispatched bool // handed to the manager; guarded by Registry.opsMu
-}
-
-var errCancelledEarly = errors.New("cancelled before the call started")
-
-// newOperationID returns "op-" and 20 random characters.
-func newOperationID() string { return session.RandomID("op-", 20) }
+// ErrNobodyToAsk is an Approve error that denies a call because nobody
+// could be asked for its approval (no approval handler, and the call was
+// not marked approved).
+var ErrNobodyToAsk = errors.New("nobody could be asked for the approval")
 
 // Call runs one tool call: lookup, lenient argument parsing, approval,
 // admission behind open elicitations, one dispatch through the manager,
-// validation, and the size budget. It never retries.
+// and the size budget. It never retries. The call's one record and
+// cancellation context are the manager's (Backend.Begin): the registry
+// keeps none, and Cancel reaches the call through the manager.
 //
 // Call returns a ToolResult in every case, written so the model can read
 // why a call did not happen (denied, unknown, bad arguments, timeout …).
@@ -132,12 +144,12 @@ func newOperationID() string { return session.RandomID("op-", 20) }
 // ErrCancelled, and the context's cause) or the registry is closed; a
 // ToolResult describing that is returned too.
 func (r *Registry) Call(ctx context.Context, name string, args json.RawMessage, o CallOptions) (*ToolResult, error) {
-	if o.OperationID == "" {
-		o.OperationID = newOperationID()
-	}
 	snap := r.Snapshot()
 	t, ok := snap.tool(name) // read-only: call copies what leaves the registry
 	if !ok {
+		if o.OperationID == "" {
+			o.OperationID = opid.New("op-")
+		}
 		res := &ToolResult{Tool: name, OperationID: o.OperationID, Outcome: OutcomeUnavailable, IsError: true}
 		if k, off := snap.disabled[name]; off {
 			res.ServerID, res.ToolName = k.server, k.tool
@@ -153,9 +165,9 @@ func (r *Registry) Call(ctx context.Context, name string, args json.RawMessage, 
 		}
 		// Consume a cancel that overtook this call, so it cannot hit a
 		// later call that reuses the id.
-		r.opsMu.Lock()
-		r.cancels.take(o.OperationID)
-		r.opsMu.Unlock()
+		if op, err := r.be.Begin(ctx, o.OperationID); err == nil {
+			op.End()
+		}
 		return res, nil
 	}
 	return r.call(ctx, *t, args, o)
@@ -164,65 +176,40 @@ func (r *Registry) Call(ctx context.Context, name string, args json.RawMessage, 
 // Cancel cancels a call by operation id at whatever stage it is: waiting
 // for approval or admission (it is then never dispatched), or in flight
 // (the SDK sends notifications/cancelled). A cancel that arrives before
-// its call is remembered for a while, so the call is refused (R4.5).
-//
-// The call's context carries the cancel down the whole chain (manager,
-// session, SDK): a request whose context is already done is never written,
-// so there is no gap to cover with the session's own cancel records, and
-// none is left behind to hit a later call that reuses the id.
-func (r *Registry) Cancel(operationID string) {
-	r.opsMu.Lock()
-	op := r.ops[operationID]
-	if op == nil {
-		r.cancels.add(operationID)
-		r.opsMu.Unlock()
-		return
-	}
-	r.opsMu.Unlock()
-	op.cancel(ErrCancelled)
-}
-
-func (r *Registry) begin(ctx context.Context, opID string) (context.Context, *operation, error) {
-	r.opsMu.Lock()
-	defer r.opsMu.Unlock()
-	if r.closed {
-		return nil, nil, ErrClosed
-	}
-	if r.cancels.take(opID) {
-		return nil, nil, errCancelledEarly
-	}
-	if _, dup := r.ops[opID]; dup {
-		return nil, nil, fmt.Errorf("operation %s is already in flight", opID)
-	}
-	cctx, cancel := context.WithCancelCause(ctx)
-	op := &operation{id: opID, cancel: cancel}
-	r.ops[opID] = op
-	return cctx, op, nil
-}
-
-func (r *Registry) end(op *operation) {
-	r.opsMu.Lock()
-	if r.ops[op.id] == op {
-		delete(r.ops, op.id)
-	}
-	r.opsMu.Unlock()
-	op.cancel(nil)
-}
+// its call is remembered for a while, so the call is refused (R4.5). It
+// is the manager's Cancel: the call's record is there.
+func (r *Registry) Cancel(operationID string) { r.be.Cancel(operationID) }
 
 func (r *Registry) call(parent context.Context, t AgentTool, rawArgs json.RawMessage, o CallOptions) (*ToolResult, error) {
 	base := func(out Outcome) *ToolResult {
 		return &ToolResult{Tool: t.Name, ServerID: t.ServerID, ToolName: t.ToolName, OperationID: o.OperationID, Outcome: out, IsError: true}
 	}
-	ctx, op, err := r.begin(parent, o.OperationID)
-	switch {
-	case errors.Is(err, errCancelledEarly):
-		return r.cancelled(base, nil, false)
-	case err != nil:
+	r.opsMu.Lock()
+	closed := r.closed
+	r.opsMu.Unlock()
+	if closed {
+		if o.OperationID == "" {
+			o.OperationID = opid.New("op-")
+		}
+		res := base(OutcomeFailed)
+		res.Message = fmt.Sprintf("The call of tool %q was not sent: %v.", t.Name, ErrClosed)
+		return res, ErrClosed
+	}
+	op, err := r.be.Begin(parent, o.OperationID)
+	if err != nil {
+		if o.OperationID == "" {
+			o.OperationID = opid.New("op-")
+		}
+		if errors.Is(err, manager.ErrCancelledEarly) {
+			return r.cancelled(base, nil, false)
+		}
 		res := base(OutcomeFailed)
 		res.Message = fmt.Sprintf("The call of tool %q was not sent: %v.", t.Name, err)
 		return res, err
 	}
-	defer r.end(op)
+	defer op.End()
+	o.OperationID = op.ID()
+	ctx := op.Context()
 
 	args, err := ParseArguments(rawArgs)
 	if err != nil {
@@ -234,14 +221,25 @@ func (r *Registry) call(parent context.Context, t AgentTool, rawArgs json.RawMes
 	// The approver is host code: it gets copies of the snapshot's schema
 	// and annotations (one copy of the annotations serves both fields)
 	// and of the arguments that will be sent.
-	at := t.clone()
-	dec, err := r.o.Approver.Approve(ctx, ApprovalRequest{
-		Tool: at, Server: t.ServerID, Arguments: json.RawMessage(append([]byte(nil), args...)),
-		Annotations: at.Annotations, OperationID: o.OperationID,
-	})
+	dec, err := Allow(), error(nil)
+	if !o.Approved {
+		approve := o.Approve
+		if approve == nil {
+			approve = r.o.Approver.Approve
+		}
+		at := t.clone()
+		dec, err = approve(ctx, ApprovalRequest{
+			Tool: at, Server: t.ServerID, Arguments: json.RawMessage(append([]byte(nil), args...)),
+			Annotations: at.Annotations, OperationID: o.OperationID,
+		})
+	}
 	switch {
 	case ctx.Err() != nil:
 		return r.cancelled(base, ctx, false)
+	case errors.Is(err, ErrNobodyToAsk):
+		res := base(OutcomeDenied)
+		res.Message = fmt.Sprintf("The call of tool %q was not sent: every remote tool call needs the person's approval, and nobody could be asked (no approval handler, and the call was not marked approved). Nothing reached MCP server %q.", t.Name, t.ServerID)
+		return res, nil
 	case err != nil:
 		res := base(OutcomeApprovalFailed)
 		res.Message = fmt.Sprintf("The call of tool %q was not sent: approval could not be obtained (%v).", t.Name, err)
@@ -252,6 +250,7 @@ func (r *Registry) call(parent context.Context, t AgentTool, rawArgs json.RawMes
 		if dec.Reason != "" {
 			res.Message += " The user's reason: " + dec.Reason
 		}
+		res.Message += " Nothing was sent to the server."
 		return res, nil
 	}
 
@@ -268,23 +267,19 @@ func (r *Registry) call(parent context.Context, t AgentTool, rawArgs json.RawMes
 		}
 		defer adm.Finish()
 	}
-
-	r.opsMu.Lock()
 	if ctx.Err() != nil {
 		// Cancelled after admission but before dispatch: never send it.
-		r.opsMu.Unlock()
 		return r.cancelled(base, ctx, false)
 	}
-	op.dispatched = true
-	r.opsMu.Unlock()
 
-	cctx := ctx
 	if o.Timeout > 0 {
-		var cancel context.CancelFunc
-		cctx, cancel = context.WithTimeout(ctx, o.Timeout)
-		defer cancel()
+		// The caller's bound runs from dispatch, not from approval: a
+		// timer that ends the call's own context, with its own cause.
+		tm := time.AfterFunc(o.Timeout, func() { op.Cancel(errCallTimeout) })
+		defer tm.Stop()
 	}
-	res, err := r.be.CallTool(cctx, t.ServerID, t.ToolName, args, session.CallOptions{OperationID: o.OperationID, Progress: o.Progress, Sample: o.Sample})
+	res, err := r.be.CallOp(op, t.ServerID, t.ToolName, args,
+		session.CallOptions{OperationID: o.OperationID, Progress: o.Progress, Sample: o.Sample})
 	var intr *elicit.Card
 	if adm != nil {
 		intr = adm.Finish()
@@ -298,15 +293,9 @@ func (r *Registry) call(parent context.Context, t AgentTool, rawArgs json.RawMes
 		return out, nil
 	}
 	if err != nil {
-		return r.callFailed(base, ctx, cctx, o.Timeout, t, err)
+		return r.callFailed(base, op, o, t, err)
 	}
-	if err := session.ValidateCallResult(res); err != nil {
-		out := base(OutcomeFailed)
-		out.MaybeExecuted = true
-		out.Message = fmt.Sprintf("The call of tool %q ran, but the server's result was invalid and was dropped; the call was not re-sent.", t.Name)
-		out.Content = []ContextBlock{errorBlock(t, err)}
-		return out, nil
-	}
+	// The session validated the result (session.ValidateCallResult).
 	out := r.toolResult(t, o.OperationID, res)
 	if o.Raw && !out.Truncated {
 		// Unchanged, since the host is the agent (A8); a result the
@@ -316,16 +305,37 @@ func (r *Registry) call(parent context.Context, t AgentTool, rawArgs json.RawMes
 	return out, nil
 }
 
-func (r *Registry) callFailed(base func(Outcome) *ToolResult, ctx, cctx context.Context, timeout time.Duration, t AgentTool, err error) (*ToolResult, error) {
+// errCallTimeout ends a call's context when CallOptions.Timeout passed.
+var errCallTimeout = errors.New("the call's timeout passed")
+
+// callFailed turns the manager's error into the model's result. The
+// call's context says whether it was cancelled or timed out (its cause);
+// the error's types say what else happened, and whether it may have run.
+func (r *Registry) callFailed(base func(Outcome) *ToolResult, op *manager.Op, o CallOptions, t AgentTool, err error) (*ToolResult, error) {
+	ctx := op.Context()
+	callerTimeout := errors.Is(context.Cause(ctx), errCallTimeout)
+	cancelled := ctx.Err() != nil && !callerTimeout && !op.TimedOut()
 	maybe := true
 	var ce *manager.CallError
 	if errors.As(err, &ce) {
 		maybe = ce.MaybeExecuted
 	}
+	res, rerr := r.failure(base, ctx, cancelled, callerTimeout, o.Timeout, t, maybe, err)
+	if ce != nil && ce.Refused && o.NotSent != nil && !res.MaybeExecuted &&
+		(res.Outcome == OutcomeFailed || res.Outcome == OutcomeUnavailable) {
+		// The guard or the server refused it before it ran: say that it
+		// was not sent, and what the person can do.
+		res.Outcome = OutcomeUnavailable
+		res.Message = fmt.Sprintf("The call of tool %q was not sent: %s. Nothing reached the server, so the tool did not run.", t.Name, o.NotSent(t.ServerID, err))
+	}
+	return res, rerr
+}
+
+func (r *Registry) failure(base func(Outcome) *ToolResult, ctx context.Context, cancelled, callerTimeout bool, timeout time.Duration, t AgentTool, maybe bool, err error) (*ToolResult, error) {
 	switch {
 	case errors.Is(err, session.ErrCancelledBeforeDispatch):
 		return r.cancelled(base, ctx, false)
-	case ctx.Err() != nil:
+	case cancelled:
 		return r.cancelled(base, ctx, maybe)
 	case errors.As(err, new(*session.LimitError)):
 		res := base(OutcomeFailed)
@@ -359,7 +369,7 @@ func (r *Registry) callFailed(base func(Outcome) *ToolResult, ctx, cctx context.
 		res.Message = fmt.Sprintf("The call of tool %q was not sent: MCP server %q could not be connected, and is not tried again before the time the error names. The error follows.", t.Name, t.ServerID)
 		res.Content = []ContextBlock{errorBlock(t, err)}
 		return res, nil
-	case cctx.Err() != nil && errors.Is(err, context.DeadlineExceeded):
+	case callerTimeout:
 		res := base(OutcomeTimeout)
 		res.MaybeExecuted = true
 		res.Message = fmt.Sprintf("The call of tool %q timed out after %s. The server was told to stop, but the call may have partly run; it was not re-sent.", t.Name, timeout)
@@ -462,7 +472,7 @@ func (r *Registry) Resend(ctx context.Context, cardID string, o CallOptions) (*T
 		return nil, fmt.Errorf("card %s: tool %q of server %q is not available any more; nothing was re-sent", cardID, card.Tool, card.ServerID)
 	}
 	if o.OperationID == "" {
-		o.OperationID = newOperationID()
+		o.OperationID = opid.New("op-")
 	}
 	if _, err := cards.ClaimResend(ctx, cardID, o.OperationID); err != nil {
 		return nil, err

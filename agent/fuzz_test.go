@@ -56,9 +56,15 @@ func (echoBackend) CatalogOn(string, string) (*session.Catalog, error) {
 	return nil, errors.New("no catalog")
 }
 
-func (echoBackend) CallTool(context.Context, string, string, json.RawMessage, session.CallOptions) (*mcp.CallToolResult, error) {
+func (echoBackend) Begin(context.Context, string) (*manager.Op, error) {
 	return nil, errors.New("no tools")
 }
+
+func (echoBackend) CallOp(*manager.Op, string, string, json.RawMessage, session.CallOptions) (*mcp.CallToolResult, error) {
+	return nil, errors.New("no tools")
+}
+
+func (echoBackend) Cancel(string) {}
 
 func (echoBackend) GetPrompt(_ context.Context, id, name string, args map[string]string) (*mcp.GetPromptResult, error) {
 	res := &mcp.GetPromptResult{Description: id + ":" + name}

@@ -127,14 +127,3 @@ func TestRenderAllocations(t *testing.T) {
 		t.Fatalf("Render allocates %v times; want 1 (the text)", n)
 	}
 }
-
-func TestNewOperationID(t *testing.T) {
-	seen := map[string]bool{}
-	for range 1000 {
-		id := newOperationID()
-		if len(id) != 23 || id[:3] != "op-" || strings.Trim(id[3:], "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567") != "" || seen[id] {
-			t.Fatalf("bad or repeated id %q", id)
-		}
-		seen[id] = true
-	}
-}

@@ -3,7 +3,6 @@ package engine
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -22,6 +21,7 @@ import (
 	"github.com/remotemcp/remotemcp/config"
 	"github.com/remotemcp/remotemcp/elicit"
 	"github.com/remotemcp/remotemcp/hostperm"
+	"github.com/remotemcp/remotemcp/internal/opid"
 	"github.com/remotemcp/remotemcp/localapi"
 	"github.com/remotemcp/remotemcp/manager"
 	"github.com/remotemcp/remotemcp/oauth"
@@ -96,35 +96,40 @@ func toolOf(t agent.AgentTool) localapi.Tool {
 	return lt
 }
 
-// callKey carries a call's state to the registry's approver.
-type callKey struct{}
-
-// callState is what the engine knows about one call in flight.
-type callState struct {
-	approved  bool
-	askByCard bool
-	h         localapi.CallHandler
-	// noApprover: the call was refused because nobody could be asked.
-	noApprover bool
+// approver is the approval step of a call the caller did not approve
+// itself (agent.CallOptions.Approved), an explicit parameter of the call
+// (agent.CallOptions.Approve): asked through CallHandler.Approve with the
+// whole request, or by a card, and without either the call is denied and
+// nothing is sent (agent.ErrNobodyToAsk), since every remote tool is a
+// write tool that needs the person's approval (R4.1).
+func (c *Engine) approver(askByCard bool, h localapi.CallHandler) func(context.Context, agent.ApprovalRequest) (agent.Decision, error) {
+	byCard := h.Approve == nil && askByCard && c.Elicit != nil
+	if !byCard && h.Approve == nil {
+		return func(context.Context, agent.ApprovalRequest) (agent.Decision, error) {
+			return agent.Decision{}, agent.ErrNobodyToAsk
+		}
+	}
+	return func(ctx context.Context, ar agent.ApprovalRequest) (agent.Decision, error) {
+		req := c.approvalRequest(ctx, ar)
+		if byCard {
+			return c.approveByCard(ctx, req)
+		}
+		d, err := h.Approve(req)
+		if err != nil {
+			return agent.Decision{}, err
+		}
+		return agent.Decision{Approved: d.Approved, Reason: d.Reason}, nil
+	}
 }
 
-// approve is the registry's Approver: the call's own decision (approved
-// by the caller, or asked through CallHandler.Approve with the whole
-// request), and without either the call is denied and nothing is sent,
-// since every remote tool is a write tool that needs the person's
-// approval (R4.1).
-func (c *Engine) approve(ctx context.Context, ar agent.ApprovalRequest) (agent.Decision, error) {
-	cs, _ := ctx.Value(callKey{}).(*callState)
-	if cs != nil && cs.approved {
-		return agent.Allow(), nil
-	}
-	byCard := cs != nil && cs.h.Approve == nil && cs.askByCard && c.Elicit != nil
-	if !byCard && (cs == nil || cs.h.Approve == nil) {
-		if cs != nil {
-			cs.noApprover = true
-		}
-		return agent.Deny(""), nil
-	}
+// denyUnasked is the registry's default approver: every call of the
+// engine brings its own (approver), so a call without one asks nobody.
+func denyUnasked(context.Context, agent.ApprovalRequest) (agent.Decision, error) {
+	return agent.Decision{}, agent.ErrNobodyToAsk
+}
+
+// approvalRequest is the question about a call, as the API puts it.
+func (c *Engine) approvalRequest(ctx context.Context, ar agent.ApprovalRequest) localapi.ApprovalRequest {
 	req := localapi.ApprovalRequest{
 		OperationID: ar.OperationID, ServerID: ar.Server, Tool: ar.Tool.Name, ToolName: ar.Tool.ToolName,
 		Title: ar.Tool.Title, Description: ar.Tool.Description, Arguments: ar.Arguments,
@@ -144,24 +149,28 @@ func (c *Engine) approve(ctx context.Context, ar agent.ApprovalRequest) (agent.D
 	if len(req.Arguments) == 0 {
 		req.Arguments = json.RawMessage(`{}`)
 	}
-	if byCard {
-		return c.approveByCard(ctx, req)
-	}
-	d, err := cs.h.Approve(req)
-	if err != nil {
-		return agent.Decision{}, err
-	}
-	return agent.Decision{Approved: d.Approved, Reason: d.Reason}, nil
+	return req
 }
 
-func newOperationID() string { return "op-" + rand.Text()[:20] }
+// notSent says why a call the guard or the server refused before it ran
+// was not sent (agent.CallOptions.NotSent, as notSentFn: made once, not
+// per call), and notes a server that waits for a sign-in so that its
+// status shows it at once.
+func (c *Engine) notSent(serverID string, err error) string {
+	c.noteNeedsPerson(serverID, err)
+	return c.whyNotSent(serverID, err)
+}
 
-// Call runs one tool call through the agent registry: it connects the
-// tool's server if it has no session (that server only), asks for
-// approval unless req.Approved (CallHandler.Approve gets the whole
-// request; without it nothing is sent), waits behind open questions, sends
-// the call once, and validates and budgets the result. h.Progress gets
-// each progress notification in order, and h.Question each server
+// Call runs one tool call through the one call pipeline: it resolves the
+// name, connecting the tool's server if it has no session (that server
+// only); then the agent registry asks for approval unless req.Approved
+// (CallHandler.Approve gets the whole request; without it nothing is
+// sent), waits behind open questions, sends the call once through the
+// manager, and budgets the session's validated result. The call's one
+// record is the manager's (CancelCall finds it there). h.Progress gets
+// each progress notification in order; only with h.Progress is the
+// server asked for progress (a progress token), and only then does
+// progress extend the call's tool time. h.Question gets each server
 // question asked during the call; answer it with Answer, from any
 // goroutine or process, and the call continues.
 //
@@ -182,9 +191,12 @@ func (c *Engine) Call(ctx context.Context, req localapi.CallRequest, h localapi.
 	if len(req.Arguments) > agent.MaxArgumentsSize {
 		return nil, badRequest("arguments", "the arguments are larger than %d bytes", agent.MaxArgumentsSize)
 	}
-	opts := agent.CallOptions{OperationID: req.OperationID, Raw: req.Raw}
+	opts := agent.CallOptions{OperationID: req.OperationID, Raw: req.Raw, Approved: req.Approved, NotSent: c.notSentFn}
+	if !req.Approved {
+		opts.Approve = c.approver(req.AskByCard, h)
+	}
 	if opts.OperationID == "" {
-		opts.OperationID = newOperationID()
+		opts.OperationID = opid.New("op-")
 	}
 	if req.Timeout != "" {
 		d, err := time.ParseDuration(req.Timeout)
@@ -200,8 +212,6 @@ func (c *Engine) Call(ctx context.Context, req localapi.CallRequest, h localapi.
 	if target.notSent != nil {
 		return c.notSentResult(target, opts.OperationID, target.notSent), nil
 	}
-	cs := &callState{approved: req.Approved, askByCard: req.AskByCard, h: h}
-	ctx = context.WithValue(ctx, callKey{}, cs)
 	if h.Progress != nil {
 		var mu sync.Mutex
 		opID := opts.OperationID
@@ -218,7 +228,6 @@ func (c *Engine) Call(ctx context.Context, req localapi.CallRequest, h localapi.
 		stop := c.forwardQuestions(ctx, opts.OperationID, h.Question)
 		defer stop()
 	}
-	defer c.callErrs.Delete(opts.OperationID)
 	res, err := c.reg.Call(ctx, target.name, req.Arguments, opts)
 	if res == nil {
 		if err == nil {
@@ -226,7 +235,9 @@ func (c *Engine) Call(ctx context.Context, req localapi.CallRequest, h localapi.
 		}
 		return nil, fail(err)
 	}
-	c.explain(res, cs)
+	if res.Outcome == agent.OutcomeOK {
+		c.setWaiting(res.ServerID, nil) // it answered: it waits for nobody
+	}
 	return res, nil
 }
 
@@ -375,29 +386,6 @@ func (c *Engine) whyNotSent(serverID string, err error) string {
 	return fmt.Sprintf("MCP server %q could not be connected (%v)", serverID, err)
 }
 
-// explain rewrites the message of a call that was refused before it was
-// sent, so it says so and says why, never that it may have run.
-func (c *Engine) explain(res *localapi.ToolResult, cs *callState) {
-	switch res.Outcome {
-	case agent.OutcomeDenied:
-		if cs.noApprover {
-			res.Message = fmt.Sprintf("The call of tool %q was not sent: every remote tool call needs the person's approval, and nobody could be asked (no approval handler, and the call was not marked approved). Nothing reached MCP server %q.", res.Tool, res.ServerID)
-		} else {
-			res.Message += " Nothing was sent to the server."
-		}
-	case agent.OutcomeFailed, agent.OutcomeUnavailable:
-		v, ok := c.callErrs.Load(res.OperationID)
-		if !ok || res.MaybeExecuted {
-			return
-		}
-		err := v.(error)
-		if refusedUnsent(err) {
-			res.Outcome = agent.OutcomeUnavailable
-			res.Message = fmt.Sprintf("The call of tool %q was not sent: %s. Nothing reached the server, so the tool did not run.", res.Tool, c.whyNotSent(res.ServerID, err))
-		}
-	}
-}
-
 // forwardQuestions tells q of every pending question of the call (its
 // operation id), once each, until stop is called. A question is never
 // forwarded by its server alone: it would reach the host of another call
@@ -447,11 +435,12 @@ const questionGrace = 200 * time.Millisecond
 
 // CancelCall cancels a call by its operation id at whatever stage it is
 // (R4.5); a cancel that arrives before its call is remembered for a while.
+// The id is the call's capability: ids are unguessable (package opid).
 func (c *Engine) CancelCall(ctx context.Context, operationID string) error {
 	if strings.TrimSpace(operationID) == "" {
 		return badRequest("operationId", "operationId is required")
 	}
-	c.reg.Cancel(operationID)
+	c.Manager.Cancel(operationID)
 	return nil
 }
 
@@ -545,10 +534,7 @@ func (c *Engine) Retry(ctx context.Context, cardID string, confirmed bool) (*loc
 	if err := c.ensureReady(ctx, k.ServerID); err != nil {
 		return nil, c.connectError(ctx, k.ServerID, err)
 	}
-	ctx = context.WithValue(ctx, callKey{}, &callState{approved: true})
-	opID := newOperationID()
-	defer c.callErrs.Delete(opID)
-	res, err := c.reg.Resend(ctx, cardID, agent.CallOptions{OperationID: opID})
+	res, err := c.reg.Resend(ctx, cardID, agent.CallOptions{OperationID: opid.New("op-"), Approved: true, NotSent: c.notSentFn})
 	c.hub.bump(topicCards)
 	if res == nil {
 		if err == nil {

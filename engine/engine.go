@@ -2,15 +2,11 @@ package engine
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"os"
 	"slices"
 	"strings"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
-
-	"github.com/remotemcp/remotemcp/hostperm"
 	"github.com/remotemcp/remotemcp/localapi"
 	"github.com/remotemcp/remotemcp/manager"
 	"github.com/remotemcp/remotemcp/oauth"
@@ -73,41 +69,16 @@ func withWantAll(ctx context.Context) context.Context {
 // to connect; it is no failure, and never shown.
 var errNotWanted = errors.New("not connected: no request needed this server yet")
 
-// backend is the manager as the registry sees it.
-type backend struct {
-	*manager.Manager
-	c *Engine
-}
+// lister is the manager as the registry sees it: its Catalog connects
+// only the servers a refresh wants. Calls go to the manager unchanged.
+type lister struct{ *manager.Manager }
 
 // Catalog connects only wanted servers (see withWant).
-func (b backend) Catalog(ctx context.Context, id string) (*session.Catalog, error) {
+func (b lister) Catalog(ctx context.Context, id string) (*session.Catalog, error) {
 	if w, ok := ctx.Value(wantKey{}).(wantSet); ok && !w.all && !slices.Contains(w.ids, id) {
 		return nil, errNotWanted
 	}
 	return b.Manager.Catalog(ctx, id)
-}
-
-// CallTool records the error of a call for the engine and corrects what
-// the manager cannot know: a request refused by the host permission guard
-// never left, and one answered 401 that no sign-in could fix was refused
-// by the server before it ran, so neither may have executed.
-func (b backend) CallTool(ctx context.Context, id, tool string, args json.RawMessage, o session.CallOptions) (*mcp.CallToolResult, error) {
-	res, err := b.Manager.CallTool(ctx, id, tool, args, o)
-	if err != nil {
-		var ce *manager.CallError
-		if errors.As(err, &ce) && ce.MaybeExecuted && refusedUnsent(err) {
-			cp := *ce
-			cp.MaybeExecuted = false
-			err = &cp
-		}
-		if o.OperationID != "" {
-			b.c.callErrs.Store(o.OperationID, err)
-		}
-		b.c.noteNeedsPerson(id, err)
-	} else {
-		b.c.setWaiting(id, nil)
-	}
-	return res, err
 }
 
 // noteNeedsPerson puts a server whose request needed the person into
@@ -163,12 +134,4 @@ func (c *Engine) waitingReason(id string) *localapi.Reason {
 		return &cp
 	}
 	return nil
-}
-
-// refusedUnsent reports whether err proves that a request never ran: the
-// guard refused it, or the server asked for a sign-in the engine cannot
-// do in the background.
-func refusedUnsent(err error) bool {
-	return errors.Is(err, hostperm.ErrPermissionRequired) || errors.Is(err, oauth.ErrLoginRequired) ||
-		errors.Is(err, oauth.ErrRefusedBeforeRun)
 }

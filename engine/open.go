@@ -143,9 +143,8 @@ type Engine struct {
 
 	editMu sync.Mutex // queues this process's server edits
 
-	// callErrs keeps the manager's error of a call in flight by operation
-	// id, so the engine can explain a call refused before it was sent.
-	callErrs sync.Map
+	// notSentFn is notSent as a call's agent.CallOptions.NotSent.
+	notSentFn func(serverID string, err error) string
 
 	closeOnce sync.Once
 	closeErr  error
@@ -238,8 +237,9 @@ func Open(ctx context.Context, o Options) (*Engine, error) {
 		mo.Elicit = cards.Handle
 	}
 	c.Manager = manager.New(mo)
+	c.notSentFn = c.notSent
 	c.reg, err = agent.New(agent.Options{
-		Backend: backend{Manager: c.Manager, c: c}, Approver: agent.ApproverFunc(c.approve),
+		Backend: lister{c.Manager}, Approver: agent.ApproverFunc(denyUnasked),
 		Cards: c.Elicit, Logger: o.Logger,
 	})
 	if err != nil {

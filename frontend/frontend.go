@@ -15,7 +15,6 @@ package frontend
 
 import (
 	"context"
-	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -31,6 +30,7 @@ import (
 
 	"github.com/remotemcp/remotemcp/agent"
 	"github.com/remotemcp/remotemcp/config"
+	"github.com/remotemcp/remotemcp/internal/opid"
 	"github.com/remotemcp/remotemcp/localapi"
 )
 
@@ -575,8 +575,6 @@ func (f *Frontend) syncResources(ctx context.Context) error {
 	return nil
 }
 
-func newOperationID() string { return "mcp-" + rand.Text()[:20] }
-
 // callTool is the handler of one offered tool of server. With approval
 // "host" the call goes to the engine approved (the host asked its
 // person); with "ask" it goes unapproved, and the engine's approval
@@ -623,7 +621,7 @@ func (f *Frontend) callTool(server, target string) mcp.ToolHandler {
 			}
 		}
 		args := json.RawMessage(req.Params.Arguments)
-		res, err := f.o.Engine.Call(ctx, localapi.CallRequest{Tool: target, Arguments: args, Approved: !ask, AskByCard: byCard, Raw: true, OperationID: newOperationID()}, h)
+		res, err := f.o.Engine.Call(ctx, localapi.CallRequest{Tool: target, Arguments: args, Approved: !ask, AskByCard: byCard, Raw: true, OperationID: opid.New("mcp-")}, h)
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil, fmt.Errorf("call %s: %w", target, ctx.Err())

@@ -609,7 +609,10 @@ type Progress struct {
 type CallHandler struct {
 	// Approve is asked when CallRequest.Approved is false. nil denies.
 	Approve func(ApprovalRequest) (Decision, error)
-	// Progress receives each progress notification, in order.
+	// Progress receives each progress notification, in order. Only a
+	// call with Progress asks its server for progress (a progressToken),
+	// and only its progress extends its tool time; without it the server's
+	// toolTimeout is the limit.
 	Progress func(Progress)
 	// Question is told of each server question (an elicitation card)
 	// asked during the call. Answer it with Engine.Answer from any

@@ -175,10 +175,10 @@ type Manager struct {
 	// never the latest.
 	events *fanout.Broker[Event]
 
-	// Calls by operation id, from before their lazy connect until they
-	// end, and cancels that arrived before their call (R4.5).
+	// Calls by operation id, from Begin until End, and cancels that
+	// arrived before their call (R4.5): the one registry of calls.
 	opsMu   sync.Mutex
-	ops     map[string]context.CancelCauseFunc
+	ops     map[string]*Op
 	cancels *session.CancelRecords
 
 	// cacheIDs are the servers that may have a stored catalog (cache.go).
@@ -280,7 +280,7 @@ func New(o Options) *Manager {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	m := &Manager{o: o, log: o.Logger, clock: o.Clock, ctx: ctx, cancel: cancel, entries: map[string]*entry{},
-		ops: map[string]context.CancelCauseFunc{}, cancels: session.NewCancelRecords()}
+		ops: map[string]*Op{}, cancels: session.NewCancelRecords()}
 	m.revCond = sync.NewCond(&m.revMu)
 	m.events = fanout.New[Event](64)
 	return m
@@ -931,7 +931,11 @@ type CallError struct {
 	// MaybeExecuted is true when the request may have reached the server;
 	// the call is never re-sent (R4.1).
 	MaybeExecuted bool
-	Err           error
+	// Refused: the call was not sent because the host permission guard
+	// or the server refused it before it ran (an origin grant or a
+	// sign-in is missing); MaybeExecuted is false.
+	Refused bool
+	Err     error
 }
 
 func (e *CallError) Error() string {
@@ -944,38 +948,54 @@ func (e *CallError) Error() string {
 
 func (e *CallError) Unwrap() error { return e.Err }
 
+// notSent is the CallError of a call that was not sent.
+func notSent(id, tool string, err error) *CallError {
+	return &CallError{ServerID: id, Tool: tool, Err: err, Refused: refusedUnsent(err)}
+}
+
 // CallTool calls a tool once, connecting lazily. It applies the per-server
-// timeout (default 60 s) and never retries (R4.1).
+// timeout (default 60 s) and never retries (R4.1). It is Begin, CallOp and
+// End in one.
 func (m *Manager) CallTool(ctx context.Context, id, tool string, args json.RawMessage, o session.CallOptions) (*mcp.CallToolResult, error) {
-	ctx, release, err := m.admit(ctx, id, o.OperationID)
+	op, err := m.Begin(ctx, o.OperationID)
 	if err != nil {
-		return nil, &CallError{ServerID: id, Tool: tool, Err: err}
+		return nil, notSent(id, tool, err)
 	}
-	defer release()
-	sess, err := m.ensure(ctx, id, false)
+	defer op.End()
+	return m.CallOp(op, id, tool, args, o)
+}
+
+// CallOp sends a begun call once, connecting its server lazily. o's
+// OperationID is op's. Progress is asked of the server only when
+// o.Progress listens, and only then does progress restart the tool time.
+func (m *Manager) CallOp(op *Op, id, tool string, args json.RawMessage, o session.CallOptions) (*mcp.CallToolResult, error) {
+	o.OperationID = op.id
+	sess, err := m.ensure(op.ctx, id, false)
 	if err != nil {
-		return nil, &CallError{ServerID: id, Tool: tool, Err: err}
+		return nil, notSent(id, tool, err)
 	}
-	return m.callOn(ctx, id, sess, tool, args, o)
+	return m.callOn(op, id, sess, tool, args, o)
 }
 
 // CallToolOn calls a tool on a specific connection; a stale connection id
 // is refused without sending anything (R2.9).
 func (m *Manager) CallToolOn(ctx context.Context, id, connID, tool string, args json.RawMessage, o session.CallOptions) (*mcp.CallToolResult, error) {
-	ctx, release, err := m.admit(ctx, id, o.OperationID)
+	op, err := m.Begin(ctx, o.OperationID)
 	if err != nil {
-		return nil, &CallError{ServerID: id, Tool: tool, Err: err}
+		return nil, notSent(id, tool, err)
 	}
-	defer release()
+	defer op.End()
+	o.OperationID = op.id
 	sess, err := m.sessionFor(id, connID)
 	if err != nil {
-		return nil, &CallError{ServerID: id, Tool: tool, Err: err}
+		return nil, notSent(id, tool, err)
 	}
-	return m.callOn(ctx, id, sess, tool, args, o)
+	return m.callOn(op, id, sess, tool, args, o)
 }
 
-func (m *Manager) callOn(ctx context.Context, id string, sess *session.Session, tool string, args json.RawMessage, o session.CallOptions) (*mcp.CallToolResult, error) {
-	res, err := m.callOnce(ctx, id, sess, tool, args, o)
+func (m *Manager) callOn(op *Op, id string, sess *session.Session, tool string, args json.RawMessage, o session.CallOptions) (*mcp.CallToolResult, error) {
+	ctx := op.ctx
+	res, err := m.callOnce(op, id, sess, tool, args, o)
 	if ctx.Err() != nil {
 		return res, err
 	}
@@ -1001,12 +1021,15 @@ func (m *Manager) callOn(ctx context.Context, id string, sess *session.Session, 
 	// even inside the backoff window (a call, not a loop, asks for it).
 	fresh, cerr := m.ensure(ctx, id, true)
 	if cerr != nil {
-		return nil, &CallError{ServerID: id, Tool: tool, Err: fmt.Errorf("%w; reconnecting to %s it failed: %w", err, failed, cerr)}
+		return nil, notSent(id, tool, fmt.Errorf("%w; reconnecting to %s it failed: %w", err, failed, cerr))
 	}
-	return m.callOnce(ctx, id, fresh, tool, args, o)
+	return m.callOnce(op, id, fresh, tool, args, o)
 }
 
-func (m *Manager) callOnce(ctx context.Context, id string, sess *session.Session, tool string, args json.RawMessage, o session.CallOptions) (*mcp.CallToolResult, error) {
+// callOnce sends the call on sess. Its tool timer cancels the call's own
+// context (op's): no context of its own.
+func (m *Manager) callOnce(op *Op, id string, sess *session.Session, tool string, args json.RawMessage, o session.CallOptions) (*mcp.CallToolResult, error) {
+	ctx := op.ctx
 	// The entry's config is the newest; only the two fields a call needs
 	// are read (sess.Server() would deep-copy the config on every call).
 	var disabled bool
@@ -1020,42 +1043,41 @@ func (m *Manager) callOnce(ctx context.Context, id string, sess *session.Session
 		disabled, toolTimeout = cfg.ToolDisabled(tool), cfg.ToolTimeout
 	}
 	if disabled {
-		return nil, &CallError{ServerID: id, Tool: tool, Err: fmt.Errorf("%w (enable it with the settings page or \"remotemcp servers set\")", ErrToolDisabled)}
+		return nil, notSent(id, tool, fmt.Errorf("%w (enable it with the settings page or \"remotemcp servers set\")", ErrToolDisabled))
 	}
 	if err := m.heldError(ctx, id, sess, tool); err != nil {
-		return nil, &CallError{ServerID: id, Tool: tool, Err: err} // never sent (issue #20 item 3)
+		return nil, notSent(id, tool, err) // never sent (issue #20 item 3)
 	}
 	timeout := time.Duration(toolTimeout)
 	if timeout <= 0 {
 		timeout = DefaultToolTimeout
 	}
-	cctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	ct := m.startTimer(id, timeout, func() { cancel(errToolTimeout) })
+	ct := m.startTimer(id, timeout, func() { op.cancel(errToolTimeout) })
 	defer m.stopTimer(id, ct)
-	if !m.o.NoProgressExtension {
+	if report := o.Progress; report != nil && !m.o.NoProgressExtension {
 		// Progress restarts the tool time, up to a hard limit per call.
+		// Only a call whose progress someone listens to asks for it (a
+		// progress token costs go-sdk a decoded _meta on every call), so
+		// only such a call is extended (issue #21, decided).
 		hard := time.Now().Add(timeout * MaxToolTimeFactor)
-		report := o.Progress
 		o.Progress = func(p session.Progress) {
 			ct.extend(timeout, hard)
-			if report != nil {
-				report(p)
-			}
+			report(p)
 		}
 	}
-	res, err := sess.CallTool(cctx, tool, args, o)
+	res, err := sess.CallTool(ctx, tool, args, o)
 	if err == nil {
 		return res, nil
 	}
 	// Our timer fired first (the caller's own deadline may have passed a
 	// moment later): a timeout, not a cancellation.
-	timedOut := errors.Is(context.Cause(cctx), errToolTimeout)
+	timedOut := op.TimedOut()
 	if timedOut {
 		err = fmt.Errorf("%w: %w", context.DeadlineExceeded, err)
 	}
-	ce := &CallError{ServerID: id, Tool: tool, Err: err,
-		MaybeExecuted: !errors.Is(err, session.ErrCancelledBeforeDispatch) && !errors.Is(err, session.ErrSessionNotFound)}
+	refused := refusedUnsent(err)
+	ce := &CallError{ServerID: id, Tool: tool, Err: err, Refused: refused,
+		MaybeExecuted: !refused && !errors.Is(err, session.ErrCancelledBeforeDispatch) && !errors.Is(err, session.ErrSessionNotFound)}
 	switch {
 	case timedOut:
 		ce.Err = fmt.Errorf("timed out: %s of tool time passed without progress from the tool (progress restarts it, up to %s in all; time spent answering the server's questions does not count; raise the server's toolTimeout for long tools): %w", timeout, timeout*MaxToolTimeFactor, err)
@@ -1122,50 +1144,6 @@ func (m *Manager) probe(id string, sess *session.Session) {
 			}
 		}
 	}()
-}
-
-// Cancel cancels a call by operation id on the server's current
-// connection, or records it so the call is never admitted (R4.5).
-func (m *Manager) Cancel(id, operationID string) {
-	key := id + "\x00" + operationID
-	m.opsMu.Lock()
-	defer m.opsMu.Unlock()
-	if cancel := m.ops[key]; cancel != nil {
-		// Admitted: waiting for its connect, or in flight (then go-sdk
-		// sends notifications/cancelled).
-		cancel(context.Canceled)
-		return
-	}
-	m.cancels.Add(key)
-}
-
-// admit registers a call by operation id from before its lazy connect, so
-// that a Cancel at any moment wins: before admission through a record,
-// afterwards through the call's context (R4.5). Calls without an
-// operation id cannot be cancelled by id and are not registered.
-func (m *Manager) admit(ctx context.Context, id, operationID string) (context.Context, func(), error) {
-	if operationID == "" {
-		return ctx, func() {}, nil
-	}
-	key := id + "\x00" + operationID
-	ctx, cancel := context.WithCancelCause(ctx)
-	m.opsMu.Lock()
-	defer m.opsMu.Unlock()
-	if m.cancels.Take(key) {
-		cancel(nil)
-		return nil, nil, session.ErrCancelledBeforeDispatch
-	}
-	if _, dup := m.ops[key]; dup {
-		cancel(nil)
-		return nil, nil, fmt.Errorf("operation %s is already in flight on server %q", operationID, id)
-	}
-	m.ops[key] = cancel
-	return ctx, func() {
-		m.opsMu.Lock()
-		delete(m.ops, key)
-		m.opsMu.Unlock()
-		cancel(nil)
-	}, nil
 }
 
 // GetPrompt gets a prompt, connecting lazily.

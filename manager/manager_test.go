@@ -560,12 +560,12 @@ func TestCancelDuringLazyConnect(t *testing.T) {
 		done <- err
 	}()
 	waitFor(t, "connecting", func() bool { return e.state("a") == StateConnecting })
-	e.m.Cancel("a", "op-lazy")
+	e.m.Cancel("op-lazy")
 	if err := <-done; err == nil {
 		t.Fatal("cancelled call succeeded")
 	}
 	// A cancel before the call is admitted at all wins too.
-	e.m.Cancel("a", "op-early")
+	e.m.Cancel("op-early")
 	if _, err := e.m.CallTool(ctxT(t), "a", "echo", argsEcho, session.CallOptions{OperationID: "op-early"}); !errors.Is(err, session.ErrCancelledBeforeDispatch) {
 		t.Fatalf("call cancelled before admission: %v", err)
 	}

@@ -9,12 +9,14 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/remotemcp/remotemcp/internal/opid"
 )
 
 // CallOptions carry what travels with one tool call.
 type CallOptions struct {
 	// OperationID identifies the call end to end (R4.5); it is also the
-	// progress token. Generated when empty.
+	// progress token when Progress is set. Generated when empty.
 	OperationID string
 	// Progress receives the call's progress notifications.
 	Progress func(Progress)
@@ -25,10 +27,15 @@ type CallOptions struct {
 
 // CallTool calls a tool once. It is never retried here: a failure after the
 // request may have reached the server is ambiguous (R4.1). args is passed
-// as is; the server does the final validation.
+// as is; the server does the final validation. The result is validated
+// here, once (ValidateCallResult). The call is cancelled through ctx, the
+// call's one context (the manager's Op): the session keeps no cancel
+// records, only the calls in flight by id, for their progress and the
+// server requests that belong to them. A progress token is sent only
+// when o.Progress listens.
 func (s *Session) CallTool(ctx context.Context, name string, args json.RawMessage, o CallOptions) (*mcp.CallToolResult, error) {
 	if o.OperationID == "" {
-		o.OperationID = NewConnectionID()
+		o.OperationID = opid.New("op-")
 	}
 	op := &operation{progress: o.Progress, sample: o.Sample, token: o.OperationID}
 	// The call's context: the caller's, ended by Cancel and Close too, and
@@ -45,10 +52,6 @@ func (s *Session) CallTool(ctx context.Context, name string, args json.RawMessag
 	if s.closing {
 		s.calls.Unlock()
 		return nil, fmt.Errorf("call %s: %w: %w", name, ErrClosed, ErrCancelledBeforeDispatch)
-	}
-	if s.cancels.take(o.OperationID) {
-		s.calls.Unlock()
-		return nil, ErrCancelledBeforeDispatch
 	}
 	if _, dup := s.ops[o.OperationID]; dup {
 		s.calls.Unlock()
@@ -106,19 +109,6 @@ func (s *Session) CallTool(ctx context.Context, name string, args json.RawMessag
 		return nil, err
 	}
 	return res, nil
-}
-
-// Cancel cancels the call with this operation id. When the call has not
-// been admitted yet, a short-lived record makes sure it never is (R4.5).
-// go-sdk sends notifications/cancelled when an in-flight call's context ends.
-func (s *Session) Cancel(operationID string) {
-	s.calls.Lock()
-	defer s.calls.Unlock()
-	if op, ok := s.ops[operationID]; ok {
-		op.cancel(context.Canceled)
-		return
-	}
-	s.cancels.add(operationID)
 }
 
 func (s *Session) onProgress(_ context.Context, req *mcp.ProgressNotificationClientRequest) {

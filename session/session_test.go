@@ -171,18 +171,20 @@ func TestBearerHeaderAndRefusal(t *testing.T) {
 	s.Close()
 }
 
-func TestCancelBeforeAdmission(t *testing.T) {
+// A call whose context ended before it was sent is never sent; the
+// session keeps no cancel records of its own (the manager's Op is the
+// call's one record, issue #21 item 2), so the id works again at once.
+func TestCancelledBeforeSend(t *testing.T) {
 	f := startFixture(t, fixture.Options{})
 	s := connect(t, f, Options{})
-	s.Cancel("op-1")
-	_, err := s.CallTool(context.Background(), "echo", json.RawMessage(`{"text":"x"}`), CallOptions{OperationID: "op-1"})
-	if !errors.Is(err, ErrCancelledBeforeDispatch) {
-		t.Fatalf("err = %v", err)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := s.CallTool(ctx, "echo", json.RawMessage(`{"text":"x"}`), CallOptions{OperationID: "op-1"}); !errors.Is(err, context.Canceled) {
+		t.Fatalf("err = %v, want context.Canceled", err)
 	}
 	if f.Executions("echo") != 0 {
-		t.Fatal("a call cancelled before admission was sent")
+		t.Fatal("a call cancelled before it was sent was sent")
 	}
-	// The record is used up: the id works again afterwards.
 	if _, err := s.CallTool(context.Background(), "echo", json.RawMessage(`{"text":"x"}`), CallOptions{OperationID: "op-1"}); err != nil {
 		t.Fatal(err)
 	}

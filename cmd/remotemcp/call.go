@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/remotemcp/remotemcp/internal/opid"
 	"github.com/remotemcp/remotemcp/internal/redact"
 	"github.com/remotemcp/remotemcp/localapi"
 )
@@ -127,7 +127,7 @@ func (a *app) call(ctx context.Context, e Engine, req localapi.CallRequest, f ca
 		Question: func(c localapi.Card) { a.question(qctx, e, c, &forms) },
 	}
 	// Ctrl-C cancels the call in the engine; its outcome still arrives.
-	req.OperationID = "op-" + rand.Text()[:20]
+	req.OperationID = opid.New("op-")
 	cctx, abort := context.WithCancel(context.WithoutCancel(ctx))
 	defer abort()
 	defer context.AfterFunc(ctx, func() {
