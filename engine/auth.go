@@ -323,8 +323,9 @@ func (c *Engine) runFlow(ctx context.Context, f *flow, srv config.Server, lo oau
 		v.Result = li
 	})
 	if err == nil {
-		c.setSignedOut(srv.ID, false)
-		c.setWaiting(srv.ID, nil)
+		if err := c.Manager.SetSignedOut(context.WithoutCancel(ctx), srv.ID, false); err != nil {
+			c.log.Warn("remotemcp: clear the sign-out mark", "server", srv.ID, "err", err)
+		}
 		// Before the flow says it is done: a call made then must not meet
 		// the backoff of the failure the sign-in fixed (issue #20 item 1).
 		c.Manager.ResetBackoff(srv.ID)
@@ -690,7 +691,6 @@ func (c *Engine) Logout(ctx context.Context, id string) (*localapi.LogoutResult,
 		return nil, conflict("server %s does not use OAuth (its auth is %s): there is nothing to sign out of", id, srv.Auth.Kind)
 	}
 	before := c.OAuth.Status(ctx, srv)
-	c.setSignedOut(id, true)
 	if err := c.OAuth.Logout(ctx, id); err != nil {
 		return nil, fail(err)
 	}
@@ -700,8 +700,11 @@ func (c *Engine) Logout(ctx context.Context, id string) (*localapi.LogoutResult,
 	if err := c.Manager.Disconnect(ctx, id); err != nil {
 		c.log.Debug("remotemcp: disconnect after sign-out", "server", id, "err", err)
 	}
-	// Again: a view taken while the session was still ready cleared it.
-	c.setSignedOut(id, true)
+	// After the disconnect, a barrier: no connect started before it can
+	// clear the mark.
+	if err := c.Manager.SetSignedOut(ctx, id, true); err != nil {
+		c.log.Warn("remotemcp: record the sign-out", "server", id, "err", err)
+	}
 	c.hub.bump(topicServers)
 	res := &localapi.LogoutResult{ServerID: id, Forgotten: []string{}}
 	if before.HasAccessToken {

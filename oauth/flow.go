@@ -230,7 +230,7 @@ func (a *Authenticator) runFlow(ctx context.Context, p flowParams) (*grant, *cli
 			if cl.Dynamic {
 				if neverCameBack(err) {
 					// The mark stays: the next flow registers anew.
-					err = &forgottenClientError{err: err, serverID: id}
+					err = &forgottenClientError{err: err}
 				} else {
 					// The browser step failed before it began (port
 					// taken, origin not granted): nothing is suspect.
@@ -295,12 +295,11 @@ func neverCameBack(err error) bool {
 // client that never came back: the cause, with the advice that the next
 // login registers a new client (ErrMaybeForgottenClient).
 type forgottenClientError struct {
-	err      error
-	serverID string
+	err error
 }
 
 func (e *forgottenClientError) Error() string {
-	return fmt.Sprintf("%v; if the authorization page showed an error such as invalid_client or \"unknown client\", the authorization server has forgotten remotemcp's registration (for example after a restart): the next \"remotemcp auth login %s\" registers a new client", e.err, e.serverID)
+	return fmt.Sprintf("%v; if the authorization page showed an error such as invalid_client or \"unknown client\", the authorization server has forgotten remotemcp's registration (for example after a restart): the next sign-in registers a new client", e.err)
 }
 
 func (e *forgottenClientError) Unwrap() []error { return []error{e.err, ErrMaybeForgottenClient} }
@@ -448,7 +447,7 @@ func ListenLoopbackBrowser(port int, open func(url string) error) Browser {
 		want := au.Query().Get("state")
 		ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
 		if err != nil {
-			return nil, fmt.Errorf("listening for the OAuth callback on 127.0.0.1:%d: %w (another program, or another sign-in, has the port; free it, or choose another redirect port (auth.redirectPort) with \"remotemcp servers set ID --port PORT\")", port, err)
+			return nil, fmt.Errorf("listening for the OAuth callback on 127.0.0.1:%d: %w (another program, or another sign-in, has the port; free it, or choose another redirect port for the server (auth.redirectPort))", port, err)
 		}
 		results := make(chan CallbackResult, 1)
 		// The limits of every local listener (issue #20 item 2): a page
