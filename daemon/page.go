@@ -163,41 +163,18 @@ func (s *Server) handleStatic(w http.ResponseWriter, r *http.Request) {
 	w.Write(b)
 }
 
-// handleCallback serves GET /mcp-oauth, the loopback redirect URI of the
-// engine's sign-in flows. It needs no credential (the browser comes from
-// the authorization server, without our SameSite=Strict cookie): the
-// engine accepts only a callback whose state belongs to a flow it is
-// waiting for, and the page never echoes a parameter back.
-func (s *Server) handleCallback(w http.ResponseWriter, r *http.Request) {
+// callbackHandler serves GET /mcp-oauth, the loopback redirect URI of the
+// engine's sign-in flows: localapi.CallbackHandler (the engine's own
+// loopback listeners serve the same), drawn with the daemon's template.
+func (s *Server) callbackHandler() http.Handler {
 	cr, ok := s.o.Engine.(localapi.CallbackReceiver)
 	if !ok {
-		s.render(w, http.StatusNotFound, "callback.html", callbackPage{Title: "No sign-in here",
-			Message: "This remotemcp daemon runs no sign-in flows. Start the sign-in again from the settings page or the CLI."})
-		return
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			s.render(w, http.StatusNotFound, "callback.html", callbackPage{Title: "No sign-in here",
+				Message: "This remotemcp daemon runs no sign-in flows. Start the sign-in again from the settings page or the CLI."})
+		})
 	}
-	f, err := cr.CompleteAuthorization(r.Context(), r.URL.Query())
-	if err != nil {
-		status := toError(err).Status
-		if status >= 500 {
-			status = http.StatusBadRequest
-		}
-		s.render(w, status, "callback.html", callbackPage{Title: "Authorization response not accepted",
-			Message: "This response does not belong to a sign-in remotemcp is waiting for, or it arrived already, and was ignored. " +
-				"Return to the settings page and click Authorize again if the server still needs it."})
-		return
-	}
-	page := callbackPage{Server: f.ServerID}
-	switch f.Phase {
-	case localapi.PhaseDone:
-		page.OK = true
-		page.Title = "Authorization complete"
-		page.Message = "remotemcp is authorized for " + f.ServerID + ". You can close this tab."
-	case localapi.PhaseFailed:
-		page.Title = "Authorization failed"
-		page.Message = f.Error
-	default:
-		page.Title = "Authorization in progress"
-		page.Message = "remotemcp is finishing the authorization; the settings page shows the result."
-	}
-	s.render(w, http.StatusOK, "callback.html", page)
+	return localapi.CallbackHandler(cr, func(w http.ResponseWriter, p localapi.CallbackPage) {
+		s.render(w, p.Status, "callback.html", callbackPage{Server: p.ServerID, Title: p.Title, Message: p.Message, OK: p.OK})
+	})
 }
