@@ -174,7 +174,35 @@ func (s *Server) callbackHandler() http.Handler {
 				Message: "This remotemcp daemon runs no sign-in flows. Start the sign-in again from the settings page or the CLI."})
 		})
 	}
-	return localapi.CallbackHandler(cr, func(w http.ResponseWriter, p localapi.CallbackPage) {
-		s.render(w, p.Status, "callback.html", callbackPage{Server: p.ServerID, Title: p.Title, Message: p.Message, OK: p.OK})
-	})
+	return localapi.CallbackHandler(cr, s.renderCallback)
+}
+
+// renderCallback draws how a callback ended in the settings page's words
+// and look: a refused one keeps its code's status (never a 5xx: the
+// response was not the daemon's failure).
+func (s *Server) renderCallback(w http.ResponseWriter, f *localapi.AuthFlow, err error) {
+	if err != nil {
+		status := toError(err).Status
+		if status >= 500 {
+			status = http.StatusBadRequest
+		}
+		s.render(w, status, "callback.html", callbackPage{Title: "Authorization response not accepted",
+			Message: "This response does not belong to a sign-in remotemcp is waiting for, or it arrived already, and was ignored. " +
+				"Return to the settings page and click Authorize again if the server still needs it."})
+		return
+	}
+	page := callbackPage{Server: f.ServerID}
+	switch f.Phase {
+	case localapi.PhaseDone:
+		page.OK = true
+		page.Title = "Authorization complete"
+		page.Message = "remotemcp is authorized for " + f.ServerID + ". You can close this tab."
+	case localapi.PhaseFailed:
+		page.Title = "Authorization failed"
+		page.Message = f.Error
+	default:
+		page.Title = "Authorization in progress"
+		page.Message = "remotemcp is finishing the authorization; the settings page shows the result."
+	}
+	s.render(w, http.StatusOK, "callback.html", page)
 }

@@ -26,13 +26,25 @@ type CallbackPage struct {
 // mounts it on its listener, the engine on its own loopback listeners.
 // It needs no credential (the browser comes from the authorization
 // server): only a state the engine waits for is accepted, and the page
-// never echoes a parameter back. render draws the page (the daemon's
-// styled template); nil draws a plain one with its own security headers.
-func CallbackHandler(cr CallbackReceiver, render func(w http.ResponseWriter, p CallbackPage)) http.Handler {
-	if render == nil {
-		render = plainCallbackPage
+// never echoes a parameter back. render draws the page of how it ended
+// in the words of its listener (the daemon's styled template); nil draws
+// CallbackOutcome's page, plain, with its own security headers.
+func CallbackHandler(cr CallbackReceiver, render func(w http.ResponseWriter, v *AuthFlow, err error)) http.Handler {
+	plain := render == nil
+	if plain {
+		render = func(w http.ResponseWriter, v *AuthFlow, err error) { plainCallbackPage(w, CallbackOutcome(v, err)) }
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if plain {
+			// A listener of its own: every answer carries the headers
+			// of a page that loads nothing.
+			h := w.Header()
+			h.Set("Content-Type", "text/html; charset=utf-8")
+			h.Set("Cache-Control", "no-store")
+			h.Set("Referrer-Policy", "no-referrer")
+			h.Set("X-Content-Type-Options", "nosniff")
+			h.Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'")
+		}
 		if r.URL.Path != CallbackPath {
 			http.NotFound(w, r)
 			return
@@ -43,28 +55,26 @@ func CallbackHandler(cr CallbackReceiver, render func(w http.ResponseWriter, p C
 			return
 		}
 		v, err := cr.CompleteAuthorization(r.Context(), r.URL.Query())
-		render(w, callbackOutcome(v, err))
+		render(w, v, err)
 	})
 }
 
-// callbackOutcome is the page of what CompleteAuthorization returned. A
-// refused callback keeps its code's status, never a 5xx: the response
-// was not the daemon's failure.
-func callbackOutcome(v *AuthFlow, err error) CallbackPage {
+// CallbackOutcome is the page of what CompleteAuthorization returned, in
+// the words of the engine's own loopback listeners: a response that
+// cannot be read or belongs to no sign-in is 400, a second delivery 409.
+func CallbackOutcome(v *AuthFlow, err error) CallbackPage {
 	if err != nil {
-		p := CallbackPage{Status: http.StatusBadRequest, Title: "Unexpected authorization response",
-			Message: "This response does not belong to a sign-in remotemcp is waiting for, and was ignored."}
-		e, ok := AsError(err)
-		if ok && e.Status >= 400 && e.Status < 500 {
-			p.Status = e.Status
-		}
+		e, _ := AsError(err)
 		switch {
-		case ok && e.Code == CodeBadRequest:
-			p.Title, p.Message = "Authorization response not understood", "remotemcp could not read this authorization response. Return to remotemcp and sign in again."
-		case ok && e.Code == CodeConflict:
-			p.Title, p.Message = "Already received", "remotemcp already has the answer for this sign-in. You can close this tab."
+		case e != nil && e.Code == CodeBadRequest:
+			return CallbackPage{Status: http.StatusBadRequest, Title: "Authorization response not understood",
+				Message: "remotemcp could not read this authorization response. Return to remotemcp and sign in again."}
+		case e != nil && e.Code == CodeConflict:
+			return CallbackPage{Status: http.StatusConflict, Title: "Already received",
+				Message: "remotemcp already has the answer for this sign-in. You can close this tab."}
 		}
-		return p
+		return CallbackPage{Status: http.StatusBadRequest, Title: "Unexpected authorization response",
+			Message: "This response does not belong to a sign-in remotemcp is waiting for, and was ignored."}
 	}
 	p := CallbackPage{Status: http.StatusOK}
 	if v != nil {
@@ -82,15 +92,9 @@ func callbackOutcome(v *AuthFlow, err error) CallbackPage {
 	return p
 }
 
-// plainCallbackPage draws p as a small page of its own, with the headers
-// of a page that loads nothing.
+// plainCallbackPage draws p as a small page of its own (CallbackHandler
+// set its headers).
 func plainCallbackPage(w http.ResponseWriter, p CallbackPage) {
-	h := w.Header()
-	h.Set("Content-Type", "text/html; charset=utf-8")
-	h.Set("Cache-Control", "no-store")
-	h.Set("Referrer-Policy", "no-referrer")
-	h.Set("X-Content-Type-Options", "nosniff")
-	h.Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'")
 	w.WriteHeader(p.Status)
 	fmt.Fprintf(w, "<!doctype html><meta charset=utf-8><title>remotemcp</title>"+
 		"<body style=\"font-family:system-ui,sans-serif;margin:3em auto;max-width:36em\"><h1>%s</h1><p>%s</p>\n",
