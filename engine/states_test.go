@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/remotemcp/remotemcp/engine"
 	"github.com/remotemcp/remotemcp/hostperm"
 	"github.com/remotemcp/remotemcp/internal/testserver/fixture"
 	"github.com/remotemcp/remotemcp/localapi"
@@ -166,13 +167,16 @@ func errorTexts(t *testing.T, file string) []errorText {
 // store (a write, and a change every process saw) on every listing.
 func TestServerViewsWriteNothing(t *testing.T) {
 	f := startFixture(t, fixture.Options{})
-	c := lazyEngine(t)
+	// The manager connects fx on its own (connect on startup): no
+	// engine method has seen it ready before the listing.
+	c := openEngine(t, "", engine.Options{})
 	ctx := ctxT(t)
 	addServer(t, c, localapi.AddServerRequest{ID: "fx", URL: f.URL()})
-	addServer(t, c, localapi.AddServerRequest{ID: "secure", URL: f.URL(), Auth: "oauth"})
-	if _, err := c.Connect(ctx, "fx"); err != nil {
-		t.Fatal(err)
-	}
+	addServer(t, c, localapi.AddServerRequest{ID: "secure", URL: f.URL(), Auth: "oauth", ConnectOnStartup: new(false)})
+	waitFor(t, "fx ready", func() bool {
+		st, err := c.Manager.ServerStatusOf("fx")
+		return err == nil && st.State == manager.StateReady
+	})
 	// The connect stores the catalog after it returns: that write is the
 	// connect's, not the listing's.
 	waitFor(t, "the stored catalog", func() bool {

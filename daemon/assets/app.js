@@ -157,12 +157,12 @@
 
       // A sign-in cannot succeed while an origin it needs waits for the
       // person: then the hint says to allow it first.
-      const words = stateWords(s, !!asked || pend.children.length > 0);
+      const said = stateWords(s, !!asked || pend.children.length > 0);
       const st = $(".state", row);
-      st.textContent = words.label;
-      st.className = "state state-" + words.cls;
+      st.textContent = said.label;
+      st.className = "state state-" + said.cls;
       st.title = s.state; // the API's own word, for bug reports
-      $(".state-hint", row).textContent = (words.hint || "") + retryWords(s);
+      $(".state-hint", row).textContent = (said.hint || "") + retryWords(s);
       renderDetails($("td.state-cell > details.reason", row), s.reason ? describeReason(s.reason) : "", s.id + ":state");
 
       const show = (action, on) => { $(`button[data-action="${action}"]`, row).hidden = !on; };
