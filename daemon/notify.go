@@ -105,10 +105,7 @@ func (n *notifier) event(ctx context.Context, ev localapi.Event) {
 		// A server waiting for its first sign-in (a fresh add passes
 		// through connecting on its way to needs-auth) is no news; the
 		// reason says so, whatever states a busy reader skipped.
-		if needsAuthWhy(srv.Reason) == whyNeverSignedIn {
-			continue
-		}
-		if srv.Reason != nil && srv.Reason.Message == "signed out" {
+		if srv.Reason != nil && quiet(srv.Reason.Code) {
 			continue
 		}
 		if t, ok := n.last[srv.ID]; ok && time.Since(t) < n.cooldown {
@@ -124,6 +121,13 @@ func (n *notifier) event(ctx context.Context, ev localapi.Event) {
 		}
 	}
 	n.prev = next
+}
+
+// quiet reports whether a needs-auth reason is no news: the person's own
+// sign-out, and a server never signed in (a fresh add passes through
+// connecting on its way there; a call found it so).
+func quiet(c localapi.ReasonCode) bool {
+	return c == localapi.ReasonSignedOut || c == localapi.ReasonNotSignedIn || c == localapi.ReasonNeedsAuth
 }
 
 // send runs NotifyCommand with the summary and body as arguments of their
@@ -158,39 +162,22 @@ func notification(srv localapi.Server) (summary, body string) {
 	return summary, body
 }
 
-// whyNeverSignedIn is needsAuthWhy's words for a server that was never
-// signed in.
-const whyNeverSignedIn = "It has not been signed in yet"
-
 // needsAuthWhy says why a server waits for the person's sign-in, from
-// its reason: its scopes and step, else the sign-in library's own words
-// in its message. The settings page says the same (app.js authWhy).
+// its reason's code and scopes: the Why of localapi.Table, which the
+// settings page shows too (app.js authWhy), as a sentence.
 func needsAuthWhy(r *localapi.Reason) string {
 	if r == nil {
 		r = &localapi.Reason{}
 	}
-	m := r.Message
-	switch {
-	case len(r.Scopes) > 0:
-		return "It asks for more permissions (" + strings.Join(r.Scopes, " ") + ")"
-	case r.Step == "scope" || strings.Contains(m, "requires the scopes"):
-		return "It asks for more permissions"
-	case m == "signed out":
-		return "You signed out"
-	case m == "needs authorization" || strings.Contains(m, "has not been signed in to yet"):
-		return whyNeverSignedIn
-	case r.Step == "refresh" || strings.Contains(m, "refresh token was refused"):
-		return "Its sign-in expired and could not be renewed"
-	case strings.Contains(m, "no refresh token is stored"):
-		return "Its sign-in ended and there is nothing to renew it with"
-	case strings.Contains(m, "no longer accepts remotemcp's client"):
-		return "The authorization server no longer knows remotemcp"
-	case strings.Contains(m, "now names the authorization server"):
-		return "It moved to another authorization server"
-	case r.HTTPStatus == 401:
-		return "It no longer accepts the sign-in"
+	w, _ := localapi.Table.ReasonWords(*r, "")
+	why := w.Why
+	if why == "" {
+		why = localapi.Table.Reasons[""].Why
 	}
-	return "Its sign-in is no longer valid"
+	if len(r.Scopes) > 0 {
+		why += " (" + strings.Join(r.Scopes, " ") + ")"
+	}
+	return strings.ToUpper(why[:1]) + why[1:]
 }
 
 // plain makes text from a server's config or answers safe to show in a

@@ -67,7 +67,7 @@ func TestNotifierAnnouncesNeedsAuth(t *testing.T) {
 	runs := fakeNotifySend(t)
 	ctx := context.Background()
 	n := &notifier{log: testLogger(), cooldown: time.Hour, run: func(f func()) { f() }, last: map[string]time.Time{}}
-	expired := &localapi.Reason{Class: "auth", Step: "authorization", Message: "needs authorization: oauth: authorization: login required: the stored refresh token was refused (token request refused: HTTP 400: invalid_grant)"}
+	expired := &localapi.Reason{Class: "auth", Step: "authorization", Code: localapi.ReasonRefreshRefused, Message: "needs authorization: oauth: authorization: login required: the stored refresh token was refused (token request refused: HTTP 400: invalid_grant)"}
 	hostile := "-x --icon=/etc/passwd <b>bold</b> & <a href=\"http://evil\">x</a>\n\u202Egnp.exe " + strings.Repeat("long ", 40)
 
 	steps := []struct {
@@ -76,7 +76,7 @@ func TestNotifierAnnouncesNeedsAuth(t *testing.T) {
 		want []string // the summaries announced by this step
 	}{
 		{"the first list: already waiting is not news", []localapi.Server{
-			srvIn("a", "A", localapi.StateReady, nil), srvIn("w", "W", localapi.StateNeedsAuth, &localapi.Reason{Message: "needs authorization"}),
+			srvIn("a", "A", localapi.StateReady, nil), srvIn("w", "W", localapi.StateNeedsAuth, &localapi.Reason{Code: localapi.ReasonNotSignedIn, Message: "needs authorization"}),
 			srvIn("h", hostile, localapi.StateReady, nil), srvIn("o", "O", localapi.StateReady, nil), srvIn("d", "D", localapi.StateReady, nil),
 		}, nil},
 		{"a pauses", []localapi.Server{
@@ -85,9 +85,9 @@ func TestNotifierAnnouncesNeedsAuth(t *testing.T) {
 		}, []string{"remotemcp: A needs you to sign in"}},
 		{"still paused, a new server waiting, a sign-out, a hostile name asking for scopes", []localapi.Server{
 			srvIn("a", "A", localapi.StateNeedsAuth, expired), srvIn("w", "W", localapi.StateNeedsAuth, nil),
-			srvIn("new", "New", localapi.StateNeedsAuth, &localapi.Reason{Message: "needs authorization"}),
-			srvIn("o", "O", localapi.StateNeedsAuth, &localapi.Reason{Message: "signed out"}),
-			srvIn("h", hostile, localapi.StateNeedsAuth, &localapi.Reason{Step: "scope", Scopes: []string{"files:write", "<i>admin</i>\n--urgency=critical"}}),
+			srvIn("new", "New", localapi.StateNeedsAuth, &localapi.Reason{Code: localapi.ReasonNotSignedIn, Message: "needs authorization"}),
+			srvIn("o", "O", localapi.StateNeedsAuth, &localapi.Reason{Code: localapi.ReasonSignedOut, Message: "signed out"}),
+			srvIn("h", hostile, localapi.StateNeedsAuth, &localapi.Reason{Step: "scope", Code: localapi.ReasonInsufficientScope, Scopes: []string{"files:write", "<i>admin</i>\n--urgency=critical"}}),
 			{ID: "d", Name: "D", Enabled: false, State: localapi.StateReady},
 		}, []string{"remotemcp: -x --icon=/etc/passwd ‹b›bold‹/b› ＆ ‹a href=\"http://evil\"›x‹/a›  gnp.exe long lo… needs you to sign in"}},
 		{"a recovers and pauses again within the cooldown; d, disabled, comes back paused", []localapi.Server{

@@ -3,6 +3,7 @@ package daemon
 import (
 	"bytes"
 	"embed"
+	"encoding/json"
 	"html/template"
 	"io/fs"
 	"mime"
@@ -22,24 +23,30 @@ var assets embed.FS
 
 var templates = template.Must(template.New("").Funcs(template.FuncMap{"stateLabel": stateLabel}).ParseFS(assets, "assets/*.html"))
 
-// stateLabel is a state in the page's words for the first paint, before
-// app.js takes over with the same words and the finer ones it derives
-// from the reason ("can't reach the server").
+// stateLabel is a state in the page's words (localapi.Table) for the
+// first paint, before app.js takes over with the same table and the finer
+// words of the reason ("can't reach the server").
 func stateLabel(s localapi.State) string {
-	switch s {
-	case localapi.StateNeedsAuth:
-		return "needs authorization"
-	case localapi.StateConnecting:
-		return "connecting…"
-	case localapi.StateReconnecting:
-		return "reconnecting…"
+	if w := localapi.Table.States[s]; w.Label != "" && s != localapi.StateDisabled {
+		return w.Label
 	}
 	return string(s)
 }
 
+// wordsJSON is localapi.Table as the page reads it (index.html's
+// data-words): the page has no words of its own for states and reasons.
+var wordsJSON = func() string {
+	b, err := json.Marshal(localapi.Table)
+	if err != nil {
+		panic(err) // a table of strings always encodes
+	}
+	return string(b)
+}()
+
 // pageData is what index.html renders before the script takes over.
 type pageData struct {
 	Version string
+	Words   string // wordsJSON
 	Servers []localapi.Server
 	Grants  localapi.GrantsState
 }
@@ -94,7 +101,7 @@ func (s *Server) handlePage(w http.ResponseWriter, r *http.Request) {
 			version = h.Version
 		}
 	}
-	s.render(w, http.StatusOK, "index.html", pageData{Version: version, Servers: srvs, Grants: localapi.GrantsState{Grants: g, Pending: p}})
+	s.render(w, http.StatusOK, "index.html", pageData{Version: version, Words: wordsJSON, Servers: srvs, Grants: localapi.GrantsState{Grants: g, Pending: p}})
 }
 
 // handleRoot serves GET /: the settings page is not here (it lives under
@@ -156,19 +163,24 @@ func (s *Server) handleStatic(w http.ResponseWriter, r *http.Request) {
 	w.Write(b)
 }
 
-// handleCallback serves GET /mcp-oauth, the loopback redirect URI of the
-// engine's sign-in flows. It needs no credential (the browser comes from
-// the authorization server, without our SameSite=Strict cookie): the
-// engine accepts only a callback whose state belongs to a flow it is
-// waiting for, and the page never echoes a parameter back.
-func (s *Server) handleCallback(w http.ResponseWriter, r *http.Request) {
+// callbackHandler serves GET /mcp-oauth, the loopback redirect URI of the
+// engine's sign-in flows: localapi.CallbackHandler (the engine's own
+// loopback listeners serve the same), drawn with the daemon's template.
+func (s *Server) callbackHandler() http.Handler {
 	cr, ok := s.o.Engine.(localapi.CallbackReceiver)
 	if !ok {
-		s.render(w, http.StatusNotFound, "callback.html", callbackPage{Title: "No sign-in here",
-			Message: "This remotemcp daemon runs no sign-in flows. Start the sign-in again from the settings page or the CLI."})
-		return
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			s.render(w, http.StatusNotFound, "callback.html", callbackPage{Title: "No sign-in here",
+				Message: "This remotemcp daemon runs no sign-in flows. Start the sign-in again from the settings page or the CLI."})
+		})
 	}
-	f, err := cr.CompleteAuthorization(r.Context(), r.URL.Query())
+	return localapi.CallbackHandler(cr, s.renderCallback)
+}
+
+// renderCallback draws how a callback ended in the settings page's words
+// and look: a refused one keeps its code's status (never a 5xx: the
+// response was not the daemon's failure).
+func (s *Server) renderCallback(w http.ResponseWriter, f *localapi.AuthFlow, err error) {
 	if err != nil {
 		status := toError(err).Status
 		if status >= 500 {

@@ -89,7 +89,7 @@ func stateChanging(method string) bool {
 func (s *Server) tcpHandler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /login", s.handleLogin)
-	mux.HandleFunc("GET /mcp-oauth", s.handleCallback)
+	mux.Handle("GET "+localapi.CallbackPath, s.callbackHandler())
 	mux.HandleFunc("GET /static/", s.handleStatic)
 	mux.HandleFunc("GET /{$}", s.handleRoot)
 	mux.HandleFunc("/api/", s.handleNoAPI)

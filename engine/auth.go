@@ -5,7 +5,6 @@ import (
 	"crypto/subtle"
 	"errors"
 	"fmt"
-	"html"
 	"net"
 	"net/http"
 	"net/url"
@@ -323,8 +322,9 @@ func (c *Engine) runFlow(ctx context.Context, f *flow, srv config.Server, lo oau
 		v.Result = li
 	})
 	if err == nil {
-		c.setSignedOut(srv.ID, false)
-		c.setWaiting(srv.ID, nil)
+		if err := c.Manager.SetSignedOut(context.WithoutCancel(ctx), srv.ID, false); err != nil {
+			c.log.Warn("remotemcp: clear the sign-out mark", "server", srv.ID, "err", err)
+		}
 		// Before the flow says it is done: a call made then must not meet
 		// the backoff of the failure the sign-in fixed (issue #20 item 1).
 		c.Manager.ResetBackoff(srv.ID)
@@ -587,7 +587,8 @@ func (c *Engine) listenLoopback(port int, serverID string) (bound int, release f
 		port = ln.Addr().(*net.TCPAddr).Port
 		l = &loopback{done: make(chan struct{}), gone: make(chan struct{})}
 		// The limits of every local listener (issue #20 item 2).
-		l.srv = netlimit.Server(http.HandlerFunc(c.serveCallback), netlimit.Options{})
+		// The one /mcp-oauth handler, which the daemon mounts too.
+		l.srv = netlimit.Server(localapi.CallbackHandler(c, nil), netlimit.Options{})
 		lim := netlimit.Limit(ln, netlimit.Cap(netlimit.MaxCallbackConns), "the OAuth callback")
 		go func() {
 			defer close(l.done)
@@ -623,56 +624,6 @@ func (c *Engine) listenLoopback(port int, serverID string) (bound int, release f
 	return port, release, nil
 }
 
-// serveCallback is the engine's own /mcp-oauth: CompleteAuthorization,
-// with a page saying how it ended. It never echoes a parameter back.
-func (c *Engine) serveCallback(w http.ResponseWriter, r *http.Request) {
-	h := w.Header()
-	h.Set("Content-Type", "text/html; charset=utf-8")
-	h.Set("Cache-Control", "no-store")
-	h.Set("Referrer-Policy", "no-referrer")
-	h.Set("X-Content-Type-Options", "nosniff")
-	h.Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'")
-	if r.URL.Path != oauth.CallbackPath {
-		http.NotFound(w, r)
-		return
-	}
-	if r.Method != http.MethodGet {
-		h.Set("Allow", http.MethodGet)
-		w.WriteHeader(http.StatusMethodNotAllowed)
-		return
-	}
-	v, err := c.CompleteAuthorization(r.Context(), r.URL.Query())
-	status, title, msg := callbackPage(v, err)
-	w.WriteHeader(status)
-	fmt.Fprintf(w, "<!doctype html><meta charset=utf-8><title>remotemcp</title>"+
-		"<body style=\"font-family:system-ui,sans-serif;margin:3em auto;max-width:36em\"><h1>%s</h1><p>%s</p>\n",
-		html.EscapeString(title), html.EscapeString(msg))
-}
-
-// callbackPage is what the browser tab that delivered a sign-in callback
-// shows: the HTTP status, a title and a message, from what
-// CompleteAuthorization returned.
-func callbackPage(v *localapi.AuthFlow, err error) (status int, title, message string) {
-	if err != nil {
-		e := apiError(err)
-		switch e.Code {
-		case localapi.CodeBadRequest:
-			return http.StatusBadRequest, "Authorization response not understood", "remotemcp could not read this authorization response. Return to remotemcp and sign in again."
-		case localapi.CodeConflict:
-			return http.StatusConflict, "Already received", "remotemcp already has the answer for this sign-in. You can close this tab."
-		default:
-			return http.StatusBadRequest, "Unexpected authorization response", "This response does not belong to a sign-in remotemcp is waiting for, and was ignored."
-		}
-	}
-	switch {
-	case v == nil || v.Phase != localapi.PhaseDone && v.Phase != localapi.PhaseFailed:
-		return http.StatusOK, "Authorization in progress", "remotemcp is finishing the sign-in; it shows the result where you started it."
-	case v.Phase == localapi.PhaseDone:
-		return http.StatusOK, "Authorization complete", "remotemcp is signed in to " + v.ServerID + ". You can close this tab."
-	}
-	return http.StatusOK, "Authorization failed", v.Error
-}
-
 // Logout signs out of an OAuth server: it forgets the access token, the
 // refresh token and the client registration, and ends the server's
 // sessions; its state is then needs-auth, reason "signed out", until it
@@ -690,7 +641,6 @@ func (c *Engine) Logout(ctx context.Context, id string) (*localapi.LogoutResult,
 		return nil, conflict("server %s does not use OAuth (its auth is %s): there is nothing to sign out of", id, srv.Auth.Kind)
 	}
 	before := c.OAuth.Status(ctx, srv)
-	c.setSignedOut(id, true)
 	if err := c.OAuth.Logout(ctx, id); err != nil {
 		return nil, fail(err)
 	}
@@ -700,8 +650,11 @@ func (c *Engine) Logout(ctx context.Context, id string) (*localapi.LogoutResult,
 	if err := c.Manager.Disconnect(ctx, id); err != nil {
 		c.log.Debug("remotemcp: disconnect after sign-out", "server", id, "err", err)
 	}
-	// Again: a view taken while the session was still ready cleared it.
-	c.setSignedOut(id, true)
+	// After the disconnect, a barrier: no connect started before it can
+	// clear the mark.
+	if err := c.Manager.SetSignedOut(ctx, id, true); err != nil {
+		c.log.Warn("remotemcp: record the sign-out", "server", id, "err", err)
+	}
 	c.hub.bump(topicServers)
 	res := &localapi.LogoutResult{ServerID: id, Forgotten: []string{}}
 	if before.HasAccessToken {

@@ -154,10 +154,9 @@ func (c *Engine) approvalRequest(ctx context.Context, ar agent.ApprovalRequest) 
 
 // notSent says why a call the guard or the server refused before it ran
 // was not sent (agent.CallOptions.NotSent, as notSentFn: made once, not
-// per call), and notes a server that waits for a sign-in so that its
-// status shows it at once.
+// per call). The manager notes a server that waits for a sign-in itself
+// (Manager.StateOf).
 func (c *Engine) notSent(serverID string, err error) string {
-	c.noteNeedsPerson(serverID, err)
 	return c.whyNotSent(serverID, err)
 }
 
@@ -234,9 +233,6 @@ func (c *Engine) Call(ctx context.Context, req localapi.CallRequest, h localapi.
 			err = errors.New("the call returned nothing")
 		}
 		return nil, fail(err)
-	}
-	if res.Outcome == agent.OutcomeOK {
-		c.setWaiting(res.ServerID, nil) // it answered: it waits for nobody
 	}
 	return res, nil
 }

@@ -5,11 +5,9 @@ import (
 	"errors"
 	"os"
 	"slices"
-	"strings"
 
 	"github.com/remotemcp/remotemcp/localapi"
 	"github.com/remotemcp/remotemcp/manager"
-	"github.com/remotemcp/remotemcp/oauth"
 	"github.com/remotemcp/remotemcp/session"
 )
 
@@ -79,59 +77,4 @@ func (b lister) Catalog(ctx context.Context, id string) (*session.Catalog, error
 		return nil, errNotWanted
 	}
 	return b.Manager.Catalog(ctx, id)
-}
-
-// noteNeedsPerson puts a server whose request needed the person into
-// needs-auth, naming why (a sign-in, the scopes it asks for), so status,
-// the page's banner and notifications show it without waiting for a
-// reconnect (SPEC §9 A1, A4).
-func (c *Engine) noteNeedsPerson(id string, err error) {
-	if !errors.Is(err, oauth.ErrLoginRequired) {
-		return
-	}
-	r := &localapi.Reason{Class: localapi.ClassAuth, Step: string(oauth.StepAuthorization), Message: reasonNeedsAuth}
-	var ise *oauth.InsufficientScopeError
-	if errors.As(err, &ise) {
-		r.Step = string(oauth.StepScope)
-		r.Scopes = slices.Clone(ise.Scopes)
-		r.Message = "the server asks for more permissions (" + strings.Join(ise.Missing, " ") + "); authorize again to grant them"
-	}
-	c.setWaiting(id, r)
-}
-
-// setWaiting records (r != nil) or clears why a server waits for the
-// person, announcing the change.
-func (c *Engine) setWaiting(id string, r *localapi.Reason) {
-	c.soMu.Lock()
-	old, had := c.waiting[id]
-	switch {
-	case r == nil && !had:
-		c.soMu.Unlock()
-		return
-	case r == nil:
-		delete(c.waiting, id)
-	default:
-		if c.waiting == nil {
-			c.waiting = map[string]*localapi.Reason{}
-		}
-		c.waiting[id] = r
-	}
-	c.soMu.Unlock()
-	if r != nil && old != nil && r.Message == old.Message {
-		return
-	}
-	if c.hub != nil {
-		c.hub.bump(topicServers)
-	}
-}
-
-func (c *Engine) waitingReason(id string) *localapi.Reason {
-	c.soMu.Lock()
-	defer c.soMu.Unlock()
-	if r := c.waiting[id]; r != nil {
-		cp := *r
-		cp.Scopes = slices.Clone(r.Scopes)
-		return &cp
-	}
-	return nil
 }

@@ -128,15 +128,6 @@ type Engine struct {
 	loopMu sync.Mutex
 	loops  map[int]*loopback // the engine's own callback listeners
 
-	// signedOut marks servers signed out by Logout until they sign in or
-	// connect again (their state is needs-auth, reason "signed out").
-	soMu      sync.Mutex
-	signedOut map[string]bool
-	// waiting holds servers whose last request needed the person (a
-	// sign-in, more scopes): they show needs-auth with this reason until
-	// a sign-in or a request that works (SPEC §9 A4, B2).
-	waiting map[string]*localapi.Reason
-
 	// notices are the servers' notifications for Subscribe (log
 	// messages, resource updates).
 	notices noticeRing
@@ -195,7 +186,7 @@ func Open(ctx context.Context, o Options) (*Engine, error) {
 	c := &Engine{
 		Store: st, Memory: store.NewMemory(), HTTP: &hc, Hosts: hosts, DataDir: dir,
 		o: o, log: log, lazy: o.NoStartupConnect, started: time.Now().UTC(),
-		hub: newHub(), flows: newFlows(), loops: map[int]*loopback{}, signedOut: map[string]bool{},
+		hub: newHub(), flows: newFlows(), loops: map[int]*loopback{},
 	}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	c.OAuth = oauth.New(oauth.Options{Store: st, Memory: c.Memory, HTTPClient: c.HTTP, Logger: o.Logger,

@@ -8,7 +8,6 @@ import (
 	"maps"
 	"net/http"
 	"reflect"
-	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -17,7 +16,6 @@ import (
 	"github.com/remotemcp/remotemcp/hostperm"
 	"github.com/remotemcp/remotemcp/localapi"
 	"github.com/remotemcp/remotemcp/manager"
-	"github.com/remotemcp/remotemcp/oauth"
 	"github.com/remotemcp/remotemcp/session"
 	"github.com/remotemcp/remotemcp/store"
 )
@@ -25,26 +23,6 @@ import (
 // connectWait bounds how long a connect waits for the handshake (the
 // manager's own handshake timeout is 30 s).
 const connectWait = 90 * time.Second
-
-// Reason messages of needs-auth states (SPEC §9 A1, A4).
-const (
-	reasonSignedOut = "signed out"
-	reasonNeedsAuth = "needs authorization"
-)
-
-// cliAdvice matches the advice to run a command that library errors
-// carry (oauth's `; run "remotemcp auth login X"`, hostperm's `; approve
-// it with "remotemcp grants approve O" or in the settings page`,
-// session's `(check the bearer token, or run "remotemcp auth login" …)`).
-// A server's view is shown where the person acts (the page, the CLI),
-// and each surface says what to do in its own terms from the reason's
-// class and step, so the view leaves that advice out.
-var cliAdvice = regexp.MustCompile(`\s*\([^()]*"remotemcp [^"]*"[^()]*\)|;\s*(?:run|approve it with|see)\s+"remotemcp [^"]*"(?:\s+again)?(?:\s+or in the settings page)?`)
-
-// withoutCLIAdvice is msg without cliAdvice.
-func withoutCLIAdvice(msg string) string {
-	return cliAdvice.ReplaceAllString(msg, "")
-}
 
 // Servers lists every server as every surface shows it.
 func (c *Engine) Servers(ctx context.Context) ([]localapi.Server, error) {
@@ -58,123 +36,20 @@ func (c *Engine) Server(ctx context.Context, id string) (*localapi.Server, error
 	return v, fail(err)
 }
 
-// state maps the manager's state to SPEC §9 A1: a lost session that is
-// recovering is reconnecting; a server that needs the person's sign-in
-// (signed out, never signed in, or refused for a login the background
-// cannot do) is needs-auth, not error.
+// state is the server's state and reason as SPEC §9 A1 names them: the
+// manager's (Manager.StateOf), in the local API's types. It writes
+// nothing.
 func (c *Engine) state(ctx context.Context, srv config.Server, st manager.ServerStatus) (localapi.State, *localapi.Reason) {
-	ms := manager.StateDisconnected
-	var r *manager.Reason
-	if st.ID == srv.ID {
-		ms, r = st.State, st.Reason
-	}
-	if ms == manager.StateReady {
-		c.setSignedOut(srv.ID, false)
-		if r := c.waitingReason(srv.ID); r != nil && srv.Enabled {
-			return localapi.StateNeedsAuth, r
-		}
-		return localapi.StateReady, nil
-	}
-	oauthKind := srv.Auth.Kind.OAuthCapable()
-	if oauthKind && srv.Enabled && ms != manager.StateConnecting && c.isSignedOut(srv.ID) {
-		return localapi.StateNeedsAuth, &localapi.Reason{Class: localapi.ClassAuth, Step: string(oauth.StepAuthorization), Message: reasonSignedOut}
-	}
-	switch ms {
-	case manager.StateIdle:
-		// Hibernated: no session, its catalog kept (SPEC §9 A1).
-		return localapi.StateIdle, nil
-	case manager.StateConnecting:
-		if r != nil && strings.HasPrefix(r.Message, "connection lost") {
-			return localapi.StateReconnecting, reasonOf(r)
-		}
-		return localapi.StateConnecting, reasonOf(r)
-	case manager.StateError:
-		if r != nil && needsAuth(srv, *r) {
-			lr := reasonOf(r)
-			if lr.Step == "" {
-				lr.Step = string(oauth.StepAuthorization)
-			}
-			// reasonOf left the library's advice to run a command out.
-			lr.Message = reasonNeedsAuth + ": " + lr.Message
-			return localapi.StateNeedsAuth, lr
-		}
-		return localapi.StateError, reasonOf(r)
-	}
-	// Disconnected: an enabled OAuth server that never signed in is
-	// waiting for the person, not merely idle. An auto server is not: it
-	// connects without auth until a server challenges it.
-	if srv.Auth.Kind == config.AuthOAuth && srv.Enabled {
-		os := c.OAuth.Status(ctx, srv)
-		if os.Binding == nil && !os.HasAccessToken && !os.HasRefreshToken {
-			return localapi.StateNeedsAuth, &localapi.Reason{Class: localapi.ClassAuth, Step: string(oauth.StepAuthorization), Message: reasonNeedsAuth}
-		}
-	}
-	return localapi.StateDisconnected, reasonOf(r)
-}
-
-// needsAuth reports whether a failure needs the person to sign in: the
-// background could not authorize (R3.13).
-func needsAuth(srv config.Server, r manager.Reason) bool {
-	if r.Class != manager.ClassAuth {
-		return false
-	}
-	if strings.Contains(r.Message, oauth.ErrLoginRequired.Error()) {
-		return true
-	}
-	return srv.Auth.Kind.OAuthCapable() && r.HTTPStatus == http.StatusUnauthorized
+	s, r := c.Manager.StateOf(ctx, srv, st)
+	return localapi.State(s), reasonOf(r)
 }
 
 func reasonOf(r *manager.Reason) *localapi.Reason {
 	if r == nil {
 		return nil
 	}
-	return &localapi.Reason{Class: classOf(r.Class), Step: r.Step, HTTPStatus: r.HTTPStatus, Message: withoutCLIAdvice(r.Message)}
-}
-
-func (c *Engine) isSignedOut(id string) bool {
-	c.soMu.Lock()
-	on, known := c.signedOut[id]
-	c.soMu.Unlock()
-	if known {
-		return on
-	}
-	// Another process (a CLI command, the daemon) may have signed the
-	// server out: the mark is in the store, so every process says the
-	// same.
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	_, err := c.Store.GetKV(ctx, signedOutNS, id)
-	on = err == nil
-	c.soMu.Lock()
-	c.signedOut[id] = on
-	c.soMu.Unlock()
-	return on
-}
-
-// signedOutNS is the store's namespace of servers signed out by the
-// person (key: server id): they stay needs-auth "signed out" in every
-// process until a sign-in or a successful connect.
-const signedOutNS = "remotemcp_signed_out"
-
-func (c *Engine) setSignedOut(id string, on bool) {
-	c.soMu.Lock()
-	was, known := c.signedOut[id]
-	c.signedOut[id] = on
-	c.soMu.Unlock()
-	if known && was == on && !on {
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	var err error
-	if on {
-		err = c.Store.PutKV(ctx, signedOutNS, id, []byte("1"))
-	} else {
-		err = c.Store.DeleteKV(ctx, signedOutNS, id)
-	}
-	if err != nil && !errors.Is(err, store.ErrNotFound) {
-		c.log.Warn("remotemcp: record the sign-out", "server", id, "err", err)
-	}
+	return &localapi.Reason{Class: classOf(r.Class), Step: r.Step, HTTPStatus: r.HTTPStatus, Message: r.Message,
+		Code: localapi.ReasonCode(r.Code), Scopes: slices.Clone(r.Scopes)}
 }
 
 // originGranted reports whether origin has a grant.
@@ -815,7 +690,9 @@ func (c *Engine) RemoveServer(ctx context.Context, id string) error {
 		}
 		return fail(err)
 	}
-	c.setSignedOut(id, false)
+	if err := c.Manager.SetSignedOut(ctx, id, false); err != nil {
+		c.log.Warn("remotemcp: forget the sign-out of a removed server", "server", id, "err", err)
+	}
 	c.syncConfig(ctx)
 	c.hub.bump(topicServers)
 	return nil
@@ -854,7 +731,6 @@ func (c *Engine) connectWith(ctx context.Context, id string, mc func(context.Con
 	if err := mc(ctx, id); err != nil {
 		return err
 	}
-	c.setSignedOut(id, false)
 	c.hub.bump(topicServers)
 	return c.reg.Refresh(withWant(ctx, id))
 }

@@ -129,7 +129,7 @@ type viewInputs struct {
 	st      manager.ServerStatus
 	held    map[string]string
 	flow    *localapi.AuthFlow
-	waiting *localapi.Reason
+	waiting *manager.Reason
 	// signedOut is the in-memory sign-out mark: 0 unknown (state reads
 	// the store), 1 not signed out, 2 signed out.
 	signedOut int
@@ -224,20 +224,6 @@ func (c *Engine) keptHeld(ctx context.Context) map[string]map[string]string {
 	return vc.held
 }
 
-// signedOutMark is the in-memory sign-out mark of id (see viewInputs).
-func (c *Engine) signedOutMark(id string) int {
-	c.soMu.Lock()
-	defer c.soMu.Unlock()
-	on, known := c.signedOut[id]
-	switch {
-	case !known:
-		return 0
-	case on:
-		return 2
-	}
-	return 1
-}
-
 // liveServers is the encoded server list of the subscriptions, rebuilt
 // where it changed (see viewCache).
 func (c *Engine) liveServers(ctx context.Context) (json.RawMessage, error) {
@@ -269,8 +255,9 @@ func (c *Engine) liveServers(ctx context.Context) (json.RawMessage, error) {
 		if !ok {
 			continue // removed since the revisions were read
 		}
+		waiting, signedOut := c.Manager.Marks(r.ID)
 		in := viewInputs{rev: vc.revs[r.ID], st: status[r.ID], held: held[r.ID], flow: c.flows.view(r.ID),
-			waiting: c.waitingReason(r.ID), signedOut: c.signedOutMark(r.ID), grants: vc.grantsGen}
+			waiting: waiting, signedOut: signedOut, grants: vc.grantsGen}
 		kv := vc.views[r.ID]
 		// A disconnected OAuth server's state also depends on its
 		// tokens (state reads them), which change without an event of
@@ -279,7 +266,7 @@ func (c *Engine) liveServers(ctx context.Context) (json.RawMessage, error) {
 		if kv == nil || volatile || !reflect.DeepEqual(in, kv.in) {
 			v := c.view(ctx, srv, in.rev, in.st, in.held, vc.granted, vc.pending)
 			// state may have learnt the sign-out mark from the store.
-			in.signedOut = c.signedOutMark(r.ID)
+			_, in.signedOut = c.Manager.Marks(r.ID)
 			kv = &keptView{in: in, v: v}
 			vc.views[r.ID] = kv
 			vc.built++
@@ -399,9 +386,6 @@ func (c *Engine) view(ctx context.Context, srv config.Server, rev int64, st mana
 	oauthKind := srv.Auth.Kind.OAuthCapable()
 	if oauthKind {
 		v.Authorization = c.flows.view(srv.ID)
-		if v.Authorization != nil {
-			v.Authorization.Error = withoutCLIAdvice(v.Authorization.Error)
-		}
 	}
 	if st.ID == srv.ID {
 		v.ToolCount = st.ToolCount

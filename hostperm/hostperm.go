@@ -148,14 +148,14 @@ type PermissionRequiredError struct {
 	ServerID string // "" when no server is involved
 }
 
-// Error tells the user what was refused and how to allow it.
+// Error tells what was refused; how to allow it is each surface's to
+// say (the CLI's grants approve, the page's Allow button).
 func (e *PermissionRequiredError) Error() string {
 	what := e.Purpose.describe()
 	if e.ServerID != "" {
 		what += fmt.Sprintf(" for server %q", e.ServerID)
 	}
-	return fmt.Sprintf("permission required: remotemcp has no grant for %s (%s); approve it with \"remotemcp grants approve %s\" or in the settings page",
-		e.Origin, what, e.Origin)
+	return fmt.Sprintf("permission required: remotemcp has no grant for %s (%s)", e.Origin, what)
 }
 
 // Is makes errors.Is(err, ErrPermissionRequired) true.

@@ -536,15 +536,15 @@ func TestErrorMessage(t *testing.T) {
 	}{
 		{
 			PermissionRequiredError{"https://as.example.com", PurposeDiscoveryAS, "docs"},
-			`permission required: remotemcp has no grant for https://as.example.com (authorization-server metadata for server "docs"); approve it with "remotemcp grants approve https://as.example.com" or in the settings page`,
+			`permission required: remotemcp has no grant for https://as.example.com (authorization-server metadata for server "docs")`,
 		},
 		{
 			PermissionRequiredError{"https://mcp.example.com", PurposeMCP, ""},
-			`permission required: remotemcp has no grant for https://mcp.example.com (MCP endpoint); approve it with "remotemcp grants approve https://mcp.example.com" or in the settings page`,
+			`permission required: remotemcp has no grant for https://mcp.example.com (MCP endpoint)`,
 		},
 		{
 			PermissionRequiredError{"http://127.0.0.1:9", "", ""},
-			`permission required: remotemcp has no grant for http://127.0.0.1:9 (request); approve it with "remotemcp grants approve http://127.0.0.1:9" or in the settings page`,
+			`permission required: remotemcp has no grant for http://127.0.0.1:9 (request)`,
 		},
 	}
 	for _, tc := range tests {

@@ -68,6 +68,9 @@ type Reason struct {
 	Message    string `json:"message"`
 	// Scopes are the scopes a needs-auth server asks for, when known.
 	Scopes []string `json:"scopes,omitempty"`
+	// Code says why, finer than Class: the key of the words the CLI and
+	// the page show (Words).
+	Code ReasonCode `json:"code,omitempty"`
 }
 
 // Health is the answer of GET /api/health.

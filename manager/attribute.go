@@ -46,6 +46,10 @@ type Reason struct {
 	// HTTPStatus is set for ClassHTTP and HTTP-caused ClassAuth.
 	HTTPStatus int    `json:"httpStatus,omitempty"`
 	Message    string `json:"message"`
+	// Code says why, for the words a surface shows (states.go).
+	Code ReasonCode `json:"code,omitempty"`
+	// Scopes are the scopes a needs-auth server asks for, when known.
+	Scopes []string `json:"scopes,omitempty"`
 }
 
 func (r Reason) String() string {
@@ -66,6 +70,15 @@ func Attribute(err error) Reason {
 	if err == nil {
 		return Reason{}
 	}
+	r := attribute(err)
+	if r.Code == "" {
+		r.Code = codeOf(err, r)
+	}
+	return r
+}
+
+// attribute is Attribute without the code.
+func attribute(err error) Reason {
 	msg := err.Error()
 	var (
 		as     authStepper
@@ -108,7 +121,7 @@ func Attribute(err error) Reason {
 		}
 		return Reason{Class: ClassHTTP, HTTPStatus: hs.StatusCode, Message: msg}
 	case errors.Is(err, mcp.ErrSessionMissing):
-		return Reason{Class: ClassProtocol, HTTPStatus: 404, Message: "session expired on the server (HTTP 404): " + msg}
+		return Reason{Class: ClassProtocol, HTTPStatus: 404, Code: CodeSessionExpired, Message: leadSessionExpired + ": " + msg}
 	case errors.Is(err, session.ErrValidation), errors.As(err, &ute), errors.As(err, &syn), errors.As(err, &le):
 		return Reason{Class: ClassProtocol, Message: msg}
 	case errors.As(err, &rhe), errors.As(err, &uae), errors.As(err, &hne), errors.As(err, &cie), errors.As(err, &cve),
@@ -120,7 +133,7 @@ func Attribute(err error) Reason {
 	case errors.As(err, &urlErr):
 		return Reason{Class: ClassNetwork, Message: msg}
 	case errors.Is(err, mcp.ErrConnectionClosed):
-		return Reason{Class: ClassNetwork, Message: "connection closed: " + msg}
+		return Reason{Class: ClassNetwork, Code: CodeConnectionClosed, Message: leadConnectionClosed + ": " + msg}
 	case errors.As(err, &rpc) && rpc.Code != -32005:
 		return Reason{Class: ClassProtocol, Message: msg}
 	}

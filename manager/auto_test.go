@@ -91,8 +91,11 @@ func TestAutoServerBehindOAuthNeedsLoginThenConnects_A2_R3_13(t *testing.T) {
 		t.Fatalf("connect: %v; want oauth.ErrLoginRequired at the authorization step", err)
 	}
 	st, _ := e.m.ServerStatusOf("au")
-	if st.State != StateError || st.Reason == nil || st.Reason.Class != ClassAuth || st.Reason.Step != string(oauth.StepAuthorization) {
-		t.Fatalf("status %+v (reason %+v); want error, class auth, step authorization", st, st.Reason)
+	// The manager itself says the server waits for the person (SPEC §9
+	// A1), and why, as a code.
+	if st.State != StateNeedsAuth || st.Reason == nil || st.Reason.Class != ClassAuth || st.Reason.Step != string(oauth.StepAuthorization) ||
+		st.Reason.Code != CodeNotSignedIn {
+		t.Fatalf("status %+v (reason %+v); want needs-auth, class auth, step authorization, code not-signed-in", st, st.Reason)
 	}
 	if n := len(e.as.Requests()); n != 0 {
 		t.Fatalf("background work sent %d requests to the authorization server", n)

@@ -218,7 +218,7 @@ func TestBackoffReconnectSharesSchedule(t *testing.T) {
 	s.ExpireSessions()
 	waitFor(t, "the lost session", func() bool {
 		st := mustStatus(t, e, "fx")
-		return st.State == StateConnecting && st.RetryAt != nil
+		return st.State == StateReconnecting && st.RetryAt != nil
 	})
 	between(t, "reconnect after a quick loss", retryIn(t, e, clock, "fx"), time.Second)
 	n := s.refused.Load()
@@ -249,8 +249,8 @@ func TestBackoffReconnectSharesSchedule(t *testing.T) {
 			})
 			next = *mustStatus(t, e, "fx").RetryAt
 			attempts++
-			if st := mustStatus(t, e, "fx"); st.State != StateConnecting || st.Reason == nil {
-				t.Fatalf("between reconnects: %+v; want connecting with the reason", st)
+			if st := mustStatus(t, e, "fx"); st.State != StateReconnecting || st.Reason == nil {
+				t.Fatalf("between reconnects: %+v; want reconnecting with the reason", st)
 			}
 			if !last.IsZero() {
 				gap := due.Sub(last)

@@ -186,6 +186,11 @@ type Manager struct {
 	cacheIDs map[string]bool
 
 	pins pinGen // tool pinning (pins.go)
+
+	// marks are the needs-auth states of the person's actions and of
+	// calls' answers (states.go).
+	marksMu sync.Mutex
+	marks   personMarks
 }
 
 type entry struct {
@@ -280,7 +285,8 @@ func New(o Options) *Manager {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	m := &Manager{o: o, log: o.Logger, clock: o.Clock, ctx: ctx, cancel: cancel, entries: map[string]*entry{},
-		ops: map[string]*Op{}, cancels: session.NewCancelRecords()}
+		ops: map[string]*Op{}, cancels: session.NewCancelRecords(),
+		marks: personMarks{signedOut: map[string]bool{}, waiting: map[string]*Reason{}}}
 	m.revCond = sync.NewCond(&m.revMu)
 	m.events = fanout.New[Event](64)
 	return m
@@ -381,7 +387,7 @@ func (m *Manager) lookup(id string) (*entry, error) {
 	// another process is polled): ask the store before saying no.
 	cfg, err := m.o.Store.GetServer(m.ctx, id)
 	if err != nil && !errors.Is(err, store.ErrSealOpen) {
-		return nil, fmt.Errorf("%w %q (see \"remotemcp servers list\")", ErrUnknownServer, id)
+		return nil, fmt.Errorf("%w %q", ErrUnknownServer, id)
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -442,7 +448,7 @@ func (m *Manager) ensure(ctx context.Context, id string, explicit bool) (*sessio
 		}
 		if !e.conf.enabled {
 			e.mu.Unlock()
-			return nil, fmt.Errorf("server %q: %w (run \"remotemcp servers enable %s\")", id, ErrDisabled, id)
+			return nil, fmt.Errorf("server %q: %w", id, ErrDisabled)
 		}
 		joined := e.attempt != nil && e.attempt.epoch == e.epoch
 		if !joined && !explicit && !retriedJoined {
@@ -507,11 +513,11 @@ func (m *Manager) startAttemptLocked(e *entry, background bool) *attempt {
 	a := &attempt{epoch: e.epoch, ctx: ctx, cancel: cancel, done: make(chan struct{})}
 	e.attempt = a
 	switch {
-	case e.reconnecting && e.state == StateConnecting:
+	case e.reconnecting && e.state == StateReconnecting:
 		// Reconnecting after a lost connection: the state keeps saying so
 		// (and why) through every attempt, never flipping to "connecting"
 		// or "error" while the server is away (SPEC §9 A1).
-	case background && e.state == StateError:
+	case background && (e.state == StateError || e.state == StateNeedsAuth):
 		// The schedule's retry of a failed server: state and reason stay
 		// its last failure until this attempt ends (issue #20 item 1).
 	default:
@@ -541,11 +547,11 @@ func (m *Manager) runAttempt(e *entry, a *attempt) {
 				// The schedule tries again; the server is away, not
 				// broken. Auth, config and permission failures need the
 				// person and stop being "reconnecting".
-				r.Message = reconnectingPrefix + r.Message
-				m.setState(e, StateConnecting, &r)
+				rr := reconnectingReason(r)
+				m.setState(e, StateReconnecting, &rr)
 			} else {
 				e.reconnecting = false
-				m.setState(e, StateError, &r)
+				m.failedStateLocked(e, err, r)
 			}
 		}
 	}
@@ -661,6 +667,7 @@ func (m *Manager) attemptOnce(e *entry, a *attempt) error {
 	m.setState(e, StateReady, nil)
 	renew := len(e.subs) > 0
 	e.mu.Unlock()
+	m.connected(e, cfg)
 	m.saveCatalog(e)
 	m.wg.Add(1)
 	go m.watch(e, sess)
@@ -715,12 +722,11 @@ func (m *Manager) connectionLost(e *entry, sess *session.Session, cause error) {
 	quick := m.clock.Now().Sub(e.ext().bo.readyAt) < flapWindow
 	switch {
 	case quick && !retriable(r.Class):
-		m.setState(e, StateError, &r)
+		m.failedStateLocked(e, cause, r)
 		e.reconnecting = false
 	default:
-		rr := r
-		rr.Message = reconnectingPrefix + rr.Message
-		m.setState(e, StateConnecting, &rr)
+		rr := reconnectingReason(r)
+		m.setState(e, StateReconnecting, &rr)
 		e.reconnecting = true
 	}
 	if quick {
@@ -968,7 +974,10 @@ func (m *Manager) CallTool(ctx context.Context, id, tool string, args json.RawMe
 // CallOp sends a begun call once, connecting its server lazily. o's
 // OperationID is op's. Progress is asked of the server only when
 // o.Progress listens, and only then does progress restart the tool time.
-func (m *Manager) CallOp(op *Op, id, tool string, args json.RawMessage, o session.CallOptions) (*mcp.CallToolResult, error) {
+func (m *Manager) CallOp(op *Op, id, tool string, args json.RawMessage, o session.CallOptions) (_ *mcp.CallToolResult, err error) {
+	// A call that needed the person's sign-in (or worked again) changes
+	// the server's state (StateOf's waiting mark).
+	defer func() { m.noteCall(id, err) }()
 	o.OperationID = op.id
 	sess, err := m.ensure(op.ctx, id, false)
 	if err != nil {
@@ -979,7 +988,8 @@ func (m *Manager) CallOp(op *Op, id, tool string, args json.RawMessage, o sessio
 
 // CallToolOn calls a tool on a specific connection; a stale connection id
 // is refused without sending anything (R2.9).
-func (m *Manager) CallToolOn(ctx context.Context, id, connID, tool string, args json.RawMessage, o session.CallOptions) (*mcp.CallToolResult, error) {
+func (m *Manager) CallToolOn(ctx context.Context, id, connID, tool string, args json.RawMessage, o session.CallOptions) (_ *mcp.CallToolResult, err error) {
+	defer func() { m.noteCall(id, err) }()
 	op, err := m.Begin(ctx, o.OperationID)
 	if err != nil {
 		return nil, notSent(id, tool, err)
@@ -1043,7 +1053,7 @@ func (m *Manager) callOnce(op *Op, id string, sess *session.Session, tool string
 		disabled, toolTimeout = cfg.ToolDisabled(tool), cfg.ToolTimeout
 	}
 	if disabled {
-		return nil, notSent(id, tool, fmt.Errorf("%w (enable it with the settings page or \"remotemcp servers set\")", ErrToolDisabled))
+		return nil, notSent(id, tool, ErrToolDisabled)
 	}
 	if err := m.heldError(ctx, id, sess, tool); err != nil {
 		return nil, notSent(id, tool, err) // never sent (issue #20 item 3)
@@ -1093,10 +1103,10 @@ func (m *Manager) callOnce(op *Op, id string, sess *session.Session, tool string
 	return nil, ce
 }
 
-// reconnectingPrefix starts the reason of a server whose connection was
-// lost and that is reconnecting by itself; the engine shows such a server
-// as "reconnecting".
-const reconnectingPrefix = "connection lost, reconnecting: "
+// reconnectingPrefix starts the reason's message of a server whose
+// connection was lost and that is reconnecting by itself (state
+// StateReconnecting; the words are for people, nothing parses them).
+const reconnectingPrefix = LeadReconnecting + ": "
 
 // errToolTimeout is the cause of a call's context when its tool time ran out.
 var errToolTimeout = errors.New("tool timeout")

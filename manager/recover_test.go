@@ -34,8 +34,8 @@ func TestRestartRecovers(t *testing.T) {
 	// Through several failed attempts it keeps saying it is reconnecting.
 	for range 20 {
 		st, _ := e.m.ServerStatusOf("fx")
-		if st.State != StateConnecting || st.Reason == nil || !strings.HasPrefix(st.Reason.Message, reconnectingPrefix) {
-			t.Fatalf("while down: state %s, reason %+v; want connecting with the reconnecting reason", st.State, st.Reason)
+		if st.State != StateReconnecting || st.Reason == nil || st.Reason.Code != CodeNetwork || !strings.HasPrefix(st.Reason.Message, reconnectingPrefix) {
+			t.Fatalf("while down: state %s, reason %+v; want reconnecting, the loss's reason", st.State, st.Reason)
 		}
 		time.Sleep(30 * time.Millisecond) // the backoff is 20–200 ms here
 	}

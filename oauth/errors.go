@@ -161,7 +161,8 @@ type InsufficientScopeError struct {
 	Scopes []string
 }
 
-// Error says what is missing and what to run.
+// Error says what is missing; what the person does about it is each
+// surface's to say (localapi's words), from LoginReason.
 func (e *InsufficientScopeError) Error() string {
 	what := "more scopes than the current token has (it named none)"
 	if len(e.Missing) > 0 {
@@ -171,9 +172,18 @@ func (e *InsufficientScopeError) Error() string {
 	if len(e.Scopes) > 0 {
 		asks = fmt.Sprintf(" (it asks for %q)", strings.Join(e.Scopes, " "))
 	}
-	return fmt.Sprintf("%v: the server refused the request for want of %s, which need a new authorization; run \"remotemcp auth login %s\"%s",
-		ErrLoginRequired, what, e.ServerID, asks)
+	return fmt.Sprintf("%v: the server refused the request for want of %s, which need a new authorization%s",
+		ErrLoginRequired, what, asks)
 }
+
+// LoginReason is LoginInsufficientScope.
+func (e *InsufficientScopeError) LoginReason() string { return string(LoginInsufficientScope) }
+
+// MissingScopes are the scopes the server demanded that the token lacks.
+func (e *InsufficientScopeError) MissingScopes() []string { return e.Missing }
+
+// ScopesToAsk are the scopes the next authorization asks for.
+func (e *InsufficientScopeError) ScopesToAsk() []string { return e.Scopes }
 
 // Unwrap makes errors.Is(err, ErrLoginRequired) true.
 func (e *InsufficientScopeError) Unwrap() error { return ErrLoginRequired }
@@ -214,9 +224,49 @@ func stepErr(step Step, serverID string, err error) error {
 	return &Error{Step: step, ServerID: serverID, Err: err}
 }
 
-func loginRequired(serverID, why string) error {
+// LoginReason says why background work could not authorize and the
+// person must sign in (R3.13). The manager reports it as the code of a
+// needs-auth server's reason (manager.ReasonCode has the same values).
+type LoginReason string
+
+// Why a sign-in is needed.
+const (
+	LoginNotSignedIn       LoginReason = "not-signed-in"      // never signed in
+	LoginNoRefreshToken    LoginReason = "no-refresh-token"   // nothing renews the sign-in
+	LoginRefreshRefused    LoginReason = "refresh-refused"    // the refresh token was refused
+	LoginClientRejected    LoginReason = "client-rejected"    // the client registration is gone
+	LoginIssuerChanged     LoginReason = "issuer-changed"     // another authorization server
+	LoginInsufficientScope LoginReason = "insufficient-scope" // a step-up (InsufficientScopeError)
+)
+
+// LoginReasons lists every LoginReason.
+var LoginReasons = []LoginReason{LoginNotSignedIn, LoginNoRefreshToken, LoginRefreshRefused,
+	LoginClientRejected, LoginIssuerChanged, LoginInsufficientScope}
+
+// LoginRequiredError is the cause of a StepAuthorization *Error when
+// background work needs the person's sign-in. Its text says why, never
+// what to run: the CLI and the page say that in their own words.
+// errors.Is(err, ErrLoginRequired) holds.
+type LoginRequiredError struct {
+	ServerID string
+	Reason   LoginReason
+	// Why is the sentence after "login required: ".
+	Why string
+}
+
+// Error formats as "login required: <why>".
+func (e *LoginRequiredError) Error() string { return ErrLoginRequired.Error() + ": " + e.Why }
+
+// Unwrap makes errors.Is(err, ErrLoginRequired) true.
+func (e *LoginRequiredError) Unwrap() error { return ErrLoginRequired }
+
+// LoginReason is Reason, for the manager's attribution without it
+// importing this package.
+func (e *LoginRequiredError) LoginReason() string { return string(e.Reason) }
+
+func loginRequired(serverID string, reason LoginReason, why string) error {
 	return &Error{Step: StepAuthorization, ServerID: serverID,
-		Err: fmt.Errorf("%w: %s; run \"remotemcp auth login %s\"", ErrLoginRequired, why, serverID)}
+		Err: &LoginRequiredError{ServerID: serverID, Reason: reason, Why: why}}
 }
 
 // sanitize makes a server-supplied string safe for one log line or error

@@ -7,19 +7,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"slices"
-	"strconv"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 	"golang.org/x/oauth2"
 
 	"github.com/remotemcp/remotemcp/config"
 	"github.com/remotemcp/remotemcp/hostperm"
-	"github.com/remotemcp/remotemcp/internal/netlimit"
 )
 
 // CallbackResult is what the authorization server sent back to the
@@ -33,10 +29,10 @@ type CallbackResult struct {
 }
 
 // Browser hands the authorization URL to the user and returns the callback
-// parameters once the authorization server has redirected back. The CLI
-// opens the system browser and listens on the loopback redirect URI
-// (ListenLoopbackBrowser); tests and the conformance client GET the URL and
-// read the redirect (HeadlessBrowser). It must honour ctx. The redirect
+// parameters once the authorization server has redirected back. The
+// engine opens the system browser and serves the loopback redirect URI
+// (localapi.CallbackHandler, the one /mcp-oauth handler); tests and the
+// conformance client GET the URL and read the redirect (HeadlessBrowser). It must honour ctx. The redirect
 // URI in the URL is RedirectURI(srv.Auth.RedirectPort), so a listening
 // Browser must listen on that port: an engine sets it to the port it
 // serves for the length of the flow.
@@ -230,7 +226,7 @@ func (a *Authenticator) runFlow(ctx context.Context, p flowParams) (*grant, *cli
 			if cl.Dynamic {
 				if neverCameBack(err) {
 					// The mark stays: the next flow registers anew.
-					err = &forgottenClientError{err: err, serverID: id}
+					err = &forgottenClientError{err: err}
 				} else {
 					// The browser step failed before it began (port
 					// taken, origin not granted): nothing is suspect.
@@ -295,12 +291,11 @@ func neverCameBack(err error) bool {
 // client that never came back: the cause, with the advice that the next
 // login registers a new client (ErrMaybeForgottenClient).
 type forgottenClientError struct {
-	err      error
-	serverID string
+	err error
 }
 
 func (e *forgottenClientError) Error() string {
-	return fmt.Sprintf("%v; if the authorization page showed an error such as invalid_client or \"unknown client\", the authorization server has forgotten remotemcp's registration (for example after a restart): the next \"remotemcp auth login %s\" registers a new client", e.err, e.serverID)
+	return fmt.Sprintf("%v; if the authorization page showed an error such as invalid_client or \"unknown client\", the authorization server has forgotten remotemcp's registration (for example after a restart): the next sign-in registers a new client", e.err)
 }
 
 func (e *forgottenClientError) Unwrap() []error { return []error{e.err, ErrMaybeForgottenClient} }
@@ -370,120 +365,5 @@ func HeadlessBrowser(hc *http.Client) Browser {
 			return nil, fmt.Errorf("%w: the authorization endpoint redirected to %s, not to the redirect URI", ErrBadCallback, redactURL(loc.String()))
 		}
 		return ParseCallback(loc.Query())
-	}
-}
-
-// callbackPage is the small page shown in the browser after the redirect.
-// It echoes nothing from the request.
-const callbackPage = `<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>remotemcp</title></head>
-<body style="font-family:sans-serif;margin:3em">
-<h1>%s</h1>
-<p>%s</p>
-</body></html>
-`
-
-// CallbackHandler serves GET /mcp-oauth, the loopback redirect URI (SPEC
-// §7): it parses the callback parameters, hands them to deliver, and shows
-// a page saying the tab can be closed. It never echoes parameters back.
-// Malformed callbacks get a 400 page and are not delivered.
-func CallbackHandler(deliver func(CallbackResult)) http.Handler {
-	return callbackHandler(func(r CallbackResult) bool { deliver(r); return true })
-}
-
-// callbackHandler is CallbackHandler with a verdict: accept returns false
-// for a callback that does not belong to the pending login (wrong state),
-// which is then ignored rather than allowed to end the wait.
-func callbackHandler(accept func(CallbackResult) bool) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		h := w.Header()
-		h.Set("Content-Type", "text/html; charset=utf-8")
-		h.Set("Cache-Control", "no-store")
-		h.Set("Referrer-Policy", "no-referrer")
-		h.Set("X-Content-Type-Options", "nosniff")
-		h.Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'")
-		if r.URL.Path != CallbackPath {
-			http.NotFound(w, r)
-			return
-		}
-		if r.Method != http.MethodGet {
-			h.Set("Allow", http.MethodGet)
-			w.WriteHeader(http.StatusMethodNotAllowed)
-			return
-		}
-		res, err := ParseCallback(r.URL.Query())
-		if err != nil {
-			w.WriteHeader(http.StatusBadRequest)
-			fmt.Fprintf(w, callbackPage, "Authorization response not understood", "remotemcp could not read this authorization response. Return to remotemcp and try again.")
-			return
-		}
-		if !accept(*res) {
-			w.WriteHeader(http.StatusBadRequest)
-			fmt.Fprintf(w, callbackPage, "Unexpected authorization response", "This response does not belong to the login remotemcp is waiting for, and was ignored.")
-			return
-		}
-		if res.Error != "" {
-			fmt.Fprintf(w, callbackPage, "Authorization was not granted", "You can close this tab and return to remotemcp.")
-			return
-		}
-		fmt.Fprintf(w, callbackPage, "Authorization complete", "You can close this tab and return to remotemcp.")
-	})
-}
-
-// ListenLoopbackBrowser returns a Browser that listens on 127.0.0.1:port
-// (0 means config.DefaultRedirectPort), calls open with the authorization
-// URL (to print it or launch the system browser), and waits for the
-// callback whose state matches the URL's, until ctx is done. Callbacks
-// with another state (a stale tab, a forged request from a local page) are
-// answered and ignored. The listener is closed before it returns.
-func ListenLoopbackBrowser(port int, open func(url string) error) Browser {
-	if port == 0 {
-		port = config.DefaultRedirectPort
-	}
-	return func(ctx context.Context, authURL string) (*CallbackResult, error) {
-		au, err := url.Parse(authURL)
-		if err != nil {
-			return nil, err
-		}
-		want := au.Query().Get("state")
-		ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
-		if err != nil {
-			return nil, fmt.Errorf("listening for the OAuth callback on 127.0.0.1:%d: %w (another program, or another sign-in, has the port; free it, or choose another redirect port (auth.redirectPort) with \"remotemcp servers set ID --port PORT\")", port, err)
-		}
-		results := make(chan CallbackResult, 1)
-		// The limits of every local listener (issue #20 item 2): a page
-		// on this machine must not hold the sign-in's port open.
-		lim := netlimit.Limit(ln, netlimit.Cap(netlimit.MaxCallbackConns), "the OAuth callback")
-		hs := netlimit.Server(callbackHandler(func(r CallbackResult) bool {
-			if subtle.ConstantTimeCompare([]byte(r.State), []byte(want)) != 1 {
-				return false
-			}
-			select {
-			case results <- r:
-			default: // a second, duplicate delivery: the first one counts
-			}
-			return true
-		}), netlimit.Options{})
-		served := make(chan struct{})
-		go func() {
-			defer close(served)
-			_ = hs.Serve(lim) // ends with ErrServerClosed at Shutdown below
-		}()
-		defer func() {
-			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
-			_ = hs.Shutdown(sctx) // lets the "you can close this tab" page finish
-			cancel()
-			_ = hs.Close()
-			<-served
-		}()
-		if err := open(authURL); err != nil {
-			return nil, fmt.Errorf("opening the authorization page: %w", err)
-		}
-		select {
-		case r := <-results:
-			return &r, nil
-		case <-ctx.Done():
-			return nil, fmt.Errorf("waiting for the authorization callback: %w", ctx.Err())
-		}
 	}
 }

@@ -114,8 +114,9 @@ func TestBackgroundHandlerNeedsLogin_R3_13(t *testing.T) {
 	if !errors.Is(err, ErrLoginRequired) || oe.ServerID != "srv1" {
 		t.Fatalf("error %v", err)
 	}
-	if !strings.Contains(err.Error(), `run "remotemcp auth login srv1"`) {
-		t.Errorf("message does not say how to log in: %v", err)
+	var lre *LoginRequiredError
+	if !errors.As(err, &lre) || lre.Reason != LoginNotSignedIn || strings.Contains(err.Error(), "remotemcp auth") {
+		t.Errorf("error %v; want a LoginRequiredError, reason not-signed-in, without a command", err)
 	}
 	if n := len(e.as.RequestsTo("/authorize")) + len(e.as.RequestsTo("/register")); n != 0 {
 		t.Errorf("%d authorization/registration requests from background work", n)

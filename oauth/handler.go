@@ -593,7 +593,7 @@ func (a *Authenticator) authorize(ctx context.Context, r authzRequest) (*outcome
 		if srv.Auth.Kind == config.AuthAuto {
 			why = "the server asks for OAuth authorization (auth kind auto) and has not been signed in to yet"
 		}
-		return nil, loginRequired(id, why)
+		return nil, loginRequired(id, LoginNotSignedIn, why)
 	}
 	prm := r.prm
 	if prm == nil {
@@ -624,8 +624,9 @@ func (a *Authenticator) authorize(ctx context.Context, r authzRequest) (*outcome
 	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), requestTimeout)
 	defer cancel()
 
-	reason := "no refresh token is stored for this server"
+	reason, code := "no refresh token is stored for this server", LoginNoRefreshToken
 	if old := srv.Auth.Binding; old != nil && old.Resource == b.Resource && old.Issuer != b.Issuer {
+		code = LoginIssuerChanged
 		reason = fmt.Sprintf("the server now names the authorization server %s (it was %s), and tokens are never carried from one to the other", b.Issuer, old.Issuer)
 	}
 	if r.mode == modeReauth {
@@ -639,15 +640,15 @@ func (a *Authenticator) authorize(ctx context.Context, r authzRequest) (*outcome
 			return &outcome{binding: b, grant: g, client: cl, refreshed: true}, nil
 		case errors.Is(err, errNoRefreshToken):
 		case clientRejected(err):
-			reason = "the authorization server no longer accepts remotemcp's client (" + err.Error() + "); the next sign-in registers a new one"
+			reason, code = "the authorization server no longer accepts remotemcp's client ("+err.Error()+"); the next sign-in registers a new one", LoginClientRejected
 		case isRefusal(err):
-			reason = "the stored refresh token was refused (" + err.Error() + ")"
+			reason, code = "the stored refresh token was refused ("+err.Error()+")", LoginRefreshRefused
 		default:
 			return nil, stepErr(StepRefresh, id, err)
 		}
 	}
 	if r.browser == nil {
-		return nil, loginRequired(id, reason)
+		return nil, loginRequired(id, code, reason)
 	}
 	var keep []string
 	if r.mode == modeStepUp {

@@ -40,7 +40,7 @@ func TestAuthForgottenRegistrationRecovers(t *testing.T) {
 		// browser never returns.
 		_, err := e.a.Login(e.ctx(), e.server(), HeadlessBrowser(nil))
 		mustErrorStep(t, err, StepAuthorization)
-		if !errors.Is(err, ErrMaybeForgottenClient) || !strings.Contains(err.Error(), `the next "remotemcp auth login srv1" registers a new client`) {
+		if !errors.Is(err, ErrMaybeForgottenClient) || !strings.Contains(err.Error(), `the next sign-in registers a new client`) {
 			t.Fatalf("error lacks the advice: %v", err)
 		}
 		res := e.login()

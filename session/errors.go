@@ -27,7 +27,7 @@ func (e *HTTPStatusError) Error() string {
 	}
 	switch e.StatusCode {
 	case http.StatusUnauthorized:
-		b.WriteString(": the server refused the credentials (check the bearer token, or run \"remotemcp auth login\" for OAuth servers)")
+		b.WriteString(": the server refused the credentials")
 	case http.StatusForbidden:
 		b.WriteString(": the server refused access")
 	case http.StatusNotFound:

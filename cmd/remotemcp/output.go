@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net/http"
 	"strings"
 	"text/tabwriter"
 	"unicode"
@@ -259,7 +258,7 @@ func (a *app) reasonText(s localapi.Server) (text string, cut bool) {
 	if a.verbose {
 		return describeReason(*s.Reason) + nextTry(s), false
 	}
-	msg, cut := shortReason(s.URL, *s.Reason)
+	msg, cut := shortReason(s, *s.Reason)
 	return cell(reasonTag(*s.Reason)+": "+redact.Text(msg)) + nextTry(s), cut
 }
 
@@ -272,28 +271,23 @@ func nextTry(s localapi.Server) string {
 	return " (not tried again before " + s.RetryAt.Local().Format("15:04:05") + "; \"remotemcp connect " + s.ID + "\" tries now)"
 }
 
-// ownLeads are remotemcp's words that start a reason's message before
-// the library's chain (engine/servers.go, manager/attribute.go).
-var ownLeads = []string{"needs authorization", "session expired on the server (HTTP 404)", "connection closed", "connection lost, reconnecting"}
-
-// shortReason is a reason's message with the library's chain of wrapped
-// errors cut to its innermost error, after remotemcp's words: "cannot
-// reach URL: connection refused", "needs authorization: this server has
-// not been signed in to yet". cut is false when the message is
-// remotemcp's own sentence, returned whole.
-func shortReason(url string, r localapi.Reason) (msg string, cut bool) {
+// shortReason is the reason of server s with the library's chain of
+// wrapped errors cut to its innermost error, after remotemcp's words
+// (the Lead of the server's state or of the reason's code in
+// localapi.Table): "cannot reach URL: connection refused", "needs
+// authorization: this server has not been signed in to yet". cut is
+// false when the message is remotemcp's own sentence, returned whole.
+func shortReason(s localapi.Server, r localapi.Reason) (msg string, cut bool) {
 	if !isChain(r.Message) {
 		return r.Message, false
 	}
-	lead := ""
-	for _, l := range ownLeads {
-		if strings.HasPrefix(r.Message, l+": ") {
-			lead = l
-			break
+	lead := localapi.Table.States[s.State].Lead
+	if lead == "" {
+		w, _ := localapi.Table.ReasonWords(r, string(s.Auth.Kind))
+		if lead = w.Lead; strings.Contains(lead, "{url}") && s.URL == "" {
+			lead = ""
 		}
-	}
-	if lead == "" && r.Class == "network" && url != "" {
-		lead = "cannot reach " + redact.URL(url)
+		lead = localapi.Fill(lead, map[string]string{"url": redact.URL(s.URL)})
 	}
 	if lead == "" {
 		return innermost(r.Message), true
@@ -318,10 +312,12 @@ func explain(w io.Writer, e *localapi.Error) {
 }
 
 // hint says what the person can do about an engine error, from the
-// error's code and the server's reason.
+// error's code and the server's state and reason, in the words of
+// localapi.Table (the page's come from there too).
 func hint(e *localapi.Error) string {
+	t := localapi.Table
 	if p := e.Permission; p != nil {
-		return fmt.Sprintf("allow the origin with \"remotemcp grants approve %s\" (or on the settings page), then try again", p.Origin)
+		return localapi.Fill(t.Reasons[localapi.ReasonPermission].CLI, map[string]string{"origin": p.Origin})
 	}
 	var s localapi.Server
 	var r localapi.Reason
@@ -331,40 +327,18 @@ func hint(e *localapi.Error) string {
 			r = *s.Reason
 		}
 	}
+	vars := map[string]string{"id": s.ID, "url": cell(redact.URL(s.URL))}
 	switch {
 	case e.Code == localapi.CodeLoginRequired || s.State == localapi.StateNeedsAuth:
-		return fmt.Sprintf("sign in with \"remotemcp auth login %s\"", s.ID)
+		return localapi.Fill(t.States[localapi.StateNeedsAuth].CLI, vars)
 	case e.Code == localapi.CodeNotFound || s.ID == "":
 		return ""
 	}
-	switch r.Class {
-	case "network":
-		return fmt.Sprintf("check that %s is the right URL and that the server is up and reachable from here (change it with \"remotemcp servers set %s --url URL\")", cell(redact.URL(s.URL)), s.ID)
-	case "tls":
-		return "the server's TLS certificate was not accepted; check the host name in the URL, or the system's certificate store"
-	case "timeout":
-		return "the server did not answer in time; check that it is up, then try again"
-	case "auth":
-		if s.Auth.Kind == "bearer" {
-			return fmt.Sprintf("the server refused the bearer token; give a valid one with \"remotemcp servers set %s --bearer-env VAR\" (or --bearer-stdin)", s.ID)
-		}
-		return fmt.Sprintf("the server wants credentials: sign in with \"remotemcp auth login %s\", or give a token with \"remotemcp servers set %s --auth bearer --bearer-env VAR\"", s.ID, s.ID)
-	case "http":
-		switch {
-		case r.HTTPStatus == http.StatusNotFound:
-			return fmt.Sprintf("check the URL's path: MCP endpoints are often at /mcp (change it with \"remotemcp servers set %s --url URL\")", s.ID)
-		case r.HTTPStatus == http.StatusTooManyRequests:
-			return "the server is rate limiting; wait and try again"
-		case r.HTTPStatus >= 500:
-			return "the server failed; try again later or contact its operator"
-		}
-		return "the URL does not look like a Streamable HTTP MCP endpoint; check it and the server's documentation"
-	case "protocol":
-		return "the server's answers do not follow the MCP protocol; check that the URL is the server's Streamable HTTP MCP endpoint"
-	case "configuration":
-		return fmt.Sprintf("check the configuration with \"remotemcp servers show %s\"", s.ID)
+	if localapi.WordsCode(r) == localapi.ReasonPermission {
+		return "" // without the origin, the advice cannot name it
 	}
-	return ""
+	w, _ := t.ReasonWords(r, string(s.Auth.Kind))
+	return localapi.Fill(w.CLI, vars)
 }
 
 // untrustedLine shows server-written text on one line, marked as the

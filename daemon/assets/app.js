@@ -27,6 +27,15 @@
     bannerKey: null, // what the sign-in banner shows, to rebuild it only on change
   };
 
+  // words is the one code→words table (localapi.Table), which the daemon
+  // puts into the page: the CLI says the same from the same table.
+  const words = (() => {
+    try { return JSON.parse(document.body.dataset.words || "{}"); } catch (e) { return {}; }
+  })();
+  words.states = words.states || {};
+  words.reasons = words.reasons || {};
+  words.reasons[""] = words.reasons[""] || { label: "error", cls: "error" };
+
   // api calls the daemon's JSON API. The browser adds our Origin header
   // and the session cookie (same-origin); the daemon refuses anything else.
   // Paths are relative ("api/…"): the page lives under the daemon's secret
@@ -148,12 +157,12 @@
 
       // A sign-in cannot succeed while an origin it needs waits for the
       // person: then the hint says to allow it first.
-      const words = stateWords(s, !!asked || pend.children.length > 0);
+      const said = stateWords(s, !!asked || pend.children.length > 0);
       const st = $(".state", row);
-      st.textContent = words.label;
-      st.className = "state state-" + words.cls;
+      st.textContent = said.label;
+      st.className = "state state-" + said.cls;
       st.title = s.state; // the API's own word, for bug reports
-      $(".state-hint", row).textContent = (words.hint || "") + retryWords(s);
+      $(".state-hint", row).textContent = (said.hint || "") + retryWords(s);
       renderDetails($("td.state-cell > details.reason", row), s.reason ? describeReason(s.reason) : "", s.id + ":state");
 
       const show = (action, on) => { $(`button[data-action="${action}"]`, row).hidden = !on; };
@@ -191,24 +200,14 @@
   // ---- the sign-in banner (B2) ----
 
   // authWhy says in the page's words why a server waits for the person's
-  // sign-in, from the reason the API gives (SPEC §9 A1, A4): its scopes
-  // and step, else the sign-in library's own words in its message (never
-  // a server's): signed out, never signed in, a sign-in that ended and
-  // cannot be renewed, a server asking for more permissions. The daemon's
-  // desktop notification says the same (notify.go needsAuthWhy).
+  // sign-in, from the reason's code (SPEC §9 A1, A4) and the scopes it
+  // asks for: the Why of the words table (localapi.Table), which the
+  // daemon's desktop notification says too.
   function authWhy(r) {
     r = r || {};
-    const m = r.message || "";
     const scopes = (r.scopes || []).join(" ");
-    if (scopes || r.step === "scope" || m.includes("requires the scopes")) return "it asks for more permissions" + (scopes ? " (" + scopes + ")" : "");
-    if (m === "signed out") return "you signed out";
-    if (m === "needs authorization" || m.includes("has not been signed in to yet")) return "it has not been signed in yet";
-    if (r.step === "refresh" || m.includes("refresh token was refused")) return "its sign-in expired and could not be renewed";
-    if (m.includes("no refresh token is stored")) return "its sign-in ended and there is nothing to renew it with";
-    if (m.includes("no longer accepts remotemcp's client")) return "the authorization server no longer knows remotemcp";
-    if (m.includes("now names the authorization server")) return "it moved to another authorization server";
-    if (r.httpStatus === 401) return "it no longer accepts the sign-in";
-    return "its sign-in is no longer valid";
+    const w = reasonWords(r, "");
+    return (w.why || words.reasons[""].why) + (scopes ? " (" + scopes + ")" : "");
   }
 
   // flowBusy reports whether a sign-in of the server is under way.
@@ -316,55 +315,43 @@
     box.ontoggle = () => { if (box.open) state.open.add(key); else state.open.delete(key); };
   }
 
+
+  // reasonWords are the table's words of a reason r of a server of auth
+  // kind kind: by its code (by its class, from a daemon without codes),
+  // the variant of the auth kind where they differ.
+  function reasonWords(r, kind) {
+    const w = words.reasons[r.code || r.class] || words.reasons[""];
+    const group = kind === "oauth" || kind === "auto" ? "signin" : kind === "bearer" ? "bearer" : "none";
+    return (w.byAuth && w.byAuth[group]) || w;
+  }
+
+  // fill puts the values of vars into a words text's {placeholders}.
+  function fill(text, vars) {
+    return (text || "").replace(/\{(\w+)\}/g, (m, k) => (k in vars ? String(vars[k]) : m));
+  }
+
   // stateWords says a server's state in the page's words, from the API's
-  // codes (state, reason class and step, HTTP status), with what to do
-  // about it here: the raw error chain goes behind "details", and the
-  // CLI's advice (`remotemcp auth login`) never shows (the CLI has its own
-  // hints, from the same codes).
+  // codes (state, reason code, HTTP status) through the words table, with
+  // what to do about it here: the raw error chain goes behind "details",
+  // and the CLI's advice (`remotemcp auth login`) never shows (the CLI
+  // has its own, from the same table).
   function stateWords(s, originWaits) {
-    if (!s.enabled) return { label: "disabled", cls: "disconnected", hint: "Enable it to use its tools." };
+    const pick = (w) => ({ label: w.label, cls: w.cls, hint: w.hint });
+    if (!s.enabled) return pick(words.states.disabled || {});
     const r = s.reason || {};
-    const signIn = !!(s.auth && (s.auth.kind === "oauth" || s.auth.kind === "auto"));
-    switch (s.state) {
-      case "ready": return { label: "ready", cls: "ready" };
-      case "connecting": return { label: "connecting…", cls: "connecting" };
-      case "reconnecting": return { label: "reconnecting…", cls: "reconnecting", hint: "The connection was lost; remotemcp is restoring it." };
-      case "idle": return { label: "idle", cls: "idle", hint: "Asleep to save resources; it reconnects when a tool is used." };
-      case "disconnected": return { label: "disconnected", cls: "disconnected" };
-      case "needs-auth": {
-        const more = r.scopes && r.scopes.length ? " It asks for more permissions: " + r.scopes.join(" ") + "." : "";
-        return { label: "needs authorization", cls: "needs-auth",
-          hint: (originWaits ? "Allow the origin beside the server's name, then click Authorize." : "Click Authorize to sign in.") + more };
-      }
+    const st = words.states[s.state];
+    if (s.state === "needs-auth" && st) {
+      const more = r.scopes && r.scopes.length ? fill(st.scopes, { scopes: r.scopes.join(" ") }) : "";
+      return { label: st.label, cls: st.cls, hint: (originWaits ? st.waiting : st.hint) + more };
     }
+    if (st) return pick(st);
     // error, or a state this page does not know yet.
-    const again = "Click Connect to try again.";
-    switch (r.class) {
-      case "network":
-        return { label: "can't reach the server", cls: "error", hint: "Check the URL and that the server is running. " + again };
-      case "tls":
-        return { label: "secure connection failed", cls: "error", hint: "The server's certificate was not accepted: check the host name in the URL." };
-      case "timeout":
-        return { label: "no answer in time", cls: "error", hint: "The server did not answer in time. " + again };
-      case "permission":
-        return { label: "origin not allowed", cls: "error", hint: "Allow the origin (beside the server's name), then click Connect." };
-      case "auth":
-        if (signIn) return { label: "authorization failed", cls: "error", hint: "Click Authorize to sign in again." };
-        if (s.auth && s.auth.kind === "bearer") return { label: "token refused", cls: "error", hint: "The server refused the bearer token. Delete the server and add it again with a valid token." };
-        return { label: "needs credentials", cls: "error", hint: "The server asks for credentials. Delete it and add it again with a bearer token or OAuth." };
-      case "http":
-        if (r.httpStatus === 404) return { label: "not found (HTTP 404)", cls: "error", hint: "Check the URL's path: MCP endpoints are often at /mcp." };
-        if (r.httpStatus === 429) return { label: "rate limited (HTTP 429)", cls: "error", hint: "Wait a moment. " + again };
-        if (r.httpStatus >= 500) return { label: "server failure (HTTP " + r.httpStatus + ")", cls: "error", hint: "The server failed. " + again };
-        return { label: "unexpected answer" + (r.httpStatus ? " (HTTP " + r.httpStatus + ")" : ""), cls: "error", hint: "The URL does not look like an MCP endpoint: check it." };
-      case "protocol":
-        return { label: "not a working MCP server", cls: "error", hint: "Its answers do not follow the MCP protocol: check that the URL is its MCP endpoint." };
-      case "configuration":
-        return { label: "configuration problem", cls: "error", hint: "Check the server's URL and settings." };
-      case "canceled":
-        return { label: "stopped", cls: "error", hint: again };
+    const w = reasonWords(r, s.auth && s.auth.kind);
+    let label = w.label;
+    if (/\{status\}/.test(label)) {
+      label = r.httpStatus ? fill(label, { status: r.httpStatus }) : label.replace(/\s*\([^)]*\{status\}[^)]*\)/, "");
     }
-    return { label: "error", cls: "error", hint: again };
+    return { label, cls: w.cls, hint: w.hint };
   }
 
   // purposeWords says why remotemcp wanted to contact an origin.
