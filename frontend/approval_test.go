@@ -16,6 +16,8 @@ import (
 	"github.com/remotemcp/remotemcp/config"
 	"github.com/remotemcp/remotemcp/daemon"
 	"github.com/remotemcp/remotemcp/frontend"
+	"github.com/remotemcp/remotemcp/internal/testkit"
+	"github.com/remotemcp/remotemcp/internal/testserver/fixture"
 	"github.com/remotemcp/remotemcp/localapi"
 )
 
@@ -167,7 +169,7 @@ func TestApproval(t *testing.T) {
 			ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 			defer cancel()
 			eng := openEngine(t, ctx)
-			fx := startFixture(t)
+			fx := testkit.StartFixture(t, fixture.Options{})
 			if _, err := eng.AddServer(ctx, localapi.AddServerRequest{ID: "fx", URL: fx.URL(), By: localapi.ByServersAdd, Approval: tc.approval}); err != nil {
 				t.Fatal(err)
 			}
@@ -233,7 +235,7 @@ func TestApprovalChange(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 	defer cancel()
 	eng := openEngine(t, ctx)
-	fx := startFixture(t)
+	fx := testkit.StartFixture(t, fixture.Options{})
 	if _, err := eng.AddServer(ctx, localapi.AddServerRequest{ID: "fx", URL: fx.URL(), By: localapi.ByServersAdd}); err != nil {
 		t.Fatal(err)
 	}
@@ -351,7 +353,7 @@ func TestToolsOfferedAtOnce(t *testing.T) {
 	for i := range 5 {
 		ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 		eng := openEngine(t, ctx)
-		fx := startFixture(t)
+		fx := testkit.StartFixture(t, fixture.Options{})
 		if _, err := eng.AddServer(ctx, localapi.AddServerRequest{ID: "fx", URL: fx.URL(), By: localapi.ByServersAdd}); err != nil {
 			t.Fatal(err)
 		}
@@ -379,7 +381,7 @@ func TestApprovalCardThroughAPI(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 	defer cancel()
 	eng := openEngine(t, ctx)
-	fx := startFixture(t)
+	fx := testkit.StartFixture(t, fixture.Options{})
 	if _, err := eng.AddServer(ctx, localapi.AddServerRequest{ID: "fx", URL: fx.URL(), By: localapi.ByServersAdd, Approval: config.ApprovalAsk}); err != nil {
 		t.Fatal(err)
 	}

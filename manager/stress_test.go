@@ -14,6 +14,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/remotemcp/remotemcp/config"
+	"github.com/remotemcp/remotemcp/internal/testkit"
 	"github.com/remotemcp/remotemcp/internal/testserver/fixture"
 	"github.com/remotemcp/remotemcp/session"
 	"github.com/remotemcp/remotemcp/store"
@@ -61,7 +62,7 @@ func TestStressLifecycleInvariants(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	m := New(Options{Store: st, Logger: testLogger(t), BackoffBase: 5 * time.Millisecond, BackoffMax: 50 * time.Millisecond})
+	m := New(Options{Store: st, Logger: testkit.Logger(t), BackoffBase: 5 * time.Millisecond, BackoffMax: 50 * time.Millisecond})
 	defer func() {
 		m.Close()
 		st.Close()

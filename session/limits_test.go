@@ -20,6 +20,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/remotemcp/remotemcp/config"
+	"github.com/remotemcp/remotemcp/internal/testkit"
 	"github.com/remotemcp/remotemcp/internal/testserver/fixture"
 )
 
@@ -36,7 +37,7 @@ type hostile struct {
 func startHostile(t *testing.T, answer func(w http.ResponseWriter, method, tool string, id json.RawMessage) bool) *hostile {
 	t.Helper()
 	h := &hostile{answer: answer}
-	f := startFixture(t, fixture.Options{NoRecord: true, Authorize: func(w http.ResponseWriter, r *http.Request) bool {
+	f := testkit.StartFixture(t, fixture.Options{NoRecord: true, Authorize: func(w http.ResponseWriter, r *http.Request) bool {
 		if r.Method == http.MethodGet {
 			return !h.answer(w, "GET", "", nil)
 		}
@@ -223,7 +224,7 @@ func TestHostileOversizedAnswers(t *testing.T) {
 				tc.write(w, id)
 				return true
 			})
-			good := connect(t, startFixture(t, fixture.Options{NoRecord: true}), Options{})
+			good := connect(t, testkit.StartFixture(t, fixture.Options{NoRecord: true}), Options{})
 			s := connectTo(t, h.URL(), config.Limits{})
 
 			stopHeap := heapPeak(t)

@@ -14,18 +14,9 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/remotemcp/remotemcp/config"
+	"github.com/remotemcp/remotemcp/internal/testkit"
 	"github.com/remotemcp/remotemcp/internal/testserver/fixture"
 )
-
-func startFixture(t *testing.T, o fixture.Options) *fixture.Server {
-	t.Helper()
-	f, err := fixture.Start(o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { f.Close() })
-	return f
-}
 
 func connect(t *testing.T, f *fixture.Server, o Options) *Session {
 	t.Helper()
@@ -46,7 +37,7 @@ func connect(t *testing.T, f *fixture.Server, o Options) *Session {
 // R4.1: the input schema reaches us byte for byte, although go-sdk decodes
 // it into a map.
 func TestRawInputSchemaBytesPreserved(t *testing.T) {
-	f := startFixture(t, fixture.Options{})
+	f := testkit.StartFixture(t, fixture.Options{})
 	s := connect(t, f, Options{})
 	for _, tool := range s.Catalog().Tools {
 		if tool.Name == "schema" {
@@ -64,7 +55,7 @@ func TestRawInputSchemaBytesPreserved(t *testing.T) {
 func TestR4_4_OnlyNewestGenerationCommits(t *testing.T) {
 	// Stateless: no standalone stream, so no list_changed refresh races
 	// the generations this test sets by hand.
-	f := startFixture(t, fixture.Options{Stateless: true})
+	f := testkit.StartFixture(t, fixture.Options{Stateless: true})
 	s := connect(t, f, Options{})
 	ctx := context.Background()
 	before := len(s.Catalog().Tools)
@@ -103,7 +94,7 @@ func TestR4_4_OnlyNewestGenerationCommits(t *testing.T) {
 // list_changed from the server triggers a background refresh that commits
 // and reports through OnCatalog with the session's connection id.
 func TestListChangedNotifiesOwner(t *testing.T) {
-	f := startFixture(t, fixture.Options{})
+	f := testkit.StartFixture(t, fixture.Options{})
 	got := make(chan string, 10)
 	s := connect(t, f, Options{ConnectionID: "c-test", OnCatalog: func(id string, c *Catalog) { got <- id }})
 	deadline := time.Now().Add(2 * time.Minute)
@@ -130,7 +121,7 @@ func TestListChangedNotifiesOwner(t *testing.T) {
 
 // HTTP statuses become typed errors (go-sdk gives strings only).
 func TestHTTPStatusTyped(t *testing.T) {
-	f := startFixture(t, fixture.Options{})
+	f := testkit.StartFixture(t, fixture.Options{})
 	s := connect(t, f, Options{})
 	f.FailNextHTTP(503, 1)
 	_, err := s.CallTool(context.Background(), "echo", json.RawMessage(`{"text":"x"}`), CallOptions{})
@@ -148,7 +139,7 @@ func TestHTTPStatusTyped(t *testing.T) {
 }
 
 func TestBearerHeaderAndRefusal(t *testing.T) {
-	f := startFixture(t, fixture.Options{Authorize: func(w http.ResponseWriter, r *http.Request) bool {
+	f := testkit.StartFixture(t, fixture.Options{Authorize: func(w http.ResponseWriter, r *http.Request) bool {
 		if r.Header.Get("Authorization") != "Bearer good" {
 			w.Header().Set("WWW-Authenticate", `Bearer error="invalid_token"`)
 			w.WriteHeader(401)
@@ -171,7 +162,7 @@ func TestBearerHeaderAndRefusal(t *testing.T) {
 }
 
 func TestCancelBeforeAdmission(t *testing.T) {
-	f := startFixture(t, fixture.Options{})
+	f := testkit.StartFixture(t, fixture.Options{})
 	s := connect(t, f, Options{})
 	s.Cancel("op-1")
 	_, err := s.CallTool(context.Background(), "echo", json.RawMessage(`{"text":"x"}`), CallOptions{OperationID: "op-1"})
@@ -188,7 +179,7 @@ func TestCancelBeforeAdmission(t *testing.T) {
 }
 
 func TestProgressRoutedByOperation(t *testing.T) {
-	f := startFixture(t, fixture.Options{})
+	f := testkit.StartFixture(t, fixture.Options{})
 	s := connect(t, f, Options{})
 	var n int
 	done := make(chan struct{})

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/remotemcp/remotemcp/internal/testkit"
 	"github.com/remotemcp/remotemcp/internal/testserver/authserver"
 	"github.com/remotemcp/remotemcp/internal/testserver/fixture"
 )
@@ -58,7 +59,7 @@ func TestAuthLoginNoBrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { as.Close() })
-	srv := startFixture(t, fixture.Options{Authorize: as.Authorize, Extra: as.PRMRoutes()})
+	srv := testkit.StartFixture(t, fixture.Options{Authorize: as.Authorize, Extra: as.PRMRoutes()})
 	c := newCLI(t)
 	c.ok("servers", "add", "docs", srv.URL(), "--oauth")
 	c.fail(exitFail, "auth login docs", "connect", "docs")
@@ -297,7 +298,7 @@ func TestAuthLoginAfterServerForgotClient(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(as.Close)
-	srv := startFixture(t, fixture.Options{Authorize: as.Authorize, Extra: as.PRMRoutes()})
+	srv := testkit.StartFixture(t, fixture.Options{Authorize: as.Authorize, Extra: as.PRMRoutes()})
 	c := newCLI(t)
 	c.ok("servers", "add", "docs", srv.URL(), "--oauth")
 	c.ok("grants", "approve", strings.TrimSuffix(as.URL(), "/"))

@@ -13,6 +13,7 @@ import (
 
 	"github.com/remotemcp/remotemcp/daemon"
 	"github.com/remotemcp/remotemcp/elicit"
+	"github.com/remotemcp/remotemcp/internal/testkit"
 	"github.com/remotemcp/remotemcp/internal/testserver/fixture"
 	"github.com/remotemcp/remotemcp/localapi"
 	"github.com/remotemcp/remotemcp/store"
@@ -22,7 +23,7 @@ import (
 // through it: the session and its state are the daemon's, and they outlive
 // each command.
 func TestServeAndCLIThroughDaemon(t *testing.T) {
-	srv := startFixture(t, fixture.Options{})
+	srv := testkit.StartFixture(t, fixture.Options{})
 	c := newCLI(t)
 	c.ok("servers", "add", "fx", srv.URL(), "--lazy")
 
@@ -191,7 +192,7 @@ func waitCard(t *testing.T, c *cli, status string) string {
 // an interrupted card; the call is re-sent only after the person confirms,
 // once, through the daemon.
 func TestDaemonInterruptedCardRetry(t *testing.T) {
-	srv := startFixture(t, fixture.Options{})
+	srv := testkit.StartFixture(t, fixture.Options{})
 	c := newCLI(t)
 	c.ok("servers", "add", "fx", srv.URL(), "--lazy")
 	stop := startServe(t, c)
@@ -264,7 +265,7 @@ func startServeArgs(t *testing.T, c *cli, args ...string) (stop func() result) {
 		return r
 	}
 	t.Cleanup(func() { stop() })
-	waitFor(t, "the daemon", func() bool {
+	testkit.WaitFor(t, "the daemon", func() bool {
 		select {
 		case code := <-done:
 			t.Fatalf("serve exited %d: %s", code, errb.String())
@@ -286,7 +287,7 @@ func startServeArgs(t *testing.T, c *cli, args ...string) (stop func() result) {
 // what to try next; the line it prints works; when serve stops, the demo
 // server and its origin's grant are gone.
 func TestServeDemoChangesNothingItDidNotCreate(t *testing.T) {
-	f := startFixture(t, fixture.Options{})
+	f := testkit.StartFixture(t, fixture.Options{})
 	c := newCLI(t)
 	c.ok("servers", "add", "demo", f.URL())
 	servers := serverConfigs(t, c)
