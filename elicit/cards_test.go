@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -86,16 +87,9 @@ func onlyCall(c *Cards, server string) string {
 
 func waitPending(t *testing.T, c *Cards, n int) []Card {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		if p := c.Pending(); len(p) >= n {
-			return p
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no %d pending cards", n)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
+	var p []Card
+	testkit.WaitFor(t, fmt.Sprintf("%d pending cards", n), func() bool { p = c.Pending(); return len(p) >= n })
+	return p
 }
 
 func recvH(t *testing.T, ch <-chan handled) handled {

@@ -234,9 +234,10 @@ func TestOwnerValidatesHandedOverAnswer(t *testing.T) {
 
 func waitVerdict(t *testing.T, kv KV, key string) verdict {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		raw, err := kv.GetKV(testkit.Context(t), AnswersNamespace, key)
+	ctx := testkit.Context(t)
+	var v *verdict
+	testkit.WaitFor(t, "the owner's verdict", func() bool {
+		raw, err := kv.GetKV(ctx, AnswersNamespace, key)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -244,14 +245,10 @@ func waitVerdict(t *testing.T, kv KV, key string) verdict {
 		if err := json.Unmarshal(raw, &rec); err != nil {
 			t.Fatal(err)
 		}
-		if rec.Verdict != nil {
-			return *rec.Verdict
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the owner gave no verdict")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		v = rec.Verdict
+		return v != nil
+	})
+	return *v
 }
 
 // An answer to a card whose process is gone fails, says so, and closes

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -127,8 +129,18 @@ func TestR2_4_ReconcileStoredChanges(t *testing.T) {
 // R2.5: a candidate re-checks the stored config after its handshake; a
 // session whose config drifted is never committed.
 func TestR2_5_DriftDuringHandshakeNotCommitted(t *testing.T) {
-	f1, f2 := testkit.StartFixture(t, fixture.Options{}), testkit.StartFixture(t, fixture.Options{})
-	f1.SetHandshakeDelay(400 * time.Millisecond)
+	// Another process changes the URL while the handshake runs: during
+	// f1's first request (the initialize). This manager's feed polls
+	// hourly, so only the drift check can catch it.
+	var drift atomic.Pointer[func()] // set before the connect
+	var first atomic.Bool
+	f1 := testkit.StartFixture(t, fixture.Options{Authorize: func(http.ResponseWriter, *http.Request) bool {
+		if first.CompareAndSwap(false, true) {
+			(*drift.Load())()
+		}
+		return true
+	}})
+	f2 := testkit.StartFixture(t, fixture.Options{})
 	dir := t.TempDir()
 	st, err := store.Open(context.Background(), dir, store.Options{PollInterval: time.Hour})
 	if err != nil {
@@ -143,15 +155,13 @@ func TestR2_5_DriftDuringHandshakeNotCommitted(t *testing.T) {
 	if err := m.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	// Another process changes the URL while the handshake runs; this
-	// manager's feed polls hourly, so only the drift check can catch it.
 	other := newStore(t, dir)
-	go func() {
-		time.Sleep(150 * time.Millisecond)
+	change := func() {
 		s, _ := other.GetServer(context.Background(), "a")
 		s.URL = f2.URL()
 		other.UpdateServer(context.Background(), s)
-	}()
+	}
+	drift.Store(&change)
 	if err := m.Connect(testkit.Context(t), "a"); err != nil {
 		t.Fatalf("connect: %v", err)
 	}

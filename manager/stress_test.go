@@ -205,13 +205,7 @@ func checkInvariants(t *testing.T, m *Manager, st *store.SQLite, servers []*fixt
 		}
 		// The server side must see exactly the manager's sessions: every
 		// failed, superseded or disconnected candidate was closed.
-		deadline := time.Now().Add(2 * time.Minute) // only a hang: the sessions must close
-		for servers[i].Sessions() != want {
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: server has %d live sessions, manager owns %d", id, servers[i].Sessions(), want)
-			}
-			time.Sleep(2 * time.Millisecond)
-		}
+		testkit.WaitFor(t, fmt.Sprintf("%s's server to have the manager's %d live sessions", id, want), func() bool { return servers[i].Sessions() == want })
 		cur, _ := m.CurrentConnection(id)
 		seenMu.Lock()
 		var stale []string

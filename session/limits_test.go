@@ -151,9 +151,7 @@ func keepAnswering(t *testing.T, s *Session) (stop func() int) {
 	return func() int {
 		// An answer that fails at once leaves no "meanwhile": give the
 		// other server the time of one call before stopping.
-		for deadline := time.Now().Add(2 * time.Minute); n.Load() == 0 && time.Now().Before(deadline); {
-			time.Sleep(time.Millisecond)
-		}
+		testkit.WaitFor(t, "a call to the well-behaved server", func() bool { return n.Load() > 0 })
 		cancel()
 		wg.Wait()
 		return int(n.Load())

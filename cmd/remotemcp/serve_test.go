@@ -44,17 +44,7 @@ func TestServeAndCLIThroughDaemon(t *testing.T) {
 			t.Error("serve did not stop")
 		}
 	})
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		if dc, err := daemon.Dial(t.Context(), c.dir); err == nil {
-			dc.CloseIdleConnections()
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("daemon did not come up\nstdout: %s\nstderr: %s", out.String(), errb.String())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitDaemon(t, c, &errb)
 	if !strings.Contains(out.String(), "/login?token=") {
 		t.Fatalf("serve printed no login URL: %s", out.String())
 	}
@@ -89,17 +79,13 @@ func TestServeAndCLIThroughDaemon(t *testing.T) {
 	asked := make(chan result, 1)
 	go func() { asked <- c.run("", "call", "mcp__fx__ask", "{}", "--yes") }()
 	var cardID string
-	deadline = time.Now().Add(20 * time.Second)
-	for cardID == "" {
-		if time.Now().After(deadline) {
-			t.Fatal("no pending card through the daemon")
-		}
+	testkit.WaitFor(t, "a pending card through the daemon", func() bool {
 		var cards []localapi.Card
 		if r := c.ok("elicitations", "list", "--json"); json.Unmarshal([]byte(r.out), &cards) == nil && len(cards) == 1 && cards[0].Status == "pending" {
 			cardID = cards[0].ID
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return cardID != ""
+	})
 	c.ok("elicitations", "answer", cardID, "accept", `{"name":"Ada"}`)
 	if r := <-asked; r.code != 0 || strings.TrimSpace(r.out) != "hello Ada (42)" {
 		t.Fatalf("call answered through the daemon: %s", r)
@@ -153,39 +139,53 @@ func startServe(t *testing.T, c *cli) (stop func()) {
 		}
 	}
 	t.Cleanup(stop)
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		if dc, err := daemon.Dial(t.Context(), c.dir); err == nil {
-			dc.CloseIdleConnections()
-			return stop
+	waitDaemon(t, c, &errb)
+	return stop
+}
+
+// waitDaemon waits until the daemon of c's data directory answers,
+// showing what serve wrote to stderr when it never does.
+func waitDaemon(t *testing.T, c *cli, errb *syncBuffer) {
+	t.Helper()
+	defer func() {
+		if t.Failed() {
+			t.Logf("serve's stderr: %s", errb.String())
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("daemon did not come up: %s", errb.String())
+	}()
+	testkit.WaitFor(t, "the daemon to come up", func() bool {
+		dc, err := daemon.Dial(t.Context(), c.dir)
+		if err != nil {
+			return false
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		dc.CloseIdleConnections()
+		return true
+	})
 }
 
 // waitCard waits for one card with the given status through the CLI.
 func waitCard(t *testing.T, c *cli, status string) string {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	defer func() {
+		if t.Failed() {
+			r := c.run("", "--no-daemon", "elicitations", "list", "--json")
+			r2 := c.run("", "elicitations", "list", "--json")
+			t.Logf("store view: %s\ndaemon view: %s", r, r2)
+		}
+	}()
+	var id string
+	testkit.WaitFor(t, "a "+status+" card", func() bool {
 		var cards []localapi.Card
 		if r := c.run("", "elicitations", "list", "--json"); r.code == 0 && json.Unmarshal([]byte(r.out), &cards) == nil {
 			for _, cd := range cards {
 				if string(cd.Status) == status {
-					return cd.ID
+					id = cd.ID
+					return true
 				}
 			}
 		}
-		if time.Now().After(deadline) {
-			r := c.run("", "--no-daemon", "elicitations", "list", "--json")
-			r2 := c.run("", "elicitations", "list", "--json")
-			t.Fatalf("no %s card; store view: %s\ndaemon view: %s", status, r, r2)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return false
+	})
+	return id
 }
 
 // With the daemon, a question left open when the daemon stops becomes

@@ -201,11 +201,12 @@ func TestMcpFrontEnd(t *testing.T) {
 			// The host's cancel reaches the server.
 			cctx, cancel := context.WithCancel(ctx)
 			done := make(chan error, 1)
+			before := f.Executions("slow")
 			go func() {
 				_, err := h.cs.CallTool(cctx, &mcp.CallToolParams{Name: tc.prefix + "slow", Arguments: map[string]any{"ms": 30000}})
 				done <- err
 			}()
-			time.Sleep(700 * time.Millisecond)
+			testkit.WaitFor(t, "the call to run on the server", func() bool { return f.Executions("slow") > before })
 			cancel()
 			if err := <-done; err == nil {
 				t.Error("the cancelled call returned no error")
