@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -447,30 +448,35 @@ func (f *fakeSource) CurrentConnection(string) (string, bool) {
 	return f.conn, f.conn != ""
 }
 
+// In a bubble (testing/synctest), so that "nothing happens" is checked
+// once the watcher has handled the event, not after a guess of how long
+// that takes.
 func TestWatchClosesCardsOfGoneConnections(t *testing.T) {
-	c := openCards(t, openStore(t), Options{})
-	src := &fakeSource{conn: "c1", ch: make(chan manager.Event, 4)}
-	c.Watch(src)
-	a, _ := c.Admit(testkit.Context(t), CallInfo{ServerID: "s", Tool: "ask", OperationID: "o1"})
-	defer a.Finish()
-	ch := handle(testkit.Context(t), c, "s", "c1")
-	card := waitPending(t, c, 1)[0]
-	src.ch <- manager.Event{ServerID: "s"} // same connection: nothing happens
-	time.Sleep(50 * time.Millisecond)
-	if len(c.Pending()) != 1 {
-		t.Fatal("a card of the current connection was closed")
-	}
-	src.mu.Lock()
-	src.conn = "c2"
-	src.mu.Unlock()
-	src.ch <- manager.Event{ServerID: "s"}
-	if h := recvH(t, ch); h.err == nil {
-		t.Fatalf("handler = %+v, want an error", h.res)
-	}
-	if got, _ := c.Get(testkit.Context(t), card.ID); got.Status != StatusCancelled || !strings.Contains(got.Reason, "connection") {
-		t.Fatalf("card = %+v", got)
-	}
-	close(src.ch)
+	synctest.Test(t, func(t *testing.T) {
+		c := openCards(t, openStore(t), Options{})
+		src := &fakeSource{conn: "c1", ch: make(chan manager.Event, 4)}
+		c.Watch(src)
+		a, _ := c.Admit(testkit.Context(t), CallInfo{ServerID: "s", Tool: "ask", OperationID: "o1"})
+		defer a.Finish()
+		ch := handle(testkit.Context(t), c, "s", "c1")
+		card := waitPending(t, c, 1)[0]
+		src.ch <- manager.Event{ServerID: "s"} // same connection: nothing happens
+		synctest.Wait()                        // the event is handled
+		if len(c.Pending()) != 1 {
+			t.Fatal("a card of the current connection was closed")
+		}
+		src.mu.Lock()
+		src.conn = "c2"
+		src.mu.Unlock()
+		src.ch <- manager.Event{ServerID: "s"}
+		if h := recvH(t, ch); h.err == nil {
+			t.Fatalf("handler = %+v, want an error", h.res)
+		}
+		if got, _ := c.Get(testkit.Context(t), card.ID); got.Status != StatusCancelled || !strings.Contains(got.Reason, "connection") {
+			t.Fatalf("card = %+v", got)
+		}
+		close(src.ch)
+	})
 }
 
 // Issue #20 item 3 (routing; SPEC §9 A10): a question that names no call

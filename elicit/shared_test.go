@@ -300,8 +300,12 @@ func TestSubmitWaitsForOwner(t *testing.T) {
 	noAnswerRecords(t, stB)
 
 	errc := make(chan error, 1)
-	go func() { errc <- b.Submit(testkit.Context(t), card.ID, Response{Action: ActionDecline}) }()
-	time.Sleep(100 * time.Millisecond)
+	ctx = testkit.Context(t)
+	go func() { errc <- b.Submit(ctx, card.ID, Response{Action: ActionDecline}) }()
+	testkit.WaitFor(t, "the answer to wait for its owner", func() bool {
+		all, err := stB.ListKV(ctx, AnswersNamespace)
+		return err == nil && len(all) == 1
+	})
 	crash(a)
 	select {
 	case err := <-errc:

@@ -113,6 +113,17 @@ func (g *gate) forgetAttempts() {
 	}
 }
 
+// flightWaiters is the number of callers waiting for a's shared runs.
+func flightWaiters(a *Authenticator) int {
+	a.flights.mu.Lock()
+	defer a.flights.mu.Unlock()
+	n := 0
+	for _, f := range a.flights.m {
+		n += f.waiters
+	}
+	return n
+}
+
 // waitLockOrDone waits until another lock attempt is made or done ends.
 func waitLockOrDone(t *testing.T, g *gate, done <-chan error) (ended bool, err error) {
 	t.Helper()
@@ -206,7 +217,7 @@ func TestFirstCallerGivingUpDoesNotFailOthers_R3_12(t *testing.T) {
 	}
 	second := make(chan error, 1)
 	go func() { second <- h.Authorize(e.ctx(), req2, resp2) }()
-	time.Sleep(100 * time.Millisecond) // the second caller joins the refresh
+	testkit.WaitFor(t, "the second caller to join the refresh", func() bool { return flightWaiters(e.a) == 2 })
 	cancel1()
 	err = <-first
 	var oe *Error
