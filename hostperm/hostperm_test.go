@@ -12,7 +12,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
-	"testing/synctest"
 	"time"
 
 	"go.uber.org/goleak"
@@ -341,48 +340,44 @@ func TestLoopbackGetsNoPass(t *testing.T) {
 	}
 }
 
-// In a bubble (testing/synctest): the stores' pollers run on the bubble's
-// clock, so waiting for a revoke to travel costs no wall-clock time.
 func TestCrossProcess(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		ctx := context.Background()
-		dir := t.TempDir()
-		// Two *SQLite over one data directory behave as two processes: writes
-		// of one reach the other's change feed only through the poller.
-		daemon := newBroker(t, openStore(t, dir), Options{})
-		cli := newBroker(t, openStore(t, dir), Options{})
-		const origin = "https://mcp.example.com"
+	ctx := context.Background()
+	dir := t.TempDir()
+	// Two *SQLite over one data directory behave as two processes: writes
+	// of one reach the other's change feed only through the poller.
+	daemon := newBroker(t, openStore(t, dir), Options{})
+	cli := newBroker(t, openStore(t, dir), Options{})
+	const origin = "https://mcp.example.com"
 
-		if err := daemon.Check(ctx, origin+"/mcp", PurposeMCP, "docs"); !errors.Is(err, ErrPermissionRequired) {
-			t.Fatalf("before grant: %v", err)
-		}
-		// The other process sees the daemon's pending approval ...
-		if ps, err := cli.Pending(ctx); err != nil || len(ps) != 1 || ps[0].Origin != origin {
-			t.Fatalf("pending seen by cli = %+v, %v", ps, err)
-		}
-		// ... and its grant is honoured by the daemon at once (a miss re-reads).
-		if err := cli.Grant(ctx, origin, ByCLI); err != nil {
+	if err := daemon.Check(ctx, origin+"/mcp", PurposeMCP, "docs"); !errors.Is(err, ErrPermissionRequired) {
+		t.Fatalf("before grant: %v", err)
+	}
+	// The other process sees the daemon's pending approval ...
+	if ps, err := cli.Pending(ctx); err != nil || len(ps) != 1 || ps[0].Origin != origin {
+		t.Fatalf("pending seen by cli = %+v, %v", ps, err)
+	}
+	// ... and its grant is honoured by the daemon at once (a miss re-reads).
+	if err := cli.Grant(ctx, origin, ByCLI); err != nil {
+		t.Fatal(err)
+	}
+	if err := daemon.Check(ctx, origin+"/mcp", PurposeMCP, "docs"); err != nil {
+		t.Fatalf("after grant in other process: %v", err)
+	}
+	if ps, err := daemon.Pending(ctx); err != nil || len(ps) != 0 {
+		t.Fatalf("pending after grant = %+v, %v", ps, err)
+	}
+
+	// A revoke in the other process closes the daemon's cached grant within
+	// a few poll intervals.
+	if err := cli.Revoke(ctx, origin); err != nil {
+		t.Fatal(err)
+	}
+	testkit.WaitFor(t, "the daemon to notice the revoke in another process", func() bool {
+		err := daemon.Check(ctx, origin+"/mcp", PurposeMCP, "docs")
+		if err != nil && !errors.Is(err, ErrPermissionRequired) {
 			t.Fatal(err)
 		}
-		if err := daemon.Check(ctx, origin+"/mcp", PurposeMCP, "docs"); err != nil {
-			t.Fatalf("after grant in other process: %v", err)
-		}
-		if ps, err := daemon.Pending(ctx); err != nil || len(ps) != 0 {
-			t.Fatalf("pending after grant = %+v, %v", ps, err)
-		}
-
-		// A revoke in the other process closes the daemon's cached grant within
-		// a few poll intervals.
-		if err := cli.Revoke(ctx, origin); err != nil {
-			t.Fatal(err)
-		}
-		testkit.WaitFor(t, "the daemon to notice the revoke in another process", func() bool {
-			err := daemon.Check(ctx, origin+"/mcp", PurposeMCP, "docs")
-			if err != nil && !errors.Is(err, ErrPermissionRequired) {
-				t.Fatal(err)
-			}
-			return err != nil
-		})
+		return err != nil
 	})
 }
 
@@ -685,50 +680,47 @@ func TestPurposeFrom(t *testing.T) {
 // TestConcurrent runs checks against grants and revokes from two brokers
 // on one data directory, for the race detector and to see that the cache
 // settles on the stored truth.
-// In a bubble (testing/synctest), like TestCrossProcess.
 func TestConcurrent(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		ctx := context.Background()
-		dir := t.TempDir()
-		a := newBroker(t, openStore(t, dir), Options{})
-		other := newBroker(t, openStore(t, dir), Options{})
-		origins := []string{"https://a.example", "https://b.example", "https://c.example"}
-		var wg sync.WaitGroup
-		for i := range 4 {
-			wg.Go(func() {
-				for j := range 30 {
-					o := origins[(i+j)%len(origins)]
-					if err := a.Check(ctx, o+"/mcp", PurposeMCP, "s"); err != nil && !errors.Is(err, ErrPermissionRequired) {
-						t.Error(err)
-					}
+	ctx := context.Background()
+	dir := t.TempDir()
+	a := newBroker(t, openStore(t, dir), Options{})
+	other := newBroker(t, openStore(t, dir), Options{})
+	origins := []string{"https://a.example", "https://b.example", "https://c.example"}
+	var wg sync.WaitGroup
+	for i := range 4 {
+		wg.Go(func() {
+			for j := range 30 {
+				o := origins[(i+j)%len(origins)]
+				if err := a.Check(ctx, o+"/mcp", PurposeMCP, "s"); err != nil && !errors.Is(err, ErrPermissionRequired) {
+					t.Error(err)
 				}
-			})
-		}
-		for _, br := range []*Broker{a, other} {
-			wg.Go(func() {
-				for j := range 20 {
-					o := origins[j%len(origins)]
-					if j%2 == 0 {
-						if err := br.Grant(ctx, o, ByCLI); err != nil {
-							t.Error(err)
-						}
-					} else if err := br.Revoke(ctx, o); err != nil && !errors.Is(err, ErrNotGranted) {
-						t.Error(err)
-					}
-				}
-			})
-		}
-		wg.Wait()
-		// Revoke everything through the other store; a must converge.
-		for _, o := range origins {
-			if err := other.Revoke(ctx, o); err != nil && !errors.Is(err, ErrNotGranted) {
-				t.Fatal(err)
 			}
+		})
+	}
+	for _, br := range []*Broker{a, other} {
+		wg.Go(func() {
+			for j := range 20 {
+				o := origins[j%len(origins)]
+				if j%2 == 0 {
+					if err := br.Grant(ctx, o, ByCLI); err != nil {
+						t.Error(err)
+					}
+				} else if err := br.Revoke(ctx, o); err != nil && !errors.Is(err, ErrNotGranted) {
+					t.Error(err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	// Revoke everything through the other store; a must converge.
+	for _, o := range origins {
+		if err := other.Revoke(ctx, o); err != nil && !errors.Is(err, ErrNotGranted) {
+			t.Fatal(err)
 		}
-		for _, o := range origins {
-			testkit.WaitFor(t, o+" to be refused after the revoke", func() bool { return a.Check(ctx, o, PurposeMCP, "s") != nil })
-		}
-	})
+	}
+	for _, o := range origins {
+		testkit.WaitFor(t, o+" to be refused after the revoke", func() bool { return a.Check(ctx, o, PurposeMCP, "s") != nil })
+	}
 }
 
 // BenchmarkCheck compares a granted check served by the cache with one
