@@ -8,13 +8,14 @@ import (
 	"testing"
 
 	"github.com/remotemcp/remotemcp/config"
+	"github.com/remotemcp/remotemcp/internal/testkit"
 	"github.com/remotemcp/remotemcp/internal/testserver/fixture"
 )
 
 // R4.2: prompts become /server:prompt commands with their argument form;
 // the output is an untrusted, fenced block.
 func TestR4_2_Prompts(t *testing.T) {
-	f := startFixture(t)
+	f := testkit.StartFixture(t, fixture.Options{})
 	e := newEnv(t, envOpts{servers: []config.Server{srvCfg("fx", f.URL())}})
 	var greet *PromptCommand
 	for _, p := range e.reg.Snapshot().Prompts() {
@@ -29,18 +30,18 @@ func TestR4_2_Prompts(t *testing.T) {
 	if !reflect.DeepEqual(greet.Arguments, wantArgs) {
 		t.Fatalf("arguments = %+v", greet.Arguments)
 	}
-	_, err := e.reg.GetPrompt(ctxT(t), "/fx:greet", map[string]string{"style": "formal"})
+	_, err := e.reg.GetPrompt(testkit.Context(t), "/fx:greet", map[string]string{"style": "formal"})
 	var ae *ArgumentError
 	if !errors.As(err, &ae) || ae.Argument != "name" {
 		t.Fatalf("missing required argument: %v", err)
 	}
-	if _, err := e.reg.GetPrompt(ctxT(t), "/fx:greet", map[string]string{"name": "A", "tone": "x"}); !errors.As(err, &ae) || ae.Argument != "tone" {
+	if _, err := e.reg.GetPrompt(testkit.Context(t), "/fx:greet", map[string]string{"name": "A", "tone": "x"}); !errors.As(err, &ae) || ae.Argument != "tone" {
 		t.Fatalf("unknown argument: %v", err)
 	}
-	if _, err := e.reg.GetPrompt(ctxT(t), "/fx:nope", nil); !errors.Is(err, ErrUnknownCommand) {
+	if _, err := e.reg.GetPrompt(testkit.Context(t), "/fx:nope", nil); !errors.Is(err, ErrUnknownCommand) {
 		t.Fatalf("unknown command: %v", err)
 	}
-	res, err := e.reg.GetPrompt(ctxT(t), "fx:greet", map[string]string{"name": "Ada", "style": "formal"})
+	res, err := e.reg.GetPrompt(testkit.Context(t), "fx:greet", map[string]string{"name": "Ada", "style": "formal"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,7 +61,7 @@ func TestR4_2_Prompts(t *testing.T) {
 // R4.3: @ search over resources and templates, ranked; reads give fenced
 // blocks with provenance and MIME type; binary is summarised.
 func TestR4_3_Resources(t *testing.T) {
-	f := startFixture(t)
+	f := testkit.StartFixture(t, fixture.Options{})
 	f.AddResource("test://readme-extra")
 	e := newEnv(t, envOpts{servers: []config.Server{srvCfg("fx", f.URL())}})
 
@@ -75,7 +76,7 @@ func TestR4_3_Resources(t *testing.T) {
 		t.Fatalf("limit: %d entries", len(got))
 	}
 
-	res, err := e.reg.Read(ctxT(t), "@fx:"+fixture.ReadmeURI)
+	res, err := e.reg.Read(testkit.Context(t), "@fx:"+fixture.ReadmeURI)
 	if err != nil || len(res.Blocks) != 1 {
 		t.Fatalf("read readme = %+v, %v", res, err)
 	}
@@ -87,7 +88,7 @@ func TestR4_3_Resources(t *testing.T) {
 		t.Fatalf("render = %s", r)
 	}
 
-	res, err = e.reg.Read(ctxT(t), "@fx:"+fixture.LogoURI)
+	res, err = e.reg.Read(testkit.Context(t), "@fx:"+fixture.LogoURI)
 	if err != nil || len(res.Blocks) != 1 {
 		t.Fatalf("read logo = %+v, %v", res, err)
 	}
@@ -96,19 +97,19 @@ func TestR4_3_Resources(t *testing.T) {
 		t.Fatalf("logo block text %q (want %q), %d data bytes", b.Text, want, len(b.Data))
 	}
 
-	res, err = e.reg.Read(ctxT(t), "fx:test://items/7")
+	res, err = e.reg.Read(testkit.Context(t), "fx:test://items/7")
 	if err != nil || res.Blocks[0].Text != "item 7" {
 		t.Fatalf("read template instance = %+v, %v", res, err)
 	}
-	if _, err := e.reg.Read(ctxT(t), "@fx:test://items/{id}"); err == nil {
+	if _, err := e.reg.Read(testkit.Context(t), "@fx:test://items/{id}"); err == nil {
 		t.Fatal("reading an unfilled template was allowed")
 	}
 	for _, bad := range []string{"@fx", "@:x", "readme"} {
-		if _, err := e.reg.Read(ctxT(t), bad); !errors.Is(err, ErrBadMention) {
+		if _, err := e.reg.Read(testkit.Context(t), bad); !errors.Is(err, ErrBadMention) {
 			t.Errorf("Read(%q) = %v, want ErrBadMention", bad, err)
 		}
 	}
-	if _, err := e.reg.Read(ctxT(t), "@other:test://readme"); err == nil {
+	if _, err := e.reg.Read(testkit.Context(t), "@other:test://readme"); err == nil {
 		t.Fatal("read from an unknown server")
 	}
 }
@@ -142,7 +143,7 @@ func TestSearchRanking(t *testing.T) {
 // Issue #11 item 7: a connected server's instructions reach the agent as
 // a fenced block of kind instructions; a closer inside them stays inert.
 func TestInstructionsFenced(t *testing.T) {
-	f := startFixture(t)
+	f := testkit.StartFixture(t, fixture.Options{})
 	e := newEnv(t, envOpts{servers: []config.Server{srvCfg("fx", f.URL())}})
 	if _, err := e.call(t, "mcp__fx__echo", `{"text":"hi"}`, CallOptions{}); err != nil {
 		t.Fatal(err)

@@ -10,13 +10,15 @@ import (
 
 	"github.com/remotemcp/remotemcp/config"
 	"github.com/remotemcp/remotemcp/elicit"
+	"github.com/remotemcp/remotemcp/internal/testkit"
+	"github.com/remotemcp/remotemcp/internal/testserver/fixture"
 )
 
 // R6.1: a server question during a tool call becomes a stored card,
 // attributed to the call; the answer is validated, defaults applied, and
 // the original call continues.
 func TestR6_1_ElicitationCards(t *testing.T) {
-	f := startFixture(t)
+	f := testkit.StartFixture(t, fixture.Options{})
 	e := newEnv(t, envOpts{servers: []config.Server{srvCfg("fx", f.URL())}})
 	for _, c := range []struct {
 		name    string
@@ -40,17 +42,17 @@ func TestR6_1_ElicitationCards(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			op := "ask-" + strings.ReplaceAll(c.name, " ", "-")
-			ch := e.goCall(t, ctxT(t), "mcp__fx__ask", `{}`, CallOptions{OperationID: op})
+			ch := e.goCall(t, testkit.Context(t), "mcp__fx__ask", `{}`, CallOptions{OperationID: op})
 			card := e.waitPending(t, 1)[0]
 			if card.Tool != "ask" || card.OperationID != op || card.ServerID != "fx" || card.Message != "What is your name?" || card.Status != elicit.StatusPending {
 				t.Fatalf("card = %+v", card)
 			}
-			raw, err := e.st.GetKV(ctxT(t), elicit.Namespace, card.ID)
+			raw, err := e.st.GetKV(testkit.Context(t), elicit.Namespace, card.ID)
 			if err != nil || !strings.Contains(string(raw), `"status":"pending"`) {
 				t.Fatalf("stored card %s, %v", raw, err)
 			}
 			for i, bad := range c.bad {
-				err := e.cards.Answer(ctxT(t), card.ID, elicit.Response{Action: elicit.ActionAccept, Content: bad})
+				err := e.cards.Answer(testkit.Context(t), card.ID, elicit.Response{Action: elicit.ActionAccept, Content: bad})
 				var ve *elicit.ValidationError
 				if !errors.As(err, &ve) || !errors.Is(err, elicit.ErrInvalidAnswer) {
 					t.Fatalf("bad answer %v: err %v, want a ValidationError", bad, err)
@@ -64,18 +66,18 @@ func TestR6_1_ElicitationCards(t *testing.T) {
 			if len(e.cards.Pending()) != 1 {
 				t.Fatal("a refused answer closed the card")
 			}
-			if err := e.cards.Answer(ctxT(t), card.ID, c.answer); err != nil {
+			if err := e.cards.Answer(testkit.Context(t), card.ID, c.answer); err != nil {
 				t.Fatalf("answer: %v", err)
 			}
 			out := recv(t, ch)
 			if out.err != nil || out.res.Outcome != OutcomeOK || text(out.res) != c.want {
 				t.Fatalf("call = %+v (%q), %v; want %q", out.res, text(out.res), out.err, c.want)
 			}
-			waitFor(t, "settled card", func() bool {
-				got, err := e.cards.Get(ctxT(t), card.ID)
+			testkit.WaitFor(t, "settled card", func() bool {
+				got, err := e.cards.Get(testkit.Context(t), card.ID)
 				return err == nil && got.Settled && got.Status == c.status
 			})
-			if err := e.cards.Answer(ctxT(t), card.ID, c.answer); !errors.Is(err, elicit.ErrNotPending) {
+			if err := e.cards.Answer(testkit.Context(t), card.ID, c.answer); !errors.Is(err, elicit.ErrNotPending) {
 				t.Fatalf("second answer: %v, want ErrNotPending", err)
 			}
 		})
@@ -86,19 +88,19 @@ func TestR6_1_ElicitationCards(t *testing.T) {
 // waiting call cancelled first is never dispatched, another one goes once
 // the question is answered.
 func TestR4_5_QueuedBehindElicitation(t *testing.T) {
-	f := startFixture(t)
+	f := testkit.StartFixture(t, fixture.Options{})
 	e := newEnv(t, envOpts{servers: []config.Server{srvCfg("fx", f.URL())}})
-	ask := e.goCall(t, ctxT(t), "mcp__fx__ask", `{}`, CallOptions{OperationID: "A"})
+	ask := e.goCall(t, testkit.Context(t), "mcp__fx__ask", `{}`, CallOptions{OperationID: "A"})
 	card := e.waitPending(t, 1)[0]
 
-	ctxC, cancelC := context.WithCancel(ctxT(t))
+	ctxC, cancelC := context.WithCancel(testkit.Context(t))
 	defer cancelC()
 	queued := map[string]<-chan callOut{
-		"B": e.goCall(t, ctxT(t), "mcp__fx__echo", `{"text":"b"}`, CallOptions{OperationID: "B"}),
+		"B": e.goCall(t, testkit.Context(t), "mcp__fx__echo", `{"text":"b"}`, CallOptions{OperationID: "B"}),
 		"C": e.goCall(t, ctxC, "mcp__fx__echo", `{"text":"c"}`, CallOptions{OperationID: "C"}),
-		"D": e.goCall(t, ctxT(t), "mcp__fx__echo", `{"text":"d"}`, CallOptions{OperationID: "D"}),
+		"D": e.goCall(t, testkit.Context(t), "mcp__fx__echo", `{"text":"d"}`, CallOptions{OperationID: "D"}),
 	}
-	waitFor(t, "the queued calls to be approved", func() bool { return len(e.ap.requests()) == 4 })
+	testkit.WaitFor(t, "the queued calls to be approved", func() bool { return len(e.ap.requests()) == 4 })
 	time.Sleep(100 * time.Millisecond)
 	if n := f.Executions("echo"); n != 0 {
 		t.Fatalf("echo ran %d times while a question was open", n)
@@ -114,7 +116,7 @@ func TestR4_5_QueuedBehindElicitation(t *testing.T) {
 	if n := f.Executions("echo"); n != 0 {
 		t.Fatalf("echo ran %d times while the question was open", n)
 	}
-	if err := e.cards.Answer(ctxT(t), card.ID, elicit.Response{Action: elicit.ActionAccept, Content: map[string]any{"name": "Q"}}); err != nil {
+	if err := e.cards.Answer(testkit.Context(t), card.ID, elicit.Response{Action: elicit.ActionAccept, Content: map[string]any{"name": "Q"}}); err != nil {
 		t.Fatal(err)
 	}
 	if out := recv(t, ask); text(out.res) != "hello Q (42)" {
@@ -136,19 +138,19 @@ func TestR4_5_QueuedBehindElicitation(t *testing.T) {
 // through the connection watcher or because its call ended: both say why,
 // and neither waits for the person or the 1 s toolTimeout.
 func TestDisconnectClosesOpenCard(t *testing.T) {
-	f := startFixture(t)
+	f := testkit.StartFixture(t, fixture.Options{})
 	cfg := srvCfg("fx", f.URL())
 	cfg.ToolTimeout = config.Duration(time.Second)
 	e := newEnv(t, envOpts{servers: []config.Server{cfg}})
-	ch := e.goCall(t, ctxT(t), "mcp__fx__ask", `{}`, CallOptions{OperationID: "dc"})
+	ch := e.goCall(t, testkit.Context(t), "mcp__fx__ask", `{}`, CallOptions{OperationID: "dc"})
 	card := e.waitPending(t, 1)[0]
 	done := make(chan error, 1)
-	go func() { done <- e.m.Disconnect(ctxT(t), "fx") }()
-	waitFor(t, "the card to close", func() bool {
-		got, err := e.cards.Get(ctxT(t), card.ID)
+	go func() { done <- e.m.Disconnect(testkit.Context(t), "fx") }()
+	testkit.WaitFor(t, "the card to close", func() bool {
+		got, err := e.cards.Get(testkit.Context(t), card.ID)
 		return err == nil && got.Status != elicit.StatusPending
 	})
-	got, err := e.cards.Get(ctxT(t), card.ID)
+	got, err := e.cards.Get(testkit.Context(t), card.ID)
 	if err != nil || got.Status != elicit.StatusCancelled ||
 		!(strings.Contains(got.Reason, "connection") || strings.Contains(got.Reason, "tool call ended")) {
 		t.Fatalf("card after disconnect = %+v, %v", got, err)
@@ -171,18 +173,18 @@ func TestDisconnectClosesOpenCard(t *testing.T) {
 // the card as interrupted, the model gets an explicit failure, and the
 // tool is re-sent only after ConfirmRetry, and only once.
 func TestR6_2_RestartInterruptsCard(t *testing.T) {
-	f := startFixture(t)
+	f := testkit.StartFixture(t, fixture.Options{})
 	dir := t.TempDir()
 	// The first process holds no owner lock: to the next one it looks
 	// like a process that crashed (a live owner's cards are left alone).
 	p1 := newEnv(t, envOpts{dir: dir, noOwnerLock: true, servers: []config.Server{srvCfg("fx", f.URL())}})
-	ch := p1.goCall(t, ctxT(t), "mcp__fx__ask", `{}`, CallOptions{OperationID: "ask-1"})
+	ch := p1.goCall(t, testkit.Context(t), "mcp__fx__ask", `{}`, CallOptions{OperationID: "ask-1"})
 	card := p1.waitPending(t, 1)[0]
 
 	// The "restarted" process opens the same data directory while the old
 	// one is still hanging (as after a crash, nothing closed the card).
 	p2 := newEnv(t, envOpts{dir: dir})
-	got, err := p2.cards.Get(ctxT(t), card.ID)
+	got, err := p2.cards.Get(testkit.Context(t), card.ID)
 	if err != nil || got.Status != elicit.StatusInterrupted || !strings.Contains(got.Reason, "restarted") {
 		t.Fatalf("card after restart = %+v, %v", got, err)
 	}
@@ -191,14 +193,14 @@ func TestR6_2_RestartInterruptsCard(t *testing.T) {
 		t.Fatalf("old process's call claims success: %+v", out.res)
 	}
 	// The old process no longer writes the card.
-	if got, _ := p2.cards.Get(ctxT(t), card.ID); got.Status != elicit.StatusInterrupted {
+	if got, _ := p2.cards.Get(testkit.Context(t), card.ID); got.Status != elicit.StatusInterrupted {
 		t.Fatalf("old process overwrote the card: %+v", got)
 	}
 	if n := f.Executions("ask"); n != 1 {
 		t.Fatalf("ask ran %d times", n)
 	}
 
-	intr, err := p2.cards.Interrupted(ctxT(t))
+	intr, err := p2.cards.Interrupted(testkit.Context(t))
 	if err != nil || len(intr) != 1 || intr[0].ID != card.ID {
 		t.Fatalf("interrupted cards = %+v, %v", intr, err)
 	}
@@ -207,41 +209,41 @@ func TestR6_2_RestartInterruptsCard(t *testing.T) {
 		!strings.Contains(res.Render(), "never reached the server") || !strings.Contains(res.Render(), "not re-sent") {
 		t.Fatalf("interrupted result = %+v\n%s", res, res.Render())
 	}
-	if err := p2.cards.Answer(ctxT(t), card.ID, elicit.Response{Action: elicit.ActionAccept, Content: map[string]any{"name": "X"}}); !errors.Is(err, elicit.ErrNotPending) {
+	if err := p2.cards.Answer(testkit.Context(t), card.ID, elicit.Response{Action: elicit.ActionAccept, Content: map[string]any{"name": "X"}}); !errors.Is(err, elicit.ErrNotPending) {
 		t.Fatalf("answering an interrupted card: %v", err)
 	}
-	if _, err := p2.reg.Resend(ctxT(t), card.ID, CallOptions{}); !errors.Is(err, elicit.ErrRetryNotConfirmed) {
+	if _, err := p2.reg.Resend(testkit.Context(t), card.ID, CallOptions{}); !errors.Is(err, elicit.ErrRetryNotConfirmed) {
 		t.Fatalf("Resend before ConfirmRetry: %v", err)
 	}
 	if n := f.Executions("ask"); n != 1 {
 		t.Fatalf("ask was re-sent without confirmation (%d runs)", n)
 	}
 
-	if err := p2.cards.ConfirmRetry(ctxT(t), card.ID); err != nil {
+	if err := p2.cards.ConfirmRetry(testkit.Context(t), card.ID); err != nil {
 		t.Fatal(err)
 	}
 	resent := make(chan callOut, 1)
 	go func() {
-		res, err := p2.reg.Resend(ctxT(t), card.ID, CallOptions{OperationID: "ask-2"})
+		res, err := p2.reg.Resend(testkit.Context(t), card.ID, CallOptions{OperationID: "ask-2"})
 		resent <- callOut{res, err}
 	}()
 	card2 := p2.waitPending(t, 1)[0]
 	if card2.OperationID != "ask-2" || card2.Tool != "ask" {
 		t.Fatalf("re-sent call's card = %+v", card2)
 	}
-	if err := p2.cards.Answer(ctxT(t), card2.ID, elicit.Response{Action: elicit.ActionAccept, Content: map[string]any{"name": "Bob"}}); err != nil {
+	if err := p2.cards.Answer(testkit.Context(t), card2.ID, elicit.Response{Action: elicit.ActionAccept, Content: map[string]any{"name": "Bob"}}); err != nil {
 		t.Fatal(err)
 	}
 	if out := recv(t, resent); out.err != nil || text(out.res) != "hello Bob (42)" {
 		t.Fatalf("re-sent call = %+v, %v", out.res, out.err)
 	}
-	if _, err := p2.reg.Resend(ctxT(t), card.ID, CallOptions{}); !errors.Is(err, elicit.ErrAlreadyResent) {
+	if _, err := p2.reg.Resend(testkit.Context(t), card.ID, CallOptions{}); !errors.Is(err, elicit.ErrAlreadyResent) {
 		t.Fatalf("second Resend: %v", err)
 	}
 	if n := f.Executions("ask"); n != 2 {
 		t.Fatalf("ask ran %d times, want 2", n)
 	}
-	if intr, _ := p2.cards.Interrupted(ctxT(t)); len(intr) != 0 {
+	if intr, _ := p2.cards.Interrupted(testkit.Context(t)); len(intr) != 0 {
 		t.Fatalf("a re-sent card is still listed as owed: %+v", intr)
 	}
 }
@@ -250,10 +252,10 @@ func TestR6_2_RestartInterruptsCard(t *testing.T) {
 // an explicit "never reached the server", and the card stays interrupted
 // for the next process.
 func TestR6_2_ShutdownInterruptsCall(t *testing.T) {
-	f := startFixture(t)
+	f := testkit.StartFixture(t, fixture.Options{})
 	dir := t.TempDir()
 	e := newEnv(t, envOpts{dir: dir, servers: []config.Server{srvCfg("fx", f.URL())}})
-	ch := e.goCall(t, ctxT(t), "mcp__fx__ask", `{}`, CallOptions{OperationID: "sd"})
+	ch := e.goCall(t, testkit.Context(t), "mcp__fx__ask", `{}`, CallOptions{OperationID: "sd"})
 	card := e.waitPending(t, 1)[0]
 	if err := e.cards.Close(); err != nil {
 		t.Fatal(err)
@@ -264,7 +266,7 @@ func TestR6_2_ShutdownInterruptsCall(t *testing.T) {
 	}
 	e.close()
 	next := newEnv(t, envOpts{dir: dir})
-	got, err := next.cards.Get(ctxT(t), card.ID)
+	got, err := next.cards.Get(testkit.Context(t), card.ID)
 	if err != nil || got.Status != elicit.StatusInterrupted || !strings.Contains(got.Reason, "shut down") {
 		t.Fatalf("card in the next process = %+v, %v", got, err)
 	}

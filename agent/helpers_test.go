@@ -3,10 +3,8 @@ package agent
 import (
 	"context"
 	"encoding/json"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -18,47 +16,12 @@ import (
 
 	"github.com/remotemcp/remotemcp/config"
 	"github.com/remotemcp/remotemcp/elicit"
-	"github.com/remotemcp/remotemcp/internal/testserver/fixture"
+	"github.com/remotemcp/remotemcp/internal/testkit"
 	"github.com/remotemcp/remotemcp/manager"
 	"github.com/remotemcp/remotemcp/store"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
-
-func testLogger() *slog.Logger {
-	if os.Getenv("REMOTEMCP_TEST_LOG") != "" {
-		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	}
-	return slog.New(slog.DiscardHandler)
-}
-
-// ctxT is a test's context: its deadline only catches a hang.
-func ctxT(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	t.Cleanup(cancel)
-	return ctx
-}
-
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(2 * time.Minute) // only a hang: cond must come true
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
-func startFixture(t *testing.T) *fixture.Server {
-	t.Helper()
-	s, err := fixture.Start(fixture.Options{})
-	if err != nil {
-		t.Fatalf("start fixture: %v", err)
-	}
-	t.Cleanup(func() { s.Close() })
-	return s
-}
 
 func srvCfg(id, url string) config.Server {
 	return config.Server{ID: id, Name: id, URL: url, Auth: config.Auth{Kind: config.AuthNone}, Enabled: true, ConnectOnStartup: true}
@@ -123,7 +86,7 @@ type envOpts struct {
 
 func newEnv(t *testing.T, o envOpts) *env {
 	t.Helper()
-	ctx := ctxT(t)
+	ctx := testkit.Context(t)
 	e := &env{t: t, dir: o.dir, ap: &approver{}}
 	e.ctx, e.cancel = context.WithCancel(context.Background())
 	if e.dir == "" {
@@ -143,17 +106,17 @@ func newEnv(t *testing.T, o envOpts) *env {
 	if o.noOwnerLock {
 		kv = struct{ elicit.KV }{st}
 	}
-	e.cards, err = elicit.Open(ctx, kv, elicit.Options{Logger: testLogger()})
+	e.cards, err = elicit.Open(ctx, kv, elicit.Options{Logger: testkit.Logger(t)})
 	if err != nil {
 		t.Fatalf("open cards: %v", err)
 	}
-	e.m = manager.New(manager.Options{Store: st, Elicit: e.cards.Handle, Logger: testLogger(),
+	e.m = manager.New(manager.Options{Store: st, Elicit: e.cards.Handle, Logger: testkit.Logger(t),
 		BackoffBase: 20 * time.Millisecond, BackoffMax: 200 * time.Millisecond, HandshakeTimeout: 10 * time.Second})
 	if err := e.m.Start(ctx); err != nil {
 		t.Fatalf("start manager: %v", err)
 	}
 	e.cards.Watch(e.m)
-	e.reg, err = New(Options{Backend: e.m, Approver: e.ap, Cards: e.cards, ResultBudget: o.budget, Logger: testLogger()})
+	e.reg, err = New(Options{Backend: e.m, Approver: e.ap, Cards: e.cards, ResultBudget: o.budget, Logger: testkit.Logger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -186,7 +149,7 @@ func (e *env) close() {
 
 func (e *env) call(t *testing.T, name, args string, o CallOptions) (*ToolResult, error) {
 	t.Helper()
-	return e.reg.Call(ctxT(t), name, json.RawMessage(args), o)
+	return e.reg.Call(testkit.Context(t), name, json.RawMessage(args), o)
 }
 
 // text joins the text of a result's blocks.
@@ -202,7 +165,7 @@ func text(r *ToolResult) string {
 func (e *env) waitPending(t *testing.T, n int) []elicit.Card {
 	t.Helper()
 	var cards []elicit.Card
-	waitFor(t, "pending elicitation card", func() bool {
+	testkit.WaitFor(t, "pending elicitation card", func() bool {
 		cards = e.cards.Pending()
 		return len(cards) >= n
 	})

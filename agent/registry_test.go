@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/remotemcp/remotemcp/config"
+	"github.com/remotemcp/remotemcp/internal/testkit"
 	"github.com/remotemcp/remotemcp/internal/testserver/fixture"
 	"github.com/remotemcp/remotemcp/manager"
 	"github.com/remotemcp/remotemcp/store"
@@ -22,7 +23,7 @@ var validName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 // R4.1: the exact bytes the server sent as inputSchema ($ref, $defs,
 // prefixItems, x-custom, key order, '<' '>' '&') reach the AgentTool.
 func TestR4_1_InputSchemaBytesUnchanged(t *testing.T) {
-	f := startFixture(t)
+	f := testkit.StartFixture(t, fixture.Options{})
 	e := newEnv(t, envOpts{servers: []config.Server{srvCfg("fx", f.URL())}})
 	tool, ok := e.reg.Snapshot().Tool("mcp__fx__schema")
 	if !ok {
@@ -54,7 +55,7 @@ func names(tools []AgentTool) []string {
 // both give unique, valid names of at most 64 characters, and calls reach
 // the right tool.
 func TestToolNamesCollisionAndLength(t *testing.T) {
-	f := startFixture(t)
+	f := testkit.StartFixture(t, fixture.Options{})
 	long := strings.Repeat("t", 200)
 	f.AddTool("y__echo") // server "x" → mcp__x__y__echo, like "echo" on server "x__y"
 	f.AddTool(long)
@@ -85,7 +86,7 @@ func TestToolNamesCollisionAndLength(t *testing.T) {
 		t.Errorf("long names %q, %q: want two different 64-character names", l1.Name, l2.Name)
 	}
 	// The hash suffix is stable: a rebuild gives the same names.
-	if err := e.reg.Refresh(ctxT(t)); err != nil {
+	if err := e.reg.Refresh(testkit.Context(t)); err != nil {
 		t.Fatal(err)
 	}
 	if again, _ := e.reg.Snapshot().ToolFor("x__y", "echo"); again.Name != b.Name {
@@ -146,7 +147,7 @@ func TestR4_1_ReadOnlyHintStillAsks(t *testing.T) {
 // R4.6: a 5 MB result is cut to the budget with a marker giving the
 // original size; a custom budget applies too.
 func TestR4_6_BigResultTruncated(t *testing.T) {
-	f := startFixture(t)
+	f := testkit.StartFixture(t, fixture.Options{})
 	const size = 5 << 20
 	for _, c := range []struct {
 		budget, want int
@@ -174,7 +175,7 @@ func TestR4_6_BigResultTruncated(t *testing.T) {
 // R4.1: arguments are parsed leniently; invalid JSON is a result the model
 // can read, and nothing is sent.
 func TestR4_1_LenientArguments(t *testing.T) {
-	f := startFixture(t)
+	f := testkit.StartFixture(t, fixture.Options{})
 	e := newEnv(t, envOpts{servers: []config.Server{srvCfg("fx", f.URL())}})
 	for _, c := range []struct {
 		name, args string
@@ -222,13 +223,13 @@ func TestR4_1_LenientArguments(t *testing.T) {
 // R4.4: the registry is rebuilt when a catalog commits; disabledTools
 // removes a tool and refuses its calls.
 func TestR4_4_RebuildOnCommitAndDisabledTools(t *testing.T) {
-	f := startFixture(t)
+	f := testkit.StartFixture(t, fixture.Options{})
 	e := newEnv(t, envOpts{servers: []config.Server{srvCfg("fx", f.URL())}})
-	waitFor(t, "standalone stream", func() bool { return f.StandaloneStreams() > 0 })
-	snaps := e.reg.Subscribe(ctxT(t))
+	testkit.WaitFor(t, "standalone stream", func() bool { return f.StandaloneStreams() > 0 })
+	snaps := e.reg.Subscribe(testkit.Context(t))
 	gen := e.reg.Snapshot().Generation()
 	f.AddTool("fresh")
-	waitFor(t, "mcp__fx__fresh", func() bool { _, ok := e.reg.Snapshot().Tool("mcp__fx__fresh"); return ok })
+	testkit.WaitFor(t, "mcp__fx__fresh", func() bool { _, ok := e.reg.Snapshot().Tool("mcp__fx__fresh"); return ok })
 	select {
 	case s := <-snaps:
 		if s.Generation() <= gen {
@@ -238,17 +239,17 @@ func TestR4_4_RebuildOnCommitAndDisabledTools(t *testing.T) {
 		t.Fatal("no snapshot on the subscription")
 	}
 	f.RemoveTool("fresh")
-	waitFor(t, "mcp__fx__fresh gone", func() bool { _, ok := e.reg.Snapshot().Tool("mcp__fx__fresh"); return !ok })
+	testkit.WaitFor(t, "mcp__fx__fresh gone", func() bool { _, ok := e.reg.Snapshot().Tool("mcp__fx__fresh"); return !ok })
 
-	srv, err := e.st.GetServer(ctxT(t), "fx")
+	srv, err := e.st.GetServer(testkit.Context(t), "fx")
 	if err != nil {
 		t.Fatal(err)
 	}
 	srv.DisabledTools = []string{"echo"}
-	if err := e.st.UpdateServer(ctxT(t), srv); err != nil {
+	if err := e.st.UpdateServer(testkit.Context(t), srv); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "echo disabled", func() bool { _, ok := e.reg.Snapshot().Tool("mcp__fx__echo"); return !ok })
+	testkit.WaitFor(t, "echo disabled", func() bool { _, ok := e.reg.Snapshot().Tool("mcp__fx__echo"); return !ok })
 	res, err := e.call(t, "mcp__fx__echo", `{"text":"x"}`, CallOptions{})
 	if err != nil || res.Outcome != OutcomeUnavailable || !strings.Contains(res.Render(), "disabled") {
 		t.Fatalf("disabled tool call: %+v, %v", res, err)
@@ -264,7 +265,7 @@ func TestR4_4_RebuildOnCommitAndDisabledTools(t *testing.T) {
 // R4.5: cancel before admission, during the call (by Cancel and by the
 // context), and the execution counts on the server.
 func TestR4_5_Cancel(t *testing.T) {
-	f := startFixture(t)
+	f := testkit.StartFixture(t, fixture.Options{})
 	e := newEnv(t, envOpts{servers: []config.Server{srvCfg("fx", f.URL())}})
 
 	t.Run("before admission", func(t *testing.T) {
@@ -323,7 +324,7 @@ func TestR4_5_Cancel(t *testing.T) {
 			if d := time.Since(start); d > 60*time.Second {
 				t.Fatalf("cancel took %s (the call takes 120 s)", d)
 			}
-			waitFor(t, "server-side cancellation", func() bool { return f.Cancelled("slow") == cancelled+1 })
+			testkit.WaitFor(t, "server-side cancellation", func() bool { return f.Cancelled("slow") == cancelled+1 })
 			if f.Executions("slow") != execs+1 {
 				t.Fatalf("executions %d, want %d", f.Executions("slow"), execs+1)
 			}
@@ -334,7 +335,7 @@ func TestR4_5_Cancel(t *testing.T) {
 // R4.5: a tool slower than its server's timeout fails cleanly; a faster
 // one inside a longer timeout succeeds; the per-call timeout works too.
 func TestR4_5_Timeouts(t *testing.T) {
-	f := startFixture(t)
+	f := testkit.StartFixture(t, fixture.Options{})
 	short, long := srvCfg("short", f.URL()), srvCfg("long", f.URL())
 	short.ToolTimeout = config.Duration(300 * time.Millisecond)
 	long.ToolTimeout = config.Duration(5 * time.Second)
@@ -344,7 +345,7 @@ func TestR4_5_Timeouts(t *testing.T) {
 	if err != nil || res.Outcome != OutcomeTimeout || !res.MaybeExecuted || !strings.Contains(res.Render(), "timed out") {
 		t.Fatalf("slow past the server timeout: %+v, %v", res, err)
 	}
-	waitFor(t, "the server to see the cancel", func() bool { return f.Cancelled("slow") == 1 })
+	testkit.WaitFor(t, "the server to see the cancel", func() bool { return f.Cancelled("slow") == 1 })
 
 	res, err = e.call(t, "mcp__long__slow", `{"ms":500}`, CallOptions{})
 	if err != nil || res.Outcome != OutcomeOK || text(res) != "slept 500ms" {
@@ -355,7 +356,7 @@ func TestR4_5_Timeouts(t *testing.T) {
 	if err != nil || res.Outcome != OutcomeTimeout || !strings.Contains(res.Message, "200ms") {
 		t.Fatalf("per-call timeout: %+v, %v", res, err)
 	}
-	waitFor(t, "the server to see the second cancel", func() bool { return f.Cancelled("slow") == 2 })
+	testkit.WaitFor(t, "the server to see the second cancel", func() bool { return f.Cancelled("slow") == 2 })
 	if n := f.Executions("slow"); n != 3 {
 		t.Fatalf("slow ran %d times, want 3 (never retried)", n)
 	}
@@ -363,7 +364,7 @@ func TestR4_5_Timeouts(t *testing.T) {
 
 // R4.2, R4.3: a tool's output that tries to close its fence cannot.
 func TestR4_3_ToolOutputCannotCloseFence(t *testing.T) {
-	f := startFixture(t)
+	f := testkit.StartFixture(t, fixture.Options{})
 	e := newEnv(t, envOpts{servers: []config.Server{srvCfg("fx", f.URL())}})
 	res, err := e.call(t, "mcp__fx__echo", `{"text":"x"}`, CallOptions{})
 	if err != nil {
@@ -394,7 +395,7 @@ func TestR4_3_ToolOutputCannotCloseFence(t *testing.T) {
 // R2.10: a malformed result is refused, reported as a call that may have
 // run (the error text fenced: it can carry server text), and not re-sent.
 func TestR2_10_InvalidResultDropped(t *testing.T) {
-	f := startFixture(t)
+	f := testkit.StartFixture(t, fixture.Options{})
 	e := newEnv(t, envOpts{servers: []config.Server{srvCfg("fx", f.URL())}})
 	f.MalformedNext("tools/call")
 	res, err := e.call(t, "mcp__fx__echo", `{"text":"x"}`, CallOptions{})
@@ -409,7 +410,7 @@ func TestR2_10_InvalidResultDropped(t *testing.T) {
 // Issue #12: starting the registry connects nothing, however many lazy
 // servers there are; Refresh lists them.
 func TestStartConnectsNothing(t *testing.T) {
-	ctx := ctxT(t)
+	ctx := testkit.Context(t)
 	f, err := fixture.Start(fixture.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -426,12 +427,12 @@ func TestStartConnectsNothing(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	m := manager.New(manager.Options{Store: st, Logger: testLogger()})
+	m := manager.New(manager.Options{Store: st, Logger: testkit.Logger(t)})
 	if err := m.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { m.Close() })
-	reg, err := New(Options{Backend: m, Approver: ApproverFunc(func(context.Context, ApprovalRequest) (Decision, error) { return Decision{}, nil }), Logger: testLogger()})
+	reg, err := New(Options{Backend: m, Approver: ApproverFunc(func(context.Context, ApprovalRequest) (Decision, error) { return Decision{}, nil }), Logger: testkit.Logger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -456,7 +457,7 @@ func TestStartConnectsNothing(t *testing.T) {
 // again: a reconnect loop (about 22 attempts a second) while any host
 // was connected (issue #19 acceptance; issue #20 item 1).
 func TestRefreshSameFailureIsNoNews(t *testing.T) {
-	ctx := ctxT(t)
+	ctx := testkit.Context(t)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -471,12 +472,12 @@ func TestRefreshSameFailureIsNoNews(t *testing.T) {
 	if err := st.AddServer(ctx, config.Server{ID: "down", URL: down, Auth: config.Auth{Kind: config.AuthNone}, Enabled: true}); err != nil {
 		t.Fatal(err)
 	}
-	m := manager.New(manager.Options{Store: st, Logger: testLogger()})
+	m := manager.New(manager.Options{Store: st, Logger: testkit.Logger(t)})
 	if err := m.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { m.Close() })
-	reg, err := New(Options{Backend: m, Approver: ApproverFunc(func(context.Context, ApprovalRequest) (Decision, error) { return Decision{}, nil }), Logger: testLogger()})
+	reg, err := New(Options{Backend: m, Approver: ApproverFunc(func(context.Context, ApprovalRequest) (Decision, error) { return Decision{}, nil }), Logger: testkit.Logger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}

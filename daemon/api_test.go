@@ -18,6 +18,7 @@ import (
 
 	"github.com/remotemcp/remotemcp/agent"
 	"github.com/remotemcp/remotemcp/config"
+	"github.com/remotemcp/remotemcp/internal/testkit"
 	"github.com/remotemcp/remotemcp/internal/testserver/authserver"
 	"github.com/remotemcp/remotemcp/internal/testserver/fixture"
 	"github.com/remotemcp/remotemcp/localapi"
@@ -26,9 +27,9 @@ import (
 // Every Engine method through the socket: the client's answers are the
 // engine's, listings are arrays, errors keep their code and status.
 func TestAPIRoundTrip(t *testing.T) {
-	f := startFixture(t, fixture.Options{})
+	f := testkit.StartFixture(t, fixture.Options{})
 	s := newStack(t, stackOpts{})
-	ctx := ctxT(t)
+	ctx := testkit.Context(t)
 	c := s.c
 
 	h, err := c.Health(ctx)
@@ -49,7 +50,7 @@ func TestAPIRoundTrip(t *testing.T) {
 	} else if e, _ := localapi.AsError(err); e.Status != http.StatusConflict {
 		t.Fatalf("duplicate add status %d", e.Status)
 	}
-	waitFor(t, "fx ready", func() bool {
+	testkit.WaitFor(t, "fx ready", func() bool {
 		v, err := c.Server(ctx, "fx")
 		return err == nil && v.State == localapi.StateReady
 	})
@@ -194,10 +195,10 @@ func TestAPIRoundTrip(t *testing.T) {
 // The call stream delivers the tool's progress notifications in order,
 // each on its own line as it happens, then the result.
 func TestCallStreamProgressInOrder(t *testing.T) {
-	f := startFixture(t, fixture.Options{})
+	f := testkit.StartFixture(t, fixture.Options{})
 	s := newStack(t, stackOpts{})
 	s.addFixture(t, "fx", f)
-	ctx := ctxT(t)
+	ctx := testkit.Context(t)
 
 	var mu sync.Mutex
 	var got []localapi.Progress
@@ -255,10 +256,10 @@ func TestCallStreamProgressInOrder(t *testing.T) {
 // decision goes back on the approval route, and the call runs once, or
 // not at all; the same outcomes as in-process.
 func TestCallStreamApproval(t *testing.T) {
-	f := startFixture(t, fixture.Options{})
+	f := testkit.StartFixture(t, fixture.Options{})
 	s := newStack(t, stackOpts{})
 	s.addFixture(t, "fx", f)
-	ctx := ctxT(t)
+	ctx := testkit.Context(t)
 	args := json.RawMessage(`{"text":"hi"}`)
 
 	var asked []localapi.ApprovalRequest
@@ -309,10 +310,10 @@ func TestCallStreamApproval(t *testing.T) {
 // session cannot approve a call made on the socket. A caller that goes
 // away before deciding has denied the call, and nothing is sent.
 func TestApprovalOnlyFromTheCaller(t *testing.T) {
-	f := startFixture(t, fixture.Options{})
+	f := testkit.StartFixture(t, fixture.Options{})
 	s := newStack(t, stackOpts{})
 	s.addFixture(t, "fx", f)
-	ctx := ctxT(t)
+	ctx := testkit.Context(t)
 	rc := newSocketRawClient(t, s.srv.SocketPath())
 	tcp := newRawClient(t)
 	sess := s.login(t, tcp)
@@ -348,7 +349,7 @@ func TestApprovalOnlyFromTheCaller(t *testing.T) {
 	}
 	cancel()
 	resp.Body.Close()
-	waitFor(t, "the pending approval to go", func() bool {
+	testkit.WaitFor(t, "the pending approval to go", func() bool {
 		s.srv.api.calls.mu.Lock()
 		defer s.srv.api.calls.mu.Unlock()
 		return len(s.srv.api.calls.waiting) == 0
@@ -362,10 +363,10 @@ func TestApprovalOnlyFromTheCaller(t *testing.T) {
 // A server's question during a call reaches the caller on the stream;
 // the answer, through the API, lets the call finish.
 func TestCallStreamQuestion(t *testing.T) {
-	f := startFixture(t, fixture.Options{})
+	f := testkit.StartFixture(t, fixture.Options{})
 	s := newStack(t, stackOpts{})
 	s.addFixture(t, "fx", f)
-	ctx := ctxT(t)
+	ctx := testkit.Context(t)
 	var asked []localapi.Card
 	res, err := s.c.Call(ctx, localapi.CallRequest{Tool: "fx/ask", Approved: true}, localapi.CallHandler{
 		Question: func(q localapi.Card) {
@@ -393,10 +394,10 @@ func TestCallStreamQuestion(t *testing.T) {
 
 // CancelCall ends a call in flight by its operation id.
 func TestCancelCall(t *testing.T) {
-	f := startFixture(t, fixture.Options{})
+	f := testkit.StartFixture(t, fixture.Options{})
 	s := newStack(t, stackOpts{})
 	s.addFixture(t, "fx", f)
-	ctx := ctxT(t)
+	ctx := testkit.Context(t)
 	type out struct {
 		res *localapi.ToolResult
 		err error
@@ -411,7 +412,7 @@ func TestCancelCall(t *testing.T) {
 		res, err := s.c.Call(callCtx, localapi.CallRequest{Tool: "fx/slow", Arguments: json.RawMessage(`{"ms":120000}`), Approved: true, OperationID: "op-cancel-me"}, localapi.CallHandler{})
 		done <- out{res, err}
 	}()
-	waitFor(t, "the call to run", func() bool { return f.Executions("slow") == 1 })
+	testkit.WaitFor(t, "the call to run", func() bool { return f.Executions("slow") == 1 })
 	start := time.Now()
 	if err := s.c.CancelCall(ctx, "op-cancel-me"); err != nil {
 		t.Fatal(err)
@@ -431,9 +432,9 @@ func TestCancelCall(t *testing.T) {
 
 // The event stream starts with the current lists and follows changes.
 func TestEvents(t *testing.T) {
-	f := startFixture(t, fixture.Options{})
+	f := testkit.StartFixture(t, fixture.Options{})
 	s := newStack(t, stackOpts{})
-	ctx, cancel := context.WithCancel(ctxT(t))
+	ctx, cancel := context.WithCancel(testkit.Context(t))
 	defer cancel()
 	ch, err := s.c.Subscribe(ctx)
 	if err != nil {
@@ -480,10 +481,10 @@ func TestEvents(t *testing.T) {
 // Shutdown ends streams and calls, and removes daemon.json and the
 // socket; Dial then says no daemon runs.
 func TestShutdown(t *testing.T) {
-	f := startFixture(t, fixture.Options{})
+	f := testkit.StartFixture(t, fixture.Options{})
 	s := newStack(t, stackOpts{})
 	s.addFixture(t, "fx", f)
-	ctx := ctxT(t)
+	ctx := testkit.Context(t)
 	// The stream and the call have contexts without a deadline: only the
 	// shutdown can end them. The call would take 300 s; a shutdown within
 	// 60 s proves it ends calls, with room for a loaded machine.
@@ -498,7 +499,7 @@ func TestShutdown(t *testing.T) {
 		_, err := s.c.Call(sctx, localapi.CallRequest{Tool: "fx/slow", Arguments: json.RawMessage(`{"ms":300000}`), Approved: true}, localapi.CallHandler{})
 		done <- err
 	}()
-	waitFor(t, "the call to run", func() bool { return f.Executions("slow") == 1 })
+	testkit.WaitFor(t, "the call to run", func() bool { return f.Executions("slow") == 1 })
 	sockPath := s.srv.SocketPath()
 	start := time.Now()
 	s.close()
@@ -531,8 +532,8 @@ func TestShutdown(t *testing.T) {
 // InProcess serves the same API for one command over in-memory
 // connections: no temporary directory, no socket file (issue #21 item 5).
 func TestInProcess(t *testing.T) {
-	f := startFixture(t, fixture.Options{})
-	ctx := ctxT(t)
+	f := testkit.StartFixture(t, fixture.Options{})
+	ctx := testkit.Context(t)
 	eng := openEngine(t)
 	// A temporary directory of this test's own, empty: whatever InProcess
 	// wrote there would show.
@@ -578,9 +579,9 @@ func TestAuthorizeAPI(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(as.Close)
-	f := startFixture(t, fixture.Options{Authorize: as.Authorize, Extra: as.PRMRoutes()})
+	f := testkit.StartFixture(t, fixture.Options{Authorize: as.Authorize, Extra: as.PRMRoutes()})
 	s := newStack(t, stackOpts{})
-	ctx := ctxT(t)
+	ctx := testkit.Context(t)
 	rc := newRawClient(t)
 	if err := s.c.Grant(ctx, as.URL(), ""); err != nil {
 		t.Fatal(err)
@@ -623,7 +624,7 @@ func TestAuthorizeAPI(t *testing.T) {
 	if err != nil || fl.Phase != localapi.PhaseDone || fl.Result == nil || !fl.Result.RefreshToken {
 		t.Fatalf("flow %+v %v", fl, err)
 	}
-	waitFor(t, "ready after authorization", func() bool {
+	testkit.WaitFor(t, "ready after authorization", func() bool {
 		v, err := s.c.Server(ctx, "secure")
 		return err == nil && v.State == localapi.StateReady
 	})
@@ -657,9 +658,9 @@ func TestAuthorizeAPI(t *testing.T) {
 // subscription of the same resource stays; a late unsubscribe naming the
 // ended stream changes nothing.
 func TestSubscriptionsEndWithHoldStream(t *testing.T) {
-	f := startFixture(t, fixture.Options{})
+	f := testkit.StartFixture(t, fixture.Options{})
 	s := newStack(t, stackOpts{})
-	ctx := ctxT(t)
+	ctx := testkit.Context(t)
 	s.addFixture(t, "fx", f)
 	sub := localapi.ResourceSubscription{ServerID: "fx", URI: fixture.ReadmeURI}
 
@@ -681,7 +682,7 @@ func TestSubscriptionsEndWithHoldStream(t *testing.T) {
 	if err := a.SubscribeResource(ctx, sub); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the server subscribed", func() bool { return f.Subscriptions() == 1 })
+	testkit.WaitFor(t, "the server subscribed", func() bool { return f.Subscriptions() == 1 })
 	endStream := func() {
 		mu.Lock()
 		defer mu.Unlock()
@@ -701,14 +702,14 @@ func TestSubscriptionsEndWithHoldStream(t *testing.T) {
 	if err := s.c.UnsubscribeResource(ctx, sub); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the server unsubscribed once a's stream ended and b gave its back", func() bool { return f.Subscriptions() == 0 })
+	testkit.WaitFor(t, "the server unsubscribed once a's stream ended and b gave its back", func() bool { return f.Subscriptions() == 0 })
 
 	// a's late unsubscribe names the ended stream: nothing to give back,
 	// so b's new subscription is untouched.
 	if err := s.c.SubscribeResource(ctx, sub); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the server subscribed again", func() bool { return f.Subscriptions() == 1 })
+	testkit.WaitFor(t, "the server subscribed again", func() bool { return f.Subscriptions() == 1 })
 	if err := a.UnsubscribeResource(ctx, sub); err != nil {
 		t.Fatalf("a late unsubscribe of the ended stream: %v", err)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/remotemcp/remotemcp/elicit"
+	"github.com/remotemcp/remotemcp/internal/testkit"
 	"github.com/remotemcp/remotemcp/manager"
 )
 
@@ -24,7 +25,7 @@ func TestBrowserCardShowsHiddenInNames(t *testing.T) {
 	s := newStack(t, stackOpts{})
 	b := newBrowser(t)
 	b.login(s)
-	ctx, cancel := context.WithCancel(ctxT(t))
+	ctx, cancel := context.WithCancel(testkit.Context(t))
 	defer cancel()
 
 	const tool = "read\u202Eelif"

@@ -18,6 +18,7 @@ import (
 
 	"github.com/remotemcp/remotemcp/agent"
 	"github.com/remotemcp/remotemcp/config"
+	"github.com/remotemcp/remotemcp/internal/testkit"
 	"github.com/remotemcp/remotemcp/internal/testserver/authserver"
 	"github.com/remotemcp/remotemcp/internal/testserver/fixture"
 	"github.com/remotemcp/remotemcp/localapi"
@@ -59,7 +60,7 @@ func (b *browser) allowDownloads() string {
 func downloaded(t *testing.T, dir, pattern string) (string, []byte) {
 	t.Helper()
 	var path string
-	waitFor(t, "the download of "+pattern, func() bool {
+	testkit.WaitFor(t, "the download of "+pattern, func() bool {
 		m, _ := filepath.Glob(filepath.Join(dir, pattern))
 		if len(m) != 1 {
 			return false
@@ -146,15 +147,15 @@ func checkLogRows(t *testing.T, rows []logRow, l []localapi.LogEntry) {
 // JSON built in the page, the same bytes `remotemcp logs ID --json`
 // prints, and nothing of the bearer token is in either.
 func TestBrowserRequestLog(t *testing.T) {
-	f := startFixture(t, fixture.Options{})
+	f := testkit.StartFixture(t, fixture.Options{})
 	s := newStack(t, stackOpts{})
-	ctx := ctxT(t)
+	ctx := testkit.Context(t)
 	token := "log-bearer-" + time.Now().Format("150405.000000000")
 	secrets.add("bearer token of the logged server", token)
 	if _, err := s.c.AddServer(ctx, localapi.AddServerRequest{ID: "fx", Name: "Fixture <b>bold</b>", URL: f.URL(), Auth: config.AuthBearer, Token: token}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "fx ready", func() bool {
+	testkit.WaitFor(t, "fx ready", func() bool {
 		v, err := s.c.Server(ctx, "fx")
 		return err == nil && v.State == localapi.StateReady
 	})
@@ -301,10 +302,10 @@ func TestBrowserNeedsAuthBanner(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(as.Close)
-	secure := startFixture(t, fixture.Options{Authorize: as.Authorize, Extra: as.PRMRoutes()})
-	plainFx := startFixture(t, fixture.Options{})
+	secure := testkit.StartFixture(t, fixture.Options{Authorize: as.Authorize, Extra: as.PRMRoutes()})
+	plainFx := testkit.StartFixture(t, fixture.Options{})
 	s := newStack(t, stackOpts{})
-	ctx := ctxT(t)
+	ctx := testkit.Context(t)
 	s.addFixture(t, "fx", plainFx)
 	if _, err := s.c.AddServer(ctx, localapi.AddServerRequest{ID: "secure", Name: "Secure docs", URL: secure.URL(), Auth: config.AuthOAuth, RedirectPort: s.srv.Port()}); err != nil {
 		t.Fatal(err)

@@ -6,6 +6,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/remotemcp/remotemcp/internal/testkit"
 	"github.com/remotemcp/remotemcp/internal/testserver/fixture"
 	"github.com/remotemcp/remotemcp/localapi"
 )
@@ -37,9 +38,9 @@ const overflowing = `(() => {
 // words match the CLI's. Screenshots at 390 and 1280 px are saved for
 // people to look at.
 func TestBrowserNarrow390(t *testing.T) {
-	f := startFixture(t, fixture.Options{})
+	f := testkit.StartFixture(t, fixture.Options{})
 	s := newStack(t, stackOpts{})
-	ctx := ctxT(t)
+	ctx := testkit.Context(t)
 	if _, err := s.c.AddServer(ctx, localapi.AddServerRequest{ID: "fx", URL: f.URL(), By: localapi.BySettingsPage}); err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/remotemcp/remotemcp/agent"
 	"github.com/remotemcp/remotemcp/config"
 	"github.com/remotemcp/remotemcp/elicit"
+	"github.com/remotemcp/remotemcp/internal/testkit"
 	"github.com/remotemcp/remotemcp/internal/testserver/authserver"
 	"github.com/remotemcp/remotemcp/internal/testserver/fixture"
 	"github.com/remotemcp/remotemcp/localapi"
@@ -42,23 +43,23 @@ func TestBrowserStateInPageWords(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(as.Close)
-	secure := startFixture(t, fixture.Options{Authorize: as.Authorize, Extra: as.PRMRoutes()})
+	secure := testkit.StartFixture(t, fixture.Options{Authorize: as.Authorize, Extra: as.PRMRoutes()})
 	const goodToken = "the-right-bearer-token"
-	locked := startFixture(t, fixture.Options{Authorize: func(w http.ResponseWriter, r *http.Request) bool {
+	locked := testkit.StartFixture(t, fixture.Options{Authorize: func(w http.ResponseWriter, r *http.Request) bool {
 		if r.Header.Get("Authorization") == "Bearer "+goodToken {
 			return true
 		}
 		w.WriteHeader(http.StatusUnauthorized)
 		return false
 	}})
-	gone := startFixture(t, fixture.Options{})
+	gone := testkit.StartFixture(t, fixture.Options{})
 	goneURL := gone.URL()
 	if err := gone.Close(); err != nil {
 		t.Fatal(err)
 	}
 
 	s := newStack(t, stackOpts{})
-	ctx := ctxT(t)
+	ctx := testkit.Context(t)
 	wrong := "wrong-bearer-" + time.Now().Format("150405.000000000")
 	secrets.add("bearer token of the locked server", wrong)
 	for _, req := range []localapi.AddServerRequest{
@@ -194,10 +195,10 @@ func TestBrowserStateInPageWords(t *testing.T) {
 // once, through the daemon: the server runs the tool again, asks again,
 // and the answer given on the page finishes the re-sent call.
 func TestBrowserResendInterruptedCall(t *testing.T) {
-	f := startFixture(t, fixture.Options{})
+	f := testkit.StartFixture(t, fixture.Options{})
 	dir := t.TempDir()
 	first := newStack(t, stackOpts{dir: dir})
-	ctx := ctxT(t)
+	ctx := testkit.Context(t)
 	first.addFixture(t, "fx", f)
 	type outcome struct {
 		r   *localapi.ToolResult
@@ -209,7 +210,7 @@ func TestBrowserResendInterruptedCall(t *testing.T) {
 		called <- outcome{r, err}
 	}()
 	var pending localapi.Card
-	waitFor(t, "the question", func() bool {
+	testkit.WaitFor(t, "the question", func() bool {
 		cards, err := first.c.Cards(ctx)
 		if err == nil && len(cards) == 1 && cards[0].Status == localapi.CardPending {
 			pending = cards[0]
@@ -291,9 +292,9 @@ func TestBrowserResendInterruptedCall(t *testing.T) {
 // pinned tools, idle timeout, limits, header names) show on the page too,
 // read-only: one engine, every surface.
 func TestBrowserServerSettings(t *testing.T) {
-	f := startFixture(t, fixture.Options{})
+	f := testkit.StartFixture(t, fixture.Options{})
 	s := newStack(t, stackOpts{})
-	ctx := ctxT(t)
+	ctx := testkit.Context(t)
 	if _, err := s.c.AddServer(ctx, localapi.AddServerRequest{ID: "fx", URL: f.URL(), Approval: config.ApprovalAsk, Trusted: true}); err != nil {
 		t.Fatal(err)
 	}
@@ -321,9 +322,9 @@ func TestBrowserServerSettings(t *testing.T) {
 // click is not lost to an unrelated re-render (it was, and it made
 // TestBrowserNeedsAuthBanner flaky under load).
 func TestBrowserClickSurvivesOtherRowsChange(t *testing.T) {
-	fx, fy := startFixture(t, fixture.Options{}), startFixture(t, fixture.Options{})
+	fx, fy := testkit.StartFixture(t, fixture.Options{}), testkit.StartFixture(t, fixture.Options{})
 	s := newStack(t, stackOpts{})
-	ctx := ctxT(t)
+	ctx := testkit.Context(t)
 	s.addFixture(t, "fx", fx)
 	s.addFixture(t, "fy", fy)
 	b := newBrowser(t)
@@ -381,9 +382,9 @@ func TestBrowserClickSurvivesOtherRowsChange(t *testing.T) {
 // words and changes nothing; an edit made elsewhere meanwhile is not
 // overwritten (the form shows it, and a second save applies).
 func TestBrowserEditSettings(t *testing.T) {
-	f := startFixture(t, fixture.Options{})
+	f := testkit.StartFixture(t, fixture.Options{})
 	s := newStack(t, stackOpts{})
-	ctx := ctxT(t)
+	ctx := testkit.Context(t)
 	s.addFixture(t, "fx", f)
 	b := newBrowser(t)
 	b.login(s)

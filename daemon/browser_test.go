@@ -24,6 +24,7 @@ import (
 	"github.com/remotemcp/remotemcp/agent"
 	"github.com/remotemcp/remotemcp/config"
 	"github.com/remotemcp/remotemcp/elicit"
+	"github.com/remotemcp/remotemcp/internal/testkit"
 	"github.com/remotemcp/remotemcp/internal/testserver/authserver"
 	"github.com/remotemcp/remotemcp/internal/testserver/fixture"
 	"github.com/remotemcp/remotemcp/localapi"
@@ -294,10 +295,10 @@ func visible(sel string) string {
 // switch a tool off, answer a server's question, delete; at 1280 px and
 // at 360 px wide.
 func TestBrowserSettingsPage(t *testing.T) {
-	f := startFixture(t, fixture.Options{})
+	f := testkit.StartFixture(t, fixture.Options{})
 	s := newStack(t, stackOpts{})
 	b := newBrowser(t)
-	ctx := ctxT(t)
+	ctx := testkit.Context(t)
 	b.login(s)
 	b.shot("01-empty")
 
@@ -356,7 +357,7 @@ func TestBrowserSettingsPage(t *testing.T) {
 	}
 	b.shot("04-catalog")
 	b.click(`#catalog input[data-tool=echo]`)
-	waitFor(t, "echo to vanish from the tools API", func() bool {
+	testkit.WaitFor(t, "echo to vanish from the tools API", func() bool {
 		tl, err := s.c.Tools(ctx, localapi.ToolsRequest{})
 		if err != nil {
 			t.Fatal(err)
@@ -438,10 +439,10 @@ func TestBrowserSettingsPage(t *testing.T) {
 // server's token goes to the engine and to the server, never back into
 // the page.
 func TestBrowserAddServer(t *testing.T) {
-	f := startFixture(t, fixture.Options{})
+	f := testkit.StartFixture(t, fixture.Options{})
 	s := newStack(t, stackOpts{})
 	b := newBrowser(t)
-	ctx := ctxT(t)
+	ctx := testkit.Context(t)
 	b.login(s)
 	fields := map[string]string{"token": "bearer", "clientId": "oauth", "clientSecret": "oauth", "scopes": "oauth"}
 	for _, kind := range []string{"none", "bearer", "oauth"} {
@@ -496,10 +497,10 @@ func TestBrowserAuthorize(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(as.Close)
-	f := startFixture(t, fixture.Options{Authorize: as.Authorize, Extra: as.PRMRoutes()})
+	f := testkit.StartFixture(t, fixture.Options{Authorize: as.Authorize, Extra: as.PRMRoutes()})
 	s := newStack(t, stackOpts{})
 	b := newBrowser(t)
-	ctx := ctxT(t)
+	ctx := testkit.Context(t)
 	// Added through the API (as `remotemcp servers add --oauth` would): the
 	// MCP origin is granted, the authorization server's is not.
 	added, err := s.c.AddServer(ctx, localapi.AddServerRequest{ID: "secure", URL: f.URL(), Auth: config.AuthOAuth, RedirectPort: s.srv.Port()})
@@ -640,7 +641,7 @@ func TestBrowserCardFieldNamesAreInert(t *testing.T) {
 	s := newStack(t, stackOpts{})
 	b := newBrowser(t)
 	b.login(s)
-	ctx, cancel := context.WithCancel(ctxT(t))
+	ctx, cancel := context.WithCancel(testkit.Context(t))
 	defer cancel()
 	// A server's question is taken only during a tool call to it: one is
 	// in flight for as long as the cards are open.

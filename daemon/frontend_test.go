@@ -8,6 +8,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/remotemcp/remotemcp/frontend"
+	"github.com/remotemcp/remotemcp/internal/testkit"
 	"github.com/remotemcp/remotemcp/internal/testserver/fixture"
 )
 
@@ -17,9 +18,9 @@ import (
 // single-server front end over a client of its socket.
 func frontEndOverDaemon(t *testing.T) (*fixture.Server, *stack, *frontend.Frontend) {
 	t.Helper()
-	f := startFixture(t, fixture.Options{})
+	f := testkit.StartFixture(t, fixture.Options{})
 	s := newStack(t, stackOpts{})
-	ctx := ctxT(t)
+	ctx := testkit.Context(t)
 	s.addFixture(t, "fx", f)
 	c, err := Dial(ctx, s.dir)
 	if err != nil {
@@ -51,7 +52,7 @@ func runHost(t *testing.T, ctx, rctx context.Context, fe *frontend.Frontend) (*m
 // client's hold stream is its own, not B's).
 func TestFrontEndHostLeavingKeepsOthersSubscriptions(t *testing.T) {
 	f, _, fe := frontEndOverDaemon(t)
-	ctx := ctxT(t)
+	ctx := testkit.Context(t)
 	actx, astop := context.WithCancel(ctx)
 	defer astop()
 	a, _ := runHost(t, ctx, actx, fe)
@@ -60,7 +61,7 @@ func TestFrontEndHostLeavingKeepsOthersSubscriptions(t *testing.T) {
 	if err := a.Subscribe(ctx, &mcp.SubscribeParams{URI: fixture.ReadmeURI}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "subscribed", func() bool { return f.Subscriptions() == 1 })
+	testkit.WaitFor(t, "subscribed", func() bool { return f.Subscriptions() == 1 })
 	bstop()
 	<-bdone
 	time.Sleep(500 * time.Millisecond) // time for a wrong release to arrive
@@ -74,7 +75,7 @@ func TestFrontEndHostLeavingKeepsOthersSubscriptions(t *testing.T) {
 func TestFrontEndOutlivesTheDaemonsStream(t *testing.T) {
 	for _, sub := range []bool{false, true} {
 		_, s, fe := frontEndOverDaemon(t)
-		ctx := ctxT(t)
+		ctx := testkit.Context(t)
 		rctx, stop := context.WithCancel(ctx)
 		defer stop()
 		cs, done := runHost(t, ctx, rctx, fe)

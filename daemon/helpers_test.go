@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -21,6 +20,7 @@ import (
 
 	"github.com/remotemcp/remotemcp/config"
 	"github.com/remotemcp/remotemcp/engine"
+	"github.com/remotemcp/remotemcp/internal/testkit"
 	"github.com/remotemcp/remotemcp/internal/testserver/fixture"
 	"github.com/remotemcp/remotemcp/localapi"
 )
@@ -261,32 +261,6 @@ func (rc *recorder) check() []string {
 
 // ---- the stack: the real engine and a daemon over a temp data directory ----
 
-func testLogger() *slog.Logger {
-	if os.Getenv("REMOTEMCP_TEST_LOG") != "" {
-		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	}
-	return slog.New(slog.DiscardHandler)
-}
-
-// ctxT is a test's context: its deadline only catches a hang (a
-// browser test takes many steps, each slow on a loaded machine).
-func ctxT(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	t.Cleanup(cancel)
-	return ctx
-}
-
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(2 * time.Minute) // only a hang: cond must come true
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 // stack is `remotemcp serve` in one test: the engine (engine.Open on a
 // temporary data directory), a daemon over it, and the CLI's client of
 // the socket (Dial).
@@ -314,17 +288,17 @@ type stackOpts struct {
 
 func newStack(t *testing.T, o stackOpts) *stack {
 	t.Helper()
-	ctx := ctxT(t)
+	ctx := testkit.Context(t)
 	s := &stack{t: t, dir: o.dir}
 	if s.dir == "" {
 		s.dir = t.TempDir()
 	}
 	var err error
-	s.eng, err = engine.Open(ctx, engine.Options{DataDir: s.dir, Logger: testLogger()})
+	s.eng, err = engine.Open(ctx, engine.Options{DataDir: s.dir, Logger: testkit.Logger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.srv, err = New(Options{Engine: s.eng, DataDir: s.dir, Addr: "127.0.0.1:0", Notify: o.notify, Logger: testLogger(),
+	s.srv, err = New(Options{Engine: s.eng, DataDir: s.dir, Addr: "127.0.0.1:0", Notify: o.notify, Logger: testkit.Logger(t),
 		MaxPageConns: o.maxPageConns, IdleTimeout: o.idleTimeout})
 	if err != nil {
 		s.eng.Close()
@@ -373,7 +347,7 @@ func (s *stack) close() {
 // a one-shot command does.
 func openEngine(t *testing.T) *engine.Engine {
 	t.Helper()
-	eng, err := engine.Open(ctxT(t), engine.Options{DataDir: t.TempDir(), Logger: testLogger(), NoStartupConnect: true})
+	eng, err := engine.Open(testkit.Context(t), engine.Options{DataDir: t.TempDir(), Logger: testkit.Logger(t), NoStartupConnect: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -381,25 +355,15 @@ func openEngine(t *testing.T) *engine.Engine {
 	return eng
 }
 
-func startFixture(t *testing.T, o fixture.Options) *fixture.Server {
-	t.Helper()
-	f, err := fixture.Start(o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { f.Close() })
-	return f
-}
-
 // addFixture adds the fixture as server id through the API (which
 // grants its origin) and waits until it is ready.
 func (s *stack) addFixture(t *testing.T, id string, f *fixture.Server) {
 	t.Helper()
-	ctx := ctxT(t)
+	ctx := testkit.Context(t)
 	if _, err := s.c.AddServer(ctx, localapi.AddServerRequest{ID: id, URL: f.URL()}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, id+" ready", func() bool {
+	testkit.WaitFor(t, id+" ready", func() bool {
 		v, err := s.c.Server(ctx, id)
 		return err == nil && v.State == localapi.StateReady
 	})

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/remotemcp/remotemcp/internal/testkit"
 	"github.com/remotemcp/remotemcp/localapi"
 )
 
@@ -14,7 +15,7 @@ import (
 // settings page may not reach them (issue #21 item 7).
 func TestHostTokensAPI(t *testing.T) {
 	s := newStack(t, stackOpts{})
-	ctx := ctxT(t)
+	ctx := testkit.Context(t)
 	c := s.c
 
 	if l, err := c.HostTokens(ctx); err != nil || len(l) != 0 {

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/remotemcp/remotemcp/internal/testkit"
 )
 
 // pageGet sends one keep-alive request on c and reads its answer.
@@ -41,7 +43,7 @@ func TestPageClosesIdleConns(t *testing.T) {
 	if b, err := io.ReadAll(r); err != nil || len(b) != 0 {
 		t.Fatalf("an idle keep-alive connection: %v, read %q; want the server's close", err, b)
 	}
-	waitFor(t, "the idle connection's place", func() bool { return s.srv.tcpLimit.Open() == 0 })
+	testkit.WaitFor(t, "the idle connection's place", func() bool { return s.srv.tcpLimit.Open() == 0 })
 }
 
 // Issue #20 item 2: the settings page's listener holds at most
@@ -74,7 +76,7 @@ func TestPageConnCapKeepsSocket(t *testing.T) {
 			t.Fatalf("the connection over the cap got %q, lacking %q", b, want)
 		}
 	}
-	h, err := s.c.Health(ctxT(t))
+	h, err := s.c.Health(testkit.Context(t))
 	if err != nil || h == nil {
 		t.Fatalf("the socket API with the page's listener full: %v", err)
 	}

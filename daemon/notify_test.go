@@ -14,6 +14,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/remotemcp/remotemcp/config"
+	"github.com/remotemcp/remotemcp/internal/testkit"
 	"github.com/remotemcp/remotemcp/internal/testserver/authserver"
 	"github.com/remotemcp/remotemcp/internal/testserver/fixture"
 	"github.com/remotemcp/remotemcp/localapi"
@@ -66,7 +67,7 @@ func srvIn(id, name string, st localapi.State, r *localapi.Reason) localapi.Serv
 func TestNotifierAnnouncesNeedsAuth(t *testing.T) {
 	runs := fakeNotifySend(t)
 	ctx := context.Background()
-	n := &notifier{log: testLogger(), cooldown: time.Hour, run: func(f func()) { f() }, last: map[string]time.Time{}}
+	n := &notifier{log: testkit.Logger(t), cooldown: time.Hour, run: func(f func()) { f() }, last: map[string]time.Time{}}
 	expired := &localapi.Reason{Class: "auth", Step: "authorization", Code: localapi.ReasonRefreshRefused, Message: "needs authorization: oauth: authorization: login required: the stored refresh token was refused (token request refused: HTTP 400: invalid_grant)"}
 	hostile := "-x --icon=/etc/passwd <b>bold</b> & <a href=\"http://evil\">x</a>\n\u202Egnp.exe " + strings.Repeat("long ", 40)
 
@@ -151,8 +152,8 @@ func TestServeNotifiesNeedsAuth(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(as.Close)
-	f := startFixture(t, fixture.Options{Authorize: as.Authorize, Extra: as.PRMRoutes()})
-	ctx := ctxT(t)
+	f := testkit.StartFixture(t, fixture.Options{Authorize: as.Authorize, Extra: as.PRMRoutes()})
+	ctx := testkit.Context(t)
 	quiet := newStack(t, stackOpts{})
 	s := newStack(t, stackOpts{notify: true})
 	for _, st := range []*stack{quiet, s} {
@@ -162,7 +163,7 @@ func TestServeNotifiesNeedsAuth(t *testing.T) {
 		if _, err := st.c.AddServer(ctx, localapi.AddServerRequest{ID: "secure", Name: "Secure docs", URL: f.URL(), Auth: config.AuthOAuth, RedirectPort: st.srv.Port()}); err != nil {
 			t.Fatal(err)
 		}
-		waitFor(t, "a fresh OAuth server waiting for its sign-in", func() bool {
+		testkit.WaitFor(t, "a fresh OAuth server waiting for its sign-in", func() bool {
 			v, err := st.c.Server(ctx, "secure")
 			return err == nil && v.State == localapi.StateNeedsAuth
 		})
@@ -183,7 +184,7 @@ func TestServeNotifiesNeedsAuth(t *testing.T) {
 		if fl, err := st.c.WaitAuthorization(ctx, "secure"); err != nil || fl.Phase != localapi.PhaseDone {
 			t.Fatalf("flow %+v %v", fl, err)
 		}
-		waitFor(t, "ready", func() bool {
+		testkit.WaitFor(t, "ready", func() bool {
 			v, err := st.c.Server(ctx, "secure")
 			return err == nil && v.State == localapi.StateReady
 		})
@@ -207,7 +208,7 @@ func TestServeNotifiesNeedsAuth(t *testing.T) {
 			t.Fatal("connecting with a revoked refresh token worked")
 		}
 	}
-	waitFor(t, "the notification", func() bool { return len(runs()) > 0 })
+	testkit.WaitFor(t, "the notification", func() bool { return len(runs()) > 0 })
 	time.Sleep(200 * time.Millisecond) // a second one would be a bug
 	got := runs()
 	want := []string{"--app-name=remotemcp", "--", "remotemcp: Secure docs needs you to sign in",

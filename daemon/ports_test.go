@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/remotemcp/remotemcp/engine"
+	"github.com/remotemcp/remotemcp/internal/testkit"
 )
 
 // callbackEngine records the port the daemon says it serves callbacks on.
@@ -43,15 +44,15 @@ func TestListenFallsBackOnlyWhenAllowed(t *testing.T) {
 	dir := t.TempDir()
 	eng := &callbackEngine{Engine: openEngine(t)}
 
-	s, err := New(Options{Engine: eng, DataDir: dir, Addr: taken, Logger: testLogger()})
+	s, err := New(Options{Engine: eng, DataDir: dir, Addr: taken, Logger: testkit.Logger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = s.Listen(ctxT(t))
+	err = s.Listen(testkit.Context(t))
 	if !errors.Is(err, ErrAddrInUse) || !strings.Contains(err.Error(), taken) {
 		t.Fatalf("listen on a taken address: %v", err)
 	}
-	if _, err := Running(ctxT(t), dir); !errors.Is(err, ErrNotRunning) {
+	if _, err := Running(testkit.Context(t), dir); !errors.Is(err, ErrNotRunning) {
 		t.Fatalf("a refused daemon left daemon.json: %v", err)
 	}
 	// The lock went with the refusal.
@@ -59,11 +60,11 @@ func TestListenFallsBackOnlyWhenAllowed(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	s, err = New(Options{Engine: eng, DataDir: dir, Addr: taken, AddrFallback: true, Logger: testLogger()})
+	s, err = New(Options{Engine: eng, DataDir: dir, Addr: taken, AddrFallback: true, Logger: testkit.Logger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Listen(ctxT(t)); err != nil {
+	if err := s.Listen(testkit.Context(t)); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -81,7 +82,7 @@ func TestListenFallsBackOnlyWhenAllowed(t *testing.T) {
 	if got := int(eng.port.Load()); got != s.Port() {
 		t.Fatalf("callbacks served on %d, the daemon listens on %d", got, s.Port())
 	}
-	in, err := Running(ctxT(t), dir)
+	in, err := Running(testkit.Context(t), dir)
 	if err != nil {
 		t.Fatal(err)
 	}

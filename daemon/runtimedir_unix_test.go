@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/remotemcp/remotemcp/internal/testkit"
 	"github.com/remotemcp/remotemcp/localapi"
 )
 
@@ -147,7 +148,7 @@ func TestRuntimeSocketPlaces(t *testing.T) {
 			if in, err := readInfo(canon); err != nil || in.Socket != p {
 				t.Fatalf("daemon.json names %q (%v), want %s", in.Socket, err, p)
 			}
-			if h, err := s.c.Health(ctxT(t)); err != nil || !h.OK {
+			if h, err := s.c.Health(testkit.Context(t)); err != nil || !h.OK {
 				t.Fatalf("health: %+v %v", h, err)
 			}
 			// What was squatted is as it was: nothing made in it, nothing

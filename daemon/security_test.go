@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/remotemcp/remotemcp/internal/testkit"
 	"github.com/remotemcp/remotemcp/localapi"
 )
 
@@ -20,7 +21,7 @@ import (
 func handlerServer(t *testing.T) (*Server, http.Handler) {
 	t.Helper()
 	eng := openEngine(t)
-	hs, err := New(Options{Engine: eng, DataDir: t.TempDir(), Logger: testLogger()})
+	hs, err := New(Options{Engine: eng, DataDir: t.TempDir(), Logger: testkit.Logger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,7 +118,7 @@ func TestHostHeaderChecked(t *testing.T) {
 // asked. Below the page prefix it needs a session.
 func TestTCPServesNoAPI(t *testing.T) {
 	s := newStack(t, stackOpts{})
-	ctx := ctxT(t)
+	ctx := testkit.Context(t)
 	rc := newRawClient(t)
 	sess := s.login(t, rc)
 	u := s.srv.URL()
@@ -236,7 +237,7 @@ func TestPageGrantIsThePages(t *testing.T) {
 	if r.status != http.StatusNoContent {
 		t.Fatalf("grant: %d %s", r.status, r.body)
 	}
-	g, err := s.c.Grants(ctxT(t))
+	g, err := s.c.Grants(testkit.Context(t))
 	if err != nil || len(g) != 1 || g[0].By != localapi.BySettingsPage {
 		t.Fatalf("grants %+v %v", g, err)
 	}
@@ -288,7 +289,7 @@ func TestLoginURL(t *testing.T) {
 	s.srv.sessions.now = time.Now
 	s.srv.sessions.mu.Unlock()
 	// The CLI asks for one on the socket (`remotemcp open`).
-	lu, err := s.c.LoginURL(ctxT(t))
+	lu, err := s.c.LoginURL(testkit.Context(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -367,16 +368,16 @@ func TestCallbackNeedsState(t *testing.T) {
 // runs.
 func TestSecondDaemonRefused(t *testing.T) {
 	s := newStack(t, stackOpts{})
-	s2, err := New(Options{Engine: s.eng, DataDir: s.dir, Addr: "127.0.0.1:0", Logger: testLogger()})
+	s2, err := New(Options{Engine: s.eng, DataDir: s.dir, Addr: "127.0.0.1:0", Logger: testkit.Logger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s2.cancel()
 	// The refusal names the daemon that owns the directory (issue #19 item 2).
-	if err := s2.Listen(ctxT(t)); !errors.Is(err, ErrDataDirOwned) || !strings.Contains(err.Error(), "a daemon (pid ") {
+	if err := s2.Listen(testkit.Context(t)); !errors.Is(err, ErrDataDirOwned) || !strings.Contains(err.Error(), "a daemon (pid ") {
 		t.Fatalf("second daemon: %v", err)
 	}
-	if _, err := s.c.Health(ctxT(t)); err != nil {
+	if _, err := s.c.Health(testkit.Context(t)); err != nil {
 		t.Fatalf("the first daemon after the refusal: %v", err)
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/remotemcp/remotemcp/internal/testkit"
 	"github.com/remotemcp/remotemcp/localapi"
 )
 
@@ -72,7 +73,7 @@ func TestLongDataDirUsesRuntimeDir(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := newStack(t, stackOpts{dir: dir})
-	ctx := ctxT(t)
+	ctx := testkit.Context(t)
 	p := s.srv.SocketPath()
 	canon, _ := filepath.EvalSymlinks(dir)
 	if len(filepath.Join(canon, localapi.SocketName)) <= maxSocketPath || len(p) > maxSocketPath {
@@ -105,7 +106,7 @@ func TestLongDataDirUsesRuntimeDir(t *testing.T) {
 // a file that is not a socket, a path that is not this data directory's.
 func TestDialRefusesUntrustedSocket(t *testing.T) {
 	s := newStack(t, stackOpts{})
-	ctx := ctxT(t)
+	ctx := testkit.Context(t)
 	p := s.srv.SocketPath()
 	restore := func() {
 		os.Chmod(p, 0o600)
@@ -193,7 +194,7 @@ func TestDialRefusesUntrustedSocket(t *testing.T) {
 // daemon.json, a socket that is gone, one that refuses, or a daemon.json
 // of an older remotemcp.
 func TestDialNotRunning(t *testing.T) {
-	ctx := ctxT(t)
+	ctx := testkit.Context(t)
 	dir := t.TempDir()
 	if _, err := Dial(ctx, filepath.Join(dir, "missing")); !errors.Is(err, ErrNotRunning) {
 		t.Fatalf("no data directory: %v", err)
@@ -265,7 +266,7 @@ func TestImpersonationAfterKill(t *testing.T) {
 	case <-time.After(3 * time.Minute):
 		t.Fatal("the child daemon did not start")
 	}
-	ctx := ctxT(t)
+	ctx := testkit.Context(t)
 	c, err := Dial(ctx, dir)
 	if err != nil {
 		t.Fatalf("Dial the live child: %v", err)

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/remotemcp/remotemcp/config"
+	"github.com/remotemcp/remotemcp/internal/testkit"
 	"github.com/remotemcp/remotemcp/internal/testserver/authserver"
 	"github.com/remotemcp/remotemcp/internal/testserver/fixture"
 	"github.com/remotemcp/remotemcp/localapi"
@@ -21,14 +22,14 @@ func TestServerViewsLeaveCLIAdviceOut(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(as.Close)
-	secure := startFixture(t, fixture.Options{Authorize: as.Authorize, Extra: as.PRMRoutes()})
-	locked := startFixture(t, fixture.Options{Authorize: func(w http.ResponseWriter, r *http.Request) bool {
+	secure := testkit.StartFixture(t, fixture.Options{Authorize: as.Authorize, Extra: as.PRMRoutes()})
+	locked := testkit.StartFixture(t, fixture.Options{Authorize: func(w http.ResponseWriter, r *http.Request) bool {
 		w.WriteHeader(http.StatusUnauthorized)
 		return false
 	}})
-	plain := startFixture(t, fixture.Options{})
+	plain := testkit.StartFixture(t, fixture.Options{})
 	s := newStack(t, stackOpts{})
-	ctx := ctxT(t)
+	ctx := testkit.Context(t)
 	secrets.add("bearer token of the locked server", "locked-bearer-token")
 	for _, req := range []localapi.AddServerRequest{
 		{ID: "secure", URL: secure.URL(), Auth: config.AuthOAuth, RedirectPort: s.srv.Port()},
@@ -65,7 +66,7 @@ func TestServerViewsLeaveCLIAdviceOut(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.id, func(t *testing.T) {
 			var v *localapi.Server
-			waitFor(t, tc.id+" "+string(tc.state), func() bool {
+			testkit.WaitFor(t, tc.id+" "+string(tc.state), func() bool {
 				v, err = s.c.Server(ctx, tc.id)
 				return err == nil && v.State == tc.state && v.Reason != nil
 			})

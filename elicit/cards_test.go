@@ -4,25 +4,22 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.uber.org/goleak"
 
+	"github.com/remotemcp/remotemcp/internal/testkit"
 	"github.com/remotemcp/remotemcp/manager"
 	"github.com/remotemcp/remotemcp/store"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
-
-func ctxT(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	t.Cleanup(cancel)
-	return ctx
-}
 
 func openStore(t *testing.T) *store.SQLite {
 	t.Helper()
@@ -36,7 +33,7 @@ func openStore(t *testing.T) *store.SQLite {
 
 func openCards(t *testing.T, kv KV, o Options) *Cards {
 	t.Helper()
-	c, err := Open(ctxT(t), kv, o)
+	c, err := Open(testkit.Context(t), kv, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,16 +88,9 @@ func onlyCall(c *Cards, server string) string {
 
 func waitPending(t *testing.T, c *Cards, n int) []Card {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		if p := c.Pending(); len(p) >= n {
-			return p
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no %d pending cards", n)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
+	var p []Card
+	testkit.WaitFor(t, fmt.Sprintf("%d pending cards", n), func() bool { p = c.Pending(); return len(p) >= n })
+	return p
 }
 
 func recvH(t *testing.T, ch <-chan handled) handled {
@@ -117,12 +107,12 @@ func recvH(t *testing.T, ch <-chan handled) handled {
 func TestAnswerContinuesTheCall(t *testing.T) {
 	st := openStore(t)
 	c := openCards(t, st, Options{})
-	events := c.Subscribe(ctxT(t))
-	adm, err := c.Admit(ctxT(t), CallInfo{ServerID: "s", Tool: "ask", OperationID: "op1", Arguments: json.RawMessage(`{"x":1}`)})
+	events := c.Subscribe(testkit.Context(t))
+	adm, err := c.Admit(testkit.Context(t), CallInfo{ServerID: "s", Tool: "ask", OperationID: "op1", Arguments: json.RawMessage(`{"x":1}`)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ch := handle(ctxT(t), c, "s", "c1")
+	ch := handle(testkit.Context(t), c, "s", "c1")
 	card := waitPending(t, c, 1)[0]
 	if card.Tool != "ask" || card.OperationID != "op1" || string(card.Arguments) != `{"x":1}` || card.ConnectionID != "c1" || card.Status != StatusPending {
 		t.Fatalf("card = %+v", card)
@@ -135,31 +125,31 @@ func TestAnswerContinuesTheCall(t *testing.T) {
 	case <-time.After(2 * time.Minute):
 		t.Fatal("no event for the new card")
 	}
-	if err := c.Answer(ctxT(t), card.ID, Response{Action: "maybe"}); err == nil {
+	if err := c.Answer(testkit.Context(t), card.ID, Response{Action: "maybe"}); err == nil {
 		t.Fatal("a bad action was accepted")
 	}
-	if err := c.Answer(ctxT(t), "el-nope", Response{Action: ActionDecline}); !errors.Is(err, ErrUnknownCard) {
+	if err := c.Answer(testkit.Context(t), "el-nope", Response{Action: ActionDecline}); !errors.Is(err, ErrUnknownCard) {
 		t.Fatalf("unknown card: %v", err)
 	}
-	if err := c.Answer(ctxT(t), card.ID, Response{Action: ActionAccept, Content: map[string]any{"name": "Ada"}}); err != nil {
+	if err := c.Answer(testkit.Context(t), card.ID, Response{Action: ActionAccept, Content: map[string]any{"name": "Ada"}}); err != nil {
 		t.Fatal(err)
 	}
 	h := recvH(t, ch)
 	if h.err != nil || h.res.Action != "accept" || h.res.Content["name"] != "Ada" || h.res.Content["age"] != float64(42) {
 		t.Fatalf("handler = %+v, %v", h.res, h.err)
 	}
-	got, _ := c.Get(ctxT(t), card.ID)
+	got, _ := c.Get(testkit.Context(t), card.ID)
 	if got.Status != StatusAccepted || got.Settled {
 		t.Fatalf("before the call ends: %+v", got)
 	}
 	if intr := adm.Finish(); intr != nil {
 		t.Fatalf("Finish reported an interruption: %+v", intr)
 	}
-	got, _ = c.Get(ctxT(t), card.ID)
+	got, _ = c.Get(testkit.Context(t), card.ID)
 	if !got.Settled || got.Response == nil || got.Response.Content["age"] != float64(42) {
 		t.Fatalf("after the call ends: %+v", got)
 	}
-	all, err := c.List(ctxT(t))
+	all, err := c.List(testkit.Context(t))
 	if err != nil || len(all) != 1 || all[0].ID != card.ID {
 		t.Fatalf("List = %+v, %v", all, err)
 	}
@@ -167,11 +157,11 @@ func TestAnswerContinuesTheCall(t *testing.T) {
 
 func TestURLModeDeclined(t *testing.T) {
 	c := openCards(t, openStore(t), Options{})
-	res, err := c.Handle(ctxT(t), manager.ElicitInfo{ServerID: "s"}, askRequest("url"))
+	res, err := c.Handle(testkit.Context(t), manager.ElicitInfo{ServerID: "s"}, askRequest("url"))
 	if err != nil || res.Action != "decline" {
 		t.Fatalf("url mode = %+v, %v", res, err)
 	}
-	if all, _ := c.List(ctxT(t)); len(all) != 0 {
+	if all, _ := c.List(testkit.Context(t)); len(all) != 0 {
 		t.Fatalf("url mode made a card: %+v", all)
 	}
 }
@@ -184,20 +174,20 @@ func TestURLModeDeclined(t *testing.T) {
 // host was asked.
 func TestQuestionGoesToItsCall(t *testing.T) {
 	c := openCards(t, openStore(t), Options{})
-	a1, _ := c.Admit(ctxT(t), CallInfo{ServerID: "s", Tool: "t1", OperationID: "o1"})
-	a2, _ := c.Admit(ctxT(t), CallInfo{ServerID: "s", Tool: "t2", OperationID: "o2", Arguments: json.RawMessage(`{"b":2}`)})
+	a1, _ := c.Admit(testkit.Context(t), CallInfo{ServerID: "s", Tool: "t1", OperationID: "o1"})
+	a2, _ := c.Admit(testkit.Context(t), CallInfo{ServerID: "s", Tool: "t2", OperationID: "o2", Arguments: json.RawMessage(`{"b":2}`)})
 	for _, op := range []string{"", "o3"} {
-		res, err := c.Handle(ctxT(t), manager.ElicitInfo{ServerID: "s", OperationID: op}, askRequest("form"))
+		res, err := c.Handle(testkit.Context(t), manager.ElicitInfo{ServerID: "s", OperationID: op}, askRequest("form"))
 		if err != nil || res.Action != "decline" {
 			t.Fatalf("question of call %q = %+v, %v; want declined", op, res, err)
 		}
 	}
-	if all, _ := c.List(ctxT(t)); len(all) != 0 {
+	if all, _ := c.List(testkit.Context(t)); len(all) != 0 {
 		t.Fatalf("a declined question made a card: %+v", all)
 	}
 	ch := make(chan handled, 1)
 	go func() {
-		res, err := c.Handle(ctxT(t), manager.ElicitInfo{ServerID: "s", OperationID: "o2"}, askRequest("form"))
+		res, err := c.Handle(testkit.Context(t), manager.ElicitInfo{ServerID: "s", OperationID: "o2"}, askRequest("form"))
 		ch <- handled{res, err}
 	}()
 	card := waitPending(t, c, 1)[0]
@@ -213,7 +203,7 @@ func TestQuestionGoesToItsCall(t *testing.T) {
 	if h.err == nil {
 		t.Fatalf("handler = %+v, want an error", h.res)
 	}
-	got, _ := c.Get(ctxT(t), card.ID)
+	got, _ := c.Get(testkit.Context(t), card.ID)
 	if got.Status != StatusCancelled || !strings.Contains(got.Reason, "tool call ended") || !got.Settled {
 		t.Fatalf("card = %+v", got)
 	}
@@ -226,24 +216,24 @@ func TestQuestionGoesToItsCall(t *testing.T) {
 // call whose context ends is refused; other servers are not held up.
 func TestAdmitWaitsForOpenCard(t *testing.T) {
 	c := openCards(t, openStore(t), Options{})
-	a, _ := c.Admit(ctxT(t), CallInfo{ServerID: "s", Tool: "ask", OperationID: "o1"})
+	a, _ := c.Admit(testkit.Context(t), CallInfo{ServerID: "s", Tool: "ask", OperationID: "o1"})
 	defer a.Finish()
-	ch := handle(ctxT(t), c, "s", "")
+	ch := handle(testkit.Context(t), c, "s", "")
 	card := waitPending(t, c, 1)[0]
 
-	if other, err := c.Admit(ctxT(t), CallInfo{ServerID: "other", OperationID: "x"}); err != nil {
+	if other, err := c.Admit(testkit.Context(t), CallInfo{ServerID: "other", OperationID: "x"}); err != nil {
 		t.Fatalf("another server waited: %v", err)
 	} else {
 		other.Finish()
 	}
-	ctx, cancel := context.WithTimeout(ctxT(t), 50*time.Millisecond)
+	ctx, cancel := context.WithTimeout(testkit.Context(t), 50*time.Millisecond)
 	defer cancel()
 	if _, err := c.Admit(ctx, CallInfo{ServerID: "s", OperationID: "o2"}); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("queued admit = %v, want the context's error", err)
 	}
 	admitted := make(chan error, 1)
 	go func() {
-		b, err := c.Admit(ctxT(t), CallInfo{ServerID: "s", OperationID: "o3"})
+		b, err := c.Admit(testkit.Context(t), CallInfo{ServerID: "s", OperationID: "o3"})
 		if err == nil {
 			b.Finish()
 		}
@@ -254,7 +244,7 @@ func TestAdmitWaitsForOpenCard(t *testing.T) {
 		t.Fatalf("admitted while the card is pending (%v)", err)
 	case <-time.After(50 * time.Millisecond):
 	}
-	if err := c.Answer(ctxT(t), card.ID, Response{Action: ActionDecline}); err != nil {
+	if err := c.Answer(testkit.Context(t), card.ID, Response{Action: ActionDecline}); err != nil {
 		t.Fatal(err)
 	}
 	if err := <-admitted; err != nil {
@@ -267,26 +257,26 @@ func TestAdmitWaitsForOpenCard(t *testing.T) {
 
 func TestHandlerContextEnds(t *testing.T) {
 	c := openCards(t, openStore(t), Options{})
-	a, _ := c.Admit(ctxT(t), CallInfo{ServerID: "s", Tool: "ask", OperationID: "o1"})
-	ctx, cancel := context.WithCancel(ctxT(t))
+	a, _ := c.Admit(testkit.Context(t), CallInfo{ServerID: "s", Tool: "ask", OperationID: "o1"})
+	ctx, cancel := context.WithCancel(testkit.Context(t))
 	ch := handle(ctx, c, "s", "")
 	card := waitPending(t, c, 1)[0]
 	cancel()
 	if h := recvH(t, ch); !errors.Is(h.err, context.Canceled) {
 		t.Fatalf("handler = %+v, %v", h.res, h.err)
 	}
-	if got, _ := c.Get(ctxT(t), card.ID); got.Status != StatusCancelled || got.Settled {
+	if got, _ := c.Get(testkit.Context(t), card.ID); got.Status != StatusCancelled || got.Settled {
 		t.Fatalf("card settled while its call runs: %+v", got)
 	}
 	a.Finish()
-	got, _ := c.Get(ctxT(t), card.ID)
+	got, _ := c.Get(testkit.Context(t), card.ID)
 	if got.Status != StatusCancelled || !got.Settled {
 		t.Fatalf("card = %+v", got)
 	}
-	if err := c.Answer(ctxT(t), card.ID, Response{Action: ActionDecline}); !errors.Is(err, ErrNotPending) {
+	if err := c.Answer(testkit.Context(t), card.ID, Response{Action: ActionDecline}); !errors.Is(err, ErrNotPending) {
 		t.Fatalf("answer after close: %v", err)
 	}
-	if b, err := c.Admit(ctxT(t), CallInfo{ServerID: "s", OperationID: "o"}); err != nil {
+	if b, err := c.Admit(testkit.Context(t), CallInfo{ServerID: "s", OperationID: "o"}); err != nil {
 		t.Fatalf("the gate stayed shut: %v", err)
 	} else {
 		b.Finish()
@@ -300,16 +290,16 @@ func TestOpenInterruptsLeftovers(t *testing.T) {
 	st := openStore(t)
 	old := openCards(t, st, Options{})
 	// An answered card whose call is still running...
-	a1, _ := old.Admit(ctxT(t), CallInfo{ServerID: "s", Tool: "t1", OperationID: "o1", Arguments: json.RawMessage(`{}`)})
-	ch1 := handle(ctxT(t), old, "s", "")
+	a1, _ := old.Admit(testkit.Context(t), CallInfo{ServerID: "s", Tool: "t1", OperationID: "o1", Arguments: json.RawMessage(`{}`)})
+	ch1 := handle(testkit.Context(t), old, "s", "")
 	answered := waitPending(t, old, 1)[0]
-	if err := old.Answer(ctxT(t), answered.ID, Response{Action: ActionAccept, Content: map[string]any{"name": "A"}}); err != nil {
+	if err := old.Answer(testkit.Context(t), answered.ID, Response{Action: ActionAccept, Content: map[string]any{"name": "A"}}); err != nil {
 		t.Fatal(err)
 	}
 	recvH(t, ch1)
 	// ...and a pending one on another server.
-	a2, _ := old.Admit(ctxT(t), CallInfo{ServerID: "s2", Tool: "ask", OperationID: "o2", Arguments: json.RawMessage(`{"q":1}`)})
-	ch2 := handle(ctxT(t), old, "s2", "")
+	a2, _ := old.Admit(testkit.Context(t), CallInfo{ServerID: "s2", Tool: "ask", OperationID: "o2", Arguments: json.RawMessage(`{"q":1}`)})
+	ch2 := handle(testkit.Context(t), old, "s2", "")
 	var pending Card
 	for _, p := range waitPending(t, old, 1) {
 		if p.ServerID == "s2" {
@@ -324,16 +314,16 @@ func TestOpenInterruptsLeftovers(t *testing.T) {
 	for _, c := range []struct {
 		id, reason string
 	}{{pending.ID, "restarted while the question was open"}, {answered.ID, "may have reached the server"}} {
-		got, err := next.Get(ctxT(t), c.id)
+		got, err := next.Get(testkit.Context(t), c.id)
 		if err != nil || got.Status != StatusInterrupted || !strings.Contains(got.Reason, c.reason) {
 			t.Fatalf("card %s after restart = %+v, %v", c.id, got, err)
 		}
 	}
-	got, _ := next.Get(ctxT(t), pending.ID)
+	got, _ := next.Get(testkit.Context(t), pending.ID)
 	if msg := got.FailureMessage(); !strings.Contains(msg, "never reached the server") || !strings.Contains(msg, `"ask"`) {
 		t.Fatalf("failure message %q", msg)
 	}
-	if got, _ := next.Get(ctxT(t), answered.ID); strings.Contains(got.FailureMessage(), "never reached") {
+	if got, _ := next.Get(testkit.Context(t), answered.ID); strings.Contains(got.FailureMessage(), "never reached") {
 		t.Fatalf("an answered card claims the answer never reached the server: %q", got.FailureMessage())
 	}
 
@@ -345,35 +335,35 @@ func TestOpenInterruptsLeftovers(t *testing.T) {
 	a1.Finish()
 	a2.Finish()
 	for _, id := range []string{pending.ID, answered.ID} {
-		if got, _ := next.Get(ctxT(t), id); got.Status != StatusInterrupted || got.Settled {
+		if got, _ := next.Get(testkit.Context(t), id); got.Status != StatusInterrupted || got.Settled {
 			t.Fatalf("old instance overwrote %s: %+v", id, got)
 		}
 	}
 
-	if _, err := next.ClaimResend(ctxT(t), pending.ID, "r1"); !errors.Is(err, ErrRetryNotConfirmed) {
+	if _, err := next.ClaimResend(testkit.Context(t), pending.ID, "r1"); !errors.Is(err, ErrRetryNotConfirmed) {
 		t.Fatalf("claim before confirm: %v", err)
 	}
-	if err := next.ConfirmRetry(ctxT(t), pending.ID); err != nil {
+	if err := next.ConfirmRetry(testkit.Context(t), pending.ID); err != nil {
 		t.Fatal(err)
 	}
-	card, err := next.ClaimResend(ctxT(t), pending.ID, "r1")
+	card, err := next.ClaimResend(testkit.Context(t), pending.ID, "r1")
 	if err != nil || !card.Resent || card.ResendOperationID != "r1" || string(card.Arguments) != `{"q":1}` {
 		t.Fatalf("claim = %+v, %v", card, err)
 	}
-	if _, err := next.ClaimResend(ctxT(t), pending.ID, "r2"); !errors.Is(err, ErrAlreadyResent) {
+	if _, err := next.ClaimResend(testkit.Context(t), pending.ID, "r2"); !errors.Is(err, ErrAlreadyResent) {
 		t.Fatalf("second claim: %v", err)
 	}
-	if err := next.ConfirmRetry(ctxT(t), pending.ID); !errors.Is(err, ErrAlreadyResent) {
+	if err := next.ConfirmRetry(testkit.Context(t), pending.ID); !errors.Is(err, ErrAlreadyResent) {
 		t.Fatalf("confirm after the re-send: %v", err)
 	}
-	intr, _ := next.Interrupted(ctxT(t))
+	intr, _ := next.Interrupted(testkit.Context(t))
 	if len(intr) != 1 || intr[0].ID != answered.ID {
 		t.Fatalf("owed failures = %+v", intr)
 	}
 
 	// A third instance keeps what the second decided.
 	third := openCards(t, st, Options{})
-	if got, _ := third.Get(ctxT(t), pending.ID); got.Status != StatusInterrupted || !got.Resent {
+	if got, _ := third.Get(testkit.Context(t), pending.ID); got.Status != StatusInterrupted || !got.Resent {
 		t.Fatalf("third instance sees %+v", got)
 	}
 }
@@ -381,19 +371,19 @@ func TestOpenInterruptsLeftovers(t *testing.T) {
 func TestRetryRules(t *testing.T) {
 	st := openStore(t)
 	c := openCards(t, st, Options{})
-	a, _ := c.Admit(ctxT(t), CallInfo{ServerID: "s", Tool: "t", OperationID: "o"})
-	ch := handle(ctxT(t), c, "s", "")
+	a, _ := c.Admit(testkit.Context(t), CallInfo{ServerID: "s", Tool: "t", OperationID: "o"})
+	ch := handle(testkit.Context(t), c, "s", "")
 	card := waitPending(t, c, 1)[0]
-	if err := c.ConfirmRetry(ctxT(t), card.ID); err == nil {
+	if err := c.ConfirmRetry(testkit.Context(t), card.ID); err == nil {
 		t.Fatal("confirmed a retry of a pending card")
 	}
-	c.Answer(ctxT(t), card.ID, Response{Action: ActionCancel})
+	c.Answer(testkit.Context(t), card.ID, Response{Action: ActionCancel})
 	recvH(t, ch)
 	a.Finish()
-	if err := c.ConfirmRetry(ctxT(t), card.ID); !errors.Is(err, ErrNotInterrupted) {
+	if err := c.ConfirmRetry(testkit.Context(t), card.ID); !errors.Is(err, ErrNotInterrupted) {
 		t.Fatalf("confirm on a cancelled card: %v", err)
 	}
-	if err := c.ConfirmRetry(ctxT(t), "el-none"); !errors.Is(err, ErrUnknownCard) {
+	if err := c.ConfirmRetry(testkit.Context(t), "el-none"); !errors.Is(err, ErrUnknownCard) {
 		t.Fatalf("confirm on an unknown card: %v", err)
 	}
 }
@@ -402,8 +392,8 @@ func TestRetryRules(t *testing.T) {
 func TestCloseInterrupts(t *testing.T) {
 	st := openStore(t)
 	c := openCards(t, st, Options{})
-	a, _ := c.Admit(ctxT(t), CallInfo{ServerID: "s", Tool: "ask", OperationID: "o"})
-	ch := handle(ctxT(t), c, "s", "")
+	a, _ := c.Admit(testkit.Context(t), CallInfo{ServerID: "s", Tool: "ask", OperationID: "o"})
+	ch := handle(testkit.Context(t), c, "s", "")
 	card := waitPending(t, c, 1)[0]
 	c.Close()
 	if h := recvH(t, ch); !errors.Is(h.err, ErrClosed) {
@@ -413,14 +403,14 @@ func TestCloseInterrupts(t *testing.T) {
 	if intr == nil || intr.ID != card.ID || !strings.Contains(intr.FailureMessage(), "never reached the server") {
 		t.Fatalf("Finish = %+v", intr)
 	}
-	if _, err := c.Admit(ctxT(t), CallInfo{ServerID: "s", OperationID: "o2"}); !errors.Is(err, ErrClosed) {
+	if _, err := c.Admit(testkit.Context(t), CallInfo{ServerID: "s", OperationID: "o2"}); !errors.Is(err, ErrClosed) {
 		t.Fatalf("admit after close: %v", err)
 	}
-	if _, err := c.Handle(ctxT(t), manager.ElicitInfo{ServerID: "s"}, askRequest("form")); !errors.Is(err, ErrClosed) {
+	if _, err := c.Handle(testkit.Context(t), manager.ElicitInfo{ServerID: "s"}, askRequest("form")); !errors.Is(err, ErrClosed) {
 		t.Fatalf("handle after close: %v", err)
 	}
 	reopened := openCards(t, st, Options{})
-	if got, _ := reopened.Get(ctxT(t), card.ID); got.Status != StatusInterrupted || !strings.Contains(got.Reason, "shut down") {
+	if got, _ := reopened.Get(testkit.Context(t), card.ID); got.Status != StatusInterrupted || !strings.Contains(got.Reason, "shut down") {
 		t.Fatalf("after reopen: %+v", got)
 	}
 }
@@ -430,15 +420,15 @@ func TestRetention(t *testing.T) {
 	now := time.Now().UTC()
 	for id, updated := range map[string]time.Time{"old": now.Add(-48 * time.Hour), "new": now} {
 		raw, _ := json.Marshal(Card{ID: id, ServerID: "s", Status: StatusAccepted, Settled: true, Created: updated, Updated: updated})
-		if err := st.PutKV(ctxT(t), Namespace, id, raw); err != nil {
+		if err := st.PutKV(testkit.Context(t), Namespace, id, raw); err != nil {
 			t.Fatal(err)
 		}
 	}
 	c := openCards(t, st, Options{Retention: 24 * time.Hour})
-	if _, err := c.Get(ctxT(t), "old"); !errors.Is(err, ErrUnknownCard) {
+	if _, err := c.Get(testkit.Context(t), "old"); !errors.Is(err, ErrUnknownCard) {
 		t.Fatalf("old card kept: %v", err)
 	}
-	if got, err := c.Get(ctxT(t), "new"); err != nil || got.Status != StatusAccepted {
+	if got, err := c.Get(testkit.Context(t), "new"); err != nil || got.Status != StatusAccepted {
 		t.Fatalf("new card: %+v, %v", got, err)
 	}
 }
@@ -458,30 +448,35 @@ func (f *fakeSource) CurrentConnection(string) (string, bool) {
 	return f.conn, f.conn != ""
 }
 
+// In a bubble (testing/synctest), so that "nothing happens" is checked
+// once the watcher has handled the event, not after a guess of how long
+// that takes.
 func TestWatchClosesCardsOfGoneConnections(t *testing.T) {
-	c := openCards(t, openStore(t), Options{})
-	src := &fakeSource{conn: "c1", ch: make(chan manager.Event, 4)}
-	c.Watch(src)
-	a, _ := c.Admit(ctxT(t), CallInfo{ServerID: "s", Tool: "ask", OperationID: "o1"})
-	defer a.Finish()
-	ch := handle(ctxT(t), c, "s", "c1")
-	card := waitPending(t, c, 1)[0]
-	src.ch <- manager.Event{ServerID: "s"} // same connection: nothing happens
-	time.Sleep(50 * time.Millisecond)
-	if len(c.Pending()) != 1 {
-		t.Fatal("a card of the current connection was closed")
-	}
-	src.mu.Lock()
-	src.conn = "c2"
-	src.mu.Unlock()
-	src.ch <- manager.Event{ServerID: "s"}
-	if h := recvH(t, ch); h.err == nil {
-		t.Fatalf("handler = %+v, want an error", h.res)
-	}
-	if got, _ := c.Get(ctxT(t), card.ID); got.Status != StatusCancelled || !strings.Contains(got.Reason, "connection") {
-		t.Fatalf("card = %+v", got)
-	}
-	close(src.ch)
+	synctest.Test(t, func(t *testing.T) {
+		c := openCards(t, openStore(t), Options{})
+		src := &fakeSource{conn: "c1", ch: make(chan manager.Event, 4)}
+		c.Watch(src)
+		a, _ := c.Admit(testkit.Context(t), CallInfo{ServerID: "s", Tool: "ask", OperationID: "o1"})
+		defer a.Finish()
+		ch := handle(testkit.Context(t), c, "s", "c1")
+		card := waitPending(t, c, 1)[0]
+		src.ch <- manager.Event{ServerID: "s"} // same connection: nothing happens
+		synctest.Wait()                        // the event is handled
+		if len(c.Pending()) != 1 {
+			t.Fatal("a card of the current connection was closed")
+		}
+		src.mu.Lock()
+		src.conn = "c2"
+		src.mu.Unlock()
+		src.ch <- manager.Event{ServerID: "s"}
+		if h := recvH(t, ch); h.err == nil {
+			t.Fatalf("handler = %+v, want an error", h.res)
+		}
+		if got, _ := c.Get(testkit.Context(t), card.ID); got.Status != StatusCancelled || !strings.Contains(got.Reason, "connection") {
+			t.Fatalf("card = %+v", got)
+		}
+		close(src.ch)
+	})
 }
 
 // Issue #20 item 3 (routing; SPEC §9 A10): a question that names no call
@@ -490,22 +485,22 @@ func TestWatchClosesCardsOfGoneConnections(t *testing.T) {
 // approval question never takes that path.
 func TestStandaloneQuestionGoesToTheOnlyCall(t *testing.T) {
 	c := openCards(t, openStore(t), Options{})
-	if res, err := c.Handle(ctxT(t), manager.ElicitInfo{ServerID: "s", Standalone: true}, askRequest("form")); err != nil || res.Action != "decline" {
+	if res, err := c.Handle(testkit.Context(t), manager.ElicitInfo{ServerID: "s", Standalone: true}, askRequest("form")); err != nil || res.Action != "decline" {
 		t.Fatalf("question with no call in flight = %+v, %v; want declined", res, err)
 	}
-	a, _ := c.Admit(ctxT(t), CallInfo{ServerID: "s", Tool: "t1", OperationID: "o1", Arguments: json.RawMessage(`{"a":1}`)})
-	other, _ := c.Admit(ctxT(t), CallInfo{ServerID: "other", Tool: "x", OperationID: "o9"})
+	a, _ := c.Admit(testkit.Context(t), CallInfo{ServerID: "s", Tool: "t1", OperationID: "o1", Arguments: json.RawMessage(`{"a":1}`)})
+	other, _ := c.Admit(testkit.Context(t), CallInfo{ServerID: "other", Tool: "x", OperationID: "o9"})
 	defer other.Finish()
 	ch := make(chan handled, 1)
 	go func() {
-		res, err := c.Handle(ctxT(t), manager.ElicitInfo{ServerID: "s", Standalone: true}, askRequest("form"))
+		res, err := c.Handle(testkit.Context(t), manager.ElicitInfo{ServerID: "s", Standalone: true}, askRequest("form"))
 		ch <- handled{res, err}
 	}()
 	card := waitPending(t, c, 1)[0]
 	if card.OperationID != "o1" || card.Tool != "t1" || string(card.Arguments) != `{"a":1}` {
 		t.Fatalf("card not attributed to the only call o1: %+v", card)
 	}
-	if err := c.Answer(ctxT(t), card.ID, Response{Action: ActionDecline}); err != nil {
+	if err := c.Answer(testkit.Context(t), card.ID, Response{Action: ActionDecline}); err != nil {
 		t.Fatal(err)
 	}
 	if h := recvH(t, ch); h.err != nil || h.res.Action != "decline" {
@@ -523,8 +518,8 @@ func TestStandaloneQuestionGoesToTheOnlyCall(t *testing.T) {
 // goes to.
 func TestOnlyCallFallbackOnlyForStandalone(t *testing.T) {
 	c := openCards(t, openStore(t), Options{})
-	a, _ := c.Admit(ctxT(t), CallInfo{ServerID: "s", Tool: "t1", OperationID: "o1"})
-	if res, err := c.Handle(ctxT(t), manager.ElicitInfo{ServerID: "s"}, askRequest("form")); err != nil || res.Action != "decline" {
+	a, _ := c.Admit(testkit.Context(t), CallInfo{ServerID: "s", Tool: "t1", OperationID: "o1"})
+	if res, err := c.Handle(testkit.Context(t), manager.ElicitInfo{ServerID: "s"}, askRequest("form")); err != nil || res.Action != "decline" {
 		t.Fatalf("question off the standalone stream with one call in flight = %+v, %v; want declined", res, err)
 	}
 	if p := c.Pending(); len(p) != 0 {
@@ -532,8 +527,8 @@ func TestOnlyCallFallbackOnlyForStandalone(t *testing.T) {
 	}
 	a.Finish()
 
-	appr, _ := c.Admit(ctxT(t), CallInfo{ServerID: "s", Tool: "t1", OperationID: "o2" + ApprovalSuffix})
-	if res, err := c.Handle(ctxT(t), manager.ElicitInfo{ServerID: "s", Standalone: true}, askRequest("form")); err != nil || res.Action != "decline" {
+	appr, _ := c.Admit(testkit.Context(t), CallInfo{ServerID: "s", Tool: "t1", OperationID: "o2" + ApprovalSuffix})
+	if res, err := c.Handle(testkit.Context(t), manager.ElicitInfo{ServerID: "s", Standalone: true}, askRequest("form")); err != nil || res.Action != "decline" {
 		t.Fatalf("standalone question with only an approval pending = %+v, %v; want declined", res, err)
 	}
 	if p := c.Pending(); len(p) != 0 {
@@ -541,17 +536,17 @@ func TestOnlyCallFallbackOnlyForStandalone(t *testing.T) {
 	}
 	// With the approval and one real call, the real call is the only
 	// call.
-	b, _ := c.Admit(ctxT(t), CallInfo{ServerID: "s", Tool: "t3", OperationID: "o3"})
+	b, _ := c.Admit(testkit.Context(t), CallInfo{ServerID: "s", Tool: "t3", OperationID: "o3"})
 	ch := make(chan handled, 1)
 	go func() {
-		res, err := c.Handle(ctxT(t), manager.ElicitInfo{ServerID: "s", Standalone: true}, askRequest("form"))
+		res, err := c.Handle(testkit.Context(t), manager.ElicitInfo{ServerID: "s", Standalone: true}, askRequest("form"))
 		ch <- handled{res, err}
 	}()
 	card := waitPending(t, c, 1)[0]
 	if card.OperationID != "o3" {
 		t.Fatalf("card attributed to %q, want the tool call o3", card.OperationID)
 	}
-	if err := c.Answer(ctxT(t), card.ID, Response{Action: ActionDecline}); err != nil {
+	if err := c.Answer(testkit.Context(t), card.ID, Response{Action: ActionDecline}); err != nil {
 		t.Fatal(err)
 	}
 	recvH(t, ch)

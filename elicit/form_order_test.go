@@ -8,6 +8,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/remotemcp/remotemcp/internal/testkit"
 	"github.com/remotemcp/remotemcp/manager"
 )
 
@@ -17,14 +18,14 @@ import (
 func TestCardKeepsSchemaOrder(t *testing.T) {
 	st := openStore(t)
 	c := openCards(t, st, Options{})
-	adm, err := c.Admit(ctxT(t), CallInfo{ServerID: "s", Tool: "ask", OperationID: "op1"})
+	adm, err := c.Admit(testkit.Context(t), CallInfo{ServerID: "s", Tool: "ask", OperationID: "op1"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ch := make(chan handled, 1)
 	go func() {
 		req := &mcp.ElicitRequest{Params: &mcp.ElicitParams{Mode: "form", Message: "What is your name?", RequestedSchema: json.RawMessage(askSchema)}}
-		res, err := c.Handle(ctxT(t), manager.ElicitInfo{ServerID: "s", ConnectionID: "c1", OperationID: "op1"}, req)
+		res, err := c.Handle(testkit.Context(t), manager.ElicitInfo{ServerID: "s", ConnectionID: "c1", OperationID: "op1"}, req)
 		ch <- handled{res, err}
 	}()
 	card := waitPending(t, c, 1)[0]

@@ -15,6 +15,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/remotemcp/remotemcp/internal/testkit"
 	"github.com/remotemcp/remotemcp/manager"
 )
 
@@ -97,7 +98,7 @@ func startLoopback(t *testing.T, c *Cards, server string) *loopback {
 			return c.Handle(ctx, manager.ElicitInfo{ServerID: server, ConnectionID: "conn-1", OperationID: onlyCall(c, server)}, req)
 		},
 	})
-	cs, err := client.Connect(ctxT(t), &mcp.StreamableClientTransport{Endpoint: hs.URL}, nil)
+	cs, err := client.Connect(testkit.Context(t), &mcp.StreamableClientTransport{Endpoint: hs.URL}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,7 +119,7 @@ func textOf(s string) *mcp.CallToolResult {
 // the admission is finished when the call returns.
 func (lb *loopback) call(t *testing.T, c *Cards, server, op, tool string, args any) <-chan string {
 	t.Helper()
-	adm, err := c.Admit(ctxT(t), CallInfo{ServerID: server, Tool: tool, OperationID: op})
+	adm, err := c.Admit(testkit.Context(t), CallInfo{ServerID: server, Tool: tool, OperationID: op})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -157,7 +158,7 @@ func recvS(t *testing.T, ch <-chan string) string {
 // countCards counts the stored card records.
 func countCards(t *testing.T, kv KV) int {
 	t.Helper()
-	all, err := kv.ListKV(ctxT(t), Namespace)
+	all, err := kv.ListKV(testkit.Context(t), Namespace)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -226,7 +227,7 @@ func TestQuestionsOutsideACallDeclinedLoopback(t *testing.T) {
 	if card.OperationID != "op-ask" || card.Tool != "ask" || card.ConnectionID != "conn-1" {
 		t.Fatalf("card = %+v", card)
 	}
-	if err := c.Answer(ctxT(t), card.ID, Response{Action: ActionAccept, Content: map[string]any{"name": "Ada"}}); err != nil {
+	if err := c.Answer(testkit.Context(t), card.ID, Response{Action: ActionAccept, Content: map[string]any{"name": "Ada"}}); err != nil {
 		t.Fatal(err)
 	}
 	if got := recvS(t, ch); got != `accept {"age":42,"name":"Ada"}` {
@@ -286,9 +287,9 @@ func TestInconsistentSchemaDeclinedLoopback(t *testing.T) {
 				if p := c.Pending(); len(p) > 0 {
 					// The failure this test reproduces: the question got a
 					// card, which accepts an answer the server never gets.
-					err := c.Answer(ctxT(t), p[0].ID, Response{Action: ActionAccept, Content: tc.answer})
+					err := c.Answer(testkit.Context(t), p[0].ID, Response{Action: ActionAccept, Content: tc.answer})
 					got := recvS(t, ch)
-					card, _ := c.Get(ctxT(t), p[0].ID)
+					card, _ := c.Get(testkit.Context(t), p[0].ID)
 					t.Fatalf("a card was made; accepting %v: Answer = %v, card %s, while the server got %q", tc.answer, err, card.Status, got)
 				}
 			}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/remotemcp/remotemcp/internal/testkit"
 	"github.com/remotemcp/remotemcp/manager"
 )
 
@@ -26,14 +27,14 @@ func TestQuestionsOutsideACallMakeNoCards(t *testing.T) {
 	}{
 		{"no call ever", func(*testing.T, *Cards) {}},
 		{"after the call finished", func(t *testing.T, c *Cards) {
-			a, err := c.Admit(ctxT(t), CallInfo{ServerID: "s", Tool: "t", OperationID: "o1"})
+			a, err := c.Admit(testkit.Context(t), CallInfo{ServerID: "s", Tool: "t", OperationID: "o1"})
 			if err != nil {
 				t.Fatal(err)
 			}
 			a.Finish()
 		}},
 		{"while a call to another server runs", func(t *testing.T, c *Cards) {
-			a, err := c.Admit(ctxT(t), CallInfo{ServerID: "other", Tool: "t", OperationID: "o1"})
+			a, err := c.Admit(testkit.Context(t), CallInfo{ServerID: "other", Tool: "t", OperationID: "o1"})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -47,7 +48,7 @@ func TestQuestionsOutsideACallMakeNoCards(t *testing.T) {
 			c.setup(t, cards)
 			before := countCards(t, st)
 			for i := range 200 {
-				res, err := cards.Handle(ctxT(t), manager.ElicitInfo{ServerID: "s", ConnectionID: "c1", OperationID: "o1"}, askRequest("form"))
+				res, err := cards.Handle(testkit.Context(t), manager.ElicitInfo{ServerID: "s", ConnectionID: "c1", OperationID: "o1"}, askRequest("form"))
 				if err != nil || res.Action != "decline" {
 					t.Fatalf("question %d: %+v, %v; want a decline", i, res, err)
 				}
@@ -55,7 +56,7 @@ func TestQuestionsOutsideACallMakeNoCards(t *testing.T) {
 			if n := countCards(t, st); n != before || before != 0 {
 				t.Fatalf("%d card records, %d before; want none", n, before)
 			}
-			if all, _ := cards.List(ctxT(t)); len(all) != 0 || len(cards.Pending()) != 0 {
+			if all, _ := cards.List(testkit.Context(t)); len(all) != 0 || len(cards.Pending()) != 0 {
 				t.Fatalf("cards made: %+v", all)
 			}
 			out := logs.String()
@@ -70,16 +71,16 @@ func TestQuestionsOutsideACallMakeNoCards(t *testing.T) {
 			}
 
 			// The same question during an admitted call makes a card.
-			a, err := cards.Admit(ctxT(t), CallInfo{ServerID: "s", Tool: "ask", OperationID: "op"})
+			a, err := cards.Admit(testkit.Context(t), CallInfo{ServerID: "s", Tool: "ask", OperationID: "op"})
 			if err != nil {
 				t.Fatal(err)
 			}
-			ch := handle(ctxT(t), cards, "s", "c1")
+			ch := handle(testkit.Context(t), cards, "s", "c1")
 			card := waitPending(t, cards, 1)[0]
 			if card.OperationID != "op" || countCards(t, st) != 1 {
 				t.Fatalf("card %+v, %d stored", card, countCards(t, st))
 			}
-			if err := cards.Answer(ctxT(t), card.ID, Response{Action: ActionDecline}); err != nil {
+			if err := cards.Answer(testkit.Context(t), card.ID, Response{Action: ActionDecline}); err != nil {
 				t.Fatal(err)
 			}
 			recvH(t, ch)
@@ -124,7 +125,7 @@ func TestQuestionLimits(t *testing.T) {
 				}
 				return Limits{}
 			}})
-			a, err := cards.Admit(ctxT(t), CallInfo{ServerID: c.server, Tool: "ask", OperationID: "op"})
+			a, err := cards.Admit(testkit.Context(t), CallInfo{ServerID: c.server, Tool: "ask", OperationID: "op"})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -132,11 +133,11 @@ func TestQuestionLimits(t *testing.T) {
 			if c.limit == "" {
 				ch := make(chan handled, 1)
 				go func() {
-					res, err := cards.Handle(ctxT(t), manager.ElicitInfo{ServerID: c.server, OperationID: "op"}, formRequest(c.msg, c.schema))
+					res, err := cards.Handle(testkit.Context(t), manager.ElicitInfo{ServerID: c.server, OperationID: "op"}, formRequest(c.msg, c.schema))
 					ch <- handled{res, err}
 				}()
 				card := waitPending(t, cards, 1)[0]
-				if err := cards.Answer(ctxT(t), card.ID, Response{Action: ActionCancel}); err != nil {
+				if err := cards.Answer(testkit.Context(t), card.ID, Response{Action: ActionCancel}); err != nil {
 					t.Fatal(err)
 				}
 				if h := recvH(t, ch); h.err != nil || h.res.Action != "cancel" {
@@ -144,7 +145,7 @@ func TestQuestionLimits(t *testing.T) {
 				}
 				return
 			}
-			res, err := cards.Handle(ctxT(t), manager.ElicitInfo{ServerID: c.server, OperationID: "op"}, formRequest(c.msg, c.schema))
+			res, err := cards.Handle(testkit.Context(t), manager.ElicitInfo{ServerID: c.server, OperationID: "op"}, formRequest(c.msg, c.schema))
 			if err != nil || res.Action != "decline" {
 				t.Fatalf("Handle = %+v, %v; want a decline", res, err)
 			}
@@ -163,12 +164,12 @@ func TestQuestionLimits(t *testing.T) {
 func TestQuestionLimitsDecodedSchema(t *testing.T) {
 	st := openStore(t)
 	cards := openCards(t, st, Options{Limits: Limits{MaxFields: 1}})
-	a, _ := cards.Admit(ctxT(t), CallInfo{ServerID: "s", OperationID: "op"})
+	a, _ := cards.Admit(testkit.Context(t), CallInfo{ServerID: "s", OperationID: "op"})
 	defer a.Finish()
 	req := &mcp.ElicitRequest{Params: &mcp.ElicitParams{Message: "Hi", RequestedSchema: map[string]any{
 		"type": "object", "properties": map[string]any{"a": map[string]any{"type": "string"}, "b": map[string]any{"type": "string"}},
 	}}}
-	if res, err := cards.Handle(ctxT(t), manager.ElicitInfo{ServerID: "s", OperationID: "op"}, req); err != nil || res.Action != "decline" {
+	if res, err := cards.Handle(testkit.Context(t), manager.ElicitInfo{ServerID: "s", OperationID: "op"}, req); err != nil || res.Action != "decline" {
 		t.Fatalf("Handle = %+v, %v; want a decline", res, err)
 	}
 	if n := countCards(t, st); n != 0 {

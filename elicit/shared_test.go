@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/remotemcp/remotemcp/internal/testkit"
 	"github.com/remotemcp/remotemcp/store"
 )
 
@@ -40,7 +41,7 @@ func twoProcesses(t *testing.T, same bool) (a, b *store.SQLite) {
 // ask makes a pending card in c for an admitted call, like the manager.
 func ask(t *testing.T, c *Cards, server, op string) (Card, *Admission, <-chan handled) {
 	t.Helper()
-	adm, err := c.Admit(ctxT(t), CallInfo{ServerID: server, Tool: "ask", OperationID: op, Arguments: json.RawMessage(`{}`)})
+	adm, err := c.Admit(testkit.Context(t), CallInfo{ServerID: server, Tool: "ask", OperationID: op, Arguments: json.RawMessage(`{}`)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,7 +49,7 @@ func ask(t *testing.T, c *Cards, server, op string) (Card, *Admission, <-chan ha
 	for _, p := range c.Pending() {
 		before[p.ID] = true
 	}
-	ch := handle(ctxT(t), c, server, "")
+	ch := handle(testkit.Context(t), c, server, "")
 	for _, p := range waitPending(t, c, len(before)+1) {
 		if !before[p.ID] {
 			return p, adm, ch
@@ -60,7 +61,7 @@ func ask(t *testing.T, c *Cards, server, op string) (Card, *Admission, <-chan ha
 
 func stored(t *testing.T, kv KV, id string) Card {
 	t.Helper()
-	raw, err := kv.GetKV(ctxT(t), Namespace, id)
+	raw, err := kv.GetKV(testkit.Context(t), Namespace, id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +74,7 @@ func stored(t *testing.T, kv KV, id string) Card {
 
 func noAnswerRecords(t *testing.T, kv KV) {
 	t.Helper()
-	if all, err := kv.ListKV(ctxT(t), AnswersNamespace); err != nil || len(all) != 0 {
+	if all, err := kv.ListKV(testkit.Context(t), AnswersNamespace); err != nil || len(all) != 0 {
 		t.Fatalf("answer records left behind: %d, %v", len(all), err)
 	}
 }
@@ -96,10 +97,10 @@ func TestSubmitFromAnotherInstance(t *testing.T) {
 			if len(a.Pending()) != 1 {
 				t.Fatal("A's card is no longer pending in A")
 			}
-			if err := b.Answer(ctxT(t), card.ID, Response{Action: ActionDecline}); !errors.Is(err, ErrNotOwner) {
+			if err := b.Answer(testkit.Context(t), card.ID, Response{Action: ActionDecline}); !errors.Is(err, ErrNotOwner) {
 				t.Fatalf("B.Answer on A's card = %v, want ErrNotOwner", err)
 			}
-			if err := b.Submit(ctxT(t), card.ID, Response{Action: ActionAccept, Content: map[string]any{"name": "Ada"}}); err != nil {
+			if err := b.Submit(testkit.Context(t), card.ID, Response{Action: ActionAccept, Content: map[string]any{"name": "Ada"}}); err != nil {
 				t.Fatal(err)
 			}
 			h := recvH(t, ch)
@@ -112,7 +113,7 @@ func TestSubmitFromAnotherInstance(t *testing.T) {
 			}
 
 			card2, adm2, ch2 := ask(t, a, "s", "o2")
-			if err := b.Submit(ctxT(t), card2.ID, Response{Action: ActionDecline, Content: map[string]any{"ignored": true}}); err != nil {
+			if err := b.Submit(testkit.Context(t), card2.ID, Response{Action: ActionDecline, Content: map[string]any{"ignored": true}}); err != nil {
 				t.Fatal(err)
 			}
 			if h := recvH(t, ch2); h.err != nil || h.res.Action != "decline" || h.res.Content != nil {
@@ -129,16 +130,16 @@ func TestSubmitOwnCard(t *testing.T) {
 	a := openCards(t, openStore(t), Options{})
 	card, adm, ch := ask(t, a, "s", "o")
 	defer adm.Finish()
-	if err := a.Submit(ctxT(t), card.ID, Response{Action: "maybe"}); err == nil {
+	if err := a.Submit(testkit.Context(t), card.ID, Response{Action: "maybe"}); err == nil {
 		t.Fatal("a bad action was accepted")
 	}
-	if err := a.Submit(ctxT(t), card.ID, Response{Action: ActionCancel}); err != nil {
+	if err := a.Submit(testkit.Context(t), card.ID, Response{Action: ActionCancel}); err != nil {
 		t.Fatal(err)
 	}
 	if h := recvH(t, ch); h.err != nil || h.res.Action != "cancel" {
 		t.Fatalf("handler = %+v, %v", h.res, h.err)
 	}
-	if err := a.Submit(ctxT(t), card.ID, Response{Action: ActionCancel}); !errors.Is(err, ErrNotPending) {
+	if err := a.Submit(testkit.Context(t), card.ID, Response{Action: ActionCancel}); !errors.Is(err, ErrNotPending) {
 		t.Fatalf("second submit = %v", err)
 	}
 }
@@ -151,7 +152,7 @@ func TestSubmitInvalidContent(t *testing.T) {
 	card, adm, ch := ask(t, a, "s", "o")
 	defer adm.Finish()
 	b := openCards(t, stB, Options{})
-	err := b.Submit(ctxT(t), card.ID, Response{Action: ActionAccept, Content: map[string]any{"age": "old", "extra": 1}})
+	err := b.Submit(testkit.Context(t), card.ID, Response{Action: ActionAccept, Content: map[string]any{"age": "old", "extra": 1}})
 	var ve *ValidationError
 	if !errors.As(err, &ve) || !errors.Is(err, ErrInvalidAnswer) {
 		t.Fatalf("submit = %v, want a *ValidationError", err)
@@ -167,7 +168,7 @@ func TestSubmitInvalidContent(t *testing.T) {
 		t.Fatalf("card after a bad answer = %+v", got)
 	}
 	noAnswerRecords(t, stB)
-	if err := b.Submit(ctxT(t), card.ID, Response{Action: ActionAccept, Content: map[string]any{"name": "Bo"}}); err != nil {
+	if err := b.Submit(testkit.Context(t), card.ID, Response{Action: ActionAccept, Content: map[string]any{"name": "Bo"}}); err != nil {
 		t.Fatal(err)
 	}
 	if h := recvH(t, ch); h.err != nil || h.res.Content["name"] != "Bo" {
@@ -182,21 +183,21 @@ func TestSubmitClosedCard(t *testing.T) {
 	a := openCards(t, stA, Options{})
 	card, adm, ch := ask(t, a, "s", "o")
 	b := openCards(t, stB, Options{})
-	if err := a.Answer(ctxT(t), card.ID, Response{Action: ActionDecline}); err != nil {
+	if err := a.Answer(testkit.Context(t), card.ID, Response{Action: ActionDecline}); err != nil {
 		t.Fatal(err)
 	}
 	recvH(t, ch)
-	if err := b.Submit(ctxT(t), card.ID, Response{Action: ActionDecline}); !errors.Is(err, ErrNotPending) {
+	if err := b.Submit(testkit.Context(t), card.ID, Response{Action: ActionDecline}); !errors.Is(err, ErrNotPending) {
 		t.Fatalf("submit to an answered card = %v", err)
 	}
-	if err := b.Submit(ctxT(t), "el-none", Response{Action: ActionDecline}); !errors.Is(err, ErrUnknownCard) {
+	if err := b.Submit(testkit.Context(t), "el-none", Response{Action: ActionDecline}); !errors.Is(err, ErrUnknownCard) {
 		t.Fatalf("submit to an unknown card = %v", err)
 	}
 	adm.Finish() // settled: A forgets the card, but still judges answers to it
 
 	// An answer that reaches the owner after the card closed.
 	rec, _ := json.Marshal(answerRecord{CardID: card.ID, Response: Response{Action: ActionCancel}, Submitted: time.Now().UTC()})
-	if err := stB.PutKV(ctxT(t), AnswersNamespace, "ans-late", rec); err != nil {
+	if err := stB.PutKV(testkit.Context(t), AnswersNamespace, "ans-late", rec); err != nil {
 		t.Fatal(err)
 	}
 	v := waitVerdict(t, stB, "ans-late")
@@ -216,7 +217,7 @@ func TestOwnerValidatesHandedOverAnswer(t *testing.T) {
 	card, adm, ch := ask(t, a, "s", "o")
 	defer adm.Finish()
 	rec, _ := json.Marshal(answerRecord{CardID: card.ID, Response: Response{Action: ActionAccept, Content: map[string]any{}}, Submitted: time.Now().UTC()})
-	if err := stB.PutKV(ctxT(t), AnswersNamespace, "ans-bad", rec); err != nil {
+	if err := stB.PutKV(testkit.Context(t), AnswersNamespace, "ans-bad", rec); err != nil {
 		t.Fatal(err)
 	}
 	v := waitVerdict(t, stB, "ans-bad")
@@ -227,15 +228,16 @@ func TestOwnerValidatesHandedOverAnswer(t *testing.T) {
 	if len(a.Pending()) != 1 {
 		t.Fatal("a refused answer closed the card")
 	}
-	a.Answer(ctxT(t), card.ID, Response{Action: ActionDecline})
+	a.Answer(testkit.Context(t), card.ID, Response{Action: ActionDecline})
 	recvH(t, ch)
 }
 
 func waitVerdict(t *testing.T, kv KV, key string) verdict {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		raw, err := kv.GetKV(ctxT(t), AnswersNamespace, key)
+	ctx := testkit.Context(t)
+	var v *verdict
+	testkit.WaitFor(t, "the owner's verdict", func() bool {
+		raw, err := kv.GetKV(ctx, AnswersNamespace, key)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -243,14 +245,10 @@ func waitVerdict(t *testing.T, kv KV, key string) verdict {
 		if err := json.Unmarshal(raw, &rec); err != nil {
 			t.Fatal(err)
 		}
-		if rec.Verdict != nil {
-			return *rec.Verdict
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the owner gave no verdict")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		v = rec.Verdict
+		return v != nil
+	})
+	return *v
 }
 
 // An answer to a card whose process is gone fails, says so, and closes
@@ -262,7 +260,7 @@ func TestSubmitOwnerGone(t *testing.T) {
 	card, adm, ch := ask(t, a, "s", "o")
 	b := openCards(t, stB, Options{})
 	crash(a)
-	err := b.Submit(ctxT(t), card.ID, Response{Action: ActionAccept, Content: map[string]any{"name": "Ada"}})
+	err := b.Submit(testkit.Context(t), card.ID, Response{Action: ActionAccept, Content: map[string]any{"name": "Ada"}})
 	if !errors.Is(err, ErrOwnerGone) || !strings.Contains(err.Error(), "gone") {
 		t.Fatalf("submit = %v, want ErrOwnerGone", err)
 	}
@@ -279,7 +277,7 @@ func TestSubmitOwnerGone(t *testing.T) {
 	if got := stored(t, stB, card.ID); got.Status != StatusInterrupted || got.Owner != b.instance {
 		t.Fatalf("the dead owner overwrote the card: %+v", got)
 	}
-	if err := b.Submit(ctxT(t), card.ID, Response{Action: ActionDecline}); !errors.Is(err, ErrNotPending) {
+	if err := b.Submit(testkit.Context(t), card.ID, Response{Action: ActionDecline}); !errors.Is(err, ErrNotPending) {
 		t.Fatalf("submit to the interrupted card = %v", err)
 	}
 }
@@ -294,7 +292,7 @@ func TestSubmitWaitsForOwner(t *testing.T) {
 	// A hangs: it lives but takes no answers.
 	a.stopServe()
 
-	ctx, cancel := context.WithTimeout(ctxT(t), 300*time.Millisecond)
+	ctx, cancel := context.WithTimeout(testkit.Context(t), 300*time.Millisecond)
 	defer cancel()
 	if err := b.Submit(ctx, card.ID, Response{Action: ActionDecline}); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("submit to a hung owner = %v", err)
@@ -302,8 +300,12 @@ func TestSubmitWaitsForOwner(t *testing.T) {
 	noAnswerRecords(t, stB)
 
 	errc := make(chan error, 1)
-	go func() { errc <- b.Submit(ctxT(t), card.ID, Response{Action: ActionDecline}) }()
-	time.Sleep(100 * time.Millisecond)
+	ctx = testkit.Context(t)
+	go func() { errc <- b.Submit(ctx, card.ID, Response{Action: ActionDecline}) }()
+	testkit.WaitFor(t, "the answer to wait for its owner", func() bool {
+		all, err := stB.ListKV(ctx, AnswersNamespace)
+		return err == nil && len(all) == 1
+	})
 	crash(a)
 	select {
 	case err := <-errc:
@@ -325,7 +327,7 @@ func TestOpenLeavesLiveOwnersAlone(t *testing.T) {
 	stA, stB := twoProcesses(t, false)
 	a := openCards(t, stA, Options{})
 	running, adm1, ch1 := ask(t, a, "s1", "o1")
-	if err := a.Answer(ctxT(t), running.ID, Response{Action: ActionAccept, Content: map[string]any{"name": "A"}}); err != nil {
+	if err := a.Answer(testkit.Context(t), running.ID, Response{Action: ActionAccept, Content: map[string]any{"name": "A"}}); err != nil {
 		t.Fatal(err)
 	}
 	recvH(t, ch1) // answered; the call is still running
@@ -338,7 +340,7 @@ func TestOpenLeavesLiveOwnersAlone(t *testing.T) {
 	if got := stored(t, stB, pending.ID); got.Status != StatusPending || got.Owner != pending.Owner {
 		t.Fatalf("open question = %+v", got)
 	}
-	if err := a.Answer(ctxT(t), pending.ID, Response{Action: ActionDecline}); err != nil {
+	if err := a.Answer(testkit.Context(t), pending.ID, Response{Action: ActionDecline}); err != nil {
 		t.Fatalf("A lost its card: %v", err)
 	}
 	recvH(t, ch2)
@@ -379,11 +381,11 @@ func TestOpenInterruptsDeadOwners(t *testing.T) {
 		recvH(t, ch)
 		adm.Finish()
 		c := openCards(t, stC, Options{})
-		got, err := c.Get(ctxT(t), card.ID)
+		got, err := c.Get(testkit.Context(t), card.ID)
 		if err != nil || got.Status != StatusInterrupted || !strings.Contains(got.Reason, "shut down") {
 			t.Fatalf("card = %+v, %v", got, err)
 		}
-		if intr, _ := c.Interrupted(ctxT(t)); len(intr) != 1 || intr[0].ID != card.ID {
+		if intr, _ := c.Interrupted(testkit.Context(t)); len(intr) != 1 || intr[0].ID != card.ID {
 			t.Fatalf("interrupted = %+v", intr)
 		}
 	})
@@ -393,14 +395,14 @@ func TestOpenInterruptsDeadOwners(t *testing.T) {
 func TestOwnerAlive(t *testing.T) {
 	stA, stB := twoProcesses(t, false)
 	a := openCards(t, stA, Options{})
-	if !OwnerAlive(ctxT(t), stB, a.instance) {
+	if !OwnerAlive(testkit.Context(t), stB, a.instance) {
 		t.Fatal("an open instance looks gone")
 	}
-	if OwnerAlive(ctxT(t), stB, "i-nobody") || OwnerAlive(ctxT(t), stB, "") {
+	if OwnerAlive(testkit.Context(t), stB, "i-nobody") || OwnerAlive(testkit.Context(t), stB, "") {
 		t.Fatal("an unknown owner looks alive")
 	}
 	a.Close()
-	if OwnerAlive(ctxT(t), stB, a.instance) {
+	if OwnerAlive(testkit.Context(t), stB, a.instance) {
 		t.Fatal("a closed instance looks alive")
 	}
 }
@@ -418,7 +420,7 @@ func TestPlainKVSingleOwner(t *testing.T) {
 	if got := stored(t, st, card.ID); got.Status != StatusInterrupted || got.Owner != b.instance {
 		t.Fatalf("card = %+v", got)
 	}
-	if err := b.Submit(ctxT(t), card.ID, Response{Action: ActionDecline}); !errors.Is(err, ErrNotPending) {
+	if err := b.Submit(testkit.Context(t), card.ID, Response{Action: ActionDecline}); !errors.Is(err, ErrNotPending) {
 		t.Fatalf("submit = %v", err)
 	}
 	a.Close()

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/remotemcp/remotemcp/engine"
+	"github.com/remotemcp/remotemcp/internal/testkit"
 	"github.com/remotemcp/remotemcp/internal/testserver/fixture"
 	"github.com/remotemcp/remotemcp/localapi"
 )
@@ -11,9 +12,9 @@ import (
 // A listing right after an add finds the server: the add returns once the
 // manager knows it (a front end started at once offered no tools).
 func TestToolsRightAfterAdd(t *testing.T) {
-	f := startFixture(t, fixture.Options{})
+	f := testkit.StartFixture(t, fixture.Options{})
 	for i := range 20 {
-		ctx := ctxT(t)
+		ctx := testkit.Context(t)
 		c, err := engine.Open(ctx, engine.Options{DataDir: t.TempDir(), NoStartupConnect: true})
 		if err != nil {
 			t.Fatal(err)

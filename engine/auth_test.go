@@ -14,6 +14,7 @@ import (
 	"github.com/remotemcp/remotemcp/agent"
 	"github.com/remotemcp/remotemcp/config"
 	"github.com/remotemcp/remotemcp/engine"
+	"github.com/remotemcp/remotemcp/internal/testkit"
 	"github.com/remotemcp/remotemcp/internal/testserver/authserver"
 	"github.com/remotemcp/remotemcp/internal/testserver/fixture"
 	"github.com/remotemcp/remotemcp/localapi"
@@ -30,8 +31,8 @@ func TestAuthStepUpThenLoginAsksForUnion(t *testing.T) {
 	}
 	t.Cleanup(as.Close)
 	as.Set(func(k *authserver.Knobs) { k.ChallengeScope = "mcp:basic" })
-	f := startFixture(t, fixture.Options{Authorize: as.Authorize, Extra: as.PRMRoutes()})
-	ctx := ctxT(t)
+	f := testkit.StartFixture(t, fixture.Options{Authorize: as.Authorize, Extra: as.PRMRoutes()})
+	ctx := testkit.Context(t)
 	c := openEngine(t, "", engine.Options{NoStartupConnect: true})
 	if err := c.Grant(ctx, as.URL(), ""); err != nil {
 		t.Fatal(err)
@@ -115,8 +116,8 @@ func TestAuthForgottenClientNextSignInSucceeds(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(as.Close)
-	f := startFixture(t, fixture.Options{Authorize: as.Authorize, Extra: as.PRMRoutes()})
-	ctx := ctxT(t)
+	f := testkit.StartFixture(t, fixture.Options{Authorize: as.Authorize, Extra: as.PRMRoutes()})
+	ctx := testkit.Context(t)
 	c := openEngine(t, "", engine.Options{NoStartupConnect: true})
 	if err := c.Grant(ctx, as.URL(), ""); err != nil {
 		t.Fatal(err)
@@ -200,7 +201,7 @@ func completeSignIn(t *testing.T, c *engine.Engine, id string, fl *localapi.Auth
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("callback: %d", resp.StatusCode)
 	}
-	fl, err = c.WaitAuthorization(ctxT(t), id)
+	fl, err = c.WaitAuthorization(testkit.Context(t), id)
 	if err != nil || fl.Phase != localapi.PhaseDone {
 		t.Fatalf("flow: %+v %v", fl, err)
 	}
@@ -229,8 +230,8 @@ func TestSignInWithoutDaemonMovesOffATakenPort(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(as.Close)
-	f := startFixture(t, fixture.Options{Authorize: as.Authorize, Extra: as.PRMRoutes()})
-	ctx := ctxT(t)
+	f := testkit.StartFixture(t, fixture.Options{Authorize: as.Authorize, Extra: as.PRMRoutes()})
+	ctx := testkit.Context(t)
 	c := openEngine(t, "", engine.Options{NoStartupConnect: true})
 	if err := c.Grant(ctx, as.URL(), ""); err != nil {
 		t.Fatal(err)
@@ -308,8 +309,8 @@ func TestPreRegisteredClientPortTakenNamesTheURI(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(as.Close)
-	f := startFixture(t, fixture.Options{Authorize: as.Authorize, Extra: as.PRMRoutes()})
-	ctx := ctxT(t)
+	f := testkit.StartFixture(t, fixture.Options{Authorize: as.Authorize, Extra: as.PRMRoutes()})
+	ctx := testkit.Context(t)
 	c := openEngine(t, "", engine.Options{NoStartupConnect: true})
 	if err := c.Grant(ctx, as.URL(), ""); err != nil {
 		t.Fatal(err)
@@ -416,8 +417,8 @@ func TestAbandonedSignInOnAnotherPortKeepsRefreshing(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(as.Close)
-	f := startFixture(t, fixture.Options{Authorize: as.Authorize, Extra: as.PRMRoutes()})
-	ctx := ctxT(t)
+	f := testkit.StartFixture(t, fixture.Options{Authorize: as.Authorize, Extra: as.PRMRoutes()})
+	ctx := testkit.Context(t)
 	c := openEngine(t, "", engine.Options{NoStartupConnect: true})
 	if err := c.Grant(ctx, as.URL(), ""); err != nil {
 		t.Fatal(err)
@@ -443,7 +444,7 @@ func TestAbandonedSignInOnAnotherPortKeepsRefreshing(t *testing.T) {
 	signedIn := func(fl *localapi.AuthFlow) {
 		t.Helper()
 		completeSignIn(t, c, "secure", fl)
-		waitFor(t, "the server to be ready", func() bool {
+		testkit.WaitFor(t, "the server to be ready", func() bool {
 			v, err := c.Server(ctx, "secure")
 			return err == nil && v.State == localapi.StateReady
 		})

@@ -11,6 +11,7 @@ import (
 	"github.com/remotemcp/remotemcp/agent"
 	"github.com/remotemcp/remotemcp/engine"
 	"github.com/remotemcp/remotemcp/internal/clocktest"
+	"github.com/remotemcp/remotemcp/internal/testkit"
 	"github.com/remotemcp/remotemcp/internal/testserver/fixture"
 	"github.com/remotemcp/remotemcp/localapi"
 )
@@ -25,7 +26,7 @@ func TestEngineBackoffCallsWaitConnectTriesNow(t *testing.T) {
 	var down atomic.Bool
 	var refused atomic.Int64
 	down.Store(true)
-	f := startFixture(t, fixture.Options{Authorize: func(w http.ResponseWriter, r *http.Request) bool {
+	f := testkit.StartFixture(t, fixture.Options{Authorize: func(w http.ResponseWriter, r *http.Request) bool {
 		if down.Load() {
 			refused.Add(1)
 			http.Error(w, "unavailable", http.StatusServiceUnavailable)
@@ -35,7 +36,7 @@ func TestEngineBackoffCallsWaitConnectTriesNow(t *testing.T) {
 	}})
 	clock := clocktest.New(time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC))
 	c := openEngine(t, "", engine.Options{NoStartupConnect: true, Clock: clock})
-	ctx := ctxT(t)
+	ctx := testkit.Context(t)
 	addServer(t, c, localapi.AddServerRequest{ID: "fx", URL: f.URL()})
 
 	if _, err := c.Connect(ctx, "fx"); err == nil {

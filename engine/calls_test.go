@@ -12,6 +12,7 @@ import (
 	"github.com/remotemcp/remotemcp/config"
 	"github.com/remotemcp/remotemcp/engine"
 	"github.com/remotemcp/remotemcp/internal/clocktest"
+	"github.com/remotemcp/remotemcp/internal/testkit"
 	"github.com/remotemcp/remotemcp/internal/testserver/authserver"
 	"github.com/remotemcp/remotemcp/internal/testserver/fixture"
 	"github.com/remotemcp/remotemcp/localapi"
@@ -37,9 +38,9 @@ func toolCalls(f *fixture.Server) (calls []string, cancels int) {
 // (CancelCall), and the card of the server's question names it (the
 // session's stream mark, attributed by elicit).
 func TestCallOneOperationIDEverywhere(t *testing.T) {
-	f := startFixture(t, fixture.Options{})
+	f := testkit.StartFixture(t, fixture.Options{})
 	c := lazyEngine(t)
-	ctx := ctxT(t)
+	ctx := testkit.Context(t)
 	addServer(t, c, localapi.AddServerRequest{ID: "fx", URL: f.URL()})
 
 	// A question of the call: its card names the call's id.
@@ -65,7 +66,7 @@ func TestCallOneOperationIDEverywhere(t *testing.T) {
 			localapi.CallHandler{Progress: func(localapi.Progress) {}})
 		done <- res
 	}()
-	waitFor(t, "the slow call to run", func() bool { return f.Executions("slow") == 1 })
+	testkit.WaitFor(t, "the slow call to run", func() bool { return f.Executions("slow") == 1 })
 	if err := c.CancelCall(ctx, "op-one-slow"); err != nil {
 		t.Fatal(err)
 	}
@@ -82,9 +83,9 @@ func TestCallOneOperationIDEverywhere(t *testing.T) {
 // R4.5: a cancel through CancelCall reaches the server as one
 // notifications/cancelled, however the layers below see the cancel.
 func TestCancelCallSendsOneCancelledNotification(t *testing.T) {
-	f := startFixture(t, fixture.Options{})
+	f := testkit.StartFixture(t, fixture.Options{})
 	c := lazyEngine(t)
-	ctx := ctxT(t)
+	ctx := testkit.Context(t)
 	addServer(t, c, localapi.AddServerRequest{ID: "fx", URL: f.URL()})
 	if _, err := c.Connect(ctx, "fx"); err != nil {
 		t.Fatal(err)
@@ -96,14 +97,14 @@ func TestCancelCallSendsOneCancelledNotification(t *testing.T) {
 			res, _ := c.Call(ctx, localapi.CallRequest{Tool: "fx/slow", Arguments: json.RawMessage(`{"ms":60000}`), Approved: true, OperationID: id}, localapi.CallHandler{})
 			done <- res
 		}()
-		waitFor(t, "the slow call to run", func() bool { return f.Executions("slow") == int64(i+1) })
+		testkit.WaitFor(t, "the slow call to run", func() bool { return f.Executions("slow") == int64(i+1) })
 		if err := c.CancelCall(ctx, id); err != nil {
 			t.Fatal(err)
 		}
 		if res := <-done; res == nil || res.Outcome != agent.OutcomeCancelled {
 			t.Fatalf("%s: %+v", id, res)
 		}
-		waitFor(t, "the server to see the cancel", func() bool { return f.Cancelled("slow") == int64(i+1) })
+		testkit.WaitFor(t, "the server to see the cancel", func() bool { return f.Cancelled("slow") == int64(i+1) })
 		// A second cancel of an ended call sends nothing more.
 		if err := c.CancelCall(ctx, id); err != nil {
 			t.Fatal(err)
@@ -119,9 +120,9 @@ func TestCancelCallSendsOneCancelledNotification(t *testing.T) {
 // Issue #21, decided: a call asks for progress (sends a progressToken)
 // only when someone listens; only then does progress extend its time.
 func TestProgressTokenOnlyWhenListened(t *testing.T) {
-	f := startFixture(t, fixture.Options{})
+	f := testkit.StartFixture(t, fixture.Options{})
 	c := lazyEngine(t)
-	ctx := ctxT(t)
+	ctx := testkit.Context(t)
 	addServer(t, c, localapi.AddServerRequest{ID: "fx", URL: f.URL()})
 	for _, tc := range []struct {
 		name      string
@@ -154,13 +155,13 @@ func TestProgressTokenOnlyWhenListened(t *testing.T) {
 // needs a sign-in again. The words are the engine's of f154196. Guard.
 func TestCallRefusedBeforeSendingSameWords(t *testing.T) {
 	t.Run("backoff", func(t *testing.T) {
-		f := startFixture(t, fixture.Options{Authorize: func(w http.ResponseWriter, r *http.Request) bool {
+		f := testkit.StartFixture(t, fixture.Options{Authorize: func(w http.ResponseWriter, r *http.Request) bool {
 			http.Error(w, "unavailable", http.StatusServiceUnavailable)
 			return false
 		}})
 		clock := clocktest.New(time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC))
 		c := openEngine(t, "", engine.Options{NoStartupConnect: true, Clock: clock})
-		ctx := ctxT(t)
+		ctx := testkit.Context(t)
 		addServer(t, c, localapi.AddServerRequest{ID: "fx", URL: f.URL()})
 		if _, err := c.Connect(ctx, "fx"); err == nil {
 			t.Fatal("connect to a server answering 503 worked")
@@ -172,9 +173,9 @@ func TestCallRefusedBeforeSendingSameWords(t *testing.T) {
 		}
 	})
 	t.Run("disabled", func(t *testing.T) {
-		f := startFixture(t, fixture.Options{})
+		f := testkit.StartFixture(t, fixture.Options{})
 		c := lazyEngine(t)
-		ctx := ctxT(t)
+		ctx := testkit.Context(t)
 		addServer(t, c, localapi.AddServerRequest{ID: "fx", URL: f.URL()})
 		if _, err := c.SetTool(ctx, "fx", "echo", false); err != nil {
 			t.Fatal(err)
@@ -200,8 +201,8 @@ func TestCallRefusedBeforeSendingSameWords(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(as.Close)
-		f := startFixture(t, fixture.Options{Authorize: as.Authorize, Extra: as.PRMRoutes()})
-		ctx := ctxT(t)
+		f := testkit.StartFixture(t, fixture.Options{Authorize: as.Authorize, Extra: as.PRMRoutes()})
+		ctx := testkit.Context(t)
 		c := openEngine(t, "", engine.Options{NoStartupConnect: true})
 		if err := c.Grant(ctx, as.URL(), ""); err != nil {
 			t.Fatal(err)

@@ -20,38 +20,11 @@ import (
 	"github.com/remotemcp/remotemcp/agent"
 	"github.com/remotemcp/remotemcp/config"
 	"github.com/remotemcp/remotemcp/engine"
+	"github.com/remotemcp/remotemcp/internal/testkit"
 	"github.com/remotemcp/remotemcp/internal/testserver/authserver"
 	"github.com/remotemcp/remotemcp/internal/testserver/fixture"
 	"github.com/remotemcp/remotemcp/localapi"
 )
-
-func ctxT(t *testing.T) context.Context {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute) // only a hang
-	t.Cleanup(cancel)
-	return ctx
-}
-
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(2 * time.Minute) // only a hang: cond must come true
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
-func startFixture(t *testing.T, o fixture.Options) *fixture.Server {
-	t.Helper()
-	f, err := fixture.Start(o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { f.Close() })
-	return f
-}
 
 // openEngine opens an engine on dir (a new temporary one when "").
 func openEngine(t *testing.T, dir string, o engine.Options) *engine.Engine {
@@ -75,7 +48,7 @@ func lazyEngine(t *testing.T) *engine.Engine {
 
 func addServer(t *testing.T, c *engine.Engine, req localapi.AddServerRequest) localapi.Server {
 	t.Helper()
-	res, err := c.AddServer(ctxT(t), req)
+	res, err := c.AddServer(testkit.Context(t), req)
 	if err != nil {
 		t.Fatalf("add %s: %v", req.ID, err)
 	}
@@ -111,14 +84,14 @@ func TestStatesAcrossSignInAndLogout(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(as.Close)
-	f := startFixture(t, fixture.Options{Authorize: as.Authorize, Extra: as.PRMRoutes()})
+	f := testkit.StartFixture(t, fixture.Options{Authorize: as.Authorize, Extra: as.PRMRoutes()})
 
 	for _, tc := range []struct {
 		name string
 		lazy bool
 	}{{"lazy", true}, {"eager", false}} {
 		t.Run(tc.name, func(t *testing.T) {
-			ctx := ctxT(t)
+			ctx := testkit.Context(t)
 			c := openEngine(t, "", engine.Options{NoStartupConnect: tc.lazy})
 			if err := c.Grant(ctx, as.URL(), ""); err != nil {
 				t.Fatal(err)
@@ -126,7 +99,7 @@ func TestStatesAcrossSignInAndLogout(t *testing.T) {
 			port := freePort(t)
 			addServer(t, c, localapi.AddServerRequest{ID: "secure", URL: f.URL(), Auth: config.AuthOAuth, RedirectPort: port})
 
-			waitFor(t, "needs-auth before the first sign-in", func() bool {
+			testkit.WaitFor(t, "needs-auth before the first sign-in", func() bool {
 				v, err := c.Server(ctx, "secure")
 				return err == nil && v.State == localapi.StateNeedsAuth
 			})
@@ -188,7 +161,7 @@ func TestStatesAcrossSignInAndLogout(t *testing.T) {
 
 			// Signing in again ends the signed-out state.
 			signIn(t, c, "secure", port)
-			waitFor(t, "ready after signing in again", func() bool {
+			testkit.WaitFor(t, "ready after signing in again", func() bool {
 				v, err := c.Server(ctx, "secure")
 				return err == nil && v.State == localapi.StateReady
 			})
@@ -201,7 +174,7 @@ func TestStatesAcrossSignInAndLogout(t *testing.T) {
 // engine's own loopback listener on port.
 func signIn(t *testing.T, c *engine.Engine, id string, port int) {
 	t.Helper()
-	ctx := ctxT(t)
+	ctx := testkit.Context(t)
 	fl, err := c.Authorize(ctx, id)
 	if err != nil || fl.Phase != localapi.PhaseWaiting || fl.AuthorizationURL == "" {
 		t.Fatalf("authorize: %+v %v", fl, err)
@@ -255,8 +228,8 @@ func TestAuthorizePortTakenNamesTheFlag(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(as.Close)
-	f := startFixture(t, fixture.Options{Authorize: as.Authorize, Extra: as.PRMRoutes()})
-	ctx := ctxT(t)
+	f := testkit.StartFixture(t, fixture.Options{Authorize: as.Authorize, Extra: as.PRMRoutes()})
+	ctx := testkit.Context(t)
 	c := lazyEngine(t)
 	if err := c.Grant(ctx, as.URL(), ""); err != nil {
 		t.Fatal(err)
@@ -279,9 +252,9 @@ func TestAuthorizePortTakenNamesTheFlag(t *testing.T) {
 
 // TestLogoutOfNonOAuthServer: there is nothing to sign out of.
 func TestLogoutOfNonOAuthServer(t *testing.T) {
-	f := startFixture(t, fixture.Options{})
+	f := testkit.StartFixture(t, fixture.Options{})
 	c := lazyEngine(t)
-	ctx := ctxT(t)
+	ctx := testkit.Context(t)
 	addServer(t, c, localapi.AddServerRequest{ID: "fx", URL: f.URL()})
 	_, err := c.Logout(ctx, "fx")
 	if code(err) != localapi.CodeConflict || !strings.Contains(err.Error(), "does not use OAuth") || !strings.Contains(err.Error(), "nothing to sign out of") {
@@ -296,9 +269,9 @@ func TestLogoutOfNonOAuthServer(t *testing.T) {
 // non-OAuth one with its kind and signed in false, and no zero time is
 // written.
 func TestAuthStatusListsEveryServer(t *testing.T) {
-	f := startFixture(t, fixture.Options{})
+	f := testkit.StartFixture(t, fixture.Options{})
 	c := lazyEngine(t)
-	ctx := ctxT(t)
+	ctx := testkit.Context(t)
 	addServer(t, c, localapi.AddServerRequest{ID: "plain", URL: f.URL()})
 	addServer(t, c, localapi.AddServerRequest{ID: "secure", URL: f.URL(), Auth: config.AuthOAuth})
 	st, err := c.AuthStatus(ctx)
@@ -323,9 +296,9 @@ func TestAuthStatusListsEveryServer(t *testing.T) {
 // TestCallDeliversProgressInOrder: a call whose tool sends 3 progress
 // notifications hands all 3 to h.Progress, in order.
 func TestCallDeliversProgressInOrder(t *testing.T) {
-	f := startFixture(t, fixture.Options{})
+	f := testkit.StartFixture(t, fixture.Options{})
 	c := lazyEngine(t)
-	ctx := ctxT(t)
+	ctx := testkit.Context(t)
 	addServer(t, c, localapi.AddServerRequest{ID: "fx", URL: f.URL()})
 	var mu sync.Mutex
 	var got []localapi.Progress
@@ -353,9 +326,9 @@ func TestCallDeliversProgressInOrder(t *testing.T) {
 // TestQuestionDuringCallReachesHandler: the server's question reaches
 // h.Question as a card with its form, and Answer lets the call finish.
 func TestQuestionDuringCallReachesHandler(t *testing.T) {
-	f := startFixture(t, fixture.Options{})
+	f := testkit.StartFixture(t, fixture.Options{})
 	c := lazyEngine(t)
-	ctx := ctxT(t)
+	ctx := testkit.Context(t)
 	addServer(t, c, localapi.AddServerRequest{ID: "fx", URL: f.URL()})
 	var asked []localapi.Card
 	res, err := c.Call(ctx, localapi.CallRequest{Tool: "fx/ask", OperationID: "op-ask-1", Approved: true}, localapi.CallHandler{
@@ -399,9 +372,9 @@ func TestQuestionDuringCallReachesHandler(t *testing.T) {
 // TestCallRefusedWithoutApprovalSendsNothing: a call nobody approved,
 // and one the person denied, send nothing and say so.
 func TestCallRefusedWithoutApprovalSendsNothing(t *testing.T) {
-	f := startFixture(t, fixture.Options{})
+	f := testkit.StartFixture(t, fixture.Options{})
 	c := lazyEngine(t)
-	ctx := ctxT(t)
+	ctx := testkit.Context(t)
 	addServer(t, c, localapi.AddServerRequest{ID: "fx", URL: f.URL()})
 	for _, tc := range []struct {
 		name string
@@ -450,7 +423,7 @@ func TestApprovalRequestCarriesTheWholeCall(t *testing.T) {
 	t.Cleanup(ts.Close)
 
 	c := lazyEngine(t)
-	ctx := ctxT(t)
+	ctx := testkit.Context(t)
 	addServer(t, c, localapi.AddServerRequest{ID: "ann", Name: "Annotated server", URL: ts.URL + "/mcp"})
 	var got localapi.ApprovalRequest
 	res, err := c.Call(ctx, localapi.CallRequest{Tool: "ann/wipe", Arguments: json.RawMessage(`{"path":"/tmp/x"}`), OperationID: "op-wipe"},
@@ -479,9 +452,9 @@ func TestApprovalRequestCarriesTheWholeCall(t *testing.T) {
 // different entry under an existing id is a conflict, or an update with
 // Update. The first import grants the server's own origin.
 func TestImportTwiceIsUnchanged(t *testing.T) {
-	f := startFixture(t, fixture.Options{})
+	f := testkit.StartFixture(t, fixture.Options{})
 	c := lazyEngine(t)
-	ctx := ctxT(t)
+	ctx := testkit.Context(t)
 	doc := func(u string) string {
 		return fmt.Sprintf(`{"mcpServers": {"fx": {"type": "http", "url": %q}, "local": {"command": "npx", "args": ["x"]}}}`, u)
 	}
@@ -523,10 +496,10 @@ func TestImportTwiceIsUnchanged(t *testing.T) {
 // at Open, even with connectOnStartup, and a call connects only the
 // server it needs.
 func TestLazyOpenConnectsNothing(t *testing.T) {
-	f1 := startFixture(t, fixture.Options{})
-	f2 := startFixture(t, fixture.Options{})
+	f1 := testkit.StartFixture(t, fixture.Options{})
+	f2 := testkit.StartFixture(t, fixture.Options{})
 	dir := t.TempDir()
-	ctx := ctxT(t)
+	ctx := testkit.Context(t)
 	setup := openEngine(t, dir, engine.Options{NoStartupConnect: true})
 	addServer(t, setup, localapi.AddServerRequest{ID: "one", URL: f1.URL()})
 	addServer(t, setup, localapi.AddServerRequest{ID: "two", URL: f2.URL()})
@@ -569,9 +542,9 @@ func TestLazyOpenConnectsNothing(t *testing.T) {
 // TestSetToolConcurrentTogglesAllLand: 50 toggles of distinct tools at
 // once all land (compare-and-swap, each re-applies its own name only).
 func TestSetToolConcurrentTogglesAllLand(t *testing.T) {
-	f := startFixture(t, fixture.Options{})
+	f := testkit.StartFixture(t, fixture.Options{})
 	c := lazyEngine(t)
-	ctx := ctxT(t)
+	ctx := testkit.Context(t)
 	addServer(t, c, localapi.AddServerRequest{ID: "fx", URL: f.URL()})
 	const n = 50
 	var wg sync.WaitGroup
@@ -605,9 +578,9 @@ func TestSetToolConcurrentTogglesAllLand(t *testing.T) {
 // revision is a conflict and changes nothing; disabling a tool the
 // server does not have warns; DisableTools adds its own names only.
 func TestUpdateServerRevisionAndWarnings(t *testing.T) {
-	f := startFixture(t, fixture.Options{})
+	f := testkit.StartFixture(t, fixture.Options{})
 	c := lazyEngine(t)
-	ctx := ctxT(t)
+	ctx := testkit.Context(t)
 	v := addServer(t, c, localapi.AddServerRequest{ID: "fx", URL: f.URL()})
 	if _, err := c.Connect(ctx, "fx"); err != nil {
 		t.Fatal(err)
@@ -644,9 +617,9 @@ func TestUpdateServerRevisionAndWarnings(t *testing.T) {
 // TestAddServerGrantsOrigin: adding grants the server's own origin and
 // says so; a taken id is a conflict; a bad URL names the field.
 func TestAddServerGrantsOrigin(t *testing.T) {
-	f := startFixture(t, fixture.Options{})
+	f := testkit.StartFixture(t, fixture.Options{})
 	c := lazyEngine(t)
-	ctx := ctxT(t)
+	ctx := testkit.Context(t)
 	origin, _ := config.Origin(f.URL())
 	res, err := c.AddServer(ctx, localapi.AddServerRequest{ID: "fx", URL: f.URL()})
 	if err != nil || !slices.Equal(res.Granted, []string{origin}) || !res.Server.OriginGranted || res.Server.Revision != 1 {
@@ -674,9 +647,9 @@ func TestAddServerGrantsOrigin(t *testing.T) {
 // TestConnectWithoutGrantIsPermissionRequired: a server whose origin has
 // no grant is never contacted, and Connect says which origin to approve.
 func TestConnectWithoutGrantIsPermissionRequired(t *testing.T) {
-	f := startFixture(t, fixture.Options{})
+	f := testkit.StartFixture(t, fixture.Options{})
 	c := lazyEngine(t)
-	ctx := ctxT(t)
+	ctx := testkit.Context(t)
 	addServer(t, c, localapi.AddServerRequest{ID: "fx", URL: f.URL()})
 	origin, _ := config.Origin(f.URL())
 	if err := c.Revoke(ctx, origin); err != nil {
@@ -705,9 +678,9 @@ func TestConnectWithoutGrantIsPermissionRequired(t *testing.T) {
 // TestSubscribeSendsEveryList: a subscription starts with the whole
 // current list of every event type, then sends the new list on a change.
 func TestSubscribeSendsEveryList(t *testing.T) {
-	f := startFixture(t, fixture.Options{})
+	f := testkit.StartFixture(t, fixture.Options{})
 	c := lazyEngine(t)
-	ctx := ctxT(t)
+	ctx := testkit.Context(t)
 	sctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	ch, err := c.Subscribe(sctx)
@@ -742,9 +715,9 @@ func TestSubscribeSendsEveryList(t *testing.T) {
 // TestPromptsAndResources: prompts, a prompt get with a bad argument, the
 // resource search with templates, and reading a template refused.
 func TestPromptsAndResources(t *testing.T) {
-	f := startFixture(t, fixture.Options{})
+	f := testkit.StartFixture(t, fixture.Options{})
 	c := lazyEngine(t)
-	ctx := ctxT(t)
+	ctx := testkit.Context(t)
 	addServer(t, c, localapi.AddServerRequest{ID: "fx", URL: f.URL()})
 	p, err := c.Prompts(ctx, "fx")
 	if err != nil || len(p) != 1 || p[0].Command != "/fx:greet" {
@@ -781,9 +754,9 @@ func TestPromptsAndResources(t *testing.T) {
 // shown on the server, reset with "default"; a bad one changes nothing and
 // names the limit; the new limits apply to the server's next session.
 func TestUpdateServerLimits(t *testing.T) {
-	f := startFixture(t, fixture.Options{})
+	f := testkit.StartFixture(t, fixture.Options{})
 	c := lazyEngine(t)
-	ctx := ctxT(t)
+	ctx := testkit.Context(t)
 	v := addServer(t, c, localapi.AddServerRequest{ID: "fx", URL: f.URL()})
 	res, err := c.UpdateServer(ctx, "fx", localapi.UpdateServerRequest{Limits: map[string]string{"maxMessageBytes": "200B", "listTimeout": "90s"}})
 	if err != nil || res.Server.Limits.MaxMessageBytes != 200 || time.Duration(res.Server.Limits.ListTimeout) != 90*time.Second {
@@ -811,9 +784,9 @@ func TestUpdateServerLimits(t *testing.T) {
 // Issue #11 item 7: a connected server's view carries its instructions;
 // a server that is not connected shows none (nothing connects for it).
 func TestServerViewInstructions(t *testing.T) {
-	f := startFixture(t, fixture.Options{})
+	f := testkit.StartFixture(t, fixture.Options{})
 	c := lazyEngine(t)
-	ctx := ctxT(t)
+	ctx := testkit.Context(t)
 	addServer(t, c, localapi.AddServerRequest{ID: "fx", URL: f.URL()})
 	if v, _ := c.Server(ctx, "fx"); v.Instructions != "" || v.State == localapi.StateReady {
 		t.Fatalf("before connecting: %+v", v)

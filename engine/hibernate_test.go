@@ -9,13 +9,14 @@ import (
 	"time"
 
 	"github.com/remotemcp/remotemcp/engine"
+	"github.com/remotemcp/remotemcp/internal/testkit"
 	"github.com/remotemcp/remotemcp/internal/testserver/fixture"
 	"github.com/remotemcp/remotemcp/localapi"
 )
 
 func toolNamesOf(t *testing.T, c *engine.Engine, id string) []string {
 	t.Helper()
-	tl, err := c.Tools(ctxT(t), localapi.ToolsRequest{ServerID: id, Connect: true})
+	tl, err := c.Tools(testkit.Context(t), localapi.ToolsRequest{ServerID: id, Connect: true})
 	if err != nil {
 		t.Fatalf("tools of %s: %v", id, err)
 	}
@@ -29,7 +30,7 @@ func toolNamesOf(t *testing.T, c *engine.Engine, id string) []string {
 
 func stateOf(t *testing.T, c *engine.Engine, id string) localapi.State {
 	t.Helper()
-	s, err := c.Server(ctxT(t), id)
+	s, err := c.Server(testkit.Context(t), id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,7 +41,7 @@ func stateOf(t *testing.T, c *engine.Engine, id string) localapi.State {
 // the data directory lists its tools without connecting (nothing reaches
 // the server), and cached data is never ready; the first call connects.
 func TestCachedCatalogWithoutConnecting(t *testing.T) {
-	f := startFixture(t, fixture.Options{})
+	f := testkit.StartFixture(t, fixture.Options{})
 	dir := t.TempDir()
 	first := openEngine(t, dir, engine.Options{NoStartupConnect: true})
 	addServer(t, first, localapi.AddServerRequest{ID: "fx", URL: f.URL(), By: localapi.ByServersAdd})
@@ -48,14 +49,14 @@ func TestCachedCatalogWithoutConnecting(t *testing.T) {
 	if len(want) < 5 {
 		t.Fatalf("tools %v", want)
 	}
-	waitFor(t, "the first engine to close", func() bool { return first.Close() == nil })
+	testkit.WaitFor(t, "the first engine to close", func() bool { return first.Close() == nil })
 
 	before := len(f.Requests())
 	second := openEngine(t, dir, engine.Options{NoStartupConnect: true})
 	if got := toolNamesOf(t, second, "fx"); !slices.Equal(got, want) {
 		t.Fatalf("cached tools %v, want %v", got, want)
 	}
-	all, err := second.Tools(ctxT(t), localapi.ToolsRequest{Connect: true})
+	all, err := second.Tools(testkit.Context(t), localapi.ToolsRequest{Connect: true})
 	if err != nil || len(all.Tools) != len(want) {
 		t.Fatalf("all tools: %v %v", err, all)
 	}
@@ -65,7 +66,7 @@ func TestCachedCatalogWithoutConnecting(t *testing.T) {
 	if st := stateOf(t, second, "fx"); st == localapi.StateReady {
 		t.Fatal("a cached catalog counts as ready")
 	}
-	res, err := second.Call(ctxT(t), localapi.CallRequest{Tool: "fx/echo", Arguments: []byte(`{"text":"hi"}`), Approved: true}, localapi.CallHandler{})
+	res, err := second.Call(testkit.Context(t), localapi.CallRequest{Tool: "fx/echo", Arguments: []byte(`{"text":"hi"}`), Approved: true}, localapi.CallHandler{})
 	if err != nil || res.IsError {
 		t.Fatalf("first call: %v %+v", err, res)
 	}
@@ -77,30 +78,30 @@ func TestCachedCatalogWithoutConnecting(t *testing.T) {
 // Issue #12, R2.4: a new URL discards the stored catalog; R2.10: a stored
 // catalog that does not validate is refused and forgotten.
 func TestCachedCatalogDiscarded(t *testing.T) {
-	f, g := startFixture(t, fixture.Options{}), startFixture(t, fixture.Options{})
+	f, g := testkit.StartFixture(t, fixture.Options{}), testkit.StartFixture(t, fixture.Options{})
 	g.AddTool("only_on_g")
 	dir := t.TempDir()
 	c := openEngine(t, dir, engine.Options{NoStartupConnect: true})
 	addServer(t, c, localapi.AddServerRequest{ID: "fx", URL: f.URL(), By: localapi.ByServersAdd})
 	toolNamesOf(t, c, "fx")
 	url := g.URL()
-	if _, err := c.UpdateServer(ctxT(t), "fx", localapi.UpdateServerRequest{URL: &url}); err != nil {
+	if _, err := c.UpdateServer(testkit.Context(t), "fx", localapi.UpdateServerRequest{URL: &url}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the stored catalog to go", func() bool {
-		_, err := c.Store.GetKV(ctxT(t), "catalogs", "fx")
+	testkit.WaitFor(t, "the stored catalog to go", func() bool {
+		_, err := c.Store.GetKV(testkit.Context(t), "catalogs", "fx")
 		return err != nil
 	})
 	if got := toolNamesOf(t, c, "fx"); !slices.Contains(got, "only_on_g") {
 		t.Fatalf("after the URL change: tools %v, want the new server's", got)
 	}
-	waitFor(t, "the new catalog to be stored", func() bool {
-		_, err := c.Store.GetKV(ctxT(t), "catalogs", "fx")
+	testkit.WaitFor(t, "the new catalog to be stored", func() bool {
+		_, err := c.Store.GetKV(testkit.Context(t), "catalogs", "fx")
 		return err == nil
 	})
 	// A stored catalog that is not valid (a tool without a name) is
 	// refused, forgotten, and the server is listed by connecting.
-	good, err := c.Store.GetKV(ctxT(t), "catalogs", "fx")
+	good, err := c.Store.GetKV(testkit.Context(t), "catalogs", "fx")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,7 +110,7 @@ func TestCachedCatalogDiscarded(t *testing.T) {
 		t.Fatal(err)
 	}
 	bad := []byte(`{"v":1,"key":"` + sc["key"].(string) + `","tools":[{"tool":{"name":""},"inputSchema":{"type":"object"}}]}`)
-	if err := c.Store.PutKV(ctxT(t), "catalogs", "fx", bad); err != nil {
+	if err := c.Store.PutKV(testkit.Context(t), "catalogs", "fx", bad); err != nil {
 		t.Fatal(err)
 	}
 	c.Close()
@@ -121,8 +122,8 @@ func TestCachedCatalogDiscarded(t *testing.T) {
 	if initializes(g) != before+1 {
 		t.Errorf("a refused stored catalog did not lead to a connect")
 	}
-	waitFor(t, "a valid catalog stored in place of the refused one", func() bool {
-		b, err := st.Store.GetKV(ctxT(t), "catalogs", "fx")
+	testkit.WaitFor(t, "a valid catalog stored in place of the refused one", func() bool {
+		b, err := st.Store.GetKV(testkit.Context(t), "catalogs", "fx")
 		return err == nil && json.Valid(b) && !bytes.Contains(b, []byte(`"name":""`))
 	})
 }
@@ -132,25 +133,25 @@ func TestCachedCatalogDiscarded(t *testing.T) {
 // wakes it and works; a catalog changed while it slept is picked up on
 // wake; idleTimeout 0 never hibernates.
 func TestHibernation(t *testing.T) {
-	f := startFixture(t, fixture.Options{})
+	f := testkit.StartFixture(t, fixture.Options{})
 	c := openEngine(t, "", engine.Options{NoStartupConnect: true, IdleCheck: 20 * time.Millisecond})
 	addServer(t, c, localapi.AddServerRequest{ID: "fx", URL: f.URL(), By: localapi.ByServersAdd})
 	idle := "300ms"
-	if _, err := c.UpdateServer(ctxT(t), "fx", localapi.UpdateServerRequest{IdleTimeout: &idle}); err != nil {
+	if _, err := c.UpdateServer(testkit.Context(t), "fx", localapi.UpdateServerRequest{IdleTimeout: &idle}); err != nil {
 		t.Fatal(err)
 	}
-	if s, _ := c.Server(ctxT(t), "fx"); s.IdleTimeout != "300ms" {
+	if s, _ := c.Server(testkit.Context(t), "fx"); s.IdleTimeout != "300ms" {
 		t.Fatalf("idleTimeout shown as %q", s.IdleTimeout)
 	}
 	call := func() {
 		t.Helper()
-		res, err := c.Call(ctxT(t), localapi.CallRequest{Tool: "fx/echo", Arguments: []byte(`{"text":"hi"}`), Approved: true}, localapi.CallHandler{})
+		res, err := c.Call(testkit.Context(t), localapi.CallRequest{Tool: "fx/echo", Arguments: []byte(`{"text":"hi"}`), Approved: true}, localapi.CallHandler{})
 		if err != nil || res.IsError {
 			t.Fatalf("call: %v %+v", err, res)
 		}
 	}
 	call()
-	waitFor(t, "the server to go idle", func() bool { return stateOf(t, c, "fx") == localapi.StateIdle })
+	testkit.WaitFor(t, "the server to go idle", func() bool { return stateOf(t, c, "fx") == localapi.StateIdle })
 	deletes := func() int {
 		n := 0
 		for _, r := range f.Requests() {
@@ -161,24 +162,24 @@ func TestHibernation(t *testing.T) {
 		return n
 	}
 	// The state changes first, the session closes behind the barrier.
-	waitFor(t, "the polite close (DELETE)", func() bool { return deletes() >= 1 })
+	testkit.WaitFor(t, "the polite close (DELETE)", func() bool { return deletes() >= 1 })
 	if n := deletes(); n != 1 {
 		t.Errorf("the server saw %d DELETEs, want 1", n)
 	}
-	if s, _ := c.Server(ctxT(t), "fx"); s.ToolCount == 0 {
+	if s, _ := c.Server(testkit.Context(t), "fx"); s.ToolCount == 0 {
 		t.Error("an idle server shows 0 tools")
 	}
 	// The request log went to the store while idle, and comes back whole
 	// when looked at (the polite DELETE last).
-	waitFor(t, "the idle server's request log on the shelf", func() bool {
-		_, err := c.Store.GetKV(ctxT(t), "request-logs", "fx")
+	testkit.WaitFor(t, "the idle server's request log on the shelf", func() bool {
+		_, err := c.Store.GetKV(testkit.Context(t), "request-logs", "fx")
 		return err == nil
 	})
-	entries, err := c.Log(ctxT(t), "fx")
+	entries, err := c.Log(testkit.Context(t), "fx")
 	if err != nil || len(entries) < 5 || entries[len(entries)-1].HTTPMethod != "DELETE" {
 		t.Errorf("request log after hibernation: %v %+v, want the session's exchanges ending with its DELETE", err, entries)
 	}
-	if _, err := c.Store.GetKV(ctxT(t), "request-logs", "fx"); err == nil {
+	if _, err := c.Store.GetKV(testkit.Context(t), "request-logs", "fx"); err == nil {
 		t.Error("the shelved log stays in the store after it came back")
 	}
 	// While asleep the server gains a tool; list_changed cannot reach us.
@@ -193,14 +194,14 @@ func TestHibernation(t *testing.T) {
 	if st := stateOf(t, c, "fx"); st != localapi.StateReady {
 		t.Fatalf("after the call: %s", st)
 	}
-	waitFor(t, "the tool added while asleep", func() bool { return slices.Contains(toolNamesOf(t, c, "fx"), "woke") })
+	testkit.WaitFor(t, "the tool added while asleep", func() bool { return slices.Contains(toolNamesOf(t, c, "fx"), "woke") })
 
 	// idleTimeout 0: never.
 	never := "0"
-	if _, err := c.UpdateServer(ctxT(t), "fx", localapi.UpdateServerRequest{IdleTimeout: &never}); err != nil {
+	if _, err := c.UpdateServer(testkit.Context(t), "fx", localapi.UpdateServerRequest{IdleTimeout: &never}); err != nil {
 		t.Fatal(err)
 	}
-	if s, _ := c.Server(ctxT(t), "fx"); s.IdleTimeout != "0s" {
+	if s, _ := c.Server(testkit.Context(t), "fx"); s.IdleTimeout != "0s" {
 		t.Fatalf("idleTimeout 0 shown as %q", s.IdleTimeout)
 	}
 	call()
@@ -209,7 +210,7 @@ func TestHibernation(t *testing.T) {
 		t.Fatalf("idleTimeout 0: the server is %s after 800ms unused, want ready", st)
 	}
 	bad := "-1s"
-	if _, err := c.UpdateServer(ctxT(t), "fx", localapi.UpdateServerRequest{IdleTimeout: &bad}); code(err) != localapi.CodeBadRequest {
+	if _, err := c.UpdateServer(testkit.Context(t), "fx", localapi.UpdateServerRequest{IdleTimeout: &bad}); code(err) != localapi.CodeBadRequest {
 		t.Errorf("idleTimeout -1s: %v, want bad request", err)
 	}
 }
@@ -217,14 +218,14 @@ func TestHibernation(t *testing.T) {
 // Issue #12: a server with an open subscription or a call in flight is
 // not idle.
 func TestNotIdleWhileInUse(t *testing.T) {
-	f := startFixture(t, fixture.Options{})
+	f := testkit.StartFixture(t, fixture.Options{})
 	c := openEngine(t, "", engine.Options{NoStartupConnect: true, IdleCheck: 20 * time.Millisecond})
 	addServer(t, c, localapi.AddServerRequest{ID: "fx", URL: f.URL(), By: localapi.ByServersAdd})
 	idle := "200ms"
-	if _, err := c.UpdateServer(ctxT(t), "fx", localapi.UpdateServerRequest{IdleTimeout: &idle}); err != nil {
+	if _, err := c.UpdateServer(testkit.Context(t), "fx", localapi.UpdateServerRequest{IdleTimeout: &idle}); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(ctxT(t))
+	ctx, cancel := context.WithCancel(testkit.Context(t))
 	defer cancel()
 	done := make(chan error, 1)
 	go func() {
@@ -238,15 +239,15 @@ func TestNotIdleWhileInUse(t *testing.T) {
 	if initializes(f) != 1 {
 		t.Fatalf("initializes %d during a long call, want 1", initializes(f))
 	}
-	if err := c.SubscribeResource(ctxT(t), localapi.ResourceSubscription{ServerID: "fx", URI: fixture.ReadmeURI}); err != nil {
+	if err := c.SubscribeResource(testkit.Context(t), localapi.ResourceSubscription{ServerID: "fx", URI: fixture.ReadmeURI}); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(700 * time.Millisecond)
 	if st := stateOf(t, c, "fx"); st != localapi.StateReady {
 		t.Fatalf("with a subscription open the server is %s, want ready", st)
 	}
-	if err := c.UnsubscribeResource(ctxT(t), localapi.ResourceSubscription{ServerID: "fx", URI: fixture.ReadmeURI}); err != nil {
+	if err := c.UnsubscribeResource(testkit.Context(t), localapi.ResourceSubscription{ServerID: "fx", URI: fixture.ReadmeURI}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "idle once the subscription is gone", func() bool { return stateOf(t, c, "fx") == localapi.StateIdle })
+	testkit.WaitFor(t, "idle once the subscription is gone", func() bool { return stateOf(t, c, "fx") == localapi.StateIdle })
 }

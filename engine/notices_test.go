@@ -11,6 +11,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/remotemcp/remotemcp/internal/testkit"
 	"github.com/remotemcp/remotemcp/localapi"
 )
 
@@ -64,7 +65,7 @@ func (s *subscribableServer) count(uri string) int {
 // renewed on a new session of the server, and the updates and log
 // messages reach the engine's subscribers as notices, each once.
 func TestResourceSubscriptionsAndNotices(t *testing.T) {
-	ctx := ctxT(t)
+	ctx := testkit.Context(t)
 	// The server first: cleanups run last-in first-out, and the engine
 	// must close its streams before the server waits for them.
 	srv, url := newSubscribableServer(t)
@@ -128,7 +129,7 @@ func TestResourceSubscriptionsAndNotices(t *testing.T) {
 	if _, err := c.Connect(ctx, "sub"); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the renewed subscription", func() bool { return srv.count("test://doc") == 2 })
+	testkit.WaitFor(t, "the renewed subscription", func() bool { return srv.count("test://doc") == 2 })
 
 	// Two unsubscribes give it back (the first keeps it); a third is not found.
 	for range 2 {

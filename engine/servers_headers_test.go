@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/remotemcp/remotemcp/internal/testkit"
 	"github.com/remotemcp/remotemcp/internal/testserver/fixture"
 	"github.com/remotemcp/remotemcp/localapi"
 )
@@ -15,9 +16,9 @@ import (
 // value, and the header reaches the MCP endpoint.
 func TestServerHeadersAPI(t *testing.T) {
 	const key, key2 = "api-SECRET-key-71d3", "api-SECRET-key2-c40a"
-	f := startFixture(t, fixture.Options{})
+	f := testkit.StartFixture(t, fixture.Options{})
 	c := lazyEngine(t)
-	ctx := ctxT(t)
+	ctx := testkit.Context(t)
 	noSecret := func(what string, v any) {
 		t.Helper()
 		b, _ := json.Marshal(v)
@@ -98,7 +99,7 @@ func TestServerHeadersAPI(t *testing.T) {
 func TestImportHeadersAPI(t *testing.T) {
 	const key = "import-api-SECRET-5e09"
 	c := lazyEngine(t)
-	ctx := ctxT(t)
+	ctx := testkit.Context(t)
 	doc := `{"mcpServers": {"search": {"url": "https://search.example.com/mcp", "headers": {"X-Api-Key": "${KEY}"}}}}`
 	res, err := c.Import(ctx, localapi.ImportRequest{Config: doc, Env: map[string]string{"KEY": key}})
 	if err != nil || len(res.Added) != 1 || !slices.Equal(res.Added[0].HeaderNames, []string{"X-Api-Key"}) {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/remotemcp/remotemcp/config"
 	"github.com/remotemcp/remotemcp/engine"
+	"github.com/remotemcp/remotemcp/internal/testkit"
 	"github.com/remotemcp/remotemcp/internal/testserver/authserver"
 	"github.com/remotemcp/remotemcp/internal/testserver/fixture"
 	"github.com/remotemcp/remotemcp/localapi"
@@ -28,8 +29,8 @@ func TestSignInOptionRunsTheFlowInTheRequest(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(as.Close)
-	f := startFixture(t, fixture.Options{Authorize: as.Authorize, Extra: as.PRMRoutes()})
-	ctx := ctxT(t)
+	f := testkit.StartFixture(t, fixture.Options{Authorize: as.Authorize, Extra: as.PRMRoutes()})
+	ctx := testkit.Context(t)
 
 	background := openEngine(t, "", engine.Options{NoStartupConnect: true})
 	if err := background.Grant(ctx, as.URL(), ""); err != nil {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/remotemcp/remotemcp/engine"
 	"github.com/remotemcp/remotemcp/hostperm"
+	"github.com/remotemcp/remotemcp/internal/testkit"
 	"github.com/remotemcp/remotemcp/internal/testserver/fixture"
 	"github.com/remotemcp/remotemcp/localapi"
 	"github.com/remotemcp/remotemcp/manager"
@@ -166,20 +167,20 @@ func errorTexts(t *testing.T, file string) []errorText {
 // nothing. Before, a ready server's view cleared its sign-out mark in the
 // store (a write, and a change every process saw) on every listing.
 func TestServerViewsWriteNothing(t *testing.T) {
-	f := startFixture(t, fixture.Options{})
+	f := testkit.StartFixture(t, fixture.Options{})
 	// The manager connects fx on its own (connect on startup): no
 	// engine method has seen it ready before the listing.
 	c := openEngine(t, "", engine.Options{})
-	ctx := ctxT(t)
+	ctx := testkit.Context(t)
 	addServer(t, c, localapi.AddServerRequest{ID: "fx", URL: f.URL()})
 	addServer(t, c, localapi.AddServerRequest{ID: "secure", URL: f.URL(), Auth: "oauth", ConnectOnStartup: new(false)})
-	waitFor(t, "fx ready", func() bool {
+	testkit.WaitFor(t, "fx ready", func() bool {
 		st, err := c.Manager.ServerStatusOf("fx")
 		return err == nil && st.State == manager.StateReady
 	})
 	// The connect stores the catalog after it returns: that write is the
 	// connect's, not the listing's.
-	waitFor(t, "the stored catalog", func() bool {
+	testkit.WaitFor(t, "the stored catalog", func() bool {
 		_, err := c.Store.GetKV(ctx, manager.CatalogNamespace, "fx")
 		return err == nil
 	})

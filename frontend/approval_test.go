@@ -16,6 +16,8 @@ import (
 	"github.com/remotemcp/remotemcp/daemon"
 	"github.com/remotemcp/remotemcp/engine"
 	"github.com/remotemcp/remotemcp/frontend"
+	"github.com/remotemcp/remotemcp/internal/testkit"
+	"github.com/remotemcp/remotemcp/internal/testserver/fixture"
 	"github.com/remotemcp/remotemcp/localapi"
 )
 
@@ -167,7 +169,7 @@ func TestApproval(t *testing.T) {
 			ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 			defer cancel()
 			eng := openEngine(t, ctx)
-			fx := startFixture(t)
+			fx := testkit.StartFixture(t, fixture.Options{})
 			if _, err := eng.AddServer(ctx, localapi.AddServerRequest{ID: "fx", URL: fx.URL(), By: localapi.ByServersAdd, Approval: tc.approval}); err != nil {
 				t.Fatal(err)
 			}
@@ -233,7 +235,7 @@ func TestApprovalChange(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 	defer cancel()
 	eng := openEngine(t, ctx)
-	fx := startFixture(t)
+	fx := testkit.StartFixture(t, fixture.Options{})
 	if _, err := eng.AddServer(ctx, localapi.AddServerRequest{ID: "fx", URL: fx.URL(), By: localapi.ByServersAdd}); err != nil {
 		t.Fatal(err)
 	}
@@ -334,13 +336,10 @@ func TestAnnotations(t *testing.T) {
 	if _, err := eng.UpdateServer(ctx, "untrusted", localapi.UpdateServerRequest{Trusted: new(true)}); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(2 * time.Minute) // only a hang
-	for a := annotations()["untrusted__look"]; a == nil || !a.ReadOnlyHint; a = annotations()["untrusted__look"] {
-		if time.Now().After(deadline) {
-			t.Fatal("marking the server trusted did not offer its annotations")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testkit.WaitFor(t, "the trusted server's annotations to be offered", func() bool {
+		a := annotations()["untrusted__look"]
+		return a != nil && a.ReadOnlyHint
+	})
 }
 
 // A host that lists tools right after connecting is offered every enabled
@@ -351,7 +350,7 @@ func TestToolsOfferedAtOnce(t *testing.T) {
 	for i := range 5 {
 		ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 		eng := openEngine(t, ctx)
-		fx := startFixture(t)
+		fx := testkit.StartFixture(t, fixture.Options{})
 		if _, err := eng.AddServer(ctx, localapi.AddServerRequest{ID: "fx", URL: fx.URL(), By: localapi.ByServersAdd}); err != nil {
 			t.Fatal(err)
 		}
@@ -379,7 +378,7 @@ func TestApprovalCardThroughAPI(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 	defer cancel()
 	eng := openEngine(t, ctx)
-	fx := startFixture(t)
+	fx := testkit.StartFixture(t, fixture.Options{})
 	if _, err := eng.AddServer(ctx, localapi.AddServerRequest{ID: "fx", URL: fx.URL(), By: localapi.ByServersAdd, Approval: config.ApprovalAsk}); err != nil {
 		t.Fatal(err)
 	}

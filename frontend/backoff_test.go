@@ -19,6 +19,7 @@ import (
 	"github.com/remotemcp/remotemcp/engine"
 	"github.com/remotemcp/remotemcp/frontend"
 	"github.com/remotemcp/remotemcp/internal/clocktest"
+	"github.com/remotemcp/remotemcp/internal/testkit"
 	"github.com/remotemcp/remotemcp/internal/testserver/fixture"
 	"github.com/remotemcp/remotemcp/localapi"
 )
@@ -164,12 +165,9 @@ func TestIdleFrontEndFollowsTheBackoff(t *testing.T) {
 	}
 	// The host settles in (the first attempt failed, and the front end
 	// said so once); with the clock standing still, nothing more.
-	for deadline := time.Now().Add(2 * time.Minute); refused.Load() == 0 || logs.count(notListed, "down") == 0; { // only a hang
-		if time.Now().After(deadline) {
-			t.Fatalf("at the start: %d requests, %d log lines; want some requests and one line", refused.Load(), logs.count(notListed, "down"))
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testkit.WaitFor(t, "a refused request and the front end's line about it", func() bool {
+		return refused.Load() > 0 && logs.count(notListed, "down") > 0
+	})
 	time.Sleep(time.Second) // room for a storm to show
 	reqs, syncs, lines := refused.Load(), ce.syncs.Load(), logs.count(notListed, "down")
 	if lines != 1 {
@@ -186,13 +184,9 @@ func TestIdleFrontEndFollowsTheBackoff(t *testing.T) {
 		at := retryAt()
 		clock.Advance(at.Sub(clock.Now()))
 		want := reqs + int64(i) + 1
-		deadline := time.Now().Add(2 * time.Minute) // only a hang
-		for refused.Load() < want || !nextAt().After(at) {
-			if time.Now().After(deadline) {
-				t.Fatalf("step %d: the scheduled attempt never ended", i+1)
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
+		testkit.WaitFor(t, fmt.Sprintf("the scheduled attempt of step %d to end", i+1), func() bool {
+			return refused.Load() >= want && nextAt().After(at)
+		})
 		time.Sleep(300 * time.Millisecond) // room for a storm to show
 	}
 	if n := refused.Load() - reqs; n != steps {

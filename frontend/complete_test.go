@@ -10,6 +10,7 @@ import (
 
 	"github.com/remotemcp/remotemcp/engine"
 	"github.com/remotemcp/remotemcp/frontend"
+	"github.com/remotemcp/remotemcp/internal/testkit"
 	"github.com/remotemcp/remotemcp/internal/testserver/fixture"
 	"github.com/remotemcp/remotemcp/localapi"
 )
@@ -59,7 +60,7 @@ func TestCompletion(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { eng.Close() })
-	fa, fb := startFixture(t), startFixture(t)
+	fa, fb := testkit.StartFixture(t, fixture.Options{}), testkit.StartFixture(t, fixture.Options{})
 	for id, f := range map[string]*fixture.Server{"a": fa, "b": fb} {
 		if _, err := eng.AddServer(ctx, localapi.AddServerRequest{ID: id, URL: f.URL(), By: localapi.ByServersAdd}); err != nil {
 			t.Fatal(err)
@@ -129,7 +130,7 @@ func TestCompletionSingleServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { eng.Close() })
-	f := startFixture(t)
+	f := testkit.StartFixture(t, fixture.Options{})
 	if _, err := eng.AddServer(ctx, localapi.AddServerRequest{ID: "fx", URL: f.URL(), By: localapi.ByServersAdd}); err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/remotemcp/remotemcp/agent"
 	"github.com/remotemcp/remotemcp/engine"
 	"github.com/remotemcp/remotemcp/frontend"
+	"github.com/remotemcp/remotemcp/internal/testkit"
 	"github.com/remotemcp/remotemcp/internal/testserver/fixture"
 	"github.com/remotemcp/remotemcp/localapi"
 )
@@ -101,7 +102,7 @@ func TestResourceRouting(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { eng.Close() })
-	fa, fb := startFixture(t), startFixture(t)
+	fa, fb := testkit.StartFixture(t, fixture.Options{}), testkit.StartFixture(t, fixture.Options{})
 	fb.AddResource("only://b")
 	for id, f := range map[string]*fixture.Server{"a": fa, "b": fb} {
 		if _, err := eng.AddServer(ctx, localapi.AddServerRequest{ID: id, URL: f.URL(), By: localapi.ByServersAdd}); err != nil {
@@ -171,14 +172,4 @@ func TestResourceRouting(t *testing.T) {
 	if n != len(tl.Tools) || n == 0 {
 		t.Errorf("tools %d, prefixed %d", len(tl.Tools), n)
 	}
-}
-
-func startFixture(t *testing.T) *fixture.Server {
-	t.Helper()
-	f, err := fixture.Start(fixture.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { f.Close() })
-	return f
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/remotemcp/remotemcp/engine"
 	"github.com/remotemcp/remotemcp/frontend"
 	"github.com/remotemcp/remotemcp/internal/clocktest"
+	"github.com/remotemcp/remotemcp/internal/testkit"
 	"github.com/remotemcp/remotemcp/internal/testserver/fixture"
 	"github.com/remotemcp/remotemcp/localapi"
 	"github.com/remotemcp/remotemcp/store"
@@ -20,20 +21,6 @@ import (
 
 // hang bounds only a hang: nothing here depends on it being short.
 const hang = 2 * time.Minute
-
-// fakeClock is HTTPOptions.AfterFunc with a time that moves only when
-// the test says: no test here waits on the wall clock for a limit.
-// waitUntil polls cond until it holds, failing only after a hang.
-func waitUntil(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(hang)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("still waiting for %s", what)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
-}
 
 // endpoint is a front end served over Streamable HTTP on 127.0.0.1 with
 // the limits of o, and its tokens.
@@ -194,19 +181,19 @@ func TestHTTPSessionIdleEnds(t *testing.T) {
 	e := startEndpoint(t, frontend.HTTPOptions{SessionIdle: testIdle, AfterFunc: clk.AfterFunc})
 	tok := e.token(t, "host")
 	sid := e.session(t, tok)
-	waitUntil(t, "the idle timer", func() bool { return clk.Pending(testIdle) == 1 })
+	testkit.WaitFor(t, "the idle timer", func() bool { return clk.Pending(testIdle) == 1 })
 	clk.Advance(testIdle - time.Second)
 	if code, body := e.ping(t, tok, sid); code != http.StatusOK {
 		t.Fatalf("ping before the idle time: %d %s", code, body)
 	}
-	waitUntil(t, "the idle timer again", func() bool { return clk.Pending(testIdle) == 1 })
+	testkit.WaitFor(t, "the idle timer again", func() bool { return clk.Pending(testIdle) == 1 })
 	clk.Advance(testIdle - time.Second) // the ping started the count again
 	if code, body := e.ping(t, tok, sid); code != http.StatusOK {
 		t.Fatalf("ping after a request reset the idle time: %d %s", code, body)
 	}
-	waitUntil(t, "the idle timer again", func() bool { return clk.Pending(testIdle) == 1 })
+	testkit.WaitFor(t, "the idle timer again", func() bool { return clk.Pending(testIdle) == 1 })
 	clk.Advance(testIdle)
-	waitUntil(t, "the idle session to end", func() bool {
+	testkit.WaitFor(t, "the idle session to end", func() bool {
 		code, _ := e.ping(t, tok, sid)
 		return code == http.StatusNotFound
 	})
@@ -220,7 +207,7 @@ func TestHTTPSessionStreamKeepsAlive(t *testing.T) {
 	e := startEndpoint(t, frontend.HTTPOptions{SessionIdle: testIdle, AfterFunc: clk.AfterFunc})
 	tok := e.token(t, "host")
 	sid := e.session(t, tok)
-	waitUntil(t, "the idle timer", func() bool { return clk.Pending(testIdle) == 1 })
+	testkit.WaitFor(t, "the idle timer", func() bool { return clk.Pending(testIdle) == 1 })
 	ended, closeStream := e.stream(t, tok, sid)
 	if n := clk.Pending(testIdle); n != 0 {
 		t.Fatalf("%d idle timers run while a stream is open", n)
@@ -235,9 +222,9 @@ func TestHTTPSessionStreamKeepsAlive(t *testing.T) {
 		t.Fatalf("a session with an open stream: ping %d %s", code, body)
 	}
 	closeStream()
-	waitUntil(t, "the idle timer after the stream", func() bool { return clk.Pending(testIdle) == 1 })
+	testkit.WaitFor(t, "the idle timer after the stream", func() bool { return clk.Pending(testIdle) == 1 })
 	clk.Advance(testIdle)
-	waitUntil(t, "the idle session to end", func() bool {
+	testkit.WaitFor(t, "the idle session to end", func() bool {
 		code, _ := e.ping(t, tok, sid)
 		return code == http.StatusNotFound
 	})
@@ -271,7 +258,7 @@ func TestHTTPSessionCaps(t *testing.T) {
 	if resp.StatusCode != http.StatusNoContent {
 		t.Fatalf("DELETE: %s", resp.Status)
 	}
-	waitUntil(t, "the ended session's place", func() bool {
+	testkit.WaitFor(t, "the ended session's place", func() bool {
 		code, _, _ := e.post(t, b, "", initMsg)
 		return code == http.StatusOK
 	})
@@ -344,7 +331,7 @@ func TestHTTPRevokeEndsSessions(t *testing.T) {
 	if err := e.tokens.Revoke(t.Context(), "a"); err != nil {
 		t.Fatal(err)
 	}
-	waitUntil(t, "the revocation check", func() bool { return clk.Pending(testRecheck) == 1 })
+	testkit.WaitFor(t, "the revocation check", func() bool { return clk.Pending(testRecheck) == 1 })
 	clk.Advance(testRecheck)
 	select {
 	case <-ended:
@@ -357,7 +344,7 @@ func TestHTTPRevokeEndsSessions(t *testing.T) {
 	if code, body := e.ping(t, b, sb); code != http.StatusOK {
 		t.Fatalf("the other token's session: %d %s", code, body)
 	}
-	waitUntil(t, "the next revocation check", func() bool { return clk.Pending(testRecheck) == 1 })
+	testkit.WaitFor(t, "the next revocation check", func() bool { return clk.Pending(testRecheck) == 1 })
 }
 
 // Issue #20 item 2: the endpoint's listener closes an idle keep-alive
@@ -390,7 +377,7 @@ func TestHTTPEndpointConnLimits(t *testing.T) {
 	}
 	// …and the next is refused; one may be answered before the held
 	// ones are accepted, so a few tries.
-	waitUntil(t, "a refusal", func() bool {
+	testkit.WaitFor(t, "a refusal", func() bool {
 		c, err := net.Dial("tcp", addr)
 		if err != nil {
 			return false
@@ -406,22 +393,22 @@ func TestHTTPEndpointConnLimits(t *testing.T) {
 // Issue #20 item 2: a session that idles out gives back its resource
 // subscriptions: the server is unsubscribed (and may hibernate).
 func TestHTTPSessionIdleReleasesSubscriptions(t *testing.T) {
-	f := startFixture(t)
+	f := testkit.StartFixture(t, fixture.Options{})
 	clk := clocktest.New(time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC))
 	e := startEndpointWith(t, frontend.HTTPOptions{SessionIdle: testIdle, AfterFunc: clk.AfterFunc}, f)
 	tok := e.token(t, "host")
 	sid := e.session(t, tok)
 	sub := `{"jsonrpc":"2.0","id":3,"method":"resources/subscribe","params":{"uri":"` + fixture.ReadmeURI + `"}}`
-	waitUntil(t, "the subscription", func() bool {
+	testkit.WaitFor(t, "the subscription", func() bool {
 		code, _, body := e.post(t, tok, sid, sub)
 		return code == http.StatusOK && strings.Contains(body, `"result"`)
 	})
 	if n := f.Subscriptions(); n != 1 {
 		t.Fatalf("the server holds %d subscriptions, want 1", n)
 	}
-	waitUntil(t, "the idle timer", func() bool { return clk.Pending(testIdle) == 1 })
+	testkit.WaitFor(t, "the idle timer", func() bool { return clk.Pending(testIdle) == 1 })
 	clk.Advance(testIdle)
-	waitUntil(t, "the idle session's subscription to be given back", func() bool { return f.Subscriptions() == 0 })
+	testkit.WaitFor(t, "the idle session's subscription to be given back", func() bool { return f.Subscriptions() == 0 })
 }
 
 // Issue #20 item 2 (review): ending a revoked token's sessions never waits
@@ -431,7 +418,7 @@ func TestHTTPSessionIdleReleasesSubscriptions(t *testing.T) {
 // here before the sessions were closed on their own goroutines either,
 // but a go-sdk whose Close waits for requests in flight would.
 func TestHTTPRevokeDoesNotWaitForCalls(t *testing.T) {
-	f := startFixture(t)
+	f := testkit.StartFixture(t, fixture.Options{})
 	clk := clocktest.New(time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC))
 	e := startEndpointWith(t, frontend.HTTPOptions{SessionIdle: -1, AfterFunc: clk.AfterFunc}, f)
 	a := e.token(t, "a")
@@ -453,20 +440,20 @@ func TestHTTPRevokeDoesNotWaitForCalls(t *testing.T) {
 			resp.Body.Close()
 		}
 	}()
-	waitUntil(t, "the call to reach the server", func() bool { return f.Executions("slow") > 0 })
+	testkit.WaitFor(t, "the call to reach the server", func() bool { return f.Executions("slow") > 0 })
 	if err := e.tokens.Revoke(t.Context(), "a"); err != nil {
 		t.Fatal(err)
 	}
-	waitUntil(t, "the revocation check", func() bool { return clk.Pending(testRecheck) == 1 })
+	testkit.WaitFor(t, "the revocation check", func() bool { return clk.Pending(testRecheck) == 1 })
 	clk.Advance(testRecheck)
 	b := e.token(t, "b")
-	waitUntil(t, "the idle session of the revoked token to end", func() bool {
+	testkit.WaitFor(t, "the idle session of the revoked token to end", func() bool {
 		code, _ := e.ping(t, b, idle)
 		return code == http.StatusNotFound
 	})
 	// The check went on: the next one is scheduled while the call runs.
 	sb := e.session(t, b)
-	waitUntil(t, "the next revocation check", func() bool { return clk.Pending(testRecheck) == 1 })
+	testkit.WaitFor(t, "the next revocation check", func() bool { return clk.Pending(testRecheck) == 1 })
 	if code, body := e.ping(t, b, sb); code != http.StatusOK {
 		t.Fatalf("another token's session: %d %s", code, body)
 	}

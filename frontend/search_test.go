@@ -11,6 +11,8 @@ import (
 
 	"github.com/remotemcp/remotemcp/engine"
 	"github.com/remotemcp/remotemcp/frontend"
+	"github.com/remotemcp/remotemcp/internal/testkit"
+	"github.com/remotemcp/remotemcp/internal/testserver/fixture"
 	"github.com/remotemcp/remotemcp/localapi"
 )
 
@@ -40,7 +42,7 @@ func TestSearchMode(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { eng.Close() })
-	f := startFixture(t)
+	f := testkit.StartFixture(t, fixture.Options{})
 	if _, err := eng.AddServer(ctx, localapi.AddServerRequest{ID: "fx", URL: f.URL(), By: localapi.ByServersAdd}); err != nil {
 		t.Fatal(err)
 	}

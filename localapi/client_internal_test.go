@@ -10,7 +10,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
-	"time"
+
+	"github.com/remotemcp/remotemcp/internal/testkit"
 )
 
 // serveSocket serves h on a Unix socket in a temporary directory and
@@ -37,12 +38,6 @@ func serveSocket(t *testing.T, h http.Handler) *Client {
 	return c
 }
 
-func ctxT(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	t.Cleanup(cancel)
-	return ctx
-}
-
 // An error answer keeps its code and gets its HTTP status; an answer that
 // is not the API's own still becomes an *Error with a code.
 func TestErrorsCarryStatusAndCode(t *testing.T) {
@@ -56,7 +51,7 @@ func TestErrorsCarryStatusAndCode(t *testing.T) {
 			http.Error(w, "upstream trouble", http.StatusBadGateway)
 		}
 	}))
-	ctx := ctxT(t)
+	ctx := testkit.Context(t)
 	_, err := c.Server(ctx, "x")
 	e, ok := AsError(err)
 	if !ok || e.Status != http.StatusNotFound || e.Code != CodeNotFound || e.Message != "no server x" || e.Field != "id" {
@@ -79,7 +74,7 @@ func TestClientNeverFollowsRedirects(t *testing.T) {
 		}
 		http.Redirect(w, r, "/elsewhere", http.StatusTemporaryRedirect)
 	}))
-	if _, err := c.Health(ctxT(t)); err == nil {
+	if _, err := c.Health(testkit.Context(t)); err == nil {
 		t.Fatal("a redirect was taken for an answer")
 	}
 	if n := hits.Load(); n != 0 {
@@ -101,7 +96,7 @@ func TestCallStreamWithoutResult(t *testing.T) {
 		}
 	}))
 	var got []float64
-	_, err := c.Call(ctxT(t), CallRequest{Tool: "s/t"}, CallHandler{Progress: func(p Progress) { got = append(got, p.Progress) }})
+	_, err := c.Call(testkit.Context(t), CallRequest{Tool: "s/t"}, CallHandler{Progress: func(p Progress) { got = append(got, p.Progress) }})
 	if e, ok := AsError(err); !ok || e.Code != CodeUnavailable || !strings.Contains(e.Message, "may have run") {
 		t.Fatalf("error %v", err)
 	}
@@ -146,7 +141,7 @@ func TestCallStreamApprovalAndError(t *testing.T) {
 			http.NotFound(w, r)
 		}
 	}))
-	ctx := ctxT(t)
+	ctx := testkit.Context(t)
 	var asked ApprovalRequest
 	res, err := c.Call(ctx, CallRequest{Tool: "s/t"}, CallHandler{Approve: func(ar ApprovalRequest) (Decision, error) {
 		asked = ar

@@ -9,6 +9,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/auth"
 
 	"github.com/remotemcp/remotemcp/config"
+	"github.com/remotemcp/remotemcp/internal/testkit"
 	"github.com/remotemcp/remotemcp/internal/testserver/authserver"
 	"github.com/remotemcp/remotemcp/internal/testserver/fixture"
 	"github.com/remotemcp/remotemcp/oauth"
@@ -39,7 +40,7 @@ func newAutoEnv(t *testing.T, protect bool) (*autoEnv, *fixture.Server) {
 	if protect {
 		fo.Authorize, fo.Extra = as.Authorize, as.PRMRoutes()
 	}
-	f := startServer(t, fo)
+	f := testkit.StartFixture(t, fo)
 	st := newStore(t, t.TempDir())
 	cfg := srvCfg("au", f.URL(), false)
 	cfg.Auth = config.Auth{Kind: config.AuthAuto}
@@ -47,7 +48,7 @@ func newAutoEnv(t *testing.T, protect bool) (*autoEnv, *fixture.Server) {
 		t.Fatal(err)
 	}
 	a := oauth.New(oauth.Options{Store: st})
-	m := New(Options{Store: st, OAuth: backgroundOAuth{a}, Logger: testLogger(t),
+	m := New(Options{Store: st, OAuth: backgroundOAuth{a}, Logger: testkit.Logger(t),
 		BackoffBase: 20 * time.Millisecond, BackoffMax: 200 * time.Millisecond, HandshakeTimeout: 10 * time.Second})
 	t.Cleanup(func() { m.Close() })
 	e := &autoEnv{env: &env{t: t, store: st, m: m}, as: as, a: a}
@@ -59,10 +60,10 @@ func newAutoEnv(t *testing.T, protect bool) (*autoEnv, *fixture.Server) {
 // without credentials, and no OAuth endpoint is ever contacted.
 func TestAutoServerWithoutAuthNeverTouchesOAuth_A2(t *testing.T) {
 	e, f := newAutoEnv(t, false)
-	if err := e.m.Connect(ctxT(t), "au"); err != nil {
+	if err := e.m.Connect(testkit.Context(t), "au"); err != nil {
 		t.Fatalf("connect: %v", err)
 	}
-	if _, err := e.m.CallTool(ctxT(t), "au", "echo", argsEcho, session.CallOptions{}); err != nil {
+	if _, err := e.m.CallTool(testkit.Context(t), "au", "echo", argsEcho, session.CallOptions{}); err != nil {
 		t.Fatalf("call: %v", err)
 	}
 	if n := len(e.as.Requests()); n != 0 {
@@ -85,7 +86,7 @@ func TestAutoServerWithoutAuthNeverTouchesOAuth_A2(t *testing.T) {
 // the recorded binding reconnects it, and calls carry the token.
 func TestAutoServerBehindOAuthNeedsLoginThenConnects_A2_R3_13(t *testing.T) {
 	e, f := newAutoEnv(t, true)
-	err := e.m.Connect(ctxT(t), "au")
+	err := e.m.Connect(testkit.Context(t), "au")
 	var oe *oauth.Error
 	if !errors.Is(err, oauth.ErrLoginRequired) || !errors.As(err, &oe) || oe.Step != oauth.StepAuthorization {
 		t.Fatalf("connect: %v; want oauth.ErrLoginRequired at the authorization step", err)
@@ -101,22 +102,22 @@ func TestAutoServerBehindOAuthNeedsLoginThenConnects_A2_R3_13(t *testing.T) {
 		t.Fatalf("background work sent %d requests to the authorization server", n)
 	}
 
-	cfg, err := e.store.GetServer(ctxT(t), "au")
+	cfg, err := e.store.GetServer(testkit.Context(t), "au")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.a.Login(ctxT(t), cfg, oauth.HeadlessBrowser(nil)); err != nil {
+	if _, err := e.a.Login(testkit.Context(t), cfg, oauth.HeadlessBrowser(nil)); err != nil {
 		t.Fatalf("login: %v", err)
 	}
-	cfg, _ = e.store.GetServer(ctxT(t), "au")
+	cfg, _ = e.store.GetServer(testkit.Context(t), "au")
 	if cfg.Auth.Kind != config.AuthAuto || !cfg.UsesOAuth() {
 		t.Fatalf("stored auth after login %+v; want auto with a binding", cfg.Auth)
 	}
 	f.ResetRequests()
 	// The binding change reaches the manager through the store's feed;
 	// connect until it has (the first try may still race the reconcile).
-	waitFor(t, "a connect after login", func() bool { return e.m.Connect(ctxT(t), "au") == nil })
-	if _, err := e.m.CallTool(ctxT(t), "au", "echo", argsEcho, session.CallOptions{}); err != nil {
+	testkit.WaitFor(t, "a connect after login", func() bool { return e.m.Connect(testkit.Context(t), "au") == nil })
+	if _, err := e.m.CallTool(testkit.Context(t), "au", "echo", argsEcho, session.CallOptions{}); err != nil {
 		t.Fatalf("call after login: %v", err)
 	}
 	for _, r := range f.Requests() {

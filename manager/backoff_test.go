@@ -11,6 +11,7 @@ import (
 
 	"github.com/remotemcp/remotemcp/config"
 	"github.com/remotemcp/remotemcp/internal/clocktest"
+	"github.com/remotemcp/remotemcp/internal/testkit"
 	"github.com/remotemcp/remotemcp/internal/testserver/fixture"
 	"github.com/remotemcp/remotemcp/session"
 )
@@ -26,7 +27,7 @@ type sick struct {
 func startSick(t *testing.T) *sick {
 	t.Helper()
 	s := &sick{}
-	s.Server = startServer(t, fixture.Options{Authorize: func(w http.ResponseWriter, r *http.Request) bool {
+	s.Server = testkit.StartFixture(t, fixture.Options{Authorize: func(w http.ResponseWriter, r *http.Request) bool {
 		if s.down.Load() {
 			s.refused.Add(1)
 			http.Error(w, "unavailable", http.StatusServiceUnavailable)
@@ -48,7 +49,7 @@ func newClockEnv(t *testing.T, servers ...config.Server) (*env, *clocktest.Clock
 		}
 	}
 	clock := clocktest.New(time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC))
-	m := New(Options{Store: st, Logger: testLogger(t), Clock: clock, HandshakeTimeout: 10 * time.Second})
+	m := New(Options{Store: st, Logger: testkit.Logger(t), Clock: clock, HandshakeTimeout: 10 * time.Second})
 	t.Cleanup(func() { m.Close() })
 	e := &env{t: t, store: st, m: m}
 	e.start()
@@ -86,7 +87,7 @@ func TestBackoffSharedWindow(t *testing.T) {
 	s := startSick(t)
 	s.down.Store(true)
 	e, clock := newClockEnv(t, srvCfg("fx", s.URL(), false))
-	ctx := ctxT(t)
+	ctx := testkit.Context(t)
 
 	err := e.m.Ensure(ctx, "fx")
 	var be *BackoffError
@@ -131,7 +132,7 @@ func TestBackoffSharedWindow(t *testing.T) {
 	// The window ends: the schedule's own attempt, then twice the wait.
 	at := *mustStatus(t, e, "fx").RetryAt
 	clock.Advance(at.Sub(clock.Now()))
-	waitFor(t, "the scheduled attempt", func() bool {
+	testkit.WaitFor(t, "the scheduled attempt", func() bool {
 		st := mustStatus(t, e, "fx")
 		return s.refused.Load() > n && st.RetryAt != nil && st.RetryAt.After(at)
 	})
@@ -154,7 +155,7 @@ func TestBackoffSharedWindow(t *testing.T) {
 	for i := 2; i <= 3; i++ {
 		at := *mustStatus(t, e, "fx").RetryAt
 		clock.Advance(at.Sub(clock.Now()))
-		waitFor(t, "the scheduled attempt", func() bool {
+		testkit.WaitFor(t, "the scheduled attempt", func() bool {
 			st := mustStatus(t, e, "fx")
 			return st.RetryAt != nil && st.RetryAt.After(at)
 		})
@@ -179,7 +180,7 @@ func TestBackoffSharedWindow(t *testing.T) {
 	// window is gone.
 	s.down.Store(false)
 	clock.Advance(retryIn(t, e, clock, "fx"))
-	waitFor(t, "ready through the scheduled attempt", func() bool { return e.state("fx") == StateReady })
+	testkit.WaitFor(t, "ready through the scheduled attempt", func() bool { return e.state("fx") == StateReady })
 	if st := mustStatus(t, e, "fx"); st.RetryAt != nil {
 		t.Fatalf("ready with retryAt %s", st.RetryAt)
 	}
@@ -207,8 +208,8 @@ func mustStatus(t *testing.T, e *env, id string) ServerStatus {
 func TestBackoffReconnectSharesSchedule(t *testing.T) {
 	s := startSick(t)
 	e, clock := newClockEnv(t, srvCfg("fx", s.URL(), true))
-	ctx := ctxT(t)
-	waitFor(t, "ready", func() bool { return e.state("fx") == StateReady })
+	ctx := testkit.Context(t)
+	testkit.WaitFor(t, "ready", func() bool { return e.state("fx") == StateReady })
 	cat, err := e.m.Catalog(ctx, "fx")
 	if err != nil || len(cat.Tools) == 0 {
 		t.Fatalf("catalog: %v", err)
@@ -216,7 +217,7 @@ func TestBackoffReconnectSharesSchedule(t *testing.T) {
 
 	s.down.Store(true)
 	s.ExpireSessions()
-	waitFor(t, "the lost session", func() bool {
+	testkit.WaitFor(t, "the lost session", func() bool {
 		st := mustStatus(t, e, "fx")
 		return st.State == StateReconnecting && st.RetryAt != nil
 	})
@@ -243,7 +244,7 @@ func TestBackoffReconnectSharesSchedule(t *testing.T) {
 		if !next.After(clock.Now()) {
 			// Due: wait for the attempt to end and set the next time.
 			due := next
-			waitFor(t, "the scheduled reconnect", func() bool {
+			testkit.WaitFor(t, "the scheduled reconnect", func() bool {
 				st := mustStatus(t, e, "fx")
 				return st.RetryAt != nil && st.RetryAt.After(due)
 			})
@@ -288,7 +289,7 @@ func TestBackoffReconnectSharesSchedule(t *testing.T) {
 func TestBackoffAuthWaitsForThePerson(t *testing.T) {
 	var refuse atomic.Bool
 	var refused atomic.Int64
-	f := startServer(t, fixture.Options{Authorize: func(w http.ResponseWriter, r *http.Request) bool {
+	f := testkit.StartFixture(t, fixture.Options{Authorize: func(w http.ResponseWriter, r *http.Request) bool {
 		if refuse.Load() {
 			refused.Add(1)
 			w.Header().Set("WWW-Authenticate", `Bearer error="invalid_token"`)
@@ -299,7 +300,7 @@ func TestBackoffAuthWaitsForThePerson(t *testing.T) {
 	}})
 	refuse.Store(true)
 	e, clock := newClockEnv(t, srvCfg("fx", f.URL(), false))
-	ctx := ctxT(t)
+	ctx := testkit.Context(t)
 	if err := e.m.Ensure(ctx, "fx"); !errors.Is(err, ErrBackoff) || Attribute(err).Class != ClassAuth {
 		t.Fatalf("first connect: %v; want an auth failure in the backoff", err)
 	}
@@ -330,12 +331,12 @@ func TestBackoffCallersSendNothingInsideTheWindow(t *testing.T) {
 	if err := st.AddServer(context.Background(), srvCfg("fx", s.URL(), false)); err != nil {
 		t.Fatal(err)
 	}
-	m := New(Options{Store: st, Logger: testLogger(t), BackoffBase: time.Hour, BackoffMax: 2 * time.Hour})
+	m := New(Options{Store: st, Logger: testkit.Logger(t), BackoffBase: time.Hour, BackoffMax: 2 * time.Hour})
 	t.Cleanup(func() { m.Close() })
 	if err := m.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	ctx := ctxT(t)
+	ctx := testkit.Context(t)
 	if err := m.Connect(ctx, "fx"); err == nil {
 		t.Fatal("connect to a server answering 503 worked")
 	}
@@ -367,12 +368,12 @@ func TestBackoffCallersSendNothingInsideTheWindow(t *testing.T) {
 func TestBackoffFlappingServer(t *testing.T) {
 	s := startSick(t)
 	e, clock := newClockEnv(t, srvCfg("fx", s.URL(), true))
-	waitFor(t, "ready", func() bool { return e.state("fx") == StateReady })
+	testkit.WaitFor(t, "ready", func() bool { return e.state("fx") == StateReady })
 	lose := func() {
 		t.Helper()
 		conn, _ := e.m.CurrentConnection("fx")
 		s.ExpireSessions()
-		waitFor(t, "the lost session", func() bool {
+		testkit.WaitFor(t, "the lost session", func() bool {
 			c, ok := e.m.CurrentConnection("fx")
 			return !ok || c != conn
 		})
@@ -384,10 +385,10 @@ func TestBackoffFlappingServer(t *testing.T) {
 			t.Fatalf("quick loss %d: reconnected at once", i+1)
 		}
 		clock.Advance(retryIn(t, e, clock, "fx"))
-		waitFor(t, "the scheduled reconnect", func() bool { return e.state("fx") == StateReady })
+		testkit.WaitFor(t, "the scheduled reconnect", func() bool { return e.state("fx") == StateReady })
 	}
 	// Stable for 30 s: the next loss reconnects at once.
 	clock.Advance(31 * time.Second)
 	lose()
-	waitFor(t, "the immediate reconnect", func() bool { return e.state("fx") == StateReady })
+	testkit.WaitFor(t, "the immediate reconnect", func() bool { return e.state("fx") == StateReady })
 }

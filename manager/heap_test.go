@@ -12,6 +12,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/remotemcp/remotemcp/config"
+	"github.com/remotemcp/remotemcp/internal/testkit"
 	"github.com/remotemcp/remotemcp/store"
 )
 
@@ -149,7 +150,7 @@ func TestHibernationLeavesNoGoroutines(t *testing.T) {
 	url := oneToolServer(t)
 	m, st, ids, hc := heapManager(t, n, url)
 	t.Cleanup(func() { m.Close(); st.Close() })
-	if err := m.Start(ctxT(t)); err != nil {
+	if err := m.Start(testkit.Context(t)); err != nil {
 		t.Fatal(err)
 	}
 	before := runtime.NumGoroutine()

@@ -3,14 +3,12 @@ package manager
 import (
 	"context"
 	"encoding/json"
-	"log/slog"
-	"os"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/remotemcp/remotemcp/config"
-	"github.com/remotemcp/remotemcp/internal/testserver/fixture"
+	"github.com/remotemcp/remotemcp/internal/testkit"
 	"github.com/remotemcp/remotemcp/store"
 )
 
@@ -32,23 +30,6 @@ func newStore(t *testing.T, dir string) *store.SQLite {
 	return st
 }
 
-func startServer(t *testing.T, o fixture.Options) *fixture.Server {
-	t.Helper()
-	s, err := fixture.Start(o)
-	if err != nil {
-		t.Fatalf("start test server: %v", err)
-	}
-	t.Cleanup(func() { s.Close() })
-	return s
-}
-
-func testLogger(t *testing.T) *slog.Logger {
-	if os.Getenv("REMOTEMCP_TEST_LOG") != "" {
-		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	}
-	return slog.New(slog.DiscardHandler)
-}
-
 func newEnv(t *testing.T, servers ...config.Server) *env {
 	t.Helper()
 	st := newStore(t, t.TempDir())
@@ -57,7 +38,7 @@ func newEnv(t *testing.T, servers ...config.Server) *env {
 			t.Fatalf("add server %s: %v", s.ID, err)
 		}
 	}
-	m := New(Options{Store: st, Logger: testLogger(t), BackoffBase: 20 * time.Millisecond, BackoffMax: 200 * time.Millisecond, HandshakeTimeout: 10 * time.Second})
+	m := New(Options{Store: st, Logger: testkit.Logger(t), BackoffBase: 20 * time.Millisecond, BackoffMax: 200 * time.Millisecond, HandshakeTimeout: 10 * time.Second})
 	t.Cleanup(func() { m.Close() })
 	return &env{t: t, store: st, m: m}
 }
@@ -71,24 +52,6 @@ func (e *env) start() {
 
 func srvCfg(id, url string, startup bool) config.Server {
 	return config.Server{ID: id, Name: id, URL: url, Auth: config.Auth{Kind: config.AuthNone}, Enabled: true, ConnectOnStartup: startup}
-}
-
-func ctxT(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute) // only a hang
-	t.Cleanup(cancel)
-	return ctx
-}
-
-// waitFor polls cond until it holds or the deadline passes.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(2 * time.Minute) // only a hang: cond must come true
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
 }
 
 func (e *env) state(id string) State {
@@ -115,7 +78,7 @@ func (e *env) update(id string, f func(*config.Server)) {
 // settle waits until no connect attempt or reconnect loop is in flight.
 func (m *Manager) settle(t *testing.T) {
 	t.Helper()
-	waitFor(t, "manager to settle", func() bool {
+	testkit.WaitFor(t, "manager to settle", func() bool {
 		m.mu.Lock()
 		defer m.mu.Unlock()
 		for _, e := range m.entries {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/remotemcp/remotemcp/internal/testkit"
 	"github.com/remotemcp/remotemcp/internal/testserver/fixture"
 	"github.com/remotemcp/remotemcp/session"
 )
@@ -20,7 +21,7 @@ func TestHibernationNeverCutsACall(t *testing.T) {
 	t.Cleanup(func() { f.Close() })
 	e := newEnv(t, srvCfg("a", f.URL(), false))
 	e.start()
-	if _, err := e.m.CallTool(ctxT(t), "a", "echo", argsEcho, session.CallOptions{}); err != nil {
+	if _, err := e.m.CallTool(testkit.Context(t), "a", "echo", argsEcho, session.CallOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	en := e.m.entry("a")
@@ -29,13 +30,13 @@ func TestHibernationNeverCutsACall(t *testing.T) {
 	en.mu.Unlock()
 
 	// A call in flight keeps the session.
-	ctx, cancel := context.WithCancel(ctxT(t))
+	ctx, cancel := context.WithCancel(testkit.Context(t))
 	done := make(chan error, 1)
 	go func() {
 		_, err := sess.CallTool(ctx, "slow", []byte(`{"ms":10000}`), session.CallOptions{})
 		done <- err
 	}()
-	waitFor(t, "the slow call in flight", func() bool { return sess.Busy() })
+	testkit.WaitFor(t, "the slow call in flight", func() bool { return sess.Busy() })
 	if sess.CloseIfIdle() {
 		t.Fatal("CloseIfIdle with a call in flight")
 	}
@@ -46,13 +47,13 @@ func TestHibernationNeverCutsACall(t *testing.T) {
 	if !sess.CloseIfIdle() {
 		t.Fatal("CloseIfIdle of an idle session: false")
 	}
-	_, err = sess.CallTool(ctxT(t), "echo", argsEcho, session.CallOptions{})
+	_, err = sess.CallTool(testkit.Context(t), "echo", argsEcho, session.CallOptions{})
 	if !errors.Is(err, session.ErrCancelledBeforeDispatch) || !errors.Is(err, session.ErrClosed) {
 		t.Fatalf("a call on a closing session: %v, want not dispatched", err)
 	}
 	// ...and through the manager it goes out once on a fresh session.
 	before := f.Executions("echo")
-	if _, err := e.m.CallTool(ctxT(t), "a", "echo", argsEcho, session.CallOptions{}); err != nil {
+	if _, err := e.m.CallTool(testkit.Context(t), "a", "echo", argsEcho, session.CallOptions{}); err != nil {
 		t.Fatalf("a call while the session closes: %v", err)
 	}
 	if n := f.Executions("echo") - before; n != 1 {

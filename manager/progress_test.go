@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/remotemcp/remotemcp/config"
+	"github.com/remotemcp/remotemcp/internal/testkit"
 	"github.com/remotemcp/remotemcp/internal/testserver/fixture"
 	"github.com/remotemcp/remotemcp/session"
 )
@@ -19,10 +20,10 @@ import (
 // 100 calls with 4 notifications each, the tool answering right after its
 // last one: all 400 reach the callers before their calls return.
 func TestNoProgressLost(t *testing.T) {
-	f := startServer(t, fixture.Options{NoRecord: true})
+	f := testkit.StartFixture(t, fixture.Options{NoRecord: true})
 	e := newEnv(t, srvCfg("fx", f.URL(), true))
 	e.start()
-	waitFor(t, "ready", func() bool { return e.state("fx") == StateReady })
+	testkit.WaitFor(t, "ready", func() bool { return e.state("fx") == StateReady })
 	var total atomic.Int64
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, 8)
@@ -33,7 +34,7 @@ func TestNoProgressLost(t *testing.T) {
 			defer wg.Done()
 			defer func() { <-sem }()
 			var n atomic.Int64
-			_, err := e.m.CallTool(ctxT(t), "fx", "slow", json.RawMessage(`{"ms":20,"steps":4}`),
+			_, err := e.m.CallTool(testkit.Context(t), "fx", "slow", json.RawMessage(`{"ms":20,"steps":4}`),
 				session.CallOptions{OperationID: fmt.Sprintf("p-%d", i), Progress: func(session.Progress) { n.Add(1) }})
 			if err != nil {
 				t.Errorf("call %d: %v", i, err)
@@ -56,26 +57,26 @@ func TestNoProgressLost(t *testing.T) {
 // same length times out; the hard limit still ends a call whose progress
 // never stops.
 func TestProgressExtendsTimeout(t *testing.T) {
-	f := startServer(t, fixture.Options{NoRecord: true})
+	f := testkit.StartFixture(t, fixture.Options{NoRecord: true})
 	c := srvCfg("fx", f.URL(), true)
 	c.ToolTimeout = config.Duration(300 * time.Millisecond)
 	e := newEnv(t, c)
 	e.start()
-	waitFor(t, "ready", func() bool { return e.state("fx") == StateReady })
+	testkit.WaitFor(t, "ready", func() bool { return e.state("fx") == StateReady })
 	// 900 ms, progress every 100 ms (the fixture's slow tool reports
 	// progress only when asked, i.e. when a callback is given).
-	if _, err := e.m.CallTool(ctxT(t), "fx", "slow", json.RawMessage(`{"ms":900}`), session.CallOptions{OperationID: "talkative", Progress: func(session.Progress) {}}); err != nil {
+	if _, err := e.m.CallTool(testkit.Context(t), "fx", "slow", json.RawMessage(`{"ms":900}`), session.CallOptions{OperationID: "talkative", Progress: func(session.Progress) {}}); err != nil {
 		t.Fatalf("a tool reporting progress for 3× its timeout failed: %v", err)
 	}
 	// Without a callback nobody listens: no progress is asked for (no
 	// progress token), so nothing extends the time and the same tool
 	// times out (issue #21, decided).
-	if _, err := e.m.CallTool(ctxT(t), "fx", "slow", json.RawMessage(`{"ms":900}`), session.CallOptions{OperationID: "quiet-caller"}); !errors.Is(err, context.DeadlineExceeded) {
+	if _, err := e.m.CallTool(testkit.Context(t), "fx", "slow", json.RawMessage(`{"ms":900}`), session.CallOptions{OperationID: "quiet-caller"}); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("a call nobody listens to was extended: %v", err)
 	}
 	// The hard limit: 10 × 300 ms = 3 s; a 5 s tool with progress ends.
 	start := time.Now()
-	_, err := e.m.CallTool(ctxT(t), "fx", "slow", json.RawMessage(`{"ms":5000}`), session.CallOptions{OperationID: "endless", Progress: func(session.Progress) {}})
+	_, err := e.m.CallTool(testkit.Context(t), "fx", "slow", json.RawMessage(`{"ms":5000}`), session.CallOptions{OperationID: "endless", Progress: func(session.Progress) {}})
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("a call past the hard limit: %v (after %s)", err, time.Since(start))
 	}
@@ -84,16 +85,16 @@ func TestProgressExtendsTimeout(t *testing.T) {
 // With NoProgressExtension a tool longer than its timeout times out even
 // while it reports progress.
 func TestProgressExtensionOff(t *testing.T) {
-	f := startServer(t, fixture.Options{NoRecord: true})
+	f := testkit.StartFixture(t, fixture.Options{NoRecord: true})
 	c := srvCfg("fx", f.URL(), true)
 	c.ToolTimeout = config.Duration(300 * time.Millisecond)
 	st := newStore(t, t.TempDir())
 	if err := st.AddServer(context.Background(), c); err != nil {
 		t.Fatal(err)
 	}
-	m := New(Options{Store: st, Logger: testLogger(t), HandshakeTimeout: 10 * time.Second, NoProgressExtension: true})
+	m := New(Options{Store: st, Logger: testkit.Logger(t), HandshakeTimeout: 10 * time.Second, NoProgressExtension: true})
 	t.Cleanup(func() { m.Close() })
-	_, err := m.CallTool(ctxT(t), "fx", "slow", json.RawMessage(`{"ms":900}`), session.CallOptions{OperationID: "x", Progress: func(session.Progress) {}})
+	_, err := m.CallTool(testkit.Context(t), "fx", "slow", json.RawMessage(`{"ms":900}`), session.CallOptions{OperationID: "x", Progress: func(session.Progress) {}})
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("err = %v; want a timeout", err)
 	}

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/remotemcp/remotemcp/internal/testkit"
 	"github.com/remotemcp/remotemcp/internal/testserver/fixture"
 	"github.com/remotemcp/remotemcp/session"
 )
@@ -21,16 +22,16 @@ import (
 // restart, and the next call runs exactly once; a call that may have run
 // is still never re-sent.
 func TestRestartRecovers(t *testing.T) {
-	f := startServer(t, fixture.Options{})
+	f := testkit.StartFixture(t, fixture.Options{})
 	e := newEnv(t, srvCfg("fx", f.URL(), true))
 	e.start()
-	waitFor(t, "ready", func() bool { return e.state("fx") == StateReady })
-	waitFor(t, "the notification stream", func() bool { return f.StandaloneStreams() > 0 })
+	testkit.WaitFor(t, "ready", func() bool { return e.state("fx") == StateReady })
+	testkit.WaitFor(t, "the notification stream", func() bool { return f.StandaloneStreams() > 0 })
 
 	if err := f.Stop(); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the state to leave ready while the server is down", func() bool { return e.state("fx") != StateReady })
+	testkit.WaitFor(t, "the state to leave ready while the server is down", func() bool { return e.state("fx") != StateReady })
 	// Through several failed attempts it keeps saying it is reconnecting.
 	for range 20 {
 		st, _ := e.m.ServerStatusOf("fx")
@@ -40,7 +41,7 @@ func TestRestartRecovers(t *testing.T) {
 		time.Sleep(30 * time.Millisecond) // the backoff is 20–200 ms here
 	}
 
-	ctx := ctxT(t)
+	ctx := testkit.Context(t)
 	_, err := e.m.CallTool(ctx, "fx", "echo", argsEcho, session.CallOptions{OperationID: "while-down"})
 	var ce *CallError
 	if !errors.As(err, &ce) || ce.MaybeExecuted || !errors.Is(err, ErrBackoff) {
@@ -49,7 +50,7 @@ func TestRestartRecovers(t *testing.T) {
 	if err := f.Restart(); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the schedule to reconnect by itself", func() bool { return e.state("fx") == StateReady })
+	testkit.WaitFor(t, "the schedule to reconnect by itself", func() bool { return e.state("fx") == StateReady })
 	if _, err := e.m.CallTool(ctx, "fx", "echo", argsEcho, session.CallOptions{OperationID: "after-restart"}); err != nil {
 		t.Fatalf("the first call after the reconnect failed: %v", err)
 	}
@@ -76,7 +77,7 @@ func TestSessionNotFoundResendsOnce(t *testing.T) {
 	var forget atomic.Int64 // POSTs of these methods still to answer with 404
 	var method atomic.Value
 	method.Store("")
-	f := startServer(t, fixture.Options{Authorize: func(w http.ResponseWriter, r *http.Request) bool {
+	f := testkit.StartFixture(t, fixture.Options{Authorize: func(w http.ResponseWriter, r *http.Request) bool {
 		if r.Method != http.MethodPost || r.Header.Get("Mcp-Session-Id") == "" {
 			return true
 		}
@@ -93,8 +94,8 @@ func TestSessionNotFoundResendsOnce(t *testing.T) {
 	}})
 	e := newEnv(t, srvCfg("fx", f.URL(), true))
 	e.start()
-	waitFor(t, "ready", func() bool { return e.state("fx") == StateReady })
-	ctx := ctxT(t)
+	testkit.WaitFor(t, "ready", func() bool { return e.state("fx") == StateReady })
+	ctx := testkit.Context(t)
 	inits := func() int {
 		n := 0
 		for _, r := range f.Requests() {
@@ -148,7 +149,7 @@ func TestSessionNotFoundResendsOnce(t *testing.T) {
 func TestStreamRefusedOnceIsReopened(t *testing.T) {
 	var refuse atomic.Int64
 	refuse.Store(1)
-	f := startServer(t, fixture.Options{Authorize: func(w http.ResponseWriter, r *http.Request) bool {
+	f := testkit.StartFixture(t, fixture.Options{Authorize: func(w http.ResponseWriter, r *http.Request) bool {
 		if r.Method == http.MethodGet && refuse.Add(-1) >= 0 {
 			w.Header().Set("WWW-Authenticate", `Bearer error="invalid_token"`)
 			http.Error(w, "token expired", http.StatusUnauthorized)
@@ -158,12 +159,12 @@ func TestStreamRefusedOnceIsReopened(t *testing.T) {
 	}})
 	e := newEnv(t, srvCfg("fx", f.URL(), true))
 	e.start()
-	waitFor(t, "ready", func() bool { return e.state("fx") == StateReady })
-	waitFor(t, "the stream to be reopened", func() bool { return f.StandaloneStreams() > 0 })
-	waitFor(t, "ready after the reconnect", func() bool { return e.state("fx") == StateReady })
+	testkit.WaitFor(t, "ready", func() bool { return e.state("fx") == StateReady })
+	testkit.WaitFor(t, "the stream to be reopened", func() bool { return f.StandaloneStreams() > 0 })
+	testkit.WaitFor(t, "ready after the reconnect", func() bool { return e.state("fx") == StateReady })
 	f.AddTool("late")
-	waitFor(t, "the later list_changed", func() bool {
-		c, err := e.m.Catalog(ctxT(t), "fx")
+	testkit.WaitFor(t, "the later list_changed", func() bool {
+		c, err := e.m.Catalog(testkit.Context(t), "fx")
 		if err != nil {
 			return false
 		}
@@ -199,19 +200,19 @@ func TestNoStreamPollsCatalog(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var gets atomic.Int64
-			f := startServer(t, tc.o(&gets))
+			f := testkit.StartFixture(t, tc.o(&gets))
 			st := newStore(t, t.TempDir())
-			if err := st.AddServer(ctxT(t), srvCfg("fx", f.URL(), true)); err != nil {
+			if err := st.AddServer(testkit.Context(t), srvCfg("fx", f.URL(), true)); err != nil {
 				t.Fatal(err)
 			}
-			m := New(Options{Store: st, Logger: testLogger(t), BackoffBase: 20 * time.Millisecond, BackoffMax: 100 * time.Millisecond,
+			m := New(Options{Store: st, Logger: testkit.Logger(t), BackoffBase: 20 * time.Millisecond, BackoffMax: 100 * time.Millisecond,
 				HandshakeTimeout: 10 * time.Second, CatalogPoll: 100 * time.Millisecond})
 			t.Cleanup(func() { m.Close() })
-			if err := m.Start(ctxT(t)); err != nil {
+			if err := m.Start(testkit.Context(t)); err != nil {
 				t.Fatal(err)
 			}
 			ready := func() bool { st, _ := m.ServerStatusOf("fx"); return st.State == StateReady }
-			waitFor(t, "ready", ready)
+			testkit.WaitFor(t, "ready", ready)
 			// The session settles: once kept without a stream it stays
 			// (the same connection for a whole second).
 			stable := false
@@ -227,12 +228,12 @@ func TestNoStreamPollsCatalog(t *testing.T) {
 			if n := gets.Load(); n > 2*maxStreamFailures+2 {
 				t.Errorf("%d stream requests; the refusals should stop the reconnects after %d", n, maxStreamFailures)
 			}
-			if _, err := m.CallTool(ctxT(t), "fx", "echo", argsEcho, session.CallOptions{}); err != nil {
+			if _, err := m.CallTool(testkit.Context(t), "fx", "echo", argsEcho, session.CallOptions{}); err != nil {
 				t.Fatal(err)
 			}
 			f.AddTool("polled")
-			waitFor(t, "the new tool through the catalog poll", func() bool {
-				c, err := m.Catalog(ctxT(t), "fx")
+			testkit.WaitFor(t, "the new tool through the catalog poll", func() bool {
+				c, err := m.Catalog(testkit.Context(t), "fx")
 				if err != nil {
 					return false
 				}
@@ -251,18 +252,18 @@ func TestNoStreamPollsCatalog(t *testing.T) {
 // and its notifications/message reach the request log with their level;
 // the level asked for is the config's (default warning).
 func TestServerContextKept(t *testing.T) {
-	f := startServer(t, fixture.Options{})
+	f := testkit.StartFixture(t, fixture.Options{})
 	e := newEnv(t, srvCfg("fx", f.URL(), true))
 	e.start()
-	waitFor(t, "ready", func() bool { return e.state("fx") == StateReady })
-	c, err := e.m.Catalog(ctxT(t), "fx")
+	testkit.WaitFor(t, "ready", func() bool { return e.state("fx") == StateReady })
+	c, err := e.m.Catalog(testkit.Context(t), "fx")
 	if err != nil || c.Instructions != fixture.Instructions {
 		t.Fatalf("instructions %q, %v", c.Instructions, err)
 	}
-	if _, err := e.m.CallTool(ctxT(t), "fx", "fail", json.RawMessage(`{}`), session.CallOptions{}); err != nil {
+	if _, err := e.m.CallTool(testkit.Context(t), "fx", "fail", json.RawMessage(`{}`), session.CallOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the server's log message in the request log", func() bool {
+	testkit.WaitFor(t, "the server's log message in the request log", func() bool {
 		log, _ := e.m.Log("fx")
 		for _, ex := range log {
 			if ex.Kind == "log" && ex.Level == "error" && strings.Contains(ex.Message, fixture.FailLogText) {
@@ -287,7 +288,7 @@ func TestServerContextKept(t *testing.T) {
 func TestReconnectStopsWhenSignInNeeded(t *testing.T) {
 	var refuse atomic.Bool
 	var refused atomic.Int64
-	f := startServer(t, fixture.Options{Authorize: func(w http.ResponseWriter, r *http.Request) bool {
+	f := testkit.StartFixture(t, fixture.Options{Authorize: func(w http.ResponseWriter, r *http.Request) bool {
 		if refuse.Load() {
 			refused.Add(1)
 			w.Header().Set("WWW-Authenticate", `Bearer error="invalid_token"`)
@@ -298,10 +299,10 @@ func TestReconnectStopsWhenSignInNeeded(t *testing.T) {
 	}})
 	e := newEnv(t, srvCfg("fx", f.URL(), true))
 	e.start()
-	waitFor(t, "ready", func() bool { return e.state("fx") == StateReady })
+	testkit.WaitFor(t, "ready", func() bool { return e.state("fx") == StateReady })
 	refuse.Store(true)
 	f.ExpireSessions()
-	waitFor(t, "an auth error", func() bool {
+	testkit.WaitFor(t, "an auth error", func() bool {
 		st, _ := e.m.ServerStatusOf("fx")
 		return st.State == StateError && st.Reason != nil && st.Reason.Class == ClassAuth
 	})

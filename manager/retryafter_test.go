@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/remotemcp/remotemcp/internal/testkit"
 	"github.com/remotemcp/remotemcp/internal/testserver/fixture"
 )
 
@@ -78,7 +79,7 @@ func FuzzParseRetryAfter(f *testing.F) {
 func TestBackoffHonoursRetryAfter(t *testing.T) {
 	var after atomic.Value
 	after.Store("")
-	f := startServer(t, fixture.Options{Authorize: func(w http.ResponseWriter, r *http.Request) bool {
+	f := testkit.StartFixture(t, fixture.Options{Authorize: func(w http.ResponseWriter, r *http.Request) bool {
 		if v := after.Load().(string); v != "" {
 			w.Header().Set("Retry-After", v)
 		}

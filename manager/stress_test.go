@@ -14,6 +14,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/remotemcp/remotemcp/config"
+	"github.com/remotemcp/remotemcp/internal/testkit"
 	"github.com/remotemcp/remotemcp/internal/testserver/fixture"
 	"github.com/remotemcp/remotemcp/session"
 	"github.com/remotemcp/remotemcp/store"
@@ -61,7 +62,7 @@ func TestStressLifecycleInvariants(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	m := New(Options{Store: st, Logger: testLogger(t), BackoffBase: 5 * time.Millisecond, BackoffMax: 50 * time.Millisecond})
+	m := New(Options{Store: st, Logger: testkit.Logger(t), BackoffBase: 5 * time.Millisecond, BackoffMax: 50 * time.Millisecond})
 	defer func() {
 		m.Close()
 		st.Close()
@@ -204,13 +205,7 @@ func checkInvariants(t *testing.T, m *Manager, st *store.SQLite, servers []*fixt
 		}
 		// The server side must see exactly the manager's sessions: every
 		// failed, superseded or disconnected candidate was closed.
-		deadline := time.Now().Add(2 * time.Minute) // only a hang: the sessions must close
-		for servers[i].Sessions() != want {
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: server has %d live sessions, manager owns %d", id, servers[i].Sessions(), want)
-			}
-			time.Sleep(2 * time.Millisecond)
-		}
+		testkit.WaitFor(t, fmt.Sprintf("%s's server to have the manager's %d live sessions", id, want), func() bool { return servers[i].Sessions() == want })
 		cur, _ := m.CurrentConnection(id)
 		seenMu.Lock()
 		var stale []string

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/remotemcp/remotemcp/internal/testkit"
 	"github.com/remotemcp/remotemcp/internal/testserver/authserver"
 )
 
@@ -112,6 +113,17 @@ func (g *gate) forgetAttempts() {
 	}
 }
 
+// flightWaiters is the number of callers waiting for a's shared runs.
+func flightWaiters(a *Authenticator) int {
+	a.flights.mu.Lock()
+	defer a.flights.mu.Unlock()
+	n := 0
+	for _, f := range a.flights.m {
+		n += f.waiters
+	}
+	return n
+}
+
 // waitLockOrDone waits until another lock attempt is made or done ends.
 func waitLockOrDone(t *testing.T, g *gate, done <-chan error) (ended bool, err error) {
 	t.Helper()
@@ -148,7 +160,7 @@ func TestRefreshSurvivesCallerGivingUp_R3_11(t *testing.T) {
 	close(g.release)
 	// The refresh goes on without the caller and saves what it got.
 	b := *e.server().Auth.Binding
-	waitUntil(t, "the refreshed access token", func() bool {
+	testkit.WaitFor(t, "the refreshed access token", func() bool {
 		r := e.a.loadAccess(e.srv.ID, b)
 		return r.valid(time.Now()) && r.AccessToken != old
 	})
@@ -205,7 +217,7 @@ func TestFirstCallerGivingUpDoesNotFailOthers_R3_12(t *testing.T) {
 	}
 	second := make(chan error, 1)
 	go func() { second <- h.Authorize(e.ctx(), req2, resp2) }()
-	time.Sleep(100 * time.Millisecond) // the second caller joins the refresh
+	testkit.WaitFor(t, "the second caller to join the refresh", func() bool { return flightWaiters(e.a) == 2 })
 	cancel1()
 	err = <-first
 	var oe *Error
@@ -408,10 +420,10 @@ func TestFlightGroup_R3_12(t *testing.T) {
 		}
 		r1 <- err
 	}()
-	waitUntil(t, "the run", func() bool { return runs.Load() == 1 })
+	testkit.WaitFor(t, "the run", func() bool { return runs.Load() == 1 })
 	r2 := make(chan any, 1)
 	go func() { v, _, err := g.do(base, "k", fn); r2 <- []any{v, err} }()
-	waitUntil(t, "the second caller", func() bool { g.mu.Lock(); defer g.mu.Unlock(); return g.m["k"].waiters == 2 })
+	testkit.WaitFor(t, "the second caller", func() bool { g.mu.Lock(); defer g.mu.Unlock(); return g.m["k"].waiters == 2 })
 	cancel1()
 	if err := <-r1; !errors.Is(err, context.Canceled) || strings.Contains(err.Error(), "gave up at") {
 		t.Fatalf("caller that gave up: %v", err)
@@ -441,26 +453,14 @@ func TestFlightGroup_R3_12(t *testing.T) {
 		})
 		r3 <- err
 	}()
-	waitUntil(t, "the run", func() bool { return runs.Load() == 2 })
+	testkit.WaitFor(t, "the run", func() bool { return runs.Load() == 2 })
 	cancel3()
 	if err := <-r3; !errors.Is(err, context.Canceled) {
 		t.Fatalf("caller that gave up: %v", err)
 	}
-	waitUntil(t, "the abandoned run to end", ended.Load)
+	testkit.WaitFor(t, "the abandoned run to end", ended.Load)
 	v, _, err := g.do(base, "k2", func(context.Context) (any, error) { return "fresh", nil })
 	if v != "fresh" || err != nil {
 		t.Fatalf("after an abandoned run: %v, %v", v, err)
-	}
-}
-
-// waitUntil polls cond for up to 2 min (only a hang: cond must come true).
-func waitUntil(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(2 * time.Minute)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/remotemcp/remotemcp/config"
+	"github.com/remotemcp/remotemcp/internal/testkit"
 	"github.com/remotemcp/remotemcp/internal/testserver/fixture"
 )
 
@@ -22,7 +23,7 @@ import (
 // the server sent it, a json.RawMessage with the properties in the
 // server's order ("name" before "age"), not go-sdk's alphabetical map.
 func TestElicitGetsRawSchemaInServerOrder(t *testing.T) {
-	f := startFixture(t, fixture.Options{})
+	f := testkit.StartFixture(t, fixture.Options{})
 	got := make(chan any, 1)
 	s := connect(t, f, Options{Elicit: func(_ context.Context, _ string, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
 		got <- req.Params.RequestedSchema

@@ -20,6 +20,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/remotemcp/remotemcp/config"
+	"github.com/remotemcp/remotemcp/internal/testkit"
 	"github.com/remotemcp/remotemcp/internal/testserver/fixture"
 )
 
@@ -36,7 +37,7 @@ type hostile struct {
 func startHostile(t *testing.T, answer func(w http.ResponseWriter, method, tool string, id json.RawMessage) bool) *hostile {
 	t.Helper()
 	h := &hostile{answer: answer}
-	f := startFixture(t, fixture.Options{NoRecord: true, Authorize: func(w http.ResponseWriter, r *http.Request) bool {
+	f := testkit.StartFixture(t, fixture.Options{NoRecord: true, Authorize: func(w http.ResponseWriter, r *http.Request) bool {
 		if r.Method == http.MethodGet {
 			return !h.answer(w, "GET", "", nil)
 		}
@@ -150,9 +151,7 @@ func keepAnswering(t *testing.T, s *Session) (stop func() int) {
 	return func() int {
 		// An answer that fails at once leaves no "meanwhile": give the
 		// other server the time of one call before stopping.
-		for deadline := time.Now().Add(2 * time.Minute); n.Load() == 0 && time.Now().Before(deadline); {
-			time.Sleep(time.Millisecond)
-		}
+		testkit.WaitFor(t, "a call to the well-behaved server", func() bool { return n.Load() > 0 })
 		cancel()
 		wg.Wait()
 		return int(n.Load())
@@ -223,7 +222,7 @@ func TestHostileOversizedAnswers(t *testing.T) {
 				tc.write(w, id)
 				return true
 			})
-			good := connect(t, startFixture(t, fixture.Options{NoRecord: true}), Options{})
+			good := connect(t, testkit.StartFixture(t, fixture.Options{NoRecord: true}), Options{})
 			s := connectTo(t, h.URL(), config.Limits{})
 
 			stopHeap := heapPeak(t)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/remotemcp/remotemcp/config"
 	"github.com/remotemcp/remotemcp/hostperm"
+	"github.com/remotemcp/remotemcp/internal/testkit"
 	"github.com/remotemcp/remotemcp/internal/testserver/fixture"
 )
 
@@ -25,7 +26,7 @@ import (
 // request context cancelled before that made net/http drop the
 // connection, so calls dialled new ones (issue #12).
 func TestCallsReuseConnections(t *testing.T) {
-	f := startFixture(t, fixture.Options{})
+	f := testkit.StartFixture(t, fixture.Options{})
 	var dials atomic.Int64
 	d := &net.Dialer{}
 	tr := &http.Transport{
@@ -55,7 +56,7 @@ func TestCallsReuseConnections(t *testing.T) {
 // A call whose caller's context ends while it runs is cancelled (the
 // call's own context follows the caller's) with the caller's error.
 func TestCallFollowsCallerContext(t *testing.T) {
-	f := startFixture(t, fixture.Options{})
+	f := testkit.StartFixture(t, fixture.Options{})
 	s := connect(t, f, Options{})
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()

@@ -14,6 +14,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/remotemcp/remotemcp/config"
+	"github.com/remotemcp/remotemcp/internal/testkit"
 	"github.com/remotemcp/remotemcp/internal/testserver/fixture"
 )
 
@@ -78,7 +79,7 @@ func TestProtocolRevisions(t *testing.T) {
 	}
 
 	// go-sdk serves 2026-07-28 (server/discover) only when stateless.
-	f := startFixture(t, fixture.Options{Stateless: true})
+	f := testkit.StartFixture(t, fixture.Options{Stateless: true})
 	draft := config.Server{ID: "draft", URL: f.URL(), Auth: config.Auth{Kind: config.AuthNone}, Enabled: true, ProtocolVersion: "2026-07-28"}
 	ds, err := Connect(ctx, Options{Server: draft})
 	if err != nil {
@@ -97,7 +98,7 @@ func TestProtocolRevisions(t *testing.T) {
 // SPEC §9 A2: a server's custom headers reach its MCP endpoint on every
 // request.
 func TestCustomHeadersSent(t *testing.T) {
-	f := startFixture(t, fixture.Options{})
+	f := testkit.StartFixture(t, fixture.Options{})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	s, err := Connect(ctx, Options{Server: config.Server{ID: "h", URL: f.URL(), Auth: config.Auth{Kind: config.AuthNone},

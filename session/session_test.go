@@ -15,18 +15,9 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/remotemcp/remotemcp/config"
+	"github.com/remotemcp/remotemcp/internal/testkit"
 	"github.com/remotemcp/remotemcp/internal/testserver/fixture"
 )
-
-func startFixture(t *testing.T, o fixture.Options) *fixture.Server {
-	t.Helper()
-	f, err := fixture.Start(o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { f.Close() })
-	return f
-}
 
 func connect(t *testing.T, f *fixture.Server, o Options) *Session {
 	t.Helper()
@@ -47,7 +38,7 @@ func connect(t *testing.T, f *fixture.Server, o Options) *Session {
 // R4.1: the input schema reaches us byte for byte, although go-sdk decodes
 // it into a map.
 func TestRawInputSchemaBytesPreserved(t *testing.T) {
-	f := startFixture(t, fixture.Options{})
+	f := testkit.StartFixture(t, fixture.Options{})
 	s := connect(t, f, Options{})
 	for _, tool := range s.Catalog().Tools {
 		if tool.Name == "schema" {
@@ -65,7 +56,7 @@ func TestRawInputSchemaBytesPreserved(t *testing.T) {
 func TestR4_4_OnlyNewestGenerationCommits(t *testing.T) {
 	// Stateless: no standalone stream, so no list_changed refresh races
 	// the generations this test sets by hand.
-	f := startFixture(t, fixture.Options{Stateless: true})
+	f := testkit.StartFixture(t, fixture.Options{Stateless: true})
 	s := connect(t, f, Options{})
 	ctx := context.Background()
 	before := len(s.Catalog().Tools)
@@ -104,13 +95,10 @@ func TestR4_4_OnlyNewestGenerationCommits(t *testing.T) {
 // list_changed from the server triggers a background refresh that commits
 // and reports through OnCatalog with the session's connection id.
 func TestListChangedNotifiesOwner(t *testing.T) {
-	f := startFixture(t, fixture.Options{})
+	f := testkit.StartFixture(t, fixture.Options{})
 	got := make(chan string, 10)
 	s := connect(t, f, Options{ConnectionID: "c-test", OnCatalog: func(id string, c *Catalog) { got <- id }})
-	deadline := time.Now().Add(2 * time.Minute)
-	for f.StandaloneStreams() == 0 && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-	}
+	testkit.WaitFor(t, "the standalone stream", func() bool { return f.StandaloneStreams() > 0 })
 	f.AddPrompt("extra")
 	select {
 	case id := <-got:
@@ -131,7 +119,7 @@ func TestListChangedNotifiesOwner(t *testing.T) {
 
 // HTTP statuses become typed errors (go-sdk gives strings only).
 func TestHTTPStatusTyped(t *testing.T) {
-	f := startFixture(t, fixture.Options{})
+	f := testkit.StartFixture(t, fixture.Options{})
 	s := connect(t, f, Options{})
 	f.FailNextHTTP(503, 1)
 	_, err := s.CallTool(context.Background(), "echo", json.RawMessage(`{"text":"x"}`), CallOptions{})
@@ -149,7 +137,7 @@ func TestHTTPStatusTyped(t *testing.T) {
 }
 
 func TestBearerHeaderAndRefusal(t *testing.T) {
-	f := startFixture(t, fixture.Options{Authorize: func(w http.ResponseWriter, r *http.Request) bool {
+	f := testkit.StartFixture(t, fixture.Options{Authorize: func(w http.ResponseWriter, r *http.Request) bool {
 		if r.Header.Get("Authorization") != "Bearer good" {
 			w.Header().Set("WWW-Authenticate", `Bearer error="invalid_token"`)
 			w.WriteHeader(401)
@@ -175,7 +163,7 @@ func TestBearerHeaderAndRefusal(t *testing.T) {
 // session keeps no cancel records of its own (the manager's Op is the
 // call's one record, issue #21 item 2), so the id works again at once.
 func TestCancelledBeforeSend(t *testing.T) {
-	f := startFixture(t, fixture.Options{})
+	f := testkit.StartFixture(t, fixture.Options{})
 	s := connect(t, f, Options{})
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
@@ -191,17 +179,9 @@ func TestCancelledBeforeSend(t *testing.T) {
 }
 
 func TestProgressRoutedByOperation(t *testing.T) {
-	f := startFixture(t, fixture.Options{})
+	f := testkit.StartFixture(t, fixture.Options{})
 	s := connect(t, f, Options{})
-	var n int
-	done := make(chan struct{})
-	var updates = make(chan Progress, 100)
-	go func() {
-		defer close(done)
-		for range updates {
-			n++
-		}
-	}()
+	updates := make(chan Progress, 100)
 	_, err := s.CallTool(context.Background(), "slow", json.RawMessage(`{"ms":450}`), CallOptions{OperationID: "op-p", Progress: func(p Progress) {
 		select {
 		case updates <- p:
@@ -211,12 +191,9 @@ func TestProgressRoutedByOperation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(100 * time.Millisecond) // go-sdk delivers notifications asynchronously
-	close(updates)
-	<-done
-	if n == 0 {
-		t.Fatal("no progress delivered to the call")
-	}
+	// go-sdk delivers notifications asynchronously: one may arrive after
+	// the result.
+	testkit.Recv(t, "progress delivered to the call", updates)
 }
 
 func TestValidationRejects(t *testing.T) {

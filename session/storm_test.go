@@ -2,7 +2,6 @@ package session
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -11,6 +10,7 @@ import (
 	"time"
 
 	"github.com/remotemcp/remotemcp/config"
+	"github.com/remotemcp/remotemcp/internal/testkit"
 )
 
 // stormServer answers the standalone stream with n tools/list_changed
@@ -98,13 +98,7 @@ func TestListChangedStormCoalesces(t *testing.T) {
 	case <-time.After(2 * time.Minute):
 		t.Fatalf("the storm was not delivered: %d sent", st.sent.Load())
 	}
-	deadline := time.Now().Add(2 * time.Minute)
-	for st.toolName(s) != "v1000" && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
-	if got := st.toolName(s); got != "v1000" {
-		t.Fatalf("catalog ended on %s; want the final v1000", got)
-	}
+	testkit.WaitFor(t, "the catalog to end on the final v1000", func() bool { return st.toolName(s) == "v1000" })
 	time.Sleep(2 * MinRefreshInterval) // no listing may still be owed
 	n := st.listings.Load() - before
 	t.Logf("1,000 notifications in %s: %d listings", st.burst.Round(time.Millisecond), n)
@@ -133,15 +127,8 @@ func TestListChangedStormSlowServerBoundsConnections(t *testing.T) {
 		maxConns = max(maxConns, st.OpenConnections())
 		time.Sleep(5 * time.Millisecond)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	for st.toolName(s) != "v1000" && ctx.Err() == nil {
-		time.Sleep(20 * time.Millisecond)
-	}
+	testkit.WaitFor(t, "the catalog to end on v1000", func() bool { return st.toolName(s) == "v1000" })
 	t.Logf("slow server: %d listings, at most %d in flight, at most %d open connections", st.listings.Load(), st.maxInFlight.Load(), maxConns)
-	if got := st.toolName(s); got != "v1000" {
-		t.Fatalf("catalog ended on %s; want v1000", got)
-	}
 	if st.maxInFlight.Load() > 1 {
 		t.Errorf("%d listings in flight at once; want 1", st.maxInFlight.Load())
 	}

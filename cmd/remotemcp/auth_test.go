@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/remotemcp/remotemcp/internal/testkit"
 	"github.com/remotemcp/remotemcp/internal/testserver/authserver"
 	"github.com/remotemcp/remotemcp/internal/testserver/fixture"
 )
@@ -58,7 +59,7 @@ func TestAuthLoginNoBrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { as.Close() })
-	srv := startFixture(t, fixture.Options{Authorize: as.Authorize, Extra: as.PRMRoutes()})
+	srv := testkit.StartFixture(t, fixture.Options{Authorize: as.Authorize, Extra: as.PRMRoutes()})
 	c := newCLI(t)
 	c.ok("servers", "add", "docs", srv.URL(), "--oauth")
 	c.fail(exitFail, "auth login docs", "connect", "docs")
@@ -85,20 +86,7 @@ func TestAuthLoginNoBrowser(t *testing.T) {
 		done <- run(t.Context(), []string{"--data-dir", c.dir, "--verbose", "auth", "login", "docs", "--no-browser", "--port", strconv.Itoa(port)},
 			Streams{In: strings.NewReader(""), Out: &out, Err: &errb}, env)
 	}()
-	var authURL string
-	deadline := time.Now().Add(20 * time.Second)
-	for authURL == "" {
-		if time.Now().After(deadline) {
-			t.Fatalf("no authorization URL printed\nstdout: %s\nstderr: %s", out.String(), errb.String())
-		}
-		sc := bufio.NewScanner(strings.NewReader(out.String()))
-		for sc.Scan() {
-			if strings.HasPrefix(sc.Text(), "http") {
-				authURL = sc.Text()
-			}
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	authURL := authURLOf(t, &out, &errb)
 	if !strings.Contains(authURL, "code_challenge_method=S256") || !strings.Contains(authURL, "resource=") {
 		t.Fatalf("authorization URL lacks PKCE or resource: %s", authURL)
 	}
@@ -179,19 +167,23 @@ func TestAuthLoginNoBrowser(t *testing.T) {
 // prints alone on its line.
 func authURLOf(t *testing.T, out *syncBuffer, errb *syncBuffer) string {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	defer func() {
+		if t.Failed() {
+			t.Logf("stdout: %s\nstderr: %s", out.String(), errb.String())
+		}
+	}()
+	var authURL string
+	testkit.WaitFor(t, "the authorization URL", func() bool {
 		sc := bufio.NewScanner(strings.NewReader(out.String()))
 		for sc.Scan() {
 			if strings.HasPrefix(sc.Text(), "http") {
-				return sc.Text()
+				authURL = sc.Text()
+				return true
 			}
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no authorization URL printed\nstdout: %s\nstderr: %s", out.String(), errb.String())
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return false
+	})
+	return authURL
 }
 
 // loginRun is one "auth login" running in the background.
@@ -276,7 +268,7 @@ func TestAuthLoginAfterServerForgotClient(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(as.Close)
-	srv := startFixture(t, fixture.Options{Authorize: as.Authorize, Extra: as.PRMRoutes()})
+	srv := testkit.StartFixture(t, fixture.Options{Authorize: as.Authorize, Extra: as.PRMRoutes()})
 	c := newCLI(t)
 	c.ok("servers", "add", "docs", srv.URL(), "--oauth")
 	c.ok("grants", "approve", strings.TrimSuffix(as.URL(), "/"))

@@ -13,12 +13,13 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/remotemcp/remotemcp/internal/testkit"
 	"github.com/remotemcp/remotemcp/internal/testserver/fixture"
 )
 
 // The exact bytes of the fixture's schema tool reach `tools --json`.
 func TestToolsJSONSchemaBytes(t *testing.T) {
-	srv := startFixture(t, fixture.Options{})
+	srv := testkit.StartFixture(t, fixture.Options{})
 	c := newCLI(t)
 	c.ok("servers", "add", "fx", srv.URL())
 	r := c.ok("tools", "--json")
@@ -46,7 +47,7 @@ func TestToolsJSONSchemaBytes(t *testing.T) {
 // Every call is approved; without a terminal only --yes approves, and a
 // refused call says nothing was sent.
 func TestCallNeedsApproval(t *testing.T) {
-	srv := startFixture(t, fixture.Options{})
+	srv := testkit.StartFixture(t, fixture.Options{})
 	c := newCLI(t)
 	c.ok("servers", "add", "fx", srv.URL())
 	args := []string{"call", "mcp__fx__echo", `{"text":"x"}`}
@@ -153,7 +154,7 @@ func TestReadOnlyHintStillNeedsApproval(t *testing.T) {
 // --timeout bounds the call; a call without an answer exits 4; progress
 // goes to stderr as "progress N/TOTAL: message".
 func TestCallTimeout(t *testing.T) {
-	srv := startFixture(t, fixture.Options{})
+	srv := testkit.StartFixture(t, fixture.Options{})
 	c := newCLI(t)
 	c.ok("servers", "add", "fx", srv.URL())
 
@@ -167,7 +168,7 @@ func TestCallTimeout(t *testing.T) {
 	if !strings.Contains(r.err, "timed out after 300ms") || !strings.Contains(r.err, "what to do: if the tool needs longer, give --timeout") || r.out != "" {
 		t.Fatalf("timeout: %s", r)
 	}
-	waitFor(t, "the server to be told to stop", func() bool { return srv.Cancelled("slow") == 1 })
+	testkit.WaitFor(t, "the server to be told to stop", func() bool { return srv.Cancelled("slow") == 1 })
 
 	r = c.ok("call", "mcp__fx__slow", `{"ms": 400}`, "--yes", "--timeout", "2m")
 	if r.out != "slept 400ms\n" || !strings.Contains(r.err, "\nprogress ") || !strings.Contains(r.err, "/400: slept ") {
@@ -181,7 +182,7 @@ func TestCallTimeout(t *testing.T) {
 
 // A 5 MB result is cut to the budget, with the marker.
 func TestCallBigResultIsCut(t *testing.T) {
-	srv := startFixture(t, fixture.Options{})
+	srv := testkit.StartFixture(t, fixture.Options{})
 	c := newCLI(t)
 	c.ok("servers", "add", "fx", srv.URL())
 	r := c.ok("call", "mcp__fx__big", `{"bytes": 5000000}`, "--yes")

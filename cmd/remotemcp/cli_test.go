@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/remotemcp/remotemcp/internal/testkit"
 	"github.com/remotemcp/remotemcp/internal/testserver/fixture"
 )
 
@@ -37,7 +38,7 @@ func TestExitCodeUsage(t *testing.T) {
 // `status ID` exits 3 when the server asked about is in error; without
 // ids, or for a ready server, it exits 0.
 func TestExitCodeStatusNotReady(t *testing.T) {
-	srv := startFixture(t, fixture.Options{})
+	srv := testkit.StartFixture(t, fixture.Options{})
 	c := newCLI(t)
 	c.ok("servers", "add", "fx", srv.URL())
 	c.ok("servers", "add", "down", deadURL(t))
@@ -92,7 +93,7 @@ func TestHelpHasNoRuleIDs(t *testing.T) {
 // On a terminal, an answer that is not a keyword at "accept, decline or
 // cancel?" is explained and asked again.
 func TestQuestionPromptExplainsNonKeyword(t *testing.T) {
-	srv := startFixture(t, fixture.Options{})
+	srv := testkit.StartFixture(t, fixture.Options{})
 	c := newCLI(t)
 	c.ok("servers", "add", "fx", srv.URL())
 	r := c.runWith(runOpts{stdin: "Ada\naccept\nAda\n\n", terminal: true}, "call", "mcp__fx__ask", "--yes")
@@ -142,7 +143,7 @@ func checkKeys(t *testing.T, what string, v any) {
 // Every --json output: camelCase keys, "serverId" for the server, arrays
 // for listings, no zero times.
 func TestJSONShapes(t *testing.T) {
-	srv := startFixture(t, fixture.Options{})
+	srv := testkit.StartFixture(t, fixture.Options{})
 	c := newCLI(t)
 	c.ok("servers", "add", "fx", srv.URL())
 	c.ok("servers", "add", "oa", srv.URL(), "--oauth")

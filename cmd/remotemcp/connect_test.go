@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/remotemcp/remotemcp/internal/testkit"
 	"github.com/remotemcp/remotemcp/internal/testserver/fixture"
 	"github.com/remotemcp/remotemcp/localapi"
 )
@@ -25,7 +26,7 @@ func deadURL(t *testing.T) string {
 }
 
 func TestConnectToolsCall(t *testing.T) {
-	srv := startFixture(t, fixture.Options{})
+	srv := testkit.StartFixture(t, fixture.Options{})
 	c := newCLI(t)
 	c.ok("servers", "add", "fx", srv.URL(), "--lazy")
 
@@ -119,7 +120,7 @@ func TestConnectToolsCall(t *testing.T) {
 }
 
 func TestCallErrors(t *testing.T) {
-	srv := startFixture(t, fixture.Options{})
+	srv := testkit.StartFixture(t, fixture.Options{})
 	c := newCLI(t)
 	c.ok("servers", "add", "fx", srv.URL())
 	c.ok("servers", "add", "down", deadURL(t))
@@ -146,7 +147,7 @@ func TestCallErrors(t *testing.T) {
 }
 
 func TestConnectErrors(t *testing.T) {
-	srv := startFixture(t, fixture.Options{})
+	srv := testkit.StartFixture(t, fixture.Options{})
 	c := newCLI(t)
 	c.ok("servers", "add", "down", deadURL(t))
 	c.ok("servers", "add", "missing", strings.TrimSuffix(srv.URL(), "/mcp")+"/nothing-here")
@@ -178,7 +179,7 @@ func bearerAuth(token string) func(http.ResponseWriter, *http.Request) bool {
 
 func TestImportedBearerTokenIsUsed(t *testing.T) {
 	const token = "fixture-token-c0ffee-42"
-	srv := startFixture(t, fixture.Options{Authorize: bearerAuth(token)})
+	srv := testkit.StartFixture(t, fixture.Options{Authorize: bearerAuth(token)})
 	c := newCLI(t)
 	c.env["TOKEN"] = token
 	c.ok("servers", "import", writeFile(t, "claude.json", strings.Replace(claudeConfig, "%s", srv.URL(), 1)))
@@ -204,7 +205,7 @@ func TestImportedBearerTokenIsUsed(t *testing.T) {
 }
 
 func TestStatus(t *testing.T) {
-	srv := startFixture(t, fixture.Options{})
+	srv := testkit.StartFixture(t, fixture.Options{})
 	c := newCLI(t)
 	c.ok("servers", "add", "fx", srv.URL(), "--lazy")
 	c.ok("servers", "add", "down", deadURL(t))
@@ -251,7 +252,7 @@ func TestUsageMessages(t *testing.T) {
 // Without a daemon, "logs" connects and shows that connection's
 // exchanges, including where it failed; no secret is printed.
 func TestLogsInProcess(t *testing.T) {
-	srv := startFixture(t, fixture.Options{Authorize: bearerAuth("right-token")})
+	srv := testkit.StartFixture(t, fixture.Options{Authorize: bearerAuth("right-token")})
 	c := newCLI(t)
 	c.env["TOK"] = "wrong-token-value"
 	c.ok("servers", "add", "fx", srv.URL(), "--bearer-env", "TOK")

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/remotemcp/remotemcp/internal/testkit"
 	"github.com/remotemcp/remotemcp/internal/testserver/fixture"
 )
 
@@ -96,7 +97,7 @@ func TestJSONOfConnectStatusVersion(t *testing.T) {
 	if err := json.Unmarshal([]byte(c.ok("version", "--json").out), &v); err != nil || v["version"] != c.ok("version").out[len("remotemcp "):len(c.ok("version").out)-1] {
 		t.Fatalf("version --json: %v %v", v, err)
 	}
-	srv := startFixture(t, fixture.Options{})
+	srv := testkit.StartFixture(t, fixture.Options{})
 	c.ok("servers", "add", "fx", srv.URL(), "--lazy")
 	var conn map[string]any
 	if err := json.Unmarshal([]byte(c.ok("connect", "fx", "--json").out), &conn); err != nil {

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/remotemcp/remotemcp/elicit"
+	"github.com/remotemcp/remotemcp/internal/testkit"
 	"github.com/remotemcp/remotemcp/internal/testserver/fixture"
 	"github.com/remotemcp/remotemcp/localapi"
 	"github.com/remotemcp/remotemcp/store"
@@ -27,7 +28,7 @@ func (c *cli) listCards() []localapi.Card {
 func (c *cli) waitCard(st localapi.CardStatus) localapi.Card {
 	c.t.Helper()
 	var rows []localapi.Card
-	waitFor(c.t, "a "+string(st)+" card", func() bool {
+	testkit.WaitFor(c.t, "a "+string(st)+" card", func() bool {
 		rows = c.listCards()
 		return len(rows) == 1 && rows[0].Status == st
 	})
@@ -37,7 +38,7 @@ func (c *cli) waitCard(st localapi.CardStatus) localapi.Card {
 // Without a terminal, the call waits while another process answers
 // the card; the answer is checked against the form and its default applied.
 func TestElicitationAnsweredFromAnotherProcess(t *testing.T) {
-	srv := startFixture(t, fixture.Options{})
+	srv := testkit.StartFixture(t, fixture.Options{})
 	c := newCLI(t)
 	c.ok("servers", "add", "fx", srv.URL())
 
@@ -100,7 +101,7 @@ func TestElicitationAnsweredFromAnotherProcess(t *testing.T) {
 
 // On a terminal, the card is answered inline, defaults shown.
 func TestElicitationInline(t *testing.T) {
-	srv := startFixture(t, fixture.Options{})
+	srv := testkit.StartFixture(t, fixture.Options{})
 	c := newCLI(t)
 	c.ok("servers", "add", "fx", srv.URL())
 	for _, tc := range []struct{ name, stdin, out string }{
@@ -140,7 +141,7 @@ func TestElicitationInline(t *testing.T) {
 // interrupted, cannot be answered, and its call is re-sent only after a
 // confirmation, once.
 func TestInterruptedCardRetry(t *testing.T) {
-	srv := startFixture(t, fixture.Options{})
+	srv := testkit.StartFixture(t, fixture.Options{})
 	c := newCLI(t)
 	c.ok("servers", "add", "fx", srv.URL())
 

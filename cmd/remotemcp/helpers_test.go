@@ -15,7 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/remotemcp/remotemcp/internal/testserver/fixture"
 	"github.com/remotemcp/remotemcp/store"
 )
 
@@ -87,18 +86,6 @@ func wait(t *testing.T, ch <-chan result) result {
 	case <-time.After(60 * time.Second):
 		t.Fatal("the command did not finish")
 		return result{}
-	}
-}
-
-// waitFor polls cond until it holds.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(2 * time.Minute)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
 	}
 }
 
@@ -183,15 +170,4 @@ func writeFile(t *testing.T, name, content string) string {
 		t.Fatal(err)
 	}
 	return p
-}
-
-// startFixture starts the MCP test server on loopback.
-func startFixture(t *testing.T, o fixture.Options) *fixture.Server {
-	t.Helper()
-	s, err := fixture.Start(o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	return s
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/remotemcp/remotemcp/frontend"
 	"github.com/remotemcp/remotemcp/hosts"
+	"github.com/remotemcp/remotemcp/internal/testkit"
 	"github.com/remotemcp/remotemcp/internal/testserver/fixture"
 )
 
@@ -60,7 +61,7 @@ func (h headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 // it; and a host configured so reaches the tools of "mcp --http" at once:
 // no 401 to meet.
 func TestHostsConnectHTTP(t *testing.T) {
-	f := startFixture(t, fixture.Options{})
+	f := testkit.StartFixture(t, fixture.Options{})
 	c := newHostsCLI(t)
 	c.ok("servers", "add", "fx", f.URL())
 	port := freePort(t)

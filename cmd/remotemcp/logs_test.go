@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/remotemcp/remotemcp/daemon"
+	"github.com/remotemcp/remotemcp/internal/testkit"
 	"github.com/remotemcp/remotemcp/internal/testserver/authserver"
 	"github.com/remotemcp/remotemcp/internal/testserver/fixture"
 	"github.com/remotemcp/remotemcp/localapi"
@@ -60,7 +61,7 @@ func apiLog(t *testing.T, dir, id string) []byte {
 // No field is dropped, renamed or reordered on the way through the CLI.
 // The table shows the same exchanges with their connection ids.
 func TestLogsJSONIsTheAPIsLog(t *testing.T) {
-	srv := startFixture(t, fixture.Options{})
+	srv := testkit.StartFixture(t, fixture.Options{})
 	c := newCLI(t)
 	c.ok("servers", "add", "fx", srv.URL(), "--lazy")
 	startServe(t, c)
@@ -110,7 +111,7 @@ func TestLogsShowMessagesAndOAuthSteps(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(as.Close)
-	srv := startFixture(t, fixture.Options{Authorize: as.Authorize, Extra: as.PRMRoutes()})
+	srv := testkit.StartFixture(t, fixture.Options{Authorize: as.Authorize, Extra: as.PRMRoutes()})
 	c := newCLI(t)
 	c.ok("servers", "add", "docs", srv.URL(), "--oauth", "--lazy")
 	c.ok("grants", "approve", strings.TrimSuffix(as.URL(), "/"))
@@ -119,7 +120,7 @@ func TestLogsShowMessagesAndOAuthSteps(t *testing.T) {
 	// The fail tool logs at level error (above the default warning)
 	// before failing: a notifications/message on the call's stream.
 	c.run("", "call", "mcp__docs__fail", "{}", "--yes")
-	waitFor(t, "the log message in the log", func() bool {
+	testkit.WaitFor(t, "the log message in the log", func() bool {
 		return strings.Contains(string(apiLog(t, c.dir, "docs")), fixture.FailLogText)
 	})
 

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/remotemcp/remotemcp/frontend"
+	"github.com/remotemcp/remotemcp/internal/testkit"
 	"github.com/remotemcp/remotemcp/internal/testserver/fixture"
 )
 
@@ -48,7 +49,7 @@ func TestMcpHTTPSessionIdleFlag(t *testing.T) {
 // host session that sends nothing ends, and its id answers 404 (before,
 // it answered forever).
 func TestMcpHTTPSessionIdleEnds(t *testing.T) {
-	f := startFixture(t, fixture.Options{})
+	f := testkit.StartFixture(t, fixture.Options{})
 	c := newCLI(t)
 	c.ok("servers", "add", "fx", f.URL())
 	tok := createToken(t, c, "host")
@@ -75,7 +76,7 @@ func TestMcpHTTPSessionIdleEnds(t *testing.T) {
 		t.Fatalf("initialize: %d %q", code, sid)
 	}
 	// Only the end is waited for: the session must end, however slowly.
-	waitFor(t, "the idle session to end", func() bool {
+	testkit.WaitFor(t, "the idle session to end", func() bool {
 		code, _ := post(sid, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
 		if code != http.StatusNotFound {
 			time.Sleep(200 * time.Millisecond) // longer than --session-idle: a request resets it

@@ -10,6 +10,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/remotemcp/remotemcp/internal/testkit"
 	"github.com/remotemcp/remotemcp/internal/testserver/fixture"
 )
 
@@ -27,7 +28,7 @@ func TestMcpHTTPInsecureTestNoToken(t *testing.T) {
 		c.fail(exitUsage, "loopback", "mcp", "--http", addr, "--insecure-test-no-token")
 	}
 
-	f := startFixture(t, fixture.Options{})
+	f := testkit.StartFixture(t, fixture.Options{})
 	c.ok("servers", "add", "fx", f.URL())
 	port := freePort(t)
 	ctx, cancel := context.WithCancel(t.Context())
@@ -55,7 +56,7 @@ func TestMcpHTTPInsecureTestNoToken(t *testing.T) {
 		return resp.StatusCode
 	}
 	own := fmt.Sprintf("127.0.0.1:%d", port)
-	waitFor(t, "the endpoint", func() bool { return post(own, "") == http.StatusOK })
+	testkit.WaitFor(t, "the endpoint", func() bool { return post(own, "") == http.StatusOK })
 	if got := post(fmt.Sprintf("evil.example:%d", port), ""); got != http.StatusForbidden {
 		t.Fatalf("rebinding Host: status %d, want 403", got)
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/remotemcp/remotemcp/internal/testkit"
 	"github.com/remotemcp/remotemcp/internal/testserver/fixture"
 )
 
@@ -65,7 +66,7 @@ func startMcpHTTP(t *testing.T, c *cli, port int, args ...string) string {
 		}
 	})
 	url := fmt.Sprintf("http://127.0.0.1:%d/mcp", port)
-	waitFor(t, "the endpoint", func() bool {
+	testkit.WaitFor(t, "the endpoint", func() bool {
 		select {
 		case code := <-done:
 			t.Fatalf("%v exited %d: %s", args, code, errb.String())
@@ -113,7 +114,7 @@ func TestMcpHTTP(t *testing.T) {
 		{"serve --mcp-http", false, func(a string) []string { return []string{"serve", "--addr", "127.0.0.1:0", "--mcp-http", a} }, "fx__echo"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			f := startFixture(t, fixture.Options{})
+			f := testkit.StartFixture(t, fixture.Options{})
 			c := newCLI(t)
 			c.ok("servers", "add", "fx", f.URL())
 			tok := createToken(t, c, "host")
@@ -147,7 +148,7 @@ const initializeBody = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{
 // page's Host and Origin rules (403). A revoked token is refused by the
 // running endpoint at once.
 func TestMcpHTTPRefusals(t *testing.T) {
-	f := startFixture(t, fixture.Options{})
+	f := testkit.StartFixture(t, fixture.Options{})
 	c := newCLI(t)
 	c.ok("servers", "add", "fx", f.URL())
 	tok := createToken(t, c, "host")
@@ -299,14 +300,14 @@ func testMcpToken(t *testing.T, withDaemon bool) {
 // item 2, "mcp --http" relays to a daemon (starting one), so the owner is
 // "--no-daemon mcp --http".
 func TestMcpHTTPOwnerKeepsDaemonOut(t *testing.T) {
-	f := startFixture(t, fixture.Options{})
+	f := testkit.StartFixture(t, fixture.Options{})
 	c := newCLI(t)
 	c.ok("servers", "add", "fx", f.URL())
 	createToken(t, c, "host")
 	port := freePort(t)
 	ctx, stop := context.WithCancel(t.Context())
 	ended := c.start(runOpts{ctx: ctx}, "--no-daemon", "mcp", "--http", fmt.Sprintf("127.0.0.1:%d", port))
-	waitFor(t, "the endpoint", func() bool {
+	testkit.WaitFor(t, "the endpoint", func() bool {
 		resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/mcp", port))
 		if err != nil {
 			return false

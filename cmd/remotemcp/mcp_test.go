@@ -13,6 +13,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/remotemcp/remotemcp/daemon"
+	"github.com/remotemcp/remotemcp/internal/testkit"
 	"github.com/remotemcp/remotemcp/internal/testserver/fixture"
 )
 
@@ -29,7 +30,7 @@ func TestMcpStdio(t *testing.T) {
 		{"server", []string{"--no-daemon", "mcp", "--server", "fx"}, "echo"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			f := startFixture(t, fixture.Options{})
+			f := testkit.StartFixture(t, fixture.Options{})
 			c := newCLI(t)
 			c.ok("servers", "add", "fx", f.URL())
 			hostIn, cmdOut := io.Pipe()
@@ -77,7 +78,7 @@ func TestMcpUnknownServer(t *testing.T) {
 // starts, like stdio, so a stdio host started after it shares that daemon
 // instead of failing beside an owner it cannot reach.
 func TestMcpHTTPStartsDaemonThenStdioShares(t *testing.T) {
-	f := startFixture(t, fixture.Options{})
+	f := testkit.StartFixture(t, fixture.Options{})
 	c := newCLI(t)
 	c.ok("servers", "add", "fx", f.URL())
 	tok := createToken(t, c, "host")
@@ -99,7 +100,7 @@ func TestMcpHTTPStartsDaemonThenStdioShares(t *testing.T) {
 // pid, not "the port"), and beside a running daemon it is refused naming
 // the daemon.
 func TestNoDaemonMcpHTTPOwnsAndSaysSo(t *testing.T) {
-	f := startFixture(t, fixture.Options{})
+	f := testkit.StartFixture(t, fixture.Options{})
 	c := newCLI(t)
 	c.ok("servers", "add", "fx", f.URL())
 	createToken(t, c, "host")
@@ -107,7 +108,7 @@ func TestNoDaemonMcpHTTPOwnsAndSaysSo(t *testing.T) {
 	ctx, stop := context.WithCancel(t.Context())
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
 	ended := c.start(runOpts{ctx: ctx}, "--no-daemon", "mcp", "--http", addr)
-	waitFor(t, "the endpoint", func() bool {
+	testkit.WaitFor(t, "the endpoint", func() bool {
 		resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/mcp", port))
 		if err != nil {
 			return false

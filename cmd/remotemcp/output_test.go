@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/remotemcp/remotemcp/internal/testkit"
 	"github.com/remotemcp/remotemcp/internal/testserver/fixture"
 )
 
@@ -73,7 +74,7 @@ func TestParseArgs(t *testing.T) {
 // Server ids may contain "__", so mcp__SERVER__TOOL is resolved against
 // the configured ids.
 func TestCallNameResolution(t *testing.T) {
-	srv := startFixture(t, fixture.Options{})
+	srv := testkit.StartFixture(t, fixture.Options{})
 	c := newCLI(t)
 	c.ok("servers", "add", "my__fx", srv.URL())
 	if r := c.ok("call", "mcp__my__fx__echo", `{"text": "resolved"}`, "--yes"); r.out != "resolved\n" {
@@ -93,7 +94,7 @@ func TestCallNameResolution(t *testing.T) {
 
 // Several invocations at once share nothing (run with -race).
 func TestConcurrentInvocations(t *testing.T) {
-	srv := startFixture(t, fixture.Options{})
+	srv := testkit.StartFixture(t, fixture.Options{})
 	var wg sync.WaitGroup
 	for i := range 4 {
 		wg.Go(func() {
@@ -111,7 +112,7 @@ func TestConcurrentInvocations(t *testing.T) {
 }
 
 func TestInterrupt(t *testing.T) {
-	srv := startFixture(t, fixture.Options{})
+	srv := testkit.StartFixture(t, fixture.Options{})
 	// The handshake would take 120 s; an interrupt ending the connect
 	// within 60 s proves it, with room for a loaded machine.
 	srv.SetHandshakeDelay(120 * time.Second)
@@ -132,7 +133,7 @@ func TestInterrupt(t *testing.T) {
 }
 
 func TestToolsPartialFailure(t *testing.T) {
-	srv := startFixture(t, fixture.Options{})
+	srv := testkit.StartFixture(t, fixture.Options{})
 	c := newCLI(t)
 	c.ok("servers", "add", "fx", srv.URL())
 	c.ok("servers", "add", "down", deadURL(t))
@@ -143,7 +144,7 @@ func TestToolsPartialFailure(t *testing.T) {
 }
 
 func TestInterruptCall(t *testing.T) {
-	srv := startFixture(t, fixture.Options{})
+	srv := testkit.StartFixture(t, fixture.Options{})
 	c := newCLI(t)
 	c.ok("servers", "add", "fx", srv.URL())
 
@@ -161,5 +162,5 @@ func TestInterruptCall(t *testing.T) {
 		t.Fatalf("interrupted call: exit %d, stderr %s", code, errb.String())
 	}
 	// The server was told to stop (notifications/cancelled).
-	waitFor(t, "the server to see the cancel", func() bool { return srv.Cancelled("slow") == 1 })
+	testkit.WaitFor(t, "the server to see the cancel", func() bool { return srv.Cancelled("slow") == 1 })
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/remotemcp/remotemcp/daemon"
+	"github.com/remotemcp/remotemcp/internal/testkit"
 	"github.com/remotemcp/remotemcp/internal/testserver/authserver"
 	"github.com/remotemcp/remotemcp/internal/testserver/fixture"
 	"github.com/remotemcp/remotemcp/localapi"
@@ -91,7 +92,7 @@ func callEcho(t *testing.T, cs *mcp.ClientSession, tool string) {
 // takes a free port, records both in daemon.json, and says so to the
 // host's log, in status (daemonLine) and in open.
 func TestBackgroundDaemonTakesFreePortWhenPageAddrTaken(t *testing.T) {
-	f := startFixture(t, fixture.Options{})
+	f := testkit.StartFixture(t, fixture.Options{})
 	c := newCLI(t)
 	c.ok("servers", "add", "fx", f.URL())
 	taken := holdPort(t)
@@ -127,7 +128,7 @@ func TestBackgroundDaemonTakesFreePortWhenPageAddrTaken(t *testing.T) {
 // naming the cause and the flag, and writes nothing: no daemon.json, and
 // with --demo no server (item 8).
 func TestServeAddrTakenRefusesNamingTheFlag(t *testing.T) {
-	f := startFixture(t, fixture.Options{})
+	f := testkit.StartFixture(t, fixture.Options{})
 	c := newCLI(t)
 	c.ok("servers", "add", "demo", f.URL())
 	before := c.ok("servers", "list", "--json").out
@@ -159,7 +160,7 @@ func TestServeAddrCarriesTheOAuthRedirect(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(as.Close)
-	fx := startFixture(t, fixture.Options{Authorize: as.Authorize, Extra: as.PRMRoutes()})
+	fx := testkit.StartFixture(t, fixture.Options{Authorize: as.Authorize, Extra: as.PRMRoutes()})
 	c := newCLI(t)
 	c.ok("servers", "add", "docs", fx.URL(), "--oauth")
 	c.ok("grants", "approve", strings.TrimSuffix(as.URL(), "/"))

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/remotemcp/remotemcp/internal/testkit"
 	"github.com/remotemcp/remotemcp/internal/testserver/authserver"
 	"github.com/remotemcp/remotemcp/internal/testserver/fixture"
 	"github.com/remotemcp/remotemcp/localapi"
@@ -23,7 +24,7 @@ func TestReasonWordsBeforeTheChain(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(as.Close)
-	fx := startFixture(t, fixture.Options{Authorize: as.Authorize, Extra: as.PRMRoutes()})
+	fx := testkit.StartFixture(t, fixture.Options{Authorize: as.Authorize, Extra: as.PRMRoutes()})
 	c := newCLI(t)
 	down := deadURL(t)
 	c.ok("servers", "add", "down", down, "--lazy")

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/remotemcp/remotemcp/internal/testkit"
 	"github.com/remotemcp/remotemcp/internal/testserver/fixture"
 )
 
@@ -17,7 +18,7 @@ import (
 func TestServerURLSecretsRedacted(t *testing.T) {
 	const secret, jwt = "S1sEcReTq7", "J1jWtVaLq7"
 	query := "?secret=" + secret + "&jwt=" + jwt + "&page=2"
-	srv := startFixture(t, fixture.Options{})
+	srv := testkit.StartFixture(t, fixture.Options{})
 	c := newCLI(t)
 	for _, r := range []result{
 		c.ok("servers", "add", "fx", srv.URL()+query),

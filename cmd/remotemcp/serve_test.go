@@ -13,6 +13,7 @@ import (
 
 	"github.com/remotemcp/remotemcp/daemon"
 	"github.com/remotemcp/remotemcp/elicit"
+	"github.com/remotemcp/remotemcp/internal/testkit"
 	"github.com/remotemcp/remotemcp/internal/testserver/fixture"
 	"github.com/remotemcp/remotemcp/localapi"
 	"github.com/remotemcp/remotemcp/store"
@@ -22,7 +23,7 @@ import (
 // through it: the session and its state are the daemon's, and they outlive
 // each command.
 func TestServeAndCLIThroughDaemon(t *testing.T) {
-	srv := startFixture(t, fixture.Options{})
+	srv := testkit.StartFixture(t, fixture.Options{})
 	c := newCLI(t)
 	c.ok("servers", "add", "fx", srv.URL(), "--lazy")
 
@@ -43,17 +44,7 @@ func TestServeAndCLIThroughDaemon(t *testing.T) {
 			t.Error("serve did not stop")
 		}
 	})
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		if dc, err := daemon.Dial(t.Context(), c.dir); err == nil {
-			dc.CloseIdleConnections()
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("daemon did not come up\nstdout: %s\nstderr: %s", out.String(), errb.String())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitDaemon(t, c, &errb)
 	if !strings.Contains(out.String(), "/login?token=") {
 		t.Fatalf("serve printed no login URL: %s", out.String())
 	}
@@ -88,17 +79,13 @@ func TestServeAndCLIThroughDaemon(t *testing.T) {
 	asked := make(chan result, 1)
 	go func() { asked <- c.run("", "call", "mcp__fx__ask", "{}", "--yes") }()
 	var cardID string
-	deadline = time.Now().Add(20 * time.Second)
-	for cardID == "" {
-		if time.Now().After(deadline) {
-			t.Fatal("no pending card through the daemon")
-		}
+	testkit.WaitFor(t, "a pending card through the daemon", func() bool {
 		var cards []localapi.Card
 		if r := c.ok("elicitations", "list", "--json"); json.Unmarshal([]byte(r.out), &cards) == nil && len(cards) == 1 && cards[0].Status == "pending" {
 			cardID = cards[0].ID
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return cardID != ""
+	})
 	c.ok("elicitations", "answer", cardID, "accept", `{"name":"Ada"}`)
 	if r := <-asked; r.code != 0 || strings.TrimSpace(r.out) != "hello Ada (42)" {
 		t.Fatalf("call answered through the daemon: %s", r)
@@ -152,46 +139,60 @@ func startServe(t *testing.T, c *cli) (stop func()) {
 		}
 	}
 	t.Cleanup(stop)
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		if dc, err := daemon.Dial(t.Context(), c.dir); err == nil {
-			dc.CloseIdleConnections()
-			return stop
+	waitDaemon(t, c, &errb)
+	return stop
+}
+
+// waitDaemon waits until the daemon of c's data directory answers,
+// showing what serve wrote to stderr when it never does.
+func waitDaemon(t *testing.T, c *cli, errb *syncBuffer) {
+	t.Helper()
+	defer func() {
+		if t.Failed() {
+			t.Logf("serve's stderr: %s", errb.String())
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("daemon did not come up: %s", errb.String())
+	}()
+	testkit.WaitFor(t, "the daemon to come up", func() bool {
+		dc, err := daemon.Dial(t.Context(), c.dir)
+		if err != nil {
+			return false
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		dc.CloseIdleConnections()
+		return true
+	})
 }
 
 // waitCard waits for one card with the given status through the CLI.
 func waitCard(t *testing.T, c *cli, status string) string {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	defer func() {
+		if t.Failed() {
+			r := c.run("", "--no-daemon", "elicitations", "list", "--json")
+			r2 := c.run("", "elicitations", "list", "--json")
+			t.Logf("store view: %s\ndaemon view: %s", r, r2)
+		}
+	}()
+	var id string
+	testkit.WaitFor(t, "a "+status+" card", func() bool {
 		var cards []localapi.Card
 		if r := c.run("", "elicitations", "list", "--json"); r.code == 0 && json.Unmarshal([]byte(r.out), &cards) == nil {
 			for _, cd := range cards {
 				if string(cd.Status) == status {
-					return cd.ID
+					id = cd.ID
+					return true
 				}
 			}
 		}
-		if time.Now().After(deadline) {
-			r := c.run("", "--no-daemon", "elicitations", "list", "--json")
-			r2 := c.run("", "elicitations", "list", "--json")
-			t.Fatalf("no %s card; store view: %s\ndaemon view: %s", status, r, r2)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return false
+	})
+	return id
 }
 
 // With the daemon, a question left open when the daemon stops becomes
 // an interrupted card; the call is re-sent only after the person confirms,
 // once, through the daemon.
 func TestDaemonInterruptedCardRetry(t *testing.T) {
-	srv := startFixture(t, fixture.Options{})
+	srv := testkit.StartFixture(t, fixture.Options{})
 	c := newCLI(t)
 	c.ok("servers", "add", "fx", srv.URL(), "--lazy")
 	stop := startServe(t, c)
@@ -264,7 +265,7 @@ func startServeArgs(t *testing.T, c *cli, args ...string) (stop func() result) {
 		return r
 	}
 	t.Cleanup(func() { stop() })
-	waitFor(t, "the daemon", func() bool {
+	testkit.WaitFor(t, "the daemon", func() bool {
 		select {
 		case code := <-done:
 			t.Fatalf("serve exited %d: %s", code, errb.String())
@@ -286,7 +287,7 @@ func startServeArgs(t *testing.T, c *cli, args ...string) (stop func() result) {
 // what to try next; the line it prints works; when serve stops, the demo
 // server and its origin's grant are gone.
 func TestServeDemoChangesNothingItDidNotCreate(t *testing.T) {
-	f := startFixture(t, fixture.Options{})
+	f := testkit.StartFixture(t, fixture.Options{})
 	c := newCLI(t)
 	c.ok("servers", "add", "demo", f.URL())
 	servers := serverConfigs(t, c)

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/remotemcp/remotemcp/internal/testkit"
 	"github.com/remotemcp/remotemcp/internal/testserver/fixture"
 	"github.com/remotemcp/remotemcp/localapi"
 )
@@ -250,7 +251,7 @@ func TestServersSetHeaderRebind(t *testing.T) {
 // in -v logs, status, logs, show or list, plain or --json.
 func TestServersHeadersSentAndRedacted(t *testing.T) {
 	const key = "sent-SECRET-key-3f8a"
-	srv := startFixture(t, fixture.Options{Authorize: func(w http.ResponseWriter, r *http.Request) bool {
+	srv := testkit.StartFixture(t, fixture.Options{Authorize: func(w http.ResponseWriter, r *http.Request) bool {
 		if r.Header.Get("X-Api-Key") != key {
 			http.Error(w, "missing API key", http.StatusForbidden)
 			return false

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/remotemcp/remotemcp/daemon"
+	"github.com/remotemcp/remotemcp/internal/testkit"
 	"github.com/remotemcp/remotemcp/internal/testserver/fixture"
 )
 
@@ -60,7 +61,7 @@ func TestSquattedSocketDirFoundByCLIAndMcp(t *testing.T) {
 // squattedStart is TestSquattedSocketDirFoundByCLIAndMcp once squat is
 // taken.
 func squattedStart(t *testing.T, tmp, squat string) {
-	f := startFixture(t, fixture.Options{})
+	f := testkit.StartFixture(t, fixture.Options{})
 	c := newCLI(t)
 	c.dir = filepath.Join(c.dir, strings.Repeat("a-long-data-directory-", 5))
 	c.ok("servers", "add", "fx", f.URL())

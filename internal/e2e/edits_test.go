@@ -13,6 +13,7 @@ import (
 
 	"github.com/remotemcp/remotemcp"
 	"github.com/remotemcp/remotemcp/daemon"
+	"github.com/remotemcp/remotemcp/internal/testkit"
 	"github.com/remotemcp/remotemcp/internal/testserver/fixture"
 	"github.com/remotemcp/remotemcp/localapi"
 )
@@ -25,7 +26,7 @@ import (
 func TestNoLostToolEdits(t *testing.T) {
 	for _, withDaemon := range []bool{true, false} {
 		t.Run(map[bool]string{true: "with daemon", false: "without daemon"}[withDaemon], func(t *testing.T) {
-			f := startFixture(t, fixture.Options{})
+			f := testkit.StartFixture(t, fixture.Options{})
 			e := newEnv(t)
 			e.mustRun("", "servers", "add", "fx", f.URL(), "--lazy")
 			var api localapi.Engine
@@ -99,7 +100,7 @@ func TestNoLostToolEdits(t *testing.T) {
 // port receives nothing from the CLI — no token, cookie or call — and the
 // CLI says the daemon is not running and works in-process.
 func TestKilledDaemonPortIsNotTrusted(t *testing.T) {
-	f := startFixture(t, fixture.Options{})
+	f := testkit.StartFixture(t, fixture.Options{})
 	e := newEnv(t)
 	e.mustRun("", "servers", "add", "fx", f.URL())
 	e.startDaemon()

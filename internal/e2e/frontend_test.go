@@ -15,6 +15,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/remotemcp/remotemcp/daemon"
+	"github.com/remotemcp/remotemcp/internal/testkit"
 	"github.com/remotemcp/remotemcp/internal/testserver/fixture"
 )
 
@@ -113,15 +114,6 @@ func text(t *testing.T, res *mcp.CallToolResult) string {
 	return strings.Join(parts, "\n")
 }
 
-func waitFor(t *testing.T, what string, ok func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(2 * time.Minute); !ok(); time.Sleep(50 * time.Millisecond) { // only a hang
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-	}
-}
-
 // TestMcpFrontEnd drives "remotemcp mcp" as a host would, in aggregate
 // and single-server mode, through a daemon it starts itself and
 // in-process: tools, results, progress, cancellation, questions,
@@ -197,7 +189,7 @@ func TestMcpFrontEnd(t *testing.T) {
 			if res, err = h.cs.CallTool(ctx, p); err != nil || text(t, res) != "done 3 steps" {
 				t.Fatalf("slow: %v %+v", err, res)
 			}
-			waitFor(t, "3 progress notifications", func() bool {
+			testkit.WaitFor(t, "3 progress notifications", func() bool {
 				h.mu.Lock()
 				defer h.mu.Unlock()
 				return len(h.progress) == 3
@@ -209,16 +201,17 @@ func TestMcpFrontEnd(t *testing.T) {
 			// The host's cancel reaches the server.
 			cctx, cancel := context.WithCancel(ctx)
 			done := make(chan error, 1)
+			before := f.Executions("slow")
 			go func() {
 				_, err := h.cs.CallTool(cctx, &mcp.CallToolParams{Name: tc.prefix + "slow", Arguments: map[string]any{"ms": 30000}})
 				done <- err
 			}()
-			time.Sleep(700 * time.Millisecond)
+			testkit.WaitFor(t, "the call to run on the server", func() bool { return f.Executions("slow") > before })
 			cancel()
 			if err := <-done; err == nil {
 				t.Error("the cancelled call returned no error")
 			}
-			waitFor(t, "the server to see the cancel", func() bool { return f.Cancelled("slow") >= 1 })
+			testkit.WaitFor(t, "the server to see the cancel", func() bool { return f.Cancelled("slow") >= 1 })
 
 			// A server's question goes to the host, labelled with the
 			// server and quoted (issue #20 item 3), and its answer back.
@@ -240,7 +233,7 @@ func TestMcpFrontEnd(t *testing.T) {
 			case <-time.After(2 * time.Minute): // only a hang
 				t.Fatal("no tools/list_changed after the server's change")
 			}
-			waitFor(t, "the new tool", func() bool {
+			testkit.WaitFor(t, "the new tool", func() bool {
 				tl, err := h.cs.ListTools(ctx, nil)
 				return err == nil && slices.ContainsFunc(tl.Tools, func(x *mcp.Tool) bool { return x.Name == tc.prefix+"fresh" })
 			})
@@ -262,7 +255,7 @@ func TestMcpFrontEnd(t *testing.T) {
 			if err := h.cs.Subscribe(ctx, &mcp.SubscribeParams{URI: fixture.ReadmeURI}); err != nil {
 				t.Fatalf("subscribe: %v", err)
 			}
-			waitFor(t, "the server's subscription", func() bool { return f.Subscriptions() == 1 })
+			testkit.WaitFor(t, "the server's subscription", func() bool { return f.Subscriptions() == 1 })
 			f.UpdateResource(fixture.ReadmeURI)
 			select {
 			case uri := <-h.updated:
@@ -275,7 +268,7 @@ func TestMcpFrontEnd(t *testing.T) {
 			if err := h.cs.Unsubscribe(ctx, &mcp.UnsubscribeParams{URI: fixture.ReadmeURI}); err != nil {
 				t.Fatalf("unsubscribe: %v", err)
 			}
-			waitFor(t, "the server's unsubscription", func() bool { return f.Subscriptions() == 0 })
+			testkit.WaitFor(t, "the server's unsubscription", func() bool { return f.Subscriptions() == 0 })
 
 			// Prompts.
 			pr, err := h.cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: tc.prefix + "greet", Arguments: map[string]string{"name": "Bob"}})
@@ -305,11 +298,11 @@ func TestMcpFrontEndKilledGivesBackSubscriptions(t *testing.T) {
 	if err := h.cs.Subscribe(t.Context(), &mcp.SubscribeParams{URI: fixture.ReadmeURI}); err != nil {
 		t.Fatalf("subscribe: %v", err)
 	}
-	waitFor(t, "the server's subscription", func() bool { return f.Subscriptions() == 1 })
+	testkit.WaitFor(t, "the server's subscription", func() bool { return f.Subscriptions() == 1 })
 	if err := h.cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the daemon to give the killed front end's subscription back", func() bool { return f.Subscriptions() == 0 })
+	testkit.WaitFor(t, "the daemon to give the killed front end's subscription back", func() bool { return f.Subscriptions() == 0 })
 	if _, err := daemon.Dial(t.Context(), e.dir); err != nil {
 		t.Fatalf("the daemon is gone: %v", err)
 	}

@@ -23,6 +23,7 @@ import (
 	"github.com/creack/pty"
 
 	"github.com/remotemcp/remotemcp/daemon"
+	"github.com/remotemcp/remotemcp/internal/testkit"
 )
 
 // bin is the remotemcp binary built once for the package.
@@ -141,20 +142,12 @@ func (e *env) startDaemon(args ...string) {
 			e.t.Logf("daemon output:\n%s", logs.String())
 		}
 	})
-	deadline := time.Now().Add(3 * time.Minute) // only a hang: the daemon must come up
-	for {
+	testkit.WaitFor(e.t, "the daemon to come up", func() bool { // its output is logged on failure (above)
 		ctx, cancel := context.WithTimeout(e.t.Context(), 30*time.Second)
-		c, err := daemon.Dial(ctx, e.dir)
-		cancel()
-		if err == nil {
-			_ = c
-			return
-		}
-		if time.Now().After(deadline) {
-			e.t.Fatalf("the daemon did not come up: %v\n%s", err, logs.String())
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		defer cancel()
+		_, err := daemon.Dial(ctx, e.dir)
+		return err == nil
+	})
 }
 
 // killDaemon kills the daemon with SIGKILL (no clean-up of its files).
@@ -214,19 +207,23 @@ func (e *env) runTerminal(steps []exchange, args ...string) result {
 	}()
 	seen := 0
 	for _, st := range steps {
-		deadline := time.Now().Add(2 * time.Minute) // only a hang
-		for {
-			s := out.String()
-			if loc := st.When.FindStringIndex(s[seen:]); loc != nil {
-				seen += loc[1]
-				break
-			}
-			if time.Now().After(deadline) {
-				cmd.Process.Kill()
-				e.t.Fatalf("terminal never showed %q; it showed:\n%s", st.When, s)
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
+		func() {
+			shown := false
+			defer func() {
+				if !shown { // WaitFor gave up
+					cmd.Process.Kill()
+					e.t.Logf("the terminal showed:\n%s", out.String())
+				}
+			}()
+			testkit.WaitFor(e.t, fmt.Sprintf("the terminal to show %q", st.When), func() bool {
+				loc := st.When.FindStringIndex(out.String()[seen:])
+				if loc != nil {
+					seen += loc[1]
+				}
+				return loc != nil
+			})
+			shown = true
+		}()
 		if _, err := f.Write([]byte(st.Send)); err != nil {
 			e.t.Fatal(err)
 		}

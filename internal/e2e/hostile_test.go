@@ -12,6 +12,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/remotemcp/remotemcp/internal/testkit"
 	"github.com/remotemcp/remotemcp/internal/testserver/fixture"
 )
 
@@ -21,7 +22,7 @@ import (
 func floodServer(t *testing.T, n int64) *fixture.Server {
 	t.Helper()
 	chunk := bytes.Repeat([]byte("A"), 64<<10)
-	return startFixture(t, fixture.Options{NoRecord: true, Authorize: func(w http.ResponseWriter, r *http.Request) bool {
+	return testkit.StartFixture(t, fixture.Options{NoRecord: true, Authorize: func(w http.ResponseWriter, r *http.Request) bool {
 		if r.Method != http.MethodPost {
 			return true
 		}
@@ -80,7 +81,7 @@ func TestDaemonMemoryBoundedUnderFlood(t *testing.T) {
 		t.Skip("streams about a gigabyte over loopback")
 	}
 	bad := floodServer(t, 300<<20)
-	good := startFixture(t, fixture.Options{NoRecord: true})
+	good := testkit.StartFixture(t, fixture.Options{NoRecord: true})
 	e := newEnv(t)
 	e.mustRun("", "servers", "add", "bad", bad.URL())
 	e.mustRun("", "servers", "add", "good", good.URL())

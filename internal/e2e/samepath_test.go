@@ -11,21 +11,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/remotemcp/remotemcp/internal/testkit"
 	"github.com/remotemcp/remotemcp/internal/testserver/authserver"
 	"github.com/remotemcp/remotemcp/internal/testserver/fixture"
 	"github.com/remotemcp/remotemcp/localapi"
 )
-
-// startFixture starts the test MCP server for one test.
-func startFixture(t *testing.T, o fixture.Options) *fixture.Server {
-	t.Helper()
-	f, err := fixture.Start(o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { f.Close() })
-	return f
-}
 
 // initializes counts the initialize requests the server received: each is
 // a new MCP session.
@@ -161,7 +151,7 @@ func TestSamePathWithAndWithoutDaemon(t *testing.T) {
 		t.Run(sc.name, func(t *testing.T) {
 			got := map[bool]string{}
 			for _, withDaemon := range []bool{true, false} {
-				f := startFixture(t, fixture.Options{})
+				f := testkit.StartFixture(t, fixture.Options{})
 				e := newEnv(t)
 				e.mustRun("", "servers", "add", "fx", f.URL())
 				if sc.setup != nil {
@@ -183,7 +173,7 @@ func TestSamePathWithAndWithoutDaemon(t *testing.T) {
 // daemon running, tools, prompts, resources, prompt, read and call use
 // the daemon's session: the server sees no new initialize.
 func TestDaemonCommandsOpenNoNewSession(t *testing.T) {
-	f := startFixture(t, fixture.Options{})
+	f := testkit.StartFixture(t, fixture.Options{})
 	e := newEnv(t)
 	e.mustRun("", "servers", "add", "fx", f.URL())
 	e.startDaemon()
@@ -215,7 +205,7 @@ func oauthServer(t *testing.T) (*fixture.Server, *authserver.Server) {
 	}
 	t.Cleanup(as.Close)
 	as.Set(func(k *authserver.Knobs) { k.NoRefreshTokens = true })
-	f := startFixture(t, fixture.Options{Authorize: as.Authorize, Extra: as.PRMRoutes()})
+	f := testkit.StartFixture(t, fixture.Options{Authorize: as.Authorize, Extra: as.PRMRoutes()})
 	return f, as
 }
 
@@ -298,7 +288,7 @@ func TestLogoutSamePath(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(as.Close)
-		f := startFixture(t, fixture.Options{Authorize: as.Authorize, Extra: as.PRMRoutes()})
+		f := testkit.StartFixture(t, fixture.Options{Authorize: as.Authorize, Extra: as.PRMRoutes()})
 		e := newEnv(t)
 		addOAuthServer(t, e, f, as)
 		if withDaemon {

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/remotemcp/remotemcp/internal/testkit"
 	"github.com/remotemcp/remotemcp/internal/testserver/fixture"
 )
 
@@ -158,7 +159,7 @@ func TestTSClientFrontEnd(t *testing.T) {
 				t.Cleanup(func() { stopDaemon(t, e.dir) })
 			}
 			checks := runTSClient(t, e, node, modules, script, tc.prefix, tc.args, func() { f.AddTool("fresh") }, func() {
-				waitFor(t, "the server's subscription", func() bool { return f.Subscriptions() == 1 })
+				testkit.WaitFor(t, "the server's subscription", func() bool { return f.Subscriptions() == 1 })
 				f.UpdateResource(fixture.ReadmeURI)
 			})
 			get := func(name string) tsCheck {
@@ -247,7 +248,7 @@ func TestTSClientFrontEnd(t *testing.T) {
 			if c = get("cancel"); !c.Rejected {
 				t.Errorf("the cancelled call was not rejected: %+v", c)
 			}
-			waitFor(t, "the server to see the cancel", func() bool { return f.Cancelled("slow") >= 1 })
+			testkit.WaitFor(t, "the server to see the cancel", func() bool { return f.Cancelled("slow") >= 1 })
 
 			c = get("ask")
 			if c.IsError || c.Text != "hello Ada (7)" {
@@ -281,7 +282,7 @@ func TestTSClientFrontEnd(t *testing.T) {
 			if !c.Notified || !slices.Equal(c.Names, []string{fixture.ReadmeURI}) {
 				t.Errorf("subscribed update: notified %v, URIs %v; want one update of %s", c.Notified, c.Names, fixture.ReadmeURI)
 			}
-			waitFor(t, "the server's unsubscription", func() bool { return f.Subscriptions() == 0 })
+			testkit.WaitFor(t, "the server's unsubscription", func() bool { return f.Subscriptions() == 0 })
 
 			if c = get("list-prompts"); !slices.Contains(c.Names, tc.prefix+"greet") {
 				t.Errorf("prompts %v lack %s", c.Names, tc.prefix+"greet")

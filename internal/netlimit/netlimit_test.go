@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/remotemcp/remotemcp/internal/netlimit"
+	"github.com/remotemcp/remotemcp/internal/testkit"
 )
 
 // hang bounds only a hang: nothing here depends on it being short.
@@ -30,18 +31,6 @@ func serve(t *testing.T, h http.Handler, max int, o netlimit.Options) (*netlimit
 	go func() { defer close(done); hs.Serve(l) }()
 	t.Cleanup(func() { hs.Close(); <-done })
 	return l, ln.Addr().String()
-}
-
-// waitUntil polls cond until it holds, failing only after a hang.
-func waitUntil(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(hang)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("still waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
 }
 
 var ok = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -64,7 +53,7 @@ func TestLimitRefusesOverCap(t *testing.T) {
 		t.Cleanup(func() { c.Close() })
 		held = append(held, c)
 	}
-	waitUntil(t, "the held connections to be accepted", func() bool { return l.Open() == max })
+	testkit.WaitFor(t, "the held connections to be accepted", func() bool { return l.Open() == max })
 	extra, err := net.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
@@ -84,7 +73,7 @@ func TestLimitRefusesOverCap(t *testing.T) {
 		t.Errorf("refused %d, open %d; want 1, %d", l.Refused(), l.Open(), max)
 	}
 	held[0].Close()
-	waitUntil(t, "the closed connection's slot", func() bool { return l.Open() == max-1 })
+	testkit.WaitFor(t, "the closed connection's slot", func() bool { return l.Open() == max-1 })
 	resp, err := http.Get("http://" + addr + "/")
 	if err != nil {
 		t.Fatal(err)
@@ -110,7 +99,7 @@ func TestIdleKeepAliveClosed(t *testing.T) {
 		t.Fatalf("keep-alive response: %v %+v", err, resp)
 	}
 	resp.Body.Close()
-	waitUntil(t, "the server to close the idle connection", func() bool { return l.Open() == 0 })
+	testkit.WaitFor(t, "the server to close the idle connection", func() bool { return l.Open() == 0 })
 	c.SetReadDeadline(time.Now().Add(hang))
 	if n, err := c.Read(make([]byte, 1)); err == nil {
 		t.Fatalf("read %d bytes from a connection the server closed", n)
@@ -127,7 +116,7 @@ func TestSlowHeaderClosed(t *testing.T) {
 	}
 	defer c.Close()
 	io.WriteString(c, "GET / HTTP/1.1\r\nHost:") // and nothing more
-	waitUntil(t, "the server to close the slow connection", func() bool { return l.Open() == 0 })
+	testkit.WaitFor(t, "the server to close the slow connection", func() bool { return l.Open() == 0 })
 }
 
 // Issue #20 item 2: a body that does not arrive in BodyReadTimeout fails
@@ -170,7 +159,7 @@ func TestBodyDeadline(t *testing.T) {
 		case <-time.After(hang):
 			t.Fatal("the slow body is still being read")
 		}
-		waitUntil(t, "the server to close the slow connection", func() bool { return l.Open() == 0 })
+		testkit.WaitFor(t, "the server to close the slow connection", func() bool { return l.Open() == 0 })
 	})
 	t.Run("long response", func(t *testing.T) {
 		resp, err := http.Post("http://"+addr+"/", "text/plain", strings.NewReader("0123456789"))
