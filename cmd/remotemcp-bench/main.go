@@ -33,6 +33,13 @@ func main() {
 	os.Exit(run())
 }
 
+// run parses the flags, starts the benchmark server and runs the
+// benchmark (or one -profile), returning the exit code.
+//
+// Long: a flat main: 22 flag definitions, their copy into bench.Config and
+// their checks, then the start-up steps (server, temp dir, profiles) whose
+// defers must all run before the exit code returns, which os.Exit in main
+// would skip.
 func run() int {
 	def := bench.DefaultConfig()
 	calls := flag.Int("calls", def.Calls, "calls per side per round, at each concurrency")

@@ -19,6 +19,11 @@ import (
 	"github.com/remotemcp/remotemcp/localapi"
 )
 
+// newMcpCmd is "mcp": the front end for MCP hosts.
+//
+// Long: one cobra command; most of its length is the help text. The rest is
+// its flags, their checks and the choice between --http and stdio, read top
+// to bottom.
 func newMcpCmd(a *app) *cobra.Command {
 	var (
 		serverID   string

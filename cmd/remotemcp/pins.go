@@ -184,6 +184,12 @@ func stamp(t time.Time) string {
 	return t.UTC().Format("2006-01-02 15:04 UTC")
 }
 
+// newToolsAcceptCmd is "tools accept SERVER TOOL...|--all".
+//
+// Long: one cobra command: its help, the argument checks for the three forms
+// (--hash, named tools, --all), the held changes read to fix what is
+// accepted, the refusals turned into advice, and the per-tool lines that
+// reuse what was read; the read and the printing share one map.
 func newToolsAcceptCmd(a *app) *cobra.Command {
 	var (
 		all  bool

@@ -296,6 +296,11 @@ func checkServerURL(id, url string) error {
 	return err
 }
 
+// newServersAddCmd is "servers add ID URL".
+//
+// Long: one cobra command: its help, its flags, their checks in the order
+// the help names them (id, URL, auth, headers, approval), the one request
+// built from them and the lines printed for its answer, read top to bottom.
 func newServersAddCmd(a *app) *cobra.Command {
 	var (
 		name             string
@@ -551,6 +556,13 @@ func newServersEnableCmd(a *app, on bool) *cobra.Command {
 	}
 }
 
+// newServersSetCmd is "servers set ID".
+//
+// Long: one cobra command: its help, its 27 flags, the checks between them
+// (flags that exclude each other, nothing to change), the one partial
+// UpdateServerRequest built from the flags given, and the summary of what
+// changed, which compares the server before and after the same request;
+// split up, each piece would need the whole flag set passed along.
 func newServersSetCmd(a *app) *cobra.Command {
 	var (
 		url, name          string

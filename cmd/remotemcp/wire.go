@@ -73,6 +73,14 @@ func (a *app) dial(ctx context.Context) (Engine, error) {
 	return c, err
 }
 
+// newServeCmd is "serve": the daemon.
+//
+// Long: one cobra command whose RunE is the daemon's start-up in order:
+// check the data directory and the address are free, open the engine, bind
+// the page and --mcp-http listeners, add --demo, print the login URL and
+// serve, then stop in reverse. The order is the point (a refused serve must
+// change nothing), and the defers that undo each step run from this one
+// function.
 func newServeCmd(a *app) *cobra.Command {
 	var (
 		addr     string
