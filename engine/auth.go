@@ -262,6 +262,13 @@ func (c *Engine) WaitAuthorization(ctx context.Context, id string) (*localapi.Au
 }
 
 // runFlow runs oauth.Login for one flow and records the outcome.
+//
+// Long: one sign-in from start to finish, in the order the page sees it:
+// redirect listener, oauth.Login, the flow's final record (its error worded
+// for a person), clearing the sign-out mark and backoff before done is
+// closed, releasing the listeners, then reconnecting with the new token.
+// The order between these is what the comments in it guard (issue #20
+// item 1), so it is one function.
 func (c *Engine) runFlow(ctx context.Context, f *flow, srv config.Server, lo oauth.LoginOptions) {
 	// Every request the flow makes is attributed to the server, so a
 	// refused authorization-server origin shows up beside it as pending.

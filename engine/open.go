@@ -155,6 +155,11 @@ func NewHTTPClient() *http.Client {
 // the manager (connecting the servers with connectOnStartup, unless
 // NoStartupConnect), the agent registry (which connects nothing by
 // itself) and the event watchers.
+//
+// Long: the engine's wiring in dependency order: store, host guard, HTTP
+// client, OAuth, manager, elicitation cards, agent registry, start. Each
+// part takes the ones before it, and each failure closes what was opened
+// so far; split, the partial Engine would pass between pieces.
 func Open(ctx context.Context, o Options) (*Engine, error) {
 	dir, err := store.DataDir(o.DataDir)
 	if err != nil {

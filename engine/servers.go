@@ -78,6 +78,12 @@ func (c *Engine) grantOrigin(ctx context.Context, rawURL, by string) (string, er
 // AddServer adds a server and grants its own origin in the same user
 // action (R2.2); Granted lists the origin when this add granted it (not
 // when it had a grant already). A taken id is CodeConflict.
+//
+// Long: one add as the person sees it: the request turned into a
+// config.Server, validated, then the id checked, the origin granted, the
+// server stored (the grant undone if that fails) and the manager told. The
+// undo needs the "had a grant already" of the step before, so the steps
+// stay together.
 func (c *Engine) AddServer(ctx context.Context, req localapi.AddServerRequest) (*localapi.AddServerResult, error) {
 	srv := config.Server{
 		ID: strings.TrimSpace(req.ID), Name: strings.TrimSpace(req.Name), URL: strings.TrimSpace(req.URL),
@@ -189,6 +195,12 @@ func ownFormat(data []byte) bool {
 // (the id exists with another entry, without req.Update); or skipped with
 // its reason. Like adding a server, an import grants each imported
 // server's own origin and lists the origins it granted.
+//
+// Long: one pass over the parsed entries, each sorted into exactly one of
+// the result's lists (added, unchanged, updated, conflict, skipped) by a
+// single switch on what the store holds for its id; the grants and the
+// final sync are shared by all of them, and the switch reads as the list
+// in the doc comment above.
 func (c *Engine) Import(ctx context.Context, req localapi.ImportRequest) (*localapi.ImportResult, error) {
 	data := []byte(req.Config)
 	own := ownFormat(data)
@@ -310,6 +322,13 @@ func applyImport(s *config.Server, imp config.Server, own bool) {
 // req.Revision set the edit applies to that revision only (CodeConflict
 // otherwise). A new URL gets its origin granted. Warnings name disabled
 // tools the server does not have, when its catalog is known.
+//
+// Long: every field of UpdateServerRequest in one place, twice: first the
+// checks that must refuse before anything changes (durations, limits,
+// contradictory tools, headers and ports), then the one compare-and-swap
+// closure that applies each field to the newest record and may run again;
+// keeping them side by side shows a new field needs both, in the
+// request's order.
 func (c *Engine) UpdateServer(ctx context.Context, id string, req localapi.UpdateServerRequest) (*localapi.UpdateServerResult, error) {
 	var timeout *config.Duration
 	if req.ToolTimeout != nil {
