@@ -336,6 +336,11 @@ func (r *Registry) Refresh(ctx context.Context) error {
 // sync brings the views in line with the manager and publishes a new
 // snapshot when anything changed. It never connects unless listLazy: an
 // event loop that connected would retry a failing server forever.
+//
+// Long: one pass over the manager's statuses under buildMu that updates
+// each server's view (new, moved, disabled, ready, not ready) and sets one
+// changed flag, then lists the lazy servers concurrently and publishes a
+// snapshot only if anything changed; the flag and the lock span all of it.
 func (r *Registry) sync(ctx context.Context, listLazy bool) {
 	r.buildMu.Lock()
 	defer r.buildMu.Unlock()
@@ -570,6 +575,15 @@ func (s *Snapshot) Servers() []string { return slices.Clone(s.servers) }
 // last listing failed and that have no earlier catalog).
 func (s *Snapshot) Errors() map[string]error { return maps.Clone(s.errs) }
 
+// buildSnapshot builds generation gen of the snapshot from the views:
+// names for every tool, the offered tools with their text made visible,
+// the disabled and held names, prompts and resources.
+//
+// Long: two passes that must see the same tool keys: the first collects
+// every key (held and disabled tools too, so switching one never renames
+// another) with the prompts and resources, assignNames names them all at
+// once, and the second builds the offered tools and the lookup maps from
+// those names.
 func buildSnapshot(gen uint64, views map[string]*serverView, maxDesc int) *Snapshot {
 	s := &Snapshot{gen: gen, byName: map[string]int{}, byTool: map[toolKey]int{},
 		disabled: map[string]toolKey{}, held: map[string]toolKey{}, errs: map[string]error{}, listed: map[string]bool{}}

@@ -180,6 +180,15 @@ func (r *Registry) Call(ctx context.Context, name string, args json.RawMessage, 
 // is the manager's Cancel: the call's record is there.
 func (r *Registry) Cancel(operationID string) { r.be.Cancel(operationID) }
 
+// call runs one call of t through the pipeline: begin the operation,
+// parse the arguments, approve, admit, dispatch, convert.
+//
+// Long: the one call pipeline (issue #21 item 2) as one straight line, so
+// each stage's refusal is a return with its own Outcome, the operation's
+// End and the admission's Finish are deferred once for every exit, and a
+// cancel between any two stages is checked where it can happen; split into
+// stages, each would need the op, the admission and the result builder
+// passed along.
 func (r *Registry) call(parent context.Context, t AgentTool, rawArgs json.RawMessage, o CallOptions) (*ToolResult, error) {
 	base := func(out Outcome) *ToolResult {
 		return &ToolResult{Tool: t.Name, ServerID: t.ServerID, ToolName: t.ToolName, OperationID: o.OperationID, Outcome: out, IsError: true}
