@@ -89,6 +89,11 @@ func (a *Authenticator) discoverAS(ctx context.Context, serverID, issuer string)
 //
 // Only the members remotemcp uses are type-checked, so an unrelated
 // malformed member cannot break a working server.
+//
+// Long: one check per metadata member, in the order of the list above
+// (issuer, endpoints, lists, flags, S256, response and grant types,
+// scopes), over the one parsed object; most of its length is the two field
+// tables.
 func validateASMetadata(body []byte, issuer string) (*oauthex.AuthServerMeta, error) {
 	obj, err := parseObject(body)
 	if err != nil {

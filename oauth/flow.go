@@ -183,6 +183,12 @@ func clientRejected(err error) bool {
 // registered here stays pending until the grant is stored (persist,
 // promote): a flow that does not finish leaves the client in use, and
 // its refresh token, as they were.
+//
+// Long: one authorization code flow (client, authorization URL, browser,
+// callback checks, code exchange) inside the retry loop of the
+// registration recovery above; the verifier, state and client of one
+// iteration are used from the first step to the last, and the retry is a
+// continue at the one place a rejected client is known.
 func (a *Authenticator) runFlow(ctx context.Context, p flowParams) (*grant, *client, error) {
 	id := p.srv.ID
 	for attempt := 0; ; attempt++ {

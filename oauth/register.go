@@ -150,6 +150,12 @@ func (a *Authenticator) resolveClient(ctx context.Context, srv config.Server, b 
 	return a.resolveFlowClient(ctx, srv, b, asm, register, false)
 }
 
+// resolveFlowClient is resolveClient with fresh (see there).
+//
+// Long: the client choice in its order of precedence (client ID metadata
+// document, configured client id, the registration in use, the pending
+// one, a new registration saved before use), each case a return; the
+// precedence is the function, and splitting it would scatter it.
 func (a *Authenticator) resolveFlowClient(ctx context.Context, srv config.Server, b config.Binding, asm *oauthex.AuthServerMeta, register, fresh bool) (*client, error) {
 	port := srv.Auth.RedirectPort
 	if u := a.clientMetadataURL(srv); u != "" {
