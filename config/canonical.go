@@ -118,6 +118,11 @@ func urlProblem(problem string) *FieldError { return &FieldError{Field: "url", P
 // percent-encoded hosts, and reconstructs rather than preserves the path, all
 // of which would make the canonical form ambiguous. Everything accepted here
 // is also accepted by net/url, which the HTTP client uses.
+//
+// Long: a single left-to-right read of the URL (bytes, scheme, authority,
+// IPv6 or name host, port, fragment, path, query), each step working on
+// what the one before cut off and returning its own message for the
+// person; split, each piece would take and return the remainder.
 func splitURL(raw string) (urlParts, error) {
 	var p urlParts
 	if raw == "" {

@@ -68,6 +68,11 @@ const (
 // clashes with servers already configured are the caller's to resolve. Every
 // server returned passes Validate. The error is a *ParseError for malformed
 // JSON or a document with no recognisable server list.
+//
+// Long: the two passes over the document that the list above describes:
+// find the server lists under the keys each client uses (or a bare map),
+// then convert, name and validate each entry; the ids' clash set and the
+// skipped list span both.
 func Import(data []byte, env func(string) (string, bool)) (ImportResult, error) {
 	if env == nil {
 		env = func(string) (string, bool) { return "", false }
@@ -271,6 +276,11 @@ type oauthSpec struct {
 }
 
 // convertEntry turns one entry into a server without an id, or says why not.
+//
+// Long: one entry's fields read in the order they decide its fate (nested
+// transport, type, enabled, then the transport kind's switch: refused,
+// mcp-remote command with its own env, or remote URL) before finish; the
+// env the command case wraps is the one finish uses.
 func convertEntry(name string, raw json.RawMessage, env func(string) (string, bool)) (Server, string) {
 	var f entryFields
 	if json.Unmarshal(raw, &f) != nil || f == nil {

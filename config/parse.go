@@ -138,6 +138,11 @@ func jsonFieldNames(t reflect.Type) []string {
 // decodeServer decodes one server object found at offset base of doc.
 // prefix ("servers[3].") names its position for errors when it has no
 // usable id.
+//
+// Long: the strict checks of the server object and its nested limits,
+// auth and binding members (with their positions in doc), then the decode
+// that backs them up, whose type errors are turned into the same
+// FieldError with line and column; both need the id found first.
 func decodeServer(doc []byte, base int, raw []byte, prefix string) (Server, error) {
 	members, ok := objectMembers(raw)
 	if !ok {

@@ -173,6 +173,12 @@ func (s Server) Validate() error {
 	return s.Limits.validate(fail)
 }
 
+// validate checks the auth section of server id.
+//
+// Long: the auth checks in the order a person fixes them: the kind, then
+// settings that do not belong to it (one table), then each kind's own
+// values, then the client metadata URL; every message names the field
+// through the one fail helper.
 func (a Auth) validate(id string) error {
 	fail := func(field, problem string) error {
 		return &FieldError{ServerID: id, Field: "auth." + field, Problem: problem}

@@ -508,6 +508,15 @@ func (c *Cards) AskApproval(ctx context.Context, info manager.ElicitInfo, req *m
 	return c.handle(ctx, info, req, func(card *Card) { card.Kind, card.Description = KindApproval, description })
 }
 
+// handle is Handle and AskApproval: it checks the question, makes its
+// card, stores and shows it, and waits for the answer or ctx; own, when
+// set, marks the card as remotemcp's own before it is registered.
+//
+// Long: one question's life in order: cheap refusals before any of it is
+// read, the form parsed under its limits, the card registered under c.mu
+// after checking again that its call is still in flight, saved before it
+// is shown (R6.1), then the wait. The two c.mu sections re-check the same
+// state, so they stay in one function.
 func (c *Cards) handle(ctx context.Context, info manager.ElicitInfo, req *mcp.ElicitRequest, own func(*Card)) (*mcp.ElicitResult, error) {
 	if req == nil || req.Params == nil {
 		return nil, errors.New("elicitation request without params")

@@ -290,6 +290,12 @@ type prop struct {
 	nested, typeNotAName bool
 }
 
+// parseField parses the schema of the form field name under l's limits.
+//
+// Long: one pass over the field's members collecting them into a prop,
+// then the checks that need all of them at once (type against keywords,
+// enum against type) and the Field built per type; the three steps share
+// the one prop.
 func (l Limits) parseField(name string, raw json.RawMessage) (Field, error) {
 	ms, err := members(raw, 0, "")
 	if err != nil {
@@ -1010,6 +1016,10 @@ func (f *Form) names() string {
 // coerce converts v to the field's JSON type and checks its constraints;
 // it returns a problem description instead of an error so that callers can
 // collect all of them.
+//
+// Long: one switch over the four field types, each case converting and
+// checking its own constraints; the cases share nothing but the switch,
+// and side by side they show every answer a form accepts.
 func (fd Field) coerce(v any) (any, string) {
 	switch fd.Type {
 	case TypeString:
