@@ -515,8 +515,9 @@ func (c *Cards) AskApproval(ctx context.Context, info manager.ElicitInfo, req *m
 // Long: one question's life in order: cheap refusals before any of it is
 // read, the form parsed under its limits, the card registered under c.mu
 // after checking again that its call is still in flight, saved before it
-// is shown (R6.1), then the wait. The two c.mu sections re-check the same
-// state, so they stay in one function.
+// is shown (R6.1), then the wait. The c.mu sections before and after the
+// parse check the same state (closed, the call in flight), so they stay
+// in one function.
 func (c *Cards) handle(ctx context.Context, info manager.ElicitInfo, req *mcp.ElicitRequest, own func(*Card)) (*mcp.ElicitResult, error) {
 	if req == nil || req.Params == nil {
 		return nil, errors.New("elicitation request without params")

@@ -455,6 +455,11 @@ func (c *Client) SetLogLevel(ctx context.Context, req LogLevelRequest) error {
 // them, and Call returns the result. Ending ctx ends the request, which
 // cancels the call. A stream line over 64 MiB fails the call
 // (CodeUnavailable) rather than being buffered.
+//
+// Long: one loop over the call stream with one case per event type
+// (approval, progress, question, sampling, result, error); the cases
+// share the request's context, the sampling goroutines' WaitGroup and
+// the stream, and the switch lists every event a caller can hear.
 func (c *Client) Call(ctx context.Context, req CallRequest, h CallHandler) (*ToolResult, error) {
 	q := url.Values{}
 	if h.Approve == nil {

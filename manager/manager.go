@@ -566,8 +566,8 @@ func (m *Manager) runAttempt(e *entry, a *attempt) {
 //
 // Long: one attempt holds e.op from the config read to the installed
 // session, and the drift check compares the revision read at its start
-// (R2.5, R2.9); the session options' callbacks close over e and the log
-// of this attempt, so the steps stay in one function.
+// (R2.5, R2.9); the session options' callbacks close over e and its
+// log, so the steps stay in one function.
 func (m *Manager) attemptOnce(e *entry, a *attempt) error {
 	e.op.Lock()
 	defer e.op.Unlock()

@@ -583,11 +583,11 @@ type outcome struct {
 // authorize is the core of SPEC §3: discovery, binding, refresh or the
 // interactive flow, persistence and the binding update.
 //
-// Long: SPEC §3's steps in their order, each marked with markStep
-// (discovery, binding, refresh, scopes, flow, persistence): a later step
-// reads what an earlier one found (the binding, the reason a refresh
-// failed, the persistence context that outlives the caller), and the
-// function reads as the spec's list.
+// Long: SPEC §3's steps in their order (discovery, binding, refresh,
+// scopes, the interactive flow, persistence), marked with markStep as they
+// start: a later step reads what an earlier one found (the binding, the
+// reason a refresh failed, the persistence context that outlives the
+// caller), and the function reads as the spec's list.
 func (a *Authenticator) authorize(ctx context.Context, r authzRequest) (*outcome, error) {
 	srv := r.srv
 	id := srv.ID

@@ -711,6 +711,12 @@ func listAll[T any](ctx context.Context, s *Session, method string, page func(ct
 	}
 }
 
+// fetch lists every page of one kind of the catalog and validates it.
+//
+// Long: one case per list kind (tools, prompts, resources, templates),
+// each the same paged listAll call and its validation side by side, so
+// they stay alike; tools also keep the raw schemas and drop go-sdk's
+// decoded copy.
 func (s *Session) fetch(ctx context.Context, k Kind) (lists, error) {
 	var out lists
 	var err error

@@ -298,9 +298,9 @@ func checkServerURL(id, url string) error {
 
 // newServersAddCmd is "servers add ID URL".
 //
-// Long: one cobra command: its help, its flags, their checks in the order
-// the help names them (id, URL, auth, headers, approval), the one request
-// built from them and the lines printed for its answer, read top to bottom.
+// Long: one cobra command: its help, its flags, their checks in order
+// (id, URL, auth, headers, approval), the one request built from them
+// and the lines printed for its answer, read top to bottom.
 func newServersAddCmd(a *app) *cobra.Command {
 	var (
 		name             string

@@ -223,6 +223,11 @@ func needsBefore(s string, i int) bool {
 // fieldValue finds the value of the field whose name is s[i:j], if it is
 // a secret field: ok is false when it is not a field or not secret, and
 // start == end when there is nothing (left) to hide.
+//
+// Long: a single left-to-right read from the field name to its value
+// (quoted name, separator, spaces, then the heuristics that tell a field
+// from prose), each step moving the same index k/v and deciding on what
+// the step before found (quotedName, sep, spaced, yaml).
 func fieldValue(s string, i, j int) (start, end int, ok bool) {
 	kind := classify(s[i:j])
 	if kind == plainField {
