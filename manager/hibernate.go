@@ -64,14 +64,27 @@ func (m *Manager) hibernateIdle(now time.Time) {
 // leaves the server idle with its catalog stored. The catalog leaves
 // memory: the store has it, and the registry keeps its own view.
 func (m *Manager) hibernate(e *entry, sess *session.Session) {
+	x := e.ext()
+	// The catalog leaves memory only once the store has it. The save that
+	// follows each new catalog runs in the background and may not have run
+	// yet (a refresh just before, a slow or busy store): store it here
+	// rather than keep it in memory for the whole sleep. saveMu, held until
+	// the decision, keeps a newer catalog's save from interleaving; one
+	// committed meanwhile is stored, and released, by its own save.
+	x.saveMu.Lock()
+	if m.o.Catalogs != nil {
+		m.storeCatalogLocked(e, x)
+	}
 	e.mu.Lock()
 	if e.sess != sess || !sess.CloseIfIdle() {
 		e.mu.Unlock()
+		x.saveMu.Unlock()
 		return
 	}
 	// Until the store has it, the catalog stays in memory too.
-	keep := m.o.Catalogs == nil || e.ext().savedSeq != e.catalogSeq
+	keep := m.o.Catalogs == nil || x.savedSeq != e.catalogSeq
 	e.mu.Unlock()
+	x.saveMu.Unlock()
 	m.log.Info("manager: hibernate an idle server", "server", e.id, "conn", sess.ConnectionID())
 	m.disconnect(e, StateIdle, keep, ErrHibernated)
 	m.shelve(e)
