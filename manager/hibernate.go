@@ -23,18 +23,30 @@ var ErrHibernated = errors.New("unused for its idle timeout; it reconnects on th
 // defaultIdleCheck is how often the manager looks for idle sessions.
 const defaultIdleCheck = 15 * time.Second
 
-// idleLoop closes idle sessions until the manager closes.
+// idleLoop closes idle sessions until the manager closes. The checks are
+// scheduled on the manager's clock, so a test with a manual one decides
+// when a check runs (none runs between its steps); how long a session
+// has been unused is the session's own measure, on the wall clock.
 func (m *Manager) idleLoop() {
 	defer m.wg.Done()
-	t := time.NewTicker(m.o.IdleCheck)
-	defer t.Stop()
+	// The timer's function only signals; the check runs here, in the
+	// loop the manager owns. The next check is scheduled once this one
+	// is done, so checks never overlap.
+	due := make(chan struct{}, 1)
 	for {
+		stop := m.clock.AfterFunc(m.o.IdleCheck, func() {
+			select {
+			case due <- struct{}{}:
+			default:
+			}
+		})
 		select {
 		case <-m.ctx.Done():
+			stop()
 			return
-		case now := <-t.C:
-			m.hibernateIdle(now)
+		case <-due:
 		}
+		m.hibernateIdle(time.Now())
 	}
 }
 
