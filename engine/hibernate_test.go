@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/remotemcp/remotemcp/engine"
+	"github.com/remotemcp/remotemcp/internal/clocktest"
 	"github.com/remotemcp/remotemcp/internal/testkit"
 	"github.com/remotemcp/remotemcp/internal/testserver/fixture"
 	"github.com/remotemcp/remotemcp/localapi"
@@ -131,16 +132,21 @@ func TestCachedCatalogDiscarded(t *testing.T) {
 // Issue #12: a session unused for its idleTimeout is closed (the server
 // sees the DELETE) and the server is idle with its tools listed; a call
 // wakes it and works; a catalog changed while it slept is picked up on
-// wake; idleTimeout 0 never hibernates.
+// wake; idleTimeout 0 never hibernates. The idle checks run on a manual
+// clock, only when the test runs one: none can close a session between a
+// connect and its first call (a handshake under -race outlasts a short
+// idle timeout), nor the woken session before the test looks at it.
 func TestHibernation(t *testing.T) {
 	f := testkit.StartFixture(t, fixture.Options{})
-	c := openEngine(t, "", engine.Options{NoStartupConnect: true, IdleCheck: 20 * time.Millisecond})
+	const check = time.Hour // told apart from other timers on the clock by its length
+	clock := clocktest.New(time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC))
+	c := openEngine(t, "", engine.Options{NoStartupConnect: true, IdleCheck: check, Clock: clock})
 	addServer(t, c, localapi.AddServerRequest{ID: "fx", URL: f.URL(), By: localapi.ByServersAdd})
-	idle := "300ms"
+	idle := "1ms"
 	if _, err := c.UpdateServer(testkit.Context(t), "fx", localapi.UpdateServerRequest{IdleTimeout: &idle}); err != nil {
 		t.Fatal(err)
 	}
-	if s, _ := c.Server(testkit.Context(t), "fx"); s.IdleTimeout != "300ms" {
+	if s, _ := c.Server(testkit.Context(t), "fx"); s.IdleTimeout != "1ms" {
 		t.Fatalf("idleTimeout shown as %q", s.IdleTimeout)
 	}
 	call := func() {
@@ -150,8 +156,30 @@ func TestHibernation(t *testing.T) {
 			t.Fatalf("call: %v %+v", err, res)
 		}
 	}
+	// idleCheck runs one idle check and returns when it is done: the
+	// manager schedules the next one only then.
+	idleCheck := func() {
+		t.Helper()
+		testkit.WaitFor(t, "the idle check to be scheduled", func() bool { return clock.Pending(check) == 1 })
+		clock.Advance(check)
+		testkit.WaitFor(t, "the idle check to run", func() bool { return clock.Pending(check) == 1 })
+	}
+	// hibernate runs idle checks until the server is idle: the first after
+	// 1ms of wall time unused closes its session.
+	hibernate := func() {
+		t.Helper()
+		for n := 0; stateOf(t, c, "fx") != localapi.StateIdle; n++ {
+			if n == 10_000 {
+				t.Fatalf("the server is %s after %d idle checks, want idle", stateOf(t, c, "fx"), n)
+			}
+			idleCheck()
+		}
+	}
 	call()
-	testkit.WaitFor(t, "the server to go idle", func() bool { return stateOf(t, c, "fx") == localapi.StateIdle })
+	if st := stateOf(t, c, "fx"); st != localapi.StateReady {
+		t.Fatalf("after the first call: %s, want ready (no idle check ran)", st)
+	}
+	hibernate()
 	deletes := func() int {
 		n := 0
 		for _, r := range f.Requests() {
@@ -205,9 +233,14 @@ func TestHibernation(t *testing.T) {
 		t.Fatalf("idleTimeout 0 shown as %q", s.IdleTimeout)
 	}
 	call()
-	time.Sleep(800 * time.Millisecond)
+	// Checks run until the session has been unused longer than the 1ms
+	// that closed it before, and a few more.
+	called := time.Now()
+	for n := 0; n < 3 || time.Since(called) <= time.Millisecond; n++ {
+		idleCheck()
+	}
 	if st := stateOf(t, c, "fx"); st != localapi.StateReady {
-		t.Fatalf("idleTimeout 0: the server is %s after 800ms unused, want ready", st)
+		t.Fatalf("idleTimeout 0: the server is %s after idle checks, want ready", st)
 	}
 	bad := "-1s"
 	if _, err := c.UpdateServer(testkit.Context(t), "fx", localapi.UpdateServerRequest{IdleTimeout: &bad}); code(err) != localapi.CodeBadRequest {

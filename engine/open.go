@@ -79,7 +79,8 @@ type Options struct {
 	AskHost func(ctx context.Context, refused localapi.PermissionInfo) bool
 	// BackoffBase and BackoffMax shape each server's connect backoff
 	// (default 1 s and 5 min; see manager.Options); Clock is its time
-	// (nil: the wall clock; tests pass a manual one).
+	// and the schedule of the idle checks (nil: the wall clock; tests
+	// pass a manual one).
 	BackoffBase, BackoffMax time.Duration
 	Clock                   manager.Clock
 }

@@ -93,31 +93,35 @@ func (m *Manager) saveCatalog(e *entry) {
 		x := e.ext()
 		x.saveMu.Lock()
 		defer x.saveMu.Unlock()
-		e.mu.Lock()
-		c, cfg, seq := e.catalog, e.configLocked(), e.catalogSeq
-		if e.sess != nil {
-			cfg = e.sess.Server()
-		}
-		saved := x.savedSeq == seq
-		e.mu.Unlock()
-		if c == nil || saved {
-			return
-		}
-		b, err := session.EncodeCatalog(c, CatalogKey(cfg))
-		if err != nil {
-			m.log.Warn("manager: encode the catalog for the cache", "server", e.id, "err", err)
-			return
-		}
-		// The same catalog again (a reconnect, a refresh that changed
-		// nothing) is not written again: every write wakes every process
-		// on the store.
-		sum := sha256.Sum256(catalogBody(b))
-		if sum == x.savedSum {
-			e.mu.Lock()
-			x.savedSeq = max(x.savedSeq, seq)
-			e.mu.Unlock()
-			return
-		}
+		m.storeCatalogLocked(e, x)
+	}()
+}
+
+// storeCatalogLocked stores the entry's current catalog unless the store
+// has it already. x is e.ext(), x.saveMu held. A catalog saved after its
+// server hibernated (the save was still pending then, so hibernation kept
+// it) leaves memory now that the store has it.
+func (m *Manager) storeCatalogLocked(e *entry, x *extra) {
+	e.mu.Lock()
+	c, cfg, seq := e.catalog, e.configLocked(), e.catalogSeq
+	if e.sess != nil {
+		cfg = e.sess.Server()
+	}
+	saved := x.savedSeq == seq
+	e.mu.Unlock()
+	if c == nil || saved {
+		return
+	}
+	b, err := session.EncodeCatalog(c, CatalogKey(cfg))
+	if err != nil {
+		m.log.Warn("manager: encode the catalog for the cache", "server", e.id, "err", err)
+		return
+	}
+	// The same catalog again (a reconnect, a refresh that changed
+	// nothing) is not written again: every write wakes every process on
+	// the store.
+	sum := sha256.Sum256(catalogBody(b))
+	if sum != x.savedSum {
 		// Not cancelled by Close, which waits for it: a one-shot command
 		// that listed a server leaves its catalog for the next one.
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(m.ctx), cacheTimeout)
@@ -128,10 +132,18 @@ func (m *Manager) saveCatalog(e *entry) {
 		}
 		m.noteCatalog(e.id, true)
 		x.savedSum = sum
-		e.mu.Lock()
-		x.savedSeq = max(x.savedSeq, seq)
-		e.mu.Unlock()
-	}()
+	}
+	e.mu.Lock()
+	x.savedSeq = max(x.savedSeq, seq)
+	release := e.state == StateIdle && e.sess == nil && e.attempt == nil && e.catalog == c && e.catalogSeq == seq
+	if release {
+		e.setCatalogLocked(nil)
+		x.pins.raw, x.pins.view, x.pins.held = nil, nil, nil
+	}
+	e.mu.Unlock()
+	if release {
+		x.dropPinViews()
+	}
 }
 
 // cachedCatalog is the server's catalog without connecting: the one in

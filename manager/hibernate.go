@@ -23,18 +23,30 @@ var ErrHibernated = errors.New("unused for its idle timeout; it reconnects on th
 // defaultIdleCheck is how often the manager looks for idle sessions.
 const defaultIdleCheck = 15 * time.Second
 
-// idleLoop closes idle sessions until the manager closes.
+// idleLoop closes idle sessions until the manager closes. The checks are
+// scheduled on the manager's clock, so a test with a manual one decides
+// when a check runs (none runs between its steps); how long a session
+// has been unused is the session's own measure, on the wall clock.
 func (m *Manager) idleLoop() {
 	defer m.wg.Done()
-	t := time.NewTicker(m.o.IdleCheck)
-	defer t.Stop()
+	// The timer's function only signals; the check runs here, in the
+	// loop the manager owns. The next check is scheduled once this one
+	// is done, so checks never overlap.
+	due := make(chan struct{}, 1)
 	for {
+		stop := m.clock.AfterFunc(m.o.IdleCheck, func() {
+			select {
+			case due <- struct{}{}:
+			default:
+			}
+		})
 		select {
 		case <-m.ctx.Done():
+			stop()
 			return
-		case now := <-t.C:
-			m.hibernateIdle(now)
+		case <-due:
 		}
+		m.hibernateIdle(time.Now())
 	}
 }
 
@@ -64,14 +76,27 @@ func (m *Manager) hibernateIdle(now time.Time) {
 // leaves the server idle with its catalog stored. The catalog leaves
 // memory: the store has it, and the registry keeps its own view.
 func (m *Manager) hibernate(e *entry, sess *session.Session) {
+	x := e.ext()
+	// The catalog leaves memory only once the store has it. The save that
+	// follows each new catalog runs in the background and may not have run
+	// yet (a refresh just before, a slow or busy store): store it here
+	// rather than keep it in memory for the whole sleep. saveMu, held until
+	// the decision, keeps a newer catalog's save from interleaving; one
+	// committed meanwhile is stored, and released, by its own save.
+	x.saveMu.Lock()
+	if m.o.Catalogs != nil {
+		m.storeCatalogLocked(e, x)
+	}
 	e.mu.Lock()
 	if e.sess != sess || !sess.CloseIfIdle() {
 		e.mu.Unlock()
+		x.saveMu.Unlock()
 		return
 	}
 	// Until the store has it, the catalog stays in memory too.
-	keep := m.o.Catalogs == nil || e.ext().savedSeq != e.catalogSeq
+	keep := m.o.Catalogs == nil || x.savedSeq != e.catalogSeq
 	e.mu.Unlock()
+	x.saveMu.Unlock()
 	m.log.Info("manager: hibernate an idle server", "server", e.id, "conn", sess.ConnectionID())
 	m.disconnect(e, StateIdle, keep, ErrHibernated)
 	m.shelve(e)

@@ -117,8 +117,9 @@ type Options struct {
 	// finish before cancelling it (default 2 s).
 	CancelGrace time.Duration
 	// BackoffBase and BackoffMax shape each server's connect backoff
-	// (default 1 s, 5 min; see backoff.go). Clock is its time (default
-	// the wall clock; tests substitute a manual one).
+	// (default 1 s, 5 min; see backoff.go). Clock is its time and the
+	// schedule of the idle checks (default the wall clock; tests
+	// substitute a manual one).
 	BackoffBase, BackoffMax   time.Duration
 	Clock                     Clock
 	ClientName, ClientVersion string
@@ -148,7 +149,8 @@ type Options struct {
 	// logs (see LogShelf); nil keeps them in memory.
 	Catalogs CatalogCache
 	Logs     LogShelf
-	// IdleCheck is how often idle sessions are looked for (default 15 s).
+	// IdleCheck is how often idle sessions are looked for (default 15 s),
+	// on Clock.
 	IdleCheck time.Duration
 }
 

@@ -236,6 +236,14 @@ func (m *Manager) view(ctx context.Context, e *entry, raw *session.Catalog) (*se
 		// re-sync of every front end on each listing).
 		gen = math.MaxUint64
 	}
+	if e.catalog == nil {
+		// The catalog left memory while the view was made (the server
+		// hibernated or disconnected after a background pin read its
+		// catalog): keeping the view, or the forms made above, would keep
+		// that catalog in memory for the whole sleep.
+		e.ext().pins.formsOf, e.ext().pins.forms = nil, nil
+		return view, held
+	}
 	changed := e.ext().pins.raw == raw && !maps.Equal(e.ext().pins.held, held) || e.ext().pins.raw != raw && len(held) > 0
 	e.ext().pins.raw, e.ext().pins.gen, e.ext().pins.lgen, e.ext().pins.view, e.ext().pins.held, e.ext().pins.trusted = raw, gen, lgen, view, held, trusted
 	if changed && e.catalog == raw {
