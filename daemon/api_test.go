@@ -16,7 +16,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/remotemcp/remotemcp/agent"
 	"github.com/remotemcp/remotemcp/config"
 	"github.com/remotemcp/remotemcp/internal/testkit"
 	"github.com/remotemcp/remotemcp/internal/testserver/authserver"
@@ -211,7 +210,7 @@ func TestCallStreamProgressInOrder(t *testing.T) {
 			mu.Unlock()
 		}})
 	done := time.Now()
-	if err != nil || res.Outcome != agent.OutcomeOK {
+	if err != nil || res.Outcome != localapi.OutcomeOK {
 		t.Fatalf("call %+v %v", res, err)
 	}
 	mu.Lock()
@@ -244,7 +243,7 @@ func TestCallStreamProgressInOrder(t *testing.T) {
 			t.Fatalf("line %d: %+v", i, ev)
 		}
 	}
-	if ev := cl.next(t); ev.Type != localapi.CallEventResult || ev.Result.Outcome != agent.OutcomeOK {
+	if ev := cl.next(t); ev.Type != localapi.CallEventResult || ev.Result.Outcome != localapi.OutcomeOK {
 		t.Fatalf("last line: %+v", ev)
 	}
 	if cl.sc.Scan() {
@@ -268,7 +267,7 @@ func TestCallStreamApproval(t *testing.T) {
 			asked = append(asked, ar)
 			return localapi.Decision{Approved: true}, nil
 		}})
-	if err != nil || res.Outcome != agent.OutcomeOK || len(res.Content) != 1 || res.Content[0].Text != "hi" {
+	if err != nil || res.Outcome != localapi.OutcomeOK || len(res.Content) != 1 || res.Content[0].Text != "hi" {
 		t.Fatalf("approved call %+v %v", res, err)
 	}
 	if len(asked) != 1 || asked[0].OperationID != "op-approve-1" || asked[0].ServerID != "fx" || asked[0].ToolName != "echo" ||
@@ -282,20 +281,20 @@ func TestCallStreamApproval(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		h       localapi.CallHandler
-		outcome agent.Outcome
+		outcome localapi.Outcome
 		want    string
 	}{
 		{"denied", localapi.CallHandler{Approve: func(localapi.ApprovalRequest) (localapi.Decision, error) {
 			return localapi.Decision{Reason: "not now"}, nil
-		}}, agent.OutcomeDenied, "not now"},
+		}}, localapi.OutcomeDenied, "not now"},
 		{"no approver", localapi.CallHandler{}, "", "nobody could be asked"},
 		{"approver failed", localapi.CallHandler{Approve: func(localapi.ApprovalRequest) (localapi.Decision, error) {
 			return localapi.Decision{}, errors.New("no terminal")
-		}}, agent.OutcomeApprovalFailed, "no terminal"},
+		}}, localapi.OutcomeApprovalFailed, "no terminal"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			res, err := s.c.Call(ctx, localapi.CallRequest{Tool: "fx/echo", Arguments: args}, tc.h)
-			if err != nil || res.Outcome == agent.OutcomeOK || res.MaybeExecuted || !strings.Contains(res.Message, tc.want) ||
+			if err != nil || res.Outcome == localapi.OutcomeOK || res.MaybeExecuted || !strings.Contains(res.Message, tc.want) ||
 				tc.outcome != "" && res.Outcome != tc.outcome {
 				t.Fatalf("result %+v %v", res, err)
 			}
@@ -335,7 +334,7 @@ func TestApprovalOnlyFromTheCaller(t *testing.T) {
 	if r := rc.do(t, http.MethodPost, sock+"/api/calls/"+op+"/approval", localapi.Decision{Approved: true}, nil); r.status != http.StatusNotFound && r.status != http.StatusConflict {
 		t.Fatalf("second approval: %d %s", r.status, r.body)
 	}
-	if ev := cl.next(t); ev.Type != localapi.CallEventResult || ev.Result.Outcome != agent.OutcomeOK {
+	if ev := cl.next(t); ev.Type != localapi.CallEventResult || ev.Result.Outcome != localapi.OutcomeOK {
 		t.Fatalf("result %+v", ev)
 	}
 	resp.Body.Close()
@@ -380,7 +379,7 @@ func TestCallStreamQuestion(t *testing.T) {
 			}
 		},
 	})
-	if err != nil || res.Outcome != agent.OutcomeOK || len(res.Content) == 0 || res.Content[0].Text != "hello Ada (42)" {
+	if err != nil || res.Outcome != localapi.OutcomeOK || len(res.Content) == 0 || res.Content[0].Text != "hello Ada (42)" {
 		t.Fatalf("call %+v %v", res, err)
 	}
 	if len(asked) != 1 || asked[0].Message != "What is your name?" || asked[0].Form == nil {
@@ -419,7 +418,7 @@ func TestCancelCall(t *testing.T) {
 	}
 	select {
 	case o := <-done:
-		if o.err != nil || o.res.Outcome == agent.OutcomeOK || o.res.OperationID != "op-cancel-me" {
+		if o.err != nil || o.res.Outcome == localapi.OutcomeOK || o.res.OperationID != "op-cancel-me" {
 			t.Fatalf("cancelled call %+v %v", o.res, o.err)
 		}
 	case <-time.After(2 * time.Minute):
@@ -555,7 +554,7 @@ func TestInProcess(t *testing.T) {
 	var progress int
 	res, err := c.Call(ctx, localapi.CallRequest{Tool: "fx/slow", Arguments: json.RawMessage(`{"ms":200,"steps":3}`), Approved: true},
 		localapi.CallHandler{Progress: func(localapi.Progress) { progress++ }})
-	if err != nil || res.Outcome != agent.OutcomeOK || progress != 3 {
+	if err != nil || res.Outcome != localapi.OutcomeOK || progress != 3 {
 		t.Fatalf("call %+v %v, %d progress", res, err, progress)
 	}
 	if _, err := c.LoginURL(ctx); code(err) != localapi.CodeNotFound {

@@ -16,7 +16,6 @@ import (
 	cdpbrowser "github.com/chromedp/cdproto/browser"
 	"github.com/chromedp/chromedp"
 
-	"github.com/remotemcp/remotemcp/agent"
 	"github.com/remotemcp/remotemcp/config"
 	"github.com/remotemcp/remotemcp/internal/testkit"
 	"github.com/remotemcp/remotemcp/internal/testserver/authserver"
@@ -162,7 +161,7 @@ func TestBrowserRequestLog(t *testing.T) {
 	call := func(text string) {
 		t.Helper()
 		r, err := s.c.Call(ctx, localapi.CallRequest{Tool: "fx/echo", Arguments: json.RawMessage(`{"text":"` + text + `"}`), Approved: true}, localapi.CallHandler{})
-		if err != nil || r.Outcome != agent.OutcomeOK {
+		if err != nil || r.Outcome != localapi.OutcomeOK {
 			t.Fatalf("call: %+v %v", r, err)
 		}
 	}

@@ -11,7 +11,6 @@ import (
 	"github.com/chromedp/cdproto/input"
 	"github.com/chromedp/chromedp"
 
-	"github.com/remotemcp/remotemcp/agent"
 	"github.com/remotemcp/remotemcp/config"
 	"github.com/remotemcp/remotemcp/elicit"
 	"github.com/remotemcp/remotemcp/internal/testkit"
@@ -226,7 +225,7 @@ func TestBrowserResendInterruptedCall(t *testing.T) {
 		t.Fatal(err)
 	}
 	first.close()
-	if o := <-called; o.err == nil && o.r.Outcome == agent.OutcomeOK {
+	if o := <-called; o.err == nil && o.r.Outcome == localapi.OutcomeOK {
 		t.Fatalf("the call succeeded although its daemon stopped: %+v", o.r)
 	}
 	st, err := store.Open(ctx, dir, store.Options{})

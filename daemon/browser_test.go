@@ -21,7 +21,6 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/remotemcp/remotemcp/agent"
 	"github.com/remotemcp/remotemcp/config"
 	"github.com/remotemcp/remotemcp/elicit"
 	"github.com/remotemcp/remotemcp/internal/testkit"
@@ -400,7 +399,7 @@ func TestBrowserSettingsPage(t *testing.T) {
 	b.click(card + ` button[data-answer=accept]`)
 	select {
 	case r := <-done:
-		if r == nil || r.Outcome != agent.OutcomeOK || len(r.Content) == 0 || r.Content[0].Text != "hello Ada (30)" {
+		if r == nil || r.Outcome != localapi.OutcomeOK || len(r.Content) == 0 || r.Content[0].Text != "hello Ada (30)" {
 			t.Fatalf("the call after the answer: %+v", r)
 		}
 	case <-time.After(2 * time.Minute): // only a hang

@@ -11,7 +11,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/remotemcp/remotemcp/agent"
 	"github.com/remotemcp/remotemcp/config"
 	"github.com/remotemcp/remotemcp/engine"
 	"github.com/remotemcp/remotemcp/internal/testkit"
@@ -48,14 +47,14 @@ func TestAuthStepUpThenLoginAsksForUnion(t *testing.T) {
 		}
 		return res
 	}
-	if res := call(); res.Outcome != agent.OutcomeOK {
+	if res := call(); res.Outcome != localapi.OutcomeOK {
 		t.Fatalf("first call: %+v", res)
 	}
 
 	as.Set(func(k *authserver.Knobs) { k.RequiredScopesFor = map[string][]string{"tools/call": {"mcp:write"}} })
 	before := f.Executions("echo")
 	res := call()
-	if res.Outcome == agent.OutcomeOK || res.MaybeExecuted || f.Executions("echo") != before {
+	if res.Outcome == localapi.OutcomeOK || res.MaybeExecuted || f.Executions("echo") != before {
 		t.Fatalf("call without the scope: %+v (executions %d → %d)", res, before, f.Executions("echo"))
 	}
 	if !strings.Contains(res.Message, "not sent") || strings.Contains(res.Message, "may or may not") {
@@ -79,7 +78,7 @@ func TestAuthStepUpThenLoginAsksForUnion(t *testing.T) {
 	if got := reqs[len(reqs)-1].Query.Get("scope"); got != "mcp:basic mcp:write" {
 		t.Fatalf("the sign-in asked for %q, want the union", got)
 	}
-	if res := call(); res.Outcome != agent.OutcomeOK || f.Executions("echo") != before+1 {
+	if res := call(); res.Outcome != localapi.OutcomeOK || f.Executions("echo") != before+1 {
 		t.Fatalf("call after the sign-in: %+v", res)
 	}
 	if v, _ := c.Server(ctx, "secure"); v.State != localapi.StateReady {
@@ -159,7 +158,7 @@ func TestAuthForgottenClientNextSignInSucceeds(t *testing.T) {
 		t.Fatal("the next sign-in used the forgotten client again")
 	}
 	res, err := c.Call(ctx, localapi.CallRequest{Tool: "secure/echo", Arguments: json.RawMessage(`{"text":"hi"}`), Approved: true}, localapi.CallHandler{})
-	if err != nil || res.Outcome != agent.OutcomeOK {
+	if err != nil || res.Outcome != localapi.OutcomeOK {
 		t.Fatalf("call after the sign-in: %+v %v", res, err)
 	}
 
@@ -253,7 +252,7 @@ func TestSignInWithoutDaemonMovesOffATakenPort(t *testing.T) {
 	call := func() {
 		t.Helper()
 		res, err := c.Call(ctx, localapi.CallRequest{Tool: "secure/echo", Arguments: json.RawMessage(`{"text":"hi"}`), Approved: true}, localapi.CallHandler{})
-		if err != nil || res.Outcome != agent.OutcomeOK {
+		if err != nil || res.Outcome != localapi.OutcomeOK {
 			t.Fatalf("call: %+v %v", res, err)
 		}
 	}
@@ -463,7 +462,7 @@ func TestAbandonedSignInOnAnotherPortKeepsRefreshing(t *testing.T) {
 			}
 		}
 		res, err := c.Call(ctx, localapi.CallRequest{Tool: "secure/echo", Arguments: json.RawMessage(`{"text":"hi"}`), Approved: true}, localapi.CallHandler{})
-		if err != nil || res.Outcome != agent.OutcomeOK {
+		if err != nil || res.Outcome != localapi.OutcomeOK {
 			t.Fatalf("%s: call: %+v %v", what, res, err)
 		}
 		var refreshes []string

@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/remotemcp/remotemcp/agent"
 	"github.com/remotemcp/remotemcp/engine"
 	"github.com/remotemcp/remotemcp/internal/clocktest"
 	"github.com/remotemcp/remotemcp/internal/testkit"
@@ -52,7 +51,7 @@ func TestEngineBackoffCallsWaitConnectTriesNow(t *testing.T) {
 	}
 
 	res, err := c.Call(ctx, localapi.CallRequest{Tool: "fx/echo", Arguments: json.RawMessage(`{"text":"hi"}`), Approved: true}, localapi.CallHandler{})
-	if err != nil || res.Outcome == agent.OutcomeOK || res.MaybeExecuted || !strings.Contains(res.Message, `remotemcp connect fx`) {
+	if err != nil || res.Outcome == localapi.OutcomeOK || res.MaybeExecuted || !strings.Contains(res.Message, `remotemcp connect fx`) {
 		t.Fatalf("call inside the window: %+v %v; want unsent with the connect advice", res, err)
 	}
 	if _, err := c.Tools(ctx, localapi.ToolsRequest{ServerID: "fx", Connect: true}); err != nil {
@@ -71,7 +70,7 @@ func TestEngineBackoffCallsWaitConnectTriesNow(t *testing.T) {
 		t.Fatalf("connect inside the window: %+v %v; want ready at once", v, err)
 	}
 	res, err = c.Call(ctx, localapi.CallRequest{Tool: "fx/echo", Arguments: json.RawMessage(`{"text":"hi"}`), Approved: true}, localapi.CallHandler{})
-	if err != nil || res.Outcome != agent.OutcomeOK {
+	if err != nil || res.Outcome != localapi.OutcomeOK {
 		t.Fatalf("call once ready: %+v %v", res, err)
 	}
 }

@@ -234,7 +234,7 @@ func (c *Engine) Call(ctx context.Context, req localapi.CallRequest, h localapi.
 		}
 		return nil, fail(err)
 	}
-	return res, nil
+	return toolResultOf(res), nil
 }
 
 // callTarget is a resolved tool name.
@@ -351,7 +351,7 @@ func errDisabled(id string) *localapi.Error {
 // its server could not be connected.
 func (c *Engine) notSentResult(t callTarget, opID string, err error) *localapi.ToolResult {
 	return &localapi.ToolResult{Tool: t.name, ServerID: t.serverID, ToolName: t.toolName, OperationID: opID,
-		Outcome: agent.OutcomeUnavailable, IsError: true, MaybeExecuted: false,
+		Outcome: localapi.OutcomeUnavailable, IsError: true, MaybeExecuted: false,
 		Message: fmt.Sprintf("The call of tool %q was not sent: %s. Nothing reached the server, so the tool did not run.", t.name, c.whyNotSent(t.serverID, err))}
 }
 
@@ -538,7 +538,7 @@ func (c *Engine) Retry(ctx context.Context, cardID string, confirmed bool) (*loc
 		}
 		return nil, fail(err)
 	}
-	return res, nil
+	return toolResultOf(res), nil
 }
 
 // cardOf converts a card, its form in the schema's property order.

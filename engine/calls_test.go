@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/remotemcp/remotemcp/agent"
 	"github.com/remotemcp/remotemcp/config"
 	"github.com/remotemcp/remotemcp/engine"
 	"github.com/remotemcp/remotemcp/internal/clocktest"
@@ -50,7 +49,7 @@ func TestCallOneOperationIDEverywhere(t *testing.T) {
 			card = k
 			go c.Answer(ctx, k.ID, localapi.Answer{Action: "accept", Content: map[string]any{"name": "Ada", "age": 42}})
 		}})
-	if err != nil || res.Outcome != agent.OutcomeOK || res.OperationID != "op-one-ask" {
+	if err != nil || res.Outcome != localapi.OutcomeOK || res.OperationID != "op-one-ask" {
 		t.Fatalf("ask: %+v %v", res, err)
 	}
 	if card.OperationID != "op-one-ask" {
@@ -71,7 +70,7 @@ func TestCallOneOperationIDEverywhere(t *testing.T) {
 		t.Fatal(err)
 	}
 	res = <-done
-	if res == nil || res.Outcome != agent.OutcomeCancelled || res.OperationID != "op-one-slow" || !res.MaybeExecuted {
+	if res == nil || res.Outcome != localapi.OutcomeCancelled || res.OperationID != "op-one-slow" || !res.MaybeExecuted {
 		t.Fatalf("cancelled call: %+v", res)
 	}
 	calls, _ := toolCalls(f)
@@ -101,7 +100,7 @@ func TestCancelCallSendsOneCancelledNotification(t *testing.T) {
 		if err := c.CancelCall(ctx, id); err != nil {
 			t.Fatal(err)
 		}
-		if res := <-done; res == nil || res.Outcome != agent.OutcomeCancelled {
+		if res := <-done; res == nil || res.Outcome != localapi.OutcomeCancelled {
 			t.Fatalf("%s: %+v", id, res)
 		}
 		testkit.WaitFor(t, "the server to see the cancel", func() bool { return f.Cancelled("slow") == int64(i+1) })
@@ -135,7 +134,7 @@ func TestProgressTokenOnlyWhenListened(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			f.ResetRequests()
 			res, err := c.Call(ctx, localapi.CallRequest{Tool: "fx/echo", Arguments: json.RawMessage(`{"text":"hi"}`), Approved: true, OperationID: "op-" + strings.ReplaceAll(tc.name, " ", "-")}, tc.h)
-			if err != nil || res.Outcome != agent.OutcomeOK {
+			if err != nil || res.Outcome != localapi.OutcomeOK {
 				t.Fatalf("call: %+v %v", res, err)
 			}
 			calls, _ := toolCalls(f)
@@ -168,7 +167,7 @@ func TestCallRefusedBeforeSendingSameWords(t *testing.T) {
 		}
 		res, err := c.Call(ctx, localapi.CallRequest{Tool: "fx/echo", Arguments: json.RawMessage(`{"text":"hi"}`), Approved: true, OperationID: "op-b"}, localapi.CallHandler{})
 		want := wantNotSent["backoff"]
-		if err != nil || res.Outcome != agent.OutcomeUnavailable || res.MaybeExecuted || someTime.ReplaceAllString(strings.ReplaceAll(res.Message, f.URL(), "URL"), "T") != want {
+		if err != nil || res.Outcome != localapi.OutcomeUnavailable || res.MaybeExecuted || someTime.ReplaceAllString(strings.ReplaceAll(res.Message, f.URL(), "URL"), "T") != want {
 			t.Fatalf("call: %+v %v\nwant %q", res, err, want)
 		}
 	})
@@ -181,7 +180,7 @@ func TestCallRefusedBeforeSendingSameWords(t *testing.T) {
 			t.Fatal(err)
 		}
 		res, err := c.Call(ctx, localapi.CallRequest{Tool: "fx/echo", Arguments: json.RawMessage(`{"text":"hi"}`), Approved: true, OperationID: "op-t"}, localapi.CallHandler{})
-		if err != nil || res.Outcome != agent.OutcomeUnavailable || res.MaybeExecuted || res.Message != wantNotSent["tool"] {
+		if err != nil || res.Outcome != localapi.OutcomeUnavailable || res.MaybeExecuted || res.Message != wantNotSent["tool"] {
 			t.Fatalf("disabled tool: %+v %v\nwant %q", res, err, wantNotSent["tool"])
 		}
 		if _, err := c.SetEnabled(ctx, "fx", false); err != nil {
@@ -218,7 +217,7 @@ func TestCallRefusedBeforeSendingSameWords(t *testing.T) {
 		as.ExpireAccessTokens()
 		as.RevokeRefreshTokens()
 		res, err := c.Call(ctx, localapi.CallRequest{Tool: "secure/echo", Arguments: json.RawMessage(`{"text":"hi"}`), Approved: true, OperationID: "op-s"}, localapi.CallHandler{})
-		if err != nil || res.Outcome != agent.OutcomeUnavailable || res.MaybeExecuted || res.Message != wantNotSent["sign-in"] {
+		if err != nil || res.Outcome != localapi.OutcomeUnavailable || res.MaybeExecuted || res.Message != wantNotSent["sign-in"] {
 			t.Fatalf("call: %+v %v\nwant %q", res, err, wantNotSent["sign-in"])
 		}
 		if n := f.Executions("echo"); n != 0 {

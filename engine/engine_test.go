@@ -17,7 +17,6 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/remotemcp/remotemcp/agent"
 	"github.com/remotemcp/remotemcp/config"
 	"github.com/remotemcp/remotemcp/engine"
 	"github.com/remotemcp/remotemcp/internal/testkit"
@@ -117,7 +116,7 @@ func TestStatesAcrossSignInAndLogout(t *testing.T) {
 				t.Fatalf("auth status after sign-in: %+v %v", st, err)
 			}
 			res, err := c.Call(ctx, localapi.CallRequest{Tool: "secure/echo", Arguments: json.RawMessage(`{"text":"hi"}`), Approved: true}, localapi.CallHandler{})
-			if err != nil || res.Outcome != agent.OutcomeOK {
+			if err != nil || res.Outcome != localapi.OutcomeOK {
 				t.Fatalf("call while signed in: %+v %v", res, err)
 			}
 
@@ -308,7 +307,7 @@ func TestCallDeliversProgressInOrder(t *testing.T) {
 			got = append(got, p)
 			mu.Unlock()
 		}})
-	if err != nil || res.Outcome != agent.OutcomeOK {
+	if err != nil || res.Outcome != localapi.OutcomeOK {
 		t.Fatalf("call: %+v %v", res, err)
 	}
 	mu.Lock()
@@ -347,7 +346,7 @@ func TestQuestionDuringCallReachesHandler(t *testing.T) {
 			}
 		},
 	})
-	if err != nil || res.Outcome != agent.OutcomeOK {
+	if err != nil || res.Outcome != localapi.OutcomeOK {
 		t.Fatalf("call: %+v %v", res, err)
 	}
 	if len(res.Content) == 0 || res.Content[0].Text != "hello Ada (42)" {
@@ -394,7 +393,7 @@ func TestCallRefusedWithoutApprovalSendsNothing(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if res.Outcome == agent.OutcomeOK || res.MaybeExecuted || !strings.Contains(res.Message, tc.want) ||
+			if res.Outcome == localapi.OutcomeOK || res.MaybeExecuted || !strings.Contains(res.Message, tc.want) ||
 				!strings.Contains(res.Message, "not") || strings.Contains(res.Message, "may or may not") {
 				t.Fatalf("result: %+v", res)
 			}
@@ -431,7 +430,7 @@ func TestApprovalRequestCarriesTheWholeCall(t *testing.T) {
 			got = r
 			return localapi.Decision{Approved: false}, nil
 		}})
-	if err != nil || res.Outcome != agent.OutcomeDenied || res.MaybeExecuted {
+	if err != nil || res.Outcome != localapi.OutcomeDenied || res.MaybeExecuted {
 		t.Fatalf("call: %+v %v", res, err)
 	}
 	var ann map[string]any
@@ -517,7 +516,7 @@ func TestLazyOpenConnectsNothing(t *testing.T) {
 		t.Fatalf("open contacted the servers: %d and %d requests", n1, n2)
 	}
 	res, err := c.Call(ctx, localapi.CallRequest{Tool: "mcp__one__echo", Arguments: json.RawMessage(`{"text":"x"}`), Approved: true}, localapi.CallHandler{})
-	if err != nil || res.Outcome != agent.OutcomeOK {
+	if err != nil || res.Outcome != localapi.OutcomeOK {
 		t.Fatalf("call: %+v %v", res, err)
 	}
 	if _, err := c.Prompts(ctx, "one"); err != nil {

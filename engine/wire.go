@@ -94,11 +94,57 @@ func promptOf(p agent.PromptCommand) localapi.Prompt {
 	return out
 }
 
-// promptResultOf is a prompt's result, shared, not copied.
-func promptResultOf(r *agent.PromptResult) *localapi.PromptResult { return (*localapi.PromptResult)(r) }
+// promptResultOf is a prompt's result; its strings, notes and raw JSON
+// are shared with the registry's value, which never changes them.
+func promptResultOf(r *agent.PromptResult) *localapi.PromptResult {
+	return &localapi.PromptResult{Command: r.Command, Description: r.Description, Blocks: blocksOf(r.Blocks),
+		Notes: r.Notes, Raw: r.Raw}
+}
 
 // resourceOf is one resource or template entry.
 func resourceOf(r agent.ResourceEntry) localapi.Resource { return localapi.Resource(r) }
 
-// readResultOf is a read resource, shared, not copied.
-func readResultOf(r *agent.ResourceResult) *localapi.ReadResult { return (*localapi.ReadResult)(r) }
+// readResultOf is a read resource; its strings and notes are shared.
+func readResultOf(r *agent.ResourceResult) *localapi.ReadResult {
+	return &localapi.ReadResult{Mention: r.Mention, Blocks: blocksOf(r.Blocks), Notes: r.Notes}
+}
+
+// toolResultOf is a call's result; its strings, notes and JSON are shared
+// with the registry's value, which never changes them. It is a copy, not
+// a type conversion, because the blocks differ (blockOf) and Outcome is
+// typed on each side.
+func toolResultOf(r *agent.ToolResult) *localapi.ToolResult {
+	return &localapi.ToolResult{Tool: r.Tool, ServerID: r.ServerID, ToolName: r.ToolName, OperationID: r.OperationID,
+		Outcome: localapi.Outcome(r.Outcome), IsError: r.IsError, MaybeExecuted: r.MaybeExecuted, Message: r.Message,
+		Content: blocksOf(r.Content), StructuredContent: r.StructuredContent, Notes: r.Notes, Truncated: r.Truncated,
+		OriginalChars: r.OriginalChars, ShownChars: r.ShownChars, Raw: r.Raw}
+}
+
+// blockOf is one block of server content. The agent's block also holds
+// the fence its Render uses, which is not part of the wire type (nor of
+// its JSON): nothing renders a localapi block, so it is dropped.
+func blockOf(b agent.ContextBlock) localapi.ContextBlock {
+	p := b.Provenance
+	return localapi.ContextBlock{
+		Provenance: localapi.Provenance{Server: p.Server, Kind: localapi.BlockKind(p.Kind), Name: p.Name, URI: p.URI},
+		MIMEType:   b.MIMEType,
+		Role:       b.Role,
+		Text:       b.Text,
+		Data:       b.Data,
+		Truncated:  (*localapi.Truncation)(b.Truncated), // shared: set once, never changed
+	}
+}
+
+// blocksOf converts a result's blocks; nil stays nil, because a prompt's
+// or a resource's "blocks" is sent as null then (the field has no
+// omitempty).
+func blocksOf(bs []agent.ContextBlock) []localapi.ContextBlock {
+	if bs == nil {
+		return nil
+	}
+	out := make([]localapi.ContextBlock, len(bs))
+	for i, b := range bs {
+		out[i] = blockOf(b)
+	}
+	return out
+}

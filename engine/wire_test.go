@@ -108,9 +108,10 @@ func sameJSON[L, W any](t *testing.T, conv func(L) W, vs ...L) {
 }
 
 // TestWireJSON (guard): localapi's own wire types, which replaced aliases
-// to agent, session and hostperm types (issue #21 item 5), encode what
-// the engine converts from those types byte for byte as the library
-// types did: for the zero value and for a value with every field set.
+// to agent, session and hostperm types (issue #21 item 5; ToolResult and
+// ContextBlock last), encode what the engine converts from those types
+// byte for byte as the library types did: for the zero value and for a
+// value with every field set.
 func TestWireJSON(t *testing.T) {
 	t.Run("Grant", func(t *testing.T) { sameJSON(t, grantOf, hostperm.Grant{}, full[hostperm.Grant]()) })
 	t.Run("Pending", func(t *testing.T) { sameJSON(t, pendingOf, hostperm.Pending{}, full[hostperm.Pending]()) })
@@ -125,6 +126,22 @@ func TestWireJSON(t *testing.T) {
 	t.Run("Resource", func(t *testing.T) { sameJSON(t, resourceOf, agent.ResourceEntry{}, full[agent.ResourceEntry]()) })
 	t.Run("ReadResult", func(t *testing.T) {
 		sameJSON(t, readResultOf, &agent.ResourceResult{}, new(full[agent.ResourceResult]()))
+	})
+	t.Run("ContextBlock", func(t *testing.T) {
+		sameJSON(t, blockOf, agent.ContextBlock{}, full[agent.ContextBlock](),
+			agent.ContextBlock{Data: []byte{}, Truncated: &agent.Truncation{}})
+	})
+	t.Run("ToolResult", func(t *testing.T) {
+		sameJSON(t, toolResultOf, &agent.ToolResult{}, new(full[agent.ToolResult]()),
+			&agent.ToolResult{Content: []agent.ContextBlock{}, Notes: []string{}})
+	})
+	// A prompt's and a resource's blocks have no omitempty: none is
+	// null, an empty list [].
+	t.Run("PromptResult blocks", func(t *testing.T) {
+		sameJSON(t, promptResultOf, &agent.PromptResult{Blocks: []agent.ContextBlock{}})
+	})
+	t.Run("ReadResult blocks", func(t *testing.T) {
+		sameJSON(t, readResultOf, &agent.ResourceResult{Blocks: []agent.ContextBlock{}})
 	})
 	t.Run("ToolText", func(t *testing.T) { sameJSON(t, toolTextOf, nil, &agent.ToolText{}, new(full[agent.ToolText]())) })
 	t.Run("Tool", func(t *testing.T) {
@@ -205,8 +222,9 @@ func errorsOf(errs ...error) error {
 // TestWireConstants (guard): localapi's typed constants name the values
 // the libraries send: a Reason's class (ClassConfig is "configuration",
 // which its documentation once called "config"), a request's purpose and
-// a grant's user action, a tool's effects and retry policy, a card's
-// status and kind, and the answers to a question.
+// a grant's user action, a tool's effects and retry policy, a call's
+// outcome, a content block's kind, a card's status and kind, and the
+// answers to a question.
 func TestWireConstants(t *testing.T) {
 	for _, tc := range []struct{ lib, wire string }{
 		{string(manager.ClassConfig), string(localapi.ClassConfig)},
@@ -232,6 +250,18 @@ func TestWireConstants(t *testing.T) {
 		{string(agent.EffectsWrite), string(localapi.EffectsWrite)},
 		{string(agent.EffectsRead), string(localapi.EffectsRead)},
 		{string(agent.RetryNever), string(localapi.RetryNever)},
+		{string(agent.OutcomeOK), string(localapi.OutcomeOK)},
+		{string(agent.OutcomeDenied), string(localapi.OutcomeDenied)},
+		{string(agent.OutcomeApprovalFailed), string(localapi.OutcomeApprovalFailed)},
+		{string(agent.OutcomeInvalidArguments), string(localapi.OutcomeInvalidArguments)},
+		{string(agent.OutcomeUnavailable), string(localapi.OutcomeUnavailable)},
+		{string(agent.OutcomeCancelled), string(localapi.OutcomeCancelled)},
+		{string(agent.OutcomeTimeout), string(localapi.OutcomeTimeout)},
+		{string(agent.OutcomeFailed), string(localapi.OutcomeFailed)},
+		{string(agent.OutcomeInterrupted), string(localapi.OutcomeInterrupted)},
+		{string(agent.KindTool), string(localapi.BlockTool)},
+		{string(agent.KindPrompt), string(localapi.BlockPrompt)},
+		{string(agent.KindResource), string(localapi.BlockResource)},
 		{string(elicit.StatusPending), string(localapi.CardPending)},
 		{string(elicit.StatusAccepted), string(localapi.CardAccepted)},
 		{string(elicit.StatusDeclined), string(localapi.CardDeclined)},

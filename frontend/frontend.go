@@ -628,7 +628,7 @@ func (f *Frontend) callTool(server, target string) mcp.ToolHandler {
 			}
 			return errorResult(fmt.Sprintf("remotemcp could not call %s: %v", target, err)), nil
 		}
-		if ask && !res.MaybeExecuted && (res.Outcome == agent.OutcomeDenied || res.Outcome == agent.OutcomeApprovalFailed) {
+		if ask && !res.MaybeExecuted && (res.Outcome == localapi.OutcomeDenied || res.Outcome == localapi.OutcomeApprovalFailed) {
 			return errorResult(res.Message), nil
 		}
 		return toolResult(res), nil
@@ -744,7 +744,7 @@ func toolResult(res *localapi.ToolResult) *mcp.CallToolResult {
 
 // content is a block without its fence: images and audio as such when
 // their bytes came, else the text (or the binary summary).
-func content(b agent.ContextBlock) mcp.Content {
+func content(b localapi.ContextBlock) mcp.Content {
 	switch {
 	case b.Data != nil && strings.HasPrefix(b.MIMEType, "image/"):
 		return &mcp.ImageContent{Data: b.Data, MIMEType: b.MIMEType}

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/remotemcp/remotemcp"
-	"github.com/remotemcp/remotemcp/agent"
 	"github.com/remotemcp/remotemcp/daemon"
 	"github.com/remotemcp/remotemcp/internal/testserver/fixture"
 	"github.com/remotemcp/remotemcp/localapi"
@@ -81,7 +80,7 @@ func TestClientCall(t *testing.T) {
 		},
 		Progress: func(p localapi.Progress) { progress = append(progress, p.Progress) },
 	})
-	if err != nil || res.Outcome != agent.OutcomeOK {
+	if err != nil || res.Outcome != localapi.OutcomeOK {
 		t.Fatalf("call %+v %v", res, err)
 	}
 	if asked.ToolName != "slow" || asked.ServerID != "fx" || string(asked.Arguments) != `{"ms":300,"steps":3}` {

@@ -3,9 +3,9 @@ package localapi
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"time"
 
-	"github.com/remotemcp/remotemcp/agent"
 	"github.com/remotemcp/remotemcp/config"
 )
 
@@ -671,13 +671,111 @@ type CallEvent struct {
 	Error    *Error           `json:"error,omitempty"`
 }
 
-// ToolResult is a call's outcome for the model (agent.ToolResult):
-// Message and Notes are remotemcp's words, Content the server's, fenced
-// on Render. MaybeExecuted says whether a call with no answer may have run.
-type ToolResult = agent.ToolResult
+// Outcome classifies how a call ended.
+type Outcome string
 
-// ContextBlock is untrusted content from a server.
-type ContextBlock = agent.ContextBlock
+// Call outcomes. Only OutcomeOK carries the server's answer (which may
+// still be a tool error, see ToolResult.IsError).
+const (
+	OutcomeOK               Outcome = "ok"
+	OutcomeDenied           Outcome = "denied"
+	OutcomeApprovalFailed   Outcome = "approval-failed"
+	OutcomeInvalidArguments Outcome = "invalid-arguments"
+	OutcomeUnavailable      Outcome = "unavailable"
+	OutcomeCancelled        Outcome = "cancelled"
+	OutcomeTimeout          Outcome = "timeout"
+	OutcomeFailed           Outcome = "failed"
+	// OutcomeInterrupted: the call was waiting for the person's answer to
+	// a server question when remotemcp shut down or restarted (R6.2).
+	OutcomeInterrupted Outcome = "interrupted"
+)
+
+// ToolResult is a call's outcome for the model. Message and Notes are
+// remotemcp's own (trusted) words; Content is the server's (untrusted)
+// output, to be fenced before a model sees it. MaybeExecuted says whether
+// a call with no answer may have run.
+type ToolResult struct {
+	// Tool is the agent tool name; ServerID and ToolName the server's.
+	Tool        string  `json:"tool"`
+	ServerID    string  `json:"serverId,omitempty"`
+	ToolName    string  `json:"toolName,omitempty"`
+	OperationID string  `json:"operationId"`
+	Outcome     Outcome `json:"outcome"`
+	// IsError is the server's isError for OutcomeOK, and true for every
+	// other outcome.
+	IsError bool `json:"isError"`
+	// MaybeExecuted is true when the request may have reached the server.
+	// The call is never re-sent (R4.1).
+	MaybeExecuted bool   `json:"maybeExecuted"`
+	Message       string `json:"message,omitempty"`
+	// Content is the server's output (or error text).
+	Content []ContextBlock `json:"content,omitempty"`
+	// StructuredContent is the server's structured result, when it fitted
+	// the budget.
+	StructuredContent json.RawMessage `json:"structuredContent,omitempty"`
+	// Notes say what the size budget cut (R4.6).
+	Notes []string `json:"notes,omitempty"`
+	// Truncated is set when anything was cut; OriginalChars and ShownChars
+	// count the text (and structured content) before and after.
+	Truncated     bool `json:"truncated,omitempty"`
+	OriginalChars int  `json:"originalChars,omitempty"`
+	ShownChars    int  `json:"shownChars,omitempty"`
+	// Raw is the server's validated CallToolResult, unchanged, when
+	// CallRequest.Raw asked for it and it fitted the size budget whole
+	// (nothing Truncated); otherwise the budgeted Content stands.
+	Raw json.RawMessage `json:"raw,omitempty"`
+}
+
+// BlockKind is where a ContextBlock's content came from.
+type BlockKind string
+
+// Content origins (R4.2, R4.3).
+const (
+	BlockTool     BlockKind = "tool"
+	BlockPrompt   BlockKind = "prompt"
+	BlockResource BlockKind = "resource"
+)
+
+// Provenance says which server produced a block, through which operation.
+type Provenance struct {
+	Server string    `json:"server"`
+	Kind   BlockKind `json:"kind"`
+	// Name is the tool or prompt name (the server's, not the agent
+	// tool's).
+	Name string `json:"name,omitempty"`
+	// URI is the resource URI, for resources and embedded resources.
+	URI string `json:"uri,omitempty"`
+}
+
+// ContextBlock is untrusted content from a server: what a model may see
+// only inside a fence it cannot break out of.
+type ContextBlock struct {
+	Provenance Provenance `json:"provenance"`
+	MIMEType   string     `json:"mimeType,omitempty"`
+	// Role is the message role of a prompt message ("user", "assistant").
+	Role string `json:"role,omitempty"`
+	// Text is the content, or for binary content a one-line summary such
+	// as "[binary image/png, 1234 bytes]".
+	Text string `json:"text"`
+	// Data holds the bytes of binary content (images, audio, blobs) for
+	// hosts that pass them on natively; nil when it did not fit the
+	// budget.
+	Data []byte `json:"data,omitempty"`
+	// Truncated is set when Text was cut to fit the budget (R4.6).
+	Truncated *Truncation `json:"truncated,omitempty"`
+}
+
+// Truncation records how much of a block was cut.
+type Truncation struct {
+	// ShownChars and OriginalChars count characters (Unicode code points).
+	ShownChars    int `json:"shownChars"`
+	OriginalChars int `json:"originalChars"`
+}
+
+// Binary reports whether the block summarises binary content: it carries
+// the bytes, or its text is the engine's summary of bytes that did not
+// fit the budget.
+func (b ContextBlock) Binary() bool { return b.Data != nil || strings.HasPrefix(b.Text, "[binary ") }
 
 // Card is a server question (an elicitation card).
 type Card struct {
