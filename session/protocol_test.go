@@ -120,3 +120,50 @@ func TestCustomHeadersSent(t *testing.T) {
 		}
 	}
 }
+
+// SEP-2243 (draft 2026-07-28): a tool whose input schema marks a
+// parameter with x-mcp-header gets it mirrored as Mcp-Param-* on its
+// call. go-sdk reads the decoded schema from its own list cache, so the
+// catalog's trimming of its copy must leave go-sdk's alone (the official
+// conformance scenario http-custom-headers caught it).
+func TestDraftParamHeadersSent(t *testing.T) {
+	srv := mcp.NewServer(&mcp.Implementation{Name: "draft", Version: "1"}, nil)
+	srv.AddTool(&mcp.Tool{Name: "where", InputSchema: map[string]any{
+		"type": "object",
+		"properties": map[string]any{
+			"region": map[string]any{"type": "string", "x-mcp-header": "Region"},
+		},
+	}}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "ok"}}}, nil
+	})
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{Stateless: true})
+	got := make(chan string, 8)
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Mcp-Method") == "tools/call" {
+			got <- r.Header.Get("Mcp-Param-Region")
+		}
+		h.ServeHTTP(w, r)
+	}))
+	t.Cleanup(hs.Close)
+	ctx := testkit.Context(t)
+	s, err := Connect(ctx, Options{Server: config.Server{ID: "d", URL: hs.URL + "/mcp", Auth: config.Auth{Kind: config.AuthNone},
+		Enabled: true, ProtocolVersion: "2026-07-28"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if tools := s.Catalog().Tools; len(tools) != 1 || len(tools[0].RawInputSchema) == 0 || tools[0].InputSchema != nil {
+		t.Fatalf("catalog keeps the raw schema only: %+v", tools)
+	}
+	if _, err := s.CallTool(ctx, "where", json.RawMessage(`{"region":"us-west1"}`), CallOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case v := <-got:
+		if v != "us-west1" {
+			t.Fatalf("Mcp-Param-Region = %q; want us-west1", v)
+		}
+	default:
+		t.Fatal("the server saw no tools/call with an Mcp-Method header")
+	}
+}

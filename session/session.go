@@ -752,9 +752,14 @@ func (s *Session) fetch(ctx context.Context, k Kind) (lists, error) {
 			// The raw bytes are what every reader uses (issue #13: hosts
 			// get the schema as the server wrote it); go-sdk's decoded map
 			// beside them costs ~1.6 KB a tool for as long as the catalog
-			// lives (issue #21, heap per hibernated server).
+			// lives (issue #21, heap per hibernated server). The catalog
+			// drops it from its own copy: t is also in go-sdk's list
+			// cache, whose decoded schema CallTool reads for the draft's
+			// Mcp-Param-* headers (SEP-2243) while the session lives.
 			if len(out.tools[i].RawInputSchema) > 0 {
-				t.InputSchema = nil
+				c := *t
+				c.InputSchema = nil
+				out.tools[i].Tool = &c
 			}
 		}
 	case KindPrompts:

@@ -21,7 +21,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -146,10 +145,11 @@ func (h *harness) run(ctx context.Context, dir string) error {
 	no := false
 	req := localapi.AddServerRequest{ID: serverID, Name: h.scenario, URL: h.url, Auth: "none", ConnectOnStartup: &no}
 	if h.auth {
-		port, err := freePort()
+		port, release, err := reservePort()
 		if err != nil {
 			return err
 		}
+		defer release()
 		// The person configured the suite's credentials, its CIMD URL
 		// and a redirect port of their own (the suite runs scenarios
 		// side by side; a fixed port would collide).
@@ -163,16 +163,6 @@ func (h *harness) run(ctx context.Context, dir string) error {
 		return fmt.Errorf("connect: %w", err)
 	}
 	return h.scenarioSteps(ctx)
-}
-
-// freePort is a loopback port that was free a moment ago.
-func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("choose a redirect port: %w", err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
 }
 
 // noRedirect is the browser's HTTP client: it shows each redirect
