@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/remotemcp/remotemcp/internal/clitext"
 	"github.com/remotemcp/remotemcp/internal/redact"
 	"github.com/remotemcp/remotemcp/localapi"
 )
@@ -59,7 +60,7 @@ client by itself; --reregister forces that now.`,
 			}
 			wctx, cancel := context.WithTimeout(ctx, timeout)
 			defer cancel()
-			fmt.Fprintf(a.streams.Err, "signing in to %s (%s)…\n", id, cell(redact.URL(s.URL)))
+			fmt.Fprintf(a.streams.Err, "signing in to %s (%s)…\n", id, clitext.Cell(redact.URL(s.URL)))
 			flow, err := e.Authorize(wctx, id, localapi.AuthorizeOptions{Reregister: reregister})
 			if err != nil {
 				return err
@@ -68,7 +69,7 @@ client by itself; --reregister forces that now.`,
 				if flow.AuthorizationURL != "" {
 					fmt.Fprintln(a.streams.Err, "open this URL in a browser to authorize remotemcp:")
 					a.browse(ctx, flow.AuthorizationURL, noBrowser)
-					fmt.Fprintf(a.streams.Err, "waiting for the browser to return to %s …\n", orDash(flow.RedirectURI))
+					fmt.Fprintf(a.streams.Err, "waiting for the browser to return to %s …\n", clitext.OrDash(flow.RedirectURI))
 				}
 				if flow, err = e.WaitAuthorization(wctx, id); err != nil {
 					if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
@@ -182,7 +183,7 @@ clientId, scopes …).`,
 			if err != nil {
 				return err
 			}
-			return a.printOne(nonNil(list), func(w io.Writer) error {
+			return a.printOne(clitext.NonNil(list), func(w io.Writer) error {
 				cut := false
 				for i, st := range list {
 					if i > 0 {
@@ -205,10 +206,10 @@ clientId, scopes …).`,
 
 func writeAuthStatus(w io.Writer, st localapi.AuthStatus) {
 	if st.Kind != "oauth" && st.Kind != "auto" {
-		writeKV(w, "server", st.ServerID, "auth", string(st.Kind))
+		clitext.WriteKV(w, "server", st.ServerID, "auth", string(st.Kind))
 		return
 	}
-	signedIn := yesNo(st.SignedIn)
+	signedIn := clitext.YesNo(st.SignedIn)
 	if !st.SignedIn {
 		signedIn += fmt.Sprintf(" (run \"remotemcp auth login %s\")", st.ServerID)
 	}
@@ -225,12 +226,12 @@ func writeAuthStatus(w io.Writer, st localapi.AuthStatus) {
 			client = st.ClientID + " (registered)"
 		}
 	}
-	if access = yesNo(st.HasAccessToken); st.AccessTokenExpiry != nil {
+	if access = clitext.YesNo(st.HasAccessToken); st.AccessTokenExpiry != nil {
 		access += ", expires " + st.AccessTokenExpiry.Format(time.RFC3339)
 	}
-	writeKV(w, "server", st.ServerID, "auth", string(st.Kind), "signed in", signedIn, "issuer", issuer,
+	clitext.WriteKV(w, "server", st.ServerID, "auth", string(st.Kind), "signed in", signedIn, "issuer", issuer,
 		"resource", resource, "binding current", current, "client id", client, "access token", access,
-		"refresh token", yesNo(st.HasRefreshToken), "scopes", strings.Join(st.Scopes, " "), "problem", st.Problem)
+		"refresh token", clitext.YesNo(st.HasRefreshToken), "scopes", strings.Join(st.Scopes, " "), "problem", st.Problem)
 }
 
 func newGrantsCmd(a *app) *cobra.Command {
@@ -246,10 +247,10 @@ Requests waiting for a decision: "remotemcp grants pending".`,
 				return err
 			}
 			if p, err := e.Pending(ctx); err == nil && len(p) > 0 {
-				fmt.Fprintf(a.streams.Err, "%s waiting: see \"remotemcp grants pending\"\n", plural(len(p), "request is", "requests are"))
+				fmt.Fprintf(a.streams.Err, "%s waiting: see \"remotemcp grants pending\"\n", clitext.Plural(len(p), "request is", "requests are"))
 			}
 			return printList(a, grants, "", "ORIGIN\tGRANTED\tBY", func(g localapi.Grant) string {
-				return cell(g.Origin) + "\t" + g.GrantedAt.Format(time.RFC3339) + "\t" + cell(string(g.By))
+				return clitext.Cell(g.Origin) + "\t" + g.GrantedAt.Format(time.RFC3339) + "\t" + clitext.Cell(string(g.By))
 			})
 		}),
 	}, "print a JSON array of grants")
@@ -265,7 +266,7 @@ Requests waiting for a decision: "remotemcp grants pending".`,
 				return err
 			}
 			return printList(a, p, "", "ORIGIN\tPURPOSE\tSERVER\tCOUNT\tSINCE", func(x localapi.Pending) string {
-				return fmt.Sprintf("%s\t%s\t%s\t%d\t%s", cell(x.Origin), x.Purpose, cell(orDash(x.ServerID)), x.Count, x.FirstSeen.Format(time.RFC3339))
+				return fmt.Sprintf("%s\t%s\t%s\t%d\t%s", clitext.Cell(x.Origin), x.Purpose, clitext.Cell(clitext.OrDash(x.ServerID)), x.Count, x.FirstSeen.Format(time.RFC3339))
 			})
 		}),
 	}, "print a JSON array")

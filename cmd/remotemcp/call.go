@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/remotemcp/remotemcp/internal/clitext"
 	"github.com/remotemcp/remotemcp/internal/opid"
 	"github.com/remotemcp/remotemcp/internal/redact"
 	"github.com/remotemcp/remotemcp/localapi"
@@ -121,7 +122,7 @@ func (a *app) call(ctx context.Context, e Engine, req localapi.CallRequest, f ca
 				return localapi.Decision{Reason: errNoTerminal.Error()}, nil
 			}
 			a.describeCall(r)
-			return localapi.Decision{Approved: a.askYesNo(fmt.Sprintf("Allow %s to run with %s?", cell(r.Tool), clip(cell(string(r.Arguments)), 200)))}, nil
+			return localapi.Decision{Approved: a.askYesNo(fmt.Sprintf("Allow %s to run with %s?", clitext.Cell(r.Tool), clitext.Clip(clitext.Cell(string(r.Arguments)), 200)))}, nil
 		},
 		Progress: a.printProgress,
 		Question: func(c localapi.Card) { a.question(qctx, e, c, &forms) },
@@ -167,7 +168,7 @@ func (a *app) question(ctx context.Context, e Engine, c localapi.Card, forms *sy
 		return
 	}
 	w := a.streams.Err
-	fmt.Fprintf(w, "server %s asks (its own words): %s\n", cell(c.ServerID), cell(c.Message))
+	fmt.Fprintf(w, "server %s asks (its own words): %s\n", clitext.Cell(c.ServerID), clitext.Cell(c.Message))
 	example := "{}"
 	if c.Form != nil {
 		for _, f := range c.Form.Fields {
@@ -182,24 +183,24 @@ func (a *app) question(ctx context.Context, e Engine, c localapi.Card, forms *sy
 // describeCall shows what the approval is about.
 func (a *app) describeCall(r localapi.ApprovalRequest) {
 	w := a.streams.Err
-	fmt.Fprintf(w, "%s wants to run:\n", cell(r.Tool))
+	fmt.Fprintf(w, "%s wants to run:\n", clitext.Cell(r.Tool))
 	server := r.ServerID
 	if r.ServerName != "" && r.ServerName != r.ServerID {
 		server += " (" + r.ServerName + ")"
 	}
-	fmt.Fprintf(w, "  server:      %s\n", cell(server))
+	fmt.Fprintf(w, "  server:      %s\n", clitext.Cell(server))
 	tool := r.ToolName
 	if r.Title != "" {
 		tool += " (" + r.Title + ")"
 	}
-	fmt.Fprintf(w, "  tool:        %s\n", cell(tool))
-	if d := firstLine(r.Description); d != "" {
-		fmt.Fprintf(w, "  description: %s (from the server)\n", clip(cell(d), 200))
+	fmt.Fprintf(w, "  tool:        %s\n", clitext.Cell(tool))
+	if d := clitext.FirstLine(r.Description); d != "" {
+		fmt.Fprintf(w, "  description: %s (from the server)\n", clitext.Clip(clitext.Cell(d), 200))
 	}
 	if h := hints(r.Annotations); h != "" {
 		fmt.Fprintf(w, "  annotations: %s (the server's own hints: they do not make the call safe)\n", h)
 	}
-	fmt.Fprintf(w, "  arguments:   %s\n", cell(string(r.Arguments)))
+	fmt.Fprintf(w, "  arguments:   %s\n", clitext.Cell(string(r.Arguments)))
 }
 
 // hints lists a tool's annotations: "readOnlyHint, destructiveHint=false".
@@ -212,7 +213,7 @@ func hints(raw json.RawMessage) string {
 	for _, k := range []string{"title", "readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint"} {
 		switch v := an[k].(type) {
 		case string:
-			h = append(h, fmt.Sprintf("%s=%q", k, cell(v)))
+			h = append(h, fmt.Sprintf("%s=%q", k, clitext.Cell(v)))
 		case bool:
 			if v && k != "destructiveHint" && k != "openWorldHint" {
 				h = append(h, k)
@@ -231,7 +232,7 @@ func (a *app) printProgress(p localapi.Progress) {
 		s += fmt.Sprintf("/%g", p.Total)
 	}
 	if p.Message != "" {
-		s += ": " + cell(p.Message)
+		s += ": " + clitext.Cell(p.Message)
 	}
 	fmt.Fprintln(a.streams.Err, s)
 }
@@ -246,7 +247,7 @@ func (a *app) finishCall(ctx context.Context, e Engine, tool string, res *locala
 		return fmt.Errorf("the call of %s failed: %w", tool, err) // explain says whether it was sent
 	}
 	if a.asJSON {
-		if err := writeJSON(a.streams.Out, res); err != nil {
+		if err := clitext.WriteJSON(a.streams.Out, res); err != nil {
 			return err
 		}
 	}
@@ -257,16 +258,16 @@ func (a *app) finishCall(ctx context.Context, e Engine, tool string, res *locala
 			}
 		}
 		if res.IsError {
-			fmt.Fprintf(w, "note: tool %s reported an error (isError); the server answered, so the exit status is 0\n", cell(res.Tool))
+			fmt.Fprintf(w, "note: tool %s reported an error (isError); the server answered, so the exit status is 0\n", clitext.Cell(res.Tool))
 		}
 		return nil
 	}
 	if res.Outcome == "cancelled" && ctx.Err() != nil {
 		if res.MaybeExecuted {
 			fmt.Fprintf(w, "remotemcp: interrupted: the call of %s was cancelled while it ran; the server was told to stop, "+
-				"but the call may or may not have run. It was not re-sent.\n", cell(res.Tool))
+				"but the call may or may not have run. It was not re-sent.\n", clitext.Cell(res.Tool))
 		} else {
-			fmt.Fprintf(w, "remotemcp: interrupted: the call of %s was cancelled before it was sent; it did not run.\n", cell(res.Tool))
+			fmt.Fprintf(w, "remotemcp: interrupted: the call of %s was cancelled before it was sent; it did not run.\n", clitext.Cell(res.Tool))
 		}
 		return &exitError{code: exitInterrupted}
 	}
@@ -280,9 +281,9 @@ func (a *app) finishCall(ctx context.Context, e Engine, tool string, res *locala
 		}
 	}
 	words, chain := splitChain(res.Message, srv)
-	fmt.Fprintf(w, "remotemcp: %s%s: %s\n", res.Outcome, status, cell(redact.Text(words)))
+	fmt.Fprintf(w, "remotemcp: %s%s: %s\n", res.Outcome, status, clitext.Cell(redact.Text(words)))
 	for _, bl := range res.Content {
-		fmt.Fprintf(w, "  %s\n", cell(bl.Text))
+		fmt.Fprintf(w, "  %s\n", clitext.Cell(bl.Text))
 	}
 	if srv != nil {
 		explain(w, &localapi.Error{Message: res.Message, Server: srv})
@@ -326,9 +327,9 @@ func (a *app) outcomeHint(ctx context.Context, e Engine, res *localapi.ToolResul
 func (a *app) writePlain(out io.Writer, res *localapi.ToolResult) error {
 	var texts []string
 	for _, bl := range res.Content {
-		s := text(bl.Text)
+		s := clitext.Text(bl.Text)
 		if bl.Binary() {
-			s = cell(bl.Text) + " (not shown; use --json for the data)"
+			s = clitext.Cell(bl.Text) + " (not shown; use --json for the data)"
 		} else {
 			texts = append(texts, bl.Text)
 		}
@@ -338,7 +339,7 @@ func (a *app) writePlain(out io.Writer, res *localapi.ToolResult) error {
 		truncated(a, bl)
 	}
 	if len(res.StructuredContent) > 0 && !sameJSONAsText(res.StructuredContent, texts) {
-		if err := writeJSON(out, res.StructuredContent); err != nil {
+		if err := clitext.WriteJSON(out, res.StructuredContent); err != nil {
 			return err
 		}
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/remotemcp/remotemcp/internal/clitext"
 	"github.com/remotemcp/remotemcp/internal/redact"
 	"github.com/remotemcp/remotemcp/localapi"
 )
@@ -30,20 +31,20 @@ retry. Exit status 1 when a server could not be listed.`,
 			if err != nil {
 				return err
 			}
-			tools := nonNil(list.Tools)
+			tools := clitext.NonNil(list.Tools)
 			slices.SortFunc(tools, func(x, y localapi.Tool) int { return strings.Compare(x.Name, y.Name) })
 			if a.asJSON {
-				err = writeJSONLines(a.streams.Out, tools)
+				err = clitext.WriteJSONLines(a.streams.Out, tools)
 			} else {
 				err = printList(a, tools, "", "NAME\tDESCRIPTION", func(t localapi.Tool) string {
-					return cell(t.Name) + "\t" + cell(firstLine(t.Description))
+					return clitext.Cell(t.Name) + "\t" + clitext.Cell(clitext.FirstLine(t.Description))
 				})
 			}
 			if servers, serr := e.Servers(ctx); serr == nil {
 				for _, s := range servers {
 					if len(s.DisabledTools) > 0 && (serverID == "" || s.ID == serverID) {
 						fmt.Fprintf(a.streams.Err, "switched off on %s: %s (switch one on with \"remotemcp servers set %s --enable-tool TOOL\")\n",
-							s.ID, cell(strings.Join(s.DisabledTools, ", ")), s.ID)
+							s.ID, clitext.Cell(strings.Join(s.DisabledTools, ", ")), s.ID)
 					}
 					if len(s.HeldTools) > 0 && (serverID == "" || s.ID == serverID) {
 						// Issue #20 item 3: a changed tool is not listed.
@@ -62,7 +63,7 @@ retry. Exit status 1 when a server could not be listed.`,
 // serverErrors reports the servers a listing could not reach.
 func serverErrors(a *app, errs []localapi.ServerError, err error) error {
 	for _, se := range errs {
-		fmt.Fprintf(a.streams.Err, "%s: %s\n", se.ServerID, cell(redact.Text(se.Message)))
+		fmt.Fprintf(a.streams.Err, "%s: %s\n", se.ServerID, clitext.Cell(redact.Text(se.Message)))
 	}
 	if err == nil && len(errs) > 0 {
 		return reported
@@ -85,7 +86,7 @@ func newPromptsCmd(a *app) *cobra.Command {
 				return err
 			}
 			return printList(a, prompts, "", "COMMAND\tARGUMENTS\tDESCRIPTION", func(p localapi.Prompt) string {
-				return cell(p.Command) + "\t" + cell(orDash(argUsage(p))) + "\t" + cell(firstLine(p.Description))
+				return clitext.Cell(p.Command) + "\t" + clitext.Cell(clitext.OrDash(argUsage(p))) + "\t" + clitext.Cell(clitext.FirstLine(p.Description))
 			})
 		}),
 	}, "print a JSON array with the argument definitions")
@@ -145,7 +146,7 @@ their provenance.`,
 						names = append(names, p.Command)
 					}
 					return fmt.Errorf("server %s has no prompt command %s (it has %s); see \"remotemcp prompts --server %s\"",
-						id, cell(command), orDash(cell(strings.Join(names, ", "))), id)
+						id, clitext.Cell(command), clitext.OrDash(clitext.Cell(strings.Join(names, ", "))), id)
 				}
 				if err := checkPromptArgs(prompts[i], values); err != nil {
 					return err
@@ -156,7 +157,7 @@ their provenance.`,
 				}
 				return a.printOne(res, func(w io.Writer) error {
 					for _, bl := range res.Blocks {
-						fmt.Fprintf(w, "[%s]\n%s\n", cell(orDash(bl.Role)), strings.TrimSuffix(text(bl.Text), "\n"))
+						fmt.Fprintf(w, "[%s]\n%s\n", clitext.Cell(clitext.OrDash(bl.Role)), strings.TrimSuffix(clitext.Text(bl.Text), "\n"))
 					}
 					printNotes(a, res.Notes)
 					return nil
@@ -173,7 +174,7 @@ func checkPromptArgs(p localapi.Prompt, values map[string]string) error {
 		if a.Required && strings.TrimSpace(values[a.Name]) == "" {
 			m := a.Name
 			if a.Description != "" {
-				m += " (" + firstLine(a.Description) + ")"
+				m += " (" + clitext.FirstLine(a.Description) + ")"
 			}
 			missing = append(missing, m)
 		}
@@ -198,7 +199,7 @@ func checkPromptArgs(p localapi.Prompt, values map[string]string) error {
 	if usage == "" {
 		usage = "(no arguments)"
 	}
-	return usageErrorf("%s: %s; usage: remotemcp prompt %s %s", cell(p.Command), cell(strings.Join(probs, "; ")), cell(p.Command), cell(usage))
+	return usageErrorf("%s: %s; usage: remotemcp prompt %s %s", clitext.Cell(p.Command), clitext.Cell(strings.Join(probs, "; ")), clitext.Cell(p.Command), clitext.Cell(usage))
 }
 
 func newResourcesCmd(a *app) *cobra.Command {
@@ -226,7 +227,7 @@ mimeType, size).`,
 				if r.Template {
 					kind = "template"
 				}
-				return strings.Join([]string{cell(r.Mention()), kind, cell(orDash(name)), cell(orDash(r.MIMEType)), cell(firstLine(r.Description))}, "\t")
+				return strings.Join([]string{clitext.Cell(r.Mention()), kind, clitext.Cell(clitext.OrDash(name)), clitext.Cell(clitext.OrDash(r.MIMEType)), clitext.Cell(clitext.FirstLine(r.Description))}, "\t")
 			})
 		}),
 	}, "print a JSON array")
@@ -252,7 +253,7 @@ with their provenance, binary data base64-encoded.`,
 				return usageErrorf("%q must look like @server:URI, e.g. @docs:docs://readme (see \"remotemcp resources\")", mention)
 			}
 			if strings.Contains(uri, "{") && strings.Contains(uri, "}") {
-				return usageErrorf("%s is a URI template: replace each {variable} in it with a value first", cell(mention))
+				return usageErrorf("%s is a URI template: replace each {variable} in it with a value first", clitext.Cell(mention))
 			}
 			return a.do(func(ctx context.Context, e Engine, _ []string) error {
 				res, err := e.ReadResource(ctx, localapi.ReadRequest{Mention: mention})
@@ -261,9 +262,9 @@ with their provenance, binary data base64-encoded.`,
 				}
 				return a.printOne(res, func(w io.Writer) error {
 					for _, bl := range res.Blocks {
-						s := text(bl.Text)
+						s := clitext.Text(bl.Text)
 						if bl.Binary() {
-							s = fmt.Sprintf("%s %s (not shown; use --json for the data)", cell(bl.Text), cell(bl.Provenance.URI))
+							s = fmt.Sprintf("%s %s (not shown; use --json for the data)", clitext.Cell(bl.Text), clitext.Cell(bl.Provenance.URI))
 						}
 						if _, err := fmt.Fprintln(w, strings.TrimSuffix(s, "\n")); err != nil {
 							return err

@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/remotemcp/remotemcp/internal/clitext"
 	"github.com/remotemcp/remotemcp/internal/redact"
 	"github.com/remotemcp/remotemcp/localapi"
 )
@@ -57,10 +58,10 @@ func (a *app) connectAndReport(ctx context.Context, e Engine, id string) error {
 		return &localapi.Error{Code: localapi.CodeUnavailable, Message: msg, Server: s}
 	}
 	out := connected{Server: *s}
-	what := plural(s.ToolCount, "tool", "tools")
+	what := clitext.Plural(s.ToolCount, "tool", "tools")
 	if p, err := e.Prompts(ctx, id); err == nil {
 		out.PromptCount = len(p)
-		what += ", " + plural(len(p), "prompt", "prompts")
+		what += ", " + clitext.Plural(len(p), "prompt", "prompts")
 	}
 	if r, err := e.Resources(ctx, localapi.ResourcesRequest{ServerID: id}); err == nil {
 		for _, x := range r {
@@ -70,9 +71,9 @@ func (a *app) connectAndReport(ctx context.Context, e Engine, id string) error {
 				out.ResourceCount++
 			}
 		}
-		what += ", " + plural(out.ResourceCount, "resource", "resources")
+		what += ", " + clitext.Plural(out.ResourceCount, "resource", "resources")
 		if out.ResourceTemplateCount > 0 {
-			what += " (and " + plural(out.ResourceTemplateCount, "resource template", "resource templates") + ")"
+			what += " (and " + clitext.Plural(out.ResourceTemplateCount, "resource template", "resource templates") + ")"
 		}
 	}
 	return a.printOne(out, func(w io.Writer) error {
@@ -192,7 +193,7 @@ saves them.`,
 				}
 				cctx, cancel := context.WithTimeout(ctx, defaultStatusWait)
 				if _, err := e.Connect(cctx, id); err != nil && ctx.Err() == nil {
-					fmt.Fprintf(a.streams.Err, "connect failed: %s\n", cell(redact.Text(err.Error())))
+					fmt.Fprintf(a.streams.Err, "connect failed: %s\n", clitext.Cell(redact.Text(err.Error())))
 				}
 				cancel()
 			}
@@ -240,6 +241,6 @@ func logRow(x localapi.LogEntry) string {
 	if x.Kind != "log" {
 		ms = fmt.Sprintf("%.1f", x.Millis)
 	}
-	return strings.Join([]string{x.Time.Local().Format(time.TimeOnly), cell(orDash(x.ConnectionID)), orDash(x.HTTPMethod),
-		cell(orDash(strings.Join(req, " "))), status, ms, cell(orDash(x.Error))}, "\t")
+	return strings.Join([]string{x.Time.Local().Format(time.TimeOnly), clitext.Cell(clitext.OrDash(x.ConnectionID)), clitext.OrDash(x.HTTPMethod),
+		clitext.Cell(clitext.OrDash(strings.Join(req, " "))), status, ms, clitext.Cell(clitext.OrDash(x.Error))}, "\t")
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/remotemcp/remotemcp/internal/clitext"
 	"github.com/remotemcp/remotemcp/internal/redact"
 	"github.com/remotemcp/remotemcp/localapi"
 )
@@ -45,8 +46,8 @@ serverId, tool, message, form, status, reason, created …).`,
 			}
 			return printList(a, cards, "no questions are waiting for an answer, and no call was interrupted",
 				"ID\tSTATUS\tSERVER\tTOOL\tCREATED\tMESSAGE", func(c localapi.Card) string {
-					return strings.Join([]string{cell(c.ID), string(c.Status), cell(c.ServerID), cell(orDash(c.Tool)),
-						c.Created.Local().Format(time.DateTime), clip(cell(cardWords(c)), 80)}, "\t")
+					return strings.Join([]string{clitext.Cell(c.ID), string(c.Status), clitext.Cell(c.ServerID), clitext.Cell(clitext.OrDash(c.Tool)),
+						c.Created.Local().Format(time.DateTime), clitext.Clip(clitext.Cell(cardWords(c)), 80)}, "\t")
 				})
 		}),
 	}, "print a JSON array")
@@ -88,7 +89,7 @@ goes on in its own process.`,
 				err := e.Answer(ctx, id, ans)
 				if le, ok := localapi.AsError(err); ok && len(le.Problems) > 0 {
 					for _, p := range le.Problems {
-						fmt.Fprintf(a.streams.Err, "  field %q: %s\n", p.Field, cell(p.Problem))
+						fmt.Fprintf(a.streams.Err, "  field %q: %s\n", p.Field, clitext.Cell(p.Problem))
 					}
 					if c, cerr := e.Card(ctx, id); cerr == nil && c.Form != nil {
 						fmt.Fprintln(a.streams.Err, "the form's fields:")
@@ -139,9 +140,9 @@ again is safe (its first run may have had effects); without a terminal,
 				return fmt.Errorf("refused: re-sending the call of card %s needs your confirmation that running %s again is safe, "+
 					"and stdin is not a terminal to ask on; run the command in a terminal, or add --yes to confirm; nothing was sent", id, name)
 			case !f.yes:
-				fmt.Fprintf(a.streams.Err, "card %s: %s\n", id, cell(orDash(redact.Text(c.FailureMessage))))
+				fmt.Fprintf(a.streams.Err, "card %s: %s\n", id, clitext.Cell(clitext.OrDash(redact.Text(c.FailureMessage))))
 				a.describeCall(localapi.ApprovalRequest{Tool: name, ServerID: c.ServerID, ToolName: c.Tool, Arguments: c.Arguments})
-				if !a.askYesNo(fmt.Sprintf("Re-send %s with %s? It may already have had its effect once.", cell(name), clip(cell(string(c.Arguments)), 200))) {
+				if !a.askYesNo(fmt.Sprintf("Re-send %s with %s? It may already have had its effect once.", clitext.Cell(name), clitext.Clip(clitext.Cell(string(c.Arguments)), 200))) {
 					fmt.Fprintf(a.streams.Err, "remotemcp: not confirmed: the call of card %s was not re-sent\n", id)
 					return reported
 				}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/remotemcp/remotemcp/hosts"
 	"github.com/remotemcp/remotemcp/hosttoken"
+	"github.com/remotemcp/remotemcp/internal/clitext"
 )
 
 // newHostsCmd is `remotemcp hosts …`: remotemcp's entry in MCP hosts'
@@ -45,7 +46,7 @@ Hosts and their user-level files here (--project: the project-level file):
 // hostsHelp lists the table for this OS: id, file, project file, notes.
 func hostsHelp() string {
 	var b strings.Builder
-	tw := newTable(&b)
+	tw := clitext.NewTable(&b)
 	for _, h := range hosts.All() {
 		ts := h.User.For(runtime.GOOS)
 		file := strings.Replace(ts[len(ts)-1], "$HOME", "~", 1)
@@ -119,7 +120,7 @@ file. With --project, the project-level files instead.`,
 			}
 			list := hosts.List(sys, dir)
 			if a.asJSON {
-				return writeJSON(a.streams.Out, list)
+				return clitext.WriteJSON(a.streams.Out, list)
 			}
 			return a.printHosts(list)
 		},
@@ -130,27 +131,27 @@ file. With --project, the project-level files instead.`,
 
 // printHosts prints hosts list's table, notes and errors on stderr.
 func (a *app) printHosts(list []hosts.Status) error {
-	tw := newTable(a.streams.Out)
+	tw := clitext.NewTable(a.streams.Out)
 	fmt.Fprintln(tw, "HOST\tINSTALLED\tCONNECTED\tFILE")
 	for _, st := range list {
-		conn := yesNo(st.Connected)
+		conn := clitext.YesNo(st.Connected)
 		switch {
 		case st.Error != "":
 			conn = "?"
 		case st.File == "":
 			conn = "-"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", st.ID, yesNo(st.Installed), conn, cell(orDash(st.File)))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", st.ID, clitext.YesNo(st.Installed), conn, clitext.Cell(clitext.OrDash(st.File)))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
 	for _, st := range list {
 		if st.Note != "" {
-			fmt.Fprintf(a.streams.Err, "note: %s: %s\n", st.ID, cell(st.Note))
+			fmt.Fprintf(a.streams.Err, "note: %s: %s\n", st.ID, clitext.Cell(st.Note))
 		}
 		if st.Error != "" {
-			fmt.Fprintf(a.streams.Err, "remotemcp: %s\n", cell(st.Error))
+			fmt.Fprintf(a.streams.Err, "remotemcp: %s\n", clitext.Cell(st.Error))
 		}
 	}
 	return nil
@@ -318,12 +319,12 @@ func (a *app) printHostChange(sys hosts.System, f hosts.File, c hosts.Change, co
 	var err error
 	switch {
 	case !c.Changed && connect:
-		_, err = fmt.Fprintf(out, "%s is already connected: %s (unchanged)\n", h.ID, cell(c.Path))
+		_, err = fmt.Fprintf(out, "%s is already connected: %s (unchanged)\n", h.ID, clitext.Cell(c.Path))
 	case !c.Changed:
-		_, err = fmt.Fprintf(out, "%s is not connected: %s (unchanged)\n", h.ID, cell(c.Path))
+		_, err = fmt.Fprintf(out, "%s is not connected: %s (unchanged)\n", h.ID, clitext.Cell(c.Path))
 	case dryRun:
-		_, err = fmt.Fprint(out, text(hosttoken.Redact(c.Diff())))
-		fmt.Fprintf(errw, "dry run: %s not written\n", cell(c.Path))
+		_, err = fmt.Fprint(out, clitext.Text(hosttoken.Redact(c.Diff())))
+		fmt.Fprintf(errw, "dry run: %s not written\n", clitext.Cell(c.Path))
 	default:
 		verb := "disconnected"
 		if connect {
@@ -333,7 +334,7 @@ func (a *app) printHostChange(sys hosts.System, f hosts.File, c hosts.Change, co
 		if c.Backup != "" {
 			line += fmt.Sprintf(" (previous version: %s)", c.Backup)
 		}
-		_, err = fmt.Fprintln(out, cell(line))
+		_, err = fmt.Fprintln(out, clitext.Cell(line))
 		fmt.Fprintf(errw, "restart %s (or reload its MCP servers) to apply it\n", h.Name)
 	}
 	if connect && c.Changed {

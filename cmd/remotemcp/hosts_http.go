@@ -9,6 +9,7 @@ import (
 
 	"github.com/remotemcp/remotemcp/hosts"
 	"github.com/remotemcp/remotemcp/hosttoken"
+	"github.com/remotemcp/remotemcp/internal/clitext"
 )
 
 // dryRunToken stands for the token in a dry run's diff: a dry run creates
@@ -111,7 +112,7 @@ func (a *app) runHostsConnectHTTP(ctx context.Context, sys hosts.System, f hosts
 		// The token lives in this data directory: the endpoint must use it.
 		rm := "remotemcp"
 		if arg := hosts.DataDirArg(sys, dir); arg != "" {
-			rm += " --data-dir " + shellQuote(arg)
+			rm += " --data-dir " + clitext.ShellQuote(arg)
 		}
 		fmt.Fprintf(errw, "the endpoint must be running for %s to connect: \"%s mcp --http %s\" (or \"%s serve --mcp-http %s\")\n", h.Name, rm, hostPortOf(u), rm, hostPortOf(u))
 	}

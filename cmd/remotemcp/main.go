@@ -21,6 +21,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/remotemcp/remotemcp"
+	"github.com/remotemcp/remotemcp/internal/clitext"
 	"github.com/remotemcp/remotemcp/internal/interrupt"
 	"github.com/remotemcp/remotemcp/internal/redact"
 	"github.com/remotemcp/remotemcp/localapi"
@@ -105,12 +106,12 @@ func run(ctx context.Context, args []string, s Streams, env Env) int {
 		if ce := (*causeError)(nil); errors.As(err, &ce) {
 			words, chain = ce.split(words)
 		}
-		fmt.Fprintf(s.Err, "remotemcp: %s\n", cell(redact.Text(words)))
+		fmt.Fprintf(s.Err, "remotemcp: %s\n", clitext.Cell(redact.Text(words)))
 		printCause(s.Err, chain, verbose(args))
 		return code
 	}
 	words, chain := splitChain(err.Error(), le.Server)
-	fmt.Fprintf(s.Err, "remotemcp: %s\n", cell(redact.Text(words)))
+	fmt.Fprintf(s.Err, "remotemcp: %s\n", clitext.Cell(redact.Text(words)))
 	explain(s.Err, le)
 	printCause(s.Err, chain, verbose(args))
 	return code
@@ -122,7 +123,7 @@ func printCause(w io.Writer, chain string, verbose bool) {
 	switch {
 	case chain == "":
 	case verbose:
-		fmt.Fprintf(w, "  cause: %s\n", cell(redact.Text(chain)))
+		fmt.Fprintf(w, "  cause: %s\n", clitext.Cell(redact.Text(chain)))
 	default:
 		fmt.Fprintln(w, "  (run again with --verbose for the whole cause)")
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/remotemcp/remotemcp/frontend"
 	"github.com/remotemcp/remotemcp/frontend/mcphttp"
 	"github.com/remotemcp/remotemcp/hosttoken"
+	"github.com/remotemcp/remotemcp/internal/clitext"
 )
 
 // mcpHTTPListen listens on addr, which must be a loopback HOST:PORT (or
@@ -59,7 +60,7 @@ func sessionIdleFlag(v string) (time.Duration, error) {
 	d, err := parseFlagDuration(v)
 	switch {
 	case err != nil || d < 0:
-		return 0, usageErrorf("--%s %q: give a duration such as 30m, never (or 0), or default (%s)", sessionIdleFlagName, cell(v), frontend.DefaultSessionIdle)
+		return 0, usageErrorf("--%s %q: give a duration such as 30m, never (or 0), or default (%s)", sessionIdleFlagName, clitext.Cell(v), frontend.DefaultSessionIdle)
 	case d == 0:
 		return -1, nil
 	}

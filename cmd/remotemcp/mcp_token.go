@@ -11,6 +11,7 @@ import (
 	"github.com/remotemcp/remotemcp"
 	"github.com/remotemcp/remotemcp/daemon"
 	"github.com/remotemcp/remotemcp/hosttoken"
+	"github.com/remotemcp/remotemcp/internal/clitext"
 	"github.com/remotemcp/remotemcp/localapi"
 )
 
@@ -47,7 +48,7 @@ to the MCP host as the header "Authorization: Bearer TOKEN".`,
 			}
 			return printList(a, items, "no tokens: create one with \"remotemcp mcp token create NAME\"", "NAME\tCREATED",
 				func(i localapi.HostToken) string {
-					return cell(i.Name) + "\t" + i.CreatedAt.Local().Format(time.DateTime)
+					return clitext.Cell(i.Name) + "\t" + i.CreatedAt.Local().Format(time.DateTime)
 				})
 		}),
 	}

@@ -1,53 +1,16 @@
 package main
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
-	"text/tabwriter"
-	"unicode"
 
 	"github.com/spf13/cobra"
 
+	"github.com/remotemcp/remotemcp/internal/clitext"
 	"github.com/remotemcp/remotemcp/internal/redact"
 	"github.com/remotemcp/remotemcp/localapi"
 )
-
-// writeJSON writes v as indented JSON. Every --json output prints
-// localapi's types: camelCase, listings as arrays, the server as "serverId".
-func writeJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetEscapeHTML(false)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
-}
-
-// writeJSONLines writes a JSON array, one compact element per line, so raw
-// JSON inside (a tool's inputSchema) keeps the server's bytes.
-func writeJSONLines[T any](w io.Writer, items []T) error {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	b.WriteString("[")
-	for i, it := range items {
-		if i > 0 {
-			b.WriteString(",")
-		}
-		b.WriteString("\n  ")
-		if err := enc.Encode(it); err != nil {
-			return err
-		}
-		b.Truncate(b.Len() - 1) // Encode's newline
-	}
-	if len(items) > 0 {
-		b.WriteString("\n")
-	}
-	b.WriteString("]\n")
-	_, err := w.Write(b.Bytes())
-	return err
-}
 
 // jsonFlag adds --json to cmd; one command runs per invocation.
 func (a *app) jsonFlag(cmd *cobra.Command, help string) *cobra.Command {
@@ -59,7 +22,7 @@ func (a *app) jsonFlag(cmd *cobra.Command, help string) *cobra.Command {
 // header and row(item) lines; an empty list says empty on stderr.
 func printList[T any](a *app, items []T, empty, header string, row func(T) string) error {
 	if a.asJSON {
-		return writeJSON(a.streams.Out, nonNil(items))
+		return clitext.WriteJSON(a.streams.Out, clitext.NonNil(items))
 	}
 	if len(items) == 0 {
 		if empty != "" {
@@ -67,7 +30,7 @@ func printList[T any](a *app, items []T, empty, header string, row func(T) strin
 		}
 		return nil
 	}
-	tw := newTable(a.streams.Out)
+	tw := clitext.NewTable(a.streams.Out)
 	fmt.Fprintln(tw, header)
 	for _, it := range items {
 		fmt.Fprintln(tw, row(it))
@@ -76,17 +39,17 @@ func printList[T any](a *app, items []T, empty, header string, row func(T) strin
 }
 
 // printOne prints v as JSON with --json, else with text.
-func (a *app) printOne(v any, text func(w io.Writer) error) error {
+func (a *app) printOne(v any, plain func(w io.Writer) error) error {
 	if a.asJSON {
-		return writeJSON(a.streams.Out, v)
+		return clitext.WriteJSON(a.streams.Out, v)
 	}
-	return text(a.streams.Out)
+	return plain(a.streams.Out)
 }
 
 // printNotes prints remotemcp's notes on stderr.
 func printNotes(a *app, notes []string) {
 	for _, n := range notes {
-		fmt.Fprintln(a.streams.Err, cell(n))
+		fmt.Fprintln(a.streams.Err, clitext.Cell(n))
 	}
 }
 
@@ -95,104 +58,6 @@ func truncated(a *app, bl localapi.ContextBlock) {
 	if t := bl.Truncated; t != nil {
 		fmt.Fprintf(a.streams.Err, "[remotemcp: output truncated: showing the first %d of %d characters]\n", t.ShownChars, t.OriginalChars)
 	}
-}
-
-// nonNil makes a nil listing print as [].
-func nonNil[T any](s []T) []T {
-	if s == nil {
-		return []T{}
-	}
-	return s
-}
-
-// writeKV prints "key: value" lines, leaving out empty values.
-func writeKV(w io.Writer, kv ...string) error {
-	tw := newTable(w)
-	for i := 0; i+1 < len(kv); i += 2 {
-		if kv[i+1] != "" {
-			fmt.Fprintf(tw, "%s:\t%s\n", kv[i], cell(kv[i+1]))
-		}
-	}
-	return tw.Flush()
-}
-
-// newTable returns a tab-separated table writer; call Flush when done.
-func newTable(w io.Writer) *tabwriter.Writer {
-	return tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-}
-
-// cell makes text safe for one table cell or line: whitespace becomes a
-// space, control characters and bidirectional overrides U+FFFD.
-func cell(s string) string {
-	return strings.Map(func(r rune) rune {
-		switch {
-		case r == '\t' || r == '\n' || r == '\r':
-			return ' '
-		case unsafeRune(r):
-			return '\uFFFD'
-		}
-		return r
-	}, s)
-}
-
-// text makes multi-line text from a server safe for a terminal: newlines
-// and tabs stay, other control characters become U+FFFD.
-func text(s string) string {
-	return strings.Map(func(r rune) rune {
-		if r != '\n' && r != '\t' && unsafeRune(r) {
-			return '\uFFFD'
-		}
-		return r
-	}, s)
-}
-
-// unsafeRune reports characters that could change what a terminal shows:
-// control characters, line separators and bidirectional controls.
-func unsafeRune(r rune) bool {
-	return unicode.IsControl(r) || r == '\u2028' || r == '\u2029' ||
-		r >= '\u202a' && r <= '\u202e' || r >= '\u2066' && r <= '\u2069' || r == '\u200e' || r == '\u200f'
-}
-
-// firstLine returns the first non-empty line of s, trimmed.
-func firstLine(s string) string {
-	for l := range strings.SplitSeq(s, "\n") {
-		if l = strings.TrimSpace(l); l != "" {
-			return l
-		}
-	}
-	return ""
-}
-
-// plural returns "1 tool" or "3 tools".
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return fmt.Sprintf("%d %s", n, one)
-	}
-	return fmt.Sprintf("%d %s", n, many)
-}
-
-// orDash returns s, or "-" when it is empty.
-func orDash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
-}
-
-// clip cuts s to n runes, marking the cut.
-func clip(s string, n int) string {
-	r := []rune(s)
-	if len(r) <= n {
-		return s
-	}
-	return string(r[:n]) + "…"
-}
-
-func yesNo(b bool) string {
-	if b {
-		return "yes"
-	}
-	return "no"
 }
 
 // printServers prints servers as the listing commands do.
@@ -225,8 +90,8 @@ func (a *app) printServers(servers []localapi.Server) error {
 				reason, short = a.reasonText(s)
 				cut = cut || short
 			}
-			return strings.Join([]string{cell(s.ID), cell(orDash(s.Name)), yesNo(s.Enabled), connect,
-				string(s.Auth.Kind), state, tools, cell(redact.URL(s.URL)), reason}, "\t")
+			return strings.Join([]string{clitext.Cell(s.ID), clitext.Cell(clitext.OrDash(s.Name)), clitext.YesNo(s.Enabled), connect,
+				string(s.Auth.Kind), state, tools, clitext.Cell(redact.URL(s.URL)), reason}, "\t")
 		})
 }
 
@@ -245,7 +110,7 @@ func reasonTag(r localapi.Reason) string {
 
 // describeReason formats why a server failed: "network: …".
 func describeReason(r localapi.Reason) string {
-	return cell(reasonTag(r) + ": " + redact.Text(r.Message))
+	return clitext.Cell(reasonTag(r) + ": " + redact.Text(r.Message))
 }
 
 // reasonText formats why server s failed for text output: with --verbose
@@ -259,7 +124,7 @@ func (a *app) reasonText(s localapi.Server) (text string, cut bool) {
 		return describeReason(*s.Reason) + nextTry(s), false
 	}
 	msg, cut := shortReason(s, *s.Reason)
-	return cell(reasonTag(*s.Reason)+": "+redact.Text(msg)) + nextTry(s), cut
+	return clitext.Cell(reasonTag(*s.Reason)+": "+redact.Text(msg)) + nextTry(s), cut
 }
 
 // nextTry says before when a failed server is not tried again (its
@@ -299,7 +164,7 @@ func shortReason(s localapi.Server, r localapi.Reason) (msg string, cut bool) {
 // can do, unless the message says it already.
 func explain(w io.Writer, e *localapi.Error) {
 	if s := e.Server; s != nil && s.Reason != nil {
-		fmt.Fprintf(w, "  server %s: %s (%s)\n", cell(s.ID), s.State, reasonTag(*s.Reason))
+		fmt.Fprintf(w, "  server %s: %s (%s)\n", clitext.Cell(s.ID), s.State, reasonTag(*s.Reason))
 	}
 	if h := hint(e); h != "" {
 		if _, cmd, _ := strings.Cut(h, "\""); cmd == "" || !strings.Contains(e.Message, strings.SplitN(cmd, "\"", 2)[0]) {
@@ -327,7 +192,7 @@ func hint(e *localapi.Error) string {
 			r = *s.Reason
 		}
 	}
-	vars := map[string]string{"id": s.ID, "url": cell(redact.URL(s.URL))}
+	vars := map[string]string{"id": s.ID, "url": clitext.Cell(redact.URL(s.URL))}
 	switch {
 	case e.Code == localapi.CodeLoginRequired || s.State == localapi.StateNeedsAuth:
 		return localapi.Fill(t.States[localapi.StateNeedsAuth].CLI, vars)
@@ -339,17 +204,4 @@ func hint(e *localapi.Error) string {
 	}
 	w, _ := t.ReasonWords(r, string(s.Auth.Kind))
 	return localapi.Fill(w.CLI, vars)
-}
-
-// untrustedLine shows server-written text on one line, marked as the
-// server's, cut to 300 characters ("" stays "").
-func untrustedLine(s string) string {
-	if s == "" {
-		return ""
-	}
-	r := []rune(cell(s))
-	if len(r) > 300 {
-		r = append(r[:300], '…')
-	}
-	return "(from the server, untrusted) " + string(r)
 }

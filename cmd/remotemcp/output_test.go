@@ -14,26 +14,6 @@ import (
 	"github.com/remotemcp/remotemcp/internal/testserver/fixture"
 )
 
-func TestCellAndTextSanitize(t *testing.T) {
-	for _, tc := range []struct{ in, cell, text string }{
-		{"plain", "plain", "plain"},
-		{"a\tb\nc", "a b c", "a\tb\nc"},
-		{"red \x1b[31mtext", "red \uFFFD[31mtext", "red \uFFFD[31mtext"},
-		{"bidi \u202eevil", "bidi \uFFFDevil", "bidi \uFFFDevil"},
-		{"bell\a\r", "bell\uFFFD ", "bell\uFFFD\uFFFD"},
-	} {
-		if got := cell(tc.in); got != tc.cell {
-			t.Errorf("cell(%q) = %q, want %q", tc.in, got, tc.cell)
-		}
-		if got := text(tc.in); got != tc.text {
-			t.Errorf("text(%q) = %q, want %q", tc.in, got, tc.text)
-		}
-	}
-	if got := firstLine("\n  first line  \nsecond"); got != "first line" {
-		t.Errorf("firstLine = %q", got)
-	}
-}
-
 func TestLoggerRedacts(t *testing.T) {
 	var buf bytes.Buffer
 	log := newLogger(&buf, true)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/remotemcp/remotemcp/internal/clitext"
 	"github.com/remotemcp/remotemcp/internal/visible"
 	"github.com/remotemcp/remotemcp/localapi"
 )
@@ -77,7 +78,7 @@ oldHash, newHash, pinned, seen, changes).`,
 				return err
 			}
 			if a.asJSON {
-				return writeJSONLines(a.streams.Out, nonNil(held))
+				return clitext.WriteJSONLines(a.streams.Out, clitext.NonNil(held))
 			}
 			return writeHeld(a.streams.Out, held)
 		}),
@@ -101,20 +102,20 @@ func writeHeld(w io.Writer, held []localapi.HeldTool) error {
 			b.WriteString("\n")
 		}
 		if h.Unpinnable != "" {
-			fmt.Fprintf(&b, "%s %s: %s\n", shownCell(h.ServerID), shownCell(h.Tool), shownCell(h.Unpinnable))
+			fmt.Fprintf(&b, "%s %s: %s\n", clitext.Shown(h.ServerID), clitext.Shown(h.Tool), clitext.Shown(h.Unpinnable))
 			continue
 		}
-		fmt.Fprintf(&b, "%s %s: held since %s; pinned %s\n", shownCell(h.ServerID), shownCell(h.Tool), stamp(h.Seen), stamp(h.Pinned))
+		fmt.Fprintf(&b, "%s %s: held since %s; pinned %s\n", clitext.Shown(h.ServerID), clitext.Shown(h.Tool), stamp(h.Seen), stamp(h.Pinned))
 		for _, c := range h.Changes {
-			fmt.Fprintf(&b, "  %s %s\n", shownCell(c.Path), c.Kind)
+			fmt.Fprintf(&b, "  %s %s\n", clitext.Shown(c.Path), c.Kind)
 			if c.Old != "" {
-				b.WriteString(indented("    old: ", visible.ShowHidden(c.Old)))
+				b.WriteString(clitext.Indented("    old: ", visible.ShowHidden(c.Old)))
 			}
 			if c.New != "" {
-				b.WriteString(indented("    new: ", visible.ShowHidden(c.New)))
+				b.WriteString(clitext.Indented("    new: ", visible.ShowHidden(c.New)))
 			}
 		}
-		fmt.Fprintf(&b, "  new definition: %s\n", cell(h.NewHash))
+		fmt.Fprintf(&b, "  new definition: %s\n", clitext.Cell(h.NewHash))
 		fmt.Fprintf(&b, "  accept: %s\n", acceptCommand(h))
 	}
 	_, err := io.WriteString(w, b.String())
@@ -124,7 +125,7 @@ func writeHeld(w io.Writer, held []localapi.HeldTool) error {
 // acceptCommand is the command that accepts exactly the definition of
 // h that was shown (and is refused if the server changed it again).
 func acceptCommand(h localapi.HeldTool) string {
-	return fmt.Sprintf("remotemcp tools accept %s %s --hash %s", shellWord(h.ServerID), shellWord(visible.ShowHidden(h.Tool)), cell(h.NewHash))
+	return fmt.Sprintf("remotemcp tools accept %s %s --hash %s", shellWord(h.ServerID), shellWord(visible.ShowHidden(h.Tool)), clitext.Cell(h.NewHash))
 }
 
 // shellWord quotes s for a POSIX shell when it is not a plain word.
@@ -139,11 +140,8 @@ func shellWord(s string) string {
 	if plain {
 		return s
 	}
-	return "'" + strings.ReplaceAll(cell(s), "'", `'\''`) + "'"
+	return "'" + strings.ReplaceAll(clitext.Cell(s), "'", `'\''`) + "'"
 }
-
-// shownCell is cell of server text with its hidden characters shown.
-func shownCell(s string) string { return cell(visible.ShowHidden(s)) }
 
 // changeSummary is a one-line summary of a held change, for accept.
 func changeSummary(h localapi.HeldTool) string {
@@ -154,27 +152,12 @@ func changeSummary(h localapi.HeldTool) string {
 			parts = append(parts, fmt.Sprintf("%d more", len(h.Changes)-most))
 			break
 		}
-		parts = append(parts, shownCell(c.Path)+" "+c.Kind)
+		parts = append(parts, clitext.Shown(c.Path)+" "+c.Kind)
 	}
 	if len(parts) == 0 {
 		return "no listed change"
 	}
 	return strings.Join(parts, ", ")
-}
-
-// indented prints untrusted multi-line text under a label, each further
-// line indented like the first, so no line of it starts where ours do.
-func indented(label, s string) string {
-	pad := strings.Repeat(" ", len(label))
-	lines := strings.Split(text(s), "\n")
-	for i := range lines {
-		if i == 0 {
-			lines[i] = label + lines[i]
-		} else {
-			lines[i] = pad + lines[i]
-		}
-	}
-	return strings.Join(lines, "\n") + "\n"
 }
 
 func stamp(t time.Time) string {
@@ -266,21 +249,21 @@ accepted}.`,
 				// A tool that cannot be pinned has no change to accept.
 				for _, u := range unpinnableOf(ctx, pr, server) {
 					if slices.Contains(req.Tools, u.Tool) {
-						return fmt.Errorf("tool %s of %s %s: there is nothing to accept: %w", shownCell(u.Tool), cell(server), shownCell(u.Unpinnable), err)
+						return fmt.Errorf("tool %s of %s %s: there is nothing to accept: %w", clitext.Shown(u.Tool), clitext.Cell(server), clitext.Shown(u.Unpinnable), err)
 					}
 				}
 			}
 			if errors.As(err, &le) && le.Code == localapi.CodeConflict {
-				return fmt.Errorf("the definition of a tool of %s changed again since it was shown; nothing was accepted: review it again with \"remotemcp tools review %s\" and accept with the new --hash: %w", cell(server), cell(server), err)
+				return fmt.Errorf("the definition of a tool of %s changed again since it was shown; nothing was accepted: review it again with \"remotemcp tools review %s\" and accept with the new --hash: %w", clitext.Cell(server), clitext.Cell(server), err)
 			}
 			if err != nil {
 				return err
 			}
 			if a.asJSON {
-				return writeJSON(a.streams.Out, res)
+				return clitext.WriteJSON(a.streams.Out, res)
 			}
 			if len(res.Accepted) == 0 {
-				_, err = fmt.Fprintf(a.streams.Out, "no tool of %s is held\n", cell(res.ServerID))
+				_, err = fmt.Fprintf(a.streams.Out, "no tool of %s is held\n", clitext.Cell(res.ServerID))
 				return err
 			}
 			var b strings.Builder
@@ -288,11 +271,11 @@ accepted}.`,
 				h, ok := shown[t]
 				switch {
 				case ok:
-					fmt.Fprintf(&b, "accepted the new definition of %s on %s: %s (%s); offered again\n", shownCell(t), cell(res.ServerID), cell(h.NewHash), changeSummary(h))
+					fmt.Fprintf(&b, "accepted the new definition of %s on %s: %s (%s); offered again\n", clitext.Shown(t), clitext.Cell(res.ServerID), clitext.Cell(h.NewHash), changeSummary(h))
 				case hash != "":
-					fmt.Fprintf(&b, "accepted the new definition of %s on %s: %s; offered again\n", shownCell(t), cell(res.ServerID), cell(hash))
+					fmt.Fprintf(&b, "accepted the new definition of %s on %s: %s; offered again\n", clitext.Shown(t), clitext.Cell(res.ServerID), clitext.Cell(hash))
 				default:
-					fmt.Fprintf(&b, "accepted the new definition of %s on %s; offered again\n", shownCell(t), cell(res.ServerID))
+					fmt.Fprintf(&b, "accepted the new definition of %s on %s; offered again\n", clitext.Shown(t), clitext.Cell(res.ServerID))
 				}
 			}
 			_, err = io.WriteString(a.streams.Out, b.String())
@@ -330,12 +313,12 @@ func writeHeldNames(w io.Writer, s localapi.Server, sep, end string) {
 	if len(changed) > 0 {
 		shown := make([]string, len(changed))
 		for i, t := range changed {
-			shown[i] = shownCell(t)
+			shown[i] = clitext.Shown(t)
 		}
 		fmt.Fprintf(w, "held on %s (definition changed): %s%s \"remotemcp tools review %s\"%s\n",
-			cell(s.ID), strings.Join(shown, ", "), sep, cell(s.ID), end)
+			clitext.Cell(s.ID), strings.Join(shown, ", "), sep, clitext.Cell(s.ID), end)
 	}
 	for _, t := range slices.Sorted(maps.Keys(s.Unpinnable)) {
-		fmt.Fprintf(w, "not offered on %s: %s %s\n", cell(s.ID), shownCell(t), shownCell(s.Unpinnable[t]))
+		fmt.Fprintf(w, "not offered on %s: %s %s\n", clitext.Cell(s.ID), clitext.Shown(t), clitext.Shown(s.Unpinnable[t]))
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/remotemcp/remotemcp/config"
+	"github.com/remotemcp/remotemcp/internal/clitext"
 	"github.com/remotemcp/remotemcp/internal/redact"
 	"github.com/remotemcp/remotemcp/localapi"
 )
@@ -258,7 +259,7 @@ func (f *headerFlags) values(a *app, id string) (map[string]string, error) {
 			return nil, usageErrorf("--header-stdin wants only the header's name (letters, digits and !#$%%&'*+-.^_`|~); its value is read from stdin")
 		}
 		if a.interactive() {
-			fmt.Fprintf(a.streams.Err, "value of header %s for %s (one line; it is echoed): ", cell(name), id)
+			fmt.Fprintf(a.streams.Err, "value of header %s for %s (one line; it is echoed): ", clitext.Cell(name), id)
 		}
 		line, err := a.readLine()
 		if err != nil && err != io.EOF {
@@ -365,9 +366,9 @@ tools (default host: the MCP host's approval is the approval), and
 				if err != nil {
 					return err
 				}
-				fmt.Fprintf(a.streams.Out, "added %s %s%s\n", res.Server.ID, cell(redact.URL(res.Server.URL)), headersNote(res.Server.HeaderNames))
+				fmt.Fprintf(a.streams.Out, "added %s %s%s\n", res.Server.ID, clitext.Cell(redact.URL(res.Server.URL)), headersNote(res.Server.HeaderNames))
 				for _, o := range res.Granted {
-					fmt.Fprintf(a.streams.Out, "granted %s (adding a server allows its own origin)\n", cell(o))
+					fmt.Fprintf(a.streams.Out, "granted %s (adding a server allows its own origin)\n", clitext.Cell(o))
 				}
 				return nil
 			})(cmd, args)
@@ -401,7 +402,7 @@ func approvalFlag(v string, reset bool) (config.Approval, error) {
 	case reset && a == "default":
 		return config.ApprovalHost, nil
 	}
-	return "", usageErrorf("--approval %q: give host (the MCP host approves, the default) or ask (remotemcp asks you before every call)", cell(v))
+	return "", usageErrorf("--approval %q: give host (the MCP host approves, the default) or ask (remotemcp asks you before every call)", clitext.Cell(v))
 }
 
 // headersNote is " (headers A, B sealed)" for a server with custom
@@ -414,7 +415,7 @@ func headersNote(names []string) string {
 	if len(names) == 1 {
 		word = "header"
 	}
-	return " (" + word + " " + cell(strings.Join(names, ", ")) + " stored sealed)"
+	return " (" + word + " " + clitext.Cell(strings.Join(names, ", ")) + " stored sealed)"
 }
 
 func newServersListCmd(a *app) *cobra.Command {
@@ -469,18 +470,18 @@ func writeServerDetails(w io.Writer, s *localapi.Server, reason string) error {
 		state += " (" + reason + ")"
 	}
 	sealed := map[bool]string{true: "(stored sealed)"}
-	return writeKV(w, "id", s.ID, "name", s.Name, "url", redact.URL(s.URL), "enabled", yesNo(s.Enabled),
+	return clitext.WriteKV(w, "id", s.ID, "name", s.Name, "url", redact.URL(s.URL), "enabled", clitext.YesNo(s.Enabled),
 		"connect", map[bool]string{true: "at startup", false: "lazily, on first use"}[s.ConnectOnStartup],
 		"auth", string(s.Auth.Kind), "token", sealed[s.Auth.HasToken], "client id", s.Auth.ClientID,
 		"client metadata", s.Auth.ClientMetadataURL,
-		"instructions", untrustedLine(s.Instructions),
+		"instructions", clitext.Untrusted(s.Instructions),
 		"client secret", sealed[s.Auth.HasClientSecret], "scopes", strings.Join(s.Auth.Scopes, " "),
 		"headers", headerList(s.HeaderNames),
 		"protocol", s.ProtocolVersion, "log level", s.LogLevel,
 		"approval", approvalLine(s.Approval), "trusted", trustedLine(s.Trusted),
 		"disabled tools", strings.Join(s.DisabledTools, ", "), "pinned tools", strings.Join(s.PinnedTools, ", "), "tool timeout", s.ToolTimeout, "idle timeout", idleLine(s.IdleTimeout),
 		"limits", s.Limits.String(),
-		"origin", fmt.Sprintf("%s (allowed: %s)", s.Origin, yesNo(s.OriginGranted)), "state", state)
+		"origin", fmt.Sprintf("%s (allowed: %s)", s.Origin, clitext.YesNo(s.OriginGranted)), "state", state)
 }
 
 // approvalLine says who approves the server's calls through the MCP front
@@ -669,7 +670,7 @@ MCP hosts.`,
 				// A bad value is a mistake on the command line (exit 2),
 				// caught here rather than as the engine's bad request.
 				if err := probe.Set(strings.TrimSpace(k), v); err != nil {
-					return usageErrorf("--limit %s: %v", cell(kv), err)
+					return usageErrorf("--limit %s: %v", clitext.Cell(kv), err)
 				}
 				if req.Limits == nil {
 					req.Limits = map[string]string{}
@@ -729,7 +730,7 @@ MCP hosts.`,
 					return err
 				}
 				for _, w := range res.Warnings {
-					fmt.Fprintf(a.streams.Err, "warning: %s\n", cell(w))
+					fmt.Fprintf(a.streams.Err, "warning: %s\n", clitext.Cell(w))
 				}
 				what := changes(*before, res.Server)
 				if p := res.Server.Auth.RedirectPort; req.RedirectPort != nil && p != before.Auth.RedirectPort {
@@ -879,26 +880,26 @@ func (a *app) printImport(res *localapi.ImportResult, update bool) error {
 		for _, s := range l.list {
 			hdr := ""
 			if len(s.HeaderNames) > 0 {
-				hdr = ", headers " + cell(strings.Join(s.HeaderNames, ", ")) + " stored sealed"
+				hdr = ", headers " + clitext.Cell(strings.Join(s.HeaderNames, ", ")) + " stored sealed"
 			}
-			fmt.Fprintf(w, "%s %s %s (auth %s%s)\n", l.verb, cell(s.ID), cell(redact.URL(s.URL)), s.Auth, hdr)
+			fmt.Fprintf(w, "%s %s %s (auth %s%s)\n", l.verb, clitext.Cell(s.ID), clitext.Cell(redact.URL(s.URL)), s.Auth, hdr)
 		}
 	}
 	for _, s := range res.Conflicts {
-		fmt.Fprintf(w, "conflict %s: %s\n", cell(orDash(s.ID)), cell(s.Reason))
+		fmt.Fprintf(w, "conflict %s: %s\n", clitext.Cell(clitext.OrDash(s.ID)), clitext.Cell(s.Reason))
 	}
 	for _, s := range res.Skipped {
-		fmt.Fprintf(w, "skipped %s: %s\n", cell(s.Name), cell(s.Reason))
+		fmt.Fprintf(w, "skipped %s: %s\n", clitext.Cell(s.Name), clitext.Cell(s.Reason))
 	}
 	for _, o := range res.Granted {
-		fmt.Fprintf(w, "granted %s\n", cell(o))
+		fmt.Fprintf(w, "granted %s\n", clitext.Cell(o))
 	}
 	fmt.Fprintf(a.streams.Err, "%d added, %d updated, %d unchanged, %d conflicts, %d skipped, %s granted\n", len(res.Added), len(res.Updated),
-		len(res.Unchanged), len(res.Conflicts), len(res.Skipped), plural(len(res.Granted), "origin", "origins"))
+		len(res.Unchanged), len(res.Conflicts), len(res.Skipped), clitext.Plural(len(res.Granted), "origin", "origins"))
 	switch {
 	case len(res.Conflicts) > 0 && !update:
 		return fmt.Errorf("%s not changed: the id exists with another config; run again with --update to replace them",
-			plural(len(res.Conflicts), "conflicting entry was", "conflicting entries were"))
+			clitext.Plural(len(res.Conflicts), "conflicting entry was", "conflicting entries were"))
 	case len(res.Added)+len(res.Updated)+len(res.Unchanged) == 0 && len(res.Skipped) > 0:
 		return errors.New("nothing was imported")
 	}
@@ -962,9 +963,9 @@ func toolTimeoutFlag(v string) (string, error) {
 	d, err := parseFlagDuration(v)
 	switch {
 	case v == flagNever || err == nil && d == 0:
-		return "", usageErrorf("--tool-timeout %s: a tool call always has a time limit; give a duration such as 5m or 90s, or default (60s)", cell(v))
+		return "", usageErrorf("--tool-timeout %s: a tool call always has a time limit; give a duration such as 5m or 90s, or default (60s)", clitext.Cell(v))
 	case err != nil || d < 0 || d > config.MaxToolTimeout:
-		return "", usageErrorf("--tool-timeout %q: give a duration such as 5m or 90s (at most %s), or default (60s)", cell(v), config.MaxToolTimeout)
+		return "", usageErrorf("--tool-timeout %q: give a duration such as 5m or 90s (at most %s), or default (60s)", clitext.Cell(v), config.MaxToolTimeout)
 	}
 	return d.String(), nil
 }
@@ -981,7 +982,7 @@ func idleTimeoutFlag(v string) (string, error) {
 	}
 	d, err := parseFlagDuration(v)
 	if err != nil || d < 0 || d > config.MaxIdleTimeout {
-		return "", usageErrorf("--idle-timeout %q: give a duration such as 30m (at most %s), never (or 0), or default (10m)", cell(v), config.MaxIdleTimeout)
+		return "", usageErrorf("--idle-timeout %q: give a duration such as 30m (at most %s), never (or 0), or default (10m)", clitext.Cell(v), config.MaxIdleTimeout)
 	}
 	return d.String(), nil
 }

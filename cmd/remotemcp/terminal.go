@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/remotemcp/remotemcp/internal/clitext"
 	"github.com/remotemcp/remotemcp/internal/redact"
 	"github.com/remotemcp/remotemcp/localapi"
 )
@@ -64,7 +65,7 @@ func (a *app) askYesNo(question string) bool {
 // refuses are asked again; the end of input cancels.
 func (a *app) askQuestion(ctx context.Context, e Engine, card localapi.Card) {
 	w := a.streams.Err
-	fmt.Fprintf(w, "\nserver %s asks (its own words): %s\n", cell(card.ServerID), text(card.Message))
+	fmt.Fprintf(w, "\nserver %s asks (its own words): %s\n", clitext.Cell(card.ServerID), clitext.Text(card.Message))
 	action, ok := a.askAction()
 	if !ok {
 		fmt.Fprintln(w, "no answer (end of input): cancelling the question")
@@ -97,12 +98,12 @@ func (a *app) askQuestion(ctx context.Context, e Engine, card localapi.Card) {
 		le, _ := localapi.AsError(err)
 		if err == nil || le == nil || len(le.Problems) == 0 || ans.Action != "accept" {
 			if err != nil && ctx.Err() == nil {
-				fmt.Fprintf(w, "question %s: your answer was not used: %s\n", card.ID, cell(redact.Text(err.Error())))
+				fmt.Fprintf(w, "question %s: your answer was not used: %s\n", card.ID, clitext.Cell(redact.Text(err.Error())))
 			}
 			return
 		}
 		for _, p := range le.Problems {
-			fmt.Fprintf(w, "  %s: %s\n", cell(p.Field), cell(p.Problem))
+			fmt.Fprintf(w, "  %s: %s\n", clitext.Cell(p.Field), clitext.Cell(p.Problem))
 		}
 		fields = slices.DeleteFunc(slices.Clone(card.Form.Fields), func(f localapi.Field) bool {
 			return !slices.ContainsFunc(le.Problems, func(p localapi.FieldProblem) bool { return p.Field == f.Name })
@@ -143,7 +144,7 @@ func (a *app) askField(f localapi.Field) (any, bool) {
 		prompt := "  " + fieldLabel(f)
 		if f.Default != nil {
 			d, _ := json.Marshal(f.Default)
-			prompt += fmt.Sprintf(" [%s]", cell(string(d)))
+			prompt += fmt.Sprintf(" [%s]", clitext.Cell(string(d)))
 		}
 		fmt.Fprint(a.streams.Err, prompt+": ")
 		line, err := a.readLine()
@@ -152,7 +153,7 @@ func (a *app) askField(f localapi.Field) (any, bool) {
 		}
 		switch {
 		case line == "" && f.Required && f.Default == nil:
-			fmt.Fprintf(a.streams.Err, "  %s is required\n", cell(f.Name))
+			fmt.Fprintf(a.streams.Err, "  %s is required\n", clitext.Cell(f.Name))
 			continue
 		case line == "":
 			return nil, true
@@ -197,7 +198,7 @@ func fieldLabel(f localapi.Field) string {
 	if f.Description != "" {
 		s += " — " + f.Description
 	}
-	return cell(s)
+	return clitext.Cell(s)
 }
 
 // exampleAnswer is an accept answer with a placeholder for every required
@@ -225,17 +226,7 @@ func exampleAnswer(form *localapi.Form) string {
 // selfCommand is how another shell reaches this data directory.
 func (a *app) selfCommand() string {
 	if a.dataDir != "" {
-		return "remotemcp --data-dir " + shellQuote(a.dataDir)
+		return "remotemcp --data-dir " + clitext.ShellQuote(a.dataDir)
 	}
 	return "remotemcp"
-}
-
-// shellQuote quotes s for a POSIX shell when it needs it.
-func shellQuote(s string) string {
-	if s != "" && strings.IndexFunc(s, func(r rune) bool {
-		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("/._-+:@%=,", r))
-	}) < 0 {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/remotemcp/remotemcp/daemon/launch"
 	"github.com/remotemcp/remotemcp/frontend"
 	"github.com/remotemcp/remotemcp/hosts"
+	"github.com/remotemcp/remotemcp/internal/clitext"
 	"github.com/remotemcp/remotemcp/internal/demo"
 	"github.com/remotemcp/remotemcp/localapi"
 )
@@ -290,5 +291,5 @@ func (a *app) cliName() string {
 	if sys, err := a.hostSystem(); err == nil && hosts.DataDirArg(sys, dir) == "" {
 		return "remotemcp"
 	}
-	return "remotemcp --data-dir " + shellQuote(dir)
+	return "remotemcp --data-dir " + clitext.ShellQuote(dir)
 }
