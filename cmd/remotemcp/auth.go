@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/remotemcp/remotemcp/internal/clitext"
+	"github.com/remotemcp/remotemcp/internal/explain"
 	"github.com/remotemcp/remotemcp/internal/redact"
 	"github.com/remotemcp/remotemcp/localapi"
 )
@@ -189,8 +190,8 @@ clientId, scopes …).`,
 					if i > 0 {
 						fmt.Fprintln(w)
 					}
-					if !a.verbose && isChain(st.Problem) {
-						st.Problem = innermost(st.Problem)
+					if !a.verbose && explain.IsChain(st.Problem) {
+						st.Problem = explain.Innermost(st.Problem)
 						cut = true
 					}
 					writeAuthStatus(w, st)

@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/remotemcp/remotemcp/internal/clitext"
+	"github.com/remotemcp/remotemcp/internal/explain"
 	"github.com/remotemcp/remotemcp/internal/opid"
 	"github.com/remotemcp/remotemcp/internal/redact"
 	"github.com/remotemcp/remotemcp/localapi"
@@ -280,18 +281,18 @@ func (a *app) finishCall(ctx context.Context, e Engine, tool string, res *locala
 			srv = s
 		}
 	}
-	words, chain := splitChain(res.Message, srv)
+	words, chain := explain.SplitChain(res.Message, srv)
 	fmt.Fprintf(w, "remotemcp: %s%s: %s\n", res.Outcome, status, clitext.Cell(redact.Text(words)))
 	for _, bl := range res.Content {
 		fmt.Fprintf(w, "  %s\n", clitext.Cell(bl.Text))
 	}
 	if srv != nil {
-		explain(w, &localapi.Error{Message: res.Message, Server: srv})
+		explain.Error(w, &localapi.Error{Message: res.Message, Server: srv})
 	}
 	if h := a.outcomeHint(ctx, e, res); h != "" {
 		fmt.Fprintf(w, "  what to do: %s\n", h)
 	}
-	printCause(w, chain, a.verbose)
+	explain.Cause(w, chain, a.verbose)
 	if res.MaybeExecuted {
 		return &exitError{code: exitNoAnswer}
 	}

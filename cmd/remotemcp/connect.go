@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/remotemcp/remotemcp/internal/clitext"
+	"github.com/remotemcp/remotemcp/internal/explain"
 	"github.com/remotemcp/remotemcp/internal/redact"
 	"github.com/remotemcp/remotemcp/localapi"
 )
@@ -53,7 +54,7 @@ func (a *app) connectAndReport(ctx context.Context, e Engine, id string) error {
 		msg := fmt.Sprintf("server %s is %s", id, s.State)
 		if s.Reason != nil {
 			// Whole: run cuts the chain as it does an engine error's.
-			msg += ": " + reasonTag(*s.Reason) + ": " + s.Reason.Message
+			msg += ": " + explain.ReasonTag(*s.Reason) + ": " + s.Reason.Message
 		}
 		return &localapi.Error{Code: localapi.CodeUnavailable, Message: msg, Server: s}
 	}

@@ -21,9 +21,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/remotemcp/remotemcp"
-	"github.com/remotemcp/remotemcp/internal/clitext"
+	"github.com/remotemcp/remotemcp/internal/explain"
 	"github.com/remotemcp/remotemcp/internal/interrupt"
-	"github.com/remotemcp/remotemcp/internal/redact"
 	"github.com/remotemcp/remotemcp/localapi"
 )
 
@@ -100,92 +99,8 @@ func run(ctx context.Context, args []string, s Streams, env Env) int {
 		fmt.Fprintln(s.Err, "remotemcp: interrupted")
 		return exitInterrupted
 	}
-	le, ok := localapi.AsError(err)
-	if !ok {
-		words, chain := err.Error(), ""
-		if ce := (*causeError)(nil); errors.As(err, &ce) {
-			words, chain = ce.split(words)
-		}
-		fmt.Fprintf(s.Err, "remotemcp: %s\n", clitext.Cell(redact.Text(words)))
-		printCause(s.Err, chain, verbose(args))
-		return code
-	}
-	words, chain := splitChain(err.Error(), le.Server)
-	fmt.Fprintf(s.Err, "remotemcp: %s\n", clitext.Cell(redact.Text(words)))
-	explain(s.Err, le)
-	printCause(s.Err, chain, verbose(args))
+	explain.Failure(s.Err, err, verbose(args))
 	return code
-}
-
-// printCause prints the library's chain of a failure with --verbose, and
-// else says where it is.
-func printCause(w io.Writer, chain string, verbose bool) {
-	switch {
-	case chain == "":
-	case verbose:
-		fmt.Fprintf(w, "  cause: %s\n", clitext.Cell(redact.Text(chain)))
-	default:
-		fmt.Fprintln(w, "  (run again with --verbose for the whole cause)")
-	}
-}
-
-// splitChain separates remotemcp's words in an engine error from the
-// library's chain of wrapped errors (go-sdk's "calling …: sending …",
-// net/http's "Post …: dial tcp …"), which the server's reason carries
-// whole, after remotemcp's own words when it has some ("needs
-// authorization: initialize: …"). The words keep the chain's innermost
-// error ("connection refused"), which says what happened; chain is ""
-// when there is none to hide.
-func splitChain(msg string, s *localapi.Server) (words, chain string) {
-	if s == nil || s.Reason == nil {
-		return msg, ""
-	}
-	for c := s.Reason.Message; isChain(c); c = c[strings.Index(c, ": ")+2:] {
-		if strings.Contains(msg, c) {
-			return strings.Replace(msg, c, innermost(c), 1), c
-		}
-	}
-	return msg, ""
-}
-
-// isChain reports whether msg is a chain of wrapped errors ("a: b: c"):
-// a message of one or two parts is remotemcp's own sentence.
-func isChain(msg string) bool { return strings.Count(msg, ": ") >= 2 }
-
-// innermost returns a chain's innermost error, what follows its last
-// ": " ("…: dial tcp …: connect: connection refused" → "connection
-// refused").
-func innermost(chain string) string {
-	if i := strings.LastIndex(chain, ": "); i >= 0 {
-		return chain[i+2:]
-	}
-	return chain
-}
-
-// causeError is remotemcp's words wrapping a library's chain of errors.
-// run prints the words with the innermost cause, and the chain only with
-// --verbose; Error is the whole message.
-type causeError struct {
-	words string
-	inner string // the innermost cause; "" for innermost(err.Error())
-	err   error
-}
-
-func (e *causeError) Error() string { return e.words + ": " + e.err.Error() }
-func (e *causeError) Unwrap() error { return e.err }
-
-// split returns msg (an error wrapping e) with e's chain cut to its
-// innermost cause, and the chain; chain is "" when nothing was cut.
-func (e *causeError) split(msg string) (words, chain string) {
-	chain = e.err.Error()
-	inner := e.inner
-	if inner == "" {
-		inner = innermost(chain)
-	}
-	if inner == chain || !strings.Contains(msg, chain) {
-		return msg, ""
-	}
-	return strings.Replace(msg, chain, inner, 1), chain
 }
 
 // verbose reports whether the command line asked for --verbose (-v):

@@ -17,6 +17,7 @@ import (
 
 	"github.com/remotemcp/remotemcp/config"
 	"github.com/remotemcp/remotemcp/internal/clitext"
+	"github.com/remotemcp/remotemcp/internal/explain"
 	"github.com/remotemcp/remotemcp/internal/redact"
 	"github.com/remotemcp/remotemcp/localapi"
 )
@@ -449,7 +450,7 @@ func newServersShowCmd(a *app) *cobra.Command {
 				return err
 			}
 			return a.printOne(s, func(w io.Writer) error {
-				reason, cut := a.reasonText(*s)
+				reason, cut := explain.ReasonText(*s, a.verbose)
 				if err := writeServerDetails(w, s, reason); err != nil {
 					return err
 				}
@@ -463,7 +464,7 @@ func newServersShowCmd(a *app) *cobra.Command {
 }
 
 // writeServerDetails prints one server as "key: value" lines, with
-// reason (reasonText) after its state.
+// reason (explain.ReasonText) after its state.
 func writeServerDetails(w io.Writer, s *localapi.Server, reason string) error {
 	state := string(s.State)
 	if reason != "" {

@@ -21,6 +21,7 @@ import (
 	"github.com/remotemcp/remotemcp/hosts"
 	"github.com/remotemcp/remotemcp/internal/clitext"
 	"github.com/remotemcp/remotemcp/internal/demo"
+	"github.com/remotemcp/remotemcp/internal/explain"
 	"github.com/remotemcp/remotemcp/localapi"
 )
 
@@ -235,17 +236,17 @@ func serveListenError(listen string, err error) error {
 	found := errors.As(err, &oe)
 	switch {
 	case errors.Is(err, daemon.ErrAddrInUse):
-		ce := &causeError{words: fmt.Sprintf("another program has this port: %s is taken; choose another address with --addr (e.g. --addr 127.0.0.1:7718, or --addr 0 for any free port)", listen), err: err}
+		ce := &explain.CauseError{Words: fmt.Sprintf("another program has this port: %s is taken; choose another address with --addr (e.g. --addr 127.0.0.1:7718, or --addr 0 for any free port)", listen), Err: err}
 		if found {
-			ce.inner, ce.err = opCause(oe), oe
+			ce.Inner, ce.Err = opCause(oe), oe
 		}
 		return ce
 	case errors.Is(err, daemon.ErrDataDirOwned):
 		return err
 	}
-	ce := &causeError{words: "listen on " + listen, err: err}
+	ce := &explain.CauseError{Words: "listen on " + listen, Err: err}
 	if found {
-		ce.inner = opCause(oe)
+		ce.Inner = opCause(oe)
 	}
 	return ce
 }
