@@ -9,11 +9,11 @@ import (
 	"io"
 	"reflect"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/remotemcp/remotemcp/internal/ask"
 	"github.com/remotemcp/remotemcp/internal/clitext"
 	"github.com/remotemcp/remotemcp/internal/explain"
 	"github.com/remotemcp/remotemcp/internal/opid"
@@ -81,7 +81,7 @@ run. Ctrl-C tells the server to stop. A call is never re-sent.`,
 			if !f.yes && fromStdin {
 				return fmt.Errorf("refused (nothing was sent): the call of %s needs approval, and stdin carried the arguments; add --yes to approve it", name)
 			}
-			if !f.yes && !a.interactive() {
+			if !f.yes && !a.term.Interactive() {
 				return fmt.Errorf("refused (nothing was sent): the call of %s: %w", name, errNoTerminal)
 			}
 			req := localapi.CallRequest{Tool: name, Arguments: callArgs, Approved: f.yes}
@@ -116,17 +116,17 @@ func parseObject(what, raw string) (json.RawMessage, error) {
 // questions, then the result.
 func (a *app) call(ctx context.Context, e Engine, req localapi.CallRequest, f callFlags) error {
 	qctx, stop := context.WithCancel(ctx)
-	var forms sync.WaitGroup
+	qs := &ask.Questions{T: a.term, E: e, Self: a.selfCommand()}
 	h := localapi.CallHandler{
 		Approve: func(r localapi.ApprovalRequest) (localapi.Decision, error) {
-			if !a.interactive() {
+			if !a.term.Interactive() {
 				return localapi.Decision{Reason: errNoTerminal.Error()}, nil
 			}
 			a.describeCall(r)
-			return localapi.Decision{Approved: a.askYesNo(fmt.Sprintf("Allow %s to run with %s?", clitext.Cell(r.Tool), clitext.Clip(clitext.Cell(string(r.Arguments)), 200)))}, nil
+			return localapi.Decision{Approved: a.term.YesNo(fmt.Sprintf("Allow %s to run with %s?", clitext.Cell(r.Tool), clitext.Clip(clitext.Cell(string(r.Arguments)), 200)))}, nil
 		},
 		Progress: a.printProgress,
-		Question: func(c localapi.Card) { a.question(qctx, e, c, &forms) },
+		Question: func(c localapi.Card) { qs.Present(qctx, c) },
 	}
 	// Ctrl-C cancels the call in the engine; its outcome still arrives.
 	req.OperationID = opid.New("op-")
@@ -138,48 +138,12 @@ func (a *app) call(ctx context.Context, e Engine, req localapi.CallRequest, f ca
 	})()
 	res, err := e.Call(cctx, req, h)
 	stop()
-	a.waitForms(&forms)
+	qs.Wait()
 	return a.finishCall(ctx, e, req.Tool, res, err, f)
 }
 
 // cancelGrace is how long a cancelled call may take to report its outcome.
 const cancelGrace = 5 * time.Second
-
-// formGrace bounds the wait for an inline question after its call ended.
-const formGrace = 200 * time.Millisecond
-
-func (a *app) waitForms(wg *sync.WaitGroup) {
-	done := make(chan struct{})
-	go func() { wg.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(formGrace):
-	}
-}
-
-// question asks a server's question at the terminal, or prints the
-// command that answers it.
-func (a *app) question(ctx context.Context, e Engine, c localapi.Card, forms *sync.WaitGroup) {
-	if a.interactive() {
-		forms.Go(func() {
-			a.formMu.Lock() // one form at a time
-			defer a.formMu.Unlock()
-			a.askQuestion(ctx, e, c)
-		})
-		return
-	}
-	w := a.streams.Err
-	fmt.Fprintf(w, "server %s asks (its own words): %s\n", clitext.Cell(c.ServerID), clitext.Cell(c.Message))
-	example := "{}"
-	if c.Form != nil {
-		for _, f := range c.Form.Fields {
-			fmt.Fprintf(w, "  %s\n", fieldLabel(f))
-		}
-		example = exampleAnswer(c.Form)
-	}
-	fmt.Fprintf(w, "waiting for an answer: %s elicitations answer %s accept '%s'\n", a.selfCommand(), c.ID, example)
-	fmt.Fprintf(w, "  (or: ... answer %s decline | cancel; the call waits until its timeout)\n", c.ID)
-}
 
 // describeCall shows what the approval is about.
 func (a *app) describeCall(r localapi.ApprovalRequest) {

@@ -6,11 +6,11 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/remotemcp/remotemcp/internal/ask"
 	"github.com/remotemcp/remotemcp/internal/clitext"
 	"github.com/remotemcp/remotemcp/internal/redact"
 	"github.com/remotemcp/remotemcp/localapi"
@@ -94,7 +94,7 @@ goes on in its own process.`,
 					if c, cerr := e.Card(ctx, id); cerr == nil && c.Form != nil {
 						fmt.Fprintln(a.streams.Err, "the form's fields:")
 						for _, f := range c.Form.Fields {
-							fmt.Fprintf(a.streams.Err, "  %s\n", fieldLabel(f))
+							fmt.Fprintf(a.streams.Err, "  %s\n", ask.FieldLabel(f))
 						}
 					}
 				}
@@ -136,30 +136,30 @@ again is safe (its first run may have had effects); without a terminal,
 				return fmt.Errorf("card %s is %s, not interrupted: its call finished, so there is nothing to re-send", id, c.Status)
 			case c.Resent:
 				return fmt.Errorf("card %s: its call was already re-sent once", id)
-			case !f.yes && !a.interactive():
+			case !f.yes && !a.term.Interactive():
 				return fmt.Errorf("refused: re-sending the call of card %s needs your confirmation that running %s again is safe, "+
 					"and stdin is not a terminal to ask on; run the command in a terminal, or add --yes to confirm; nothing was sent", id, name)
 			case !f.yes:
 				fmt.Fprintf(a.streams.Err, "card %s: %s\n", id, clitext.Cell(clitext.OrDash(redact.Text(c.FailureMessage))))
 				a.describeCall(localapi.ApprovalRequest{Tool: name, ServerID: c.ServerID, ToolName: c.Tool, Arguments: c.Arguments})
-				if !a.askYesNo(fmt.Sprintf("Re-send %s with %s? It may already have had its effect once.", clitext.Cell(name), clitext.Clip(clitext.Cell(string(c.Arguments)), 200))) {
+				if !a.term.YesNo(fmt.Sprintf("Re-send %s with %s? It may already have had its effect once.", clitext.Cell(name), clitext.Clip(clitext.Cell(string(c.Arguments)), 200))) {
 					fmt.Fprintf(a.streams.Err, "remotemcp: not confirmed: the call of card %s was not re-sent\n", id)
 					return reported
 				}
 			}
 			qctx, stop := context.WithCancel(ctx)
-			var forms sync.WaitGroup
+			qs := &ask.Questions{T: a.term, E: e, Self: a.selfCommand()}
 			started := time.Now().Add(-time.Second)
-			watching := a.watchQuestions(qctx, e, &forms, func(q localapi.Card) bool {
+			watching := a.watchQuestions(qctx, e, qs, func(q localapi.Card) bool {
 				return q.ServerID == c.ServerID && q.Tool == c.Tool && q.Created.After(started)
 			})
 			res, err := e.Retry(ctx, id, true)
 			stop()
 			select {
 			case <-watching:
-			case <-time.After(formGrace):
+			case <-time.After(ask.Grace):
 			}
-			a.waitForms(&forms)
+			qs.Wait()
 			return a.finishCall(ctx, e, name, res, err, f)
 		}),
 	}
@@ -169,7 +169,7 @@ again is safe (its first run may have had effects); without a terminal,
 
 // watchQuestions presents new matching questions while ctx lasts (a
 // re-sent call has no stream); the channel closes when it stops.
-func (a *app) watchQuestions(ctx context.Context, e Engine, forms *sync.WaitGroup, match func(localapi.Card) bool) <-chan struct{} {
+func (a *app) watchQuestions(ctx context.Context, e Engine, qs *ask.Questions, match func(localapi.Card) bool) <-chan struct{} {
 	done := make(chan struct{})
 	events, err := e.Subscribe(ctx)
 	if err != nil {
@@ -187,7 +187,7 @@ func (a *app) watchQuestions(ctx context.Context, e Engine, forms *sync.WaitGrou
 			for _, c := range cards {
 				if c.Status == localapi.CardPending && !seen[c.ID] && match(c) && ctx.Err() == nil {
 					seen[c.ID] = true
-					a.question(ctx, e, c, forms)
+					qs.Present(ctx, c)
 				}
 			}
 		}

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/remotemcp/remotemcp/internal/browser"
+	"github.com/remotemcp/remotemcp/internal/clitext"
 	"github.com/remotemcp/remotemcp/localapi"
 )
 
@@ -124,4 +125,12 @@ func (a *app) browse(ctx context.Context, u string, noBrowser bool) {
 // openBrowser opens u in the desktop's browser (browser.Open).
 func (a *app) openBrowser(ctx context.Context, u string) error {
 	return browser.Open(ctx, a.dataDirPath(), u, a.env)
+}
+
+// selfCommand is how another shell reaches this data directory.
+func (a *app) selfCommand() string {
+	if a.dataDir != "" {
+		return "remotemcp --data-dir " + clitext.ShellQuote(a.dataDir)
+	}
+	return "remotemcp"
 }

@@ -8,7 +8,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -21,6 +20,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/remotemcp/remotemcp"
+	"github.com/remotemcp/remotemcp/internal/ask"
 	"github.com/remotemcp/remotemcp/internal/explain"
 	"github.com/remotemcp/remotemcp/internal/interrupt"
 	"github.com/remotemcp/remotemcp/localapi"
@@ -132,9 +132,7 @@ type app struct {
 	inProcess bool // the command's engine runs in this process
 	asJSON    bool // --json
 
-	inMu   sync.Mutex
-	in     *bufio.Reader // lines typed at prompts; see readLine
-	formMu sync.Mutex    // one question at a time on the terminal
+	term *ask.Terminal // the person at stdin and stderr
 }
 
 // lockedWriter serializes writes to w.
@@ -155,7 +153,7 @@ func newRootCmd(s Streams, env Env) *cobra.Command {
 		env = func(string) (string, bool) { return "", false }
 	}
 	s.Out, s.Err = &lockedWriter{w: s.Out}, &lockedWriter{w: s.Err}
-	a := &app{streams: s, env: env, log: slog.New(slog.DiscardHandler)}
+	a := &app{streams: s, env: env, log: slog.New(slog.DiscardHandler), term: &ask.Terminal{In: s.In, Err: s.Err, Forced: s.Terminal}}
 	root := &cobra.Command{
 		Use:   "remotemcp",
 		Short: "Use remote MCP servers (Streamable HTTP) safely",

@@ -151,10 +151,10 @@ func (f *authFlags) token(a *app, id string) (string, error) {
 	if f.bearerEnv != "" {
 		return envSecret(a, "--bearer-env", f.bearerEnv, "the bearer token")
 	}
-	if a.interactive() {
+	if a.term.Interactive() {
 		fmt.Fprintf(a.streams.Err, "bearer token for %s (one line; it is echoed): ", id)
 	}
-	line, err := a.readLine()
+	line, err := a.term.Line()
 	if err != nil && err != io.EOF {
 		return "", fmt.Errorf("--bearer-stdin: read the token: %w", err)
 	}
@@ -259,10 +259,10 @@ func (f *headerFlags) values(a *app, id string) (map[string]string, error) {
 		if !headerToken(name) {
 			return nil, usageErrorf("--header-stdin wants only the header's name (letters, digits and !#$%%&'*+-.^_`|~); its value is read from stdin")
 		}
-		if a.interactive() {
+		if a.term.Interactive() {
 			fmt.Fprintf(a.streams.Err, "value of header %s for %s (one line; it is echoed): ", clitext.Cell(name), id)
 		}
-		line, err := a.readLine()
+		line, err := a.term.Line()
 		if err != nil && err != io.EOF {
 			return nil, fmt.Errorf("--header-stdin %s: read the value: %w", name, err)
 		}
