@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"reflect"
 	"strings"
 	"time"
 
@@ -15,9 +14,8 @@ import (
 
 	"github.com/remotemcp/remotemcp/internal/ask"
 	"github.com/remotemcp/remotemcp/internal/clitext"
-	"github.com/remotemcp/remotemcp/internal/explain"
 	"github.com/remotemcp/remotemcp/internal/opid"
-	"github.com/remotemcp/remotemcp/internal/redact"
+	"github.com/remotemcp/remotemcp/internal/render"
 	"github.com/remotemcp/remotemcp/localapi"
 )
 
@@ -122,10 +120,10 @@ func (a *app) call(ctx context.Context, e Engine, req localapi.CallRequest, f ca
 			if !a.term.Interactive() {
 				return localapi.Decision{Reason: errNoTerminal.Error()}, nil
 			}
-			a.describeCall(r)
-			return localapi.Decision{Approved: a.term.YesNo(fmt.Sprintf("Allow %s to run with %s?", clitext.Cell(r.Tool), clitext.Clip(clitext.Cell(string(r.Arguments)), 200)))}, nil
+			render.Approval(a.streams.Err, r)
+			return localapi.Decision{Approved: a.term.YesNo(render.ApprovalQuestion(r))}, nil
 		},
-		Progress: a.printProgress,
+		Progress: func(p localapi.Progress) { render.Progress(a.streams.Err, p) },
 		Question: func(c localapi.Card) { qs.Present(qctx, c) },
 	}
 	// Ctrl-C cancels the call in the engine; its outcome still arrives.
@@ -145,63 +143,6 @@ func (a *app) call(ctx context.Context, e Engine, req localapi.CallRequest, f ca
 // cancelGrace is how long a cancelled call may take to report its outcome.
 const cancelGrace = 5 * time.Second
 
-// describeCall shows what the approval is about.
-func (a *app) describeCall(r localapi.ApprovalRequest) {
-	w := a.streams.Err
-	fmt.Fprintf(w, "%s wants to run:\n", clitext.Cell(r.Tool))
-	server := r.ServerID
-	if r.ServerName != "" && r.ServerName != r.ServerID {
-		server += " (" + r.ServerName + ")"
-	}
-	fmt.Fprintf(w, "  server:      %s\n", clitext.Cell(server))
-	tool := r.ToolName
-	if r.Title != "" {
-		tool += " (" + r.Title + ")"
-	}
-	fmt.Fprintf(w, "  tool:        %s\n", clitext.Cell(tool))
-	if d := clitext.FirstLine(r.Description); d != "" {
-		fmt.Fprintf(w, "  description: %s (from the server)\n", clitext.Clip(clitext.Cell(d), 200))
-	}
-	if h := hints(r.Annotations); h != "" {
-		fmt.Fprintf(w, "  annotations: %s (the server's own hints: they do not make the call safe)\n", h)
-	}
-	fmt.Fprintf(w, "  arguments:   %s\n", clitext.Cell(string(r.Arguments)))
-}
-
-// hints lists a tool's annotations: "readOnlyHint, destructiveHint=false".
-func hints(raw json.RawMessage) string {
-	var an map[string]any
-	if json.Unmarshal(raw, &an) != nil {
-		return ""
-	}
-	var h []string
-	for _, k := range []string{"title", "readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint"} {
-		switch v := an[k].(type) {
-		case string:
-			h = append(h, fmt.Sprintf("%s=%q", k, clitext.Cell(v)))
-		case bool:
-			if v && k != "destructiveHint" && k != "openWorldHint" {
-				h = append(h, k)
-			} else {
-				h = append(h, fmt.Sprintf("%s=%t", k, v))
-			}
-		}
-	}
-	return strings.Join(h, ", ")
-}
-
-// printProgress shows a progress notification on stderr.
-func (a *app) printProgress(p localapi.Progress) {
-	s := fmt.Sprintf("progress %g", p.Progress)
-	if p.Total > 0 {
-		s += fmt.Sprintf("/%g", p.Total)
-	}
-	if p.Message != "" {
-		s += ": " + clitext.Cell(p.Message)
-	}
-	fmt.Fprintln(a.streams.Err, s)
-}
-
 // finishCall prints a call's outcome and returns the command's error.
 func (a *app) finishCall(ctx context.Context, e Engine, tool string, res *localapi.ToolResult, err error, f callFlags) error {
 	w := a.streams.Err
@@ -218,111 +159,32 @@ func (a *app) finishCall(ctx context.Context, e Engine, tool string, res *locala
 	}
 	if res.Outcome == "ok" {
 		if !a.asJSON {
-			if err := a.writePlain(a.streams.Out, res); err != nil {
+			if err := render.Result(a.streams.Out, w, res); err != nil {
 				return err
 			}
 		}
 		if res.IsError {
-			fmt.Fprintf(w, "note: tool %s reported an error (isError); the server answered, so the exit status is 0\n", clitext.Cell(res.Tool))
+			render.ToolError(w, res)
 		}
 		return nil
 	}
 	if res.Outcome == "cancelled" && ctx.Err() != nil {
-		if res.MaybeExecuted {
-			fmt.Fprintf(w, "remotemcp: interrupted: the call of %s was cancelled while it ran; the server was told to stop, "+
-				"but the call may or may not have run. It was not re-sent.\n", clitext.Cell(res.Tool))
-		} else {
-			fmt.Fprintf(w, "remotemcp: interrupted: the call of %s was cancelled before it was sent; it did not run.\n", clitext.Cell(res.Tool))
-		}
+		render.Interrupted(w, res)
 		return &exitError{code: exitInterrupted}
 	}
-	status := map[bool]string{false: " (nothing was sent)"}[res.MaybeExecuted]
 	// remotemcp's words first; the library's chain of an unavailable
 	// server only with --verbose.
+	bg := context.WithoutCancel(ctx)
 	var srv *localapi.Server
 	if res.Outcome == "unavailable" {
-		if s, err := e.Server(context.WithoutCancel(ctx), res.ServerID); err == nil && s.Reason != nil {
+		if s, err := e.Server(bg, res.ServerID); err == nil && s.Reason != nil {
 			srv = s
 		}
 	}
-	words, chain := explain.SplitChain(res.Message, srv)
-	fmt.Fprintf(w, "remotemcp: %s%s: %s\n", res.Outcome, status, clitext.Cell(redact.Text(words)))
-	for _, bl := range res.Content {
-		fmt.Fprintf(w, "  %s\n", clitext.Cell(bl.Text))
-	}
-	if srv != nil {
-		explain.Error(w, &localapi.Error{Message: res.Message, Server: srv})
-	}
-	if h := a.outcomeHint(ctx, e, res); h != "" {
-		fmt.Fprintf(w, "  what to do: %s\n", h)
-	}
-	explain.Cause(w, chain, a.verbose)
+	hint := render.OutcomeHint(res, func() ([]localapi.Card, error) { return e.Cards(bg) })
+	render.Failed(w, res, srv, hint, a.verbose)
 	if res.MaybeExecuted {
 		return &exitError{code: exitNoAnswer}
 	}
 	return reported
-}
-
-// outcomeHint says what to do after a call without an answer.
-func (a *app) outcomeHint(ctx context.Context, e Engine, res *localapi.ToolResult) string {
-	switch res.Outcome {
-	case "timeout":
-		return fmt.Sprintf("if the tool needs longer, give --timeout (e.g. --timeout 5m), or raise the server's limit with \"remotemcp servers set %s --tool-timeout 5m\"", res.ServerID)
-	case "interrupted":
-		if cards, err := e.Cards(context.WithoutCancel(ctx)); err == nil {
-			for _, c := range cards {
-				if c.OperationID == res.OperationID && c.Status == localapi.CardInterrupted {
-					return fmt.Sprintf("if re-running the tool is safe, re-send it with \"remotemcp elicitations retry %s\"", c.ID)
-				}
-			}
-		}
-		return "see \"remotemcp elicitations list\""
-	case "invalid-arguments":
-		return fmt.Sprintf("check the arguments against the tool's input schema (\"remotemcp tools --server %s --json\")", res.ServerID)
-	case "failed":
-		if res.MaybeExecuted {
-			return "check whether the call had an effect before running it again"
-		}
-	}
-	return ""
-}
-
-// writePlain prints a result's text blocks (binary ones summarised), then
-// its structured content unless a text block says the same.
-func (a *app) writePlain(out io.Writer, res *localapi.ToolResult) error {
-	var texts []string
-	for _, bl := range res.Content {
-		s := clitext.Text(bl.Text)
-		if bl.Binary() {
-			s = clitext.Cell(bl.Text) + " (not shown; use --json for the data)"
-		} else {
-			texts = append(texts, bl.Text)
-		}
-		if _, err := fmt.Fprintln(out, strings.TrimSuffix(s, "\n")); err != nil {
-			return err
-		}
-		truncated(a, bl)
-	}
-	if len(res.StructuredContent) > 0 && !sameJSONAsText(res.StructuredContent, texts) {
-		if err := clitext.WriteJSON(out, res.StructuredContent); err != nil {
-			return err
-		}
-	}
-	printNotes(a, res.Notes)
-	return nil
-}
-
-// sameJSONAsText reports whether a text block is the JSON value raw.
-func sameJSONAsText(raw json.RawMessage, texts []string) bool {
-	var want any
-	if json.Unmarshal(raw, &want) != nil {
-		return false
-	}
-	for _, t := range texts {
-		var got any
-		if json.Unmarshal([]byte(t), &got) == nil && reflect.DeepEqual(got, want) {
-			return true
-		}
-	}
-	return false
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/remotemcp/remotemcp/internal/clitext"
 	"github.com/remotemcp/remotemcp/internal/redact"
+	"github.com/remotemcp/remotemcp/internal/render"
 	"github.com/remotemcp/remotemcp/localapi"
 )
 
@@ -36,9 +36,7 @@ retry. Exit status 1 when a server could not be listed.`,
 			if a.asJSON {
 				err = clitext.WriteJSONLines(a.streams.Out, tools)
 			} else {
-				err = printList(a, tools, "", "NAME\tDESCRIPTION", func(t localapi.Tool) string {
-					return clitext.Cell(t.Name) + "\t" + clitext.Cell(clitext.FirstLine(t.Description))
-				})
+				err = printList(a, tools, render.Tools)
 			}
 			if servers, serr := e.Servers(ctx); serr == nil {
 				for _, s := range servers {
@@ -48,7 +46,7 @@ retry. Exit status 1 when a server could not be listed.`,
 					}
 					if len(s.HeldTools) > 0 && (serverID == "" || s.ID == serverID) {
 						// Issue #20 item 3: a changed tool is not listed.
-						writeHeldNames(a.streams.Err, s, " (review with", ")")
+						render.HeldNames(a.streams.Err, s, " (review with", ")")
 					}
 				}
 			}
@@ -85,26 +83,11 @@ func newPromptsCmd(a *app) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return printList(a, prompts, "", "COMMAND\tARGUMENTS\tDESCRIPTION", func(p localapi.Prompt) string {
-				return clitext.Cell(p.Command) + "\t" + clitext.Cell(clitext.OrDash(argUsage(p))) + "\t" + clitext.Cell(clitext.FirstLine(p.Description))
-			})
+			return printList(a, prompts, render.Prompts)
 		}),
 	}, "print a JSON array with the argument definitions")
 	cmd.Flags().StringVar(&serverID, "server", "", "only this server")
 	return cmd
-}
-
-// argUsage is "name=VALUE [style=VALUE]": required arguments first.
-func argUsage(p localapi.Prompt) string {
-	var req, opt []string
-	for _, a := range p.Arguments {
-		if a.Required {
-			req = append(req, a.Name+"=VALUE")
-		} else {
-			opt = append(opt, "["+a.Name+"=VALUE]")
-		}
-	}
-	return strings.Join(append(req, opt...), " ")
 }
 
 func newPromptCmd(a *app) *cobra.Command {
@@ -156,10 +139,7 @@ their provenance.`,
 					return err
 				}
 				return a.printOne(res, func(w io.Writer) error {
-					for _, bl := range res.Blocks {
-						fmt.Fprintf(w, "[%s]\n%s\n", clitext.Cell(clitext.OrDash(bl.Role)), strings.TrimSuffix(clitext.Text(bl.Text), "\n"))
-					}
-					printNotes(a, res.Notes)
+					render.Messages(w, a.streams.Err, res)
 					return nil
 				})
 			})(cmd, args)
@@ -195,7 +175,7 @@ func checkPromptArgs(p localapi.Prompt, values map[string]string) error {
 	if len(probs) == 0 {
 		return nil
 	}
-	usage := argUsage(p)
+	usage := render.ArgUsage(p)
 	if usage == "" {
 		usage = "(no arguments)"
 	}
@@ -222,13 +202,7 @@ mimeType, size).`,
 			if len(list) == 0 && query != "" && !a.asJSON {
 				fmt.Fprintf(a.streams.Err, "no resource matches %q\n", query)
 			}
-			return printList(a, list, "", "MENTION\tKIND\tNAME\tMIME\tDESCRIPTION", func(r localapi.Resource) string {
-				kind, name := "resource", cmp.Or(r.Title, r.Name)
-				if r.Template {
-					kind = "template"
-				}
-				return strings.Join([]string{clitext.Cell(r.Mention()), kind, clitext.Cell(clitext.OrDash(name)), clitext.Cell(clitext.OrDash(r.MIMEType)), clitext.Cell(clitext.FirstLine(r.Description))}, "\t")
-			})
+			return printList(a, list, render.Resources)
 		}),
 	}, "print a JSON array")
 	cmd.Flags().StringVar(&serverID, "server", "", "only this server")
@@ -260,20 +234,7 @@ with their provenance, binary data base64-encoded.`,
 				if err != nil {
 					return err
 				}
-				return a.printOne(res, func(w io.Writer) error {
-					for _, bl := range res.Blocks {
-						s := clitext.Text(bl.Text)
-						if bl.Binary() {
-							s = fmt.Sprintf("%s %s (not shown; use --json for the data)", clitext.Cell(bl.Text), clitext.Cell(bl.Provenance.URI))
-						}
-						if _, err := fmt.Fprintln(w, strings.TrimSuffix(s, "\n")); err != nil {
-							return err
-						}
-						truncated(a, bl)
-					}
-					printNotes(a, res.Notes)
-					return nil
-				})
+				return a.printOne(res, func(w io.Writer) error { return render.Contents(w, a.streams.Err, res) })
 			})(cmd, args)
 		},
 	}, "print the contents as JSON blocks with provenance")

@@ -4,10 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
-	"io"
-	"net/http"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -16,6 +13,7 @@ import (
 	"github.com/remotemcp/remotemcp/internal/clitext"
 	"github.com/remotemcp/remotemcp/internal/explain"
 	"github.com/remotemcp/remotemcp/internal/redact"
+	"github.com/remotemcp/remotemcp/internal/render"
 	"github.com/remotemcp/remotemcp/localapi"
 )
 
@@ -34,15 +32,6 @@ promptCount, resourceCount and resourceTemplateCount added.`,
 	}, "print a JSON object")
 }
 
-// connected is what "connect --json" prints: the server as "status
-// --json" shows it, and the counts the text line gives.
-type connected struct {
-	localapi.Server
-	PromptCount           int `json:"promptCount"`
-	ResourceCount         int `json:"resourceCount"`
-	ResourceTemplateCount int `json:"resourceTemplateCount"`
-}
-
 // connectAndReport connects server id and prints "ready: …".
 func (a *app) connectAndReport(ctx context.Context, e Engine, id string) error {
 	fmt.Fprintf(a.streams.Err, "connecting to %s…\n", id)
@@ -58,29 +47,11 @@ func (a *app) connectAndReport(ctx context.Context, e Engine, id string) error {
 		}
 		return &localapi.Error{Code: localapi.CodeUnavailable, Message: msg, Server: s}
 	}
-	out := connected{Server: *s}
-	what := clitext.Plural(s.ToolCount, "tool", "tools")
-	if p, err := e.Prompts(ctx, id); err == nil {
-		out.PromptCount = len(p)
-		what += ", " + clitext.Plural(len(p), "prompt", "prompts")
-	}
-	if r, err := e.Resources(ctx, localapi.ResourcesRequest{ServerID: id}); err == nil {
-		for _, x := range r {
-			if x.Template {
-				out.ResourceTemplateCount++
-			} else {
-				out.ResourceCount++
-			}
-		}
-		what += ", " + clitext.Plural(out.ResourceCount, "resource", "resources")
-		if out.ResourceTemplateCount > 0 {
-			what += " (and " + clitext.Plural(out.ResourceTemplateCount, "resource template", "resource templates") + ")"
-		}
-	}
-	return a.printOne(out, func(w io.Writer) error {
-		_, err := fmt.Fprintf(w, "ready: %s\n", what)
-		return err
-	})
+	out := &render.Connected{Server: *s}
+	p, perr := e.Prompts(ctx, id)
+	r, rerr := e.Resources(ctx, localapi.ResourcesRequest{ServerID: id})
+	out.Count(p, perr == nil, r, rerr == nil)
+	return a.printOne(out, out.Write)
 }
 
 func newDisconnectCmd(a *app) *cobra.Command {
@@ -204,44 +175,7 @@ saves them.`,
 			}
 			// --json prints the API's entries as they are: the settings
 			// page's Export saves the same bytes.
-			return printList(a, log, "no exchanges recorded yet", "TIME\tCONN\tHTTP\tREQUEST\tSTATUS\tMS\tERROR", logRow)
+			return printList(a, log, render.Log)
 		}),
 	}, "print a JSON array")
-}
-
-// logRow is one log entry as a table row, in the settings page's words
-// (app.js requestCell): the REQUEST column carries the entry's kind, OAuth
-// step and log level as tags, then the log message, the OAuth request's
-// URL, the JSON-RPC method, or what a request without one is for.
-func logRow(x localapi.LogEntry) string {
-	var req []string
-	for _, tag := range []string{string(x.Kind), x.Step, x.Level} {
-		if tag != "" {
-			req = append(req, "["+tag+"]")
-		}
-	}
-	switch {
-	case x.Message != "":
-		req = append(req, x.Message)
-	case x.URL != "":
-		req = append(req, redact.URL(x.URL))
-	}
-	switch {
-	case x.RPCMethod != "":
-		req = append(req, x.RPCMethod)
-	case x.Kind == "" && x.Step == "" && x.HTTPMethod == http.MethodGet:
-		req = append(req, "event stream")
-	case x.Kind == "" && x.Step == "" && x.HTTPMethod == http.MethodDelete:
-		req = append(req, "end of session")
-	}
-	status, ms := "-", "-"
-	if x.Status != 0 {
-		status = fmt.Sprint(x.Status)
-	}
-	// A log message is no request: it has no duration to show.
-	if x.Kind != "log" {
-		ms = fmt.Sprintf("%.1f", x.Millis)
-	}
-	return strings.Join([]string{x.Time.Local().Format(time.TimeOnly), clitext.Cell(clitext.OrDash(x.ConnectionID)), clitext.OrDash(x.HTTPMethod),
-		clitext.Cell(clitext.OrDash(strings.Join(req, " "))), status, ms, clitext.Cell(clitext.OrDash(x.Error))}, "\t")
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/remotemcp/remotemcp/internal/ask"
 	"github.com/remotemcp/remotemcp/internal/clitext"
 	"github.com/remotemcp/remotemcp/internal/redact"
+	"github.com/remotemcp/remotemcp/internal/render"
 	"github.com/remotemcp/remotemcp/localapi"
 )
 
@@ -44,11 +45,7 @@ serverId, tool, message, form, status, reason, created …).`,
 			if err != nil {
 				return err
 			}
-			return printList(a, cards, "no questions are waiting for an answer, and no call was interrupted",
-				"ID\tSTATUS\tSERVER\tTOOL\tCREATED\tMESSAGE", func(c localapi.Card) string {
-					return strings.Join([]string{clitext.Cell(c.ID), string(c.Status), clitext.Cell(c.ServerID), clitext.Cell(clitext.OrDash(c.Tool)),
-						c.Created.Local().Format(time.DateTime), clitext.Clip(clitext.Cell(cardWords(c)), 80)}, "\t")
-				})
+			return printList(a, cards, render.Cards)
 		}),
 	}, "print a JSON array")
 }
@@ -141,7 +138,7 @@ again is safe (its first run may have had effects); without a terminal,
 					"and stdin is not a terminal to ask on; run the command in a terminal, or add --yes to confirm; nothing was sent", id, name)
 			case !f.yes:
 				fmt.Fprintf(a.streams.Err, "card %s: %s\n", id, clitext.Cell(clitext.OrDash(redact.Text(c.FailureMessage))))
-				a.describeCall(localapi.ApprovalRequest{Tool: name, ServerID: c.ServerID, ToolName: c.Tool, Arguments: c.Arguments})
+				render.Approval(a.streams.Err, localapi.ApprovalRequest{Tool: name, ServerID: c.ServerID, ToolName: c.Tool, Arguments: c.Arguments})
 				if !a.term.YesNo(fmt.Sprintf("Re-send %s with %s? It may already have had its effect once.", clitext.Cell(name), clitext.Clip(clitext.Cell(string(c.Arguments)), 200))) {
 					fmt.Fprintf(a.streams.Err, "remotemcp: not confirmed: the call of card %s was not re-sent\n", id)
 					return reported
@@ -193,14 +190,4 @@ func (a *app) watchQuestions(ctx context.Context, e Engine, qs *ask.Questions, m
 		}
 	}()
 	return done
-}
-
-// cardWords says who asks (issue #20 item 3): remotemcp's own approval
-// question by the call's arguments, a server's question as its words, so
-// that a server cannot pass for remotemcp in the list.
-func cardWords(c localapi.Card) string {
-	if c.Kind == localapi.CardApproval {
-		return "remotemcp asks before sending, arguments " + localapi.ShownArguments(c.Arguments)
-	}
-	return "the server's words: " + c.Message
 }

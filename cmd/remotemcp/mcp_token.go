@@ -4,14 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/remotemcp/remotemcp"
 	"github.com/remotemcp/remotemcp/daemon"
 	"github.com/remotemcp/remotemcp/hosttoken"
-	"github.com/remotemcp/remotemcp/internal/clitext"
+	"github.com/remotemcp/remotemcp/internal/render"
 	"github.com/remotemcp/remotemcp/localapi"
 )
 
@@ -46,10 +45,7 @@ to the MCP host as the header "Authorization: Bearer TOKEN".`,
 			if err != nil {
 				return err
 			}
-			return printList(a, items, "no tokens: create one with \"remotemcp mcp token create NAME\"", "NAME\tCREATED",
-				func(i localapi.HostToken) string {
-					return clitext.Cell(i.Name) + "\t" + i.CreatedAt.Local().Format(time.DateTime)
-				})
+			return printList(a, items, render.HostTokens)
 		}),
 	}
 	a.jsonFlag(list, "print a JSON array of {name, createdAt}")

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"os"
 	"regexp"
 	"slices"
@@ -18,7 +17,7 @@ import (
 	"github.com/remotemcp/remotemcp/config"
 	"github.com/remotemcp/remotemcp/internal/clitext"
 	"github.com/remotemcp/remotemcp/internal/explain"
-	"github.com/remotemcp/remotemcp/internal/redact"
+	"github.com/remotemcp/remotemcp/internal/render"
 	"github.com/remotemcp/remotemcp/localapi"
 )
 
@@ -367,10 +366,7 @@ tools (default host: the MCP host's approval is the approval), and
 				if err != nil {
 					return err
 				}
-				fmt.Fprintf(a.streams.Out, "added %s %s%s\n", res.Server.ID, clitext.Cell(redact.URL(res.Server.URL)), headersNote(res.Server.HeaderNames))
-				for _, o := range res.Granted {
-					fmt.Fprintf(a.streams.Out, "granted %s (adding a server allows its own origin)\n", clitext.Cell(o))
-				}
+				render.Added(a.streams.Out, res)
 				return nil
 			})(cmd, args)
 		},
@@ -406,19 +402,6 @@ func approvalFlag(v string, reset bool) (config.Approval, error) {
 	return "", usageErrorf("--approval %q: give host (the MCP host approves, the default) or ask (remotemcp asks you before every call)", clitext.Cell(v))
 }
 
-// headersNote is " (headers A, B sealed)" for a server with custom
-// headers, "" otherwise: names only, never a value.
-func headersNote(names []string) string {
-	if len(names) == 0 {
-		return ""
-	}
-	word := "headers"
-	if len(names) == 1 {
-		word = "header"
-	}
-	return " (" + word + " " + clitext.Cell(strings.Join(names, ", ")) + " stored sealed)"
-}
-
 func newServersListCmd(a *app) *cobra.Command {
 	return a.jsonFlag(&cobra.Command{
 		Use:     "list",
@@ -451,66 +434,16 @@ func newServersShowCmd(a *app) *cobra.Command {
 			}
 			return a.printOne(s, func(w io.Writer) error {
 				reason, cut := explain.ReasonText(*s, a.verbose)
-				if err := writeServerDetails(w, s, reason); err != nil {
+				if err := render.ServerDetails(w, s, reason); err != nil {
 					return err
 				}
 				if cut {
-					fmt.Fprintln(a.streams.Err, "(run again with --verbose for the whole reason)")
+					fmt.Fprintln(a.streams.Err, render.MoreReason)
 				}
 				return nil
 			})
 		}),
 	}, "print the server as JSON")
-}
-
-// writeServerDetails prints one server as "key: value" lines, with
-// reason (explain.ReasonText) after its state.
-func writeServerDetails(w io.Writer, s *localapi.Server, reason string) error {
-	state := string(s.State)
-	if reason != "" {
-		state += " (" + reason + ")"
-	}
-	sealed := map[bool]string{true: "(stored sealed)"}
-	return clitext.WriteKV(w, "id", s.ID, "name", s.Name, "url", redact.URL(s.URL), "enabled", clitext.YesNo(s.Enabled),
-		"connect", map[bool]string{true: "at startup", false: "lazily, on first use"}[s.ConnectOnStartup],
-		"auth", string(s.Auth.Kind), "token", sealed[s.Auth.HasToken], "client id", s.Auth.ClientID,
-		"client metadata", s.Auth.ClientMetadataURL,
-		"instructions", clitext.Untrusted(s.Instructions),
-		"client secret", sealed[s.Auth.HasClientSecret], "scopes", strings.Join(s.Auth.Scopes, " "),
-		"headers", headerList(s.HeaderNames),
-		"protocol", s.ProtocolVersion, "log level", s.LogLevel,
-		"approval", approvalLine(s.Approval), "trusted", trustedLine(s.Trusted),
-		"disabled tools", strings.Join(s.DisabledTools, ", "), "pinned tools", strings.Join(s.PinnedTools, ", "), "tool timeout", s.ToolTimeout, "idle timeout", idleLine(s.IdleTimeout),
-		"limits", s.Limits.String(),
-		"origin", fmt.Sprintf("%s (allowed: %s)", s.Origin, clitext.YesNo(s.OriginGranted)), "state", state)
-}
-
-// approvalLine says who approves the server's calls through the MCP front
-// end.
-func approvalLine(a config.Approval) string {
-	switch a {
-	case config.ApprovalAsk:
-		return "ask (remotemcp asks you before every call through remotemcp mcp)"
-	case config.ApprovalHost, "":
-		return "host (the MCP host's approval is the approval)"
-	}
-	return string(a)
-}
-
-// trustedLine says whether the server's annotations reach MCP hosts.
-func trustedLine(t bool) string {
-	if t {
-		return "yes (its tool annotations are passed to MCP hosts)"
-	}
-	return "no (its tool annotations are dropped)"
-}
-
-// headerList is "A, B (stored sealed)", or "" for no headers.
-func headerList(names []string) string {
-	if len(names) == 0 {
-		return ""
-	}
-	return strings.Join(names, ", ") + " (stored sealed)"
 }
 
 func newServersRmCmd(a *app) *cobra.Command {
@@ -733,31 +666,7 @@ MCP hosts.`,
 				for _, w := range res.Warnings {
 					fmt.Fprintf(a.streams.Err, "warning: %s\n", clitext.Cell(w))
 				}
-				what := changes(*before, res.Server)
-				if p := res.Server.Auth.RedirectPort; req.RedirectPort != nil && p != before.Auth.RedirectPort {
-					what = append(what, "redirect port "+redirectPortText(p))
-				}
-				switch {
-				case ac != nil && ac.Token != "":
-					what = append(what, "bearer token")
-				case ac != nil:
-					what = append(what, "auth "+string(ac.Kind))
-				}
-				// A header given is reported as set even when its value
-				// did not change: the values cannot be compared here.
-				for _, n := range slices.Sorted(maps.Keys(req.Headers)) {
-					what = append(what, "header "+n)
-				}
-				for _, n := range before.HeaderNames {
-					if !slices.ContainsFunc(res.Server.HeaderNames, func(m string) bool { return strings.EqualFold(m, n) }) {
-						what = append(what, "removed header "+n)
-					}
-				}
-				if len(what) == 0 {
-					fmt.Fprintf(a.streams.Out, "%s: nothing changed (the settings already have these values)\n", id)
-					return nil
-				}
-				fmt.Fprintf(a.streams.Out, "updated %s: %s\n", id, strings.Join(what, ", "))
+				render.Updated(a.streams.Out, id, *before, res.Server, req)
 				return nil
 			})(cmd, args)
 		},
@@ -783,55 +692,6 @@ MCP hosts.`,
 	fl.BoolVar(&trusted, "trusted", false, "trust the server: pass its tool annotations (readOnlyHint …) to MCP hosts")
 	fl.BoolVar(&untrusted, "untrusted", false, "stop trusting the server: drop its tool annotations")
 	return cmd
-}
-
-// changes names what differs between two versions of a server.
-func changes(b, a localapi.Server) []string {
-	var what []string
-	for _, f := range []struct {
-		name     string
-		old, new any
-	}{
-		{"url", b.URL, a.URL}, {"name", b.Name, a.Name}, {"enabled", b.Enabled, a.Enabled},
-		{"connect", b.ConnectOnStartup, a.ConnectOnStartup}, {"tool timeout", b.ToolTimeout, a.ToolTimeout},
-		{"idle timeout", b.IdleTimeout, a.IdleTimeout},
-		{"limits", b.Limits, a.Limits}, {"protocol version", b.ProtocolVersion, a.ProtocolVersion},
-		{"log level", b.LogLevel, a.LogLevel}, {"approval", b.Approval, a.Approval},
-		{"trusted", b.Trusted, a.Trusted},
-	} {
-		if f.old != f.new {
-			what = append(what, f.name)
-		}
-	}
-	for _, t := range a.DisabledTools {
-		if !slices.Contains(b.DisabledTools, t) {
-			what = append(what, "disabled "+t)
-		}
-	}
-	for _, t := range b.DisabledTools {
-		if !slices.Contains(a.DisabledTools, t) {
-			what = append(what, "enabled "+t)
-		}
-	}
-	for _, t := range a.PinnedTools {
-		if !slices.Contains(b.PinnedTools, t) {
-			what = append(what, "pinned "+t)
-		}
-	}
-	for _, t := range b.PinnedTools {
-		if !slices.Contains(a.PinnedTools, t) {
-			what = append(what, "unpinned "+t)
-		}
-	}
-	return what
-}
-
-// redirectPortText is a stored redirect port as servers set reports it.
-func redirectPortText(p int) string {
-	if p == 0 {
-		return fmt.Sprintf("default (%d)", config.DefaultRedirectPort)
-	}
-	return strconv.Itoa(p)
 }
 
 // maxImportSize bounds an imported document; real configs are a few KiB.
@@ -863,7 +723,8 @@ the reason. Exit status 1 when a conflict is left or nothing was imported.`,
 				if err != nil {
 					return err
 				}
-				return a.printImport(res, update)
+				render.Import(a.streams.Out, a.streams.Err, res)
+				return importError(res, update)
 			})(cmd, args)
 		},
 	}
@@ -871,32 +732,9 @@ the reason. Exit status 1 when a conflict is left or nothing was imported.`,
 	return cmd
 }
 
-// printImport reports every entry of an import.
-func (a *app) printImport(res *localapi.ImportResult, update bool) error {
-	w := a.streams.Out
-	for _, l := range []struct {
-		verb string
-		list []localapi.ImportedServer
-	}{{"added", res.Added}, {"updated", res.Updated}, {"unchanged", res.Unchanged}} {
-		for _, s := range l.list {
-			hdr := ""
-			if len(s.HeaderNames) > 0 {
-				hdr = ", headers " + clitext.Cell(strings.Join(s.HeaderNames, ", ")) + " stored sealed"
-			}
-			fmt.Fprintf(w, "%s %s %s (auth %s%s)\n", l.verb, clitext.Cell(s.ID), clitext.Cell(redact.URL(s.URL)), s.Auth, hdr)
-		}
-	}
-	for _, s := range res.Conflicts {
-		fmt.Fprintf(w, "conflict %s: %s\n", clitext.Cell(clitext.OrDash(s.ID)), clitext.Cell(s.Reason))
-	}
-	for _, s := range res.Skipped {
-		fmt.Fprintf(w, "skipped %s: %s\n", clitext.Cell(s.Name), clitext.Cell(s.Reason))
-	}
-	for _, o := range res.Granted {
-		fmt.Fprintf(w, "granted %s\n", clitext.Cell(o))
-	}
-	fmt.Fprintf(a.streams.Err, "%d added, %d updated, %d unchanged, %d conflicts, %d skipped, %s granted\n", len(res.Added), len(res.Updated),
-		len(res.Unchanged), len(res.Conflicts), len(res.Skipped), clitext.Plural(len(res.Granted), "origin", "origins"))
+// importError is the failure of an import that left a conflict (without
+// --update) or imported nothing.
+func importError(res *localapi.ImportResult, update bool) error {
 	switch {
 	case len(res.Conflicts) > 0 && !update:
 		return fmt.Errorf("%s not changed: the id exists with another config; run again with --update to replace them",
@@ -994,12 +832,4 @@ func parseFlagDuration(v string) (time.Duration, error) {
 		return 0, nil
 	}
 	return time.ParseDuration(v)
-}
-
-// idleLine shows an idle timeout in the flag's words: "0s" is never.
-func idleLine(v string) string {
-	if v == "0s" {
-		return flagNever
-	}
-	return v
 }
