@@ -12,8 +12,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/remotemcp/remotemcp/hosts"
-	"github.com/remotemcp/remotemcp/hosttoken"
 	"github.com/remotemcp/remotemcp/internal/clitext"
+	"github.com/remotemcp/remotemcp/internal/render"
 )
 
 // newHostsCmd is `remotemcp hosts …`: remotemcp's entry in MCP hosts'
@@ -39,32 +39,8 @@ file changes, its previous version is saved as FILE.remotemcp-backup
 nothing. Restart the host (or reload its MCP servers) afterwards.
 
 Hosts and their user-level files here (--project: the project-level file):
-`+hostsHelp(),
+`+render.HostsHelp(),
 		newHostsListCmd(a), newHostsConnectCmd(a, true), newHostsConnectCmd(a, false))
-}
-
-// hostsHelp lists the table for this OS: id, file, project file, notes.
-func hostsHelp() string {
-	var b strings.Builder
-	tw := clitext.NewTable(&b)
-	for _, h := range hosts.All() {
-		ts := h.User.For(runtime.GOOS)
-		file := strings.Replace(ts[len(ts)-1], "$HOME", "~", 1)
-		proj := h.Project
-		if proj == "" {
-			proj = "(none)"
-		}
-		fmt.Fprintf(tw, "  %s\t%s\t--project: %s\n", h.ID, file, proj)
-	}
-	tw.Flush()
-	for _, h := range hosts.All() {
-		for _, n := range []string{h.Notes[runtime.GOOS], h.ProjectNote} {
-			if n != "" {
-				fmt.Fprintf(&b, "\nNote: %s.", n)
-			}
-		}
-	}
-	return strings.TrimSuffix(b.String(), "\n")
 }
 
 // projectFlag adds --project[=DIR] to cmd.
@@ -122,39 +98,11 @@ file. With --project, the project-level files instead.`,
 			if a.asJSON {
 				return clitext.WriteJSON(a.streams.Out, list)
 			}
-			return a.printHosts(list)
+			return render.Hosts(a.streams.Out, a.streams.Err, list)
 		},
 	}
 	projectFlag(cmd, &project)
 	return a.jsonFlag(cmd, "print JSON: id, name, installed, connected, file, exists, note, error")
-}
-
-// printHosts prints hosts list's table, notes and errors on stderr.
-func (a *app) printHosts(list []hosts.Status) error {
-	tw := clitext.NewTable(a.streams.Out)
-	fmt.Fprintln(tw, "HOST\tINSTALLED\tCONNECTED\tFILE")
-	for _, st := range list {
-		conn := clitext.YesNo(st.Connected)
-		switch {
-		case st.Error != "":
-			conn = "?"
-		case st.File == "":
-			conn = "-"
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", st.ID, clitext.YesNo(st.Installed), conn, clitext.Cell(clitext.OrDash(st.File)))
-	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	for _, st := range list {
-		if st.Note != "" {
-			fmt.Fprintf(a.streams.Err, "note: %s: %s\n", st.ID, clitext.Cell(st.Note))
-		}
-		if st.Error != "" {
-			fmt.Fprintf(a.streams.Err, "remotemcp: %s\n", clitext.Cell(st.Error))
-		}
-	}
-	return nil
 }
 
 // newHostsConnectCmd is "hosts connect" (connect) or "hosts disconnect".
@@ -262,7 +210,7 @@ func (a *app) runHostsConnect(ctx context.Context, id, project, command, httpURL
 	} else if c, err = f.Disconnect(dryRun); err != nil {
 		return err
 	}
-	if err := a.printHostChange(sys, f, c, connect, dryRun); err != nil {
+	if err := render.HostChange(a.streams.Out, a.streams.Err, sys, f, c, connect, dryRun); err != nil {
 		return err
 	}
 	if c.Written {
@@ -309,45 +257,4 @@ func (a *app) hostEntry(sys hosts.System, command string) (hosts.Entry, error) {
 // A host's remotemcp sees none of these variables (hosts.DataDirArg).
 func (a *app) hostDataDir(sys hosts.System) (string, error) {
 	return hosts.DataDir(sys, a.dataDir, envHome)
-}
-
-// printHostChange reports a connect or disconnect: the diff of a dry run,
-// else what was done on stdout and what to do next on stderr.
-func (a *app) printHostChange(sys hosts.System, f hosts.File, c hosts.Change, connect, dryRun bool) error {
-	h := f.Host
-	out, errw := a.streams.Out, a.streams.Err
-	var err error
-	switch {
-	case !c.Changed && connect:
-		_, err = fmt.Fprintf(out, "%s is already connected: %s (unchanged)\n", h.ID, clitext.Cell(c.Path))
-	case !c.Changed:
-		_, err = fmt.Fprintf(out, "%s is not connected: %s (unchanged)\n", h.ID, clitext.Cell(c.Path))
-	case dryRun:
-		_, err = fmt.Fprint(out, clitext.Text(hosttoken.Redact(c.Diff())))
-		fmt.Fprintf(errw, "dry run: %s not written\n", clitext.Cell(c.Path))
-	default:
-		verb := "disconnected"
-		if connect {
-			verb = "connected"
-		}
-		line := fmt.Sprintf("%s %s: %s", verb, h.ID, c.Path)
-		if c.Backup != "" {
-			line += fmt.Sprintf(" (previous version: %s)", c.Backup)
-		}
-		_, err = fmt.Fprintln(out, clitext.Cell(line))
-		fmt.Fprintf(errw, "restart %s (or reload its MCP servers) to apply it\n", h.Name)
-	}
-	if connect && c.Changed {
-		if !f.Project && !h.IsInstalled(sys) {
-			fmt.Fprintf(errw, "note: %s does not look installed here; the file is ready for when it is\n", h.Name)
-		}
-		note := h.Note(sys)
-		if f.Project {
-			note = h.ProjectNote
-		}
-		if note != "" {
-			fmt.Fprintf(errw, "note: %s\n", note)
-		}
-	}
-	return err
 }
