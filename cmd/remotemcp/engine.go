@@ -10,17 +10,10 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/remotemcp/remotemcp/internal/apiclient"
 	"github.com/remotemcp/remotemcp/internal/browser"
 	"github.com/remotemcp/remotemcp/internal/clitext"
-	"github.com/remotemcp/remotemcp/localapi"
 )
-
-// Engine is what every command talks to: the local API, through a
-// *localapi.Client connected to the daemon or to the in-process handlers.
-type Engine interface {
-	localapi.Engine
-	LoginURL(ctx context.Context) (*localapi.LoginURL, error)
-}
 
 // envHome is the environment variable naming the data directory.
 const envHome = "REMOTEMCP_HOME"
@@ -40,16 +33,25 @@ func (a *app) dataDirPath() string {
 	return filepath.Join(base, "remotemcp")
 }
 
-// do wraps a command body: it gets the engine, and the engine is released
-// when the body returns.
+// Engine is what every command talks to (apiclient.Engine).
+type Engine = apiclient.Engine
+
+// api is where this invocation finds the local API.
+func (a *app) api() apiclient.Options {
+	return apiclient.Options{DataDir: a.dataDirPath(), NoDaemon: a.noDaemon, Log: a.log, Err: a.streams.Err}
+}
+
+// do wraps a command body: it gets the engine (apiclient.Command), and
+// the engine is released when the body returns.
 func (a *app) do(fn func(ctx context.Context, e Engine, args []string) error) func(*cobra.Command, []string) error {
 	return func(cmd *cobra.Command, args []string) error {
 		ctx := cmd.Context()
-		e, release, err := a.engine(ctx)
+		e, release, inProcess, err := apiclient.Command(ctx, a.api())
 		if err != nil {
 			return err
 		}
 		defer release()
+		a.inProcess = inProcess
 		return fn(ctx, e, args)
 	}
 }
@@ -87,7 +89,7 @@ yourself; it works once.`,
 		Args: argsExactly(0, ""),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
-			c, err := a.dial(ctx)
+			c, err := apiclient.Daemon(ctx, a.dataDirPath())
 			if err != nil {
 				return err
 			}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/remotemcp/remotemcp/hosts"
 	"github.com/remotemcp/remotemcp/hosttoken"
+	"github.com/remotemcp/remotemcp/internal/apiclient"
 	"github.com/remotemcp/remotemcp/internal/clitext"
 	"github.com/remotemcp/remotemcp/internal/render"
 )
@@ -38,7 +39,7 @@ func (a *app) runHostsConnectHTTP(ctx context.Context, sys hosts.System, f hosts
 	if err != nil {
 		return err
 	}
-	tokens, closeStore, err := a.hostTokenAPI(ctx, dir, dryRun, "hosts: open the data directory for the bearer token")
+	tokens, closeStore, err := apiclient.Tokens(ctx, a.api(), dir, dryRun, "hosts: open the data directory for the bearer token")
 	if err != nil {
 		return err
 	}
@@ -74,7 +75,7 @@ func (a *app) revokeHostToken(ctx context.Context, sys hosts.System, h hosts.Hos
 	if err != nil {
 		return
 	}
-	tokens, closeStore, err := a.hostTokenAPI(ctx, dir, true, "hosts: open the data directory for the bearer token")
+	tokens, closeStore, err := apiclient.Tokens(ctx, a.api(), dir, true, "hosts: open the data directory for the bearer token")
 	if err != nil || tokens == nil {
 		return
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/remotemcp/remotemcp/daemon"
 	"github.com/remotemcp/remotemcp/daemon/launch"
 	"github.com/remotemcp/remotemcp/frontend"
+	"github.com/remotemcp/remotemcp/internal/apiclient"
 	"github.com/remotemcp/remotemcp/localapi"
 )
 
@@ -156,48 +157,15 @@ type nopWriteCloser struct{ io.Writer }
 
 func (nopWriteCloser) Close() error { return nil }
 
-// mcpEngine is the front end's engine: the running daemon's, else a
-// daemon's started in the background, else (--no-daemon) an engine of
-// this process, called directly: the front end needs no local API hop.
+// mcpEngine is the front end's engine (apiclient.Frontend), a daemon
+// started in the background on --daemon-addr.
 func (a *app) mcpEngine(ctx context.Context, daemonAddr string) (localapi.Engine, func(), error) {
 	// Checked first, so a mistake shows whether or not a daemon runs.
 	listen, err := flagLoopbackAddr("--daemon-addr", daemonAddr)
 	if err != nil {
 		return nil, nil, err
 	}
-	if a.noDaemon {
-		eng, err := a.openEngine(ctx)
-		if err != nil {
-			return nil, nil, err
-		}
-		return eng, func() { eng.Close() }, nil
-	}
-	dir := a.dataDirPath()
-	c, err := daemon.Dial(ctx, dir)
-	if err == nil {
-		return c, c.CloseIdleConnections, nil
-	}
-	if !errors.Is(err, daemon.ErrNotRunning) {
-		return nil, nil, fmt.Errorf("reach the daemon: %w (run with --no-daemon to work without it)", err)
-	}
-	st, stop, err := launch.Start(ctx, launch.Options{Dir: dir, Listen: listen, Spawn: spawnDaemon})
-	if err != nil {
-		return nil, nil, err
-	}
-	if st.Winner != 0 {
-		fmt.Fprintf(a.streams.Err, "remotemcp: using the daemon (pid %d) that another host started at the same time\n", st.Winner)
-	} else {
-		fmt.Fprintf(a.streams.Err, "remotemcp: started the daemon (pid %d, log %s)\n", st.PID, st.Log)
-	}
-	if st.RequestedAddr != "" {
-		fmt.Fprintf(a.streams.Err, "remotemcp: %s was taken, so the daemon's settings page is on %s\n", st.RequestedAddr, st.URL)
-	}
-	c, err = daemon.Dial(ctx, dir)
-	if err != nil {
-		stop()
-		return nil, nil, fmt.Errorf("reach the daemon started in the background: %w", err)
-	}
-	return c, func() { c.CloseIdleConnections(); stop() }, nil
+	return apiclient.Frontend(ctx, a.api(), listen, spawnDaemon)
 }
 
 // spawnDaemon starts the daemon in the background (launch.Exec). Tests,

@@ -7,7 +7,6 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"os"
 	"path/filepath"
 	"sync"
 	"syscall"
@@ -24,56 +23,6 @@ import (
 	"github.com/remotemcp/remotemcp/internal/explain"
 	"github.com/remotemcp/remotemcp/localapi"
 )
-
-// engine returns the command's API client and its release: the daemon's,
-// else one of an engine opened lazily in this process.
-func (a *app) engine(ctx context.Context) (Engine, func(), error) {
-	dir := a.dataDirPath()
-	if !a.noDaemon {
-		c, err := daemon.Dial(ctx, dir)
-		if err == nil {
-			a.log.Debug("using the daemon")
-			return c, c.CloseIdleConnections, nil
-		}
-		if !errors.Is(err, daemon.ErrNotRunning) {
-			return nil, nil, fmt.Errorf("reach the daemon: %w (run with --no-daemon to work without it)", err)
-		}
-		if _, serr := os.Stat(filepath.Join(dir, daemon.InfoFileName)); serr == nil {
-			fmt.Fprintln(a.streams.Err, "the daemon is not running; working in-process")
-		}
-	}
-	eng, err := a.openEngine(ctx)
-	if err != nil {
-		return nil, nil, err
-	}
-	// The API outlives a Ctrl-C until the command ends, so that a
-	// cancelled call still delivers its outcome (see call).
-	c, stop, err := daemon.InProcess(context.WithoutCancel(ctx), eng)
-	if err != nil {
-		eng.Close()
-		return nil, nil, err
-	}
-	a.inProcess = true
-	return c, func() { stop(); eng.Close() }, nil
-}
-
-// openEngine opens a lazy engine on the data directory in this process.
-func (a *app) openEngine(ctx context.Context) (*remotemcp.Client, error) {
-	eng, err := remotemcp.Open(ctx, remotemcp.Options{DataDir: a.dataDirPath(), Logger: a.log, NoStartupConnect: true})
-	if err != nil {
-		return nil, fmt.Errorf("open the data directory: %w", err)
-	}
-	return eng, nil
-}
-
-// dial returns the client of the running daemon, or says that none runs.
-func (a *app) dial(ctx context.Context) (Engine, error) {
-	c, err := daemon.Dial(ctx, a.dataDirPath())
-	if errors.Is(err, daemon.ErrNotRunning) {
-		return nil, errors.New("no daemon runs on this data directory; start one with \"remotemcp serve\"")
-	}
-	return c, err
-}
 
 // newServeCmd is "serve": the daemon.
 //
