@@ -17,6 +17,7 @@ import (
 	"github.com/remotemcp/remotemcp/daemon/launch"
 	"github.com/remotemcp/remotemcp/frontend"
 	"github.com/remotemcp/remotemcp/internal/apiclient"
+	"github.com/remotemcp/remotemcp/internal/serve"
 	"github.com/remotemcp/remotemcp/localapi"
 )
 
@@ -33,6 +34,7 @@ func newMcpCmd(a *app) *cobra.Command {
 		tools      string
 		threshold  int
 		idle       string
+		noToken    bool
 	)
 	cmd := &cobra.Command{
 		Use:   "mcp",
@@ -81,7 +83,7 @@ per token and 1,024 in all (then 429).`,
 				if err != nil {
 					return err
 				}
-				return a.runMcpHTTP(ctx, httpAddr, daemonAddr, fo, frontend.HTTPOptions{SessionIdle: d})
+				return a.runMcpHTTP(ctx, httpAddr, daemonAddr, fo, serve.HTTP{Options: frontend.HTTPOptions{SessionIdle: d}, NoToken: noToken})
 			}
 			eng, release, err := a.mcpEngine(ctx, daemonAddr)
 			if err != nil {
@@ -108,7 +110,7 @@ per token and 1,024 in all (then 429).`,
 	cmd.Flags().StringVar(&httpAddr, "http", "", "serve Streamable HTTP on this loopback HOST:PORT instead of stdio (needs a token: see \"mcp token\")")
 	addSessionIdleFlag(cmd, &idle, "--http")
 	cmd.AddCommand(newMcpTokenCmd(a))
-	addMcpHTTPTestFlag(cmd) // hidden: see mcp_http.go
+	addMcpHTTPTestFlag(cmd, &noToken) // hidden: see mcp_http.go
 	return cmd
 }
 
@@ -118,7 +120,7 @@ per token and 1,024 in all (then 429).`,
 // owner (issue #19 item 2). Only with --no-daemon does this process own
 // the engine, and then it holds the daemon lock: no daemon starts beside
 // it.
-func (a *app) runMcpHTTP(ctx context.Context, addr, daemonAddr string, fo frontend.Options, ho frontend.HTTPOptions) error {
+func (a *app) runMcpHTTP(ctx context.Context, addr, daemonAddr string, fo frontend.Options, h serve.HTTP) error {
 	ln, err := mcpHTTPListen("--http", addr)
 	if err != nil {
 		return err
@@ -149,7 +151,8 @@ func (a *app) runMcpHTTP(ctx context.Context, addr, daemonAddr string, fo fronte
 		ln.Close()
 		return err
 	}
-	return serveMcpHTTP(ctx, fe, a.dataDirPath(), ln, a.streams.Err, fo.Logger, ho)
+	h.Frontend, h.Dir, h.Log, h.Err = fe, a.dataDirPath(), fo.Logger, a.streams.Err
+	return h.Serve(ctx, ln)
 }
 
 // nopWriteCloser leaves the standard output open when the transport ends.

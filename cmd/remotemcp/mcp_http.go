@@ -1,10 +1,7 @@
 package main
 
 import (
-	"context"
 	"fmt"
-	"io"
-	"log/slog"
 	"net"
 	"strings"
 	"time"
@@ -12,9 +9,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/remotemcp/remotemcp/frontend"
-	"github.com/remotemcp/remotemcp/frontend/mcphttp"
-	"github.com/remotemcp/remotemcp/hosttoken"
 	"github.com/remotemcp/remotemcp/internal/clitext"
+	"github.com/remotemcp/remotemcp/internal/serve"
 )
 
 // mcpHTTPListen listens on addr, which must be a loopback HOST:PORT (or
@@ -67,66 +63,19 @@ func sessionIdleFlag(v string) (time.Duration, error) {
 	return d, nil
 }
 
-// serveMcpHTTP serves fe on ln until ctx ends, checking bearer tokens
-// against the data directory dir, with the limits of o; it says where on
-// w and closes ln.
-func serveMcpHTTP(ctx context.Context, fe *frontend.Frontend, dir string, ln net.Listener, w io.Writer, log *slog.Logger, o frontend.HTTPOptions) error {
-	tokens, closeTokens, err := hosttoken.Open(ctx, dir, log)
-	if err != nil {
-		ln.Close()
-		return fmt.Errorf("mcp http: %w", err)
-	}
-	defer closeTokens()
-	port := ln.Addr().(*net.TCPAddr).Port
-	if noToken, _ := ctx.Value(noTokenKey{}).(bool); noToken {
-		// Every request carries the one token here, and the suite starts
-		// a session per scenario: the cap per token would be the cap in
-		// all.
-		if o.MaxSessionsPerToken <= 0 {
-			o.MaxSessionsPerToken = frontend.DefaultMaxSessions
-		}
-		h, err := mcphttp.NoTokenHandler(ctx, fe, ln, o)
-		if err != nil {
-			ln.Close()
-			return fmt.Errorf("--%s: %w", insecureTestNoTokenFlag, err)
-		}
-		fmt.Fprintf(w, "remotemcp: MCP endpoint (Streamable HTTP) on %s\n", mcphttp.URL(ln))
-		fmt.Fprintf(w, "remotemcp: WARNING: --%s: no bearer token is checked; for conformance tests only\n", insecureTestNoTokenFlag)
-		return fe.RunHTTPWith(ctx, ln, h, o)
-	}
-	fmt.Fprintf(w, "remotemcp: MCP endpoint (Streamable HTTP) on %s\n", mcphttp.URL(ln))
-	if list, err := tokens.List(ctx); err == nil && len(list) == 0 {
-		fmt.Fprintf(w, "remotemcp: no tokens yet, so every request gets 401: run \"remotemcp hosts connect HOST --http %s\" (it writes the host's entry with a new token), or create one with \"remotemcp mcp token create NAME\"\n", mcphttp.URL(ln))
-	}
-	return fe.RunHTTPWith(ctx, ln, mcphttp.Handler(fe, tokens, port, o), o)
-}
-
-// insecureTestNoTokenFlag is the hidden "mcp --http" flag that serves the
-// endpoint without the bearer token check, for the official conformance
-// suite in server mode: it takes only --url and cannot send a token.
-// It is refused without --http and on any address that is not loopback;
-// the Host and Origin checks stay.
-const insecureTestNoTokenFlag = "insecure-test-no-token"
-
-// noTokenKey marks, in the command's context, that the endpoint is served
-// without tokens (--insecure-test-no-token).
-type noTokenKey struct{}
-
-// addMcpHTTPTestFlag registers --insecure-test-no-token on cmd ("mcp"),
-// hidden from --help. When it is set, cmd's run checks that --http names
-// a loopback address and marks the context for serveMcpHTTP.
-func addMcpHTTPTestFlag(cmd *cobra.Command) {
-	var noToken bool
-	cmd.Flags().BoolVar(&noToken, insecureTestNoTokenFlag, false, "TESTS ONLY: serve --http without checking bearer tokens (loopback only)")
-	_ = cmd.Flags().MarkHidden(insecureTestNoTokenFlag)
+// addMcpHTTPTestFlag registers --insecure-test-no-token (serve.NoTokenFlag)
+// on cmd ("mcp") into noToken, hidden from --help. When it is set, cmd's
+// run first checks that --http names a loopback address.
+func addMcpHTTPTestFlag(cmd *cobra.Command, noToken *bool) {
+	cmd.Flags().BoolVar(noToken, serve.NoTokenFlag, false, "TESTS ONLY: serve --http without checking bearer tokens (loopback only)")
+	_ = cmd.Flags().MarkHidden(serve.NoTokenFlag)
 	run := cmd.RunE
 	cmd.RunE = func(c *cobra.Command, args []string) error {
-		if noToken {
+		if *noToken {
 			addr, _ := c.Flags().GetString("http")
 			if err := checkNoTokenAddr(addr); err != nil {
 				return err
 			}
-			c.SetContext(context.WithValue(c.Context(), noTokenKey{}, true))
 		}
 		return run(c, args)
 	}
@@ -136,7 +85,7 @@ func addMcpHTTPTestFlag(cmd *cobra.Command) {
 // literal loopback address (or localhost, or PORT alone).
 func checkNoTokenAddr(addr string) error {
 	if addr == "" {
-		return usageErrorf("--%s needs --http 127.0.0.1:PORT", insecureTestNoTokenFlag)
+		return usageErrorf("--%s needs --http 127.0.0.1:PORT", serve.NoTokenFlag)
 	}
 	hp, err := loopbackAddr(addr)
 	if err == nil {
@@ -145,5 +94,5 @@ func checkNoTokenAddr(addr string) error {
 			return nil
 		}
 	}
-	return usageErrorf("--%s is refused with --http %q: only a loopback address (127.0.0.1, [::1], localhost) is allowed", insecureTestNoTokenFlag, addr)
+	return usageErrorf("--%s is refused with --http %q: only a loopback address (127.0.0.1, [::1], localhost) is allowed", serve.NoTokenFlag, addr)
 }
