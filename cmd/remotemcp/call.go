@@ -14,6 +14,7 @@ import (
 
 	"github.com/remotemcp/remotemcp/internal/ask"
 	"github.com/remotemcp/remotemcp/internal/clitext"
+	"github.com/remotemcp/remotemcp/internal/exit"
 	"github.com/remotemcp/remotemcp/internal/opid"
 	"github.com/remotemcp/remotemcp/internal/render"
 	"github.com/remotemcp/remotemcp/localapi"
@@ -56,10 +57,10 @@ run. Ctrl-C tells the server to stop. A call is never re-sent.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			name := args[0]
 			if f.timeout < 0 {
-				return usageErrorf("--timeout must be positive, e.g. --timeout 30s")
+				return exit.Usagef("--timeout must be positive, e.g. --timeout 30s")
 			}
 			if s, t, ok := strings.Cut(name, "/"); !strings.HasPrefix(name, "mcp__") && (!ok || s == "" || t == "") {
-				return usageErrorf("NAME %q must be mcp__SERVER__TOOL or SERVER/TOOL (see \"remotemcp tools\")", name)
+				return exit.Usagef("NAME %q must be mcp__SERVER__TOOL or SERVER/TOOL (see \"remotemcp tools\")", name)
 			}
 			raw, fromStdin := "{}", false
 			if len(args) == 2 {
@@ -105,7 +106,7 @@ func parseObject(what, raw string) (json.RawMessage, error) {
 		if err != nil {
 			why = err.Error()
 		}
-		return nil, usageErrorf(`%s must be one JSON object such as '{"text": "hi"}' (%s)`, what, why)
+		return nil, exit.Usagef(`%s must be one JSON object such as '{"text": "hi"}' (%s)`, what, why)
 	}
 	return json.RawMessage(t), nil
 }
@@ -170,7 +171,7 @@ func (a *app) finishCall(ctx context.Context, e Engine, tool string, res *locala
 	}
 	if res.Outcome == "cancelled" && ctx.Err() != nil {
 		render.Interrupted(w, res)
-		return &exitError{code: exitInterrupted}
+		return &exit.Error{Code: exitInterrupted}
 	}
 	// remotemcp's words first; the library's chain of an unavailable
 	// server only with --verbose.
@@ -184,7 +185,7 @@ func (a *app) finishCall(ctx context.Context, e Engine, tool string, res *locala
 	hint := render.OutcomeHint(res, func() ([]localapi.Card, error) { return e.Cards(bg) })
 	render.Failed(w, res, srv, hint, a.verbose)
 	if res.MaybeExecuted {
-		return &exitError{code: exitNoAnswer}
+		return &exit.Error{Code: exitNoAnswer}
 	}
-	return reported
+	return exit.Reported
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/remotemcp/remotemcp/internal/clitext"
+	"github.com/remotemcp/remotemcp/internal/exit"
 	"github.com/remotemcp/remotemcp/internal/redact"
 	"github.com/remotemcp/remotemcp/internal/render"
 	"github.com/remotemcp/remotemcp/localapi"
@@ -64,7 +65,7 @@ func serverErrors(a *app, errs []localapi.ServerError, err error) error {
 		fmt.Fprintf(a.streams.Err, "%s: %s\n", se.ServerID, clitext.Cell(redact.Text(se.Message)))
 	}
 	if err == nil && len(errs) > 0 {
-		return reported
+		return exit.Reported
 	}
 	return err
 }
@@ -104,16 +105,16 @@ their provenance.`,
 			command := "/" + strings.TrimPrefix(args[0], "/")
 			id, name, ok := strings.Cut(command[1:], ":")
 			if !ok || id == "" || name == "" {
-				return usageErrorf("%q is not a prompt command: want /SERVER:PROMPT, e.g. /docs:summarize (see \"remotemcp prompts\")", args[0])
+				return exit.Usagef("%q is not a prompt command: want /SERVER:PROMPT, e.g. /docs:summarize (see \"remotemcp prompts\")", args[0])
 			}
 			values := map[string]string{}
 			for _, kv := range args[1:] {
 				k, v, ok := strings.Cut(kv, "=")
 				if !ok || k == "" {
-					return usageErrorf("argument %q must be NAME=VALUE", kv)
+					return exit.Usagef("argument %q must be NAME=VALUE", kv)
 				}
 				if _, dup := values[k]; dup {
-					return usageErrorf("argument %q is given twice", k)
+					return exit.Usagef("argument %q is given twice", k)
 				}
 				values[k] = v
 			}
@@ -179,7 +180,7 @@ func checkPromptArgs(p localapi.Prompt, values map[string]string) error {
 	if usage == "" {
 		usage = "(no arguments)"
 	}
-	return usageErrorf("%s: %s; usage: remotemcp prompt %s %s", clitext.Cell(p.Command), clitext.Cell(strings.Join(probs, "; ")), clitext.Cell(p.Command), clitext.Cell(usage))
+	return exit.Usagef("%s: %s; usage: remotemcp prompt %s %s", clitext.Cell(p.Command), clitext.Cell(strings.Join(probs, "; ")), clitext.Cell(p.Command), clitext.Cell(usage))
 }
 
 func newResourcesCmd(a *app) *cobra.Command {
@@ -224,10 +225,10 @@ with their provenance, binary data base64-encoded.`,
 			mention := args[0]
 			server, uri, ok := strings.Cut(strings.TrimPrefix(mention, "@"), ":")
 			if !ok || server == "" || uri == "" {
-				return usageErrorf("%q must look like @server:URI, e.g. @docs:docs://readme (see \"remotemcp resources\")", mention)
+				return exit.Usagef("%q must look like @server:URI, e.g. @docs:docs://readme (see \"remotemcp resources\")", mention)
 			}
 			if strings.Contains(uri, "{") && strings.Contains(uri, "}") {
-				return usageErrorf("%s is a URI template: replace each {variable} in it with a value first", clitext.Cell(mention))
+				return exit.Usagef("%s is a URI template: replace each {variable} in it with a value first", clitext.Cell(mention))
 			}
 			return a.do(func(ctx context.Context, e Engine, _ []string) error {
 				res, err := e.ReadResource(ctx, localapi.ReadRequest{Mention: mention})

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/remotemcp/remotemcp/internal/clitext"
+	"github.com/remotemcp/remotemcp/internal/exit"
 	"github.com/remotemcp/remotemcp/internal/explain"
 	"github.com/remotemcp/remotemcp/internal/redact"
 	"github.com/remotemcp/remotemcp/internal/render"
@@ -84,7 +85,7 @@ prints the objects of "servers list --json". Exit status 3 when a server
 named on the command line is in error or needs-auth.`,
 		RunE: a.do(func(ctx context.Context, e Engine, ids []string) error {
 			if wait <= 0 {
-				return usageErrorf("--timeout must be positive")
+				return exit.Usagef("--timeout must be positive")
 			}
 			servers, err := pick(ctx, e, ids)
 			if err == nil && a.inProcess {
@@ -118,7 +119,7 @@ named on the command line is in error or needs-auth.`,
 			}
 			for _, s := range servers {
 				if s.State.NotReady() && len(ids) > 0 {
-					return &exitError{code: exitNotReady, err: fmt.Errorf("server %s is %s", s.ID, s.State)}
+					return &exit.Error{Code: exitNotReady, Err: fmt.Errorf("server %s is %s", s.ID, s.State)}
 				}
 			}
 			return nil

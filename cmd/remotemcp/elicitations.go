@@ -12,6 +12,7 @@ import (
 
 	"github.com/remotemcp/remotemcp/internal/ask"
 	"github.com/remotemcp/remotemcp/internal/clitext"
+	"github.com/remotemcp/remotemcp/internal/exit"
 	"github.com/remotemcp/remotemcp/internal/redact"
 	"github.com/remotemcp/remotemcp/internal/render"
 	"github.com/remotemcp/remotemcp/localapi"
@@ -73,14 +74,14 @@ goes on in its own process.`,
 					return err
 				}
 				if err := json.Unmarshal(obj, &ans.Content); err != nil {
-					return usageErrorf("CONTENT_JSON: %s", err)
+					return exit.Usagef("CONTENT_JSON: %s", err)
 				}
 			case "decline", "cancel":
 				if len(args) == 3 {
-					return usageErrorf("%s takes no content; only accept does", ans.Action)
+					return exit.Usagef("%s takes no content; only accept does", ans.Action)
 				}
 			default:
-				return usageErrorf("the answer must be accept, decline or cancel, got %q", args[1])
+				return exit.Usagef("the answer must be accept, decline or cancel, got %q", args[1])
 			}
 			return a.do(func(ctx context.Context, e Engine, _ []string) error {
 				err := e.Answer(ctx, id, ans)
@@ -141,7 +142,7 @@ again is safe (its first run may have had effects); without a terminal,
 				render.Approval(a.streams.Err, localapi.ApprovalRequest{Tool: name, ServerID: c.ServerID, ToolName: c.Tool, Arguments: c.Arguments})
 				if !a.term.YesNo(fmt.Sprintf("Re-send %s with %s? It may already have had its effect once.", clitext.Cell(name), clitext.Clip(clitext.Cell(string(c.Arguments)), 200))) {
 					fmt.Fprintf(a.streams.Err, "remotemcp: not confirmed: the call of card %s was not re-sent\n", id)
-					return reported
+					return exit.Reported
 				}
 			}
 			qctx, stop := context.WithCancel(ctx)

@@ -13,6 +13,7 @@ import (
 	"github.com/remotemcp/remotemcp/internal/apiclient"
 	"github.com/remotemcp/remotemcp/internal/browser"
 	"github.com/remotemcp/remotemcp/internal/clitext"
+	"github.com/remotemcp/remotemcp/internal/exit"
 )
 
 // envHome is the environment variable naming the data directory.
@@ -69,7 +70,7 @@ func flagLoopbackAddr(flag, s string) (string, error) {
 	}
 	host, port, err := net.SplitHostPort(hp)
 	if err != nil || port == "" || strings.Trim(port, "0123456789") != "" {
-		return "", usageErrorf("%s %q: want PORT or HOST:PORT, e.g. 7717 or 127.0.0.1:7717", flag, s)
+		return "", exit.Usagef("%s %q: want PORT or HOST:PORT, e.g. 7717 or 127.0.0.1:7717", flag, s)
 	}
 	if host == "" || host == "localhost" {
 		host = "127.0.0.1"

@@ -13,6 +13,7 @@ import (
 
 	"github.com/remotemcp/remotemcp/hosts"
 	"github.com/remotemcp/remotemcp/internal/clitext"
+	"github.com/remotemcp/remotemcp/internal/exit"
 	"github.com/remotemcp/remotemcp/internal/render"
 )
 
@@ -59,7 +60,7 @@ func projectDir(dir string) (string, error) {
 		return "", fmt.Errorf("hosts: project directory %s: %w", dir, err)
 	}
 	if fi, err := os.Stat(abs); err != nil || !fi.IsDir() {
-		return "", usageErrorf("--project %s: not a directory", dir)
+		return "", exit.Usagef("--project %s: not a directory", dir)
 	}
 	return abs, nil
 }
@@ -164,20 +165,20 @@ HOST is one of: ` + strings.Join(hosts.IDs(), ", ") + "."
 func (a *app) runHostsConnect(ctx context.Context, id, project, command, httpURL string, connect, dryRun bool) error {
 	h, ok := hosts.Lookup(id)
 	if !ok {
-		return usageErrorf("unknown host %q: choose one of %s", id, strings.Join(hosts.IDs(), ", "))
+		return exit.Usagef("unknown host %q: choose one of %s", id, strings.Join(hosts.IDs(), ", "))
 	}
 	if httpURL != "" {
 		if command != "" {
-			return usageErrorf("--http and --command exclude each other: an HTTP entry runs no program")
+			return exit.Usagef("--http and --command exclude each other: an HTTP entry runs no program")
 		}
 		if _, err := hostHTTPURL(httpURL); err != nil {
 			return err
 		}
 		if h.Remote == nil {
-			return usageErrorf("%s over HTTP: %s", h.ID, h.NoRemote)
+			return exit.Usagef("%s over HTTP: %s", h.ID, h.NoRemote)
 		}
 		if project != "" {
-			return usageErrorf("--http with --project is refused: the entry holds a bearer token, and a project's file is shared (often committed); connect the user-level file (drop --project), or use the stdio entry (drop --http), which needs no token")
+			return exit.Usagef("--http with --project is refused: the entry holds a bearer token, and a project's file is shared (often committed); connect the user-level file (drop --project), or use the stdio entry (drop --http), which needs no token")
 		}
 	}
 	sys, dir, err := a.hostPlace(project)
@@ -186,7 +187,7 @@ func (a *app) runHostsConnect(ctx context.Context, id, project, command, httpURL
 	}
 	f, err := h.File(sys, dir)
 	if errors.Is(err, hosts.ErrNoProjectFile) {
-		return usageErrorf("%s has no project-level configuration file: drop --project", h.Name)
+		return exit.Usagef("%s has no project-level configuration file: drop --project", h.Name)
 	}
 	if err != nil {
 		return err
@@ -225,10 +226,10 @@ func (a *app) hostEntry(sys hosts.System, command string) (hosts.Entry, error) {
 	exe := command
 	if exe != "" {
 		if !filepath.IsAbs(exe) {
-			return hosts.Entry{}, usageErrorf("--command %s: give an absolute path", exe)
+			return hosts.Entry{}, exit.Usagef("--command %s: give an absolute path", exe)
 		}
 		if fi, err := os.Stat(exe); err != nil || fi.IsDir() {
-			return hosts.Entry{}, usageErrorf("--command %s: not a program file", exe)
+			return hosts.Entry{}, exit.Usagef("--command %s: not a program file", exe)
 		}
 	} else {
 		p, err := os.Executable()

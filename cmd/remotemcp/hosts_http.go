@@ -8,6 +8,7 @@ import (
 	"github.com/remotemcp/remotemcp/hosttoken"
 	"github.com/remotemcp/remotemcp/internal/apiclient"
 	"github.com/remotemcp/remotemcp/internal/clitext"
+	"github.com/remotemcp/remotemcp/internal/exit"
 	"github.com/remotemcp/remotemcp/internal/render"
 )
 
@@ -16,7 +17,7 @@ import (
 func hostHTTPURL(raw string) (string, error) {
 	u, err := hosts.CheckHTTPURL(raw)
 	if err != nil {
-		return "", usageErrorf("--http %q: %s; want the URL \"remotemcp mcp --http\" prints, e.g. http://127.0.0.1:8765/mcp", raw, err)
+		return "", exit.Usagef("--http %q: %s; want the URL \"remotemcp mcp --http\" prints, e.g. http://127.0.0.1:8765/mcp", raw, err)
 	}
 	return u, nil
 }

@@ -21,6 +21,7 @@ import (
 
 	"github.com/remotemcp/remotemcp"
 	"github.com/remotemcp/remotemcp/internal/ask"
+	"github.com/remotemcp/remotemcp/internal/exit"
 	"github.com/remotemcp/remotemcp/internal/explain"
 	"github.com/remotemcp/remotemcp/internal/interrupt"
 	"github.com/remotemcp/remotemcp/localapi"
@@ -55,29 +56,6 @@ const (
 	exitInterrupted = 130
 )
 
-// exitError carries an exit status; a nil err was reported already.
-type exitError struct {
-	code int
-	err  error
-}
-
-func (e *exitError) Error() string {
-	if e.err == nil {
-		return fmt.Sprintf("exit status %d", e.code)
-	}
-	return e.err.Error()
-}
-
-func (e *exitError) Unwrap() error { return e.err }
-
-// reported is the error of a command that already explained its failure.
-var reported = &exitError{code: exitFail}
-
-// usageErrorf is a mistake on the command line (exit status 2).
-func usageErrorf(format string, args ...any) error {
-	return &exitError{code: exitUsage, err: fmt.Errorf(format, args...)}
-}
-
 // run executes one command line and returns its exit status.
 func run(ctx context.Context, args []string, s Streams, env Env) int {
 	root := newRootCmd(s, env)
@@ -87,13 +65,13 @@ func run(ctx context.Context, args []string, s Streams, env Env) int {
 		return exitOK
 	}
 	code := exitFail
-	var ee *exitError
+	var ee *exit.Error
 	if errors.As(err, &ee) {
-		code = ee.code
-		if ee.err == nil {
+		code = ee.Code
+		if ee.Err == nil {
 			return code
 		}
-		err = ee.err
+		err = ee.Err
 	}
 	if ctx.Err() != nil && errors.Is(err, context.Canceled) {
 		fmt.Fprintln(s.Err, "remotemcp: interrupted")
@@ -185,7 +163,7 @@ Exit statuses: 0 ok (a tool's own isError answer included), 1 failed,
 	root.SetErr(s.Err)
 	root.SetVersionTemplate(versionLine() + "\n")
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
-		return usageErrorf("%s (see \"%s --help\")", err, cmd.CommandPath())
+		return exit.Usagef("%s (see \"%s --help\")", err, cmd.CommandPath())
 	})
 	pf := root.PersistentFlags()
 	pf.StringVar(&a.dataDir, "data-dir", "", "data directory (default $REMOTEMCP_HOME, else <user config dir>/remotemcp)")
@@ -243,16 +221,16 @@ func argsRange(lo, hi int, names string) cobra.PositionalArgs {
 			return nil
 		}
 		if hi == 0 {
-			return usageErrorf("%s takes no arguments, got %q", cmd.CommandPath(), args)
+			return exit.Usagef("%s takes no arguments, got %q", cmd.CommandPath(), args)
 		}
-		return usageErrorf("usage: %s %s (got %d argument(s); see \"%s --help\")", cmd.CommandPath(), names, len(args), cmd.CommandPath())
+		return exit.Usagef("usage: %s %s (got %d argument(s); see \"%s --help\")", cmd.CommandPath(), names, len(args), cmd.CommandPath())
 	}
 }
 
 // noSubcommand is the Args of a command that only groups subcommands.
 func noSubcommand(cmd *cobra.Command, args []string) error {
 	if len(args) > 0 {
-		return usageErrorf("unknown command %q for %q (see \"%s --help\")", args[0], cmd.CommandPath(), cmd.CommandPath())
+		return exit.Usagef("unknown command %q for %q (see \"%s --help\")", args[0], cmd.CommandPath(), cmd.CommandPath())
 	}
 	return nil
 }

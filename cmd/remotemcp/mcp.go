@@ -17,6 +17,7 @@ import (
 	"github.com/remotemcp/remotemcp/daemon/launch"
 	"github.com/remotemcp/remotemcp/frontend"
 	"github.com/remotemcp/remotemcp/internal/apiclient"
+	"github.com/remotemcp/remotemcp/internal/exit"
 	"github.com/remotemcp/remotemcp/internal/serve"
 	"github.com/remotemcp/remotemcp/localapi"
 )
@@ -72,10 +73,10 @@ per token and 1,024 in all (then 429).`,
 			ctx := cmd.Context()
 			log := newLogger(a.streams.Err, a.verbose)
 			if !slices.Contains(frontend.Modes, tools) {
-				return usageErrorf("--tools %q: use one of %s", tools, strings.Join(frontend.Modes, ", "))
+				return exit.Usagef("--tools %q: use one of %s", tools, strings.Join(frontend.Modes, ", "))
 			}
 			if threshold < 1 {
-				return usageErrorf("--search-threshold %d: give a number of tools, at least 1", threshold)
+				return exit.Usagef("--search-threshold %d: give a number of tools, at least 1", threshold)
 			}
 			fo := frontend.Options{ServerID: serverID, Name: "remotemcp", Version: remotemcp.Version, Logger: log, Tools: tools, SearchThreshold: threshold}
 			if httpAddr != "" {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/remotemcp/remotemcp/frontend"
 	"github.com/remotemcp/remotemcp/internal/clitext"
+	"github.com/remotemcp/remotemcp/internal/exit"
 	"github.com/remotemcp/remotemcp/internal/serve"
 )
 
@@ -19,11 +20,11 @@ import (
 func mcpHTTPListen(flag, addr string) (net.Listener, error) {
 	hp, err := loopbackAddr(addr)
 	if err != nil {
-		return nil, usageErrorf("%s %q: want 127.0.0.1:PORT, [::1]:PORT, localhost:PORT or PORT", flag, addr)
+		return nil, exit.Usagef("%s %q: want 127.0.0.1:PORT, [::1]:PORT, localhost:PORT or PORT", flag, addr)
 	}
 	host, _, _ := net.SplitHostPort(hp)
 	if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
-		return nil, usageErrorf("%s %q: only a loopback address is allowed (127.0.0.1, [::1] or localhost): the endpoint must not be reachable from the network", flag, addr)
+		return nil, exit.Usagef("%s %q: only a loopback address is allowed (127.0.0.1, [::1] or localhost): the endpoint must not be reachable from the network", flag, addr)
 	}
 	ln, err := net.Listen("tcp", hp)
 	if err != nil {
@@ -56,7 +57,7 @@ func sessionIdleFlag(v string) (time.Duration, error) {
 	d, err := parseFlagDuration(v)
 	switch {
 	case err != nil || d < 0:
-		return 0, usageErrorf("--%s %q: give a duration such as 30m, never (or 0), or default (%s)", sessionIdleFlagName, clitext.Cell(v), frontend.DefaultSessionIdle)
+		return 0, exit.Usagef("--%s %q: give a duration such as 30m, never (or 0), or default (%s)", sessionIdleFlagName, clitext.Cell(v), frontend.DefaultSessionIdle)
 	case d == 0:
 		return -1, nil
 	}
@@ -85,7 +86,7 @@ func addMcpHTTPTestFlag(cmd *cobra.Command, noToken *bool) {
 // literal loopback address (or localhost, or PORT alone).
 func checkNoTokenAddr(addr string) error {
 	if addr == "" {
-		return usageErrorf("--%s needs --http 127.0.0.1:PORT", serve.NoTokenFlag)
+		return exit.Usagef("--%s needs --http 127.0.0.1:PORT", serve.NoTokenFlag)
 	}
 	hp, err := loopbackAddr(addr)
 	if err == nil {
@@ -94,5 +95,5 @@ func checkNoTokenAddr(addr string) error {
 			return nil
 		}
 	}
-	return usageErrorf("--%s is refused with --http %q: only a loopback address (127.0.0.1, [::1], localhost) is allowed", serve.NoTokenFlag, addr)
+	return exit.Usagef("--%s is refused with --http %q: only a loopback address (127.0.0.1, [::1], localhost) is allowed", serve.NoTokenFlag, addr)
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/remotemcp/remotemcp/internal/clitext"
+	"github.com/remotemcp/remotemcp/internal/exit"
 	"github.com/remotemcp/remotemcp/internal/render"
 	"github.com/remotemcp/remotemcp/localapi"
 )
@@ -114,15 +115,15 @@ accepted}.`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			switch {
 			case len(args) == 0:
-				return usageErrorf("name the server: remotemcp tools accept SERVER TOOL...|--all")
+				return exit.Usagef("name the server: remotemcp tools accept SERVER TOOL...|--all")
 			case all && hash != "":
-				return usageErrorf("--hash accepts one reviewed definition; name its tool instead of --all (remotemcp tools accept %s TOOL --hash HASH)", args[0])
+				return exit.Usagef("--hash accepts one reviewed definition; name its tool instead of --all (remotemcp tools accept %s TOOL --hash HASH)", args[0])
 			case all && len(args) > 1:
-				return usageErrorf("name tools or give --all, not both")
+				return exit.Usagef("name tools or give --all, not both")
 			case !all && len(args) == 1:
-				return usageErrorf("name the tools to accept, or give --all (see \"remotemcp tools review %s\")", args[0])
+				return exit.Usagef("name the tools to accept, or give --all (see \"remotemcp tools review %s\")", args[0])
 			case hash != "" && len(args) != 2:
-				return usageErrorf("--hash is the hash of one tool's new definition: name exactly one tool (see \"remotemcp tools review %s\")", args[0])
+				return exit.Usagef("--hash is the hash of one tool's new definition: name exactly one tool (see \"remotemcp tools review %s\")", args[0])
 			}
 			return nil
 		},
