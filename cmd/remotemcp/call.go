@@ -1,9 +1,7 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -13,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/remotemcp/remotemcp/internal/ask"
+	"github.com/remotemcp/remotemcp/internal/cliflag"
 	"github.com/remotemcp/remotemcp/internal/clitext"
 	"github.com/remotemcp/remotemcp/internal/exit"
 	"github.com/remotemcp/remotemcp/internal/opid"
@@ -73,7 +72,7 @@ run. Ctrl-C tells the server to stop. A call is never re-sent.`,
 				}
 				raw, fromStdin = string(b), true
 			}
-			callArgs, err := parseObject("ARGS_JSON", raw)
+			callArgs, err := cliflag.Object("ARGS_JSON", raw)
 			if err != nil {
 				return err
 			}
@@ -94,21 +93,6 @@ run. Ctrl-C tells the server to stop. A call is never re-sent.`,
 	}
 	f.register(a, cmd, "approve the call without asking (needed without a terminal)")
 	return cmd
-}
-
-// parseObject checks that raw is one JSON object.
-func parseObject(what, raw string) (json.RawMessage, error) {
-	t := bytes.TrimSpace([]byte(raw))
-	var obj map[string]json.RawMessage
-	dec := json.NewDecoder(bytes.NewReader(t))
-	if err := dec.Decode(&obj); err != nil || obj == nil || dec.More() {
-		why := "not a JSON object"
-		if err != nil {
-			why = err.Error()
-		}
-		return nil, exit.Usagef(`%s must be one JSON object such as '{"text": "hi"}' (%s)`, what, why)
-	}
-	return json.RawMessage(t), nil
 }
 
 // call runs one tool call and renders its stream: approval, progress,

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/remotemcp/remotemcp/internal/ask"
+	"github.com/remotemcp/remotemcp/internal/cliflag"
 	"github.com/remotemcp/remotemcp/internal/clitext"
 	"github.com/remotemcp/remotemcp/internal/exit"
 	"github.com/remotemcp/remotemcp/internal/redact"
@@ -69,7 +70,7 @@ goes on in its own process.`,
 				if len(args) == 3 {
 					raw = args[2]
 				}
-				obj, err := parseObject("CONTENT_JSON", raw)
+				obj, err := cliflag.Object("CONTENT_JSON", raw)
 				if err != nil {
 					return err
 				}

@@ -3,17 +3,14 @@ package main
 import (
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/remotemcp/remotemcp/internal/apiclient"
 	"github.com/remotemcp/remotemcp/internal/browser"
 	"github.com/remotemcp/remotemcp/internal/clitext"
-	"github.com/remotemcp/remotemcp/internal/exit"
 )
 
 // envHome is the environment variable naming the data directory.
@@ -55,27 +52,6 @@ func (a *app) do(fn func(ctx context.Context, e Engine, args []string) error) fu
 		a.inProcess = inProcess
 		return fn(ctx, e, args)
 	}
-}
-
-// loopbackAddr accepts PORT, :PORT, localhost:PORT and HOST:PORT (of
-// --addr: see flagLoopbackAddr).
-func loopbackAddr(s string) (string, error) { return flagLoopbackAddr("--addr", s) }
-
-// flagLoopbackAddr is loopbackAddr of the flag named flag, which its
-// usage error names.
-func flagLoopbackAddr(flag, s string) (string, error) {
-	hp := s
-	if strings.Trim(s, "0123456789") == "" {
-		hp = ":" + s
-	}
-	host, port, err := net.SplitHostPort(hp)
-	if err != nil || port == "" || strings.Trim(port, "0123456789") != "" {
-		return "", exit.Usagef("%s %q: want PORT or HOST:PORT, e.g. 7717 or 127.0.0.1:7717", flag, s)
-	}
-	if host == "" || host == "localhost" {
-		host = "127.0.0.1"
-	}
-	return net.JoinHostPort(host, port), nil
 }
 
 func newOpenCmd(a *app) *cobra.Command {

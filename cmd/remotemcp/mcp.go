@@ -17,6 +17,7 @@ import (
 	"github.com/remotemcp/remotemcp/daemon/launch"
 	"github.com/remotemcp/remotemcp/frontend"
 	"github.com/remotemcp/remotemcp/internal/apiclient"
+	"github.com/remotemcp/remotemcp/internal/cliflag"
 	"github.com/remotemcp/remotemcp/internal/exit"
 	"github.com/remotemcp/remotemcp/internal/serve"
 	"github.com/remotemcp/remotemcp/localapi"
@@ -80,7 +81,7 @@ per token and 1,024 in all (then 429).`,
 			}
 			fo := frontend.Options{ServerID: serverID, Name: "remotemcp", Version: remotemcp.Version, Logger: log, Tools: tools, SearchThreshold: threshold}
 			if httpAddr != "" {
-				d, err := sessionIdleFlag(idle)
+				d, err := cliflag.SessionIdle(idle)
 				if err != nil {
 					return err
 				}
@@ -122,7 +123,7 @@ per token and 1,024 in all (then 429).`,
 // the engine, and then it holds the daemon lock: no daemon starts beside
 // it.
 func (a *app) runMcpHTTP(ctx context.Context, addr, daemonAddr string, fo frontend.Options, h serve.HTTP) error {
-	ln, err := mcpHTTPListen("--http", addr)
+	ln, err := cliflag.ListenLoopback("--http", addr)
 	if err != nil {
 		return err
 	}
@@ -165,7 +166,7 @@ func (nopWriteCloser) Close() error { return nil }
 // started in the background on --daemon-addr.
 func (a *app) mcpEngine(ctx context.Context, daemonAddr string) (localapi.Engine, func(), error) {
 	// Checked first, so a mistake shows whether or not a daemon runs.
-	listen, err := flagLoopbackAddr("--daemon-addr", daemonAddr)
+	listen, err := cliflag.Loopback("--daemon-addr", daemonAddr)
 	if err != nil {
 		return nil, nil, err
 	}

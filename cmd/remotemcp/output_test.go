@@ -38,19 +38,6 @@ func TestLoggerRedacts(t *testing.T) {
 	}
 }
 
-func TestParseArgs(t *testing.T) {
-	for _, ok := range []string{`{}`, ` {"a": [1, {"b": null}]} `} {
-		if _, err := parseObject("ARGS_JSON", ok); err != nil {
-			t.Errorf("parseObject(%s): %v", ok, err)
-		}
-	}
-	for _, bad := range []string{``, `null`, `[]`, `"s"`, `{`, `{} {}`, `{"a":1}x`} {
-		if _, err := parseObject("ARGS_JSON", bad); err == nil {
-			t.Errorf("parseObject(%q) accepted", bad)
-		}
-	}
-}
-
 // Server ids may contain "__", so mcp__SERVER__TOOL is resolved against
 // the configured ids.
 func TestCallNameResolution(t *testing.T) {

@@ -9,11 +9,11 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/remotemcp/remotemcp/config"
+	"github.com/remotemcp/remotemcp/internal/cliflag"
 	"github.com/remotemcp/remotemcp/internal/clitext"
 	"github.com/remotemcp/remotemcp/internal/credflags"
 	"github.com/remotemcp/remotemcp/internal/exit"
@@ -37,16 +37,6 @@ const byCLI = "user: cli"
 // secrets is where the credential flags read secrets: this invocation's
 // environment and stdin.
 func (a *app) secrets() credflags.Input { return credflags.Input{Env: a.env, Term: a.term} }
-
-// checkServerURL checks a URL given on the command line for server id.
-func checkServerURL(id, url string) error {
-	err := config.ValidateURL(url)
-	var fe *config.FieldError
-	if errors.As(err, &fe) {
-		return &config.FieldError{ServerID: id, Field: fe.Field, Problem: fe.Problem}
-	}
-	return err
-}
 
 // newServersAddCmd is "servers add ID URL".
 //
@@ -91,7 +81,7 @@ tools (default host: the MCP host's approval is the approval), and
 			if err := config.ValidateID(id); err != nil {
 				return err
 			}
-			if err := checkServerURL(id, url); err != nil {
+			if err := cliflag.ServerURL(id, url); err != nil {
 				return err
 			}
 			ac, err := auth.Change(a.secrets(), id)
@@ -102,7 +92,7 @@ tools (default host: the MCP host's approval is the approval), and
 			if err != nil {
 				return err
 			}
-			ap, err := approvalFlag(approval, false)
+			ap, err := cliflag.Approval(approval, false)
 			if err != nil {
 				return err
 			}
@@ -134,23 +124,6 @@ tools (default host: the MCP host's approval is the approval), and
 	f.StringVar(&approval, "approval", "", `who approves calls made through "remotemcp mcp": host (the MCP host, the default) or ask (remotemcp asks you first)`)
 	f.BoolVar(&trusted, "trusted", false, "trust the server: pass its tool annotations (readOnlyHint …) to MCP hosts")
 	return cmd
-}
-
-// approvalFlag reads --approval: host or ask, and with reset also
-// "default" (host).
-func approvalFlag(v string, reset bool) (config.Approval, error) {
-	switch a := config.Approval(strings.ToLower(strings.TrimSpace(v))); {
-	case a == "":
-		if reset {
-			return "", exit.Usagef("--approval is empty; give host or ask")
-		}
-		return "", nil
-	case slices.Contains(config.Approvals, a):
-		return a, nil
-	case reset && a == "default":
-		return config.ApprovalHost, nil
-	}
-	return "", exit.Usagef("--approval %q: give host (the MCP host approves, the default) or ask (remotemcp asks you before every call)", clitext.Cell(v))
 }
 
 func newServersListCmd(a *app) *cobra.Command {
@@ -321,7 +294,7 @@ MCP hosts.`,
 			}
 			req := localapi.UpdateServerRequest{DisableTools: disableT, EnableTools: enableT, PinTools: pinT, UnpinTools: unpinT}
 			if f.Changed("url") {
-				if err := checkServerURL(id, url); err != nil {
+				if err := cliflag.ServerURL(id, url); err != nil {
 					return err
 				}
 				req.URL = &url
@@ -333,34 +306,22 @@ MCP hosts.`,
 				req.ConnectOnStartup = &startup
 			}
 			if f.Changed("tool-timeout") {
-				v, err := toolTimeoutFlag(toolTimeout)
+				v, err := cliflag.ToolTimeout(toolTimeout)
 				if err != nil {
 					return err
 				}
 				req.ToolTimeout = &v
 			}
 			if f.Changed("idle-timeout") {
-				v, err := idleTimeoutFlag(idleTimeout)
+				v, err := cliflag.IdleTimeout(idleTimeout)
 				if err != nil {
 					return err
 				}
 				req.IdleTimeout = &v
 			}
-			var probe config.Limits
-			for _, kv := range limits {
-				k, v, ok := strings.Cut(kv, "=")
-				if !ok || strings.TrimSpace(k) == "" {
-					return exit.Usagef("--limit %q: write NAME=VALUE, e.g. --limit maxMessageBytes=32MiB; the limits are %s", kv, strings.Join(config.LimitNames(), ", "))
-				}
-				// A bad value is a mistake on the command line (exit 2),
-				// caught here rather than as the engine's bad request.
-				if err := probe.Set(strings.TrimSpace(k), v); err != nil {
-					return exit.Usagef("--limit %s: %v", clitext.Cell(kv), err)
-				}
-				if req.Limits == nil {
-					req.Limits = map[string]string{}
-				}
-				req.Limits[strings.TrimSpace(k)] = v
+			var err error
+			if req.Limits, err = cliflag.Limits(limits); err != nil {
+				return err
 			}
 			ac, err := auth.Change(a.secrets(), id)
 			if err != nil {
@@ -381,7 +342,7 @@ MCP hosts.`,
 				req.LogLevel = &logLvl
 			}
 			if f.Changed("approval") {
-				ap, err := approvalFlag(approval, true)
+				ap, err := cliflag.Approval(approval, true)
 				if err != nil {
 					return err
 				}
@@ -530,55 +491,4 @@ func readInput(a *app, name string) ([]byte, error) {
 		return nil, fmt.Errorf("%s is larger than %d MiB; that is not an MCP client config", name, maxImportSize>>20)
 	}
 	return data, nil
-}
-
-// The words the timeout flags take besides a duration. In both flags 0
-// means what "never" means; "default" resets to the built-in value.
-const (
-	flagDefault = "default"
-	flagNever   = "never"
-)
-
-// toolTimeoutFlag checks --tool-timeout and returns the engine's
-// toolTimeout: a Go duration string, or "" for the default (60s). A call
-// always has a time limit, so never (and 0, which means never in
-// --idle-timeout) is a usage error rather than a silent default.
-func toolTimeoutFlag(v string) (string, error) {
-	v = strings.TrimSpace(v)
-	if v == flagDefault {
-		return "", nil
-	}
-	d, err := parseFlagDuration(v)
-	switch {
-	case v == flagNever || err == nil && d == 0:
-		return "", exit.Usagef("--tool-timeout %s: a tool call always has a time limit; give a duration such as 5m or 90s, or default (60s)", clitext.Cell(v))
-	case err != nil || d < 0 || d > config.MaxToolTimeout:
-		return "", exit.Usagef("--tool-timeout %q: give a duration such as 5m or 90s (at most %s), or default (60s)", clitext.Cell(v), config.MaxToolTimeout)
-	}
-	return d.String(), nil
-}
-
-// idleTimeoutFlag checks --idle-timeout and returns the engine's
-// idleTimeout: a Go duration string ("0s" is never) or "default".
-func idleTimeoutFlag(v string) (string, error) {
-	v = strings.TrimSpace(v)
-	switch v {
-	case flagDefault:
-		return flagDefault, nil
-	case flagNever:
-		return "0s", nil
-	}
-	d, err := parseFlagDuration(v)
-	if err != nil || d < 0 || d > config.MaxIdleTimeout {
-		return "", exit.Usagef("--idle-timeout %q: give a duration such as 30m (at most %s), never (or 0), or default (10m)", clitext.Cell(v), config.MaxIdleTimeout)
-	}
-	return d.String(), nil
-}
-
-// parseFlagDuration is time.ParseDuration that also takes a bare 0.
-func parseFlagDuration(v string) (time.Duration, error) {
-	if v == "0" {
-		return 0, nil
-	}
-	return time.ParseDuration(v)
 }

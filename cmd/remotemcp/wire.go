@@ -8,6 +8,7 @@ import (
 
 	"github.com/remotemcp/remotemcp/daemon/launch"
 	"github.com/remotemcp/remotemcp/hosts"
+	"github.com/remotemcp/remotemcp/internal/cliflag"
 	"github.com/remotemcp/remotemcp/internal/clitext"
 	"github.com/remotemcp/remotemcp/internal/serve"
 )
@@ -49,11 +50,11 @@ Streamable HTTP at http://127.0.0.1:PORT/mcp, like "remotemcp mcp --http"
 (loopback only, bearer tokens of "remotemcp mcp token").`,
 		Args: argsExactly(0, ""),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			listen, err := flagLoopbackAddr("--addr", addr)
+			listen, err := cliflag.Loopback("--addr", addr)
 			if err != nil {
 				return err
 			}
-			sessionIdle, err := sessionIdleFlag(idle)
+			sessionIdle, err := cliflag.SessionIdle(idle)
 			if err != nil {
 				return err
 			}
@@ -64,7 +65,7 @@ Streamable HTTP at http://127.0.0.1:PORT/mcp, like "remotemcp mcp --http"
 			d := serve.Daemon{Dir: a.dataDirPath(), Addr: listen, AddrFallback: fallback, Notify: notify, SessionIdle: sessionIdle,
 				Demo: withDemo, Log: log, Out: a.streams.Out, Err: a.streams.Err}
 			if mcpHTTP != "" {
-				d.ListenMCP = func() (net.Listener, error) { return mcpHTTPListen("--mcp-http", mcpHTTP) }
+				d.ListenMCP = func() (net.Listener, error) { return cliflag.ListenLoopback("--mcp-http", mcpHTTP) }
 			}
 			if withDemo {
 				d.Name = a.cliName()
