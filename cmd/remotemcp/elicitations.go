@@ -146,50 +146,16 @@ again is safe (its first run may have had effects); without a terminal,
 					return exit.Reported
 				}
 			}
-			qctx, stop := context.WithCancel(ctx)
 			qs := &ask.Questions{T: a.term, E: e, Self: a.selfCommand()}
 			started := time.Now().Add(-time.Second)
-			watching := a.watchQuestions(qctx, e, qs, func(q localapi.Card) bool {
+			stop := qs.Watch(ctx, e, func(q localapi.Card) bool {
 				return q.ServerID == c.ServerID && q.Tool == c.Tool && q.Created.After(started)
 			})
 			res, err := e.Retry(ctx, id, true)
 			stop()
-			select {
-			case <-watching:
-			case <-time.After(ask.Grace):
-			}
-			qs.Wait()
 			return a.finishCall(ctx, e, name, res, err, f)
 		}),
 	}
 	f.register(a, cmd, "confirm that re-sending is safe without asking (needed without a terminal)")
 	return cmd
-}
-
-// watchQuestions presents new matching questions while ctx lasts (a
-// re-sent call has no stream); the channel closes when it stops.
-func (a *app) watchQuestions(ctx context.Context, e Engine, qs *ask.Questions, match func(localapi.Card) bool) <-chan struct{} {
-	done := make(chan struct{})
-	events, err := e.Subscribe(ctx)
-	if err != nil {
-		close(done)
-		return done
-	}
-	go func() {
-		defer close(done)
-		seen := map[string]bool{}
-		for ev := range events {
-			var cards []localapi.Card
-			if ev.Type != localapi.EventCards || json.Unmarshal(ev.Data, &cards) != nil {
-				continue
-			}
-			for _, c := range cards {
-				if c.Status == localapi.CardPending && !seen[c.ID] && match(c) && ctx.Err() == nil {
-					seen[c.ID] = true
-					qs.Present(ctx, c)
-				}
-			}
-		}
-	}()
-	return done
 }

@@ -2,6 +2,7 @@ package ask
 
 import (
 	"context"
+	"encoding/json"
 	"maps"
 	"os"
 	"reflect"
@@ -151,5 +152,37 @@ func TestPresentWithoutTerminal(t *testing.T) {
 		"  (or: ... answer el-1 decline | cancel; the call waits until its timeout)\n"
 	if errw.String() != want {
 		t.Errorf("stderr:\n%s\nwant\n%s", errw.String(), want)
+	}
+}
+
+// feed is a Subscriber whose events the test sends.
+type feed chan localapi.Event
+
+func (f feed) Subscribe(context.Context) (<-chan localapi.Event, error) { return f, nil }
+
+// Watch presents each matching pending question once, whatever the
+// events repeat, and stop returns once the feed ends.
+func TestWatch(t *testing.T) {
+	var errw strings.Builder
+	q := &Questions{T: &Terminal{In: strings.NewReader(""), Err: &errw}, E: &answers{}, Self: "remotemcp"}
+	events := make(feed)
+	stop := q.Watch(t.Context(), events, func(c localapi.Card) bool { return c.ServerID == "fx" })
+	cards := func(cs ...localapi.Card) localapi.Event {
+		data, err := json.Marshal(cs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return localapi.Event{Type: localapi.EventCards, Data: data}
+	}
+	mine := localapi.Card{ID: "el-1", ServerID: "fx", Message: "name?", Status: localapi.CardPending}
+	other := localapi.Card{ID: "el-2", ServerID: "other", Message: "no", Status: localapi.CardPending}
+	done := localapi.Card{ID: "el-3", ServerID: "fx", Message: "old", Status: localapi.CardCancelled}
+	events <- cards(mine, other, done)
+	events <- localapi.Event{Type: "servers", Data: []byte(`[]`)}
+	events <- cards(mine)
+	close(events)
+	stop()
+	if got := strings.Count(errw.String(), "asks (its own words)"); got != 1 || !strings.Contains(errw.String(), "server fx asks (its own words): name?") {
+		t.Fatalf("presented %d questions:\n%s", got, errw.String())
 	}
 }

@@ -2,6 +2,7 @@ package ask
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"sync"
 	"time"
@@ -55,5 +56,48 @@ func (q *Questions) Wait() {
 	select {
 	case <-done:
 	case <-time.After(Grace):
+	}
+}
+
+// Subscriber is the local API's event feed (localapi.Engine.Subscribe).
+type Subscriber interface {
+	Subscribe(ctx context.Context) (<-chan localapi.Event, error)
+}
+
+// Watch presents each new pending question that match accepts, as the
+// engine's events announce it (a re-sent call has no stream of its own to
+// bring them), until stop is called. stop waits for the watcher, at most
+// Grace, then for the questions being asked (Wait).
+func (q *Questions) Watch(ctx context.Context, s Subscriber, match func(localapi.Card) bool) (stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	events, err := s.Subscribe(ctx)
+	if err != nil {
+		close(done)
+	} else {
+		go func() {
+			defer close(done)
+			seen := map[string]bool{}
+			for ev := range events {
+				var cards []localapi.Card
+				if ev.Type != localapi.EventCards || json.Unmarshal(ev.Data, &cards) != nil {
+					continue
+				}
+				for _, c := range cards {
+					if c.Status == localapi.CardPending && !seen[c.ID] && match(c) && ctx.Err() == nil {
+						seen[c.ID] = true
+						q.Present(ctx, c)
+					}
+				}
+			}
+		}()
+	}
+	return func() {
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(Grace):
+		}
+		q.Wait()
 	}
 }
