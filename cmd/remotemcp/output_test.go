@@ -115,19 +115,50 @@ func TestInterruptCall(t *testing.T) {
 	c := newCLI(t)
 	c.ok("servers", "add", "fx", srv.URL())
 
+	// Ctrl-C once the call runs on the server: its first progress line
+	// on stderr says so (the tool reports progress every 100ms), with no
+	// polling and no clock in the test.
 	ctx, cancel := context.WithCancel(t.Context())
-	var out, errb bytes.Buffer
+	defer cancel()
+	var out bytes.Buffer
+	errb := &watchWriter{want: "progress ", seen: make(chan struct{})}
 	go func() {
-		// Cancel once the call is running on the server.
-		for srv.Executions("slow") == 0 && ctx.Err() == nil {
-			time.Sleep(10 * time.Millisecond)
+		select {
+		case <-errb.seen:
+			cancel()
+		case <-ctx.Done():
 		}
-		cancel()
 	}()
-	code := run(ctx, []string{"--data-dir", c.dir, "call", "fx/slow", `{"ms": 120000}`, "--yes"}, Streams{In: strings.NewReader(""), Out: &out, Err: &errb}, nil)
+	code := run(ctx, []string{"--data-dir", c.dir, "call", "fx/slow", `{"ms": 120000}`, "--yes"}, Streams{In: strings.NewReader(""), Out: &out, Err: errb}, nil)
 	if code != exitInterrupted || !strings.Contains(errb.String(), "interrupted") || !strings.Contains(errb.String(), "may or may not have run") {
 		t.Fatalf("interrupted call: exit %d, stderr %s", code, errb.String())
 	}
 	// The server was told to stop (notifications/cancelled).
 	testkit.WaitFor(t, "the server to see the cancel", func() bool { return srv.Cancelled("slow") == 1 })
+}
+
+// watchWriter is a stream that closes seen the first time what was
+// written contains want: a test waits for the command's own output.
+type watchWriter struct {
+	mu   sync.Mutex
+	b    bytes.Buffer
+	want string
+	seen chan struct{}
+	once sync.Once
+}
+
+func (w *watchWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	n, err := w.b.Write(p)
+	if strings.Contains(w.b.String(), w.want) {
+		w.once.Do(func() { close(w.seen) })
+	}
+	return n, err
+}
+
+func (w *watchWriter) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.String()
 }
