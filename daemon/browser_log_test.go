@@ -24,7 +24,7 @@ import (
 )
 
 // cliLogJSON is what `remotemcp logs ID --json` prints for a log: the
-// command's writeJSON (cmd/remotemcp/output.go) over the same client's
+// command's clitext.WriteJSON (internal/clitext) over the same client's
 // Log, i.e. Go's encoder with a two-space indent and no HTML escaping.
 func cliLogJSON(t *testing.T, l []localapi.LogEntry) []byte {
 	t.Helper()

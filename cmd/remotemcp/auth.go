@@ -5,12 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/remotemcp/remotemcp/internal/clitext"
 	"github.com/remotemcp/remotemcp/internal/redact"
+	"github.com/remotemcp/remotemcp/internal/render"
 	"github.com/remotemcp/remotemcp/localapi"
 )
 
@@ -59,7 +60,7 @@ client by itself; --reregister forces that now.`,
 			}
 			wctx, cancel := context.WithTimeout(ctx, timeout)
 			defer cancel()
-			fmt.Fprintf(a.streams.Err, "signing in to %s (%s)…\n", id, cell(redact.URL(s.URL)))
+			fmt.Fprintf(a.streams.Err, "signing in to %s (%s)…\n", id, clitext.Cell(redact.URL(s.URL)))
 			flow, err := e.Authorize(wctx, id, localapi.AuthorizeOptions{Reregister: reregister})
 			if err != nil {
 				return err
@@ -68,16 +69,20 @@ client by itself; --reregister forces that now.`,
 				if flow.AuthorizationURL != "" {
 					fmt.Fprintln(a.streams.Err, "open this URL in a browser to authorize remotemcp:")
 					a.browse(ctx, flow.AuthorizationURL, noBrowser)
-					fmt.Fprintf(a.streams.Err, "waiting for the browser to return to %s …\n", orDash(flow.RedirectURI))
+					fmt.Fprintf(a.streams.Err, "waiting for the browser to return to %s …\n", clitext.OrDash(flow.RedirectURI))
 				}
 				if flow, err = e.WaitAuthorization(wctx, id); err != nil {
 					if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
-						return loginTimeout(ctx, e, id, timeout)
+						var st *localapi.AuthStatus
+						if list, err := e.AuthStatus(ctx, id); err == nil && len(list) == 1 {
+							st = &list[0]
+						}
+						return render.LoginTimeout(id, timeout, st)
 					}
 					return err
 				}
 			}
-			if err := a.reportLogin(id, flow); err != nil {
+			if err := render.Login(a.streams.Err, id, flow); err != nil {
 				return err
 			}
 			return a.connectAndReport(ctx, e, id)
@@ -91,65 +96,6 @@ client by itself; --reregister forces that now.`,
 	return cmd
 }
 
-// loginTimeout is the error of a login whose browser never came back: it
-// says what to try, which depends on how the client was obtained (an
-// authorization server that forgot a registered client never redirects
-// back; the next login registers a new one, issue #11).
-func loginTimeout(ctx context.Context, e Engine, id string, timeout time.Duration) error {
-	msg := fmt.Sprintf("sign-in to %s timed out after %s: the browser never came back to remotemcp", id, timeout)
-	var registered, configured bool
-	if st, err := e.AuthStatus(ctx, id); err == nil && len(st) == 1 {
-		registered = st[0].Registered
-		configured = st[0].ClientID != "" && !st[0].Registered
-	}
-	switch {
-	case registered:
-		msg += fmt.Sprintf(`. If the authorization page showed an error such as "invalid_client" or "unknown client", the authorization server has forgotten remotemcp's client registration (it restarted): run "remotemcp auth login %s" again, which registers a new client (--reregister forces that). Otherwise run it again and finish in the browser within --timeout`, id)
-	case configured:
-		msg += fmt.Sprintf(`. If the authorization page showed an error such as "invalid_client", the authorization server does not know the configured client id: check it with "remotemcp servers show %s". Otherwise run "remotemcp auth login %s" again and finish in the browser within --timeout`, id, id)
-	default:
-		msg += fmt.Sprintf(`; run "remotemcp auth login %s" again and finish in the browser within --timeout (if the authorization page showed an error, the next login registers a new client)`, id)
-	}
-	return errors.New(msg)
-}
-
-// reportLogin prints what a finished sign-in achieved, or returns why it
-// failed.
-func (a *app) reportLogin(id string, f *localapi.AuthFlow) error {
-	w := a.streams.Err
-	switch {
-	case f.Phase == localapi.PhaseFailed:
-		msg := fmt.Sprintf("sign-in to %s failed", id)
-		if f.Step != "" {
-			msg += " at step " + f.Step
-		}
-		msg += ": " + strings.TrimSpace(f.Error)
-		if p := f.Permission; p != nil {
-			msg += fmt.Sprintf(" (allow it with \"remotemcp grants approve %s\", then sign in again)", p.Origin)
-		}
-		return errors.New(msg)
-	case f.Phase != localapi.PhaseDone:
-		return fmt.Errorf("sign-in to %s: unexpected phase %q", id, f.Phase)
-	case f.Result == nil || f.Result.NotNeeded:
-		fmt.Fprintf(w, "%s answered without authorization; no sign-in needed\n", id)
-	default:
-		r := f.Result
-		how, refresh := "configured client", "no refresh token (you will sign in again when the access token expires)"
-		if r.Registered {
-			how = "registered client"
-		}
-		if r.RefreshToken {
-			refresh = "refresh token stored sealed"
-		}
-		issuer := "-"
-		if r.Binding != nil {
-			issuer = r.Binding.Issuer
-		}
-		fmt.Fprintf(w, "signed in: issuer %s, %s, scopes [%s], %s\n", issuer, how, strings.Join(r.Scopes, " "), refresh)
-	}
-	return nil
-}
-
 func newAuthLogoutCmd(a *app) *cobra.Command {
 	return &cobra.Command{
 		Use:   "logout ID",
@@ -160,12 +106,7 @@ func newAuthLogoutCmd(a *app) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if len(res.Forgotten) == 0 {
-				_, err = fmt.Fprintf(a.streams.Out, "signed out of %s: there was nothing to forget\n", res.ServerID)
-			} else {
-				_, err = fmt.Fprintf(a.streams.Out, "signed out of %s: forgot %s\n", res.ServerID, strings.Join(res.Forgotten, ", "))
-			}
-			return err
+			return render.Logout(a.streams.Out, res)
 		}),
 	}
 }
@@ -182,55 +123,12 @@ clientId, scopes …).`,
 			if err != nil {
 				return err
 			}
-			return a.printOne(nonNil(list), func(w io.Writer) error {
-				cut := false
-				for i, st := range list {
-					if i > 0 {
-						fmt.Fprintln(w)
-					}
-					if !a.verbose && isChain(st.Problem) {
-						st.Problem = innermost(st.Problem)
-						cut = true
-					}
-					writeAuthStatus(w, st)
-				}
-				if cut {
-					fmt.Fprintln(a.streams.Err, "(run again with --verbose for the whole problem)")
-				}
+			return a.printOne(clitext.NonNil(list), func(w io.Writer) error {
+				render.AuthStatuses(w, a.streams.Err, list, a.verbose)
 				return nil
 			})
 		}),
 	}, "print a JSON array")
-}
-
-func writeAuthStatus(w io.Writer, st localapi.AuthStatus) {
-	if st.Kind != "oauth" && st.Kind != "auto" {
-		writeKV(w, "server", st.ServerID, "auth", string(st.Kind))
-		return
-	}
-	signedIn := yesNo(st.SignedIn)
-	if !st.SignedIn {
-		signedIn += fmt.Sprintf(" (run \"remotemcp auth login %s\")", st.ServerID)
-	}
-	var issuer, resource, current, client, access string
-	if b := st.Binding; b != nil {
-		issuer, resource = b.Issuer, b.Resource
-		if !st.BindingCurrent {
-			current = "no: the server's URL changed since; sign in again"
-		}
-	}
-	if st.ClientID != "" {
-		client = st.ClientID + " (configured)"
-		if st.Registered {
-			client = st.ClientID + " (registered)"
-		}
-	}
-	if access = yesNo(st.HasAccessToken); st.AccessTokenExpiry != nil {
-		access += ", expires " + st.AccessTokenExpiry.Format(time.RFC3339)
-	}
-	writeKV(w, "server", st.ServerID, "auth", string(st.Kind), "signed in", signedIn, "issuer", issuer,
-		"resource", resource, "binding current", current, "client id", client, "access token", access,
-		"refresh token", yesNo(st.HasRefreshToken), "scopes", strings.Join(st.Scopes, " "), "problem", st.Problem)
 }
 
 func newGrantsCmd(a *app) *cobra.Command {
@@ -246,11 +144,9 @@ Requests waiting for a decision: "remotemcp grants pending".`,
 				return err
 			}
 			if p, err := e.Pending(ctx); err == nil && len(p) > 0 {
-				fmt.Fprintf(a.streams.Err, "%s waiting: see \"remotemcp grants pending\"\n", plural(len(p), "request is", "requests are"))
+				fmt.Fprintf(a.streams.Err, "%s waiting: see \"remotemcp grants pending\"\n", clitext.Plural(len(p), "request is", "requests are"))
 			}
-			return printList(a, grants, "", "ORIGIN\tGRANTED\tBY", func(g localapi.Grant) string {
-				return cell(g.Origin) + "\t" + g.GrantedAt.Format(time.RFC3339) + "\t" + cell(string(g.By))
-			})
+			return printList(a, grants, render.Grants)
 		}),
 	}, "print a JSON array of grants")
 	pending := a.jsonFlag(&cobra.Command{
@@ -264,9 +160,7 @@ Requests waiting for a decision: "remotemcp grants pending".`,
 			if err != nil {
 				return err
 			}
-			return printList(a, p, "", "ORIGIN\tPURPOSE\tSERVER\tCOUNT\tSINCE", func(x localapi.Pending) string {
-				return fmt.Sprintf("%s\t%s\t%s\t%d\t%s", cell(x.Origin), x.Purpose, cell(orDash(x.ServerID)), x.Count, x.FirstSeen.Format(time.RFC3339))
-			})
+			return printList(a, p, render.Pending)
 		}),
 	}, "print a JSON array")
 	origin := func(use, short, done string, fn func(ctx context.Context, e Engine, origin string) error) *cobra.Command {

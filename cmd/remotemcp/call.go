@@ -1,21 +1,21 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"reflect"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/remotemcp/remotemcp/internal/ask"
+	"github.com/remotemcp/remotemcp/internal/cliflag"
+	"github.com/remotemcp/remotemcp/internal/clitext"
+	"github.com/remotemcp/remotemcp/internal/exit"
 	"github.com/remotemcp/remotemcp/internal/opid"
-	"github.com/remotemcp/remotemcp/internal/redact"
+	"github.com/remotemcp/remotemcp/internal/render"
 	"github.com/remotemcp/remotemcp/localapi"
 )
 
@@ -56,10 +56,10 @@ run. Ctrl-C tells the server to stop. A call is never re-sent.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			name := args[0]
 			if f.timeout < 0 {
-				return usageErrorf("--timeout must be positive, e.g. --timeout 30s")
+				return exit.Usagef("--timeout must be positive, e.g. --timeout 30s")
 			}
 			if s, t, ok := strings.Cut(name, "/"); !strings.HasPrefix(name, "mcp__") && (!ok || s == "" || t == "") {
-				return usageErrorf("NAME %q must be mcp__SERVER__TOOL or SERVER/TOOL (see \"remotemcp tools\")", name)
+				return exit.Usagef("NAME %q must be mcp__SERVER__TOOL or SERVER/TOOL (see \"remotemcp tools\")", name)
 			}
 			raw, fromStdin := "{}", false
 			if len(args) == 2 {
@@ -72,14 +72,14 @@ run. Ctrl-C tells the server to stop. A call is never re-sent.`,
 				}
 				raw, fromStdin = string(b), true
 			}
-			callArgs, err := parseObject("ARGS_JSON", raw)
+			callArgs, err := cliflag.Object("ARGS_JSON", raw)
 			if err != nil {
 				return err
 			}
 			if !f.yes && fromStdin {
 				return fmt.Errorf("refused (nothing was sent): the call of %s needs approval, and stdin carried the arguments; add --yes to approve it", name)
 			}
-			if !f.yes && !a.interactive() {
+			if !f.yes && !a.term.Interactive() {
 				return fmt.Errorf("refused (nothing was sent): the call of %s: %w", name, errNoTerminal)
 			}
 			req := localapi.CallRequest{Tool: name, Arguments: callArgs, Approved: f.yes}
@@ -95,36 +95,21 @@ run. Ctrl-C tells the server to stop. A call is never re-sent.`,
 	return cmd
 }
 
-// parseObject checks that raw is one JSON object.
-func parseObject(what, raw string) (json.RawMessage, error) {
-	t := bytes.TrimSpace([]byte(raw))
-	var obj map[string]json.RawMessage
-	dec := json.NewDecoder(bytes.NewReader(t))
-	if err := dec.Decode(&obj); err != nil || obj == nil || dec.More() {
-		why := "not a JSON object"
-		if err != nil {
-			why = err.Error()
-		}
-		return nil, usageErrorf(`%s must be one JSON object such as '{"text": "hi"}' (%s)`, what, why)
-	}
-	return json.RawMessage(t), nil
-}
-
 // call runs one tool call and renders its stream: approval, progress,
 // questions, then the result.
 func (a *app) call(ctx context.Context, e Engine, req localapi.CallRequest, f callFlags) error {
 	qctx, stop := context.WithCancel(ctx)
-	var forms sync.WaitGroup
+	qs := &ask.Questions{T: a.term, E: e, Self: a.selfCommand()}
 	h := localapi.CallHandler{
 		Approve: func(r localapi.ApprovalRequest) (localapi.Decision, error) {
-			if !a.interactive() {
+			if !a.term.Interactive() {
 				return localapi.Decision{Reason: errNoTerminal.Error()}, nil
 			}
-			a.describeCall(r)
-			return localapi.Decision{Approved: a.askYesNo(fmt.Sprintf("Allow %s to run with %s?", cell(r.Tool), clip(cell(string(r.Arguments)), 200)))}, nil
+			render.Approval(a.streams.Err, r)
+			return localapi.Decision{Approved: a.term.YesNo(render.ApprovalQuestion(r))}, nil
 		},
-		Progress: a.printProgress,
-		Question: func(c localapi.Card) { a.question(qctx, e, c, &forms) },
+		Progress: func(p localapi.Progress) { render.Progress(a.streams.Err, p) },
+		Question: func(c localapi.Card) { qs.Present(qctx, c) },
 	}
 	// Ctrl-C cancels the call in the engine; its outcome still arrives.
 	req.OperationID = opid.New("op-")
@@ -136,105 +121,12 @@ func (a *app) call(ctx context.Context, e Engine, req localapi.CallRequest, f ca
 	})()
 	res, err := e.Call(cctx, req, h)
 	stop()
-	a.waitForms(&forms)
+	qs.Wait()
 	return a.finishCall(ctx, e, req.Tool, res, err, f)
 }
 
 // cancelGrace is how long a cancelled call may take to report its outcome.
 const cancelGrace = 5 * time.Second
-
-// formGrace bounds the wait for an inline question after its call ended.
-const formGrace = 200 * time.Millisecond
-
-func (a *app) waitForms(wg *sync.WaitGroup) {
-	done := make(chan struct{})
-	go func() { wg.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(formGrace):
-	}
-}
-
-// question asks a server's question at the terminal, or prints the
-// command that answers it.
-func (a *app) question(ctx context.Context, e Engine, c localapi.Card, forms *sync.WaitGroup) {
-	if a.interactive() {
-		forms.Go(func() {
-			a.formMu.Lock() // one form at a time
-			defer a.formMu.Unlock()
-			a.askQuestion(ctx, e, c)
-		})
-		return
-	}
-	w := a.streams.Err
-	fmt.Fprintf(w, "server %s asks (its own words): %s\n", cell(c.ServerID), cell(c.Message))
-	example := "{}"
-	if c.Form != nil {
-		for _, f := range c.Form.Fields {
-			fmt.Fprintf(w, "  %s\n", fieldLabel(f))
-		}
-		example = exampleAnswer(c.Form)
-	}
-	fmt.Fprintf(w, "waiting for an answer: %s elicitations answer %s accept '%s'\n", a.selfCommand(), c.ID, example)
-	fmt.Fprintf(w, "  (or: ... answer %s decline | cancel; the call waits until its timeout)\n", c.ID)
-}
-
-// describeCall shows what the approval is about.
-func (a *app) describeCall(r localapi.ApprovalRequest) {
-	w := a.streams.Err
-	fmt.Fprintf(w, "%s wants to run:\n", cell(r.Tool))
-	server := r.ServerID
-	if r.ServerName != "" && r.ServerName != r.ServerID {
-		server += " (" + r.ServerName + ")"
-	}
-	fmt.Fprintf(w, "  server:      %s\n", cell(server))
-	tool := r.ToolName
-	if r.Title != "" {
-		tool += " (" + r.Title + ")"
-	}
-	fmt.Fprintf(w, "  tool:        %s\n", cell(tool))
-	if d := firstLine(r.Description); d != "" {
-		fmt.Fprintf(w, "  description: %s (from the server)\n", clip(cell(d), 200))
-	}
-	if h := hints(r.Annotations); h != "" {
-		fmt.Fprintf(w, "  annotations: %s (the server's own hints: they do not make the call safe)\n", h)
-	}
-	fmt.Fprintf(w, "  arguments:   %s\n", cell(string(r.Arguments)))
-}
-
-// hints lists a tool's annotations: "readOnlyHint, destructiveHint=false".
-func hints(raw json.RawMessage) string {
-	var an map[string]any
-	if json.Unmarshal(raw, &an) != nil {
-		return ""
-	}
-	var h []string
-	for _, k := range []string{"title", "readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint"} {
-		switch v := an[k].(type) {
-		case string:
-			h = append(h, fmt.Sprintf("%s=%q", k, cell(v)))
-		case bool:
-			if v && k != "destructiveHint" && k != "openWorldHint" {
-				h = append(h, k)
-			} else {
-				h = append(h, fmt.Sprintf("%s=%t", k, v))
-			}
-		}
-	}
-	return strings.Join(h, ", ")
-}
-
-// printProgress shows a progress notification on stderr.
-func (a *app) printProgress(p localapi.Progress) {
-	s := fmt.Sprintf("progress %g", p.Progress)
-	if p.Total > 0 {
-		s += fmt.Sprintf("/%g", p.Total)
-	}
-	if p.Message != "" {
-		s += ": " + cell(p.Message)
-	}
-	fmt.Fprintln(a.streams.Err, s)
-}
 
 // finishCall prints a call's outcome and returns the command's error.
 func (a *app) finishCall(ctx context.Context, e Engine, tool string, res *localapi.ToolResult, err error, f callFlags) error {
@@ -246,117 +138,38 @@ func (a *app) finishCall(ctx context.Context, e Engine, tool string, res *locala
 		return fmt.Errorf("the call of %s failed: %w", tool, err) // explain says whether it was sent
 	}
 	if a.asJSON {
-		if err := writeJSON(a.streams.Out, res); err != nil {
+		if err := clitext.WriteJSON(a.streams.Out, res); err != nil {
 			return err
 		}
 	}
 	if res.Outcome == "ok" {
 		if !a.asJSON {
-			if err := a.writePlain(a.streams.Out, res); err != nil {
+			if err := render.Result(a.streams.Out, w, res); err != nil {
 				return err
 			}
 		}
 		if res.IsError {
-			fmt.Fprintf(w, "note: tool %s reported an error (isError); the server answered, so the exit status is 0\n", cell(res.Tool))
+			render.ToolError(w, res)
 		}
 		return nil
 	}
 	if res.Outcome == "cancelled" && ctx.Err() != nil {
-		if res.MaybeExecuted {
-			fmt.Fprintf(w, "remotemcp: interrupted: the call of %s was cancelled while it ran; the server was told to stop, "+
-				"but the call may or may not have run. It was not re-sent.\n", cell(res.Tool))
-		} else {
-			fmt.Fprintf(w, "remotemcp: interrupted: the call of %s was cancelled before it was sent; it did not run.\n", cell(res.Tool))
-		}
-		return &exitError{code: exitInterrupted}
+		render.Interrupted(w, res)
+		return &exit.Error{Code: exitInterrupted}
 	}
-	status := map[bool]string{false: " (nothing was sent)"}[res.MaybeExecuted]
 	// remotemcp's words first; the library's chain of an unavailable
 	// server only with --verbose.
+	bg := context.WithoutCancel(ctx)
 	var srv *localapi.Server
 	if res.Outcome == "unavailable" {
-		if s, err := e.Server(context.WithoutCancel(ctx), res.ServerID); err == nil && s.Reason != nil {
+		if s, err := e.Server(bg, res.ServerID); err == nil && s.Reason != nil {
 			srv = s
 		}
 	}
-	words, chain := splitChain(res.Message, srv)
-	fmt.Fprintf(w, "remotemcp: %s%s: %s\n", res.Outcome, status, cell(redact.Text(words)))
-	for _, bl := range res.Content {
-		fmt.Fprintf(w, "  %s\n", cell(bl.Text))
-	}
-	if srv != nil {
-		explain(w, &localapi.Error{Message: res.Message, Server: srv})
-	}
-	if h := a.outcomeHint(ctx, e, res); h != "" {
-		fmt.Fprintf(w, "  what to do: %s\n", h)
-	}
-	printCause(w, chain, a.verbose)
+	hint := render.OutcomeHint(res, func() ([]localapi.Card, error) { return e.Cards(bg) })
+	render.Failed(w, res, srv, hint, a.verbose)
 	if res.MaybeExecuted {
-		return &exitError{code: exitNoAnswer}
+		return &exit.Error{Code: exitNoAnswer}
 	}
-	return reported
-}
-
-// outcomeHint says what to do after a call without an answer.
-func (a *app) outcomeHint(ctx context.Context, e Engine, res *localapi.ToolResult) string {
-	switch res.Outcome {
-	case "timeout":
-		return fmt.Sprintf("if the tool needs longer, give --timeout (e.g. --timeout 5m), or raise the server's limit with \"remotemcp servers set %s --tool-timeout 5m\"", res.ServerID)
-	case "interrupted":
-		if cards, err := e.Cards(context.WithoutCancel(ctx)); err == nil {
-			for _, c := range cards {
-				if c.OperationID == res.OperationID && c.Status == localapi.CardInterrupted {
-					return fmt.Sprintf("if re-running the tool is safe, re-send it with \"remotemcp elicitations retry %s\"", c.ID)
-				}
-			}
-		}
-		return "see \"remotemcp elicitations list\""
-	case "invalid-arguments":
-		return fmt.Sprintf("check the arguments against the tool's input schema (\"remotemcp tools --server %s --json\")", res.ServerID)
-	case "failed":
-		if res.MaybeExecuted {
-			return "check whether the call had an effect before running it again"
-		}
-	}
-	return ""
-}
-
-// writePlain prints a result's text blocks (binary ones summarised), then
-// its structured content unless a text block says the same.
-func (a *app) writePlain(out io.Writer, res *localapi.ToolResult) error {
-	var texts []string
-	for _, bl := range res.Content {
-		s := text(bl.Text)
-		if bl.Binary() {
-			s = cell(bl.Text) + " (not shown; use --json for the data)"
-		} else {
-			texts = append(texts, bl.Text)
-		}
-		if _, err := fmt.Fprintln(out, strings.TrimSuffix(s, "\n")); err != nil {
-			return err
-		}
-		truncated(a, bl)
-	}
-	if len(res.StructuredContent) > 0 && !sameJSONAsText(res.StructuredContent, texts) {
-		if err := writeJSON(out, res.StructuredContent); err != nil {
-			return err
-		}
-	}
-	printNotes(a, res.Notes)
-	return nil
-}
-
-// sameJSONAsText reports whether a text block is the JSON value raw.
-func sameJSONAsText(raw json.RawMessage, texts []string) bool {
-	var want any
-	if json.Unmarshal(raw, &want) != nil {
-		return false
-	}
-	for _, t := range texts {
-		var got any
-		if json.Unmarshal([]byte(t), &got) == nil && reflect.DeepEqual(got, want) {
-			return true
-		}
-	}
-	return false
+	return exit.Reported
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -206,21 +205,5 @@ func TestCallBigResultIsCut(t *testing.T) {
 	}
 	if !res.Truncated || res.OriginalChars != 5000000 || res.ShownChars != 100000 || len(res.Content) != 1 || res.Content[0].Truncated == nil {
 		t.Fatalf("big --json: %+v", res)
-	}
-}
-
-// /dev/null is a character device but nobody types on it.
-func TestDevNullIsNotATerminal(t *testing.T) {
-	f, err := os.Open(os.DevNull)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	a := &app{streams: Streams{In: f}}
-	if a.interactive() {
-		t.Fatal("/dev/null counts as a terminal")
-	}
-	if a = (&app{streams: Streams{In: strings.NewReader(""), Terminal: true}}); !a.interactive() {
-		t.Fatal("Streams.Terminal is ignored")
 	}
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -10,7 +9,10 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/remotemcp/remotemcp/internal/clitext"
+	"github.com/remotemcp/remotemcp/internal/exit"
 	"github.com/remotemcp/remotemcp/internal/redact"
+	"github.com/remotemcp/remotemcp/internal/render"
 	"github.com/remotemcp/remotemcp/localapi"
 )
 
@@ -30,24 +32,22 @@ retry. Exit status 1 when a server could not be listed.`,
 			if err != nil {
 				return err
 			}
-			tools := nonNil(list.Tools)
+			tools := clitext.NonNil(list.Tools)
 			slices.SortFunc(tools, func(x, y localapi.Tool) int { return strings.Compare(x.Name, y.Name) })
 			if a.asJSON {
-				err = writeJSONLines(a.streams.Out, tools)
+				err = clitext.WriteJSONLines(a.streams.Out, tools)
 			} else {
-				err = printList(a, tools, "", "NAME\tDESCRIPTION", func(t localapi.Tool) string {
-					return cell(t.Name) + "\t" + cell(firstLine(t.Description))
-				})
+				err = printList(a, tools, render.Tools)
 			}
 			if servers, serr := e.Servers(ctx); serr == nil {
 				for _, s := range servers {
 					if len(s.DisabledTools) > 0 && (serverID == "" || s.ID == serverID) {
 						fmt.Fprintf(a.streams.Err, "switched off on %s: %s (switch one on with \"remotemcp servers set %s --enable-tool TOOL\")\n",
-							s.ID, cell(strings.Join(s.DisabledTools, ", ")), s.ID)
+							s.ID, clitext.Cell(strings.Join(s.DisabledTools, ", ")), s.ID)
 					}
 					if len(s.HeldTools) > 0 && (serverID == "" || s.ID == serverID) {
 						// Issue #20 item 3: a changed tool is not listed.
-						writeHeldNames(a.streams.Err, s, " (review with", ")")
+						render.HeldNames(a.streams.Err, s, " (review with", ")")
 					}
 				}
 			}
@@ -62,10 +62,10 @@ retry. Exit status 1 when a server could not be listed.`,
 // serverErrors reports the servers a listing could not reach.
 func serverErrors(a *app, errs []localapi.ServerError, err error) error {
 	for _, se := range errs {
-		fmt.Fprintf(a.streams.Err, "%s: %s\n", se.ServerID, cell(redact.Text(se.Message)))
+		fmt.Fprintf(a.streams.Err, "%s: %s\n", se.ServerID, clitext.Cell(redact.Text(se.Message)))
 	}
 	if err == nil && len(errs) > 0 {
-		return reported
+		return exit.Reported
 	}
 	return err
 }
@@ -84,26 +84,11 @@ func newPromptsCmd(a *app) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return printList(a, prompts, "", "COMMAND\tARGUMENTS\tDESCRIPTION", func(p localapi.Prompt) string {
-				return cell(p.Command) + "\t" + cell(orDash(argUsage(p))) + "\t" + cell(firstLine(p.Description))
-			})
+			return printList(a, prompts, render.Prompts)
 		}),
 	}, "print a JSON array with the argument definitions")
 	cmd.Flags().StringVar(&serverID, "server", "", "only this server")
 	return cmd
-}
-
-// argUsage is "name=VALUE [style=VALUE]": required arguments first.
-func argUsage(p localapi.Prompt) string {
-	var req, opt []string
-	for _, a := range p.Arguments {
-		if a.Required {
-			req = append(req, a.Name+"=VALUE")
-		} else {
-			opt = append(opt, "["+a.Name+"=VALUE]")
-		}
-	}
-	return strings.Join(append(req, opt...), " ")
 }
 
 func newPromptCmd(a *app) *cobra.Command {
@@ -120,16 +105,16 @@ their provenance.`,
 			command := "/" + strings.TrimPrefix(args[0], "/")
 			id, name, ok := strings.Cut(command[1:], ":")
 			if !ok || id == "" || name == "" {
-				return usageErrorf("%q is not a prompt command: want /SERVER:PROMPT, e.g. /docs:summarize (see \"remotemcp prompts\")", args[0])
+				return exit.Usagef("%q is not a prompt command: want /SERVER:PROMPT, e.g. /docs:summarize (see \"remotemcp prompts\")", args[0])
 			}
 			values := map[string]string{}
 			for _, kv := range args[1:] {
 				k, v, ok := strings.Cut(kv, "=")
 				if !ok || k == "" {
-					return usageErrorf("argument %q must be NAME=VALUE", kv)
+					return exit.Usagef("argument %q must be NAME=VALUE", kv)
 				}
 				if _, dup := values[k]; dup {
-					return usageErrorf("argument %q is given twice", k)
+					return exit.Usagef("argument %q is given twice", k)
 				}
 				values[k] = v
 			}
@@ -145,7 +130,7 @@ their provenance.`,
 						names = append(names, p.Command)
 					}
 					return fmt.Errorf("server %s has no prompt command %s (it has %s); see \"remotemcp prompts --server %s\"",
-						id, cell(command), orDash(cell(strings.Join(names, ", "))), id)
+						id, clitext.Cell(command), clitext.OrDash(clitext.Cell(strings.Join(names, ", "))), id)
 				}
 				if err := checkPromptArgs(prompts[i], values); err != nil {
 					return err
@@ -155,10 +140,7 @@ their provenance.`,
 					return err
 				}
 				return a.printOne(res, func(w io.Writer) error {
-					for _, bl := range res.Blocks {
-						fmt.Fprintf(w, "[%s]\n%s\n", cell(orDash(bl.Role)), strings.TrimSuffix(text(bl.Text), "\n"))
-					}
-					printNotes(a, res.Notes)
+					render.Messages(w, a.streams.Err, res)
 					return nil
 				})
 			})(cmd, args)
@@ -173,7 +155,7 @@ func checkPromptArgs(p localapi.Prompt, values map[string]string) error {
 		if a.Required && strings.TrimSpace(values[a.Name]) == "" {
 			m := a.Name
 			if a.Description != "" {
-				m += " (" + firstLine(a.Description) + ")"
+				m += " (" + clitext.FirstLine(a.Description) + ")"
 			}
 			missing = append(missing, m)
 		}
@@ -194,11 +176,11 @@ func checkPromptArgs(p localapi.Prompt, values map[string]string) error {
 	if len(probs) == 0 {
 		return nil
 	}
-	usage := argUsage(p)
+	usage := render.ArgUsage(p)
 	if usage == "" {
 		usage = "(no arguments)"
 	}
-	return usageErrorf("%s: %s; usage: remotemcp prompt %s %s", cell(p.Command), cell(strings.Join(probs, "; ")), cell(p.Command), cell(usage))
+	return exit.Usagef("%s: %s; usage: remotemcp prompt %s %s", clitext.Cell(p.Command), clitext.Cell(strings.Join(probs, "; ")), clitext.Cell(p.Command), clitext.Cell(usage))
 }
 
 func newResourcesCmd(a *app) *cobra.Command {
@@ -221,13 +203,7 @@ mimeType, size).`,
 			if len(list) == 0 && query != "" && !a.asJSON {
 				fmt.Fprintf(a.streams.Err, "no resource matches %q\n", query)
 			}
-			return printList(a, list, "", "MENTION\tKIND\tNAME\tMIME\tDESCRIPTION", func(r localapi.Resource) string {
-				kind, name := "resource", cmp.Or(r.Title, r.Name)
-				if r.Template {
-					kind = "template"
-				}
-				return strings.Join([]string{cell(r.Mention()), kind, cell(orDash(name)), cell(orDash(r.MIMEType)), cell(firstLine(r.Description))}, "\t")
-			})
+			return printList(a, list, render.Resources)
 		}),
 	}, "print a JSON array")
 	cmd.Flags().StringVar(&serverID, "server", "", "only this server")
@@ -249,30 +225,17 @@ with their provenance, binary data base64-encoded.`,
 			mention := args[0]
 			server, uri, ok := strings.Cut(strings.TrimPrefix(mention, "@"), ":")
 			if !ok || server == "" || uri == "" {
-				return usageErrorf("%q must look like @server:URI, e.g. @docs:docs://readme (see \"remotemcp resources\")", mention)
+				return exit.Usagef("%q must look like @server:URI, e.g. @docs:docs://readme (see \"remotemcp resources\")", mention)
 			}
 			if strings.Contains(uri, "{") && strings.Contains(uri, "}") {
-				return usageErrorf("%s is a URI template: replace each {variable} in it with a value first", cell(mention))
+				return exit.Usagef("%s is a URI template: replace each {variable} in it with a value first", clitext.Cell(mention))
 			}
 			return a.do(func(ctx context.Context, e Engine, _ []string) error {
 				res, err := e.ReadResource(ctx, localapi.ReadRequest{Mention: mention})
 				if err != nil {
 					return err
 				}
-				return a.printOne(res, func(w io.Writer) error {
-					for _, bl := range res.Blocks {
-						s := text(bl.Text)
-						if bl.Binary() {
-							s = fmt.Sprintf("%s %s (not shown; use --json for the data)", cell(bl.Text), cell(bl.Provenance.URI))
-						}
-						if _, err := fmt.Fprintln(w, strings.TrimSuffix(s, "\n")); err != nil {
-							return err
-						}
-						truncated(a, bl)
-					}
-					printNotes(a, res.Notes)
-					return nil
-				})
+				return a.printOne(res, func(w io.Writer) error { return render.Contents(w, a.streams.Err, res) })
 			})(cmd, args)
 		},
 	}, "print the contents as JSON blocks with provenance")

@@ -4,16 +4,17 @@ import (
 	"cmp"
 	"context"
 	"fmt"
-	"io"
-	"net/http"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/remotemcp/remotemcp/internal/clitext"
+	"github.com/remotemcp/remotemcp/internal/exit"
+	"github.com/remotemcp/remotemcp/internal/explain"
 	"github.com/remotemcp/remotemcp/internal/redact"
+	"github.com/remotemcp/remotemcp/internal/render"
 	"github.com/remotemcp/remotemcp/localapi"
 )
 
@@ -32,15 +33,6 @@ promptCount, resourceCount and resourceTemplateCount added.`,
 	}, "print a JSON object")
 }
 
-// connected is what "connect --json" prints: the server as "status
-// --json" shows it, and the counts the text line gives.
-type connected struct {
-	localapi.Server
-	PromptCount           int `json:"promptCount"`
-	ResourceCount         int `json:"resourceCount"`
-	ResourceTemplateCount int `json:"resourceTemplateCount"`
-}
-
 // connectAndReport connects server id and prints "ready: …".
 func (a *app) connectAndReport(ctx context.Context, e Engine, id string) error {
 	fmt.Fprintf(a.streams.Err, "connecting to %s…\n", id)
@@ -52,33 +44,15 @@ func (a *app) connectAndReport(ctx context.Context, e Engine, id string) error {
 		msg := fmt.Sprintf("server %s is %s", id, s.State)
 		if s.Reason != nil {
 			// Whole: run cuts the chain as it does an engine error's.
-			msg += ": " + reasonTag(*s.Reason) + ": " + s.Reason.Message
+			msg += ": " + explain.ReasonTag(*s.Reason) + ": " + s.Reason.Message
 		}
 		return &localapi.Error{Code: localapi.CodeUnavailable, Message: msg, Server: s}
 	}
-	out := connected{Server: *s}
-	what := plural(s.ToolCount, "tool", "tools")
-	if p, err := e.Prompts(ctx, id); err == nil {
-		out.PromptCount = len(p)
-		what += ", " + plural(len(p), "prompt", "prompts")
-	}
-	if r, err := e.Resources(ctx, localapi.ResourcesRequest{ServerID: id}); err == nil {
-		for _, x := range r {
-			if x.Template {
-				out.ResourceTemplateCount++
-			} else {
-				out.ResourceCount++
-			}
-		}
-		what += ", " + plural(out.ResourceCount, "resource", "resources")
-		if out.ResourceTemplateCount > 0 {
-			what += " (and " + plural(out.ResourceTemplateCount, "resource template", "resource templates") + ")"
-		}
-	}
-	return a.printOne(out, func(w io.Writer) error {
-		_, err := fmt.Fprintf(w, "ready: %s\n", what)
-		return err
-	})
+	out := &render.Connected{Server: *s}
+	p, perr := e.Prompts(ctx, id)
+	r, rerr := e.Resources(ctx, localapi.ResourcesRequest{ServerID: id})
+	out.Count(p, perr == nil, r, rerr == nil)
+	return a.printOne(out, out.Write)
 }
 
 func newDisconnectCmd(a *app) *cobra.Command {
@@ -111,7 +85,7 @@ prints the objects of "servers list --json". Exit status 3 when a server
 named on the command line is in error or needs-auth.`,
 		RunE: a.do(func(ctx context.Context, e Engine, ids []string) error {
 			if wait <= 0 {
-				return usageErrorf("--timeout must be positive")
+				return exit.Usagef("--timeout must be positive")
 			}
 			servers, err := pick(ctx, e, ids)
 			if err == nil && a.inProcess {
@@ -145,7 +119,7 @@ named on the command line is in error or needs-auth.`,
 			}
 			for _, s := range servers {
 				if s.State.NotReady() && len(ids) > 0 {
-					return &exitError{code: exitNotReady, err: fmt.Errorf("server %s is %s", s.ID, s.State)}
+					return &exit.Error{Code: exitNotReady, Err: fmt.Errorf("server %s is %s", s.ID, s.State)}
 				}
 			}
 			return nil
@@ -192,7 +166,7 @@ saves them.`,
 				}
 				cctx, cancel := context.WithTimeout(ctx, defaultStatusWait)
 				if _, err := e.Connect(cctx, id); err != nil && ctx.Err() == nil {
-					fmt.Fprintf(a.streams.Err, "connect failed: %s\n", cell(redact.Text(err.Error())))
+					fmt.Fprintf(a.streams.Err, "connect failed: %s\n", clitext.Cell(redact.Text(err.Error())))
 				}
 				cancel()
 			}
@@ -202,44 +176,7 @@ saves them.`,
 			}
 			// --json prints the API's entries as they are: the settings
 			// page's Export saves the same bytes.
-			return printList(a, log, "no exchanges recorded yet", "TIME\tCONN\tHTTP\tREQUEST\tSTATUS\tMS\tERROR", logRow)
+			return printList(a, log, render.Log)
 		}),
 	}, "print a JSON array")
-}
-
-// logRow is one log entry as a table row, in the settings page's words
-// (app.js requestCell): the REQUEST column carries the entry's kind, OAuth
-// step and log level as tags, then the log message, the OAuth request's
-// URL, the JSON-RPC method, or what a request without one is for.
-func logRow(x localapi.LogEntry) string {
-	var req []string
-	for _, tag := range []string{string(x.Kind), x.Step, x.Level} {
-		if tag != "" {
-			req = append(req, "["+tag+"]")
-		}
-	}
-	switch {
-	case x.Message != "":
-		req = append(req, x.Message)
-	case x.URL != "":
-		req = append(req, redact.URL(x.URL))
-	}
-	switch {
-	case x.RPCMethod != "":
-		req = append(req, x.RPCMethod)
-	case x.Kind == "" && x.Step == "" && x.HTTPMethod == http.MethodGet:
-		req = append(req, "event stream")
-	case x.Kind == "" && x.Step == "" && x.HTTPMethod == http.MethodDelete:
-		req = append(req, "end of session")
-	}
-	status, ms := "-", "-"
-	if x.Status != 0 {
-		status = fmt.Sprint(x.Status)
-	}
-	// A log message is no request: it has no duration to show.
-	if x.Kind != "log" {
-		ms = fmt.Sprintf("%.1f", x.Millis)
-	}
-	return strings.Join([]string{x.Time.Local().Format(time.TimeOnly), cell(orDash(x.ConnectionID)), orDash(x.HTTPMethod),
-		cell(orDash(strings.Join(req, " "))), status, ms, cell(orDash(x.Error))}, "\t")
 }

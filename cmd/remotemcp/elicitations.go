@@ -6,12 +6,16 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/remotemcp/remotemcp/internal/ask"
+	"github.com/remotemcp/remotemcp/internal/cliflag"
+	"github.com/remotemcp/remotemcp/internal/clitext"
+	"github.com/remotemcp/remotemcp/internal/exit"
 	"github.com/remotemcp/remotemcp/internal/redact"
+	"github.com/remotemcp/remotemcp/internal/render"
 	"github.com/remotemcp/remotemcp/localapi"
 )
 
@@ -43,11 +47,7 @@ serverId, tool, message, form, status, reason, created …).`,
 			if err != nil {
 				return err
 			}
-			return printList(a, cards, "no questions are waiting for an answer, and no call was interrupted",
-				"ID\tSTATUS\tSERVER\tTOOL\tCREATED\tMESSAGE", func(c localapi.Card) string {
-					return strings.Join([]string{cell(c.ID), string(c.Status), cell(c.ServerID), cell(orDash(c.Tool)),
-						c.Created.Local().Format(time.DateTime), clip(cell(cardWords(c)), 80)}, "\t")
-				})
+			return printList(a, cards, render.Cards)
 		}),
 	}, "print a JSON array")
 }
@@ -70,30 +70,30 @@ goes on in its own process.`,
 				if len(args) == 3 {
 					raw = args[2]
 				}
-				obj, err := parseObject("CONTENT_JSON", raw)
+				obj, err := cliflag.Object("CONTENT_JSON", raw)
 				if err != nil {
 					return err
 				}
 				if err := json.Unmarshal(obj, &ans.Content); err != nil {
-					return usageErrorf("CONTENT_JSON: %s", err)
+					return exit.Usagef("CONTENT_JSON: %s", err)
 				}
 			case "decline", "cancel":
 				if len(args) == 3 {
-					return usageErrorf("%s takes no content; only accept does", ans.Action)
+					return exit.Usagef("%s takes no content; only accept does", ans.Action)
 				}
 			default:
-				return usageErrorf("the answer must be accept, decline or cancel, got %q", args[1])
+				return exit.Usagef("the answer must be accept, decline or cancel, got %q", args[1])
 			}
 			return a.do(func(ctx context.Context, e Engine, _ []string) error {
 				err := e.Answer(ctx, id, ans)
 				if le, ok := localapi.AsError(err); ok && len(le.Problems) > 0 {
 					for _, p := range le.Problems {
-						fmt.Fprintf(a.streams.Err, "  field %q: %s\n", p.Field, cell(p.Problem))
+						fmt.Fprintf(a.streams.Err, "  field %q: %s\n", p.Field, clitext.Cell(p.Problem))
 					}
 					if c, cerr := e.Card(ctx, id); cerr == nil && c.Form != nil {
 						fmt.Fprintln(a.streams.Err, "the form's fields:")
 						for _, f := range c.Form.Fields {
-							fmt.Fprintf(a.streams.Err, "  %s\n", fieldLabel(f))
+							fmt.Fprintf(a.streams.Err, "  %s\n", ask.FieldLabel(f))
 						}
 					}
 				}
@@ -135,71 +135,27 @@ again is safe (its first run may have had effects); without a terminal,
 				return fmt.Errorf("card %s is %s, not interrupted: its call finished, so there is nothing to re-send", id, c.Status)
 			case c.Resent:
 				return fmt.Errorf("card %s: its call was already re-sent once", id)
-			case !f.yes && !a.interactive():
+			case !f.yes && !a.term.Interactive():
 				return fmt.Errorf("refused: re-sending the call of card %s needs your confirmation that running %s again is safe, "+
 					"and stdin is not a terminal to ask on; run the command in a terminal, or add --yes to confirm; nothing was sent", id, name)
 			case !f.yes:
-				fmt.Fprintf(a.streams.Err, "card %s: %s\n", id, cell(orDash(redact.Text(c.FailureMessage))))
-				a.describeCall(localapi.ApprovalRequest{Tool: name, ServerID: c.ServerID, ToolName: c.Tool, Arguments: c.Arguments})
-				if !a.askYesNo(fmt.Sprintf("Re-send %s with %s? It may already have had its effect once.", cell(name), clip(cell(string(c.Arguments)), 200))) {
+				fmt.Fprintf(a.streams.Err, "card %s: %s\n", id, clitext.Cell(clitext.OrDash(redact.Text(c.FailureMessage))))
+				render.Approval(a.streams.Err, localapi.ApprovalRequest{Tool: name, ServerID: c.ServerID, ToolName: c.Tool, Arguments: c.Arguments})
+				if !a.term.YesNo(fmt.Sprintf("Re-send %s with %s? It may already have had its effect once.", clitext.Cell(name), clitext.Clip(clitext.Cell(string(c.Arguments)), 200))) {
 					fmt.Fprintf(a.streams.Err, "remotemcp: not confirmed: the call of card %s was not re-sent\n", id)
-					return reported
+					return exit.Reported
 				}
 			}
-			qctx, stop := context.WithCancel(ctx)
-			var forms sync.WaitGroup
+			qs := &ask.Questions{T: a.term, E: e, Self: a.selfCommand()}
 			started := time.Now().Add(-time.Second)
-			watching := a.watchQuestions(qctx, e, &forms, func(q localapi.Card) bool {
+			stop := qs.Watch(ctx, e, func(q localapi.Card) bool {
 				return q.ServerID == c.ServerID && q.Tool == c.Tool && q.Created.After(started)
 			})
 			res, err := e.Retry(ctx, id, true)
 			stop()
-			select {
-			case <-watching:
-			case <-time.After(formGrace):
-			}
-			a.waitForms(&forms)
 			return a.finishCall(ctx, e, name, res, err, f)
 		}),
 	}
 	f.register(a, cmd, "confirm that re-sending is safe without asking (needed without a terminal)")
 	return cmd
-}
-
-// watchQuestions presents new matching questions while ctx lasts (a
-// re-sent call has no stream); the channel closes when it stops.
-func (a *app) watchQuestions(ctx context.Context, e Engine, forms *sync.WaitGroup, match func(localapi.Card) bool) <-chan struct{} {
-	done := make(chan struct{})
-	events, err := e.Subscribe(ctx)
-	if err != nil {
-		close(done)
-		return done
-	}
-	go func() {
-		defer close(done)
-		seen := map[string]bool{}
-		for ev := range events {
-			var cards []localapi.Card
-			if ev.Type != localapi.EventCards || json.Unmarshal(ev.Data, &cards) != nil {
-				continue
-			}
-			for _, c := range cards {
-				if c.Status == localapi.CardPending && !seen[c.ID] && match(c) && ctx.Err() == nil {
-					seen[c.ID] = true
-					a.question(ctx, e, c, forms)
-				}
-			}
-		}
-	}()
-	return done
-}
-
-// cardWords says who asks (issue #20 item 3): remotemcp's own approval
-// question by the call's arguments, a server's question as its words, so
-// that a server cannot pass for remotemcp in the list.
-func cardWords(c localapi.Card) string {
-	if c.Kind == localapi.CardApproval {
-		return "remotemcp asks before sending, arguments " + localapi.ShownArguments(c.Arguments)
-	}
-	return "the server's words: " + c.Message
 }

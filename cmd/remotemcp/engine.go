@@ -3,23 +3,15 @@ package main
 import (
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/remotemcp/remotemcp/internal/apiclient"
 	"github.com/remotemcp/remotemcp/internal/browser"
-	"github.com/remotemcp/remotemcp/localapi"
+	"github.com/remotemcp/remotemcp/internal/clitext"
 )
-
-// Engine is what every command talks to: the local API, through a
-// *localapi.Client connected to the daemon or to the in-process handlers.
-type Engine interface {
-	localapi.Engine
-	LoginURL(ctx context.Context) (*localapi.LoginURL, error)
-}
 
 // envHome is the environment variable naming the data directory.
 const envHome = "REMOTEMCP_HOME"
@@ -39,39 +31,27 @@ func (a *app) dataDirPath() string {
 	return filepath.Join(base, "remotemcp")
 }
 
-// do wraps a command body: it gets the engine, and the engine is released
-// when the body returns.
+// Engine is what every command talks to (apiclient.Engine).
+type Engine = apiclient.Engine
+
+// api is where this invocation finds the local API.
+func (a *app) api() apiclient.Options {
+	return apiclient.Options{DataDir: a.dataDirPath(), NoDaemon: a.noDaemon, Log: a.log, Err: a.streams.Err}
+}
+
+// do wraps a command body: it gets the engine (apiclient.Command), and
+// the engine is released when the body returns.
 func (a *app) do(fn func(ctx context.Context, e Engine, args []string) error) func(*cobra.Command, []string) error {
 	return func(cmd *cobra.Command, args []string) error {
 		ctx := cmd.Context()
-		e, release, err := a.engine(ctx)
+		e, release, inProcess, err := apiclient.Command(ctx, a.api())
 		if err != nil {
 			return err
 		}
 		defer release()
+		a.inProcess = inProcess
 		return fn(ctx, e, args)
 	}
-}
-
-// loopbackAddr accepts PORT, :PORT, localhost:PORT and HOST:PORT (of
-// --addr: see flagLoopbackAddr).
-func loopbackAddr(s string) (string, error) { return flagLoopbackAddr("--addr", s) }
-
-// flagLoopbackAddr is loopbackAddr of the flag named flag, which its
-// usage error names.
-func flagLoopbackAddr(flag, s string) (string, error) {
-	hp := s
-	if strings.Trim(s, "0123456789") == "" {
-		hp = ":" + s
-	}
-	host, port, err := net.SplitHostPort(hp)
-	if err != nil || port == "" || strings.Trim(port, "0123456789") != "" {
-		return "", usageErrorf("%s %q: want PORT or HOST:PORT, e.g. 7717 or 127.0.0.1:7717", flag, s)
-	}
-	if host == "" || host == "localhost" {
-		host = "127.0.0.1"
-	}
-	return net.JoinHostPort(host, port), nil
 }
 
 func newOpenCmd(a *app) *cobra.Command {
@@ -86,7 +66,7 @@ yourself; it works once.`,
 		Args: argsExactly(0, ""),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
-			c, err := a.dial(ctx)
+			c, err := apiclient.Daemon(ctx, a.dataDirPath())
 			if err != nil {
 				return err
 			}
@@ -124,4 +104,12 @@ func (a *app) browse(ctx context.Context, u string, noBrowser bool) {
 // openBrowser opens u in the desktop's browser (browser.Open).
 func (a *app) openBrowser(ctx context.Context, u string) error {
 	return browser.Open(ctx, a.dataDirPath(), u, a.env)
+}
+
+// selfCommand is how another shell reaches this data directory.
+func (a *app) selfCommand() string {
+	if a.dataDir != "" {
+		return "remotemcp --data-dir " + clitext.ShellQuote(a.dataDir)
+	}
+	return "remotemcp"
 }

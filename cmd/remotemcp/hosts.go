@@ -12,7 +12,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/remotemcp/remotemcp/hosts"
-	"github.com/remotemcp/remotemcp/hosttoken"
+	"github.com/remotemcp/remotemcp/internal/clitext"
+	"github.com/remotemcp/remotemcp/internal/exit"
+	"github.com/remotemcp/remotemcp/internal/render"
 )
 
 // newHostsCmd is `remotemcp hosts …`: remotemcp's entry in MCP hosts'
@@ -38,32 +40,8 @@ file changes, its previous version is saved as FILE.remotemcp-backup
 nothing. Restart the host (or reload its MCP servers) afterwards.
 
 Hosts and their user-level files here (--project: the project-level file):
-`+hostsHelp(),
+`+render.HostsHelp(),
 		newHostsListCmd(a), newHostsConnectCmd(a, true), newHostsConnectCmd(a, false))
-}
-
-// hostsHelp lists the table for this OS: id, file, project file, notes.
-func hostsHelp() string {
-	var b strings.Builder
-	tw := newTable(&b)
-	for _, h := range hosts.All() {
-		ts := h.User.For(runtime.GOOS)
-		file := strings.Replace(ts[len(ts)-1], "$HOME", "~", 1)
-		proj := h.Project
-		if proj == "" {
-			proj = "(none)"
-		}
-		fmt.Fprintf(tw, "  %s\t%s\t--project: %s\n", h.ID, file, proj)
-	}
-	tw.Flush()
-	for _, h := range hosts.All() {
-		for _, n := range []string{h.Notes[runtime.GOOS], h.ProjectNote} {
-			if n != "" {
-				fmt.Fprintf(&b, "\nNote: %s.", n)
-			}
-		}
-	}
-	return strings.TrimSuffix(b.String(), "\n")
 }
 
 // projectFlag adds --project[=DIR] to cmd.
@@ -82,7 +60,7 @@ func projectDir(dir string) (string, error) {
 		return "", fmt.Errorf("hosts: project directory %s: %w", dir, err)
 	}
 	if fi, err := os.Stat(abs); err != nil || !fi.IsDir() {
-		return "", usageErrorf("--project %s: not a directory", dir)
+		return "", exit.Usagef("--project %s: not a directory", dir)
 	}
 	return abs, nil
 }
@@ -119,41 +97,13 @@ file. With --project, the project-level files instead.`,
 			}
 			list := hosts.List(sys, dir)
 			if a.asJSON {
-				return writeJSON(a.streams.Out, list)
+				return clitext.WriteJSON(a.streams.Out, list)
 			}
-			return a.printHosts(list)
+			return render.Hosts(a.streams.Out, a.streams.Err, list)
 		},
 	}
 	projectFlag(cmd, &project)
 	return a.jsonFlag(cmd, "print JSON: id, name, installed, connected, file, exists, note, error")
-}
-
-// printHosts prints hosts list's table, notes and errors on stderr.
-func (a *app) printHosts(list []hosts.Status) error {
-	tw := newTable(a.streams.Out)
-	fmt.Fprintln(tw, "HOST\tINSTALLED\tCONNECTED\tFILE")
-	for _, st := range list {
-		conn := yesNo(st.Connected)
-		switch {
-		case st.Error != "":
-			conn = "?"
-		case st.File == "":
-			conn = "-"
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", st.ID, yesNo(st.Installed), conn, cell(orDash(st.File)))
-	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	for _, st := range list {
-		if st.Note != "" {
-			fmt.Fprintf(a.streams.Err, "note: %s: %s\n", st.ID, cell(st.Note))
-		}
-		if st.Error != "" {
-			fmt.Fprintf(a.streams.Err, "remotemcp: %s\n", cell(st.Error))
-		}
-	}
-	return nil
 }
 
 // newHostsConnectCmd is "hosts connect" (connect) or "hosts disconnect".
@@ -215,20 +165,20 @@ HOST is one of: ` + strings.Join(hosts.IDs(), ", ") + "."
 func (a *app) runHostsConnect(ctx context.Context, id, project, command, httpURL string, connect, dryRun bool) error {
 	h, ok := hosts.Lookup(id)
 	if !ok {
-		return usageErrorf("unknown host %q: choose one of %s", id, strings.Join(hosts.IDs(), ", "))
+		return exit.Usagef("unknown host %q: choose one of %s", id, strings.Join(hosts.IDs(), ", "))
 	}
 	if httpURL != "" {
 		if command != "" {
-			return usageErrorf("--http and --command exclude each other: an HTTP entry runs no program")
+			return exit.Usagef("--http and --command exclude each other: an HTTP entry runs no program")
 		}
 		if _, err := hostHTTPURL(httpURL); err != nil {
 			return err
 		}
 		if h.Remote == nil {
-			return usageErrorf("%s over HTTP: %s", h.ID, h.NoRemote)
+			return exit.Usagef("%s over HTTP: %s", h.ID, h.NoRemote)
 		}
 		if project != "" {
-			return usageErrorf("--http with --project is refused: the entry holds a bearer token, and a project's file is shared (often committed); connect the user-level file (drop --project), or use the stdio entry (drop --http), which needs no token")
+			return exit.Usagef("--http with --project is refused: the entry holds a bearer token, and a project's file is shared (often committed); connect the user-level file (drop --project), or use the stdio entry (drop --http), which needs no token")
 		}
 	}
 	sys, dir, err := a.hostPlace(project)
@@ -237,7 +187,7 @@ func (a *app) runHostsConnect(ctx context.Context, id, project, command, httpURL
 	}
 	f, err := h.File(sys, dir)
 	if errors.Is(err, hosts.ErrNoProjectFile) {
-		return usageErrorf("%s has no project-level configuration file: drop --project", h.Name)
+		return exit.Usagef("%s has no project-level configuration file: drop --project", h.Name)
 	}
 	if err != nil {
 		return err
@@ -261,7 +211,7 @@ func (a *app) runHostsConnect(ctx context.Context, id, project, command, httpURL
 	} else if c, err = f.Disconnect(dryRun); err != nil {
 		return err
 	}
-	if err := a.printHostChange(sys, f, c, connect, dryRun); err != nil {
+	if err := render.HostChange(a.streams.Out, a.streams.Err, sys, f, c, connect, dryRun); err != nil {
 		return err
 	}
 	if c.Written {
@@ -276,10 +226,10 @@ func (a *app) hostEntry(sys hosts.System, command string) (hosts.Entry, error) {
 	exe := command
 	if exe != "" {
 		if !filepath.IsAbs(exe) {
-			return hosts.Entry{}, usageErrorf("--command %s: give an absolute path", exe)
+			return hosts.Entry{}, exit.Usagef("--command %s: give an absolute path", exe)
 		}
 		if fi, err := os.Stat(exe); err != nil || fi.IsDir() {
-			return hosts.Entry{}, usageErrorf("--command %s: not a program file", exe)
+			return hosts.Entry{}, exit.Usagef("--command %s: not a program file", exe)
 		}
 	} else {
 		p, err := os.Executable()
@@ -308,45 +258,4 @@ func (a *app) hostEntry(sys hosts.System, command string) (hosts.Entry, error) {
 // A host's remotemcp sees none of these variables (hosts.DataDirArg).
 func (a *app) hostDataDir(sys hosts.System) (string, error) {
 	return hosts.DataDir(sys, a.dataDir, envHome)
-}
-
-// printHostChange reports a connect or disconnect: the diff of a dry run,
-// else what was done on stdout and what to do next on stderr.
-func (a *app) printHostChange(sys hosts.System, f hosts.File, c hosts.Change, connect, dryRun bool) error {
-	h := f.Host
-	out, errw := a.streams.Out, a.streams.Err
-	var err error
-	switch {
-	case !c.Changed && connect:
-		_, err = fmt.Fprintf(out, "%s is already connected: %s (unchanged)\n", h.ID, cell(c.Path))
-	case !c.Changed:
-		_, err = fmt.Fprintf(out, "%s is not connected: %s (unchanged)\n", h.ID, cell(c.Path))
-	case dryRun:
-		_, err = fmt.Fprint(out, text(hosttoken.Redact(c.Diff())))
-		fmt.Fprintf(errw, "dry run: %s not written\n", cell(c.Path))
-	default:
-		verb := "disconnected"
-		if connect {
-			verb = "connected"
-		}
-		line := fmt.Sprintf("%s %s: %s", verb, h.ID, c.Path)
-		if c.Backup != "" {
-			line += fmt.Sprintf(" (previous version: %s)", c.Backup)
-		}
-		_, err = fmt.Fprintln(out, cell(line))
-		fmt.Fprintf(errw, "restart %s (or reload its MCP servers) to apply it\n", h.Name)
-	}
-	if connect && c.Changed {
-		if !f.Project && !h.IsInstalled(sys) {
-			fmt.Fprintf(errw, "note: %s does not look installed here; the file is ready for when it is\n", h.Name)
-		}
-		note := h.Note(sys)
-		if f.Project {
-			note = h.ProjectNote
-		}
-		if note != "" {
-			fmt.Fprintf(errw, "note: %s\n", note)
-		}
-	}
-	return err
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/remotemcp/remotemcp/frontend"
 	"github.com/remotemcp/remotemcp/hosts"
+	"github.com/remotemcp/remotemcp/hosttoken"
 	"github.com/remotemcp/remotemcp/internal/testkit"
 	"github.com/remotemcp/remotemcp/internal/testserver/fixture"
 )
@@ -138,7 +139,7 @@ func TestHostsConnectHTTPLifecycle(t *testing.T) {
 	const a, b = "http://127.0.0.1:8765/mcp", "http://[::1]:8766/mcp"
 
 	r := c.ok("hosts", "connect", "gemini-cli", "--http", a, "--dry-run")
-	if !strings.Contains(r.out, dryRunToken) || strings.Contains(r.out, frontend.TokenPrefix) || !strings.Contains(r.err, "no token was created") {
+	if !strings.Contains(r.out, hosttoken.DryRunToken) || strings.Contains(r.out, frontend.TokenPrefix) || !strings.Contains(r.err, "no token was created") {
 		t.Fatalf("dry run: %s", r)
 	}
 	if names := c.tokenNames(); len(names) != 0 {

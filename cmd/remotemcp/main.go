@@ -8,7 +8,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -21,8 +20,10 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/remotemcp/remotemcp"
+	"github.com/remotemcp/remotemcp/internal/ask"
+	"github.com/remotemcp/remotemcp/internal/exit"
+	"github.com/remotemcp/remotemcp/internal/explain"
 	"github.com/remotemcp/remotemcp/internal/interrupt"
-	"github.com/remotemcp/remotemcp/internal/redact"
 	"github.com/remotemcp/remotemcp/localapi"
 )
 
@@ -55,29 +56,6 @@ const (
 	exitInterrupted = 130
 )
 
-// exitError carries an exit status; a nil err was reported already.
-type exitError struct {
-	code int
-	err  error
-}
-
-func (e *exitError) Error() string {
-	if e.err == nil {
-		return fmt.Sprintf("exit status %d", e.code)
-	}
-	return e.err.Error()
-}
-
-func (e *exitError) Unwrap() error { return e.err }
-
-// reported is the error of a command that already explained its failure.
-var reported = &exitError{code: exitFail}
-
-// usageErrorf is a mistake on the command line (exit status 2).
-func usageErrorf(format string, args ...any) error {
-	return &exitError{code: exitUsage, err: fmt.Errorf(format, args...)}
-}
-
 // run executes one command line and returns its exit status.
 func run(ctx context.Context, args []string, s Streams, env Env) int {
 	root := newRootCmd(s, env)
@@ -87,104 +65,20 @@ func run(ctx context.Context, args []string, s Streams, env Env) int {
 		return exitOK
 	}
 	code := exitFail
-	var ee *exitError
+	var ee *exit.Error
 	if errors.As(err, &ee) {
-		code = ee.code
-		if ee.err == nil {
+		code = ee.Code
+		if ee.Err == nil {
 			return code
 		}
-		err = ee.err
+		err = ee.Err
 	}
 	if ctx.Err() != nil && errors.Is(err, context.Canceled) {
 		fmt.Fprintln(s.Err, "remotemcp: interrupted")
 		return exitInterrupted
 	}
-	le, ok := localapi.AsError(err)
-	if !ok {
-		words, chain := err.Error(), ""
-		if ce := (*causeError)(nil); errors.As(err, &ce) {
-			words, chain = ce.split(words)
-		}
-		fmt.Fprintf(s.Err, "remotemcp: %s\n", cell(redact.Text(words)))
-		printCause(s.Err, chain, verbose(args))
-		return code
-	}
-	words, chain := splitChain(err.Error(), le.Server)
-	fmt.Fprintf(s.Err, "remotemcp: %s\n", cell(redact.Text(words)))
-	explain(s.Err, le)
-	printCause(s.Err, chain, verbose(args))
+	explain.Failure(s.Err, err, verbose(args))
 	return code
-}
-
-// printCause prints the library's chain of a failure with --verbose, and
-// else says where it is.
-func printCause(w io.Writer, chain string, verbose bool) {
-	switch {
-	case chain == "":
-	case verbose:
-		fmt.Fprintf(w, "  cause: %s\n", cell(redact.Text(chain)))
-	default:
-		fmt.Fprintln(w, "  (run again with --verbose for the whole cause)")
-	}
-}
-
-// splitChain separates remotemcp's words in an engine error from the
-// library's chain of wrapped errors (go-sdk's "calling …: sending …",
-// net/http's "Post …: dial tcp …"), which the server's reason carries
-// whole, after remotemcp's own words when it has some ("needs
-// authorization: initialize: …"). The words keep the chain's innermost
-// error ("connection refused"), which says what happened; chain is ""
-// when there is none to hide.
-func splitChain(msg string, s *localapi.Server) (words, chain string) {
-	if s == nil || s.Reason == nil {
-		return msg, ""
-	}
-	for c := s.Reason.Message; isChain(c); c = c[strings.Index(c, ": ")+2:] {
-		if strings.Contains(msg, c) {
-			return strings.Replace(msg, c, innermost(c), 1), c
-		}
-	}
-	return msg, ""
-}
-
-// isChain reports whether msg is a chain of wrapped errors ("a: b: c"):
-// a message of one or two parts is remotemcp's own sentence.
-func isChain(msg string) bool { return strings.Count(msg, ": ") >= 2 }
-
-// innermost returns a chain's innermost error, what follows its last
-// ": " ("…: dial tcp …: connect: connection refused" → "connection
-// refused").
-func innermost(chain string) string {
-	if i := strings.LastIndex(chain, ": "); i >= 0 {
-		return chain[i+2:]
-	}
-	return chain
-}
-
-// causeError is remotemcp's words wrapping a library's chain of errors.
-// run prints the words with the innermost cause, and the chain only with
-// --verbose; Error is the whole message.
-type causeError struct {
-	words string
-	inner string // the innermost cause; "" for innermost(err.Error())
-	err   error
-}
-
-func (e *causeError) Error() string { return e.words + ": " + e.err.Error() }
-func (e *causeError) Unwrap() error { return e.err }
-
-// split returns msg (an error wrapping e) with e's chain cut to its
-// innermost cause, and the chain; chain is "" when nothing was cut.
-func (e *causeError) split(msg string) (words, chain string) {
-	chain = e.err.Error()
-	inner := e.inner
-	if inner == "" {
-		inner = innermost(chain)
-	}
-	if inner == chain || !strings.Contains(msg, chain) {
-		return msg, ""
-	}
-	return strings.Replace(msg, chain, inner, 1), chain
 }
 
 // verbose reports whether the command line asked for --verbose (-v):
@@ -216,9 +110,7 @@ type app struct {
 	inProcess bool // the command's engine runs in this process
 	asJSON    bool // --json
 
-	inMu   sync.Mutex
-	in     *bufio.Reader // lines typed at prompts; see readLine
-	formMu sync.Mutex    // one question at a time on the terminal
+	term *ask.Terminal // the person at stdin and stderr
 }
 
 // lockedWriter serializes writes to w.
@@ -239,7 +131,7 @@ func newRootCmd(s Streams, env Env) *cobra.Command {
 		env = func(string) (string, bool) { return "", false }
 	}
 	s.Out, s.Err = &lockedWriter{w: s.Out}, &lockedWriter{w: s.Err}
-	a := &app{streams: s, env: env, log: slog.New(slog.DiscardHandler)}
+	a := &app{streams: s, env: env, log: slog.New(slog.DiscardHandler), term: &ask.Terminal{In: s.In, Err: s.Err, Forced: s.Terminal}}
 	root := &cobra.Command{
 		Use:   "remotemcp",
 		Short: "Use remote MCP servers (Streamable HTTP) safely",
@@ -271,7 +163,7 @@ Exit statuses: 0 ok (a tool's own isError answer included), 1 failed,
 	root.SetErr(s.Err)
 	root.SetVersionTemplate(versionLine() + "\n")
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
-		return usageErrorf("%s (see \"%s --help\")", err, cmd.CommandPath())
+		return exit.Usagef("%s (see \"%s --help\")", err, cmd.CommandPath())
 	})
 	pf := root.PersistentFlags()
 	pf.StringVar(&a.dataDir, "data-dir", "", "data directory (default $REMOTEMCP_HOME, else <user config dir>/remotemcp)")
@@ -329,16 +221,16 @@ func argsRange(lo, hi int, names string) cobra.PositionalArgs {
 			return nil
 		}
 		if hi == 0 {
-			return usageErrorf("%s takes no arguments, got %q", cmd.CommandPath(), args)
+			return exit.Usagef("%s takes no arguments, got %q", cmd.CommandPath(), args)
 		}
-		return usageErrorf("usage: %s %s (got %d argument(s); see \"%s --help\")", cmd.CommandPath(), names, len(args), cmd.CommandPath())
+		return exit.Usagef("usage: %s %s (got %d argument(s); see \"%s --help\")", cmd.CommandPath(), names, len(args), cmd.CommandPath())
 	}
 }
 
 // noSubcommand is the Args of a command that only groups subcommands.
 func noSubcommand(cmd *cobra.Command, args []string) error {
 	if len(args) > 0 {
-		return usageErrorf("unknown command %q for %q (see \"%s --help\")", args[0], cmd.CommandPath(), cmd.CommandPath())
+		return exit.Usagef("unknown command %q for %q (see \"%s --help\")", args[0], cmd.CommandPath(), cmd.CommandPath())
 	}
 	return nil
 }

@@ -16,6 +16,10 @@ import (
 	"github.com/remotemcp/remotemcp/daemon"
 	"github.com/remotemcp/remotemcp/daemon/launch"
 	"github.com/remotemcp/remotemcp/frontend"
+	"github.com/remotemcp/remotemcp/internal/apiclient"
+	"github.com/remotemcp/remotemcp/internal/cliflag"
+	"github.com/remotemcp/remotemcp/internal/exit"
+	"github.com/remotemcp/remotemcp/internal/serve"
 	"github.com/remotemcp/remotemcp/localapi"
 )
 
@@ -32,6 +36,7 @@ func newMcpCmd(a *app) *cobra.Command {
 		tools      string
 		threshold  int
 		idle       string
+		noToken    bool
 	)
 	cmd := &cobra.Command{
 		Use:   "mcp",
@@ -69,18 +74,18 @@ per token and 1,024 in all (then 429).`,
 			ctx := cmd.Context()
 			log := newLogger(a.streams.Err, a.verbose)
 			if !slices.Contains(frontend.Modes, tools) {
-				return usageErrorf("--tools %q: use one of %s", tools, strings.Join(frontend.Modes, ", "))
+				return exit.Usagef("--tools %q: use one of %s", tools, strings.Join(frontend.Modes, ", "))
 			}
 			if threshold < 1 {
-				return usageErrorf("--search-threshold %d: give a number of tools, at least 1", threshold)
+				return exit.Usagef("--search-threshold %d: give a number of tools, at least 1", threshold)
 			}
 			fo := frontend.Options{ServerID: serverID, Name: "remotemcp", Version: remotemcp.Version, Logger: log, Tools: tools, SearchThreshold: threshold}
 			if httpAddr != "" {
-				d, err := sessionIdleFlag(idle)
+				d, err := cliflag.SessionIdle(idle)
 				if err != nil {
 					return err
 				}
-				return a.runMcpHTTP(ctx, httpAddr, daemonAddr, fo, frontend.HTTPOptions{SessionIdle: d})
+				return a.runMcpHTTP(ctx, httpAddr, daemonAddr, fo, serve.HTTP{Options: frontend.HTTPOptions{SessionIdle: d}, NoToken: noToken})
 			}
 			eng, release, err := a.mcpEngine(ctx, daemonAddr)
 			if err != nil {
@@ -107,7 +112,7 @@ per token and 1,024 in all (then 429).`,
 	cmd.Flags().StringVar(&httpAddr, "http", "", "serve Streamable HTTP on this loopback HOST:PORT instead of stdio (needs a token: see \"mcp token\")")
 	addSessionIdleFlag(cmd, &idle, "--http")
 	cmd.AddCommand(newMcpTokenCmd(a))
-	addMcpHTTPTestFlag(cmd) // hidden: see mcp_http.go
+	addMcpHTTPTestFlag(cmd, &noToken) // hidden: see mcp_http.go
 	return cmd
 }
 
@@ -117,8 +122,8 @@ per token and 1,024 in all (then 429).`,
 // owner (issue #19 item 2). Only with --no-daemon does this process own
 // the engine, and then it holds the daemon lock: no daemon starts beside
 // it.
-func (a *app) runMcpHTTP(ctx context.Context, addr, daemonAddr string, fo frontend.Options, ho frontend.HTTPOptions) error {
-	ln, err := mcpHTTPListen("--http", addr)
+func (a *app) runMcpHTTP(ctx context.Context, addr, daemonAddr string, fo frontend.Options, h serve.HTTP) error {
+	ln, err := cliflag.ListenLoopback("--http", addr)
 	if err != nil {
 		return err
 	}
@@ -148,7 +153,8 @@ func (a *app) runMcpHTTP(ctx context.Context, addr, daemonAddr string, fo fronte
 		ln.Close()
 		return err
 	}
-	return serveMcpHTTP(ctx, fe, a.dataDirPath(), ln, a.streams.Err, fo.Logger, ho)
+	h.Frontend, h.Dir, h.Log, h.Err = fe, a.dataDirPath(), fo.Logger, a.streams.Err
+	return h.Serve(ctx, ln)
 }
 
 // nopWriteCloser leaves the standard output open when the transport ends.
@@ -156,48 +162,15 @@ type nopWriteCloser struct{ io.Writer }
 
 func (nopWriteCloser) Close() error { return nil }
 
-// mcpEngine is the front end's engine: the running daemon's, else a
-// daemon's started in the background, else (--no-daemon) an engine of
-// this process, called directly: the front end needs no local API hop.
+// mcpEngine is the front end's engine (apiclient.Frontend), a daemon
+// started in the background on --daemon-addr.
 func (a *app) mcpEngine(ctx context.Context, daemonAddr string) (localapi.Engine, func(), error) {
 	// Checked first, so a mistake shows whether or not a daemon runs.
-	listen, err := flagLoopbackAddr("--daemon-addr", daemonAddr)
+	listen, err := cliflag.Loopback("--daemon-addr", daemonAddr)
 	if err != nil {
 		return nil, nil, err
 	}
-	if a.noDaemon {
-		eng, err := a.openEngine(ctx)
-		if err != nil {
-			return nil, nil, err
-		}
-		return eng, func() { eng.Close() }, nil
-	}
-	dir := a.dataDirPath()
-	c, err := daemon.Dial(ctx, dir)
-	if err == nil {
-		return c, c.CloseIdleConnections, nil
-	}
-	if !errors.Is(err, daemon.ErrNotRunning) {
-		return nil, nil, fmt.Errorf("reach the daemon: %w (run with --no-daemon to work without it)", err)
-	}
-	st, stop, err := launch.Start(ctx, launch.Options{Dir: dir, Listen: listen, Spawn: spawnDaemon})
-	if err != nil {
-		return nil, nil, err
-	}
-	if st.Winner != 0 {
-		fmt.Fprintf(a.streams.Err, "remotemcp: using the daemon (pid %d) that another host started at the same time\n", st.Winner)
-	} else {
-		fmt.Fprintf(a.streams.Err, "remotemcp: started the daemon (pid %d, log %s)\n", st.PID, st.Log)
-	}
-	if st.RequestedAddr != "" {
-		fmt.Fprintf(a.streams.Err, "remotemcp: %s was taken, so the daemon's settings page is on %s\n", st.RequestedAddr, st.URL)
-	}
-	c, err = daemon.Dial(ctx, dir)
-	if err != nil {
-		stop()
-		return nil, nil, fmt.Errorf("reach the daemon started in the background: %w", err)
-	}
-	return c, func() { c.CloseIdleConnections(); stop() }, nil
+	return apiclient.Frontend(ctx, a.api(), listen, spawnDaemon)
 }
 
 // spawnDaemon starts the daemon in the background (launch.Exec). Tests,

@@ -2,15 +2,12 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/remotemcp/remotemcp"
-	"github.com/remotemcp/remotemcp/daemon"
-	"github.com/remotemcp/remotemcp/hosttoken"
+	"github.com/remotemcp/remotemcp/internal/apiclient"
+	"github.com/remotemcp/remotemcp/internal/render"
 	"github.com/remotemcp/remotemcp/localapi"
 )
 
@@ -45,10 +42,7 @@ to the MCP host as the header "Authorization: Bearer TOKEN".`,
 			if err != nil {
 				return err
 			}
-			return printList(a, items, "no tokens: create one with \"remotemcp mcp token create NAME\"", "NAME\tCREATED",
-				func(i localapi.HostToken) string {
-					return cell(i.Name) + "\t" + i.CreatedAt.Local().Format(time.DateTime)
-				})
+			return printList(a, items, render.HostTokens)
 		}),
 	}
 	a.jsonFlag(list, "print a JSON array of {name, createdAt}")
@@ -75,36 +69,11 @@ list (401). Tokens are stored as SHA-256 hashes in the data directory.`,
 func (a *app) withTokens(fn func(ctx context.Context, t localapi.HostTokens, args []string) error) func(*cobra.Command, []string) error {
 	return func(cmd *cobra.Command, args []string) error {
 		ctx := cmd.Context()
-		t, release, err := a.hostTokenAPI(ctx, a.dataDirPath(), false, "open the data directory")
+		t, release, err := apiclient.Tokens(ctx, a.api(), a.dataDirPath(), false, "open the data directory")
 		if err != nil {
 			return err
 		}
 		defer release()
 		return fn(ctx, t, args)
 	}
-}
-
-// hostTokenAPI reaches the bearer tokens of the data directory dir through
-// the local API: the daemon's, else an engine opened in this process
-// (failing with the words what). With ifExists (a dry run) it opens
-// nothing where dir has no database yet and returns nil: no token can be
-// valid there.
-func (a *app) hostTokenAPI(ctx context.Context, dir string, ifExists bool, what string) (localapi.HostTokens, func(), error) {
-	if ifExists && !hosttoken.Kept(dir) {
-		return nil, func() {}, nil
-	}
-	if !a.noDaemon {
-		c, err := daemon.Dial(ctx, dir)
-		if err == nil {
-			return c, c.CloseIdleConnections, nil
-		}
-		if !errors.Is(err, daemon.ErrNotRunning) {
-			return nil, nil, fmt.Errorf("reach the daemon: %w (run with --no-daemon to work without it)", err)
-		}
-	}
-	eng, err := remotemcp.Open(ctx, remotemcp.Options{DataDir: dir, Logger: a.log, NoStartupConnect: true})
-	if err != nil {
-		return nil, nil, fmt.Errorf("%s: %w", what, err)
-	}
-	return eng, func() { eng.Close() }, nil
 }

@@ -1,53 +1,15 @@
 package main
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
 	"io"
-	"strings"
-	"text/tabwriter"
-	"unicode"
 
 	"github.com/spf13/cobra"
 
-	"github.com/remotemcp/remotemcp/internal/redact"
+	"github.com/remotemcp/remotemcp/internal/clitext"
+	"github.com/remotemcp/remotemcp/internal/render"
 	"github.com/remotemcp/remotemcp/localapi"
 )
-
-// writeJSON writes v as indented JSON. Every --json output prints
-// localapi's types: camelCase, listings as arrays, the server as "serverId".
-func writeJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetEscapeHTML(false)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
-}
-
-// writeJSONLines writes a JSON array, one compact element per line, so raw
-// JSON inside (a tool's inputSchema) keeps the server's bytes.
-func writeJSONLines[T any](w io.Writer, items []T) error {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	b.WriteString("[")
-	for i, it := range items {
-		if i > 0 {
-			b.WriteString(",")
-		}
-		b.WriteString("\n  ")
-		if err := enc.Encode(it); err != nil {
-			return err
-		}
-		b.Truncate(b.Len() - 1) // Encode's newline
-	}
-	if len(items) > 0 {
-		b.WriteString("\n")
-	}
-	b.WriteString("]\n")
-	_, err := w.Write(b.Bytes())
-	return err
-}
 
 // jsonFlag adds --json to cmd; one command runs per invocation.
 func (a *app) jsonFlag(cmd *cobra.Command, help string) *cobra.Command {
@@ -55,144 +17,20 @@ func (a *app) jsonFlag(cmd *cobra.Command, help string) *cobra.Command {
 	return cmd
 }
 
-// printList prints items as a JSON array with --json, else as a table of
-// header and row(item) lines; an empty list says empty on stderr.
-func printList[T any](a *app, items []T, empty, header string, row func(T) string) error {
+// printList prints items as a JSON array with --json, else as table.
+func printList[T any](a *app, items []T, table render.Table[T]) error {
 	if a.asJSON {
-		return writeJSON(a.streams.Out, nonNil(items))
+		return clitext.WriteJSON(a.streams.Out, clitext.NonNil(items))
 	}
-	if len(items) == 0 {
-		if empty != "" {
-			fmt.Fprintln(a.streams.Err, empty)
-		}
-		return nil
-	}
-	tw := newTable(a.streams.Out)
-	fmt.Fprintln(tw, header)
-	for _, it := range items {
-		fmt.Fprintln(tw, row(it))
-	}
-	return tw.Flush()
+	return table.Write(a.streams.Out, a.streams.Err, items)
 }
 
 // printOne prints v as JSON with --json, else with text.
-func (a *app) printOne(v any, text func(w io.Writer) error) error {
+func (a *app) printOne(v any, plain func(w io.Writer) error) error {
 	if a.asJSON {
-		return writeJSON(a.streams.Out, v)
+		return clitext.WriteJSON(a.streams.Out, v)
 	}
-	return text(a.streams.Out)
-}
-
-// printNotes prints remotemcp's notes on stderr.
-func printNotes(a *app, notes []string) {
-	for _, n := range notes {
-		fmt.Fprintln(a.streams.Err, cell(n))
-	}
-}
-
-// truncated notes on stderr what the size budget cut of a block.
-func truncated(a *app, bl localapi.ContextBlock) {
-	if t := bl.Truncated; t != nil {
-		fmt.Fprintf(a.streams.Err, "[remotemcp: output truncated: showing the first %d of %d characters]\n", t.ShownChars, t.OriginalChars)
-	}
-}
-
-// nonNil makes a nil listing print as [].
-func nonNil[T any](s []T) []T {
-	if s == nil {
-		return []T{}
-	}
-	return s
-}
-
-// writeKV prints "key: value" lines, leaving out empty values.
-func writeKV(w io.Writer, kv ...string) error {
-	tw := newTable(w)
-	for i := 0; i+1 < len(kv); i += 2 {
-		if kv[i+1] != "" {
-			fmt.Fprintf(tw, "%s:\t%s\n", kv[i], cell(kv[i+1]))
-		}
-	}
-	return tw.Flush()
-}
-
-// newTable returns a tab-separated table writer; call Flush when done.
-func newTable(w io.Writer) *tabwriter.Writer {
-	return tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-}
-
-// cell makes text safe for one table cell or line: whitespace becomes a
-// space, control characters and bidirectional overrides U+FFFD.
-func cell(s string) string {
-	return strings.Map(func(r rune) rune {
-		switch {
-		case r == '\t' || r == '\n' || r == '\r':
-			return ' '
-		case unsafeRune(r):
-			return '\uFFFD'
-		}
-		return r
-	}, s)
-}
-
-// text makes multi-line text from a server safe for a terminal: newlines
-// and tabs stay, other control characters become U+FFFD.
-func text(s string) string {
-	return strings.Map(func(r rune) rune {
-		if r != '\n' && r != '\t' && unsafeRune(r) {
-			return '\uFFFD'
-		}
-		return r
-	}, s)
-}
-
-// unsafeRune reports characters that could change what a terminal shows:
-// control characters, line separators and bidirectional controls.
-func unsafeRune(r rune) bool {
-	return unicode.IsControl(r) || r == '\u2028' || r == '\u2029' ||
-		r >= '\u202a' && r <= '\u202e' || r >= '\u2066' && r <= '\u2069' || r == '\u200e' || r == '\u200f'
-}
-
-// firstLine returns the first non-empty line of s, trimmed.
-func firstLine(s string) string {
-	for l := range strings.SplitSeq(s, "\n") {
-		if l = strings.TrimSpace(l); l != "" {
-			return l
-		}
-	}
-	return ""
-}
-
-// plural returns "1 tool" or "3 tools".
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return fmt.Sprintf("%d %s", n, one)
-	}
-	return fmt.Sprintf("%d %s", n, many)
-}
-
-// orDash returns s, or "-" when it is empty.
-func orDash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
-}
-
-// clip cuts s to n runes, marking the cut.
-func clip(s string, n int) string {
-	r := []rune(s)
-	if len(r) <= n {
-		return s
-	}
-	return string(r[:n]) + "…"
-}
-
-func yesNo(b bool) string {
-	if b {
-		return "yes"
-	}
-	return "no"
+	return plain(a.streams.Out)
 }
 
 // printServers prints servers as the listing commands do.
@@ -202,154 +40,8 @@ func (a *app) printServers(servers []localapi.Server) error {
 	cut := false
 	defer func() {
 		if cut && !a.asJSON {
-			fmt.Fprintln(a.streams.Err, "(run again with --verbose for the whole reason)")
+			fmt.Fprintln(a.streams.Err, render.MoreReason)
 		}
 	}()
-	return printList(a, servers, "no servers configured; add one with \"remotemcp servers add ID URL\" or \"remotemcp servers import FILE\"",
-		"ID\tNAME\tENABLED\tCONNECT\tAUTH\tSTATE\tTOOLS\tURL\tREASON", func(s localapi.Server) string {
-			connect, state, tools, reason := "startup", string(s.State), "-", ""
-			if !s.ConnectOnStartup {
-				connect = "lazy"
-			}
-			if !s.Enabled {
-				state = "disabled"
-			}
-			if s.State == localapi.StateReady || s.ToolCount > 0 {
-				tools = fmt.Sprint(s.ToolCount)
-			}
-			if len(s.HeldTools) > 0 {
-				tools += fmt.Sprintf(" +%d held", len(s.HeldTools))
-			}
-			if s.Reason != nil {
-				var short bool
-				reason, short = a.reasonText(s)
-				cut = cut || short
-			}
-			return strings.Join([]string{cell(s.ID), cell(orDash(s.Name)), yesNo(s.Enabled), connect,
-				string(s.Auth.Kind), state, tools, cell(redact.URL(s.URL)), reason}, "\t")
-		})
-}
-
-// reasonTag names a failure's class, step and HTTP status: "network",
-// or "auth, token, HTTP 401".
-func reasonTag(r localapi.Reason) string {
-	parts := []string{string(r.Class)}
-	if r.Step != "" {
-		parts = append(parts, r.Step)
-	}
-	if r.HTTPStatus != 0 {
-		parts = append(parts, fmt.Sprintf("HTTP %d", r.HTTPStatus))
-	}
-	return strings.Join(parts, ", ")
-}
-
-// describeReason formats why a server failed: "network: …".
-func describeReason(r localapi.Reason) string {
-	return cell(reasonTag(r) + ": " + redact.Text(r.Message))
-}
-
-// reasonText formats why server s failed for text output: with --verbose
-// as describeReason does, else as shortReason does; cut reports that the
-// library's chain was left out.
-func (a *app) reasonText(s localapi.Server) (text string, cut bool) {
-	if s.Reason == nil {
-		return "", false
-	}
-	if a.verbose {
-		return describeReason(*s.Reason) + nextTry(s), false
-	}
-	msg, cut := shortReason(s, *s.Reason)
-	return cell(reasonTag(*s.Reason)+": "+redact.Text(msg)) + nextTry(s), cut
-}
-
-// nextTry says before when a failed server is not tried again (its
-// backoff, issue #20 item 1), in local time; "" when no wait applies.
-func nextTry(s localapi.Server) string {
-	if s.RetryAt == nil || s.State == localapi.StateReady || s.State == localapi.StateNeedsAuth {
-		return "" // a sign-in, not the clock, moves a server that needs one
-	}
-	return " (not tried again before " + s.RetryAt.Local().Format("15:04:05") + "; \"remotemcp connect " + s.ID + "\" tries now)"
-}
-
-// shortReason is the reason of server s with the library's chain of
-// wrapped errors cut to its innermost error, after remotemcp's words
-// (the Lead of the server's state or of the reason's code in
-// localapi.Table): "cannot reach URL: connection refused", "needs
-// authorization: this server has not been signed in to yet". cut is
-// false when the message is remotemcp's own sentence, returned whole.
-func shortReason(s localapi.Server, r localapi.Reason) (msg string, cut bool) {
-	if !isChain(r.Message) {
-		return r.Message, false
-	}
-	lead := localapi.Table.States[s.State].Lead
-	if lead == "" {
-		w, _ := localapi.Table.ReasonWords(r, string(s.Auth.Kind))
-		if lead = w.Lead; strings.Contains(lead, "{url}") && s.URL == "" {
-			lead = ""
-		}
-		lead = localapi.Fill(lead, map[string]string{"url": redact.URL(s.URL)})
-	}
-	if lead == "" {
-		return innermost(r.Message), true
-	}
-	return lead + ": " + innermost(r.Message), true
-}
-
-// explain adds to an engine error the server's state and what the person
-// can do, unless the message says it already.
-func explain(w io.Writer, e *localapi.Error) {
-	if s := e.Server; s != nil && s.Reason != nil {
-		fmt.Fprintf(w, "  server %s: %s (%s)\n", cell(s.ID), s.State, reasonTag(*s.Reason))
-	}
-	if h := hint(e); h != "" {
-		if _, cmd, _ := strings.Cut(h, "\""); cmd == "" || !strings.Contains(e.Message, strings.SplitN(cmd, "\"", 2)[0]) {
-			fmt.Fprintf(w, "  what to do: %s\n", h)
-		}
-	}
-	if e.NotSent {
-		fmt.Fprintln(w, "  nothing was sent to the server")
-	}
-}
-
-// hint says what the person can do about an engine error, from the
-// error's code and the server's state and reason, in the words of
-// localapi.Table (the page's come from there too).
-func hint(e *localapi.Error) string {
-	t := localapi.Table
-	if p := e.Permission; p != nil {
-		return localapi.Fill(t.Reasons[localapi.ReasonPermission].CLI, map[string]string{"origin": p.Origin})
-	}
-	var s localapi.Server
-	var r localapi.Reason
-	if e.Server != nil {
-		s = *e.Server
-		if s.Reason != nil {
-			r = *s.Reason
-		}
-	}
-	vars := map[string]string{"id": s.ID, "url": cell(redact.URL(s.URL))}
-	switch {
-	case e.Code == localapi.CodeLoginRequired || s.State == localapi.StateNeedsAuth:
-		return localapi.Fill(t.States[localapi.StateNeedsAuth].CLI, vars)
-	case e.Code == localapi.CodeNotFound || s.ID == "":
-		return ""
-	}
-	if localapi.WordsCode(r) == localapi.ReasonPermission {
-		return "" // without the origin, the advice cannot name it
-	}
-	w, _ := t.ReasonWords(r, string(s.Auth.Kind))
-	return localapi.Fill(w.CLI, vars)
-}
-
-// untrustedLine shows server-written text on one line, marked as the
-// server's, cut to 300 characters ("" stays "").
-func untrustedLine(s string) string {
-	if s == "" {
-		return ""
-	}
-	r := []rune(cell(s))
-	if len(r) > 300 {
-		r = append(r[:300], '…')
-	}
-	return "(from the server, untrusted) " + string(r)
+	return printList(a, servers, render.Servers(a.verbose, &cut))
 }

@@ -14,26 +14,6 @@ import (
 	"github.com/remotemcp/remotemcp/internal/testserver/fixture"
 )
 
-func TestCellAndTextSanitize(t *testing.T) {
-	for _, tc := range []struct{ in, cell, text string }{
-		{"plain", "plain", "plain"},
-		{"a\tb\nc", "a b c", "a\tb\nc"},
-		{"red \x1b[31mtext", "red \uFFFD[31mtext", "red \uFFFD[31mtext"},
-		{"bidi \u202eevil", "bidi \uFFFDevil", "bidi \uFFFDevil"},
-		{"bell\a\r", "bell\uFFFD ", "bell\uFFFD\uFFFD"},
-	} {
-		if got := cell(tc.in); got != tc.cell {
-			t.Errorf("cell(%q) = %q, want %q", tc.in, got, tc.cell)
-		}
-		if got := text(tc.in); got != tc.text {
-			t.Errorf("text(%q) = %q, want %q", tc.in, got, tc.text)
-		}
-	}
-	if got := firstLine("\n  first line  \nsecond"); got != "first line" {
-		t.Errorf("firstLine = %q", got)
-	}
-}
-
 func TestLoggerRedacts(t *testing.T) {
 	var buf bytes.Buffer
 	log := newLogger(&buf, true)
@@ -55,19 +35,6 @@ func TestLoggerRedacts(t *testing.T) {
 	newLogger(&buf, false).Info("quiet")
 	if buf.Len() != 0 {
 		t.Fatalf("info logged without --verbose: %s", buf.String())
-	}
-}
-
-func TestParseArgs(t *testing.T) {
-	for _, ok := range []string{`{}`, ` {"a": [1, {"b": null}]} `} {
-		if _, err := parseObject("ARGS_JSON", ok); err != nil {
-			t.Errorf("parseObject(%s): %v", ok, err)
-		}
-	}
-	for _, bad := range []string{``, `null`, `[]`, `"s"`, `{`, `{} {}`, `{"a":1}x`} {
-		if _, err := parseObject("ARGS_JSON", bad); err == nil {
-			t.Errorf("parseObject(%q) accepted", bad)
-		}
 	}
 }
 
@@ -148,19 +115,50 @@ func TestInterruptCall(t *testing.T) {
 	c := newCLI(t)
 	c.ok("servers", "add", "fx", srv.URL())
 
+	// Ctrl-C once the call runs on the server: its first progress line
+	// on stderr says so (the tool reports progress every 100ms), with no
+	// polling and no clock in the test.
 	ctx, cancel := context.WithCancel(t.Context())
-	var out, errb bytes.Buffer
+	defer cancel()
+	var out bytes.Buffer
+	errb := &watchWriter{want: "progress ", seen: make(chan struct{})}
 	go func() {
-		// Cancel once the call is running on the server.
-		for srv.Executions("slow") == 0 && ctx.Err() == nil {
-			time.Sleep(10 * time.Millisecond)
+		select {
+		case <-errb.seen:
+			cancel()
+		case <-ctx.Done():
 		}
-		cancel()
 	}()
-	code := run(ctx, []string{"--data-dir", c.dir, "call", "fx/slow", `{"ms": 120000}`, "--yes"}, Streams{In: strings.NewReader(""), Out: &out, Err: &errb}, nil)
+	code := run(ctx, []string{"--data-dir", c.dir, "call", "fx/slow", `{"ms": 120000}`, "--yes"}, Streams{In: strings.NewReader(""), Out: &out, Err: errb}, nil)
 	if code != exitInterrupted || !strings.Contains(errb.String(), "interrupted") || !strings.Contains(errb.String(), "may or may not have run") {
 		t.Fatalf("interrupted call: exit %d, stderr %s", code, errb.String())
 	}
 	// The server was told to stop (notifications/cancelled).
 	testkit.WaitFor(t, "the server to see the cancel", func() bool { return srv.Cancelled("slow") == 1 })
+}
+
+// watchWriter is a stream that closes seen the first time what was
+// written contains want: a test waits for the command's own output.
+type watchWriter struct {
+	mu   sync.Mutex
+	b    bytes.Buffer
+	want string
+	seen chan struct{}
+	once sync.Once
+}
+
+func (w *watchWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	n, err := w.b.Write(p)
+	if strings.Contains(w.b.String(), w.want) {
+		w.once.Do(func() { close(w.seen) })
+	}
+	return n, err
+}
+
+func (w *watchWriter) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.String()
 }

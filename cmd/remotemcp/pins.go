@@ -4,16 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"maps"
 	"slices"
-	"strings"
 	"sync"
-	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/remotemcp/remotemcp/internal/visible"
+	"github.com/remotemcp/remotemcp/internal/clitext"
+	"github.com/remotemcp/remotemcp/internal/exit"
+	"github.com/remotemcp/remotemcp/internal/render"
 	"github.com/remotemcp/remotemcp/localapi"
 )
 
@@ -77,111 +76,11 @@ oldHash, newHash, pinned, seen, changes).`,
 				return err
 			}
 			if a.asJSON {
-				return writeJSONLines(a.streams.Out, nonNil(held))
+				return clitext.WriteJSONLines(a.streams.Out, clitext.NonNil(held))
 			}
-			return writeHeld(a.streams.Out, held)
+			return render.Held(a.streams.Out, held)
 		}),
 	}, "print a JSON array, one held tool per line")
-}
-
-// writeHeld prints held changes for a person: server text goes through
-// shown(), text() and cell(), so it cannot move the cursor, fake a line
-// of ours, or hide characters a model reads (issue #20 item 3 review:
-// tag, zero-width and bidi characters are written as [U+XXXX]). Each
-// change names the hash of its new definition and the accept command
-// that takes exactly that one.
-func writeHeld(w io.Writer, held []localapi.HeldTool) error {
-	if len(held) == 0 {
-		_, err := fmt.Fprintln(w, "no tool is held: every tool's definition is the one first seen")
-		return err
-	}
-	var b strings.Builder
-	for i, h := range held {
-		if i > 0 {
-			b.WriteString("\n")
-		}
-		if h.Unpinnable != "" {
-			fmt.Fprintf(&b, "%s %s: %s\n", shownCell(h.ServerID), shownCell(h.Tool), shownCell(h.Unpinnable))
-			continue
-		}
-		fmt.Fprintf(&b, "%s %s: held since %s; pinned %s\n", shownCell(h.ServerID), shownCell(h.Tool), stamp(h.Seen), stamp(h.Pinned))
-		for _, c := range h.Changes {
-			fmt.Fprintf(&b, "  %s %s\n", shownCell(c.Path), c.Kind)
-			if c.Old != "" {
-				b.WriteString(indented("    old: ", visible.ShowHidden(c.Old)))
-			}
-			if c.New != "" {
-				b.WriteString(indented("    new: ", visible.ShowHidden(c.New)))
-			}
-		}
-		fmt.Fprintf(&b, "  new definition: %s\n", cell(h.NewHash))
-		fmt.Fprintf(&b, "  accept: %s\n", acceptCommand(h))
-	}
-	_, err := io.WriteString(w, b.String())
-	return err
-}
-
-// acceptCommand is the command that accepts exactly the definition of
-// h that was shown (and is refused if the server changed it again).
-func acceptCommand(h localapi.HeldTool) string {
-	return fmt.Sprintf("remotemcp tools accept %s %s --hash %s", shellWord(h.ServerID), shellWord(visible.ShowHidden(h.Tool)), cell(h.NewHash))
-}
-
-// shellWord quotes s for a POSIX shell when it is not a plain word.
-func shellWord(s string) string {
-	plain := s != ""
-	for _, r := range s {
-		if !(r == '_' || r == '-' || r == '.' || r == '/' || r == ':' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z') {
-			plain = false
-			break
-		}
-	}
-	if plain {
-		return s
-	}
-	return "'" + strings.ReplaceAll(cell(s), "'", `'\''`) + "'"
-}
-
-// shownCell is cell of server text with its hidden characters shown.
-func shownCell(s string) string { return cell(visible.ShowHidden(s)) }
-
-// changeSummary is a one-line summary of a held change, for accept.
-func changeSummary(h localapi.HeldTool) string {
-	const most = 4
-	parts := make([]string, 0, most+1)
-	for i, c := range h.Changes {
-		if i == most {
-			parts = append(parts, fmt.Sprintf("%d more", len(h.Changes)-most))
-			break
-		}
-		parts = append(parts, shownCell(c.Path)+" "+c.Kind)
-	}
-	if len(parts) == 0 {
-		return "no listed change"
-	}
-	return strings.Join(parts, ", ")
-}
-
-// indented prints untrusted multi-line text under a label, each further
-// line indented like the first, so no line of it starts where ours do.
-func indented(label, s string) string {
-	pad := strings.Repeat(" ", len(label))
-	lines := strings.Split(text(s), "\n")
-	for i := range lines {
-		if i == 0 {
-			lines[i] = label + lines[i]
-		} else {
-			lines[i] = pad + lines[i]
-		}
-	}
-	return strings.Join(lines, "\n") + "\n"
-}
-
-func stamp(t time.Time) string {
-	if t.IsZero() {
-		return "-"
-	}
-	return t.UTC().Format("2006-01-02 15:04 UTC")
 }
 
 // newToolsAcceptCmd is "tools accept SERVER TOOL...|--all".
@@ -216,15 +115,15 @@ accepted}.`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			switch {
 			case len(args) == 0:
-				return usageErrorf("name the server: remotemcp tools accept SERVER TOOL...|--all")
+				return exit.Usagef("name the server: remotemcp tools accept SERVER TOOL...|--all")
 			case all && hash != "":
-				return usageErrorf("--hash accepts one reviewed definition; name its tool instead of --all (remotemcp tools accept %s TOOL --hash HASH)", args[0])
+				return exit.Usagef("--hash accepts one reviewed definition; name its tool instead of --all (remotemcp tools accept %s TOOL --hash HASH)", args[0])
 			case all && len(args) > 1:
-				return usageErrorf("name tools or give --all, not both")
+				return exit.Usagef("name tools or give --all, not both")
 			case !all && len(args) == 1:
-				return usageErrorf("name the tools to accept, or give --all (see \"remotemcp tools review %s\")", args[0])
+				return exit.Usagef("name the tools to accept, or give --all (see \"remotemcp tools review %s\")", args[0])
 			case hash != "" && len(args) != 2:
-				return usageErrorf("--hash is the hash of one tool's new definition: name exactly one tool (see \"remotemcp tools review %s\")", args[0])
+				return exit.Usagef("--hash is the hash of one tool's new definition: name exactly one tool (see \"remotemcp tools review %s\")", args[0])
 			}
 			return nil
 		},
@@ -266,37 +165,20 @@ accepted}.`,
 				// A tool that cannot be pinned has no change to accept.
 				for _, u := range unpinnableOf(ctx, pr, server) {
 					if slices.Contains(req.Tools, u.Tool) {
-						return fmt.Errorf("tool %s of %s %s: there is nothing to accept: %w", shownCell(u.Tool), cell(server), shownCell(u.Unpinnable), err)
+						return fmt.Errorf("tool %s of %s %s: there is nothing to accept: %w", clitext.Shown(u.Tool), clitext.Cell(server), clitext.Shown(u.Unpinnable), err)
 					}
 				}
 			}
 			if errors.As(err, &le) && le.Code == localapi.CodeConflict {
-				return fmt.Errorf("the definition of a tool of %s changed again since it was shown; nothing was accepted: review it again with \"remotemcp tools review %s\" and accept with the new --hash: %w", cell(server), cell(server), err)
+				return fmt.Errorf("the definition of a tool of %s changed again since it was shown; nothing was accepted: review it again with \"remotemcp tools review %s\" and accept with the new --hash: %w", clitext.Cell(server), clitext.Cell(server), err)
 			}
 			if err != nil {
 				return err
 			}
 			if a.asJSON {
-				return writeJSON(a.streams.Out, res)
+				return clitext.WriteJSON(a.streams.Out, res)
 			}
-			if len(res.Accepted) == 0 {
-				_, err = fmt.Fprintf(a.streams.Out, "no tool of %s is held\n", cell(res.ServerID))
-				return err
-			}
-			var b strings.Builder
-			for _, t := range res.Accepted {
-				h, ok := shown[t]
-				switch {
-				case ok:
-					fmt.Fprintf(&b, "accepted the new definition of %s on %s: %s (%s); offered again\n", shownCell(t), cell(res.ServerID), cell(h.NewHash), changeSummary(h))
-				case hash != "":
-					fmt.Fprintf(&b, "accepted the new definition of %s on %s: %s; offered again\n", shownCell(t), cell(res.ServerID), cell(hash))
-				default:
-					fmt.Fprintf(&b, "accepted the new definition of %s on %s; offered again\n", shownCell(t), cell(res.ServerID))
-				}
-			}
-			_, err = io.WriteString(a.streams.Out, b.String())
-			return err
+			return render.Accepted(a.streams.Out, res, shown, hash)
 		}),
 	}, "print the result as JSON")
 	cmd.Flags().BoolVar(&all, "all", false, "accept every held tool of the server")
@@ -318,24 +200,6 @@ func unpinnableOf(ctx context.Context, pr localapi.PinReviewer, server string) [
 // cannot be pinned, with why (never offered; nothing to review).
 func (a *app) printHeld(servers []localapi.Server) {
 	for _, s := range servers {
-		writeHeldNames(a.streams.Out, s, "; review with", "")
-	}
-}
-
-// writeHeldNames prints a server's held tools: one line for the changed
-// ones (sep and end surround the review command), one per tool that cannot be
-// pinned.
-func writeHeldNames(w io.Writer, s localapi.Server, sep, end string) {
-	changed := slices.DeleteFunc(slices.Clone(s.HeldTools), func(t string) bool { _, u := s.Unpinnable[t]; return u })
-	if len(changed) > 0 {
-		shown := make([]string, len(changed))
-		for i, t := range changed {
-			shown[i] = shownCell(t)
-		}
-		fmt.Fprintf(w, "held on %s (definition changed): %s%s \"remotemcp tools review %s\"%s\n",
-			cell(s.ID), strings.Join(shown, ", "), sep, cell(s.ID), end)
-	}
-	for _, t := range slices.Sorted(maps.Keys(s.Unpinnable)) {
-		fmt.Fprintf(w, "not offered on %s: %s %s\n", cell(s.ID), shownCell(t), shownCell(s.Unpinnable[t]))
+		render.HeldNames(a.streams.Out, s, "; review with", "")
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/remotemcp/remotemcp/internal/testkit"
 	"github.com/remotemcp/remotemcp/internal/testserver/authserver"
@@ -174,26 +173,6 @@ func TestServeAddrTakenWordsBeforeTheChain(t *testing.T) {
 		}
 		if !verbose && !strings.Contains(r.err, "--verbose") {
 			t.Errorf("%v: does not say where the whole cause is\n%s", args, r)
-		}
-	}
-}
-
-// Issue #20 item 1: a failed server's reason says before when it is not
-// tried again and how to try now — only while a clock-driven wait is
-// ahead, never for a server waiting for its sign-in, nor a ready one.
-func TestNextTryWords(t *testing.T) {
-	at := time.Date(2026, 12, 2, 15, 4, 5, 0, time.Local)
-	for _, tc := range []struct {
-		s    localapi.Server
-		want string
-	}{
-		{localapi.Server{ID: "down", State: localapi.StateError, RetryAt: &at}, ` (not tried again before 15:04:05; "remotemcp connect down" tries now)`},
-		{localapi.Server{ID: "down", State: localapi.StateError}, ""},
-		{localapi.Server{ID: "docs", State: localapi.StateNeedsAuth, RetryAt: &at}, ""},
-		{localapi.Server{ID: "ok", State: localapi.StateReady, RetryAt: &at}, ""},
-	} {
-		if got := nextTry(tc.s); got != tc.want {
-			t.Errorf("%s in %s: %q, want %q", tc.s.ID, tc.s.State, got, tc.want)
 		}
 	}
 }

@@ -5,18 +5,20 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"os"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/remotemcp/remotemcp/config"
-	"github.com/remotemcp/remotemcp/internal/redact"
+	"github.com/remotemcp/remotemcp/internal/cliflag"
+	"github.com/remotemcp/remotemcp/internal/clitext"
+	"github.com/remotemcp/remotemcp/internal/credflags"
+	"github.com/remotemcp/remotemcp/internal/exit"
+	"github.com/remotemcp/remotemcp/internal/explain"
+	"github.com/remotemcp/remotemcp/internal/render"
 	"github.com/remotemcp/remotemcp/localapi"
 )
 
@@ -32,269 +34,9 @@ func newServersCmd(a *app) *cobra.Command {
 // byCLI names the person at the command line in grant records.
 const byCLI = "user: cli"
 
-// authFlags are the authentication flags of servers add and set.
-type authFlags struct {
-	kind        string
-	oauth       bool // add's shorthand for --auth oauth
-	bearerEnv   string
-	bearerStdin bool
-	clientID    string
-	secretEnv   string
-	scopes      []string
-	port        portFlag
-	cimd        string
-	set         bool // servers set: --auth replaces a stored section
-}
-
-// portFlag is --port, the OAuth redirect port: 1-65535, or 0 or
-// "default" for the default. given tells servers set's "--port 0" (reset)
-// from no --port at all.
-type portFlag struct {
-	port  int
-	given bool
-}
-
-func (p *portFlag) String() string { return strconv.Itoa(p.port) }
-func (p *portFlag) Type() string   { return "port" }
-
-// Set reads a number or "default"; change checks the number's range.
-func (p *portFlag) Set(v string) error {
-	v = strings.TrimSpace(v)
-	n, err := strconv.Atoi(v)
-	switch {
-	case strings.EqualFold(v, "default"):
-		n = 0
-	case err != nil:
-		return errors.New("want a TCP port, 1 to 65535, or default")
-	}
-	p.port, p.given = n, true
-	return nil
-}
-
-func (f *authFlags) register(cmd *cobra.Command) {
-	fl := cmd.Flags()
-	fl.StringVar(&f.kind, "auth", "", "authentication: none, bearer, oauth or auto (no auth until the server asks for OAuth)")
-	fl.StringVar(&f.bearerEnv, "bearer-env", "", "read the bearer token from this environment variable (implies --auth bearer)")
-	fl.BoolVar(&f.bearerStdin, "bearer-stdin", false, "read the bearer token from the first line of stdin (implies --auth bearer)")
-	fl.StringVar(&f.clientID, "client-id", "", "pre-registered OAuth client id (default: dynamic client registration)")
-	fl.StringVar(&f.secretEnv, "client-secret-env", "", "read the OAuth client secret from this environment variable")
-	fl.StringArrayVar(&f.scopes, "scope", nil, "OAuth scope, used when the server names none (repeatable)")
-	fl.Var(&f.port, "port", "OAuth redirect `PORT`: http://127.0.0.1:PORT/mcp-oauth (default: the daemon's settings page port, else 7717 when free; \"default\" or 0 goes back to that)")
-	fl.StringVar(&f.cimd, "client-metadata-url", "", "https URL of a client ID metadata document, used as the client id where the authorization server supports it (CIMD)")
-}
-
-// change is the auth section the flags ask for (nil: none). Secrets never
-// come from argv, where other users and shell history would see them.
-func (f *authFlags) change(a *app, id string) (*localapi.AuthChange, error) {
-	kind := f.kind
-	if f.oauth {
-		if kind != "" && kind != "oauth" {
-			return nil, usageErrorf("--oauth and --auth %s exclude each other", kind)
-		}
-		kind = "oauth"
-	}
-	bearer := f.bearerEnv != "" || f.bearerStdin
-	oauthFlags := f.clientID != "" || f.secretEnv != "" || len(f.scopes) > 0 || f.port.given || f.cimd != ""
-	switch {
-	case f.port.port < 0 || f.port.port > 65535:
-		return nil, usageErrorf("--port %d: give a TCP port, 1 to 65535, or default", f.port.port)
-	case f.bearerEnv != "" && f.bearerStdin:
-		return nil, usageErrorf("give the bearer token with --bearer-env or --bearer-stdin, not both")
-	case bearer && kind == "":
-		kind = "bearer"
-	case bearer && kind != "bearer":
-		return nil, usageErrorf("--bearer-env and --bearer-stdin give a bearer token; they exclude --auth %s", kind)
-	case f.set && f.portOnly():
-		// servers set ID --port P: the port alone (portOnly), the rest of
-		// the stored auth section stays.
-		return nil, nil
-	case oauthFlags && kind != "oauth" && kind != "auto" && f.set:
-		return nil, usageErrorf("--client-id, --client-secret-env, --scope and --client-metadata-url are OAuth settings; add --auth oauth, which replaces the server's whole auth section: give again each of them that should stay (--port alone changes only the redirect port)")
-	case oauthFlags && kind != "oauth" && kind != "auto":
-		return nil, usageErrorf("--client-id, --client-secret-env, --scope, --port and --client-metadata-url are OAuth settings; add --auth oauth")
-	}
-	c := &localapi.AuthChange{Kind: config.AuthKind(kind), ClientID: f.clientID, Scopes: f.scopes, RedirectPort: f.port.port, ClientMetadataURL: f.cimd}
-	switch kind {
-	case "":
-		return nil, nil
-	case "none", "oauth", "auto":
-	case "bearer":
-		if !bearer {
-			return nil, usageErrorf("--auth bearer needs the token: --bearer-env VAR or --bearer-stdin")
-		}
-	default:
-		return nil, usageErrorf("--auth %q: want none, bearer, oauth or auto", kind)
-	}
-	var err error
-	if bearer {
-		c.Token, err = f.token(a, id)
-	}
-	if err == nil && f.secretEnv != "" {
-		c.ClientSecret, err = envSecret(a, "--client-secret-env", f.secretEnv, "the client secret")
-	}
-	return c, err
-}
-
-// portOnly reports whether --port is the only auth flag given: servers
-// set then changes the redirect port alone (UpdateServerRequest.
-// RedirectPort) and keeps the client id, client secret, scopes and client
-// metadata URL.
-func (f *authFlags) portOnly() bool {
-	return f.port.given && f.kind == "" && !f.oauth && f.bearerEnv == "" && !f.bearerStdin &&
-		f.clientID == "" && f.secretEnv == "" && len(f.scopes) == 0 && f.cimd == ""
-}
-
-// token reads the bearer token from where the flags say.
-func (f *authFlags) token(a *app, id string) (string, error) {
-	if f.bearerEnv != "" {
-		return envSecret(a, "--bearer-env", f.bearerEnv, "the bearer token")
-	}
-	if a.interactive() {
-		fmt.Fprintf(a.streams.Err, "bearer token for %s (one line; it is echoed): ", id)
-	}
-	line, err := a.readLine()
-	if err != nil && err != io.EOF {
-		return "", fmt.Errorf("--bearer-stdin: read the token: %w", err)
-	}
-	if line == "" {
-		return "", errors.New("--bearer-stdin: stdin gave no token; pipe the token in, e.g. `printenv MY_TOKEN | remotemcp servers add ... --bearer-stdin`")
-	}
-	return line, nil
-}
-
-// envSecret reads a secret from the environment variable name.
-func envSecret(a *app, flag, name, what string) (string, error) {
-	v, ok := a.env(name)
-	switch {
-	case !ok:
-		return "", fmt.Errorf("%s: environment variable %s is not set; export it with %s", flag, name, what)
-	case strings.TrimSpace(v) == "":
-		return "", fmt.Errorf("%s: environment variable %s is empty; it must hold %s", flag, name, what)
-	}
-	return strings.TrimSpace(v), nil
-}
-
-// headerFlags are the custom header flags of servers add and set (SPEC §9
-// A2). Every header value is a secret to the store; --header takes one on
-// the command line for values that are not (a tenant name), and warns,
-// since argv is visible to other users of the machine and kept in shell
-// history. --header-env and --header-stdin keep values off argv.
-type headerFlags struct {
-	plain []string // "Name: value"
-	env   []string // "Name=VAR"
-	stdin []string // "Name"
-	unset []string // "Name" (set only)
-}
-
-func (f *headerFlags) register(cmd *cobra.Command, set bool) {
-	fl := cmd.Flags()
-	fl.StringArrayVar(&f.plain, "header", nil, "custom header 'Name: value' sent to the MCP endpoint (repeatable); the value is visible on the command line: use --header-env or --header-stdin for secrets")
-	fl.StringArrayVar(&f.env, "header-env", nil, "custom header Name=VAR: the value is read from the environment variable VAR (repeatable)")
-	fl.StringArrayVar(&f.stdin, "header-stdin", nil, "custom header Name: the value is read from one line of stdin (repeatable; after --bearer-stdin's line, in the order given)")
-	if set {
-		fl.StringArrayVar(&f.unset, "unset-header", nil, "remove a custom header by name (repeatable)")
-	}
-}
-
-// values reads the headers the flags give, name → value. Call it after
-// the bearer token was read, so that --bearer-stdin reads the first line
-// of stdin. No error shows a value: a malformed --header is not echoed,
-// since without its ':' it may be all secret.
-func (f *headerFlags) values(a *app, id string) (map[string]string, error) {
-	if len(f.plain)+len(f.env)+len(f.stdin) == 0 {
-		return nil, nil
-	}
-	out := map[string]string{}
-	add := func(flag, name, value string) error {
-		if name == "" {
-			return usageErrorf("%s: the header name is empty", flag)
-		}
-		if !headerToken(name) {
-			// Not echoed: a name that is none may hold a pasted value.
-			return usageErrorf("%s: a header name is made of letters, digits and !#$%%&'*+-.^_`|~ only, with no spaces; give the name, then the value as the flag says", flag)
-		}
-		for k := range out {
-			if strings.EqualFold(k, name) {
-				return usageErrorf("header %s is given twice (names ignore case); give it once", name)
-			}
-		}
-		if slices.ContainsFunc(f.unset, func(u string) bool { return strings.EqualFold(strings.TrimSpace(u), name) }) {
-			return usageErrorf("header %s is both set and removed (--unset-header); give one", name)
-		}
-		out[name] = value
-		return nil
-	}
-	for _, h := range f.plain {
-		name, value, ok := strings.Cut(h, ":")
-		if !ok {
-			return nil, usageErrorf("--header wants 'Name: value', with a ':' after the name (for a secret use --header-env Name=VAR or --header-stdin Name)")
-		}
-		name = strings.TrimSpace(name)
-		if err := add("--header", name, strings.TrimSpace(value)); err != nil {
-			return nil, err
-		}
-		fmt.Fprintf(a.streams.Err, "warning: --header %s puts the value on the command line, where other users of this machine can see it (ps) and shell history keeps it; for a secret use --header-env %s=VAR or --header-stdin %s\n", name, name, name)
-	}
-	for _, h := range f.env {
-		name, v, ok := strings.Cut(h, "=")
-		if !ok || strings.TrimSpace(v) == "" {
-			return nil, usageErrorf("--header-env wants Name=VAR, the header's name and the environment variable holding its value")
-		}
-		name = strings.TrimSpace(name)
-		if !headerToken(name) {
-			return nil, add("--header-env", name, "") // the error, without the name
-		}
-		value, err := envSecret(a, "--header-env "+name, strings.TrimSpace(v), "the value of header "+name)
-		if err != nil {
-			return nil, err
-		}
-		if err := add("--header-env", name, value); err != nil {
-			return nil, err
-		}
-	}
-	for _, name := range f.stdin {
-		name = strings.TrimSpace(name)
-		if !headerToken(name) {
-			return nil, usageErrorf("--header-stdin wants only the header's name (letters, digits and !#$%%&'*+-.^_`|~); its value is read from stdin")
-		}
-		if a.interactive() {
-			fmt.Fprintf(a.streams.Err, "value of header %s for %s (one line; it is echoed): ", cell(name), id)
-		}
-		line, err := a.readLine()
-		if err != nil && err != io.EOF {
-			return nil, fmt.Errorf("--header-stdin %s: read the value: %w", name, err)
-		}
-		if line == "" {
-			return nil, fmt.Errorf("--header-stdin %s: stdin gave no value; pipe it in, e.g. `printenv MY_KEY | remotemcp servers ... --header-stdin %s`", name, name)
-		}
-		if err := add("--header-stdin", name, line); err != nil {
-			return nil, err
-		}
-	}
-	return out, nil
-}
-
-// headerToken reports whether name is a header name (an RFC 9110 token);
-// the config's validation says the same, but the flags check first so
-// that what is not a name is never echoed.
-func headerToken(name string) bool {
-	for _, r := range name {
-		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("!#$%&'*+-.^_`|~", r)) {
-			return false
-		}
-	}
-	return name != ""
-}
-
-// checkServerURL checks a URL given on the command line for server id.
-func checkServerURL(id, url string) error {
-	err := config.ValidateURL(url)
-	var fe *config.FieldError
-	if errors.As(err, &fe) {
-		return &config.FieldError{ServerID: id, Field: fe.Field, Problem: fe.Problem}
-	}
-	return err
-}
+// secrets is where the credential flags read secrets: this invocation's
+// environment and stdin.
+func (a *app) secrets() credflags.Input { return credflags.Input{Env: a.env, Term: a.term} }
 
 // newServersAddCmd is "servers add ID URL".
 //
@@ -304,8 +46,8 @@ func checkServerURL(id, url string) error {
 func newServersAddCmd(a *app) *cobra.Command {
 	var (
 		name             string
-		auth             authFlags
-		headers          headerFlags
+		auth             credflags.Auth
+		headers          credflags.Headers
 		lazy, disabledF  bool
 		protocol, logLvl string
 		approval         string
@@ -339,18 +81,18 @@ tools (default host: the MCP host's approval is the approval), and
 			if err := config.ValidateID(id); err != nil {
 				return err
 			}
-			if err := checkServerURL(id, url); err != nil {
+			if err := cliflag.ServerURL(id, url); err != nil {
 				return err
 			}
-			ac, err := auth.change(a, id)
+			ac, err := auth.Change(a.secrets(), id)
 			if err != nil {
 				return err
 			}
-			hv, err := headers.values(a, id)
+			hv, err := headers.Values(a.secrets(), id)
 			if err != nil {
 				return err
 			}
-			ap, err := approvalFlag(approval, false)
+			ap, err := cliflag.Approval(approval, false)
 			if err != nil {
 				return err
 			}
@@ -365,56 +107,23 @@ tools (default host: the MCP host's approval is the approval), and
 				if err != nil {
 					return err
 				}
-				fmt.Fprintf(a.streams.Out, "added %s %s%s\n", res.Server.ID, cell(redact.URL(res.Server.URL)), headersNote(res.Server.HeaderNames))
-				for _, o := range res.Granted {
-					fmt.Fprintf(a.streams.Out, "granted %s (adding a server allows its own origin)\n", cell(o))
-				}
+				render.Added(a.streams.Out, res)
 				return nil
 			})(cmd, args)
 		},
 	}
 	f := cmd.Flags()
 	f.StringVar(&name, "name", "", "display name (default: the ID)")
-	auth.register(cmd)
-	f.BoolVar(&auth.oauth, "oauth", false, "authenticate with OAuth 2.1 (the same as --auth oauth)")
+	auth.Register(cmd)
+	auth.RegisterOAuth(cmd)
 	f.BoolVar(&lazy, "lazy", false, "connect on first use instead of at startup")
 	f.BoolVar(&disabledF, "disabled", false, "add the server switched off")
-	headers.register(cmd, false)
+	headers.Register(cmd, false)
 	f.StringVar(&protocol, "protocol-version", "", "pin the MCP protocol revision: "+strings.Join(config.ProtocolVersions, ", ")+` (default: negotiate)`)
 	f.StringVar(&logLvl, "log-level", "", "level of the server's log messages: "+strings.Join(config.LogLevels, ", ")+" (default warning)")
 	f.StringVar(&approval, "approval", "", `who approves calls made through "remotemcp mcp": host (the MCP host, the default) or ask (remotemcp asks you first)`)
 	f.BoolVar(&trusted, "trusted", false, "trust the server: pass its tool annotations (readOnlyHint …) to MCP hosts")
 	return cmd
-}
-
-// approvalFlag reads --approval: host or ask, and with reset also
-// "default" (host).
-func approvalFlag(v string, reset bool) (config.Approval, error) {
-	switch a := config.Approval(strings.ToLower(strings.TrimSpace(v))); {
-	case a == "":
-		if reset {
-			return "", usageErrorf("--approval is empty; give host or ask")
-		}
-		return "", nil
-	case slices.Contains(config.Approvals, a):
-		return a, nil
-	case reset && a == "default":
-		return config.ApprovalHost, nil
-	}
-	return "", usageErrorf("--approval %q: give host (the MCP host approves, the default) or ask (remotemcp asks you before every call)", cell(v))
-}
-
-// headersNote is " (headers A, B sealed)" for a server with custom
-// headers, "" otherwise: names only, never a value.
-func headersNote(names []string) string {
-	if len(names) == 0 {
-		return ""
-	}
-	word := "headers"
-	if len(names) == 1 {
-		word = "header"
-	}
-	return " (" + word + " " + cell(strings.Join(names, ", ")) + " stored sealed)"
 }
 
 func newServersListCmd(a *app) *cobra.Command {
@@ -448,67 +157,17 @@ func newServersShowCmd(a *app) *cobra.Command {
 				return err
 			}
 			return a.printOne(s, func(w io.Writer) error {
-				reason, cut := a.reasonText(*s)
-				if err := writeServerDetails(w, s, reason); err != nil {
+				reason, cut := explain.ReasonText(*s, a.verbose)
+				if err := render.ServerDetails(w, s, reason); err != nil {
 					return err
 				}
 				if cut {
-					fmt.Fprintln(a.streams.Err, "(run again with --verbose for the whole reason)")
+					fmt.Fprintln(a.streams.Err, render.MoreReason)
 				}
 				return nil
 			})
 		}),
 	}, "print the server as JSON")
-}
-
-// writeServerDetails prints one server as "key: value" lines, with
-// reason (reasonText) after its state.
-func writeServerDetails(w io.Writer, s *localapi.Server, reason string) error {
-	state := string(s.State)
-	if reason != "" {
-		state += " (" + reason + ")"
-	}
-	sealed := map[bool]string{true: "(stored sealed)"}
-	return writeKV(w, "id", s.ID, "name", s.Name, "url", redact.URL(s.URL), "enabled", yesNo(s.Enabled),
-		"connect", map[bool]string{true: "at startup", false: "lazily, on first use"}[s.ConnectOnStartup],
-		"auth", string(s.Auth.Kind), "token", sealed[s.Auth.HasToken], "client id", s.Auth.ClientID,
-		"client metadata", s.Auth.ClientMetadataURL,
-		"instructions", untrustedLine(s.Instructions),
-		"client secret", sealed[s.Auth.HasClientSecret], "scopes", strings.Join(s.Auth.Scopes, " "),
-		"headers", headerList(s.HeaderNames),
-		"protocol", s.ProtocolVersion, "log level", s.LogLevel,
-		"approval", approvalLine(s.Approval), "trusted", trustedLine(s.Trusted),
-		"disabled tools", strings.Join(s.DisabledTools, ", "), "pinned tools", strings.Join(s.PinnedTools, ", "), "tool timeout", s.ToolTimeout, "idle timeout", idleLine(s.IdleTimeout),
-		"limits", s.Limits.String(),
-		"origin", fmt.Sprintf("%s (allowed: %s)", s.Origin, yesNo(s.OriginGranted)), "state", state)
-}
-
-// approvalLine says who approves the server's calls through the MCP front
-// end.
-func approvalLine(a config.Approval) string {
-	switch a {
-	case config.ApprovalAsk:
-		return "ask (remotemcp asks you before every call through remotemcp mcp)"
-	case config.ApprovalHost, "":
-		return "host (the MCP host's approval is the approval)"
-	}
-	return string(a)
-}
-
-// trustedLine says whether the server's annotations reach MCP hosts.
-func trustedLine(t bool) string {
-	if t {
-		return "yes (its tool annotations are passed to MCP hosts)"
-	}
-	return "no (its tool annotations are dropped)"
-}
-
-// headerList is "A, B (stored sealed)", or "" for no headers.
-func headerList(names []string) string {
-	if len(names) == 0 {
-		return ""
-	}
-	return strings.Join(names, ", ") + " (stored sealed)"
 }
 
 func newServersRmCmd(a *app) *cobra.Command {
@@ -572,8 +231,8 @@ func newServersSetCmd(a *app) *cobra.Command {
 		disableT, enableT  []string
 		pinT, unpinT       []string
 		limits             []string
-		auth               authFlags
-		headers            headerFlags
+		auth               credflags.Auth
+		headers            credflags.Headers
 		protocol, logLvl   string
 		approval           string
 		trusted, untrusted bool
@@ -613,29 +272,29 @@ MCP hosts.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			id, f := args[0], cmd.Flags()
 			if lazy && startup {
-				return usageErrorf("--lazy and --startup exclude each other")
+				return exit.Usagef("--lazy and --startup exclude each other")
 			}
 			if trusted && untrusted {
-				return usageErrorf("--trusted and --untrusted exclude each other")
+				return exit.Usagef("--trusted and --untrusted exclude each other")
 			}
 			for _, t := range disableT {
 				if slices.Contains(enableT, t) {
-					return usageErrorf("tool %q is given to both --disable-tool and --enable-tool", t)
+					return exit.Usagef("tool %q is given to both --disable-tool and --enable-tool", t)
 				}
 			}
 			for _, t := range pinT {
 				if slices.Contains(unpinT, t) {
-					return usageErrorf("tool %q is given to both --pin-tool and --unpin-tool", t)
+					return exit.Usagef("tool %q is given to both --pin-tool and --unpin-tool", t)
 				}
 			}
 			names := []string{"url", "name", "lazy", "startup", "tool-timeout", "limit", "disable-tool", "enable-tool", "pin-tool", "unpin-tool", "idle-timeout", "auth", "bearer-env", "bearer-stdin", "client-id", "client-secret-env", "scope", "port",
 				"header", "header-env", "header-stdin", "unset-header", "protocol-version", "log-level", "approval", "trusted", "untrusted"}
 			if !slices.ContainsFunc(names, f.Changed) {
-				return usageErrorf("nothing to change; give at least one of --%s", strings.Join(names, ", --"))
+				return exit.Usagef("nothing to change; give at least one of --%s", strings.Join(names, ", --"))
 			}
 			req := localapi.UpdateServerRequest{DisableTools: disableT, EnableTools: enableT, PinTools: pinT, UnpinTools: unpinT}
 			if f.Changed("url") {
-				if err := checkServerURL(id, url); err != nil {
+				if err := cliflag.ServerURL(id, url); err != nil {
 					return err
 				}
 				req.URL = &url
@@ -647,49 +306,35 @@ MCP hosts.`,
 				req.ConnectOnStartup = &startup
 			}
 			if f.Changed("tool-timeout") {
-				v, err := toolTimeoutFlag(toolTimeout)
+				v, err := cliflag.ToolTimeout(toolTimeout)
 				if err != nil {
 					return err
 				}
 				req.ToolTimeout = &v
 			}
 			if f.Changed("idle-timeout") {
-				v, err := idleTimeoutFlag(idleTimeout)
+				v, err := cliflag.IdleTimeout(idleTimeout)
 				if err != nil {
 					return err
 				}
 				req.IdleTimeout = &v
 			}
-			var probe config.Limits
-			for _, kv := range limits {
-				k, v, ok := strings.Cut(kv, "=")
-				if !ok || strings.TrimSpace(k) == "" {
-					return usageErrorf("--limit %q: write NAME=VALUE, e.g. --limit maxMessageBytes=32MiB; the limits are %s", kv, strings.Join(config.LimitNames(), ", "))
-				}
-				// A bad value is a mistake on the command line (exit 2),
-				// caught here rather than as the engine's bad request.
-				if err := probe.Set(strings.TrimSpace(k), v); err != nil {
-					return usageErrorf("--limit %s: %v", cell(kv), err)
-				}
-				if req.Limits == nil {
-					req.Limits = map[string]string{}
-				}
-				req.Limits[strings.TrimSpace(k)] = v
+			var err error
+			if req.Limits, err = cliflag.Limits(limits); err != nil {
+				return err
 			}
-			ac, err := auth.change(a, id)
+			ac, err := auth.Change(a.secrets(), id)
 			if err != nil {
 				return err
 			}
 			req.Auth, req.RebindBearer = ac, ac != nil && ac.Token != ""
-			if auth.portOnly() {
-				req.RedirectPort = &auth.port.port
+			if auth.PortOnly() {
+				req.RedirectPort = new(auth.Port())
 			}
-			if req.Headers, err = headers.values(a, id); err != nil {
+			if req.Headers, err = headers.Values(a.secrets(), id); err != nil {
 				return err
 			}
-			for _, n := range headers.unset {
-				req.UnsetHeaders = append(req.UnsetHeaders, strings.TrimSpace(n))
-			}
+			req.UnsetHeaders = headers.Unset()
 			if f.Changed("protocol-version") {
 				req.ProtocolVersion = &protocol
 			}
@@ -697,7 +342,7 @@ MCP hosts.`,
 				req.LogLevel = &logLvl
 			}
 			if f.Changed("approval") {
-				ap, err := approvalFlag(approval, true)
+				ap, err := cliflag.Approval(approval, true)
 				if err != nil {
 					return err
 				}
@@ -712,7 +357,7 @@ MCP hosts.`,
 					return err
 				}
 				if req.RedirectPort != nil && !before.Auth.Kind.OAuthCapable() {
-					return usageErrorf("--port is an OAuth setting and server %s uses %s auth; switch it to OAuth with \"remotemcp servers set %s --auth oauth --port %s\"", id, before.Auth.Kind, id, auth.port.String())
+					return exit.Usagef("--port is an OAuth setting and server %s uses %s auth; switch it to OAuth with \"remotemcp servers set %s --auth oauth --port %d\"", id, before.Auth.Kind, id, auth.Port())
 				}
 				res, err := e.UpdateServer(ctx, id, req)
 				headerConflict := false
@@ -729,33 +374,9 @@ MCP hosts.`,
 					return err
 				}
 				for _, w := range res.Warnings {
-					fmt.Fprintf(a.streams.Err, "warning: %s\n", cell(w))
+					fmt.Fprintf(a.streams.Err, "warning: %s\n", clitext.Cell(w))
 				}
-				what := changes(*before, res.Server)
-				if p := res.Server.Auth.RedirectPort; req.RedirectPort != nil && p != before.Auth.RedirectPort {
-					what = append(what, "redirect port "+redirectPortText(p))
-				}
-				switch {
-				case ac != nil && ac.Token != "":
-					what = append(what, "bearer token")
-				case ac != nil:
-					what = append(what, "auth "+string(ac.Kind))
-				}
-				// A header given is reported as set even when its value
-				// did not change: the values cannot be compared here.
-				for _, n := range slices.Sorted(maps.Keys(req.Headers)) {
-					what = append(what, "header "+n)
-				}
-				for _, n := range before.HeaderNames {
-					if !slices.ContainsFunc(res.Server.HeaderNames, func(m string) bool { return strings.EqualFold(m, n) }) {
-						what = append(what, "removed header "+n)
-					}
-				}
-				if len(what) == 0 {
-					fmt.Fprintf(a.streams.Out, "%s: nothing changed (the settings already have these values)\n", id)
-					return nil
-				}
-				fmt.Fprintf(a.streams.Out, "updated %s: %s\n", id, strings.Join(what, ", "))
+				render.Updated(a.streams.Out, id, *before, res.Server, req)
 				return nil
 			})(cmd, args)
 		},
@@ -772,64 +393,15 @@ MCP hosts.`,
 	fl.StringArrayVar(&enableT, "enable-tool", nil, "switch a tool back on (repeatable)")
 	fl.StringArrayVar(&pinT, "pin-tool", nil, `offer a tool to MCP hosts even in tool-search mode ("remotemcp mcp --tools search"; repeatable)`)
 	fl.StringArrayVar(&unpinT, "unpin-tool", nil, "stop pinning a tool (repeatable)")
-	auth.set = true
-	auth.register(cmd)
-	headers.register(cmd, true)
+	auth.Set = true
+	auth.Register(cmd)
+	headers.Register(cmd, true)
 	fl.StringVar(&protocol, "protocol-version", "", "pin the MCP protocol revision: "+strings.Join(config.ProtocolVersions, ", ")+` ("default": negotiate)`)
 	fl.StringVar(&logLvl, "log-level", "", "level of the server's log messages: "+strings.Join(config.LogLevels, ", ")+` ("default": warning)`)
 	fl.StringVar(&approval, "approval", "", `who approves calls made through "remotemcp mcp": host (the MCP host) or ask (remotemcp asks you first); "default": host`)
 	fl.BoolVar(&trusted, "trusted", false, "trust the server: pass its tool annotations (readOnlyHint …) to MCP hosts")
 	fl.BoolVar(&untrusted, "untrusted", false, "stop trusting the server: drop its tool annotations")
 	return cmd
-}
-
-// changes names what differs between two versions of a server.
-func changes(b, a localapi.Server) []string {
-	var what []string
-	for _, f := range []struct {
-		name     string
-		old, new any
-	}{
-		{"url", b.URL, a.URL}, {"name", b.Name, a.Name}, {"enabled", b.Enabled, a.Enabled},
-		{"connect", b.ConnectOnStartup, a.ConnectOnStartup}, {"tool timeout", b.ToolTimeout, a.ToolTimeout},
-		{"idle timeout", b.IdleTimeout, a.IdleTimeout},
-		{"limits", b.Limits, a.Limits}, {"protocol version", b.ProtocolVersion, a.ProtocolVersion},
-		{"log level", b.LogLevel, a.LogLevel}, {"approval", b.Approval, a.Approval},
-		{"trusted", b.Trusted, a.Trusted},
-	} {
-		if f.old != f.new {
-			what = append(what, f.name)
-		}
-	}
-	for _, t := range a.DisabledTools {
-		if !slices.Contains(b.DisabledTools, t) {
-			what = append(what, "disabled "+t)
-		}
-	}
-	for _, t := range b.DisabledTools {
-		if !slices.Contains(a.DisabledTools, t) {
-			what = append(what, "enabled "+t)
-		}
-	}
-	for _, t := range a.PinnedTools {
-		if !slices.Contains(b.PinnedTools, t) {
-			what = append(what, "pinned "+t)
-		}
-	}
-	for _, t := range b.PinnedTools {
-		if !slices.Contains(a.PinnedTools, t) {
-			what = append(what, "unpinned "+t)
-		}
-	}
-	return what
-}
-
-// redirectPortText is a stored redirect port as servers set reports it.
-func redirectPortText(p int) string {
-	if p == 0 {
-		return fmt.Sprintf("default (%d)", config.DefaultRedirectPort)
-	}
-	return strconv.Itoa(p)
 }
 
 // maxImportSize bounds an imported document; real configs are a few KiB.
@@ -861,7 +433,8 @@ the reason. Exit status 1 when a conflict is left or nothing was imported.`,
 				if err != nil {
 					return err
 				}
-				return a.printImport(res, update)
+				render.Import(a.streams.Out, a.streams.Err, res)
+				return importError(res, update)
 			})(cmd, args)
 		},
 	}
@@ -869,36 +442,13 @@ the reason. Exit status 1 when a conflict is left or nothing was imported.`,
 	return cmd
 }
 
-// printImport reports every entry of an import.
-func (a *app) printImport(res *localapi.ImportResult, update bool) error {
-	w := a.streams.Out
-	for _, l := range []struct {
-		verb string
-		list []localapi.ImportedServer
-	}{{"added", res.Added}, {"updated", res.Updated}, {"unchanged", res.Unchanged}} {
-		for _, s := range l.list {
-			hdr := ""
-			if len(s.HeaderNames) > 0 {
-				hdr = ", headers " + cell(strings.Join(s.HeaderNames, ", ")) + " stored sealed"
-			}
-			fmt.Fprintf(w, "%s %s %s (auth %s%s)\n", l.verb, cell(s.ID), cell(redact.URL(s.URL)), s.Auth, hdr)
-		}
-	}
-	for _, s := range res.Conflicts {
-		fmt.Fprintf(w, "conflict %s: %s\n", cell(orDash(s.ID)), cell(s.Reason))
-	}
-	for _, s := range res.Skipped {
-		fmt.Fprintf(w, "skipped %s: %s\n", cell(s.Name), cell(s.Reason))
-	}
-	for _, o := range res.Granted {
-		fmt.Fprintf(w, "granted %s\n", cell(o))
-	}
-	fmt.Fprintf(a.streams.Err, "%d added, %d updated, %d unchanged, %d conflicts, %d skipped, %s granted\n", len(res.Added), len(res.Updated),
-		len(res.Unchanged), len(res.Conflicts), len(res.Skipped), plural(len(res.Granted), "origin", "origins"))
+// importError is the failure of an import that left a conflict (without
+// --update) or imported nothing.
+func importError(res *localapi.ImportResult, update bool) error {
 	switch {
 	case len(res.Conflicts) > 0 && !update:
 		return fmt.Errorf("%s not changed: the id exists with another config; run again with --update to replace them",
-			plural(len(res.Conflicts), "conflicting entry was", "conflicting entries were"))
+			clitext.Plural(len(res.Conflicts), "conflicting entry was", "conflicting entries were"))
 	case len(res.Added)+len(res.Updated)+len(res.Unchanged) == 0 && len(res.Skipped) > 0:
 		return errors.New("nothing was imported")
 	}
@@ -941,63 +491,4 @@ func readInput(a *app, name string) ([]byte, error) {
 		return nil, fmt.Errorf("%s is larger than %d MiB; that is not an MCP client config", name, maxImportSize>>20)
 	}
 	return data, nil
-}
-
-// The words the timeout flags take besides a duration. In both flags 0
-// means what "never" means; "default" resets to the built-in value.
-const (
-	flagDefault = "default"
-	flagNever   = "never"
-)
-
-// toolTimeoutFlag checks --tool-timeout and returns the engine's
-// toolTimeout: a Go duration string, or "" for the default (60s). A call
-// always has a time limit, so never (and 0, which means never in
-// --idle-timeout) is a usage error rather than a silent default.
-func toolTimeoutFlag(v string) (string, error) {
-	v = strings.TrimSpace(v)
-	if v == flagDefault {
-		return "", nil
-	}
-	d, err := parseFlagDuration(v)
-	switch {
-	case v == flagNever || err == nil && d == 0:
-		return "", usageErrorf("--tool-timeout %s: a tool call always has a time limit; give a duration such as 5m or 90s, or default (60s)", cell(v))
-	case err != nil || d < 0 || d > config.MaxToolTimeout:
-		return "", usageErrorf("--tool-timeout %q: give a duration such as 5m or 90s (at most %s), or default (60s)", cell(v), config.MaxToolTimeout)
-	}
-	return d.String(), nil
-}
-
-// idleTimeoutFlag checks --idle-timeout and returns the engine's
-// idleTimeout: a Go duration string ("0s" is never) or "default".
-func idleTimeoutFlag(v string) (string, error) {
-	v = strings.TrimSpace(v)
-	switch v {
-	case flagDefault:
-		return flagDefault, nil
-	case flagNever:
-		return "0s", nil
-	}
-	d, err := parseFlagDuration(v)
-	if err != nil || d < 0 || d > config.MaxIdleTimeout {
-		return "", usageErrorf("--idle-timeout %q: give a duration such as 30m (at most %s), never (or 0), or default (10m)", cell(v), config.MaxIdleTimeout)
-	}
-	return d.String(), nil
-}
-
-// parseFlagDuration is time.ParseDuration that also takes a bare 0.
-func parseFlagDuration(v string) (time.Duration, error) {
-	if v == "0" {
-		return 0, nil
-	}
-	return time.ParseDuration(v)
-}
-
-// idleLine shows an idle timeout in the flag's words: "0s" is never.
-func idleLine(v string) string {
-	if v == "0s" {
-		return flagNever
-	}
-	return v
 }

@@ -1,86 +1,19 @@
 package main
 
 import (
-	"context"
-	"errors"
-	"fmt"
-	"io"
-	"log/slog"
 	"net"
-	"os"
 	"path/filepath"
-	"sync"
-	"syscall"
 
 	"github.com/spf13/cobra"
 
-	"github.com/remotemcp/remotemcp"
-	"github.com/remotemcp/remotemcp/daemon"
 	"github.com/remotemcp/remotemcp/daemon/launch"
-	"github.com/remotemcp/remotemcp/frontend"
 	"github.com/remotemcp/remotemcp/hosts"
-	"github.com/remotemcp/remotemcp/internal/demo"
-	"github.com/remotemcp/remotemcp/localapi"
+	"github.com/remotemcp/remotemcp/internal/cliflag"
+	"github.com/remotemcp/remotemcp/internal/clitext"
+	"github.com/remotemcp/remotemcp/internal/serve"
 )
 
-// engine returns the command's API client and its release: the daemon's,
-// else one of an engine opened lazily in this process.
-func (a *app) engine(ctx context.Context) (Engine, func(), error) {
-	dir := a.dataDirPath()
-	if !a.noDaemon {
-		c, err := daemon.Dial(ctx, dir)
-		if err == nil {
-			a.log.Debug("using the daemon")
-			return c, c.CloseIdleConnections, nil
-		}
-		if !errors.Is(err, daemon.ErrNotRunning) {
-			return nil, nil, fmt.Errorf("reach the daemon: %w (run with --no-daemon to work without it)", err)
-		}
-		if _, serr := os.Stat(filepath.Join(dir, daemon.InfoFileName)); serr == nil {
-			fmt.Fprintln(a.streams.Err, "the daemon is not running; working in-process")
-		}
-	}
-	eng, err := a.openEngine(ctx)
-	if err != nil {
-		return nil, nil, err
-	}
-	// The API outlives a Ctrl-C until the command ends, so that a
-	// cancelled call still delivers its outcome (see call).
-	c, stop, err := daemon.InProcess(context.WithoutCancel(ctx), eng)
-	if err != nil {
-		eng.Close()
-		return nil, nil, err
-	}
-	a.inProcess = true
-	return c, func() { stop(); eng.Close() }, nil
-}
-
-// openEngine opens a lazy engine on the data directory in this process.
-func (a *app) openEngine(ctx context.Context) (*remotemcp.Client, error) {
-	eng, err := remotemcp.Open(ctx, remotemcp.Options{DataDir: a.dataDirPath(), Logger: a.log, NoStartupConnect: true})
-	if err != nil {
-		return nil, fmt.Errorf("open the data directory: %w", err)
-	}
-	return eng, nil
-}
-
-// dial returns the client of the running daemon, or says that none runs.
-func (a *app) dial(ctx context.Context) (Engine, error) {
-	c, err := daemon.Dial(ctx, a.dataDirPath())
-	if errors.Is(err, daemon.ErrNotRunning) {
-		return nil, errors.New("no daemon runs on this data directory; start one with \"remotemcp serve\"")
-	}
-	return c, err
-}
-
-// newServeCmd is "serve": the daemon.
-//
-// Long: one cobra command whose RunE is the daemon's start-up in order:
-// check the data directory and the address are free, open the engine, bind
-// the page and --mcp-http listeners, add --demo, print the login URL and
-// serve, then stop in reverse. The order is the point (a refused serve must
-// change nothing), and the defers that undo each step run from this one
-// function.
+// newServeCmd is "serve": the daemon (serve.Daemon).
 func newServeCmd(a *app) *cobra.Command {
 	var (
 		addr     string
@@ -117,12 +50,11 @@ Streamable HTTP at http://127.0.0.1:PORT/mcp, like "remotemcp mcp --http"
 (loopback only, bearer tokens of "remotemcp mcp token").`,
 		Args: argsExactly(0, ""),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx := cmd.Context()
-			listen, err := flagLoopbackAddr("--addr", addr)
+			listen, err := cliflag.Loopback("--addr", addr)
 			if err != nil {
 				return err
 			}
-			sessionIdle, err := sessionIdleFlag(idle)
+			sessionIdle, err := cliflag.SessionIdle(idle)
 			if err != nil {
 				return err
 			}
@@ -130,87 +62,15 @@ Streamable HTTP at http://127.0.0.1:PORT/mcp, like "remotemcp mcp --http"
 			if !a.verbose {
 				log = newLogger(a.streams.Err, false)
 			}
-			dir := a.dataDirPath()
-			// A daemon that already runs is named before anything is
-			// opened: a refused serve changes nothing (issue #19 item 8).
-			if err := daemon.CheckFree(dir); err != nil {
-				return err
-			}
-			// So is a taken address, before the engine opens and connects
-			// its startup servers. The daemon binds again below; losing the
-			// port in between is still refused there.
-			if !fallback {
-				ln, err := net.Listen("tcp", listen)
-				if errors.Is(err, syscall.EADDRINUSE) {
-					err = fmt.Errorf("%w (%w)", daemon.ErrAddrInUse, err)
-				}
-				if err != nil {
-					return serveListenError(listen, err)
-				}
-				ln.Close()
-			}
-			eng, err := remotemcp.Open(ctx, remotemcp.Options{DataDir: dir, Logger: log})
-			if err != nil {
-				return fmt.Errorf("open the data directory: %w", err)
-			}
-			defer eng.Close()
-			srv, err := daemon.New(daemon.Options{Engine: eng, DataDir: dir, Addr: listen, AddrFallback: fallback, Version: remotemcp.Version, Notify: notify, Logger: log})
-			if err != nil {
-				return err
-			}
-			// Bound before the daemon's own listener, so a bad or taken
-			// address fails the start instead of leaving a daemon without it.
-			var mcpLn net.Listener
+			d := serve.Daemon{Dir: a.dataDirPath(), Addr: listen, AddrFallback: fallback, Notify: notify, SessionIdle: sessionIdle,
+				Demo: withDemo, Log: log, Out: a.streams.Out, Err: a.streams.Err}
 			if mcpHTTP != "" {
-				if mcpLn, err = mcpHTTPListen("--mcp-http", mcpHTTP); err != nil {
-					return err
-				}
+				d.ListenMCP = func() (net.Listener, error) { return cliflag.ListenLoopback("--mcp-http", mcpHTTP) }
 			}
-			if err := srv.Listen(ctx); err != nil {
-				if mcpLn != nil {
-					mcpLn.Close()
-				}
-				return serveListenError(listen, err)
-			}
-			fmt.Fprintf(a.streams.Err, "remotemcp daemon on %s\n", srv.URL())
-			// Only now, with the data directory and the address ours, is
-			// the demo server added: a refused serve writes nothing.
 			if withDemo {
-				d, err := demo.Start(ctx, eng)
-				if err != nil {
-					if mcpLn != nil {
-						mcpLn.Close()
-					}
-					// Listen succeeded: Serve releases what it took.
-					cctx, cancel := context.WithCancel(ctx)
-					cancel()
-					srv.Serve(cctx)
-					return fmt.Errorf("--demo: %w", err)
-				}
-				defer d.Stop(log)
-				describeDemo(a.streams.Err, d, a.cliName())
+				d.Name = a.cliName()
 			}
-			fmt.Fprintln(a.streams.Err, "open the settings page (this link works once):")
-			fmt.Fprintln(a.streams.Out, srv.LoginURL())
-			// The endpoint lives as long as the daemon serves: it is
-			// stopped (mcancel) and waited for before the engine closes.
-			mctx, mcancel := context.WithCancel(ctx)
-			var wg sync.WaitGroup
-			defer wg.Wait()
-			defer mcancel()
-			if mcpLn != nil {
-				wg.Go(func() {
-					if err := serveDaemonMcpHTTP(mctx, eng, dir, mcpLn, a.streams.Err, log, frontend.HTTPOptions{SessionIdle: sessionIdle}); err != nil {
-						fmt.Fprintf(a.streams.Err, "remotemcp: --mcp-http: %v\n", err)
-					}
-				})
-			}
-			err = srv.Serve(ctx)
-			if ctx.Err() != nil {
-				fmt.Fprintln(a.streams.Err, "remotemcp daemon: shutting down")
-				return nil
-			}
-			return err
+			return d.Run(cmd.Context())
 		},
 	}
 	cmd.Flags().BoolVar(&notify, "notify", false, "show a desktop notification (notify-send) when a server needs you to sign in")
@@ -225,59 +85,6 @@ Streamable HTTP at http://127.0.0.1:PORT/mcp, like "remotemcp mcp --http"
 	return cmd
 }
 
-// serveListenError is the error of a serve whose Listen failed: the real
-// cause, and the flag that fixes it. remotemcp's words end with the
-// system's error ("bind: address already in use"); run shows the chain
-// ("listen tcp …: …") only with --verbose.
-func serveListenError(listen string, err error) error {
-	var oe *net.OpError
-	found := errors.As(err, &oe)
-	switch {
-	case errors.Is(err, daemon.ErrAddrInUse):
-		ce := &causeError{words: fmt.Sprintf("another program has this port: %s is taken; choose another address with --addr (e.g. --addr 127.0.0.1:7718, or --addr 0 for any free port)", listen), err: err}
-		if found {
-			ce.inner, ce.err = opCause(oe), oe
-		}
-		return ce
-	case errors.Is(err, daemon.ErrDataDirOwned):
-		return err
-	}
-	ce := &causeError{words: "listen on " + listen, err: err}
-	if found {
-		ce.inner = opCause(oe)
-	}
-	return ce
-}
-
-// opCause is a network operation's own error, "bind: address already in
-// use", without the operation and address before it.
-func opCause(oe *net.OpError) string {
-	if oe.Err == nil {
-		return ""
-	}
-	return oe.Err.Error()
-}
-
-// serveDaemonMcpHTTP is serve --mcp-http: the aggregate front end over the
-// daemon's own engine on ln until ctx ends. A failure ends the endpoint,
-// not the daemon.
-func serveDaemonMcpHTTP(ctx context.Context, eng localapi.Engine, dir string, ln net.Listener, w io.Writer, log *slog.Logger, o frontend.HTTPOptions) error {
-	fe, err := frontend.New(ctx, frontend.Options{Engine: eng, Name: "remotemcp", Version: remotemcp.Version, Logger: log})
-	if err != nil {
-		ln.Close()
-		return err
-	}
-	return serveMcpHTTP(ctx, fe, dir, ln, w, log, o)
-}
-
-// describeDemo says what --demo did and what to try next.
-func describeDemo(w io.Writer, d *demo.Server, rm string) {
-	fmt.Fprintf(w, "added the demo server %q (the bundled test server at %s); it is removed when this daemon stops\n", d.ID(), d.URL())
-	fmt.Fprintln(w, "try, in another terminal:")
-	fmt.Fprintf(w, "  %s call mcp__%s__echo '{\"text\":\"hi\"}' --yes\n", rm, d.ID())
-	fmt.Fprintf(w, "  %s hosts connect HOST    # HOST: claude-code, cursor, … (%s hosts list)\n", rm, rm)
-}
-
 // cliName is the command line that reaches this invocation's data
 // directory from another terminal: "remotemcp", with --data-dir DIR
 // whenever a shell without this one's environment would compute another
@@ -290,5 +97,5 @@ func (a *app) cliName() string {
 	if sys, err := a.hostSystem(); err == nil && hosts.DataDirArg(sys, dir) == "" {
 		return "remotemcp"
 	}
-	return "remotemcp --data-dir " + shellQuote(dir)
+	return "remotemcp --data-dir " + clitext.ShellQuote(dir)
 }

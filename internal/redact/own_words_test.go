@@ -13,7 +13,7 @@ import (
 // ("oauth: authorization: [redacted]"), and "a bearer token" for a
 // Bearer credential. Redaction must leave each of them as it is.
 var ownMessages = []string{
-	// cmd/remotemcp servers.go and frontend tokens.go: advice that names
+	// internal/credflags and frontend tokens.go: advice that names
 	// a flag after a scheme word, and a quoted token name before prose.
 	`--auth bearer needs the token: --bearer-env VAR or --bearer-stdin`,
 	`create token "deploy key": a name is 1 to 64 letters, digits, '.', '_' or '-', starting with a letter or digit`,

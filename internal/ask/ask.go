@@ -1,4 +1,9 @@
-package main
+// Package ask puts questions to the person at the terminal: yes or no,
+// and a server's question (elicitation) field by field; where nobody can
+// answer here, it prints the command that answers from another shell.
+// Questions are read from stdin and asked on stderr, so that stdout keeps
+// the results alone.
+package ask
 
 import (
 	"bufio"
@@ -9,18 +14,35 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync"
 
+	"github.com/remotemcp/remotemcp/internal/clitext"
 	"github.com/remotemcp/remotemcp/internal/redact"
 	"github.com/remotemcp/remotemcp/localapi"
 )
 
-// interactive reports whether stdin is a terminal (Streams.Terminal, or a
+// Terminal is the person at one invocation's stdin and stderr. Every
+// prompt reads through one buffered reader, so that a line typed ahead is
+// not lost between two prompts; its methods are safe for concurrent use.
+type Terminal struct {
+	In  io.Reader
+	Err io.Writer
+	// Forced marks In as an interactive terminal whatever its type.
+	Forced bool
+
+	mu sync.Mutex
+	r  *bufio.Reader
+
+	formMu sync.Mutex // one question at a time
+}
+
+// Interactive reports whether stdin is a terminal (Forced, or a
 // character device other than /dev/null).
-func (a *app) interactive() bool {
-	if a.streams.Terminal {
+func (t *Terminal) Interactive() bool {
+	if t.Forced {
 		return true
 	}
-	f, ok := a.streams.In.(*os.File)
+	f, ok := t.In.(*os.File)
 	if !ok {
 		return false
 	}
@@ -32,40 +54,49 @@ func (a *app) interactive() bool {
 	return err != nil || !os.SameFile(fi, null)
 }
 
-// readLine reads one trimmed line from stdin (io.EOF: nobody will answer);
-// all prompts share one buffered reader.
-func (a *app) readLine() (string, error) {
-	a.inMu.Lock()
-	defer a.inMu.Unlock()
-	if a.in == nil {
-		a.in = bufio.NewReader(io.LimitReader(a.streams.In, 1<<20))
+// Line reads one trimmed line from stdin (io.EOF: nobody will answer),
+// at most 1 MiB in all.
+func (t *Terminal) Line() (string, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.r == nil {
+		t.r = bufio.NewReader(io.LimitReader(t.In, 1<<20))
 	}
-	line, err := a.in.ReadString('\n')
+	line, err := t.r.ReadString('\n')
 	if err != nil && (line == "" || err != io.EOF) {
 		return "", err
 	}
 	return strings.TrimSpace(line), nil
 }
 
-// askYesNo prints question on stderr and reads the answer; only y or yes
+// YesNo prints question on stderr and reads the answer; only y or yes
 // (any case) is a yes, and no answer is a no.
-func (a *app) askYesNo(question string) bool {
-	fmt.Fprintf(a.streams.Err, "%s [y/N] ", question)
-	line, err := a.readLine()
+func (t *Terminal) YesNo(question string) bool {
+	fmt.Fprintf(t.Err, "%s [y/N] ", question)
+	line, err := t.Line()
 	if err != nil {
-		fmt.Fprintln(a.streams.Err)
+		fmt.Fprintln(t.Err)
 		return false
 	}
 	return slices.Contains([]string{"y", "yes"}, strings.ToLower(line))
 }
 
-// askQuestion answers a server's question at the terminal: accept, decline
+// Answerer takes the person's answer to a question (the local API's
+// Answer).
+type Answerer interface {
+	Answer(ctx context.Context, id string, a localapi.Answer) error
+}
+
+// Question answers a server's question at the terminal: accept, decline
 // or cancel, then each field in the form's order; fields the engine
-// refuses are asked again; the end of input cancels.
-func (a *app) askQuestion(ctx context.Context, e Engine, card localapi.Card) {
-	w := a.streams.Err
-	fmt.Fprintf(w, "\nserver %s asks (its own words): %s\n", cell(card.ServerID), text(card.Message))
-	action, ok := a.askAction()
+// refuses are asked again; the end of input cancels. One question is
+// asked at a time.
+func (t *Terminal) Question(ctx context.Context, e Answerer, card localapi.Card) {
+	t.formMu.Lock()
+	defer t.formMu.Unlock()
+	w := t.Err
+	fmt.Fprintf(w, "\nserver %s asks (its own words): %s\n", clitext.Cell(card.ServerID), clitext.Text(card.Message))
+	action, ok := t.action()
 	if !ok {
 		fmt.Fprintln(w, "no answer (end of input): cancelling the question")
 		action = "cancel"
@@ -77,7 +108,7 @@ func (a *app) askQuestion(ctx context.Context, e Engine, card localapi.Card) {
 	}
 	for ctx.Err() == nil {
 		for _, f := range fields {
-			v, ok := a.askField(f)
+			v, ok := t.field(f)
 			if !ok {
 				fmt.Fprintln(w, "no answer (end of input): cancelling the question")
 				ans = localapi.Answer{Action: "cancel"}
@@ -97,12 +128,12 @@ func (a *app) askQuestion(ctx context.Context, e Engine, card localapi.Card) {
 		le, _ := localapi.AsError(err)
 		if err == nil || le == nil || len(le.Problems) == 0 || ans.Action != "accept" {
 			if err != nil && ctx.Err() == nil {
-				fmt.Fprintf(w, "question %s: your answer was not used: %s\n", card.ID, cell(redact.Text(err.Error())))
+				fmt.Fprintf(w, "question %s: your answer was not used: %s\n", card.ID, clitext.Cell(redact.Text(err.Error())))
 			}
 			return
 		}
 		for _, p := range le.Problems {
-			fmt.Fprintf(w, "  %s: %s\n", cell(p.Field), cell(p.Problem))
+			fmt.Fprintf(w, "  %s: %s\n", clitext.Cell(p.Field), clitext.Cell(p.Problem))
 		}
 		fields = slices.DeleteFunc(slices.Clone(card.Form.Fields), func(f localapi.Field) bool {
 			return !slices.ContainsFunc(le.Problems, func(p localapi.FieldProblem) bool { return p.Field == f.Name })
@@ -114,12 +145,12 @@ func (a *app) askQuestion(ctx context.Context, e Engine, card localapi.Card) {
 	}
 }
 
-// askAction asks accept, decline or cancel, explaining any other answer;
+// action asks accept, decline or cancel, explaining any other answer;
 // ok is false at the end of input.
-func (a *app) askAction() (string, bool) {
+func (t *Terminal) action() (string, bool) {
 	for {
-		fmt.Fprint(a.streams.Err, "accept, decline or cancel? [accept] ")
-		line, err := a.readLine()
+		fmt.Fprint(t.Err, "accept, decline or cancel? [accept] ")
+		line, err := t.Line()
 		if err != nil {
 			return "", false
 		}
@@ -131,28 +162,28 @@ func (a *app) askAction() (string, bool) {
 		case "c", "cancel":
 			return "cancel", true
 		}
-		fmt.Fprintln(a.streams.Err, "type accept, decline or cancel; you will be asked for each field next")
+		fmt.Fprintln(t.Err, "type accept, decline or cancel; you will be asked for each field next")
 	}
 }
 
-// askField asks one field. An empty line leaves the field out (a required
+// field asks one field. An empty line leaves the field out (a required
 // one without a default is asked again); a list is comma-separated; the
 // engine converts and checks the rest.
-func (a *app) askField(f localapi.Field) (any, bool) {
+func (t *Terminal) field(f localapi.Field) (any, bool) {
 	for {
-		prompt := "  " + fieldLabel(f)
+		prompt := "  " + FieldLabel(f)
 		if f.Default != nil {
 			d, _ := json.Marshal(f.Default)
-			prompt += fmt.Sprintf(" [%s]", cell(string(d)))
+			prompt += fmt.Sprintf(" [%s]", clitext.Cell(string(d)))
 		}
-		fmt.Fprint(a.streams.Err, prompt+": ")
-		line, err := a.readLine()
+		fmt.Fprint(t.Err, prompt+": ")
+		line, err := t.Line()
 		if err != nil {
 			return nil, false
 		}
 		switch {
 		case line == "" && f.Required && f.Default == nil:
-			fmt.Fprintf(a.streams.Err, "  %s is required\n", cell(f.Name))
+			fmt.Fprintf(t.Err, "  %s is required\n", clitext.Cell(f.Name))
 			continue
 		case line == "":
 			return nil, true
@@ -170,9 +201,9 @@ func (a *app) askField(f localapi.Field) (any, bool) {
 	}
 }
 
-// fieldLabel describes a form field: name, type, required or default,
+// FieldLabel describes a form field: name, type, required or default,
 // choices, and the server's description.
-func fieldLabel(f localapi.Field) string {
+func FieldLabel(f localapi.Field) string {
 	attrs := []string{f.Type}
 	if f.Type == "array" {
 		attrs[0] = "list"
@@ -197,12 +228,12 @@ func fieldLabel(f localapi.Field) string {
 	if f.Description != "" {
 		s += " — " + f.Description
 	}
-	return cell(s)
+	return clitext.Cell(s)
 }
 
-// exampleAnswer is an accept answer with a placeholder for every required
+// ExampleAnswer is an accept answer with a placeholder for every required
 // field without a default.
-func exampleAnswer(form *localapi.Form) string {
+func ExampleAnswer(form *localapi.Form) string {
 	var parts []string
 	for _, f := range form.Fields {
 		if !f.Required || f.Default != nil {
@@ -220,22 +251,4 @@ func exampleAnswer(form *localapi.Form) string {
 		parts = append(parts, fmt.Sprintf("%q: %s", f.Name, v))
 	}
 	return "{" + strings.Join(parts, ", ") + "}"
-}
-
-// selfCommand is how another shell reaches this data directory.
-func (a *app) selfCommand() string {
-	if a.dataDir != "" {
-		return "remotemcp --data-dir " + shellQuote(a.dataDir)
-	}
-	return "remotemcp"
-}
-
-// shellQuote quotes s for a POSIX shell when it needs it.
-func shellQuote(s string) string {
-	if s != "" && strings.IndexFunc(s, func(r rune) bool {
-		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("/._-+:@%=,", r))
-	}) < 0 {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
