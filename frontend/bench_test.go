@@ -19,6 +19,14 @@ import (
 // call made directly, to profile the front end's own cost:
 //
 //	go test -run XXX -bench CallThroughFrontEnd -cpuprofile cpu.out ./frontend/
+//
+// gosdk-proxy is the floor of any front end built on go-sdk: the same two
+// MCP hops (an in-memory go-sdk server whose tool handler calls the
+// server with a go-sdk client) and nothing between them.
+//
+// Long: one benchmark whose setup (fixture, engine, the two front ends, the
+// proxy and their host sessions) is the point, read top to bottom, and
+// whose sub-benchmarks share it.
 func BenchmarkCallThroughFrontEnd(b *testing.B) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
@@ -75,23 +83,69 @@ func BenchmarkCallThroughFrontEnd(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer csAPI.Close()
-	params := &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "hi"}}
+	csProxy := inMemoryProxy(ctx, b, fx.URL())
+	// Params of each call's own: a session may add its _meta to them.
+	params := func() *mcp.CallToolParams {
+		return &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "hi"}}
+	}
 	for _, c := range []struct {
 		name string
 		cs   *mcp.ClientSession
-	}{{"direct", direct}, {"frontend", cs}, {"frontend-inprocess-api", csAPI}} {
+	}{{"direct", direct}, {"gosdk-proxy", csProxy}, {"frontend", cs}, {"frontend-inprocess-api", csAPI}} {
 		b.Run(c.name, func(b *testing.B) {
 			for range 20 {
-				if _, err := c.cs.CallTool(ctx, params); err != nil {
+				if _, err := c.cs.CallTool(ctx, params()); err != nil {
 					b.Fatal(err)
 				}
 			}
 			b.ResetTimer()
 			for b.Loop() {
-				if res, err := c.cs.CallTool(ctx, params); err != nil || res.IsError {
+				if res, err := c.cs.CallTool(ctx, params()); err != nil || res.IsError {
 					b.Fatal(res, err)
 				}
 			}
 		})
 	}
+}
+
+// inMemoryProxy is a host session of a go-sdk server that passes the
+// tools of the server at url through with a go-sdk client and nothing
+// else, offering the protocol revisions the front end offers. Its
+// handlers call on ctx, not on the host's request context, which ends
+// before go-sdk has read the response stream's end (net/http would drop
+// the connection after every call; the engine's sessions keep it).
+func inMemoryProxy(ctx context.Context, b *testing.B, url string) *mcp.ClientSession {
+	b.Helper()
+	up, err := mcp.NewClient(&mcp.Implementation{Name: "proxy"}, nil).Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url}, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { up.Close() })
+	var versions []string
+	for _, v := range mcp.SupportedProtocolVersions() {
+		if v <= frontend.MaxProtocolVersion {
+			versions = append(versions, v)
+		}
+	}
+	srv := mcp.NewServer(&mcp.Implementation{Name: "proxy"}, &mcp.ServerOptions{SupportedProtocolVersions: versions})
+	for t, err := range up.Tools(ctx, nil) {
+		if err != nil {
+			b.Fatal(err)
+		}
+		srv.AddTool(t, func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return up.CallTool(ctx, &mcp.CallToolParams{Name: req.Params.Name, Arguments: req.Params.Arguments})
+		})
+	}
+	st, ct := mcp.NewInMemoryTransports()
+	ss, err := srv.Connect(ctx, st, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { ss.Close() })
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "host"}, nil).Connect(ctx, ct, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { cs.Close() })
+	return cs
 }

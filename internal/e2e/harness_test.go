@@ -30,6 +30,10 @@ import (
 var bin string
 
 func TestMain(m *testing.M) {
+	if url := os.Getenv(proxyEnv); url != "" {
+		// This binary started as BenchmarkFrontEndCall's go-sdk proxy.
+		os.Exit(runProxy(url))
+	}
 	os.Exit(func() int {
 		dir, err := os.MkdirTemp("", "remotemcp-e2e-")
 		if err != nil {
