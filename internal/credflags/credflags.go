@@ -92,7 +92,7 @@ func (f *Auth) Change(in Input, id string) (*localapi.AuthChange, error) {
 	kind := f.kind
 	if f.oauth {
 		if kind != "" && kind != "oauth" {
-			return nil, exit.Usagef("--oauth and --auth %s exclude each other", kind)
+			return nil, exit.Usagef("--oauth and --auth %s: give one of them (they exclude each other)", kind)
 		}
 		kind = "oauth"
 	}

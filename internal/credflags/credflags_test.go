@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/remotemcp/remotemcp/internal/redact"
+
 	"github.com/spf13/cobra"
 
 	"github.com/remotemcp/remotemcp/internal/ask"
@@ -60,7 +62,10 @@ func TestAuthChange(t *testing.T) {
 		{name: "set: port alone", set: true, args: []string{"--port", "7791"}, want: nil},
 		{name: "both bearers", args: []string{"--bearer-env", "TOK", "--bearer-stdin"}, err: "give the bearer token with --bearer-env or --bearer-stdin, not both", usage: true},
 		{name: "bearer and oauth", args: []string{"--auth", "oauth", "--bearer-env", "TOK"}, err: "--bearer-env and --bearer-stdin give a bearer token; they exclude --auth oauth", usage: true},
-		{name: "oauth and auth", args: []string{"--oauth", "--auth", "none"}, err: "--oauth and --auth none exclude each other", usage: true},
+		{name: "oauth and auth", args: []string{"--oauth", "--auth", "none"}, err: "--oauth and --auth none: give one of them (they exclude each other)", usage: true},
+		// The CLI redacts what it prints: no word may follow "bearer" where
+		// the redactor would take it for a token ("bearer [redacted] each other").
+		{name: "oauth and auth bearer", args: []string{"--oauth", "--auth", "bearer"}, err: "--oauth and --auth bearer: give one of them (they exclude each other)", usage: true},
 		{name: "oauth settings alone", args: []string{"--scope", "a"}, err: "--client-id, --client-secret-env, --scope, --port and --client-metadata-url are OAuth settings; add --auth oauth", usage: true},
 		{name: "set: oauth settings alone", set: true, args: []string{"--scope", "a"}, err: "add --auth oauth, which replaces the server's whole auth section", usage: true},
 		{name: "port range", args: []string{"--oauth", "--port", "70000"}, err: "--port 70000: give a TCP port, 1 to 65535, or default", usage: true},
@@ -77,6 +82,8 @@ func TestAuthChange(t *testing.T) {
 		case tc.err != "":
 			if err == nil || !strings.Contains(err.Error(), tc.err) || isUsage(err) != tc.usage {
 				t.Errorf("%s: err %v (usage %v), want %q (usage %v)", tc.name, err, isUsage(err), tc.err, tc.usage)
+			} else if shown := redact.Text(err.Error()); shown != err.Error() {
+				t.Errorf("%s: the CLI would print %q (redacted words of its own)", tc.name, shown)
 			}
 		case err != nil || !reflect.DeepEqual(got, tc.want):
 			t.Errorf("%s: %+v %v, want %+v", tc.name, got, err, tc.want)
