@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"unicode/utf8"
 )
 
 // EncodedTool is one tool of an encoded tool list: its JSON object as the
@@ -37,7 +38,9 @@ func SplitToolList(enc json.RawMessage) (*EncodedToolList, error) {
 	out := &EncodedToolList{}
 	_, err := eachMember(enc, func(key string, b []byte, i int) (int, error) {
 		if key == "tools" {
-			// Split as it is walked: the array is most of enc.
+			// Split as it is walked: the array is most of enc. The
+			// last of two "tools" counts, as in a decode.
+			out.Tools = nil
 			return splitTools(b, i, &out.Tools)
 		}
 		end, err := valueEnd(b, i)
@@ -178,8 +181,8 @@ func decodeString(s []byte, out *string) error {
 	if len(s) < 2 || s[0] != '"' {
 		return fmt.Errorf("%w: not a string", errSplit)
 	}
-	if bytes.IndexByte(s, '\\') < 0 {
-		*out = string(s[1 : len(s)-1])
+	if inner := s[1 : len(s)-1]; bytes.IndexByte(inner, '\\') < 0 && utf8.Valid(inner) {
+		*out = string(inner)
 		return nil
 	}
 	return json.Unmarshal(s, out)
