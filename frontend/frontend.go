@@ -405,11 +405,13 @@ func (f *Frontend) syncTools(ctx context.Context) error {
 		name := names[agent.NameKey{Server: t.ServerID, Name: t.ToolName}]
 		p, _ := f.policy(ctx, t.ServerID)
 		mt := f.hostTool(t, name, schema, p.trusted)
-		// The signature is the tool's encoding in a listing (listpages.go).
-		sig, _ := encodeLikeGoSDK(mt)
+		// The signature is the tool's encoding in a listing, kept once for
+		// both (listpages.go).
+		enc, _ := encodeLikeGoSDK(mt)
+		sig := string(enc)
 		server, target := t.ServerID, t.ServerID+"/"+t.ToolName
 		all[name] = &searchTool{server: server, tool: mt, pinned: pinned[agent.NameKey{Server: t.ServerID, Name: t.ToolName}],
-			offer: offer{sig: string(sig), add: func() { f.addTool(mt, string(sig), f.callTool(server, target)) }}}
+			offer: offer{sig: sig, add: func() { f.addTool(mt, sig, f.callTool(server, target)) }}}
 	}
 	f.offerTools(all)
 	return nil

@@ -134,8 +134,9 @@ func (f *Frontend) applySearch() {
 			fmt.Sprintf(`"limit":{"type":"integer","minimum":1,"maximum":%d,"description":"how many tools to find (default %d)"}},`, maxSearchResults, defaultSearchResults) +
 			`"required":["query"]}`),
 	}
-	sig, _ := encodeLikeGoSDK(st)
-	want[s.name] = offer{sig: string(sig), add: func() { f.addTool(st, string(sig), f.searchTools) }}
+	enc, _ := encodeLikeGoSDK(st)
+	sig := string(enc)
+	want[s.name] = offer{sig: sig, add: func() { f.addTool(st, sig, f.searchTools) }}
 	apply(f.tools, want, f.removeTools)
 }
 
