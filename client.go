@@ -6,6 +6,7 @@ package remotemcp
 
 import (
 	"context"
+	"encoding/json"
 	"net/url"
 
 	"github.com/remotemcp/remotemcp/localapi"
@@ -184,6 +185,14 @@ func (c *Client) Grants(ctx context.Context) ([]localapi.Grant, error) {
 // clients, is not in their process.
 func (c *Client) Health(ctx context.Context) (*localapi.Health, error) {
 	return c.e.Health(ctx)
+}
+
+// EncodedTools is Tools encoded as the local API sends it
+// (localapi.EncodedToolLister): the list of every enabled server is
+// encoded once per catalog generation and kept, so a daemon answers a
+// listing without encoding it. The bytes are the caller's own.
+func (c *Client) EncodedTools(ctx context.Context, req localapi.ToolsRequest) (json.RawMessage, error) {
+	return c.e.EncodedTools(ctx, req)
 }
 
 // HeldTools lists the tools held because their definition changed since

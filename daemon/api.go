@@ -331,7 +331,20 @@ func (a *api) dismiss(w http.ResponseWriter, r *http.Request) {
 
 func (a *api) tools(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	v, err := a.eng.Tools(r.Context(), localapi.ToolsRequest{ServerID: q.Get("serverId"), Connect: truthy(q.Get("connect"))})
+	req := localapi.ToolsRequest{ServerID: q.Get("serverId"), Connect: truthy(q.Get("connect"))}
+	if el, ok := a.eng.(localapi.EncodedToolLister); ok {
+		// The engine keeps the list encoded (the same bytes as encoding
+		// Tools): with 500 servers of 50 tools, encoding ~16 MB on every
+		// listing cost most of it (issue #21).
+		b, err := el.EncodedTools(r.Context(), req)
+		if err != nil {
+			a.error(w, err)
+			return
+		}
+		a.encoded(w, http.StatusOK, b)
+		return
+	}
+	v, err := a.eng.Tools(r.Context(), req)
 	a.reply(w, http.StatusOK, v, err)
 }
 

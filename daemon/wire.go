@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"mime"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -79,9 +80,18 @@ func (o out) json(w http.ResponseWriter, status int, v any) {
 		status = http.StatusInternalServerError
 		b = []byte(`{"error":{"code":"internal","message":"cannot encode the answer"}}`)
 	}
+	o.encoded(w, status, b)
+}
+
+// encoded writes the JSON answer b (as marshal encodes) with the status.
+// The length is sent, so a client reading a large answer (a tool list of
+// many MB) can size its buffer once.
+func (o out) encoded(w http.ResponseWriter, status int, b []byte) {
+	b = o.scrub.scrub(b)
 	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.Header().Set("Content-Length", strconv.Itoa(len(b)+1))
 	w.WriteHeader(status)
-	w.Write(o.scrub.scrub(b))
+	w.Write(b)
 	w.Write([]byte("\n"))
 }
 

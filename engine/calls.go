@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
 	"net/http"
 	"slices"
 	"strings"
@@ -30,71 +29,6 @@ import (
 
 // maxCards is how many cards Cards returns, newest first.
 const maxCards = 100
-
-// Tools lists the agent's tools (mcp__server__tool; disabled tools left
-// out) with their raw inputSchema bytes. With req.Connect the servers
-// (lazy ones too) are connected and listed afresh; without it the known
-// catalogs are used. Servers that could not be listed are in Errors.
-func (c *Engine) Tools(ctx context.Context, req localapi.ToolsRequest) (*localapi.ToolList, error) {
-	if err := c.errNotRunning(); err != nil {
-		return nil, err
-	}
-	if req.ServerID != "" {
-		if _, err := c.serverView(ctx, req.ServerID); err != nil {
-			return nil, fail(err)
-		}
-	}
-	if req.Connect {
-		rctx, cancel := context.WithTimeout(ctx, connectWait)
-		err := c.reg.Refresh(c.want(rctx, req.ServerID))
-		cancel()
-		if err != nil && ctx.Err() != nil {
-			return nil, fail(ctx.Err())
-		}
-	}
-	l := c.toolList(req.ServerID)
-	return &l, nil
-}
-
-// want is a refresh context that may connect the server id, or every
-// enabled server when id is "".
-func (c *Engine) want(ctx context.Context, id string) context.Context {
-	if id == "" {
-		return withWantAll(ctx)
-	}
-	return withWant(ctx, id)
-}
-
-// toolList converts the registry's snapshot (only one server's tools when
-// serverID is set).
-func (c *Engine) toolList(serverID string) localapi.ToolList {
-	snap := c.reg.Snapshot()
-	out := localapi.ToolList{Generation: snap.Generation(), Tools: []localapi.Tool{}, Errors: []localapi.ServerError{}}
-	for _, t := range snap.Tools() {
-		if serverID != "" && t.ServerID != serverID {
-			continue
-		}
-		out.Tools = append(out.Tools, toolOf(t))
-	}
-	errs := snap.Errors()
-	for _, id := range slices.Sorted(maps.Keys(errs)) {
-		if serverID != "" && id != serverID || errors.Is(errs[id], errNotWanted) {
-			continue
-		}
-		out.Errors = append(out.Errors, localapi.ServerError{ServerID: id, Message: errs[id].Error()})
-	}
-	return out
-}
-
-func toolOf(t agent.AgentTool) localapi.Tool {
-	lt := localapi.Tool{Name: t.Name, ServerID: t.ServerID, ToolName: t.ToolName, Title: t.Title, Description: t.Description,
-		InputSchema: t.InputSchema, Effects: localapi.Effects(t.Effects), Retry: localapi.RetryPolicy(t.Retry),
-		OutputSchema: t.OutputSchema, Icons: t.Icons, Meta: t.Meta, Own: toolTextOf(t.Own)}
-	if t.Annotations != nil {
-		lt.Annotations, _ = json.Marshal(t.Annotations)
-	}
-	return lt
-}
 
 // approver is the approval step of a call the caller did not approve
 // itself (agent.CallOptions.Approved), an explicit parameter of the call

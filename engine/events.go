@@ -138,31 +138,6 @@ func (c *Engine) topicData(ctx context.Context, t topic) (json.RawMessage, error
 	return marshal(v)
 }
 
-// catalogCache is the encoded tool list of the latest registry
-// generation.
-type catalogCache struct {
-	mu  sync.Mutex
-	gen uint64
-	enc json.RawMessage
-}
-
-// encoded returns the tool list of the registry's current snapshot,
-// encoded once per generation.
-func (cc *catalogCache) encoded(c *Engine) (json.RawMessage, error) {
-	cc.mu.Lock()
-	defer cc.mu.Unlock()
-	if gen := c.reg.Snapshot().Generation(); cc.enc != nil && gen == cc.gen {
-		return cc.enc, nil
-	}
-	l := c.toolList("")
-	enc, err := marshal(l)
-	if err != nil {
-		return nil, err
-	}
-	cc.gen, cc.enc = l.Generation, enc
-	return enc, nil
-}
-
 // subscribeCoalesce is how long a subscription waits after a wake-up for
 // more bumps, so a burst of changes costs one re-read.
 const subscribeCoalesce = 30 * time.Millisecond

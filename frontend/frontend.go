@@ -90,6 +90,8 @@ type Frontend struct {
 	// noticeSeq is the newest engine notice passed to the hosts.
 	noticeMu  sync.Mutex
 	noticeSeq uint64
+	// kept holds the encodings of the offered tools (listpages.go).
+	kept keptTools
 }
 
 // policy is what the front end does with one server's calls and
@@ -164,7 +166,8 @@ func New(ctx context.Context, o Options) (*Frontend, error) {
 		UnsubscribeHandler: f.unsubscribe,
 	})
 	f.srv.AddReceivingMiddleware(f.setLevel)
-	f.srv.AddReceivingMiddleware(f.heldCall) // pins.go (issue #20 item 3)
+	f.srv.AddReceivingMiddleware(f.heldCall)     // pins.go (issue #20 item 3)
+	f.srv.AddReceivingMiddleware(f.keptToolList) // listpages.go (issue #21)
 	if err := f.sync(ctx); err != nil {
 		return nil, err
 	}
@@ -186,7 +189,12 @@ func (f *Frontend) Run(ctx context.Context, t mcp.Transport) error {
 	wg.Go(func() { f.watch(ctx, events) })
 	defer wg.Wait()
 	defer cancel()
-	return f.srv.Run(ctx, t)
+	sctx := ctx
+	if kt, pw := keptTransport(t); pw != nil {
+		// tools/list pages written by the stream's writer (listpages.go).
+		t, sctx = kt, context.WithValue(ctx, pageWriterKey{}, pw)
+	}
+	return f.srv.Run(sctx, t)
 }
 
 // watch re-syncs after catalog changes, coalescing bursts.
@@ -397,10 +405,13 @@ func (f *Frontend) syncTools(ctx context.Context) error {
 		name := names[agent.NameKey{Server: t.ServerID, Name: t.ToolName}]
 		p, _ := f.policy(ctx, t.ServerID)
 		mt := f.hostTool(t, name, schema, p.trusted)
-		sig, _ := json.Marshal(mt)
+		// The signature is the tool's encoding in a listing, kept once for
+		// both (listpages.go).
+		enc, _ := encodeLikeGoSDK(mt)
+		sig := string(enc)
 		server, target := t.ServerID, t.ServerID+"/"+t.ToolName
 		all[name] = &searchTool{server: server, tool: mt, pinned: pinned[agent.NameKey{Server: t.ServerID, Name: t.ToolName}],
-			offer: offer{sig: string(sig), add: func() { f.addTool(mt, f.callTool(server, target)) }}}
+			offer: offer{sig: sig, add: func() { f.addTool(mt, sig, f.callTool(server, target)) }}}
 	}
 	f.offerTools(all)
 	return nil
@@ -462,14 +473,22 @@ func (f *Frontend) partsOf(server, what string, icons, meta json.RawMessage) ([]
 	return is, m
 }
 
-// addTool adds a tool; a panic of go-sdk's checks leaves the tool out.
-func (f *Frontend) addTool(t *mcp.Tool, h mcp.ToolHandler) {
+// addTool adds a tool, whose encoding is enc (encodeLikeGoSDK); a panic of
+// go-sdk's checks leaves the tool out.
+func (f *Frontend) addTool(t *mcp.Tool, enc string, h mcp.ToolHandler) {
 	defer func() {
 		if r := recover(); r != nil {
 			f.log.Warn("frontend: tool left out", "tool", t.Name, "err", fmt.Sprint(r))
 		}
 	}()
 	f.srv.AddTool(t, h)
+	f.kept.add(t, enc)
+}
+
+// removeTools takes tools off the host's list.
+func (f *Frontend) removeTools(names ...string) {
+	f.srv.RemoveTools(names...)
+	f.kept.remove(names...)
 }
 
 // names are the offered names: in single-server mode the server's own

@@ -95,7 +95,7 @@ func (f *Frontend) offerTools(all map[string]*searchTool) {
 		for name, t := range all {
 			want[name] = t.offer
 		}
-		apply(f.tools, want, f.srv.RemoveTools)
+		apply(f.tools, want, f.removeTools)
 		return
 	}
 	s.name = SearchToolName
@@ -134,9 +134,10 @@ func (f *Frontend) applySearch() {
 			fmt.Sprintf(`"limit":{"type":"integer","minimum":1,"maximum":%d,"description":"how many tools to find (default %d)"}},`, maxSearchResults, defaultSearchResults) +
 			`"required":["query"]}`),
 	}
-	sig, _ := json.Marshal(st)
-	want[s.name] = offer{sig: string(sig), add: func() { f.addTool(st, f.searchTools) }}
-	apply(f.tools, want, f.srv.RemoveTools)
+	enc, _ := encodeLikeGoSDK(st)
+	sig := string(enc)
+	want[s.name] = offer{sig: sig, add: func() { f.addTool(st, sig, f.searchTools) }}
+	apply(f.tools, want, f.removeTools)
 }
 
 // searchTools is the search tool's handler: it ranks the tools for the

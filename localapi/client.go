@@ -361,6 +361,27 @@ func (c *Client) DismissPending(ctx context.Context, origin string) error {
 
 // Tools lists the agent's tools.
 func (c *Client) Tools(ctx context.Context, req ToolsRequest) (*ToolList, error) {
+	return get[ToolList](ctx, c, "/api/tools", toolsQuery(req))
+}
+
+// EncodedTools reads the tool list as the daemon sent it, without
+// decoding it (EncodedToolLister; SplitToolList takes it apart).
+func (c *Client) EncodedTools(ctx context.Context, req ToolsRequest) (json.RawMessage, error) {
+	resp, err := c.request(ctx, http.MethodGet, "/api/tools", toolsQuery(req), nil)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	// Sized by the answer's length when the daemon sends it: the list
+	// can be many MB, and growing a buffer to it costs copies.
+	buf := bytes.NewBuffer(make([]byte, 0, min(max(resp.ContentLength, 0), maxAnswer)+bytes.MinRead))
+	if _, err := buf.ReadFrom(&capReader{r: resp.Body, n: maxAnswer}); err != nil {
+		return nil, fmt.Errorf("local API GET /api/tools: unreadable answer: %w", err)
+	}
+	return bytes.TrimRight(buf.Bytes(), " \t\r\n"), nil
+}
+
+func toolsQuery(req ToolsRequest) url.Values {
 	q := serverQuery(req.ServerID)
 	if req.Connect {
 		if q == nil {
@@ -368,7 +389,7 @@ func (c *Client) Tools(ctx context.Context, req ToolsRequest) (*ToolList, error)
 		}
 		q.Set("connect", "1")
 	}
-	return get[ToolList](ctx, c, "/api/tools", q)
+	return q
 }
 
 // CancelCall cancels a call by its operation id.

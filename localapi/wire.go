@@ -2,6 +2,7 @@ package localapi
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 )
 
@@ -113,6 +114,19 @@ func CodeOf(status int) string {
 		return CodeTimeout
 	}
 	return CodeInternal
+}
+
+// EncodedToolLister is implemented by an engine that can give its tool
+// list already encoded: the JSON of Engine.Tools, byte for byte as the
+// local API sends it ({"generation":…,"tools":[…],"errors":[…]}). The
+// daemon answers GET /api/tools with these bytes (the engine keeps the
+// encoding of its current catalog), and Client reads them without
+// decoding, for a caller that passes the tools on as JSON (remotemcp
+// tools --json; see SplitToolList). With 500 servers of 50 tools, the
+// list is ~16 MB: encoding and decoding it again on every listing cost
+// most of one (issue #21).
+type EncodedToolLister interface {
+	EncodedTools(ctx context.Context, req ToolsRequest) (json.RawMessage, error)
 }
 
 // SecretLister is implemented by an engine that can name the write-only

@@ -13,6 +13,7 @@ import (
 	"github.com/remotemcp/remotemcp/internal/exit"
 	"github.com/remotemcp/remotemcp/internal/redact"
 	"github.com/remotemcp/remotemcp/internal/render"
+	"github.com/remotemcp/remotemcp/internal/toollines"
 	"github.com/remotemcp/remotemcp/localapi"
 )
 
@@ -28,7 +29,16 @@ description, inputSchema (the server's bytes), annotations, effects and
 retry. Exit status 1 when a server could not be listed.`,
 		Args: argsExactly(0, ""),
 		RunE: a.do(func(ctx context.Context, e Engine, _ []string) error {
-			list, err := e.Tools(ctx, localapi.ToolsRequest{ServerID: serverID, Connect: true})
+			req := localapi.ToolsRequest{ServerID: serverID, Connect: true}
+			if el, ok := e.(localapi.EncodedToolLister); ok && a.asJSON {
+				// The daemon's encoding, not decoded (issue #21).
+				list, err := toollines.List(ctx, el, req)
+				if err != nil {
+					return err
+				}
+				return toolNotes(ctx, a, e, serverID, list.Errors, toollines.Write(a.streams.Out, list.Tools))
+			}
+			list, err := e.Tools(ctx, req)
 			if err != nil {
 				return err
 			}
@@ -39,24 +49,30 @@ retry. Exit status 1 when a server could not be listed.`,
 			} else {
 				err = printList(a, tools, render.Tools)
 			}
-			if servers, serr := e.Servers(ctx); serr == nil {
-				for _, s := range servers {
-					if len(s.DisabledTools) > 0 && (serverID == "" || s.ID == serverID) {
-						fmt.Fprintf(a.streams.Err, "switched off on %s: %s (switch one on with \"remotemcp servers set %s --enable-tool TOOL\")\n",
-							s.ID, clitext.Cell(strings.Join(s.DisabledTools, ", ")), s.ID)
-					}
-					if len(s.HeldTools) > 0 && (serverID == "" || s.ID == serverID) {
-						// Issue #20 item 3: a changed tool is not listed.
-						render.HeldNames(a.streams.Err, s, " (review with", ")")
-					}
-				}
-			}
-			return serverErrors(a, list.Errors, err)
+			return toolNotes(ctx, a, e, serverID, list.Errors, err)
 		}),
 	}, "print a JSON array with input schemas and annotations")
 	cmd.Flags().StringVar(&serverID, "server", "", "only this server")
 	cmd.AddCommand(newToolsReviewCmd(a), newToolsAcceptCmd(a)) // pins.go
 	return cmd
+}
+
+// toolNotes ends a tools listing: the switched-off and held tools and the
+// servers that could not be listed on stderr, and the exit status.
+func toolNotes(ctx context.Context, a *app, e Engine, serverID string, errs []localapi.ServerError, err error) error {
+	if servers, serr := e.Servers(ctx); serr == nil {
+		for _, s := range servers {
+			if len(s.DisabledTools) > 0 && (serverID == "" || s.ID == serverID) {
+				fmt.Fprintf(a.streams.Err, "switched off on %s: %s (switch one on with \"remotemcp servers set %s --enable-tool TOOL\")\n",
+					s.ID, clitext.Cell(strings.Join(s.DisabledTools, ", ")), s.ID)
+			}
+			if len(s.HeldTools) > 0 && (serverID == "" || s.ID == serverID) {
+				// Issue #20 item 3: a changed tool is not listed.
+				render.HeldNames(a.streams.Err, s, " (review with", ")")
+			}
+		}
+	}
+	return serverErrors(a, errs, err)
 }
 
 // serverErrors reports the servers a listing could not reach.
