@@ -508,3 +508,10 @@ func (s *stack) page() string { return s.srv.URL() + s.srv.prefix }
 
 // sock is the base URL of a raw socket client's requests.
 const sock = "http://sock"
+
+// Port returns the TCP port the daemon listens on (0 before Listen).
+func (s *Server) Port() int { return s.port }
+
+// SocketPath returns the path of the API's Unix socket ("" before
+// Listen).
+func (s *Server) SocketPath() string { return s.sockPath }
