@@ -161,7 +161,7 @@ func quoteAttr(v, id string) string {
 // pass for one: every occurrence of the id (ASCII case-insensitively) is
 // replaced by "[fence-id]", then every '<', or character that looks like
 // one, that starts something a model could read as an opening or closing
-// fence tag becomes "&lt;" (see opensFenceTag and lookalike.go for what
+// fence tag becomes "&lt;" (see fenceTagScan and lookalike.go for what
 // counts), and last every invisible character (Hidden: tag characters,
 // zero-width and bidi format characters, controls) is shown as
 // "[U+XXXX]" (ShowHidden, issue #20 item 3). Nothing else changes, so the

@@ -11,6 +11,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/remotemcp/remotemcp/elicit"
+	"github.com/remotemcp/remotemcp/internal/advice"
 	"github.com/remotemcp/remotemcp/internal/opid"
 	"github.com/remotemcp/remotemcp/manager"
 	"github.com/remotemcp/remotemcp/session"
@@ -404,7 +405,7 @@ func (r *Registry) failure(base func(Outcome) *ToolResult, ctx context.Context, 
 
 func errorBlock(t AgentTool, err error) ContextBlock {
 	return ContextBlock{Provenance: Provenance{Server: t.ServerID, Kind: KindTool, Name: t.ToolName},
-		MIMEType: "text/plain", Text: err.Error(), fence: newFence()}
+		MIMEType: "text/plain", Text: advice.Text(err), fence: newFence()}
 }
 
 // cancelled builds the result and error of a cancelled call.
@@ -514,6 +515,4 @@ func unpinnableMessage(name, server, why string) string {
 	return fmt.Sprintf("Tool %q of MCP server %q %s; the call was not sent. There is nothing for the user to review or accept.", name, server, why)
 }
 
-func heldMessage(name, server string) string {
-	return fmt.Sprintf("Tool %q of MCP server %q is held: the server changed its definition after it was first seen, and the user has not accepted the change; the call was not sent. The user can review the change with \"remotemcp tools review %s\".", name, server, server)
-}
+func heldMessage(name, server string) string { return advice.Held(name, server) }

@@ -235,3 +235,10 @@ func jsonString(s string) (string, error) {
 	b, err := json.Marshal(s)
 	return string(b), err
 }
+
+// opensFenceTag reports whether s, the text right after a '<' or a
+// look-alike of it, continues as a fence tag (fenceTagScan).
+func opensFenceTag(s string) bool {
+	opens, _ := fenceTagScan(s)
+	return opens
+}

@@ -152,7 +152,7 @@ func invisible(r rune) bool {
 //	   (*) U+1D18 ᴘ
 //
 // Only the tag name's first letters matter, because a '<' followed by
-// "mcp" is escaped whatever comes next (see opensFenceTag); '>' does not
+// "mcp" is escaped whatever comes next (see fenceTagScan); '>' does not
 // matter, because neutralising the '<' that starts a tag is enough.
 func confusable(r rune) byte {
 	switch r {
@@ -185,22 +185,16 @@ func confusable(r rune) byte {
 // nothing after it is looked at.
 const fenceLetters = "mcp"
 
-// opensFenceTag reports whether s, the text right after a '<' or a
-// look-alike of it, continues as a fence tag: optional spaces and slashes
-// (or look-alikes), then the letters m, c, p in any case and in
-// look-alikes, with any spaces, hyphens and underscores between them and
-// anything invisible anywhere. This over-matches on purpose ("< m c p",
-// "<mcp-server>"): escaping a '<' costs nothing, missing one breaks the
-// fence. The scan stops at the first character that cannot continue a
-// tag, and no character that can continue one is a '<', so the cost of
-// all calls over one text is linear in its length.
-func opensFenceTag(s string) bool {
-	opens, _ := fenceTagScan(s)
-	return opens
-}
-
-// fenceTagScan is opensFenceTag with the number of bytes of s it looked
-// at.
+// fenceTagScan reports whether s, the text right after a '<' or a
+// look-alike of it, continues as a fence tag, and how many bytes of s it
+// looked at. A fence tag is optional spaces and slashes (or look-alikes),
+// then the letters m, c, p in any case and in look-alikes, with any
+// spaces, hyphens and underscores between them and anything invisible
+// anywhere. This over-matches on purpose ("< m c p", "<mcp-server>"):
+// escaping a '<' costs nothing, missing one breaks the fence. The scan
+// stops at the first character that cannot continue a tag, and no
+// character that can continue one is a '<', so the cost of all calls over
+// one text is linear in its length.
 func fenceTagScan(s string) (opens bool, looked int) {
 	var buf [16]byte
 	matched := 0

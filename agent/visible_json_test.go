@@ -8,6 +8,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/remotemcp/remotemcp/internal/visible"
 	"github.com/remotemcp/remotemcp/session"
 )
 
@@ -21,7 +22,7 @@ func hasHiddenString(t *testing.T, raw []byte) bool {
 		if err != nil {
 			return false
 		}
-		if s, ok := tok.(string); ok && indexHidden(s) >= 0 {
+		if s, ok := tok.(string); ok && visible.Index(s) >= 0 {
 			return true
 		}
 	}
@@ -125,7 +126,7 @@ func TestSnapshotShowsHiddenEverywhere(t *testing.T) {
 		t.Errorf("prompts: %+v", ps)
 	}
 	for _, r := range snap.Resources() {
-		if indexHidden(r.Title) >= 0 || indexHidden(r.Description) >= 0 || !strings.Contains(r.Title+r.Description, "[U+") {
+		if visible.Index(r.Title) >= 0 || visible.Index(r.Description) >= 0 || !strings.Contains(r.Title+r.Description, "[U+") {
 			t.Errorf("resource %q: title %q, description %q", r.URI, r.Title, r.Description)
 		}
 	}

@@ -26,35 +26,12 @@ func (e *ParseError) Error() string {
 	return fmt.Sprintf("line %d, column %d: %s", e.Line, e.Column, e.Problem)
 }
 
-// ParseServer reads one server in our own JSON shape (the JSON tags of
-// Server) and validates it.
-//
-// Unknown and duplicated fields are refused, with a suggestion when the name
-// looks like a typo, because a silently ignored "connectOnStartUp" would
-// leave the user wondering why the setting has no effect. Absent fields take
-// their defaults: enabled and connectOnStartup true, auth {"kind":"none"}.
-//
-// Errors are *ParseError for an unreadable document and *FieldError for a
-// field that is wrong, both saying where.
-func ParseServer(data []byte) (Server, error) {
-	doc := blankBOM(data)
-	if err := checkJSON(doc); err != nil {
-		return Server{}, err
-	}
-	start := skipSpace(doc, 0)
-	s, err := decodeServer(doc, start, doc[start:], "")
-	if err != nil {
-		return Server{}, err
-	}
-	if err := s.Validate(); err != nil {
-		return Server{}, err
-	}
-	return s, nil
-}
-
 // ParseServers reads a list of servers in our own JSON shape, either a JSON
 // array of servers or {"servers": [...]}, and validates them together
-// (ValidateAll: each valid, ids unique). Errors are as for ParseServer;
+// (ValidateAll: each valid, ids unique). Unknown and duplicated fields
+// are refused, with a suggestion when the name looks like a typo; absent
+// fields take their defaults. Errors are *ParseError for an unreadable
+// document and *FieldError for a field that is wrong, both saying where;
 // a field error in a server without a usable id names it servers[i].
 func ParseServers(data []byte) ([]Server, error) {
 	doc := blankBOM(data)

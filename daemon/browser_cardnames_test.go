@@ -20,7 +20,7 @@ import (
 // right-to-left override in the name reordered the line), and the page's
 // set of invisible characters holds the variation selectors, the
 // Mongolian free variation selectors and the braille blank, as
-// agent.Hidden does, while an emoji's selector 16 and joiner stay.
+// visible.Hidden does, while an emoji's selector 16 and joiner stay.
 func TestBrowserCardShowsHiddenInNames(t *testing.T) {
 	s := newStack(t, stackOpts{})
 	b := newBrowser(t)

@@ -266,13 +266,6 @@ func (s *Server) closeListeners() {
 // before Listen).
 func (s *Server) URL() string { return s.baseURL }
 
-// Port returns the TCP port the daemon listens on (0 before Listen).
-func (s *Server) Port() int { return s.port }
-
-// SocketPath returns the path of the API's Unix socket ("" before
-// Listen).
-func (s *Server) SocketPath() string { return s.sockPath }
-
 // LoginURL returns a new one-time login URL for the settings page,
 // http://127.0.0.1:PORT/login?token=…: it works once, within
 // LoginTokenTTL, and sets the session cookie. "" before Listen.

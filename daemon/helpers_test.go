@@ -23,6 +23,7 @@ import (
 	"github.com/remotemcp/remotemcp/internal/testkit"
 	"github.com/remotemcp/remotemcp/internal/testserver/fixture"
 	"github.com/remotemcp/remotemcp/localapi"
+	"github.com/remotemcp/remotemcp/manager"
 )
 
 // childDirEnv makes the test binary a daemon process (runChild) instead
@@ -284,6 +285,10 @@ type stackOpts struct {
 	// Options.IdleTimeout.
 	maxPageConns int
 	idleTimeout  time.Duration
+	// clock is the manager's clock (engine.Options.Clock): a manual one
+	// stops the backoff's retries and the idle checks, so the servers do
+	// nothing the test did not ask for.
+	clock manager.Clock
 }
 
 func newStack(t *testing.T, o stackOpts) *stack {
@@ -294,7 +299,7 @@ func newStack(t *testing.T, o stackOpts) *stack {
 		s.dir = t.TempDir()
 	}
 	var err error
-	s.eng, err = engine.Open(ctx, engine.Options{DataDir: s.dir, Logger: testkit.Logger(t)})
+	s.eng, err = engine.Open(ctx, engine.Options{DataDir: s.dir, Logger: testkit.Logger(t), Clock: o.clock})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -508,3 +513,10 @@ func (s *stack) page() string { return s.srv.URL() + s.srv.prefix }
 
 // sock is the base URL of a raw socket client's requests.
 const sock = "http://sock"
+
+// Port returns the TCP port the daemon listens on (0 before Listen).
+func (s *Server) Port() int { return s.port }
+
+// SocketPath returns the path of the API's Unix socket ("" before
+// Listen).
+func (s *Server) SocketPath() string { return s.sockPath }

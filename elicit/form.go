@@ -103,10 +103,6 @@ func schemaError(err error) error {
 	return fmt.Errorf("requested schema: %w: %w", err, ErrInvalidSchema)
 }
 
-// ParseForm reads a requested schema within DefaultLimits; see
-// [Limits.ParseForm].
-func ParseForm(schema json.RawMessage) (*Form, error) { return DefaultLimits.ParseForm(schema) }
-
 // ParseForm reads a requested schema, within l (its zero fields taken from
 // DefaultLimits). Fields come in the order the schema's "properties" object
 // lists them.

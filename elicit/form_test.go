@@ -158,3 +158,7 @@ func TestFormValidate(t *testing.T) {
 		})
 	}
 }
+
+// ParseForm reads a requested schema within DefaultLimits; see
+// [Limits.ParseForm].
+func ParseForm(schema json.RawMessage) (*Form, error) { return DefaultLimits.ParseForm(schema) }

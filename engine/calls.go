@@ -20,6 +20,7 @@ import (
 	"github.com/remotemcp/remotemcp/config"
 	"github.com/remotemcp/remotemcp/elicit"
 	"github.com/remotemcp/remotemcp/hostperm"
+	"github.com/remotemcp/remotemcp/internal/advice"
 	"github.com/remotemcp/remotemcp/internal/opid"
 	"github.com/remotemcp/remotemcp/localapi"
 	"github.com/remotemcp/remotemcp/manager"
@@ -290,7 +291,8 @@ func (c *Engine) notSentResult(t callTarget, opID string, err error) *localapi.T
 }
 
 // whyNotSent says why a server refused or could not take a request,
-// naming the sign-in step or the origin to approve.
+// naming the sign-in step or the origin to approve (localapi.Table's
+// words).
 func (c *Engine) whyNotSent(serverID string, err error) string {
 	ae := apiError(err)
 	var pe *hostperm.PermissionRequiredError
@@ -300,9 +302,9 @@ func (c *Engine) whyNotSent(serverID string, err error) string {
 		if step == "" {
 			step = string(oauth.StepAuthorization)
 		}
-		return fmt.Sprintf("MCP server %q needs a sign-in (step %s): sign in (remotemcp auth login %s), then call again", serverID, step, serverID)
+		return advice.LoginRequired(serverID, step)
 	case errors.As(err, &pe):
-		return fmt.Sprintf("remotemcp has no permission to contact %s (for MCP server %q); approve that origin (remotemcp grants approve %s), then call again", pe.Origin, serverID, pe.Origin)
+		return advice.Permission(serverID, pe.Origin)
 	case ae.Code == localapi.CodePermissionRequired:
 		return fmt.Sprintf("MCP server %q's origin has no permission grant; approve it, then call again", serverID)
 	}
@@ -311,9 +313,9 @@ func (c *Engine) whyNotSent(serverID string, err error) string {
 		if v.Reason != nil && v.Reason.Step != "" {
 			step = v.Reason.Step
 		}
-		return fmt.Sprintf("MCP server %q needs a sign-in (step %s): sign in (remotemcp auth login %s), then call again", serverID, step, serverID)
+		return advice.LoginRequired(serverID, step)
 	}
-	return fmt.Sprintf("MCP server %q could not be connected (%v)", serverID, err)
+	return fmt.Sprintf("MCP server %q could not be connected (%s)", serverID, advice.Text(err))
 }
 
 // forwardQuestions tells q of every pending question of the call (its

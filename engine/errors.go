@@ -12,6 +12,7 @@ import (
 	"github.com/remotemcp/remotemcp/config"
 	"github.com/remotemcp/remotemcp/elicit"
 	"github.com/remotemcp/remotemcp/hostperm"
+	"github.com/remotemcp/remotemcp/internal/advice"
 	"github.com/remotemcp/remotemcp/localapi"
 	"github.com/remotemcp/remotemcp/manager"
 	"github.com/remotemcp/remotemcp/oauth"
@@ -20,7 +21,7 @@ import (
 
 // apiError maps an error of the library to the local API's code and HTTP
 // status. The message is the library's, which names the step and the
-// server. An *localapi.Error in err's chain wins.
+// server, with the advice of localapi.Table (internal/advice). An *localapi.Error in err's chain wins.
 func apiError(err error) *localapi.Error {
 	if err == nil {
 		return nil
@@ -28,7 +29,7 @@ func apiError(err error) *localapi.Error {
 	if le, ok := localapi.AsError(err); ok {
 		return le
 	}
-	e := &localapi.Error{Status: http.StatusInternalServerError, Code: localapi.CodeInternal, Message: err.Error()}
+	e := &localapi.Error{Status: http.StatusInternalServerError, Code: localapi.CodeInternal, Message: advice.Text(err)}
 	var (
 		pe  *hostperm.PermissionRequiredError
 		fe  *config.FieldError

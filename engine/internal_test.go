@@ -12,7 +12,7 @@ import (
 // order of the schema's properties, not by name.
 func TestCardFormKeepsSchemaOrder(t *testing.T) {
 	schema := json.RawMessage(`{"type":"object","required":["name"],"properties":{"name":{"type":"string"},"age":{"type":"integer"},"city":{"type":"string"}}}`)
-	f, err := elicit.ParseForm(schema)
+	f, err := elicit.DefaultLimits.ParseForm(schema)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/remotemcp/remotemcp/config"
 	"github.com/remotemcp/remotemcp/hostperm"
+	"github.com/remotemcp/remotemcp/internal/advice"
 	"github.com/remotemcp/remotemcp/localapi"
 	"github.com/remotemcp/remotemcp/manager"
 	"github.com/remotemcp/remotemcp/session"
@@ -48,7 +49,7 @@ func reasonOf(r *manager.Reason) *localapi.Reason {
 	if r == nil {
 		return nil
 	}
-	return &localapi.Reason{Class: classOf(r.Class), Step: r.Step, HTTPStatus: r.HTTPStatus, Message: r.Message,
+	return &localapi.Reason{Class: classOf(r.Class), Step: r.Step, HTTPStatus: r.HTTPStatus, Message: advice.Into(r.Message, r.Err()),
 		Code: localapi.ReasonCode(r.Code), Scopes: slices.Clone(r.Scopes)}
 }
 

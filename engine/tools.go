@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/remotemcp/remotemcp/agent"
+	"github.com/remotemcp/remotemcp/internal/advice"
 	"github.com/remotemcp/remotemcp/localapi"
 )
 
@@ -108,7 +109,7 @@ func toolListOf(snap *agent.Snapshot, serverID string) localapi.ToolList {
 		if serverID != "" && id != serverID || errors.Is(errs[id], errNotWanted) {
 			continue
 		}
-		out.Errors = append(out.Errors, localapi.ServerError{ServerID: id, Message: errs[id].Error()})
+		out.Errors = append(out.Errors, localapi.ServerError{ServerID: id, Message: advice.Text(errs[id])})
 	}
 	return out
 }

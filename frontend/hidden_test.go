@@ -8,8 +8,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/remotemcp/remotemcp/agent"
 	"github.com/remotemcp/remotemcp/frontend"
+	"github.com/remotemcp/remotemcp/internal/visible"
 )
 
 // tagged spells s in Unicode tag characters: invisible to a person, plain
@@ -23,7 +23,7 @@ func tagged(s string) string {
 }
 
 // hiddenIn returns the first string of the JSON text raw (keys too) that
-// holds an invisible character (agent.Hidden), or "".
+// holds an invisible character (visible.Hidden), or "".
 func hiddenIn(raw []byte) string {
 	dec := json.NewDecoder(strings.NewReader(string(raw)))
 	for {
@@ -31,7 +31,7 @@ func hiddenIn(raw []byte) string {
 		if err != nil {
 			return ""
 		}
-		if s, ok := tok.(string); ok && strings.ContainsFunc(s, agent.Hidden) {
+		if s, ok := tok.(string); ok && strings.ContainsFunc(s, visible.Hidden) {
 			return s
 		}
 	}

@@ -21,11 +21,6 @@ import (
 // idle on their own, so after this the connections are closed.
 const httpShutdownWait = 2 * time.Second
 
-// HTTPHandler is HTTPHandlerWith with the default limits.
-func (f *Frontend) HTTPHandler(tokens *Tokens) http.Handler {
-	return f.HTTPHandlerWith(tokens, HTTPOptions{})
-}
-
 // HTTPHandlerWith is the Streamable HTTP endpoint of the front end behind
 // the bearer token check of tokens: every request must carry
 // "Authorization: Bearer TOKEN" with a token of tokens, else 401. A host
@@ -124,11 +119,6 @@ func unauthorized(w http.ResponseWriter, params, msg string) {
 	}
 	w.Header().Set("WWW-Authenticate", ch)
 	http.Error(w, msg, http.StatusUnauthorized)
-}
-
-// RunHTTP is RunHTTPWith with the default limits.
-func (f *Frontend) RunHTTP(ctx context.Context, ln net.Listener, h http.Handler) error {
-	return f.RunHTTPWith(ctx, ln, h, HTTPOptions{})
 }
 
 // RunHTTPWith serves h (built around HTTPHandlerWith) on ln until ctx

@@ -51,7 +51,7 @@ type subscriptions struct {
 	// kept subscribed, and awake (it does not hibernate while
 	// subscribed), for a host that is gone.
 	watched map[*mcp.ServerSession]bool
-	// runs counts the Run and RunHTTP serving hosts: the last to stop
+	// runs counts the Run and RunHTTPWith serving hosts: the last to stop
 	// gives everything back.
 	runs int
 }
@@ -218,7 +218,7 @@ func (f *Frontend) pruneSubscriptions(ctx context.Context) {
 	f.dropSessions(ctx, func(ss *mcp.ServerSession) bool { return !live[ss] })
 }
 
-// startRun counts a Run or RunHTTP serving hosts; each ends with
+// startRun counts a Run or RunHTTPWith serving hosts; each ends with
 // releaseAll.
 func (f *Frontend) startRun() {
 	f.subs.mu.Lock()
@@ -226,7 +226,7 @@ func (f *Frontend) startRun() {
 	f.subs.mu.Unlock()
 }
 
-// releaseAll gives back every subscription when the last Run or RunHTTP
+// releaseAll gives back every subscription when the last Run or RunHTTPWith
 // stops (the front end stops). The engine's event stream ending (a
 // daemon's restart) is not a stop: the hosts are still served.
 func (f *Frontend) releaseAll() {
@@ -300,7 +300,7 @@ func (f *Frontend) notices(ctx context.Context, data json.RawMessage) {
 		f.log.Warn("frontend: unreadable notices", "err", err)
 		return
 	}
-	// Every Run and RunHTTP of the front end watches the engine, but
+	// Every Run and RunHTTPWith of the front end watches the engine, but
 	// each notice goes to the hosts once: the first watcher to see it
 	// takes it. Sequence numbers restart with the engine (a daemon's
 	// restart), so one far behind the newest taken is new again.

@@ -8,6 +8,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/remotemcp/remotemcp/agent"
+	"github.com/remotemcp/remotemcp/internal/advice"
 	"github.com/remotemcp/remotemcp/localapi"
 )
 
@@ -36,9 +37,7 @@ func (f *Frontend) heldCall(next mcp.MethodHandler) mcp.MethodHandler {
 				"Tool %q of MCP server %q %s; the call was not sent. There is nothing for the user to review or accept.",
 				tool, server, why)}}}, nil
 		}
-		return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf(
-			"Tool %q of MCP server %q is held: the server changed its definition after it was first seen, and the user has not accepted the change; the call was not sent. The user can review the change with \"remotemcp tools review %s\".",
-			tool, server, server)}}}, nil
+		return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: advice.Held(tool, server)}}}, nil
 	}
 }
 

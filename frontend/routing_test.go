@@ -168,7 +168,9 @@ func httpFrontend(t *testing.T, ctx context.Context, eng localapi.Engine, kv fro
 	}
 	rctx, stop := context.WithCancel(ctx)
 	done := make(chan error, 1)
-	go func() { done <- fe.RunHTTP(rctx, ln, fe.HTTPHandler(tokens)) }()
+	go func() {
+		done <- fe.RunHTTPWith(rctx, ln, fe.HTTPHandlerWith(tokens, frontend.HTTPOptions{}), frontend.HTTPOptions{})
+	}()
 	t.Cleanup(func() { stop(); <-done })
 	return "http://" + ln.Addr().String(), tok
 }

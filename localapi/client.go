@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -33,21 +32,6 @@ var _ Engine = (*Client)(nil)
 // base is the URL every request goes to; the transport dials the socket
 // whatever the host says.
 const base = "http://local.remotemcp"
-
-// NewClient returns a client of the daemon listening on the Unix socket
-// at socketPath. It dials that path and nothing else, and never follows a
-// redirect. It does not check who owns the socket: package daemon's Dial
-// does, before it hands a Client out.
-func NewClient(socketPath string) *Client {
-	var d net.Dialer
-	tr := &http.Transport{
-		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			return d.DialContext(ctx, "unix", socketPath)
-		},
-		MaxIdleConnsPerHost: 8,
-	}
-	return NewClientWithTransport(tr)
-}
 
 // NewClientWithTransport returns a client whose requests go through rt,
 // which must deliver them to the local API whatever the URL's host (a

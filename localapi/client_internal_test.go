@@ -202,3 +202,18 @@ func TestEventQueueKeepsTheNewestOfEachType(t *testing.T) {
 type nopCloser struct{}
 
 func (nopCloser) Close() error { return nil }
+
+// NewClient returns a client of the daemon listening on the Unix socket
+// at socketPath. It dials that path and nothing else, and never follows a
+// redirect. It does not check who owns the socket: package daemon's Dial
+// does, before it hands a Client out.
+func NewClient(socketPath string) *Client {
+	var d net.Dialer
+	tr := &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			return d.DialContext(ctx, "unix", socketPath)
+		},
+		MaxIdleConnsPerHost: 8,
+	}
+	return NewClientWithTransport(tr)
+}

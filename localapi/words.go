@@ -81,6 +81,48 @@ type WordTable struct {
 	// Reasons are the words of an error state's reason, and the Why of
 	// a needs-auth one, by code ("" is the fallback).
 	Reasons map[ReasonCode]Words `json:"reasons"`
+	// Errors are the words of the libraries' typed errors, and of calls
+	// refused unsent, by kind: the libraries' texts carry the data
+	// (server, tool, time, limit) and never a command to run.
+	Errors map[ErrorKind]ErrorWords `json:"errors"`
+}
+
+// ErrorKind names a typed error of the libraries, or a refusal of a
+// call, that the surfaces show with advice (WordTable.Errors).
+type ErrorKind string
+
+// Error kinds.
+const (
+	// ErrorBackoff: a connect failed, or was not tried because the last
+	// one failed recently and the next is not due (manager.BackoffError).
+	ErrorBackoff ErrorKind = "backoff"
+	// ErrorToolHeld: a tool's definition changed since it was first
+	// seen and the person has not accepted the change
+	// (manager.HeldError).
+	ErrorToolHeld ErrorKind = "tool-held"
+	// ErrorOverLimit: a server exceeded one of its limits
+	// (session.LimitError).
+	ErrorOverLimit ErrorKind = "over-limit"
+	// ErrorLoginRequired: a call was refused unsent because its server
+	// needs a sign-in.
+	ErrorLoginRequired ErrorKind = "login-required"
+	// ErrorPermission: a call was refused unsent because its server's
+	// origin has no grant.
+	ErrorPermission ErrorKind = "permission"
+)
+
+// ErrorWords are what the surfaces say with one kind of error.
+// Placeholders: {id} the server's id, {tool} the tool's name, {limit}
+// the limit's name, {origin} an origin, {step} a sign-in step; in Agent
+// {server} and {toolName} stand for the server's id and the tool's name
+// quoted (as Go's %q quotes them).
+type ErrorWords struct {
+	// Advice is what the person can do, added to the error's own text
+	// wherever it is shown (an agent's result, the CLI, the page).
+	Advice string `json:"advice,omitempty"`
+	// Agent is the sentence an agent (the model) is told when a call
+	// was refused for this kind of error.
+	Agent string `json:"agent,omitempty"`
 }
 
 // StateDisabled is the words table's key of a disabled server.
@@ -157,6 +199,14 @@ var Table = WordTable{
 		ReasonClientRejected:    {Why: "the authorization server no longer knows remotemcp"},
 		ReasonIssuerChanged:     {Why: "it moved to another authorization server"},
 		ReasonInsufficientScope: {Why: "it asks for more permissions"},
+	},
+	Errors: map[ErrorKind]ErrorWords{
+		ErrorBackoff: {Advice: `run "remotemcp connect {id}" to try now`},
+		ErrorToolHeld: {Advice: `review it with "remotemcp tools review {id}", and accept it with "remotemcp tools accept {id} {tool} --hash HASH", HASH from the review`,
+			Agent: `Tool {toolName} of MCP server {server} is held: the server changed its definition after it was first seen, and the user has not accepted the change; the call was not sent. The user can review the change with "remotemcp tools review {id}".`},
+		ErrorOverLimit:     {Advice: `If the server is trusted and needs more, raise its limits.{limit} (servers set {id} --limit {limit}=…)`},
+		ErrorLoginRequired: {Agent: `MCP server {server} needs a sign-in (step {step}): sign in (remotemcp auth login {id}), then call again`},
+		ErrorPermission:    {Agent: `remotemcp has no permission to contact {origin} (for MCP server {server}); approve that origin (remotemcp grants approve {origin}), then call again`},
 	},
 }
 

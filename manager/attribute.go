@@ -50,7 +50,14 @@ type Reason struct {
 	Code ReasonCode `json:"code,omitempty"`
 	// Scopes are the scopes a needs-auth server asks for, when known.
 	Scopes []string `json:"scopes,omitempty"`
+	// err is the error Attribute made the reason of.
+	err error
 }
+
+// Err is the error the reason was made of (Message holds its text), nil
+// for a reason the manager states itself (a sign-out): a surface shows
+// its typed errors with its own advice.
+func (r Reason) Err() error { return r.err }
 
 func (r Reason) String() string {
 	if r.Step != "" {
@@ -74,6 +81,7 @@ func Attribute(err error) Reason {
 	if r.Code == "" {
 		r.Code = codeOf(err, r)
 	}
+	r.err = err
 	return r
 }
 

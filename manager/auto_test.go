@@ -106,7 +106,7 @@ func TestAutoServerBehindOAuthNeedsLoginThenConnects_A2_R3_13(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.a.Login(testkit.Context(t), cfg, oauth.HeadlessBrowser(nil)); err != nil {
+	if _, err := e.a.Login(testkit.Context(t), cfg, headlessBrowser); err != nil {
 		t.Fatalf("login: %v", err)
 	}
 	cfg, _ = e.store.GetServer(testkit.Context(t), "au")
@@ -125,4 +125,14 @@ func TestAutoServerBehindOAuthNeedsLoginThenConnects_A2_R3_13(t *testing.T) {
 			t.Errorf("%s %s was denied after login", r.Method, r.RPCMethod)
 		}
 	}
+}
+
+// headlessBrowser signs in at an authorization server that approves at
+// once (authserver.Approve).
+func headlessBrowser(ctx context.Context, authURL string) (*oauth.CallbackResult, error) {
+	q, err := authserver.Approve(ctx, nil, authURL)
+	if err != nil {
+		return nil, err
+	}
+	return oauth.ParseCallback(q)
 }

@@ -23,7 +23,7 @@ import (
 // each failure in a row, with ±10 % jitter so servers that failed together
 // do not come back in step; a refusal (429, 503, any status) whose Retry-After asks for
 // longer gets that, up to BackoffMax. Success, a config change, an
-// explicit Connect or Reconnect (the person acted: "remotemcp connect", a
+// explicit Connect or Reconnect (the person acted: a connect, a
 // finished sign-in, a new grant) and a Disconnect reset it; a session
 // lost within flapWindow of being made counts as a failure, and the count
 // survives until a session outlives it. Failures a person must fix
@@ -68,13 +68,22 @@ type BackoffError struct {
 	Attempted bool
 }
 
-func (e *BackoffError) Error() string {
+// Error is WithAdvice without advice.
+func (e *BackoffError) Error() string { return e.WithAdvice("") }
+
+// WithAdvice is the error's text with advice, the person's words for
+// how to try now (a surface's: the manager names no command), inside its
+// closing parenthesis.
+func (e *BackoffError) WithAdvice(advice string) string {
 	attempts := "attempts"
 	if e.Failures == 1 {
 		attempts = "attempt"
 	}
-	return fmt.Sprintf("server %q: connect: %v (not tried again before %s, after %d failed %s in a row; run \"remotemcp connect %s\" to try now)",
-		e.ServerID, e.Err, e.RetryAt.Format("15:04:05"), e.Failures, attempts, e.ServerID)
+	if advice != "" {
+		advice = "; " + advice
+	}
+	return fmt.Sprintf("server %q: connect: %v (not tried again before %s, after %d failed %s in a row%s)",
+		e.ServerID, e.Err, e.RetryAt.Format("15:04:05"), e.Failures, attempts, advice)
 }
 
 func (e *BackoffError) Unwrap() error { return e.Err }

@@ -3,7 +3,6 @@ package manager
 import (
 	"context"
 	"encoding/json"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -94,7 +93,3 @@ func (m *Manager) settle(t *testing.T) {
 }
 
 var argsEcho = json.RawMessage(`{"text":"hi"}`)
-
-var counter atomic.Int64
-
-func uniq() int64 { return counter.Add(1) }

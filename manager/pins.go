@@ -46,10 +46,44 @@ func (unpinnableError) Error() string {
 
 func (unpinnableError) Is(target error) bool { return target == ErrToolHeld }
 
+// HeldError is the refusal of a call to a held tool whose change the
+// person can review and accept (issue #20 item 3). Its text says what
+// is held and why, never what to run: a surface adds that in its own
+// words (WithAdvice). errors.Is(err, ErrToolHeld) holds.
+type HeldError struct {
+	ServerID, Tool string
+	// Hash is the pin hash of the held definition, the one to accept;
+	// "" when the tool is held because its pin could not be read.
+	Hash string
+	// Why is set when the tool is held for another reason than a
+	// changed definition (its pin could not be read).
+	Why string
+}
+
+// Error is WithAdvice without advice.
+func (e *HeldError) Error() string { return e.WithAdvice("") }
+
+// WithAdvice is the error's text with advice, the person's words for
+// what to do, in parentheses at its end.
+func (e *HeldError) WithAdvice(advice string) string {
+	s := ErrToolHeld.Error()
+	if e.Why != "" {
+		s += ": " + e.Why
+	}
+	if advice != "" {
+		s += " (" + advice + ")"
+	}
+	return s
+}
+
+// Is makes every HeldError match ErrToolHeld.
+func (e *HeldError) Is(target error) bool { return target == ErrToolHeld }
+
 // hold is why a tool is held. Unpinnable ones have no stored change to
-// review: they are never offered.
+// review: they are never offered. hash is the held definition's.
 type hold struct {
 	why        string
+	hash       string
 	unpinnable bool
 }
 
@@ -285,7 +319,6 @@ type pinCaps struct {
 // remembered (the store answered). It reads names, hashes and sizes of
 // the pins only.
 func (m *Manager) evaluate(ctx context.Context, ps PinStore, id string, trusted bool, caps pinCaps, forms []toolForm) (map[string]hold, bool) {
-	review := fmt.Sprintf("review it with \"remotemcp tools review %s\"", id)
 	pins, err := ps.PinSummaries(ctx, id)
 	if err != nil {
 		m.log.Warn("manager: read the tool pins; holding the server's tools", "server", id, "err", err)
@@ -345,11 +378,11 @@ func (m *Manager) evaluate(ctx context.Context, ps PinStore, id string, trusted 
 				"its definition changed, and the change cannot be recorded: the server's pins already take %d bytes (at most %d, twice its limit maxListBytes); "+
 					"raise the server's limits, or remove it and add it again (which forgets its pins)", size, caps.bytes)})
 		default:
-			holdT(name, hold{why: "its definition changed since it was first seen; " + review})
+			holdT(name, hold{hash: hash})
 			if p.HeldHash != hash {
 				size += int64(len(canon)) - p.HeldBytes
 				ops = append(ops, store.PinOp{Action: store.PinHold, Tool: name, Hash: hash, Definition: canon})
-				m.log.Warn("tool definition changed; the tool is held until the change is accepted", "server", id, "tool", name, "review", "remotemcp tools review "+id)
+				m.log.Warn("tool definition changed; the tool is held until the change is accepted", "server", id, "tool", name, "old", p.Hash, "new", hash)
 			}
 		}
 	}
@@ -381,7 +414,7 @@ func (m *Manager) heldError(ctx context.Context, id string, sess *session.Sessio
 	case h.unpinnable:
 		return fmt.Errorf("%w: %s", ErrToolUnpinnable, unpinnableWhy(h.why))
 	}
-	return fmt.Errorf("%w: %s (accept it with \"remotemcp tools accept %s %s --hash HASH\", HASH from the review)", ErrToolHeld, h.why, id, tool)
+	return &HeldError{ServerID: id, Tool: tool, Hash: h.hash, Why: h.why}
 }
 
 // pinSoon makes the view of the entry's new catalog in the background,

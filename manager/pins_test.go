@@ -157,14 +157,17 @@ func TestPinRugPullHoldsTool(t *testing.T) {
 	}
 
 	_, err = m.CallTool(ctx, "fs", "read", json.RawMessage(`{"path":"README.md","key":"secret"}`), session.CallOptions{})
-	var ce *CallError
-	if !errors.Is(err, ErrToolHeld) || !errors.As(err, &ce) || ce.MaybeExecuted {
+	var (
+		ce *CallError
+		he *HeldError
+	)
+	if !errors.Is(err, ErrToolHeld) || !errors.As(err, &ce) || ce.MaybeExecuted || !errors.As(err, &he) {
 		t.Fatalf("call of a held tool: %v", err)
 	}
-	for _, want := range []string{`remotemcp tools review fs`, `remotemcp tools accept fs read --hash`} {
-		if !strings.Contains(err.Error(), want) {
-			t.Errorf("refusal %q does not name %q", err, want)
-		}
+	// The refusal carries the data; what to run is the surfaces' to say
+	// (issue #21 item 3, internal/advice).
+	if he.ServerID != "fs" || he.Tool != "read" || he.Hash == "" || strings.Contains(err.Error(), "remotemcp") {
+		t.Errorf("refusal = %+v (%q); want fs, read and the held hash, and no command", he, err)
 	}
 	if n := rs.calls.Load(); n != 1 {
 		t.Fatalf("the server saw %d calls, want 1 (the held call reached it)", n)
@@ -175,8 +178,8 @@ func TestPinRugPullHoldsTool(t *testing.T) {
 		t.Fatalf("HeldChanges = %+v, %v", held, err)
 	}
 	h := held[0]
-	if h.Tool != "read" || h.Old.Description != "Reads a file." || h.New.Description != rugText || h.OldHash == h.NewHash {
-		t.Errorf("held change = %+v", h)
+	if h.Tool != "read" || h.Old.Description != "Reads a file." || h.New.Description != rugText || h.OldHash == h.NewHash || he.Hash != h.NewHash {
+		t.Errorf("held change = %+v (the refusal named hash %s)", h, he.Hash)
 	}
 	var paths []string
 	for _, c := range h.Changes {

@@ -6,7 +6,6 @@ import (
 	"crypto/subtle"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"slices"
@@ -31,8 +30,8 @@ type CallbackResult struct {
 // Browser hands the authorization URL to the user and returns the callback
 // parameters once the authorization server has redirected back. The
 // engine opens the system browser and serves the loopback redirect URI
-// (localapi.CallbackHandler, the one /mcp-oauth handler); tests and the
-// conformance client GET the URL and read the redirect (HeadlessBrowser). It must honour ctx. The redirect
+// (localapi.CallbackHandler, the one /mcp-oauth handler); tests GET the
+// URL and read the redirect. It must honour ctx. The redirect
 // URI in the URL is RedirectURI(srv.Auth.RedirectPort), so a listening
 // Browser must listen on that port: an engine sets it to the port it
 // serves for the length of the flow.
@@ -332,44 +331,4 @@ func authStyle(method string) oauth2.AuthStyle {
 		return oauth2.AuthStyleInHeader
 	}
 	return oauth2.AuthStyleInParams
-}
-
-// HeadlessBrowser is a Browser for tests and the conformance client: it
-// GETs the authorization URL without following the redirect, checks that
-// the Location goes back to the request's redirect_uri, and reads the
-// callback parameters from it. It works with authorization servers that
-// approve at once (the conformance suite's, internal/testserver/authserver).
-func HeadlessBrowser(hc *http.Client) Browser {
-	c := noRedirectClient(hc)
-	return func(ctx context.Context, authURL string) (*CallbackResult, error) {
-		au, err := url.Parse(authURL)
-		if err != nil {
-			return nil, err
-		}
-		redirect, err := url.Parse(au.Query().Get("redirect_uri"))
-		if err != nil {
-			return nil, fmt.Errorf("authorization URL has a bad redirect_uri: %w", err)
-		}
-		req, err := http.NewRequestWithContext(hostperm.WithPurpose(ctx, hostperm.PurposeAuthorization, ""), http.MethodGet, authURL, nil)
-		if err != nil {
-			return nil, err
-		}
-		resp, err := c.Do(req)
-		if err != nil {
-			return nil, err
-		}
-		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
-		resp.Body.Close()
-		if resp.StatusCode < 300 || resp.StatusCode > 399 {
-			return nil, fmt.Errorf("%w: the authorization endpoint answered %d instead of redirecting back", ErrBadCallback, resp.StatusCode)
-		}
-		loc, err := au.Parse(resp.Header.Get("Location"))
-		if err != nil {
-			return nil, fmt.Errorf("%w: unparsable Location: %v", ErrBadCallback, err)
-		}
-		if loc.Scheme != redirect.Scheme || loc.Host != redirect.Host || loc.Path != redirect.Path {
-			return nil, fmt.Errorf("%w: the authorization endpoint redirected to %s, not to the redirect URI", ErrBadCallback, redactURL(loc.String()))
-		}
-		return ParseCallback(loc.Query())
-	}
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/base64"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
 	"slices"
@@ -20,6 +21,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/remotemcp/remotemcp/config"
+	"github.com/remotemcp/remotemcp/hostperm"
 	"github.com/remotemcp/remotemcp/internal/testserver/authserver"
 	"github.com/remotemcp/remotemcp/internal/testserver/fixture"
 	"github.com/remotemcp/remotemcp/store"
@@ -296,4 +298,17 @@ func (e *env) accessToken(a *Authenticator) string {
 		e.t.Fatal("no access token in memory")
 	}
 	return r.AccessToken
+}
+
+// HeadlessBrowser is a Browser for tests: it approves at an
+// authorization server that approves at once (authserver.Approve) and
+// reads the callback parameters of its redirect. hc is the client to use.
+func HeadlessBrowser(hc *http.Client) Browser {
+	return func(ctx context.Context, authURL string) (*CallbackResult, error) {
+		q, err := authserver.Approve(hostperm.WithPurpose(ctx, hostperm.PurposeAuthorization, ""), hc, authURL)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrBadCallback, err)
+		}
+		return ParseCallback(q)
+	}
 }

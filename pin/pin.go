@@ -183,21 +183,6 @@ func Parse(canonical []byte) (Definition, error) {
 	return d, nil
 }
 
-// CanonicalJSON returns the canonical form of one JSON value (see
-// Canonical); nil for empty input or null.
-func CanonicalJSON(raw []byte) ([]byte, error) {
-	if len(raw) > MaxDefinition {
-		return nil, fmt.Errorf("%w (%d bytes, at most %d)", ErrTooLarge, len(raw), MaxDefinition)
-	}
-	v, err := decode(raw)
-	if err != nil || v == nil {
-		return nil, err
-	}
-	var b bytes.Buffer
-	encode(&b, v)
-	return b.Bytes(), nil
-}
-
 // The decoded forms: object keeps its members sorted by key; numbers
 // are kept as their canonical text.
 type (

@@ -61,6 +61,18 @@ gofmt_check() {
 check "gofmt" gofmt_check
 check "go vet" go vet ./...
 
+# deadcode (issue #21 item 4): with the tests as callers nothing is
+# unreachable; without them only the test servers and the test helper
+# packages (testkit, clocktest) are.
+deadcode_check() {
+  local dc=(go run golang.org/x/tools/cmd/deadcode@v0.52.0) withtests all out
+  withtests=$("${dc[@]}" -test ./...) || return 1
+  all=$("${dc[@]}" ./...) || return 1
+  out=$(printf '%s\n%s\n' "$withtests" "$all" | grep -vE '^internal/(testserver|testkit|clocktest)/|^$' | sort -u || true)
+  if [ -n "$out" ]; then printf 'unreachable functions:\n%s\n' "$out" >&2; return 1; fi
+}
+check "deadcode" deadcode_check
+
 # -timeout bounds one package's test binary: far above what any package
 # takes on a loaded 2-core machine, so it only ends a hang.
 if [ $quick = 1 ]; then

@@ -35,14 +35,21 @@ type LimitError struct {
 	What string `json:"what"`
 }
 
-func (e *LimitError) Error() string {
+// Error is WithAdvice without advice.
+func (e *LimitError) Error() string { return e.WithAdvice("") }
+
+// WithAdvice is the error's text followed by advice, the person's words
+// for raising the limit (a surface's: the session names no command).
+func (e *LimitError) WithAdvice(advice string) string {
 	v := strconv.FormatInt(e.Value, 10)
 	switch e.Limit {
 	case "maxMessageBytes", "maxStreamBytes", "memoryBytes", "maxListBytes":
 		v = config.FormatBytes(e.Value)
 	}
-	return fmt.Sprintf("server %q: %s exceeded the limit limits.%s (%s); the rest was not read. If the server is trusted and needs more, raise its limits.%s (servers set %s --limit %s=…)",
-		e.Server, e.What, e.Limit, v, e.Limit, e.Server, e.Limit)
+	if advice != "" {
+		advice = " " + advice
+	}
+	return fmt.Sprintf("server %q: %s exceeded the limit limits.%s (%s); the rest was not read.%s", e.Server, e.What, e.Limit, v, advice)
 }
 
 // limitCode is the JSON-RPC error code of the synthetic error response a

@@ -326,10 +326,14 @@ func TestHostileEndlessPagination(t *testing.T) {
 				fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"tools":[%s],"nextCursor":"c%d"}}`, id, strings.Join(tools, ","), n)
 				return true
 			})
+			// The listing must end at the count it tests, not at the clock:
+			// with the default listTimeout (60 s) a machine slow enough
+			// (-race on a loaded one takes 10-15 s for the 17 MB of the
+			// bytes case) saw the timeout instead.
+			lim := tc.lim
+			lim.ListTimeout = config.Duration(time.Hour)
 			stopHeap := heapPeak(t)
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-			defer cancel()
-			_, err := Connect(ctx, Options{Server: config.Server{ID: "hostile", URL: h.URL(), Auth: config.Auth{Kind: config.AuthNone}, Enabled: true, Limits: tc.lim}})
+			_, err := Connect(testkit.Context(t), Options{Server: config.Server{ID: "hostile", URL: h.URL(), Auth: config.Auth{Kind: config.AuthNone}, Enabled: true, Limits: lim}})
 			grew, total := stopHeap()
 			var le *LimitError
 			if !errors.As(err, &le) || le.Limit != tc.wantLimit {

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -157,4 +158,31 @@ func quiet(t *testing.T, ch <-chan Change, d time.Duration) {
 		t.Fatalf("unexpected change %+v", c)
 	case <-time.After(d):
 	}
+}
+
+// CheckWritable returns an error wrapping ErrDataDirNotWritable, naming
+// what cannot be written and what to do, if this user cannot create files
+// in the data directory dir or write the database files in it; nil
+// otherwise. Open checks this itself; callers that write in the data
+// directory before Open (a lock file, say) call it first, so the user
+// gets the hint rather than a bare "permission denied". Where the
+// platform cannot tell (no access(2)), it returns nil.
+func CheckWritable(dir string) error {
+	if p, _ := firstNotWritable(dir); p != "" {
+		return notWritableError("check data directory", dir, p, nil)
+	}
+	return nil
+}
+
+// checkpoint copies the WAL into the database file and truncates it. Tests
+// use it to compare the bytes of the database file.
+func (s *SQLite) checkpoint(ctx context.Context) error {
+	_, err := s.db.ExecContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`)
+	return err
+}
+
+// IsHeaderPurpose reports whether purpose is that of a custom header
+// value, and of which header.
+func IsHeaderPurpose(purpose string) (name string, ok bool) {
+	return strings.CutPrefix(purpose, PurposeHeaderPrefix)
 }

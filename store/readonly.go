@@ -37,20 +37,6 @@ func notWritable(dir string, err error) error {
 	return notWritableError("open", dir, what, err)
 }
 
-// CheckWritable returns an error wrapping ErrDataDirNotWritable, naming
-// what cannot be written and what to do, if this user cannot create files
-// in the data directory dir or write the database files in it; nil
-// otherwise. Open checks this itself; callers that write in the data
-// directory before Open (a lock file, say) call it first, so the user
-// gets the hint rather than a bare "permission denied". Where the
-// platform cannot tell (no access(2)), it returns nil.
-func CheckWritable(dir string) error {
-	if p, _ := firstNotWritable(dir); p != "" {
-		return notWritableError("check data directory", dir, p, nil)
-	}
-	return nil
-}
-
 // notWritableError names what (the data directory dir, or a file in it)
 // and what to do; step is the store operation that found it; cause, if
 // not nil, is the error the refused write gave.

@@ -586,11 +586,4 @@ func (s *SQLite) writeTx(ctx context.Context, fn func(tx *sql.Tx) (*Change, erro
 	return nil
 }
 
-// checkpoint copies the WAL into the database file and truncates it. Tests
-// use it to compare the bytes of the database file.
-func (s *SQLite) checkpoint(ctx context.Context) error {
-	_, err := s.db.ExecContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`)
-	return err
-}
-
 func nowMillis() int64 { return time.Now().UnixMilli() }

@@ -99,12 +99,6 @@ const (
 // name (PurposeHeaderPrefix + name).
 func HeaderPurpose(name string) string { return PurposeHeaderPrefix + name }
 
-// IsHeaderPurpose reports whether purpose is that of a custom header
-// value, and of which header.
-func IsHeaderPurpose(purpose string) (name string, ok bool) {
-	return strings.CutPrefix(purpose, PurposeHeaderPrefix)
-}
-
 // SecretKey names one sealed secret.
 type SecretKey struct {
 	ServerID string

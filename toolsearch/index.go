@@ -406,14 +406,6 @@ func docFields(d Doc) [numFields]string {
 	return f
 }
 
-// Len reports the number of tools in the index.
-func (ix *Index) Len() int {
-	if ix == nil {
-		return 0
-	}
-	return len(ix.names)
-}
-
 // serverPrefix marks the terms of server ids in the index.
 const serverPrefix = "@"
 

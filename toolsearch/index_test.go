@@ -214,3 +214,11 @@ func BenchmarkSearch500(b *testing.B) {
 		}
 	})
 }
+
+// Len reports the number of tools in the index.
+func (ix *Index) Len() int {
+	if ix == nil {
+		return 0
+	}
+	return len(ix.names)
+}

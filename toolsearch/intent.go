@@ -129,12 +129,6 @@ func stemSet(s string) map[string]bool {
 	return m
 }
 
-// toolAction classifies a tool by the first verb in its name.
-func toolAction(name string) action {
-	a, _ := toolVerb(name)
-	return a
-}
-
 // toolVerb returns the action of a tool and the stem of the verb in its
 // name, if any.
 func toolVerb(name string) (action, string) {
@@ -179,9 +173,6 @@ var (
 	conjunctions = setOf(`and n then`)
 	pairedVerbs  = setOf(`replace substitute`)
 )
-
-// toolIntent classifies a tool as reading or changing.
-func toolIntent(name string) intent { return toolAction(name).intent() }
 
 // nameVerb returns the position of the first verb in the words of a tool
 // name, or -1.
@@ -259,9 +250,4 @@ func equalWords(a, b []string) bool {
 		}
 	}
 	return true
-}
-
-// queryIntent classifies a task as reading or changing.
-func queryIntent(query string) intent {
-	return queryAction(queryWords(truncate(query, MaxQueryBytes))).intent()
 }

@@ -154,12 +154,6 @@ func automation(words []qword) int {
 	return at
 }
 
-// queryWords returns the lower-cased words of a query, with compounds
-// joined and phrasal verbs rewritten, but entities and stopwords kept.
-func queryWords(q string) []string {
-	return plainWords(phrasals(splitQuoted(q)))
-}
-
 // add adds term to a concept of the query at weight w.
 func (pq *parsedQuery) add(term string, w float64, concept int, plural bool) {
 	q := pq.byTerm[term]

@@ -230,3 +230,15 @@ func TestIdioms(t *testing.T) {
 		t.Errorf("payload after a colon: %+v, want weight %v", q, quotedWeight)
 	}
 }
+
+// toolAction classifies a tool by the first verb in its name.
+func toolAction(name string) action {
+	a, _ := toolVerb(name)
+	return a
+}
+
+// queryWords returns the lower-cased words of a query, with compounds
+// joined and phrasal verbs rewritten, but entities and stopwords kept.
+func queryWords(q string) []string {
+	return plainWords(phrasals(splitQuoted(q)))
+}

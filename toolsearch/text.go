@@ -32,13 +32,6 @@ func tokenize(s string, maxBytes, maxTokens int) []string {
 	return tokenizeMode(s, maxBytes, maxTokens, false)
 }
 
-// tokenizeQuery is tokenize for a query: a word written as two camelCase
-// parts is kept whole only, so "PagerDuty" counts once, as "pagerduty",
-// which documents index alongside "pager" and "duty".
-func tokenizeQuery(s string, maxBytes, maxTokens int) []string {
-	return tokenizeMode(s, maxBytes, maxTokens, true)
-}
-
 func tokenizeMode(s string, maxBytes, maxTokens int, query bool) []string {
 	words := splitWords(s, maxBytes, query)
 	words = joinCompounds(words)

@@ -183,3 +183,18 @@ func TestIntent(t *testing.T) {
 		}
 	}
 }
+
+// toolIntent classifies a tool as reading or changing.
+func toolIntent(name string) intent { return toolAction(name).intent() }
+
+// queryIntent classifies a task as reading or changing.
+func queryIntent(query string) intent {
+	return queryAction(queryWords(truncate(query, MaxQueryBytes))).intent()
+}
+
+// tokenizeQuery is tokenize for a query: a word written as two camelCase
+// parts is kept whole only, so "PagerDuty" counts once, as "pagerduty",
+// which documents index alongside "pager" and "duty".
+func tokenizeQuery(s string, maxBytes, maxTokens int) []string {
+	return tokenizeMode(s, maxBytes, maxTokens, true)
+}
