@@ -13,9 +13,9 @@ import (
 
 // Op is one tool call in flight: its operation id and its one
 // cancellation context, from before its approval until it ends (issue
-// #21 item 2). The engine (or an agent.Registry) begins it, waits for the
-// approval and the open questions under its context, then sends it with
-// CallOp; the manager's tool timer cancels the same context, and the
+// #21 item 2). The engine begins it, waits for the approval and the open
+// questions under its context, then sends it with CallOp; the manager's
+// tool timer cancels the same context, and the
 // session's request is made under it. Cancel finds it by its id at every
 // stage (R4.5), so no layer keeps records of its own.
 type Op struct {
