@@ -237,9 +237,8 @@ func (c *Engine) approvalRequest(ctx context.Context, snap *agent.Snapshot, t ag
 // A call the guard or the server refused before it ran says why it was
 // not sent, and what the person can do (whyNotSent).
 func (c *Engine) callFailed(base func(agent.Outcome) *agent.ToolResult, op *manager.Op, o callOptions, t agent.ToolRef, err error) *agent.ToolResult {
-	ctx := op.Context()
-	callerTimeout := errors.Is(context.Cause(ctx), errCallTimeout)
-	cancel := ctx.Err() != nil && !callerTimeout && !op.TimedOut()
+	callerTimeout := errors.Is(context.Cause(op.Context()), errCallTimeout)
+	cancel := op.Cancelled() && !callerTimeout
 	maybe := true
 	var ce *manager.CallError
 	if errors.As(err, &ce) {

@@ -715,3 +715,21 @@ func TestR6_2_ShutdownInterruptsCallThenRetry(t *testing.T) {
 		t.Fatalf("ask ran %d times, want 2", n)
 	}
 }
+
+// A session that closes under a call in flight (the server disconnected)
+// ends the call's one context too, with its own cause: the call failed,
+// and may have run; it was not cancelled by anyone.
+func TestDisconnectDuringCallIsNoCancel(t *testing.T) {
+	f := testkit.StartFixture(t, fixture.Options{})
+	c := fixtureEngine(t, f)
+	ctx := testkit.Context(t)
+	ch := goCall(ctx, c, localapi.CallRequest{Tool: "fx/slow", Arguments: json.RawMessage(`{"ms":120000}`), Approved: true}, localapi.CallHandler{})
+	testkit.WaitFor(t, "the slow call to run", func() bool { return f.Executions("slow") == 1 })
+	if _, err := c.Disconnect(ctx, "fx"); err != nil {
+		t.Fatal(err)
+	}
+	res := recvResult(t, ch)
+	if res.Outcome != localapi.OutcomeFailed || !res.MaybeExecuted || !strings.Contains(res.Message, "may or may not have run") {
+		t.Fatalf("call when its session closed: %+v", res)
+	}
+}

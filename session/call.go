@@ -40,10 +40,18 @@ func (s *Session) CallTool(ctx context.Context, name string, args json.RawMessag
 	op := &operation{progress: o.Progress, sample: o.Sample, token: o.OperationID}
 	// The call's context: the caller's, ended by Cancel and Close too, and
 	// not ended by the caller's layers once the call is over (reqCtx).
-	op.req.init(ctx)
-	op.req.slot.call = o.OperationID
-	defer op.req.end(s)
-	op.cancel = op.req.cancel
+	// The manager's Op brings one (a Request), the call's only context;
+	// any other caller gets one made here.
+	rctx := &op.req
+	if req, ok := ctx.(*Request); ok && req.claim() {
+		rctx = &req.reqCtx
+		defer req.finish(s)
+	} else {
+		rctx.init(ctx)
+		defer rctx.end(s)
+	}
+	rctx.slot.call = o.OperationID
+	op.cancel = rctx.cancel
 	if o.Progress != nil {
 		op.delivery = make(chan struct{}, 1) // see awaitProgress
 	}
@@ -75,18 +83,21 @@ func (s *Session) CallTool(ctx context.Context, name string, args json.RawMessag
 	if s.Err() != nil {
 		return nil, fmt.Errorf("call %s: %w", name, s.Err())
 	}
-	var argv any
+	params := &op.params
+	params.Name = name
 	if len(args) > 0 {
-		argv = args
+		// A pointer into op: json.RawMessage in an interface would be an
+		// allocation of its own.
+		op.args = args
+		params.Arguments = &op.args
 	}
-	params := &mcp.CallToolParams{Name: name, Arguments: argv}
 	if o.Progress != nil {
 		// The operation id doubles as the progress token; without a
 		// listener there is no reason to ask the server for progress.
 		params.SetProgressToken(o.OperationID)
 	}
 	s.used()
-	rctx, slot := &op.req, &op.req.slot
+	slot := &rctx.slot
 	if err := ctx.Err(); err != nil {
 		// The caller's context ended before the call was sent (the call's
 		// own context follows it a moment later): never send it.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -69,6 +70,12 @@ func (r *reqCtx) end(s *Session) {
 	if r.stop != nil {
 		r.stop()
 	}
+	r.handOver(s)
+}
+
+// handOver hands a response stream of the request that is still open to
+// the session's reaper, and reports whether it did.
+func (r *reqCtx) handOver(s *Session) bool {
 	// go-sdk hands the answer over before it reads the stream's end,
 	// which has usually arrived with the answer: let it read it rather
 	// than hand the stream to the reaper.
@@ -77,6 +84,71 @@ func (r *reqCtx) end(s *Session) {
 	}
 	if r.slot.streams.Load() > 0 && r.Err() == nil {
 		s.linger(r)
+		return true
+	}
+	return false
+}
+
+// Request is the one cancellation context of one tool call (issue #21
+// item 2), made by the caller that owns the call (the manager's Op) and
+// used by CallTool as the request's context, without one of its own. It
+// has the caller's values and deadline, and it ends when the caller's
+// context ends (with its cause), on Cancel (each canceller with its own
+// cause: a cancel of the operation, its tool time, ErrClosed when the
+// session closes under the call) and on End, except that a response
+// stream still open when the call returned is left to finish reading
+// for a moment first, as the session's own request contexts are (see
+// reqCtx: a context cancelled while go-sdk reads the stream's end made
+// net/http drop the connection).
+type Request struct {
+	reqCtx
+	// used is set by the first CallTool on it; another one (a re-send
+	// on a fresh session) makes a context of its own under it.
+	used atomic.Bool
+	// lingered: a session ends it once its open response stream ends,
+	// or a moment later; End leaves it to the session.
+	lingered atomic.Bool
+}
+
+// Init makes r the context of a call under parent. r must not be used
+// before Init, nor copied after.
+func (r *Request) Init(parent context.Context) {
+	r.init(parent)
+	// The call's own end is the caller's end as the session sees it
+	// (callerErr): whoever cancelled it, the call was cancelled.
+	r.slot.parent = &r.reqCtx
+}
+
+// Value is the parent's value: the request's slot travels only with the
+// call's own request (CallTool hands go-sdk r's reqCtx), not with what
+// else is done under r (a connect first, say).
+func (r *Request) Value(key any) any { return r.reqCtx.Context.Value(key) }
+
+// Cancel ends the call's context now with cause; the first cause stays.
+func (r *Request) Cancel(cause error) { r.cancel(cause) }
+
+// End releases the context once the call is over: it stops following the
+// caller's context and ends, unless a session still reads the call's
+// response stream (it ends the context itself when the stream ends, or
+// streamGrace later). Idempotent.
+func (r *Request) End() {
+	if r.stop != nil {
+		r.stop()
+	}
+	if !r.lingered.Load() {
+		r.cancel(nil)
+	}
+}
+
+// claim reports whether CallTool may run a call on r as its own context:
+// the first time only.
+func (r *Request) claim() bool { return r.used.CompareAndSwap(false, true) }
+
+// finish is end for a claimed Request: the call is over, but r follows
+// the caller's context until its owner's End.
+func (r *Request) finish(s *Session) {
+	if r.handOver(s) {
+		r.lingered.Store(true)
 	}
 }
 
