@@ -210,8 +210,8 @@ type entry struct {
 	sess         *session.Session
 	epoch        uint64
 	attempt      *attempt
-	catalog      *session.Catalog        // last good, kept across reconnects
-	timers       *callTimer              // timeouts of calls in flight (a list); nil when none
+	catalog      *session.Catalog // last good, kept across reconnects
+	timers       *callTimer       // timeouts of calls in flight (a list); nil when none
 	// eliciting counts the elicitations open on the server; call timeouts
 	// stand still meanwhile.
 	eliciting int
