@@ -70,12 +70,6 @@ func (r *reqCtx) end(s *Session) {
 	if r.stop != nil {
 		r.stop()
 	}
-	r.handOver(s)
-}
-
-// handOver hands a response stream of the request that is still open to
-// the session's reaper, and reports whether it did.
-func (r *reqCtx) handOver(s *Session) bool {
 	// go-sdk hands the answer over before it reads the stream's end,
 	// which has usually arrived with the answer: let it read it rather
 	// than hand the stream to the reaper.
@@ -84,9 +78,7 @@ func (r *reqCtx) handOver(s *Session) bool {
 	}
 	if r.slot.streams.Load() > 0 && r.Err() == nil {
 		s.linger(r)
-		return true
 	}
-	return false
 }
 
 // Request is the one cancellation context of one tool call (issue #21
@@ -105,9 +97,9 @@ type Request struct {
 	// used is set by the first CallTool on it; another one (a re-send
 	// on a fresh session) makes a context of its own under it.
 	used atomic.Bool
-	// lingered: a session ends it once its open response stream ends,
-	// or a moment later; End leaves it to the session.
-	lingered atomic.Bool
+	// sess is the session that ran the call on it (set when the call
+	// returns): End hands it a response stream still open.
+	sess atomic.Pointer[Session]
 }
 
 // Init makes r the context of a call under parent. r must not be used
@@ -128,16 +120,20 @@ func (r *Request) Value(key any) any { return r.reqCtx.Context.Value(key) }
 func (r *Request) Cancel(cause error) { r.cancel(cause) }
 
 // End releases the context once the call is over: it stops following the
-// caller's context and ends, unless a session still reads the call's
-// response stream (it ends the context itself when the stream ends, or
-// streamGrace later). Idempotent.
+// caller's context and ends, unless go-sdk still reads the call's
+// response stream: then the session ends it when the stream ends, or
+// streamGrace later. By the time the call's owner ends it (its result
+// converted) the stream has nearly always ended, so the call costs no
+// yield for it (reqCtx.end yields).
 func (r *Request) End() {
 	if r.stop != nil {
 		r.stop()
 	}
-	if !r.lingered.Load() {
-		r.cancel(nil)
+	if s := r.sess.Load(); s != nil && r.slot.streams.Load() > 0 && r.Err() == nil {
+		s.linger(&r.reqCtx)
+		return
 	}
+	r.cancel(nil)
 }
 
 // claim reports whether CallTool may run a call on r as its own context:
@@ -145,12 +141,9 @@ func (r *Request) End() {
 func (r *Request) claim() bool { return r.used.CompareAndSwap(false, true) }
 
 // finish is end for a claimed Request: the call is over, but r follows
-// the caller's context until its owner's End.
-func (r *Request) finish(s *Session) {
-	if r.handOver(s) {
-		r.lingered.Store(true)
-	}
-}
+// the caller's context until its owner's End, which hands what is left of
+// its response stream to s.
+func (r *Request) finish(s *Session) { r.sess.Store(s) }
 
 // endYields bounds the yields end makes for a stream's end.
 const endYields = 4
