@@ -8,7 +8,9 @@ import (
 	"math"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -285,4 +287,63 @@ func (g passGuard) RoundTrip(req *http.Request) (*http.Response, error) { return
 
 func (g passGuard) RoundTripPurpose(req *http.Request, _ hostperm.Purpose, _ string) (*http.Response, error) {
 	return g.base.RoundTrip(req)
+}
+
+// The request log names every POST's method; a tool call's own POST is
+// named without reading its body (postMethod), and the notifications/
+// cancelled of a cancelled call, sent under the call's context too, is
+// named as itself.
+func TestRequestLogNamesCallPOSTs(t *testing.T) {
+	f := testkit.StartFixture(t, fixture.Options{})
+	var mu sync.Mutex
+	var posts []string
+	s := connect(t, f, Options{OnExchange: func(x Exchange) {
+		if x.HTTPMethod == http.MethodPost {
+			mu.Lock()
+			posts = append(posts, x.RPCMethod)
+			mu.Unlock()
+		}
+	}})
+	logged := func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		out := posts
+		posts = nil
+		return out
+	}
+	logged()
+	for _, mode := range []string{"own context", "Request"} {
+		ctx := context.Background()
+		if mode == "Request" {
+			r := new(Request)
+			r.Init(ctx)
+			defer r.End()
+			ctx = r
+		}
+		if _, err := s.CallTool(ctx, "echo", json.RawMessage(`{"text":"hi"}`), CallOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if got := logged(); !slices.Equal(got, []string{"tools/call"}) {
+			t.Fatalf("%s: POSTs logged as %q, want one tools/call", mode, got)
+		}
+	}
+	r := new(Request)
+	r.Init(context.Background())
+	defer r.End()
+	done := make(chan error, 1)
+	go func() {
+		_, err := s.CallTool(r, "slow", json.RawMessage(`{"ms":60000}`), CallOptions{})
+		done <- err
+	}()
+	testkit.WaitFor(t, "the slow call to run", func() bool { return f.Executions("slow") == 1 })
+	r.Cancel(errors.New("stop"))
+	<-done
+	var got []string
+	testkit.WaitFor(t, "the cancel in the log", func() bool {
+		got = append(got, logged()...)
+		return len(got) >= 2
+	})
+	if !slices.Equal(got, []string{"tools/call", "notifications/cancelled"}) {
+		t.Fatalf("a cancelled call's POSTs logged as %q", got)
+	}
 }
