@@ -38,20 +38,8 @@ func (s *Session) CallTool(ctx context.Context, name string, args json.RawMessag
 		o.OperationID = opid.New("op-")
 	}
 	op := &operation{progress: o.Progress, sample: o.Sample, token: o.OperationID}
-	// The call's context: the caller's, ended by Cancel and Close too, and
-	// not ended by the caller's layers once the call is over (reqCtx).
-	// The manager's Op brings one (a Request), the call's only context;
-	// any other caller gets one made here.
-	rctx := &op.req
-	if req, ok := ctx.(*Request); ok && req.claim() {
-		rctx = &req.reqCtx
-		defer req.finish(s)
-	} else {
-		rctx.init(ctx)
-		defer rctx.end(s)
-	}
-	rctx.slot.call = o.OperationID
-	op.cancel = rctx.cancel
+	rctx := op.begin(ctx, o.OperationID)
+	defer op.end(s)
 	if o.Progress != nil {
 		op.delivery = make(chan struct{}, 1) // see awaitProgress
 	}
@@ -120,6 +108,32 @@ func (s *Session) CallTool(ctx context.Context, name string, args json.RawMessag
 		return nil, err
 	}
 	return res, nil
+}
+
+// begin makes the call's context: the caller's, ended by Cancel and
+// Close too, and not ended by the caller's layers once the call is over
+// (reqCtx). The manager's Op brings one (a Request), the call's only
+// context; any other caller gets one made here.
+func (op *operation) begin(ctx context.Context, id string) *reqCtx {
+	rctx := &op.req
+	if req, ok := ctx.(*Request); ok && req.claim() {
+		op.shared = req
+		rctx = &req.reqCtx
+	} else {
+		rctx.init(ctx)
+	}
+	rctx.slot.call = id
+	op.cancel = rctx.cancel
+	return rctx
+}
+
+// end ends the call's context as begin made it.
+func (op *operation) end(s *Session) {
+	if op.shared != nil {
+		op.shared.finish(s)
+		return
+	}
+	op.req.end(s)
 }
 
 func (s *Session) onProgress(_ context.Context, req *mcp.ProgressNotificationClientRequest) {

@@ -153,8 +153,10 @@ type operation struct {
 	seen, delivered int
 	delivery        chan struct{} // nil without a progress listener
 	// req is the call's context when its caller brought no Request (see
-	// reqCtx); cancel is the call's context's cancel.
-	req reqCtx
+	// reqCtx), shared the Request it brought; cancel is the call's
+	// context's cancel.
+	req    reqCtx
+	shared *Request
 	// args and params are the call's request, here rather than in
 	// allocations of their own.
 	args   json.RawMessage
