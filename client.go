@@ -64,7 +64,7 @@ func (c *Client) Authorize(ctx context.Context, id string, opts ...localapi.Auth
 
 // Call runs one tool call through the one call pipeline: it resolves the
 // name, connecting the tool's server if it has no session (that server
-// only); then the agent registry asks for approval unless req.Approved
+// only); then it asks for approval unless req.Approved
 // (CallHandler.Approve gets the whole request; without it nothing is
 // sent), waits behind open questions, sends the call once through the
 // manager, and budgets the session's validated result. The call's one
@@ -270,7 +270,7 @@ func (c *Client) RemoveServer(ctx context.Context, id string) error {
 
 // Resources lists or searches the resources and resource templates of a
 // server (every enabled one when req.ServerID is ""), best match first
-// (see agent.Registry.SearchResources), connecting what has no session.
+// (see agent.Snapshot.SearchResources), connecting what has no session.
 func (c *Client) Resources(ctx context.Context, req localapi.ResourcesRequest) ([]localapi.Resource, error) {
 	return c.e.Resources(ctx, req)
 }

@@ -30,7 +30,7 @@ var notAdvice = map[string]bool{
 // Comments may name commands; string literals of non-test code may not.
 func TestLibrariesNameNoCommand(t *testing.T) {
 	fset := token.NewFileSet()
-	for _, dir := range []string{"manager", "session", "oauth", "store", "elicit", "hostperm", "pin", "config", "toolsearch"} {
+	for _, dir := range []string{"agent", "manager", "session", "oauth", "store", "elicit", "hostperm", "pin", "config", "toolsearch"} {
 		files, err := filepath.Glob(filepath.Join(dir, "*.go"))
 		if err != nil {
 			t.Fatal(err)

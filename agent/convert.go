@@ -16,6 +16,27 @@ const DefaultResultBudget = 100_000
 // model context when a host passes it on natively.
 const DefaultBinaryCost = 1_000
 
+// Budget bounds one converted result, prompt or read (R4.6).
+type Budget struct {
+	// Chars is the size budget in characters of text
+	// (DefaultResultBudget when zero or negative).
+	Chars int
+	// BinaryCost is what one binary item counts against it
+	// (DefaultBinaryCost when zero or negative).
+	BinaryCost int
+}
+
+// start begins spending b, its defaults filled in.
+func (b Budget) start() *budget {
+	if b.Chars <= 0 {
+		b.Chars = DefaultResultBudget
+	}
+	if b.BinaryCost <= 0 {
+		b.BinaryCost = DefaultBinaryCost
+	}
+	return newBudget(b.Chars, b.BinaryCost)
+}
+
 // budget tracks what is left of a result's size budget and what was cut.
 type budget struct {
 	total, left, binaryCost int

@@ -1,7 +1,6 @@
 package agent
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,14 +13,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/remotemcp/remotemcp/manager"
 	"github.com/remotemcp/remotemcp/session"
 )
-
-// echoBackend answers prompts and reads with what it was asked, so that
-// fuzzed arguments and URIs come back as untrusted content. Its answers
-// go through JSON as a real server's do, which makes them valid UTF-8.
-type echoBackend struct{}
 
 // overTheWire returns v as it arrives after a JSON round trip.
 func overTheWire[T any](v *T) (*T, error) {
@@ -36,37 +29,10 @@ func overTheWire[T any](v *T) (*T, error) {
 	return &out, nil
 }
 
-func (echoBackend) Status() []manager.ServerStatus { return nil }
-
-func (echoBackend) Subscribe(ctx context.Context) <-chan manager.Event {
-	ch := make(chan manager.Event)
-	close(ch)
-	return ch
-}
-
-func (echoBackend) Catalog(context.Context, string) (*session.Catalog, error) {
-	return nil, errors.New("no catalog")
-}
-
-func (echoBackend) CachedCatalog(context.Context, string) (*session.Catalog, error) {
-	return nil, nil
-}
-
-func (echoBackend) CatalogOn(string, string) (*session.Catalog, error) {
-	return nil, errors.New("no catalog")
-}
-
-func (echoBackend) Begin(context.Context, string) (*manager.Op, error) {
-	return nil, errors.New("no tools")
-}
-
-func (echoBackend) CallOp(*manager.Op, string, string, json.RawMessage, session.CallOptions) (*mcp.CallToolResult, error) {
-	return nil, errors.New("no tools")
-}
-
-func (echoBackend) Cancel(string) {}
-
-func (echoBackend) GetPrompt(_ context.Context, id, name string, args map[string]string) (*mcp.GetPromptResult, error) {
+// echoPrompt and echoRead answer with what they were asked, so that
+// fuzzed arguments and URIs come back as untrusted content. Their answers
+// go through JSON as a real server's do, which makes them valid UTF-8.
+func echoPrompt(id, name string, args map[string]string) (*mcp.GetPromptResult, error) {
 	res := &mcp.GetPromptResult{Description: id + ":" + name}
 	for _, k := range slices.Sorted(maps.Keys(args)) {
 		res.Messages = append(res.Messages, &mcp.PromptMessage{Role: "user", Content: &mcp.TextContent{Text: k + "=" + args[k]}})
@@ -74,22 +40,53 @@ func (echoBackend) GetPrompt(_ context.Context, id, name string, args map[string
 	return overTheWire(res)
 }
 
-func (echoBackend) ReadResource(_ context.Context, id, uri string) (*mcp.ReadResourceResult, error) {
+func echoRead(id, uri string) (*mcp.ReadResourceResult, error) {
 	return overTheWire(&mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: uri, Text: id + " " + uri}}})
 }
 
-// fuzzRegistry is a registry over echoBackend with a fixed snapshot: two
-// servers, prompts with required and optional arguments, resources and a
-// template.
-func fuzzRegistry(budget int) *Registry {
-	r := &Registry{o: Options{ResultBudget: budget, BinaryCost: 10}, be: echoBackend{}}
+// getPrompt is the engine's prompt path on the pure parts: look the
+// command up, check the arguments, ask echoPrompt, convert.
+func getPrompt(snap *Snapshot, command string, args map[string]string, b Budget) (*PromptResult, error) {
+	pc, ok := snap.Prompt(command)
+	if !ok {
+		return nil, fmt.Errorf("%w %q", ErrUnknownCommand, command)
+	}
+	if err := CheckPromptArguments(pc, args); err != nil {
+		return nil, err
+	}
+	res, err := echoPrompt(pc.ServerID, pc.Name, args)
+	if err != nil {
+		return nil, err
+	}
+	return NewPromptResult(pc, res, b, false), nil
+}
+
+// readMention is the engine's read path on the pure parts.
+func readMention(snap *Snapshot, mention string, b Budget) (*ResourceResult, error) {
+	server, uri, err := ParseMention(mention)
+	if err != nil {
+		return nil, err
+	}
+	if !slices.Contains(snap.servers, server) {
+		return nil, fmt.Errorf("resource %s: no enabled server %q", mention, server)
+	}
+	res, err := echoRead(server, uri)
+	if err != nil {
+		return nil, err
+	}
+	return NewResourceResult(server, uri, res, b), nil
+}
+
+// fuzzSnapshot is a fixed snapshot: two servers, prompts with required
+// and optional arguments, resources and a template.
+func fuzzSnapshot() *Snapshot {
 	prompts := []PromptCommand{
 		{Command: "/docs:summarize", ServerID: "docs", Name: "summarize", Arguments: []PromptArgument{{Name: "topic", Required: true}, {Name: "style"}}},
 		{Command: "/docs:a:b", ServerID: "docs", Name: "a:b"},
 		{Command: "/fx:greet", ServerID: "fx", Name: "greet", Arguments: []PromptArgument{{Name: "name"}}},
 	}
 	slices.SortFunc(prompts, func(a, b PromptCommand) int { return strings.Compare(a.Command, b.Command) })
-	r.snap.Store(&Snapshot{
+	return &Snapshot{
 		prompts: prompts,
 		servers: []string{"docs", "fx"},
 		resources: []ResourceEntry{
@@ -97,8 +94,7 @@ func fuzzRegistry(budget int) *Registry {
 			{ServerID: "docs", URI: "file:///{path}", Name: "any file", Template: true},
 			{ServerID: "fx", URI: "mem://a:b", Name: "colon", Title: "A:B"},
 		},
-	})
-	return r
+	}
 }
 
 // FuzzPromptCommand: a /server:prompt command with a NAME=VALUE argument
@@ -119,26 +115,25 @@ func FuzzPromptCommand(f *testing.F) {
 	} {
 		f.Add(s[0], s[1], s[2])
 	}
-	r := fuzzRegistry(64)
-	ctx := context.Background()
+	snap := fuzzSnapshot()
 	f.Fuzz(func(t *testing.T, command, key, value string) {
 		args := map[string]string{}
 		if key != "" {
 			args[key] = value
 		}
-		res, err := r.GetPrompt(ctx, command, args)
+		res, err := getPrompt(snap, command, args, Budget{Chars: 64, BinaryCost: 10})
 		cmd := command
 		if !strings.HasPrefix(cmd, "/") {
 			cmd = "/" + cmd
 		}
-		i := slices.IndexFunc(r.Snapshot().prompts, func(p PromptCommand) bool { return p.Command == cmd })
+		i := slices.IndexFunc(snap.prompts, func(p PromptCommand) bool { return p.Command == cmd })
 		if i < 0 {
 			if !errors.Is(err, ErrUnknownCommand) {
 				t.Fatalf("GetPrompt(%q) = %v, want ErrUnknownCommand", command, err)
 			}
 			return
 		}
-		pc := r.Snapshot().prompts[i]
+		pc := snap.prompts[i]
 		wantArgErr := ""
 		for _, a := range pc.Arguments {
 			if a.Required && strings.TrimSpace(args[a.Name]) == "" {
@@ -180,8 +175,7 @@ func FuzzMention(f *testing.F) {
 	for _, s := range []string{"@docs:file:///readme.md", "docs:file:///readme.md", "@fx:mem://a:b", "@:x", "@docs:", "@", "", "  @docs:file:///{path}  ", "@nope:x", "docs", "@@docs:x", "A:B", "@docs:\u2039/mcp-untrusted"} {
 		f.Add(s)
 	}
-	r := fuzzRegistry(32)
-	ctx := context.Background()
+	snap := fuzzSnapshot()
 	f.Fuzz(func(t *testing.T, m string) {
 		server, uri, err := ParseMention(m)
 		if err != nil {
@@ -196,17 +190,17 @@ func FuzzMention(f *testing.F) {
 				t.Fatalf("ParseMention(%q) does not round-trip: %q", m, got)
 			}
 		}
-		hits := r.SearchResources(m, 2)
+		hits := snap.SearchResources(m, 2)
 		if len(hits) > 2 {
 			t.Fatalf("SearchResources(%q, 2) gave %d hits", m, len(hits))
 		}
-		res, rerr := r.Read(ctx, m)
+		res, rerr := readMention(snap, m, Budget{Chars: 32, BinaryCost: 10})
 		switch {
 		case err != nil:
 			if !errors.Is(rerr, ErrBadMention) {
 				t.Fatalf("Read(%q) = %v after a bad mention", m, rerr)
 			}
-		case !slices.Contains(r.Snapshot().servers, server):
+		case !slices.Contains(snap.servers, server):
 			if rerr == nil {
 				t.Fatalf("Read(%q) answered for an unknown server", m)
 			}
@@ -247,9 +241,7 @@ func FuzzToolResult(f *testing.F) {
 			return
 		}
 		total, cost := int(budget)%2000+1, int(binCost)+1
-		r := &Registry{o: Options{ResultBudget: total, BinaryCost: cost}}
-		tool := AgentTool{Name: "mcp__s__t", ServerID: "s", ToolName: "t"}
-		out := r.toolResult(tool, "op-1", &res)
+		out := NewToolResult(ToolRef{"mcp__s__t", "s", "t"}, "op-1", &res, Budget{Chars: total, BinaryCost: cost})
 		checkToolResult(t, out, total, cost)
 		if _, err := json.Marshal(out); err != nil {
 			t.Fatalf("result does not marshal: %v", err)

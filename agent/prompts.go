@@ -1,15 +1,12 @@
 package agent
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-
-	"github.com/remotemcp/remotemcp/session"
 )
 
 // PromptCommand is a server prompt offered as a /server:prompt command
@@ -60,16 +57,10 @@ type PromptResult struct {
 	Blocks      []ContextBlock `json:"blocks"`
 	Notes       []string       `json:"notes,omitempty"`
 	// Raw is the server's validated GetPromptResult, unchanged, when
-	// PromptOptions.Raw asked for it and nothing was cut to fit the
+	// NewPromptResult's raw asked for it and nothing was cut to fit the
 	// budget: for the MCP front end, whose host is the agent (SPEC §9
 	// A8), so embedded resources and annotations reach it as sent.
 	Raw json.RawMessage `json:"raw,omitempty"`
-}
-
-// PromptOptions adjust one GetPrompt.
-type PromptOptions struct {
-	// Raw asks for the server's result unchanged in PromptResult.Raw.
-	Raw bool
 }
 
 // Render returns the fenced messages followed by the budget notes.
@@ -89,51 +80,50 @@ func (e *ArgumentError) Error() string {
 	return fmt.Sprintf("%s: argument %q %s", e.Command, e.Argument, e.Problem)
 }
 
-// GetPrompt runs a /server:prompt command. Required arguments are checked
-// here, so the form can point at the missing field before anything is
-// sent; each message of the result becomes an untrusted ContextBlock.
-func (r *Registry) GetPrompt(ctx context.Context, command string, args map[string]string, opts ...PromptOptions) (*PromptResult, error) {
-	cmd := command
-	if !strings.HasPrefix(cmd, "/") {
-		cmd = "/" + cmd
-	}
-	snap := r.Snapshot()
-	i, ok := slices.BinarySearchFunc(snap.prompts, cmd, func(p PromptCommand, c string) int { return strings.Compare(p.Command, c) })
-	if !ok {
-		return nil, fmt.Errorf("%w %q", ErrUnknownCommand, command)
-	}
-	pc := snap.prompts[i]
+// CheckPromptArguments checks args against the prompt's form before
+// anything is sent, so the form can point at the field: a required
+// argument that is missing or blank, or one the prompt does not have, is
+// an *ArgumentError naming it.
+func CheckPromptArguments(pc PromptCommand, args map[string]string) error {
 	for _, a := range pc.Arguments {
 		if a.Required && strings.TrimSpace(args[a.Name]) == "" {
-			return nil, &ArgumentError{Command: cmd, Argument: a.Name, Problem: "is required"}
+			return &ArgumentError{Command: pc.Command, Argument: a.Name, Problem: "is required"}
 		}
 	}
 	for name := range args {
 		if !slices.ContainsFunc(pc.Arguments, func(a PromptArgument) bool { return a.Name == name }) {
-			return nil, &ArgumentError{Command: cmd, Argument: name, Problem: "is not an argument of this prompt"}
+			return &ArgumentError{Command: pc.Command, Argument: name, Problem: "is not an argument of this prompt"}
 		}
 	}
-	res, err := r.be.GetPrompt(ctx, pc.ServerID, pc.Name, args)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", cmd, err)
-	}
-	if err := session.ValidatePromptResult(res); err != nil {
-		return nil, fmt.Errorf("%s: %w", cmd, err)
-	}
-	out := &PromptResult{Command: cmd, Description: res.Description}
-	bu := newBudget(r.o.ResultBudget, r.o.BinaryCost)
+	return nil
+}
+
+// NewPromptResult converts a prompt's validated result for the model:
+// each message becomes an untrusted ContextBlock, cut to budget b. With
+// raw, the server's result rides along unchanged when nothing was cut
+// (PromptResult.Raw).
+func NewPromptResult(pc PromptCommand, res *mcp.GetPromptResult, b Budget, raw bool) *PromptResult {
+	out := &PromptResult{Command: pc.Command, Description: res.Description}
+	bu := b.start()
 	prov := Provenance{Server: pc.ServerID, Kind: KindPrompt, Name: pc.Name}
 	for _, m := range res.Messages {
 		if m == nil || m.Content == nil {
 			continue
 		}
-		if b, ok := bu.content(m.Content, prov, string(m.Role)); ok {
-			out.Blocks = append(out.Blocks, b)
+		if blk, ok := bu.content(m.Content, prov, string(m.Role)); ok {
+			out.Blocks = append(out.Blocks, blk)
 		}
 	}
 	out.Notes = bu.notes()
-	if len(opts) > 0 && opts[0].Raw && !bu.truncated && bu.droppedBinary == 0 {
+	if raw && !bu.truncated && bu.droppedBinary == 0 {
 		out.Raw, _ = json.Marshal(res)
 	}
-	return out, nil
+	return out
+}
+
+// clone copies what a caller could change.
+func (p PromptCommand) clone() PromptCommand {
+	p.Arguments = slices.Clone(p.Arguments)
+	p.Icons, p.Meta = slices.Clone(p.Icons), slices.Clone(p.Meta)
+	return p
 }

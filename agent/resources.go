@@ -1,15 +1,12 @@
 package agent
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-
-	"github.com/remotemcp/remotemcp/session"
 )
 
 // ResourceEntry is a resource or resource template offered to @ search
@@ -68,7 +65,7 @@ func rawJSON[T any](v T) json.RawMessage {
 	return b
 }
 
-// Mention is the entry's "@server:URI" form, as Read takes it.
+// Mention is the entry's "@server:URI" form, as ParseMention takes it.
 func (e ResourceEntry) Mention() string { return "@" + e.ServerID + ":" + e.URI }
 
 // Match ranks: lower is better. Exact beats prefix beats substring; within
@@ -92,8 +89,8 @@ const (
 // A leading "@" is ignored; "server:rest" searches only that server when
 // server is a known id. An empty query lists everything. limit <= 0 means
 // no limit.
-func (r *Registry) SearchResources(query string, limit int) []ResourceEntry {
-	snap := r.Snapshot()
+func (s *Snapshot) SearchResources(query string, limit int) []ResourceEntry {
+	snap := s
 	q := strings.TrimPrefix(strings.TrimSpace(query), "@")
 	server := ""
 	if i := strings.IndexByte(q, ':'); i > 0 && slices.Contains(snap.servers, q[:i]) {
@@ -184,32 +181,13 @@ func (r *ResourceResult) Render() string {
 	return strings.Join(parts, "\n\n")
 }
 
-// Read reads a mentioned resource ("@server:URI"): each content becomes an
-// untrusted ContextBlock with its URI and MIME type (R4.3). Binary
-// contents are summarised ("[binary image/png, 1234 bytes]"), never dumped
-// as text; text is cut to the result budget with a marker.
-func (r *Registry) Read(ctx context.Context, mention string) (*ResourceResult, error) {
-	server, uri, err := ParseMention(mention)
-	if err != nil {
-		return nil, err
-	}
-	snap := r.Snapshot()
-	if !slices.Contains(snap.servers, server) {
-		return nil, fmt.Errorf("resource %s: no enabled server %q", mention, server)
-	}
-	for _, e := range snap.resources {
-		if e.Template && e.ServerID == server && e.URI == uri {
-			return nil, fmt.Errorf("resource %s is a URI template: fill in its variables first", mention)
-		}
-	}
-	res, err := r.be.ReadResource(ctx, server, uri)
-	if err != nil {
-		return nil, fmt.Errorf("resource %s: %w", mention, err)
-	}
-	if err := session.ValidateReadResult(res); err != nil {
-		return nil, fmt.Errorf("resource %s: %w", mention, err)
-	}
-	bu := newBudget(r.o.ResultBudget, r.o.BinaryCost)
+// NewResourceResult converts a validated read of uri on server for the
+// model: each content becomes an untrusted ContextBlock with its URI and
+// MIME type (R4.3). Binary contents are summarised ("[binary image/png,
+// 1234 bytes]"), never dumped as text; text is cut to budget b with a
+// marker.
+func NewResourceResult(server, uri string, res *mcp.ReadResourceResult, b Budget) *ResourceResult {
+	bu := b.start()
 	out := &ResourceResult{Mention: "@" + server + ":" + uri}
 	for _, c := range res.Contents {
 		prov := Provenance{Server: server, Kind: KindResource, URI: c.URI}
@@ -221,10 +199,10 @@ func (r *Registry) Read(ctx context.Context, mention string) (*ResourceResult, e
 		if mime == "" {
 			mime = "text/plain"
 		}
-		if b, ok := bu.text(prov, mime, "", c.Text); ok {
-			out.Blocks = append(out.Blocks, b)
+		if blk, ok := bu.text(prov, mime, "", c.Text); ok {
+			out.Blocks = append(out.Blocks, blk)
 		}
 	}
 	out.Notes = bu.notes()
-	return out, nil
+	return out
 }

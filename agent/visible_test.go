@@ -83,9 +83,8 @@ func TestTagCharactersShownToAgent(t *testing.T) {
 		}
 	})
 	t.Run("tool result", func(t *testing.T) {
-		r := &Registry{o: Options{ResultBudget: 10000, BinaryCost: 10}}
-		res := r.toolResult(AgentTool{Name: "mcp__s__t", ServerID: "s", ToolName: "t"}, "op-1",
-			&mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "result " + closer}}})
+		res := NewToolResult(ToolRef{"mcp__s__t", "s", "t"}, "op-1",
+			&mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "result " + closer}}}, Budget{Chars: 10000, BinaryCost: 10})
 		out := res.Render()
 		if hasTagChar(out) || !strings.Contains(out, "result [U+E003C]") {
 			t.Fatalf("tool result for the agent:\n%s", out)

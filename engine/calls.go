@@ -25,6 +25,7 @@ import (
 	"github.com/remotemcp/remotemcp/localapi"
 	"github.com/remotemcp/remotemcp/manager"
 	"github.com/remotemcp/remotemcp/oauth"
+	"github.com/remotemcp/remotemcp/session"
 	"github.com/remotemcp/remotemcp/store"
 )
 
@@ -32,72 +33,28 @@ import (
 const maxCards = 100
 
 // approver is the approval step of a call the caller did not approve
-// itself (agent.CallOptions.Approved), an explicit parameter of the call
-// (agent.CallOptions.Approve): asked through CallHandler.Approve with the
-// whole request, or by a card, and without either the call is denied and
-// nothing is sent (agent.ErrNobodyToAsk), since every remote tool is a
-// write tool that needs the person's approval (R4.1).
-func (c *Engine) approver(askByCard bool, h localapi.CallHandler) func(context.Context, agent.ApprovalRequest) (agent.Decision, error) {
-	byCard := h.Approve == nil && askByCard && c.Elicit != nil
-	if !byCard && h.Approve == nil {
-		return func(context.Context, agent.ApprovalRequest) (agent.Decision, error) {
-			return agent.Decision{}, agent.ErrNobodyToAsk
+// itself (CallRequest.Approved), an explicit parameter of the call
+// (callOptions.approve): asked through CallHandler.Approve with the whole
+// request, or by a card, and without either the call is denied and
+// nothing is sent (errNobodyToAsk), since every remote tool is a write
+// tool that needs the person's approval (R4.1).
+func (c *Engine) approver(askByCard bool, h localapi.CallHandler) approveFunc {
+	switch {
+	case h.Approve != nil:
+		return func(_ context.Context, req localapi.ApprovalRequest) (localapi.Decision, error) {
+			return h.Approve(req)
 		}
+	case askByCard && c.Elicit != nil:
+		return c.approveByCard
 	}
-	return func(ctx context.Context, ar agent.ApprovalRequest) (agent.Decision, error) {
-		req := c.approvalRequest(ctx, ar)
-		if byCard {
-			return c.approveByCard(ctx, req)
-		}
-		d, err := h.Approve(req)
-		if err != nil {
-			return agent.Decision{}, err
-		}
-		return agent.Decision{Approved: d.Approved, Reason: d.Reason}, nil
+	return func(context.Context, localapi.ApprovalRequest) (localapi.Decision, error) {
+		return localapi.Decision{}, errNobodyToAsk
 	}
-}
-
-// denyUnasked is the registry's default approver: every call of the
-// engine brings its own (approver), so a call without one asks nobody.
-func denyUnasked(context.Context, agent.ApprovalRequest) (agent.Decision, error) {
-	return agent.Decision{}, agent.ErrNobodyToAsk
-}
-
-// approvalRequest is the question about a call, as the API puts it.
-func (c *Engine) approvalRequest(ctx context.Context, ar agent.ApprovalRequest) localapi.ApprovalRequest {
-	req := localapi.ApprovalRequest{
-		OperationID: ar.OperationID, ServerID: ar.Server, Tool: ar.Tool.Name, ToolName: ar.Tool.ToolName,
-		Title: ar.Tool.Title, Description: ar.Tool.Description, Arguments: ar.Arguments,
-	}
-	if own := ar.Tool.Own; own != nil {
-		// The server's own text: the question removes what cannot be seen
-		// itself, rather than quote the agent's [U+XXXX] markers, and cuts
-		// it to its own bound (issue #20 item 3).
-		req.Description = own.Description
-	}
-	if srv, err := c.Store.GetServer(ctx, ar.Server); err == nil || errors.Is(err, store.ErrSealOpen) {
-		req.ServerName = srv.Name
-	}
-	if ar.Annotations != nil {
-		req.Annotations, _ = json.Marshal(ar.Annotations)
-	}
-	if len(req.Arguments) == 0 {
-		req.Arguments = json.RawMessage(`{}`)
-	}
-	return req
-}
-
-// notSent says why a call the guard or the server refused before it ran
-// was not sent (agent.CallOptions.NotSent, as notSentFn: made once, not
-// per call). The manager notes a server that waits for a sign-in itself
-// (Manager.StateOf).
-func (c *Engine) notSent(serverID string, err error) string {
-	return c.whyNotSent(serverID, err)
 }
 
 // Call runs one tool call through the one call pipeline: it resolves the
 // name, connecting the tool's server if it has no session (that server
-// only); then the agent registry asks for approval unless req.Approved
+// only); then it asks for approval unless req.Approved
 // (CallHandler.Approve gets the whole request; without it nothing is
 // sent), waits behind open questions, sends the call once through the
 // manager, and budgets the session's validated result. The call's one
@@ -125,51 +82,44 @@ func (c *Engine) Call(ctx context.Context, req localapi.CallRequest, h localapi.
 	if len(req.Arguments) > agent.MaxArgumentsSize {
 		return nil, badRequest("arguments", "the arguments are larger than %d bytes", agent.MaxArgumentsSize)
 	}
-	opts := agent.CallOptions{OperationID: req.OperationID, Raw: req.Raw, Approved: req.Approved, NotSent: c.notSentFn}
+	opts := callOptions{opID: req.OperationID, raw: req.Raw}
 	if !req.Approved {
-		opts.Approve = c.approver(req.AskByCard, h)
+		opts.approve = c.approver(req.AskByCard, h)
 	}
-	if opts.OperationID == "" {
-		opts.OperationID = opid.New("op-")
+	if opts.opID == "" {
+		opts.opID = opid.New("op-")
 	}
 	if req.Timeout != "" {
 		d, err := time.ParseDuration(req.Timeout)
 		if err != nil || d <= 0 {
 			return nil, badRequest("timeout", "timeout must be a positive duration such as 30s")
 		}
-		opts.Timeout = d
+		opts.timeout = d
 	}
 	target, err := c.resolveTool(ctx, name)
 	if err != nil {
 		return nil, err
 	}
 	if target.notSent != nil {
-		return c.notSentResult(target, opts.OperationID, target.notSent), nil
+		return c.notSentResult(target, opts.opID, target.notSent), nil
 	}
 	if h.Progress != nil {
 		var mu sync.Mutex
-		opID := opts.OperationID
-		opts.Progress = func(p agent.Progress) {
+		opID := opts.opID
+		opts.progress = func(p session.Progress) {
 			mu.Lock()
 			defer mu.Unlock()
 			h.Progress(localapi.Progress{OperationID: opID, Progress: p.Progress, Total: p.Total, Message: p.Message})
 		}
 	}
 	if h.Sample != nil {
-		opts.Sample = sampler(opts.OperationID, target.serverID, h.Sample)
+		opts.sample = sampler(opts.opID, target.serverID, h.Sample)
 	}
 	if h.Question != nil && c.Elicit != nil {
-		stop := c.forwardQuestions(ctx, opts.OperationID, h.Question)
+		stop := c.forwardQuestions(ctx, opts.opID, h.Question)
 		defer stop()
 	}
-	res, err := c.reg.Call(ctx, target.name, req.Arguments, opts)
-	if res == nil {
-		if err == nil {
-			err = errors.New("the call returned nothing")
-		}
-		return nil, fail(err)
-	}
-	return toolResultOf(res), nil
+	return toolResultOf(c.call(ctx, target.name, req.Arguments, opts)), nil
 }
 
 // callTarget is a resolved tool name.
@@ -184,8 +134,8 @@ type callTarget struct {
 
 // resolveTool turns "server/tool" or mcp__server__tool into the agent
 // name, connecting the server it belongs to when it has no session. An
-// unknown or disabled tool is left for the registry, whose result
-// explains it to the model.
+// unknown or disabled tool is left for the pipeline, whose result
+// explains it to the model (notOffered).
 func (c *Engine) resolveTool(ctx context.Context, name string) (callTarget, error) {
 	ct := callTarget{name: name}
 	if s, t, ok := strings.Cut(name, "/"); ok && !strings.HasPrefix(name, "mcp__") {
@@ -214,7 +164,7 @@ func (c *Engine) resolveTool(ctx context.Context, name string) (callTarget, erro
 	}
 	rest, ok := strings.CutPrefix(name, "mcp__")
 	if !ok {
-		return ct, nil // the registry says there is no such tool
+		return ct, nil // the pipeline says there is no such tool
 	}
 	all, err := c.Store.ListServers(ctx)
 	if err != nil && !errors.Is(err, store.ErrSealOpen) {
@@ -466,15 +416,20 @@ func (c *Engine) Retry(ctx context.Context, cardID string, confirmed bool) (*loc
 	if err := c.ensureReady(ctx, k.ServerID); err != nil {
 		return nil, c.connectError(ctx, k.ServerID, err)
 	}
-	res, err := c.reg.Resend(ctx, cardID, agent.CallOptions{OperationID: opid.New("op-"), Approved: true, NotSent: c.notSentFn})
-	c.hub.bump(topicCards)
-	if res == nil {
-		if err == nil {
-			err = errors.New("the re-sent call returned nothing")
-		}
+	// The card's tool, under its current name; claimed before it is
+	// sent, so that two retries can never both send it. The confirmation
+	// is the approval; admission and the rest are any call's.
+	defer c.hub.bump(topicCards)
+	snap := c.reg.Snapshot()
+	t, ok := snap.ToolRefFor(k.ServerID, k.Tool)
+	if !ok {
+		return nil, fail(fmt.Errorf("card %s: tool %q of server %q is not available any more; nothing was re-sent", cardID, k.Tool, k.ServerID))
+	}
+	opID := opid.New("op-")
+	if _, err := c.Elicit.ClaimResend(ctx, cardID, opID); err != nil {
 		return nil, fail(err)
 	}
-	return toolResultOf(res), nil
+	return toolResultOf(c.callTool(ctx, snap, t, k.Arguments, callOptions{opID: opID})), nil
 }
 
 // cardOf converts a card, its form in the schema's property order.
@@ -615,17 +570,14 @@ func (c *Engine) GetPrompt(ctx context.Context, req localapi.GetPromptRequest) (
 	if err := c.listFor(ctx, id); err != nil {
 		return nil, err
 	}
-	var have []string
-	var pc *agent.PromptCommand
-	for _, p := range c.reg.Snapshot().Prompts() {
-		if p.Command == command {
-			pc = &p
+	pc, ok := c.reg.Snapshot().Prompt(command)
+	if !ok {
+		var have []string
+		for _, p := range c.reg.Snapshot().Prompts() {
+			if p.ServerID == id {
+				have = append(have, p.Command)
+			}
 		}
-		if p.ServerID == id {
-			have = append(have, p.Command)
-		}
-	}
-	if pc == nil {
 		what := "no prompts"
 		if len(have) > 0 {
 			what = "these prompts: " + strings.Join(have, ", ")
@@ -637,11 +589,17 @@ func (c *Engine) GetPrompt(ctx context.Context, req localapi.GetPromptRequest) (
 			return nil, badRequest(k, "%s has no argument %q", command, k)
 		}
 	}
-	res, err := c.reg.GetPrompt(ctx, command, req.Arguments, agent.PromptOptions{Raw: req.Raw})
-	if err != nil {
+	// A required argument that is missing is an ArgumentError naming it,
+	// before anything is sent.
+	if err := agent.CheckPromptArguments(pc, req.Arguments); err != nil {
 		return nil, fail(err)
 	}
-	return promptResultOf(res), nil
+	// The session validated the result (session.ValidatePromptResult).
+	res, err := c.Manager.GetPrompt(ctx, pc.ServerID, pc.Name, req.Arguments)
+	if err != nil {
+		return nil, fail(fmt.Errorf("%s: %w", command, err))
+	}
+	return promptResultOf(agent.NewPromptResult(pc, res, agent.Budget{}, req.Raw)), nil
 }
 
 // Complete asks a server for completion values of an argument of one of
@@ -694,7 +652,7 @@ func (c *Engine) Complete(ctx context.Context, req localapi.CompleteRequest) (*l
 
 // Resources lists or searches the resources and resource templates of a
 // server (every enabled one when req.ServerID is ""), best match first
-// (see agent.Registry.SearchResources), connecting what has no session.
+// (see agent.Snapshot.SearchResources), connecting what has no session.
 func (c *Engine) Resources(ctx context.Context, req localapi.ResourcesRequest) ([]localapi.Resource, error) {
 	if err := c.errNotRunning(); err != nil {
 		return nil, err
@@ -703,7 +661,7 @@ func (c *Engine) Resources(ctx context.Context, req localapi.ResourcesRequest) (
 		return nil, err
 	}
 	out := []localapi.Resource{}
-	for _, r := range c.reg.SearchResources(req.Query, 0) {
+	for _, r := range c.reg.Snapshot().SearchResources(req.Query, 0) {
 		if req.ServerID != "" && r.ServerID != req.ServerID {
 			continue
 		}
@@ -728,13 +686,19 @@ func (c *Engine) ReadResource(ctx context.Context, req localapi.ReadRequest) (*l
 	if err := c.listFor(ctx, id); err != nil {
 		return nil, err
 	}
-	for _, e := range c.reg.Snapshot().Resources() {
+	snap := c.reg.Snapshot()
+	if !slices.Contains(snap.Servers(), id) {
+		return nil, fail(fmt.Errorf("resource %s: no enabled server %q", req.Mention, id))
+	}
+	for _, e := range snap.Resources() {
 		if e.Template && e.ServerID == id && e.URI == uri {
 			return nil, badRequest("mention", "%s is a URI template: replace each {variable} in it with a value first", req.Mention)
 		}
 	}
-	res, err := c.reg.Read(ctx, req.Mention)
+	// The session validated the result (session.ValidateReadResult).
+	res, err := c.Manager.ReadResource(ctx, id, uri)
 	if err != nil {
+		err = fmt.Errorf("resource %s: %w", req.Mention, err)
 		ae := apiError(err)
 		var rpc *jsonrpc.Error
 		if errors.As(err, &rpc) {
@@ -743,7 +707,7 @@ func (c *Engine) ReadResource(ctx context.Context, req localapi.ReadRequest) (*l
 		}
 		return nil, ae
 	}
-	return readResultOf(res), nil
+	return readResultOf(agent.NewResourceResult(id, uri, res, agent.Budget{})), nil
 }
 
 // sampler turns a CallHandler's Sample into the call's answer to the
@@ -793,21 +757,21 @@ func (c *Engine) listedFromCache(ctx context.Context, id string) bool {
 // call so that it queues behind the server's open questions and they
 // behind it; if this process stops meanwhile the card is interrupted,
 // and re-sending it from the page is the approval (nothing was sent).
-func (c *Engine) approveByCard(ctx context.Context, ar localapi.ApprovalRequest) (agent.Decision, error) {
+func (c *Engine) approveByCard(ctx context.Context, ar localapi.ApprovalRequest) (localapi.Decision, error) {
 	adm, err := c.Elicit.Admit(ctx, elicit.CallInfo{ServerID: ar.ServerID, Tool: ar.ToolName,
 		OperationID: ar.OperationID + elicit.ApprovalSuffix, Arguments: ar.Arguments})
 	if err != nil {
-		return agent.Decision{}, fmt.Errorf("put the approval question on the page: %w", err)
+		return localapi.Decision{}, fmt.Errorf("put the approval question on the page: %w", err)
 	}
 	defer adm.Finish()
 	res, err := c.Elicit.AskApproval(ctx, manager.ElicitInfo{ServerID: ar.ServerID, OperationID: ar.OperationID + elicit.ApprovalSuffix},
 		&mcp.ElicitRequest{Params: &mcp.ElicitParams{Mode: "form", Message: ar.Question(), RequestedSchema: localapi.ApprovalSchema}},
 		localapi.ShownDescription(ar.Description))
 	if err != nil {
-		return agent.Decision{}, fmt.Errorf("the approval question on the page: %w", err)
+		return localapi.Decision{}, fmt.Errorf("the approval question on the page: %w", err)
 	}
 	if res.Action != "accept" {
-		return agent.Deny("the person did not approve the call on the settings page (" + res.Action + ")"), nil
+		return localapi.Decision{Reason: "the person did not approve the call on the settings page (" + res.Action + ")"}, nil
 	}
-	return agent.Allow(), nil
+	return localapi.Decision{Approved: true}, nil
 }

@@ -4,11 +4,8 @@ import (
 	"context"
 	"errors"
 	"os"
-	"slices"
 
 	"github.com/remotemcp/remotemcp/localapi"
-	"github.com/remotemcp/remotemcp/manager"
-	"github.com/remotemcp/remotemcp/session"
 )
 
 // The engine is the one implementation of the local API (issue #9).
@@ -36,9 +33,8 @@ func (c *Engine) errNotRunning() error {
 		Message: "remotemcp has not started its connections"}
 }
 
-// Lazy listing. The agent registry lists (and so connects) every server
-// that has no session when it refreshes. The engine hands it a backend
-// whose Catalog connects only the servers the request's context wants,
+// Lazy listing. A registry refresh lists (and so connects) the servers
+// that have no session, but only those its context wants (registry.catalog),
 // so a call or a listing about one server contacts that server only
 // (issue #9: in-process commands are lazy).
 
@@ -66,15 +62,3 @@ func withWantAll(ctx context.Context) context.Context {
 // errNotWanted is the registry's record of a server the engine chose not
 // to connect; it is no failure, and never shown.
 var errNotWanted = errors.New("not connected: no request needed this server yet")
-
-// lister is the manager as the registry sees it: its Catalog connects
-// only the servers a refresh wants. Calls go to the manager unchanged.
-type lister struct{ *manager.Manager }
-
-// Catalog connects only wanted servers (see withWant).
-func (b lister) Catalog(ctx context.Context, id string) (*session.Catalog, error) {
-	if w, ok := ctx.Value(wantKey{}).(wantSet); ok && !w.all && !slices.Contains(w.ids, id) {
-		return nil, errNotWanted
-	}
-	return b.Manager.Catalog(ctx, id)
-}

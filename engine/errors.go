@@ -77,7 +77,7 @@ func apiError(err error) *localapi.Error {
 		e.Status, e.Code = http.StatusServiceUnavailable, localapi.CodeUnavailable
 	case errors.Is(err, context.DeadlineExceeded):
 		e.Status, e.Code = http.StatusGatewayTimeout, localapi.CodeTimeout
-	case errors.Is(err, context.Canceled), errors.Is(err, manager.ErrClosed), errors.Is(err, agent.ErrClosed), errors.Is(err, elicit.ErrClosed):
+	case errors.Is(err, context.Canceled), errors.Is(err, manager.ErrClosed), errors.Is(err, elicit.ErrClosed):
 		e.Status, e.Code = http.StatusServiceUnavailable, localapi.CodeUnavailable
 	case errors.As(err, new(*jsonrpc.Error)):
 		// The server answered the request with an error.

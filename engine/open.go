@@ -24,7 +24,6 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 
-	"github.com/remotemcp/remotemcp/agent"
 	"github.com/remotemcp/remotemcp/config"
 	"github.com/remotemcp/remotemcp/elicit"
 	"github.com/remotemcp/remotemcp/hostperm"
@@ -108,7 +107,9 @@ type Engine struct {
 	lazy    bool // NoStartupConnect: connect only what a request needs
 	running bool // the manager and the registry were started
 	started time.Time
-	reg     *agent.Registry
+	// reg is the snapshot of every server's tools, prompts and
+	// resources, following the manager.
+	reg *registry
 
 	// ctx ends when Close begins; flows, watchers and background work
 	// derive from it.
@@ -135,9 +136,6 @@ type Engine struct {
 
 	editMu sync.Mutex // queues this process's server edits
 
-	// notSentFn is notSent as a call's agent.CallOptions.NotSent.
-	notSentFn func(serverID string, err error) string
-
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -154,11 +152,11 @@ func NewHTTPClient() *http.Client {
 
 // Open opens the data directory and starts the engine:
 // the manager (connecting the servers with connectOnStartup, unless
-// NoStartupConnect), the agent registry (which connects nothing by
+// NoStartupConnect), the registry of tools (which connects nothing by
 // itself) and the event watchers.
 //
 // Long: the engine's wiring in dependency order: store, host guard, HTTP
-// client, OAuth, manager, elicitation cards, agent registry, start. Each
+// client, OAuth, manager, elicitation cards, registry, start. Each
 // part takes the ones before it, and each failure closes what was opened
 // so far; split, the partial Engine would pass between pieces.
 func Open(ctx context.Context, o Options) (*Engine, error) {
@@ -234,15 +232,7 @@ func Open(ctx context.Context, o Options) (*Engine, error) {
 		mo.Elicit = cards.Handle
 	}
 	c.Manager = manager.New(mo)
-	c.notSentFn = c.notSent
-	c.reg, err = agent.New(agent.Options{
-		Backend: lister{c.Manager}, Approver: agent.ApproverFunc(denyUnasked),
-		Cards: c.Elicit, Logger: o.Logger,
-	})
-	if err != nil {
-		c.Close()
-		return nil, fmt.Errorf("remotemcp: agent registry: %w", err)
-	}
+	c.reg = newRegistry(c.Manager)
 	if err := c.start(ctx); err != nil {
 		c.Close()
 		return nil, err
@@ -261,7 +251,7 @@ func (c *Engine) start(ctx context.Context) error {
 	// The registry's first listing connects nothing: servers are listed
 	// when a request needs them (connectOnStartup servers arrive through
 	// the manager's events once they are ready).
-	if err := c.reg.Start(withWant(ctx)); err != nil {
+	if err := c.startRegistry(withWant(ctx)); err != nil {
 		return err
 	}
 	c.running = true
@@ -287,7 +277,7 @@ func (c *Engine) Close() error {
 		c.cancel()
 		c.wg.Wait()
 		if c.reg != nil {
-			c.reg.Close()
+			c.reg.close()
 		}
 		if c.Elicit != nil {
 			c.Elicit.Close()

@@ -63,7 +63,7 @@ func (m *Manager) hibernateIdle(now time.Time) {
 	for _, e := range entries {
 		e.mu.Lock()
 		sess, idle := e.sess, e.conf.idle()
-		busy := sess == nil || idle <= 0 || e.state != StateReady || e.eliciting > 0 || len(e.subs) > 0 || len(e.timers) > 0
+		busy := sess == nil || idle <= 0 || e.state != StateReady || e.eliciting > 0 || len(e.subs) > 0 || e.timers != nil
 		e.mu.Unlock()
 		if busy || sess.Busy() || now.Sub(sess.LastUse()) < idle {
 			continue

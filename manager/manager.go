@@ -210,8 +210,8 @@ type entry struct {
 	sess         *session.Session
 	epoch        uint64
 	attempt      *attempt
-	catalog      *session.Catalog        // last good, kept across reconnects
-	timers       map[*callTimer]struct{} // timeouts of calls in flight; nil when none
+	catalog      *session.Catalog // last good, kept across reconnects
+	timers       *callTimer       // timeouts of calls in flight (a list); nil when none
 	// eliciting counts the elicitations open on the server; call timeouts
 	// stand still meanwhile.
 	eliciting int
@@ -989,7 +989,7 @@ func (m *Manager) CallOp(op *Op, id, tool string, args json.RawMessage, o sessio
 	// the server's state (StateOf's waiting mark).
 	defer func() { m.noteCall(id, err) }()
 	o.OperationID = op.id
-	sess, err := m.ensure(op.ctx, id, false)
+	sess, err := m.ensure(op.Context(), id, false)
 	if err != nil {
 		return nil, notSent(id, tool, err)
 	}
@@ -1014,7 +1014,7 @@ func (m *Manager) CallToolOn(ctx context.Context, id, connID, tool string, args 
 }
 
 func (m *Manager) callOn(op *Op, id string, sess *session.Session, tool string, args json.RawMessage, o session.CallOptions) (*mcp.CallToolResult, error) {
-	ctx := op.ctx
+	ctx := op.Context()
 	res, err := m.callOnce(op, id, sess, tool, args, o)
 	if ctx.Err() != nil {
 		return res, err
@@ -1049,7 +1049,7 @@ func (m *Manager) callOn(op *Op, id string, sess *session.Session, tool string, 
 // callOnce sends the call on sess. Its tool timer cancels the call's own
 // context (op's): no context of its own.
 func (m *Manager) callOnce(op *Op, id string, sess *session.Session, tool string, args json.RawMessage, o session.CallOptions) (*mcp.CallToolResult, error) {
-	ctx := op.ctx
+	ctx := op.Context()
 	// The entry's config is the newest; only the two fields a call needs
 	// are read (sess.Server() would deep-copy the config on every call).
 	var disabled bool
@@ -1072,8 +1072,9 @@ func (m *Manager) callOnce(op *Op, id string, sess *session.Session, tool string
 	if timeout <= 0 {
 		timeout = DefaultToolTimeout
 	}
-	ct := m.startTimer(id, timeout, func() { op.cancel(errToolTimeout) })
-	defer m.stopTimer(id, ct)
+	ct := &op.timer
+	m.startTimer(id, timeout, ct, func() { op.Cancel(errToolTimeout) })
+	defer m.stopTimer(ct)
 	if report := o.Progress; report != nil && !m.o.NoProgressExtension {
 		// Progress restarts the tool time, up to a hard limit per call.
 		// Only a call whose progress someone listens to asks for it (a
@@ -1121,33 +1122,43 @@ const reconnectingPrefix = LeadReconnecting + ": "
 // errToolTimeout is the cause of a call's context when its tool time ran out.
 var errToolTimeout = errors.New("tool timeout")
 
-// startTimer starts a call's timeout, paused if a question is open on the
-// server (see pauseCalls).
-func (m *Manager) startTimer(id string, d time.Duration, fire func()) *callTimer {
+// startTimer starts a call's timeout ct, paused if a question is open on
+// the server (see pauseCalls).
+func (m *Manager) startTimer(id string, d time.Duration, ct *callTimer, fire func()) {
 	e := m.entry(id)
+	ct.owner = e
 	if e == nil {
-		return newCallTimer(d, 0, fire)
+		ct.start(d, 0, fire)
+		return
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	ct := newCallTimer(d, e.eliciting, fire)
-	if e.timers == nil {
-		e.timers = map[*callTimer]struct{}{}
+	ct.start(d, e.eliciting, fire)
+	ct.prev, ct.next = nil, e.timers
+	if e.timers != nil {
+		e.timers.prev = ct
 	}
-	e.timers[ct] = struct{}{}
-	return ct
+	e.timers = ct
 }
 
-func (m *Manager) stopTimer(id string, ct *callTimer) {
+// stopTimer stops ct and takes it off its server's list.
+func (m *Manager) stopTimer(ct *callTimer) {
 	ct.stop()
-	if e := m.entry(id); e != nil {
-		e.mu.Lock()
-		delete(e.timers, ct)
-		if len(e.timers) == 0 {
-			e.timers = nil // a map never shrinks: a burst of calls would stay
-		}
-		e.mu.Unlock()
+	e := ct.owner
+	if e == nil {
+		return
 	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if ct.prev != nil {
+		ct.prev.next = ct.next
+	} else {
+		e.timers = ct.next
+	}
+	if ct.next != nil {
+		ct.next.prev = ct.prev
+	}
+	ct.prev, ct.next, ct.owner = nil, nil, nil
 }
 
 // probe pings a session whose call failed on the network; if the session

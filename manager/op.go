@@ -13,16 +13,18 @@ import (
 
 // Op is one tool call in flight: its operation id and its one
 // cancellation context, from before its approval until it ends (issue
-// #21 item 2). The engine (or an agent.Registry) begins it, waits for the
-// approval and the open questions under its context, then sends it with
-// CallOp; the manager's tool timer cancels the same context, and the
-// session's request is made under it. Cancel finds it by its id at every
-// stage (R4.5), so no layer keeps records of its own.
+// #21 item 2). The engine begins it, waits for the approval and the open
+// questions under its context, then sends it with CallOp; the manager's
+// tool timer cancels the same context, and the session sends the request
+// under it (a session.Request: the session makes no context of its own).
+// Cancel finds it by its id at every stage (R4.5), so no layer keeps
+// records of its own.
 type Op struct {
-	id     string
-	ctx    context.Context
-	cancel context.CancelCauseFunc
-	m      *Manager
+	id  string
+	req session.Request
+	// timer is the call's tool time (see callTimer).
+	timer callTimer
+	m     *Manager
 }
 
 // ID is the operation id (the progress token when the call asks for
@@ -30,16 +32,28 @@ type Op struct {
 func (op *Op) ID() string { return op.id }
 
 // Context is the call's context: it ends with the caller's, on Cancel,
-// when the tool time runs out (TimedOut), and on End.
-func (op *Op) Context() context.Context { return op.ctx }
+// when the tool time runs out (TimedOut), when the session closes under
+// the call in flight (cause session.ErrClosed), and on End.
+func (op *Op) Context() context.Context { return &op.req }
 
 // TimedOut reports whether the call's context ended because its tool time
 // ran out, not because it was cancelled.
-func (op *Op) TimedOut() bool { return errors.Is(context.Cause(op.ctx), errToolTimeout) }
+func (op *Op) TimedOut() bool { return errors.Is(context.Cause(&op.req), errToolTimeout) }
+
+// Cancelled reports whether the call's context ended because the call
+// was cancelled (its caller's context, Manager.Cancel, Op.Cancel), not
+// because its tool time ran out or its session closed under it.
+func (op *Op) Cancelled() bool {
+	if op.req.Err() == nil {
+		return false
+	}
+	cause := context.Cause(&op.req)
+	return !errors.Is(cause, errToolTimeout) && !errors.Is(cause, session.ErrClosed)
+}
 
 // Cancel ends the call's context with cause (an owner's own bound, say);
 // Manager.Cancel cancels by id.
-func (op *Op) Cancel(cause error) { op.cancel(cause) }
+func (op *Op) Cancel(cause error) { op.req.Cancel(cause) }
 
 // End unregisters the call and releases its context. Idempotent.
 func (op *Op) End() {
@@ -49,7 +63,7 @@ func (op *Op) End() {
 		delete(m.ops, op.id)
 	}
 	m.opsMu.Unlock()
-	op.cancel(nil)
+	op.req.End()
 }
 
 // ErrCancelled is the cause of a call's context after Cancel.
@@ -75,8 +89,8 @@ func (m *Manager) Begin(ctx context.Context, operationID string) (*Op, error) {
 	if _, dup := m.ops[operationID]; dup {
 		return nil, fmt.Errorf("operation %s is already in flight", operationID)
 	}
-	cctx, cancel := context.WithCancelCause(ctx)
-	op := &Op{id: operationID, ctx: cctx, cancel: cancel, m: m}
+	op := &Op{id: operationID, m: m}
+	op.req.Init(ctx)
 	m.ops[operationID] = op
 	return op, nil
 }
@@ -93,7 +107,7 @@ func (m *Manager) Cancel(operationID string) {
 	}
 	m.opsMu.Unlock()
 	if op != nil {
-		op.cancel(ErrCancelled)
+		op.req.Cancel(ErrCancelled)
 	}
 }
 

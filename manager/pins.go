@@ -3,7 +3,7 @@ package manager
 // Tool pinning (issue #20 item 3, "rug pull"). The first definition seen
 // of each tool of a server is pinned in the store; a later listing that
 // changes it holds the tool: it leaves every catalog the manager hands out
-// (so the agent registry, the engine and the MCP front ends lose it at
+// (so the engine's tool list and the MCP front ends lose it at
 // once, and go-sdk tells hosts list_changed) and a call to it is refused
 // unsent, until the person accepts the new definition. The session's own
 // catalog stays complete: a hold is a view, recomputed when the catalog

@@ -329,18 +329,19 @@ func (m *Manager) connected(e *entry, cfg config.Server) {
 // clears that (SPEC §9 A1, A4).
 func (m *Manager) noteCall(id string, err error) {
 	var w *Reason
-	var lr loginReasoner
-	switch {
-	case err == nil:
-	case errors.As(err, &lr):
+	if err != nil {
+		// Only a failed call needs a loginReasoner: its address escapes,
+		// and a call that went through should not pay for it.
+		var lr loginReasoner
+		if !errors.As(err, &lr) {
+			return // says nothing about the person
+		}
 		w = &Reason{Class: ClassAuth, Step: stepAuthorization, Code: CodeNeedsAuth, Message: leadNeedsAuth}
 		if sa := scopeAsker(nil); errors.As(err, &sa) {
 			w.Step, w.Code = "scope", CodeInsufficientScope
 			w.Scopes = slices.Clone(sa.ScopesToAsk())
 			w.Message = "the server asks for more permissions (" + strings.Join(sa.MissingScopes(), " ") + "); authorize again to grant them"
 		}
-	default:
-		return // says nothing about the person
 	}
 	m.marksMu.Lock()
 	old, had := m.marks.waiting[id]

@@ -9,8 +9,15 @@ import (
 // waits for a person: time spent answering an elicitation form is not the
 // tool's time (peers' users lose long tools to a 60 s timeout that kept
 // running while they typed).
+//
+// One is part of each call's Op; while it runs it is on its server's list
+// (entry.timers), so starting and stopping one allocates nothing.
 type callTimer struct {
 	fire func()
+	// owner is the entry whose list holds the timer while it runs; prev
+	// and next link that list, under owner's mu.
+	owner      *entry
+	prev, next *callTimer
 
 	mu        sync.Mutex
 	remaining time.Duration
@@ -20,15 +27,17 @@ type callTimer struct {
 	done      bool
 }
 
-// newCallTimer starts a timer of d, paused once for each of the paused
-// questions open now (each answer resumes it once).
-func newCallTimer(d time.Duration, paused int, fire func()) *callTimer {
-	ct := &callTimer{fire: fire, remaining: d, paused: paused}
+// start starts the timer (again, for a call re-sent on a fresh session)
+// at d, paused once for each of the paused questions open now (each
+// answer resumes it once).
+func (ct *callTimer) start(d time.Duration, paused int, fire func()) {
+	ct.mu.Lock()
+	defer ct.mu.Unlock()
+	ct.fire, ct.remaining, ct.paused, ct.done = fire, d, paused, false
 	if paused == 0 {
 		ct.started = time.Now()
 		ct.t = time.AfterFunc(d, fire)
 	}
-	return ct
 }
 
 func (ct *callTimer) pause() {
@@ -75,8 +84,8 @@ func (ct *callTimer) stop() {
 func (m *Manager) pauseCalls(e *entry, d int) {
 	e.mu.Lock()
 	e.eliciting += d
-	timers := make([]*callTimer, 0, len(e.timers))
-	for ct := range e.timers {
+	var timers []*callTimer
+	for ct := e.timers; ct != nil; ct = ct.next {
 		timers = append(timers, ct)
 	}
 	e.mu.Unlock()

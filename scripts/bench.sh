@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Benchmarks remotemcp against bare go-sdk v1.8.0 (issue #12) and prints one
-# table: client CPU and allocations per tool call on the session, manager,
-# registry and full agent paths at concurrency 1, 16 and 64; heap per
+# table: client CPU and allocations per tool call on the session and
+# manager layers and the full agent path at concurrency 1, 16 and 64; heap per
 # connected, hibernated and lazy server; engine start-up with 0, 200 and
 # 2,000 servers and the requests it makes; a list_changed storm. The
-# session, manager and registry rows are layer benchmarks; the agent rows
+# session and manager rows are layer benchmarks; the agent rows
 # and every engine row run through remotemcp.Open, as users do.
 #
 # Section scale (only when named; minutes): 100 and 500 servers of 50

@@ -38,12 +38,8 @@ func (s *Session) CallTool(ctx context.Context, name string, args json.RawMessag
 		o.OperationID = opid.New("op-")
 	}
 	op := &operation{progress: o.Progress, sample: o.Sample, token: o.OperationID}
-	// The call's context: the caller's, ended by Cancel and Close too, and
-	// not ended by the caller's layers once the call is over (reqCtx).
-	op.req.init(ctx)
-	op.req.slot.call = o.OperationID
-	defer op.req.end(s)
-	op.cancel = op.req.cancel
+	rctx := op.begin(ctx, o.OperationID)
+	defer op.end(s)
 	if o.Progress != nil {
 		op.delivery = make(chan struct{}, 1) // see awaitProgress
 	}
@@ -75,18 +71,21 @@ func (s *Session) CallTool(ctx context.Context, name string, args json.RawMessag
 	if s.Err() != nil {
 		return nil, fmt.Errorf("call %s: %w", name, s.Err())
 	}
-	var argv any
+	params := &op.params
+	params.Name = name
 	if len(args) > 0 {
-		argv = args
+		// A pointer into op: json.RawMessage in an interface would be an
+		// allocation of its own.
+		op.args = args
+		params.Arguments = &op.args
 	}
-	params := &mcp.CallToolParams{Name: name, Arguments: argv}
 	if o.Progress != nil {
 		// The operation id doubles as the progress token; without a
 		// listener there is no reason to ask the server for progress.
 		params.SetProgressToken(o.OperationID)
 	}
 	s.used()
-	rctx, slot := &op.req, &op.req.slot
+	slot := &rctx.slot
 	if err := ctx.Err(); err != nil {
 		// The caller's context ended before the call was sent (the call's
 		// own context follows it a moment later): never send it.
@@ -109,6 +108,32 @@ func (s *Session) CallTool(ctx context.Context, name string, args json.RawMessag
 		return nil, err
 	}
 	return res, nil
+}
+
+// begin makes the call's context: the caller's, ended by Cancel and
+// Close too, and not ended by the caller's layers once the call is over
+// (reqCtx). The manager's Op brings one (a Request), the call's only
+// context; any other caller gets one made here.
+func (op *operation) begin(ctx context.Context, id string) *reqCtx {
+	rctx := &op.req
+	if req, ok := ctx.(*Request); ok && req.claim() {
+		op.shared = req
+		rctx = &req.reqCtx
+	} else {
+		rctx.init(ctx)
+	}
+	rctx.slot.call = id
+	op.cancel = rctx.cancel
+	return rctx
+}
+
+// end ends the call's context as begin made it.
+func (op *operation) end(s *Session) {
+	if op.shared != nil {
+		op.shared.finish(s)
+		return
+	}
+	op.req.end(s)
 }
 
 func (s *Session) onProgress(_ context.Context, req *mcp.ProgressNotificationClientRequest) {

@@ -3,11 +3,14 @@ package session
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"math"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -24,32 +27,96 @@ import (
 // session cancels its context as soon as the answer is in: go-sdk reads
 // the rest of the response stream after handing the answer over, and a
 // request context cancelled before that made net/http drop the
-// connection, so calls dialled new ones (issue #12).
+// connection, so calls dialled new ones (issue #12). The same holds when
+// the call's context is its owner's Request (the manager's Op), which its
+// owner ends right after the answer.
 func TestCallsReuseConnections(t *testing.T) {
 	f := testkit.StartFixture(t, fixture.Options{})
-	var dials atomic.Int64
-	d := &net.Dialer{}
-	tr := &http.Transport{
-		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
-			dials.Add(1)
-			return d.DialContext(ctx, network, addr)
-		},
-		MaxIdleConnsPerHost: 8,
+	for _, mode := range []string{"own context", "Request"} {
+		t.Run(mode, func(t *testing.T) {
+			var dials atomic.Int64
+			d := &net.Dialer{}
+			tr := &http.Transport{
+				DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+					dials.Add(1)
+					return d.DialContext(ctx, network, addr)
+				},
+				MaxIdleConnsPerHost: 8,
+			}
+			defer tr.CloseIdleConnections()
+			s := connect(t, f, Options{HTTPClient: &http.Client{Transport: tr}})
+			before := dials.Load()
+			const calls = 300
+			for i := range calls {
+				ctx, cancel := context.WithCancel(context.Background())
+				var end func() = cancel
+				if mode == "Request" {
+					r := new(Request)
+					r.Init(ctx)
+					ctx, end = r, func() { r.End(); cancel() }
+				}
+				res, err := s.CallTool(ctx, "echo", json.RawMessage(`{"text":"hi"}`), CallOptions{})
+				end() // what the manager and the engine do right after
+				if err != nil || res.IsError {
+					t.Fatalf("call %d: %v %+v", i, err, res)
+				}
+			}
+			if n := dials.Load() - before; n > 3 {
+				t.Fatalf("%d calls dialled %d new connections; want them to reuse the pool's", calls, n)
+			}
+		})
 	}
-	defer tr.CloseIdleConnections()
-	s := connect(t, f, Options{HTTPClient: &http.Client{Transport: tr}})
-	before := dials.Load()
-	const calls = 300
-	for i := range calls {
-		ctx, cancel := context.WithCancel(context.Background())
-		res, err := s.CallTool(ctx, "echo", json.RawMessage(`{"text":"hi"}`), CallOptions{})
-		cancel() // what the manager and the agent do right after
-		if err != nil || res.IsError {
-			t.Fatalf("call %d: %v %+v", i, err, res)
-		}
+}
+
+// A Request is the call's one context: the session sends the call under
+// it, Cancel ends the call with its cause, and a session that closes
+// under the call ends it with ErrClosed (its owner tells the two apart by
+// the cause). A second call on the same Request (a re-send) runs under a
+// context of its own inside it.
+func TestRequestIsTheCallsContext(t *testing.T) {
+	f := testkit.StartFixture(t, fixture.Options{})
+	s := connect(t, f, Options{})
+	errMine := errors.New("mine")
+
+	r := new(Request)
+	r.Init(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := s.CallTool(r, "slow", json.RawMessage(`{"ms":60000}`), CallOptions{})
+		done <- err
+	}()
+	testkit.WaitFor(t, "the slow call to run", func() bool { return f.Executions("slow") == 1 })
+	r.Cancel(errMine)
+	if err := <-done; !errors.Is(err, context.Canceled) || !errors.Is(context.Cause(r), errMine) {
+		t.Fatalf("cancelled call: %v (cause %v)", err, context.Cause(r))
 	}
-	if n := dials.Load() - before; n > 3 {
-		t.Fatalf("%d calls dialled %d new connections; want them to reuse the pool's", calls, n)
+	testkit.WaitFor(t, "the server to see the cancel", func() bool { return f.Cancelled("slow") == 1 })
+	r.End()
+
+	r = new(Request)
+	r.Init(context.Background())
+	defer r.End()
+	if res, err := s.CallTool(r, "echo", json.RawMessage(`{"text":"a"}`), CallOptions{}); err != nil || res.IsError {
+		t.Fatalf("first call: %v %+v", err, res)
+	}
+	if res, err := s.CallTool(r, "echo", json.RawMessage(`{"text":"b"}`), CallOptions{}); err != nil || res.IsError {
+		t.Fatalf("a second call on the same Request: %v %+v", err, res)
+	}
+	if r.Err() != nil {
+		t.Fatalf("the calls ended their owner's Request: %v", context.Cause(r))
+	}
+
+	r2 := new(Request)
+	r2.Init(context.Background())
+	defer r2.End()
+	go func() {
+		_, err := s.CallTool(r2, "slow", json.RawMessage(`{"ms":60000}`), CallOptions{})
+		done <- err
+	}()
+	testkit.WaitFor(t, "the second slow call to run", func() bool { return f.Executions("slow") == 2 })
+	s.Close()
+	if err := <-done; !errors.Is(err, ErrClosed) || !errors.Is(context.Cause(r2), ErrClosed) {
+		t.Fatalf("call when the session closed: %v (cause %v)", err, context.Cause(r2))
 	}
 }
 
@@ -220,4 +287,63 @@ func (g passGuard) RoundTrip(req *http.Request) (*http.Response, error) { return
 
 func (g passGuard) RoundTripPurpose(req *http.Request, _ hostperm.Purpose, _ string) (*http.Response, error) {
 	return g.base.RoundTrip(req)
+}
+
+// The request log names every POST's method; a tool call's own POST is
+// named without reading its body (postMethod), and the notifications/
+// cancelled of a cancelled call, sent under the call's context too, is
+// named as itself.
+func TestRequestLogNamesCallPOSTs(t *testing.T) {
+	f := testkit.StartFixture(t, fixture.Options{})
+	var mu sync.Mutex
+	var posts []string
+	s := connect(t, f, Options{OnExchange: func(x Exchange) {
+		if x.HTTPMethod == http.MethodPost {
+			mu.Lock()
+			posts = append(posts, x.RPCMethod)
+			mu.Unlock()
+		}
+	}})
+	logged := func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		out := posts
+		posts = nil
+		return out
+	}
+	logged()
+	for _, mode := range []string{"own context", "Request"} {
+		ctx := context.Background()
+		if mode == "Request" {
+			r := new(Request)
+			r.Init(ctx)
+			defer r.End()
+			ctx = r
+		}
+		if _, err := s.CallTool(ctx, "echo", json.RawMessage(`{"text":"hi"}`), CallOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if got := logged(); !slices.Equal(got, []string{"tools/call"}) {
+			t.Fatalf("%s: POSTs logged as %q, want one tools/call", mode, got)
+		}
+	}
+	r := new(Request)
+	r.Init(context.Background())
+	defer r.End()
+	done := make(chan error, 1)
+	go func() {
+		_, err := s.CallTool(r, "slow", json.RawMessage(`{"ms":60000}`), CallOptions{})
+		done <- err
+	}()
+	testkit.WaitFor(t, "the slow call to run", func() bool { return f.Executions("slow") == 1 })
+	r.Cancel(errors.New("stop"))
+	<-done
+	var got []string
+	testkit.WaitFor(t, "the cancel in the log", func() bool {
+		got = append(got, logged()...)
+		return len(got) >= 2
+	})
+	if !slices.Equal(got, []string{"tools/call", "notifications/cancelled"}) {
+		t.Fatalf("a cancelled call's POSTs logged as %q", got)
+	}
 }

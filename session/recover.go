@@ -35,6 +35,9 @@ type requestSlot struct {
 	// server request on its streams belongs to that call (related.go).
 	// Set before the request is sent, read only after.
 	call string
+	// posted is set by the first POST made under the slot, which for a
+	// tools/call is the call itself (see postMethod).
+	posted atomic.Bool
 }
 
 type requestSlotKey struct{}

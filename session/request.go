@@ -5,6 +5,7 @@ import (
 	"errors"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -79,6 +80,70 @@ func (r *reqCtx) end(s *Session) {
 		s.linger(r)
 	}
 }
+
+// Request is the one cancellation context of one tool call (issue #21
+// item 2), made by the caller that owns the call (the manager's Op) and
+// used by CallTool as the request's context, without one of its own. It
+// has the caller's values and deadline, and it ends when the caller's
+// context ends (with its cause), on Cancel (each canceller with its own
+// cause: a cancel of the operation, its tool time, ErrClosed when the
+// session closes under the call) and on End, except that a response
+// stream still open when the call returned is left to finish reading
+// for a moment first, as the session's own request contexts are (see
+// reqCtx: a context cancelled while go-sdk reads the stream's end made
+// net/http drop the connection).
+type Request struct {
+	reqCtx
+	// used is set by the first CallTool on it; another one (a re-send
+	// on a fresh session) makes a context of its own under it.
+	used atomic.Bool
+	// sess is the session that ran the call on it (set when the call
+	// returns): End hands it a response stream still open.
+	sess atomic.Pointer[Session]
+}
+
+// Init makes r the context of a call under parent. r must not be used
+// before Init, nor copied after.
+func (r *Request) Init(parent context.Context) {
+	r.init(parent)
+	// The call's own end is the caller's end as the session sees it
+	// (callerErr): whoever cancelled it, the call was cancelled.
+	r.slot.parent = &r.reqCtx
+}
+
+// Value is the parent's value: the request's slot travels only with the
+// call's own request (CallTool hands go-sdk r's reqCtx), not with what
+// else is done under r (a connect first, say).
+func (r *Request) Value(key any) any { return r.reqCtx.Context.Value(key) }
+
+// Cancel ends the call's context now with cause; the first cause stays.
+func (r *Request) Cancel(cause error) { r.cancel(cause) }
+
+// End releases the context once the call is over: it stops following the
+// caller's context and ends, unless go-sdk still reads the call's
+// response stream: then the session ends it when the stream ends, or
+// streamGrace later. By the time the call's owner ends it (its result
+// converted) the stream has nearly always ended, so the call costs no
+// yield for it (reqCtx.end yields).
+func (r *Request) End() {
+	if r.stop != nil {
+		r.stop()
+	}
+	if s := r.sess.Load(); s != nil && r.slot.streams.Load() > 0 && r.Err() == nil {
+		s.linger(&r.reqCtx)
+		return
+	}
+	r.cancel(nil)
+}
+
+// claim reports whether CallTool may run a call on r as its own context:
+// the first time only.
+func (r *Request) claim() bool { return r.used.CompareAndSwap(false, true) }
+
+// finish is end for a claimed Request: the call is over, but r follows
+// the caller's context until its owner's End, which hands what is left of
+// its response stream to s.
+func (r *Request) finish(s *Session) { r.sess.Store(s) }
 
 // endYields bounds the yields end makes for a stream's end.
 const endYields = 4

@@ -21,6 +21,20 @@ func rpcMethodOf(req *http.Request) string {
 	return peekRPCMethod(body)
 }
 
+// postMethod is rpcMethodOf for the request log, which names the method
+// of every POST: a tool call's own POST is the first made under its
+// request's slot (go-sdk writes it before anything else of the call, and
+// only a cancel of it, its notifications/cancelled, comes after), so it
+// is "tools/call" without a read of the body's copy.
+func postMethod(req *http.Request) string {
+	if req.Method == http.MethodPost {
+		if slot := requestSlotFrom(req.Context()); slot != nil && slot.call != "" && slot.posted.CompareAndSwap(false, true) {
+			return "tools/call"
+		}
+	}
+	return rpcMethodOf(req)
+}
+
 // peekRPCMethod finds the JSON-RPC method in a request body (a copy)
 // with a scan rather than a decode: this runs on every POST. The method
 // is found in the first peekSize bytes of every message go-sdk writes

@@ -152,8 +152,15 @@ type operation struct {
 	// delivery signals each delivery.
 	seen, delivered int
 	delivery        chan struct{} // nil without a progress listener
-	// req is the call's context (see reqCtx); cancel is its cancel.
-	req reqCtx
+	// req is the call's context when its caller brought no Request (see
+	// reqCtx), shared the Request it brought; cancel is the call's
+	// context's cancel.
+	req    reqCtx
+	shared *Request
+	// args and params are the call's request, here rather than in
+	// allocations of their own.
+	args   json.RawMessage
+	params mcp.CallToolParams
 }
 
 // Progress is one progress notification of a call.

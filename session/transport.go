@@ -278,7 +278,7 @@ type exchangeLog struct {
 
 // RoundTrip implements http.RoundTripper.
 func (t *exchangeLog) RoundTrip(req *http.Request) (*http.Response, error) {
-	rpcMethod := rpcMethodOf(req) // the one read of a POST's body copy
+	rpcMethod := postMethod(req) // the one read of a POST's body copy, if any
 	start := time.Now()
 	resp, err := t.Base.RoundTrip(req)
 	ex := Exchange{Time: start, ConnectionID: t.connID, HTTPMethod: req.Method, RPCMethod: rpcMethod,

@@ -4,7 +4,7 @@
 // makes, a list_changed storm, and (section scale) hundreds of servers of
 // many tools. The users' path runs through the public API only
 // (remotemcp.Open, the localapi types, a daemon in front of the engine);
-// rows on the session, manager and registry alone are labelled layer
+// rows on the session and manager alone are labelled layer
 // benchmarks: they locate a cost, no user takes that path.
 //
 // Every measurement talks to one bench server (ServeMain: the test
@@ -67,8 +67,8 @@ type Config struct {
 	StartupCounts []int
 	// StartupReps is how many times each engine start is measured.
 	StartupReps int
-	// Embedder also measures an embedder's agent.Registry.Start on a
-	// manager (which connects every lazy server).
+	// Embedder also measures an embedder's own store and manager start
+	// (a layer benchmark; it connects no lazy server).
 	Embedder bool
 	// StormNotifications is the size of the list_changed storm.
 	StormNotifications int
@@ -170,8 +170,8 @@ func Run(ctx context.Context, cfg Config) (*Table, error) {
 	return t, nil
 }
 
-// Profile calls the echo tool through one path (go-sdk, session, manager,
-// registry or agent) calls times at concurrency conc, with a CPU profile
+// Profile calls the echo tool through one path (go-sdk, session, manager
+// or agent) calls times at concurrency conc, with a CPU profile
 // written to cpuFile and an allocation profile to memFile (either may be
 // ""). The allocation profile counts from program start; memFile+".base"
 // holds one taken just before the calls, for `go tool pprof -base`. Set

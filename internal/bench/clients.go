@@ -12,7 +12,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/remotemcp/remotemcp"
-	"github.com/remotemcp/remotemcp/agent"
 	"github.com/remotemcp/remotemcp/config"
 	"github.com/remotemcp/remotemcp/localapi"
 	"github.com/remotemcp/remotemcp/manager"
@@ -34,7 +33,7 @@ func newHTTPClient() *http.Client { return remotemcp.NewHTTPClient() }
 
 // caller is one way of calling the fixture's echo tool.
 type caller struct {
-	name  string // short name: go-sdk, session, manager, registry, agent
+	name  string // short name: go-sdk, session, manager, agent
 	label string // what the table says
 	call  func(ctx context.Context) error
 	close func()
@@ -168,40 +167,6 @@ func newManagerCaller(ms *managerSetup) *caller {
 	}
 }
 
-// allowAll approves every call, as a person who said yes would.
-var allowAll = agent.ApproverFunc(func(context.Context, agent.ApprovalRequest) (agent.Decision, error) {
-	return agent.Allow(), nil
-})
-
-func newRegistryCaller(ctx context.Context, ms *managerSetup) (*caller, error) {
-	reg, err := agent.New(agent.Options{Backend: ms.m, Approver: allowAll})
-	if err != nil {
-		return nil, err
-	}
-	if err := reg.Start(ctx); err != nil {
-		reg.Close()
-		return nil, err
-	}
-	name := agent.ToolName("m", "echo")
-	if _, ok := reg.Snapshot().Tool(name); !ok {
-		reg.Close()
-		return nil, fmt.Errorf("registry: no tool %s", name)
-	}
-	return &caller{name: "registry", label: "registry layer (agent.Registry.Call on a manager; a layer benchmark, not a user path)",
-		call: func(ctx context.Context) error {
-			res, err := reg.Call(ctx, name, echoArgs, agent.CallOptions{})
-			if err != nil {
-				return err
-			}
-			if res.Outcome != agent.OutcomeOK || res.IsError {
-				return fmt.Errorf("registry call: %s: %s", res.Outcome, res.Message)
-			}
-			return nil
-		},
-		close: func() { reg.Close() },
-	}, nil
-}
-
 // openEngine opens an engine on dir with a fresh base HTTP client.
 func openEngine(ctx context.Context, dir string, lazy bool) (*remotemcp.Client, error) {
 	return remotemcp.Open(ctx, remotemcp.Options{DataDir: dir, HTTPClient: newHTTPClient(), NoStartupConnect: lazy})
@@ -247,7 +212,7 @@ func newAgentCaller(ctx context.Context, srv *Server, dir string) (*caller, erro
 // callers is every client of the CPU benchmarks, connected.
 type callers struct {
 	gosdk  *caller
-	remote []*caller // session, manager, registry, agent
+	remote []*caller // session, manager, agent
 	ms     *managerSetup
 }
 
@@ -274,11 +239,6 @@ func newCallers(ctx context.Context, srv *Server, tmp string) (_ *callers, err e
 		return nil, err
 	}
 	cs.remote = append(cs.remote, newManagerCaller(cs.ms))
-	r, err := newRegistryCaller(ctx, cs.ms)
-	if err != nil {
-		return nil, err
-	}
-	cs.remote = append(cs.remote, r)
 	edir := filepath.Join(tmp, "cpu-agent")
 	a, err := newAgentCaller(ctx, srv, edir)
 	if err != nil {
@@ -298,11 +258,11 @@ func (cs *callers) only(name string) (*caller, error) {
 			return c, nil
 		}
 	}
-	return nil, errors.New("bench: no path " + name + " (want go-sdk, session, manager, registry or agent)")
+	return nil, errors.New("bench: no path " + name + " (want go-sdk, session, manager or agent)")
 }
 
 func (cs *callers) close() {
-	// The registry and the engine first: they sit on the manager.
+	// The engine first, then the manager.
 	for i := len(cs.remote) - 1; i >= 0; i-- {
 		cs.remote[i].close()
 	}

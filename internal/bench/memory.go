@@ -228,7 +228,7 @@ func writeProfile(file, name string) error {
 }
 
 // idleEngine: an engine with n lazy servers, then all of them connected
-// and listed by the agent registry; the cost is what connecting added
+// and listed by the engine's registry; the cost is what connecting added
 // (sessions, catalogs, registry entries).
 func idleEngine(ctx context.Context, srv *Server, dir string, n int) (idleCost, error) {
 	const tag = "idle-engine"

@@ -7,7 +7,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/remotemcp/remotemcp/agent"
 	"github.com/remotemcp/remotemcp/localapi"
 	"github.com/remotemcp/remotemcp/manager"
 	"github.com/remotemcp/remotemcp/store"
@@ -68,7 +67,7 @@ func requestsSince(ctx context.Context, srv *Server, tag string, before TagStats
 
 // engineStart times remotemcp.Open (default options: servers start per
 // their connectOnStartup, here all lazy) and the first Tools listing of
-// the agent registry, and counts the requests the server saw.
+// the engine's registry, and counts the requests the server saw.
 func engineStart(ctx context.Context, srv *Server, dir string, n int) (time.Duration, int64, error) {
 	tag := startTag(n)
 	before, err := srv.Tag(ctx, tag)
@@ -94,8 +93,7 @@ func engineStart(ctx context.Context, srv *Server, dir string, n int) (time.Dura
 }
 
 // embedderStart is what an agent embedding the packages does: open the
-// store, start a manager, make an agent.Registry on it and Start it (its
-// first listing). It times that and counts the requests.
+// store and start a manager on it. It times that and counts the requests.
 func embedderStart(ctx context.Context, srv *Server, dir string, n int) (time.Duration, int64, map[string]int64, error) {
 	tag := startTag(n)
 	before, err := srv.Tag(ctx, tag)
@@ -115,14 +113,6 @@ func embedderStart(ctx context.Context, srv *Server, dir string, n int) (time.Du
 	if err := m.Start(ctx); err != nil {
 		return 0, 0, nil, err
 	}
-	reg, err := agent.New(agent.Options{Backend: m, Approver: allowAll})
-	if err != nil {
-		return 0, 0, nil, err
-	}
-	defer reg.Close()
-	if err := reg.Start(ctx); err != nil {
-		return 0, 0, nil, err
-	}
 	d := time.Since(t0)
 	reqs, methods, err := requestsSince(ctx, srv, tag, before, 300*time.Millisecond)
 	return d, reqs, methods, err
@@ -135,7 +125,7 @@ func median(d []time.Duration) time.Duration {
 }
 
 // runStartup measures the start of the engine, and of an embedder's own
-// registry, with each count of lazy servers.
+// store and manager, with each count of lazy servers.
 func runStartup(ctx context.Context, cfg *Config, srv *Server, dirs *seeded, t *Table) error {
 	for _, n := range cfg.StartupCounts {
 		var times []time.Duration
@@ -160,13 +150,13 @@ func runStartup(ctx context.Context, cfg *Config, srv *Server, dirs *seeded, t *
 		return nil
 	}
 	for _, n := range cfg.StartupCounts {
-		logf(cfg, "startup: embedder registry on a manager, %d servers", n)
+		logf(cfg, "startup: embedder store + manager, %d servers", n)
 		d, reqs, methods, err := embedderStart(ctx, srv, dirs.dir(n), n)
 		if err != nil {
 			return err
 		}
 		logf(cfg, "startup: embedder, %d servers: %s, %d requests %v", n, d, reqs, methods)
-		row := Row{Measure: fmt.Sprintf("startup with %d lazy servers: store + manager + agent.Registry.Start (layer benchmark: an embedder of the packages); network requests", n),
+		row := Row{Measure: fmt.Sprintf("startup with %d lazy servers: store + manager.Start (layer benchmark: an embedder of the packages); network requests", n),
 			Remote: fmt.Sprintf("%s; %d requests", fmtDur(d), reqs)}
 		if n >= 2000 {
 			row.Goal = verdict("0 requests", reqs == 0)
