@@ -373,15 +373,6 @@ func escapeTagsWork(s string) (string, int) {
 	return b.String(), work
 }
 
-// RenderBlocks renders several blocks, separated by blank lines.
-func RenderBlocks(blocks []ContextBlock) string {
-	parts := make([]string, len(blocks))
-	for i, b := range blocks {
-		parts[i] = b.Render()
-	}
-	return strings.Join(parts, "\n\n")
-}
-
 // cutRunes returns the first n runes of s.
 func cutRunes(s string, n int) string {
 	if n <= 0 {

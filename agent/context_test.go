@@ -55,7 +55,7 @@ func TestR4_2_Prompts(t *testing.T) {
 	if b.Text != "Please greet Ada in a formal style." || b.Provenance != (Provenance{Server: "fx", Kind: KindPrompt, Name: "greet"}) || b.Role != "user" {
 		t.Fatalf("block = %+v", b)
 	}
-	r := res.Render()
+	r := b.Render()
 	if !strings.HasPrefix(r, "<mcp-untrusted id=\""+b.fence+"\" server=\"fx\" kind=\"prompt\" name=\"greet\"") || !strings.HasSuffix(r, "</mcp-untrusted id=\""+b.fence+"\">") {
 		t.Fatalf("render = %s", r)
 	}
@@ -81,14 +81,14 @@ func TestR4_3_Resources(t *testing.T) {
 	if b.Text != readme || b.MIMEType != "text/markdown" || b.Provenance != (Provenance{Server: "fx", Kind: KindResource, URI: "test://readme"}) {
 		t.Fatalf("readme block = %+v", b)
 	}
-	if r := res.Render(); !strings.Contains(r, `uri="test://readme"`) || !strings.Contains(r, `mime="text/markdown"`) {
+	if r := res.Blocks[0].Render(); !strings.Contains(r, `uri="test://readme"`) || !strings.Contains(r, `mime="text/markdown"`) {
 		t.Fatalf("render = %s", r)
 	}
 	res = NewResourceResult("fx", "test://logo", &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{
 		{URI: "test://logo", MIMEType: "image/png", Blob: png},
 	}}, Budget{})
 	want := fmt.Sprintf("[binary image/png, %d bytes]", len(png))
-	if b := res.Blocks[0]; b.Text != want || !reflect.DeepEqual(b.Data, png) || strings.Contains(res.Render(), "\x89PNG") {
+	if b := res.Blocks[0]; b.Text != want || !reflect.DeepEqual(b.Data, png) || strings.Contains(res.Blocks[0].Render(), "\x89PNG") {
 		t.Fatalf("logo block text %q (want %q), %d data bytes", b.Text, want, len(b.Data))
 	}
 	for _, bad := range []string{"@fx", "@:x", "readme"} {

@@ -1,7 +1,6 @@
 package agent
 
 import (
-	"encoding/json"
 	"maps"
 	"slices"
 	"testing"
@@ -32,11 +31,6 @@ func buildSnapshot(gen uint64, views map[string]*serverView, maxDesc int) *Snaps
 		}
 	}
 	return NewSnapshot(gen, servers, maxDesc)
-}
-
-func jsonString(s string) (string, error) {
-	b, err := json.Marshal(s)
-	return string(b), err
 }
 
 // opensFenceTag reports whether s, the text right after a '<' or a

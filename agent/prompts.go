@@ -63,13 +63,6 @@ type PromptResult struct {
 	Raw json.RawMessage `json:"raw,omitempty"`
 }
 
-// Render returns the fenced messages followed by the budget notes.
-func (p *PromptResult) Render() string {
-	parts := []string{RenderBlocks(p.Blocks)}
-	parts = append(parts, p.Notes...)
-	return strings.Join(parts, "\n\n")
-}
-
 // ArgumentError is a prompt form filled in wrongly; it names the argument.
 type ArgumentError struct {
 	Command, Argument, Problem string

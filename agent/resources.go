@@ -174,13 +174,6 @@ type ResourceResult struct {
 	Notes []string `json:"notes,omitempty"`
 }
 
-// Render returns the fenced contents followed by the budget notes.
-func (r *ResourceResult) Render() string {
-	parts := []string{RenderBlocks(r.Blocks)}
-	parts = append(parts, r.Notes...)
-	return strings.Join(parts, "\n\n")
-}
-
 // NewResourceResult converts a validated read of uri on server for the
 // model: each content becomes an untrusted ContextBlock with its URI and
 // MIME type (R4.3). Binary contents are summarised ("[binary image/png,

@@ -70,15 +70,6 @@ func (s *Snapshot) HasCatalog(serverID string) bool {
 	return s.errs[serverID] == nil && s.listed[serverID]
 }
 
-// tool is the snapshot's own AgentTool of name, not a copy: read-only.
-func (s *Snapshot) tool(name string) (*AgentTool, bool) {
-	i, ok := s.byName[name]
-	if !ok {
-		return nil, false
-	}
-	return &s.tools[i], true
-}
-
 // Generation increases with every rebuild.
 func (s *Snapshot) Generation() uint64 { return s.gen }
 
