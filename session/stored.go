@@ -68,14 +68,14 @@ func EncodeCatalog(c *Catalog, key string) ([]byte, error) {
 		if t.RawMeta != nil {
 			cp.Meta, st.Meta = nil, t.RawMeta
 		}
-		b, err := json.Marshal(&cp)
+		b, err := marshalAsIs(&cp)
 		if err != nil {
 			return nil, fmt.Errorf("encode catalog: tool %s: %w", t.Name, err)
 		}
 		st.Tool = b
 		sc.Tools = append(sc.Tools, st)
 	}
-	b, err := json.Marshal(sc)
+	b, err := marshalAsIs(sc)
 	if err != nil {
 		return nil, fmt.Errorf("encode catalog: %w", err)
 	}
@@ -83,6 +83,18 @@ func EncodeCatalog(c *Catalog, key string) ([]byte, error) {
 		return nil, fmt.Errorf("encode catalog: %d bytes, more than %d", len(b), MaxStoredCatalog)
 	}
 	return b, nil
+}
+
+// marshalAsIs encodes v without encoding/json's HTML escaping, which
+// would rewrite "<", ">" and "&" inside the server's raw schema bytes.
+func marshalAsIs(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
 }
 
 // DecodeCatalog decodes a stored catalog and validates it like a fresh
