@@ -181,12 +181,26 @@ func newPageWriter(w io.WriteCloser) *pageWriter {
 	return &pageWriter{w: w, prefix: []byte(`{"remotemcp/keptPage":"` + rand.Text() + `/`), pending: map[uint64][]byte{}}
 }
 
+// maxHeldPages bounds the pages held for markers not yet written. A
+// marker whose message is never written (go-sdk gives up on a write when
+// the connection's context ends after encoding) would otherwise keep its
+// page, up to ~15 MB, for the life of the session; no host has this many
+// listings encoded and not yet written at once.
+const maxHeldPages = 64
+
 // hold keeps page until its marker is written and returns the marker.
 func (w *pageWriter) hold(page []byte) []byte {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.next++
 	w.pending[w.next] = page
+	if len(w.pending) > maxHeldPages {
+		oldest := w.next
+		for id := range w.pending {
+			oldest = min(oldest, id)
+		}
+		delete(w.pending, oldest)
+	}
 	return fmt.Appendf(bytes.Clone(w.prefix), `%d"}`, w.next)
 }
 
