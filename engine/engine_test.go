@@ -797,3 +797,31 @@ func TestServerViewInstructions(t *testing.T) {
 		t.Fatalf("instructions %q", v.Instructions)
 	}
 }
+
+// R4.5: a cancel before dispatch wins at once. The call's own context
+// follows the caller's a moment later (on its own goroutine), so a
+// caller that cancels while the person approves must still find the call
+// unsent: here the approval itself cancels, then approves.
+func TestCancelDuringApprovalSendsNothing(t *testing.T) {
+	f := testkit.StartFixture(t, fixture.Options{})
+	c := lazyEngine(t)
+	addServer(t, c, localapi.AddServerRequest{ID: "fx", URL: f.URL()})
+	if _, err := c.Connect(testkit.Context(t), "fx"); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 20 {
+		ctx, cancel := context.WithCancel(testkit.Context(t))
+		res, err := c.Call(ctx, localapi.CallRequest{Tool: "fx/echo", Arguments: json.RawMessage(`{"text":"x"}`)}, localapi.CallHandler{
+			Approve: func(localapi.ApprovalRequest) (localapi.Decision, error) {
+				cancel()
+				return localapi.Decision{Approved: true}, nil
+			}})
+		cancel()
+		if err == nil && (res.Outcome == localapi.OutcomeOK || res.MaybeExecuted) {
+			t.Fatalf("try %d: a call cancelled before dispatch was sent: %+v", i, res)
+		}
+	}
+	if n := f.Executions("echo"); n != 0 {
+		t.Fatalf("echo ran %d times", n)
+	}
+}

@@ -121,6 +121,10 @@ func (c *Engine) callTool(parent context.Context, snap *agent.Snapshot, t agent.
 	}
 	defer op.End()
 	ctx := op.Context()
+	// The op's context follows the caller's a moment later (it is not a
+	// child of it: see session.Request); a cancel before dispatch must
+	// win at once (R4.5), so the stages check the caller's too.
+	stopped := func() bool { return ctx.Err() != nil || parent.Err() != nil }
 
 	args, err := agent.ParseArguments(rawArgs)
 	if err != nil {
@@ -134,7 +138,7 @@ func (c *Engine) callTool(parent context.Context, snap *agent.Snapshot, t agent.
 		dec, err = o.approve(ctx, c.approvalRequest(ctx, snap, t, args, o.opID))
 	}
 	switch {
-	case ctx.Err() != nil:
+	case stopped():
 		return cancelled(base, false)
 	case errors.Is(err, errNobodyToAsk):
 		res := base(agent.OutcomeDenied)
@@ -158,7 +162,7 @@ func (c *Engine) callTool(parent context.Context, snap *agent.Snapshot, t agent.
 	if c.Elicit != nil {
 		adm, err = c.Elicit.Admit(ctx, elicit.CallInfo{ServerID: t.ServerID, Tool: t.ToolName, OperationID: o.opID, Arguments: args})
 		if err != nil {
-			if ctx.Err() != nil {
+			if stopped() {
 				return cancelled(base, false)
 			}
 			res := base(agent.OutcomeFailed)
@@ -167,7 +171,7 @@ func (c *Engine) callTool(parent context.Context, snap *agent.Snapshot, t agent.
 		}
 		defer adm.Finish()
 	}
-	if ctx.Err() != nil {
+	if stopped() {
 		// Cancelled after admission but before dispatch: never send it.
 		return cancelled(base, false)
 	}

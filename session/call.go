@@ -87,9 +87,15 @@ func (s *Session) CallTool(ctx context.Context, name string, args json.RawMessag
 	s.used()
 	slot := &rctx.slot
 	if err := ctx.Err(); err != nil {
-		// The caller's context ended before the call was sent (the call's
-		// own context follows it a moment later): never send it.
 		return nil, err
+	}
+	if r, ok := ctx.(*Request); ok {
+		if err := r.det.parent.Err(); err != nil {
+			// The caller's context ended before the call was sent (the
+			// call's own context follows it a moment later, on its own
+			// goroutine): never send it (R4.5).
+			return nil, err
+		}
 	}
 	res, err := s.cs.CallTool(rctx, params)
 	if o.Progress != nil {
