@@ -81,15 +81,17 @@ func (ct *callTimer) stop() {
 // server's calls in flight while an elicitation is open on it. go-sdk does
 // not say which call a question belongs to, so every call of the server
 // waits; they queue behind the question anyway.
+//
+// The timers are paused under e.mu, as startTimer starts one (lock order
+// e.mu, then the timer's): a call's timer is reused when the call is
+// re-sent, and a pause collected before the first send ended and applied
+// after the re-send started (already paused for the open question) would
+// count twice, and the answer's one resume would leave it paused forever.
 func (m *Manager) pauseCalls(e *entry, d int) {
 	e.mu.Lock()
+	defer e.mu.Unlock()
 	e.eliciting += d
-	var timers []*callTimer
 	for ct := e.timers; ct != nil; ct = ct.next {
-		timers = append(timers, ct)
-	}
-	e.mu.Unlock()
-	for _, ct := range timers {
 		if d > 0 {
 			ct.pause()
 		} else {
