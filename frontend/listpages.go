@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strconv"
@@ -188,6 +189,9 @@ func newPageWriter(w io.WriteCloser) *pageWriter {
 // listings encoded and not yet written at once.
 const maxHeldPages = 64
 
+// errPageLetGo fails the write of a listing whose page was let go.
+var errPageLetGo = errors.New("front end: a tools/list page was let go before its message was written (more than 64 listings encoded and not written)")
+
 // hold keeps page until its marker is written and returns the marker.
 func (w *pageWriter) hold(page []byte) []byte {
 	w.mu.Lock()
@@ -229,7 +233,11 @@ func (w *pageWriter) Write(p []byte) (int, error) {
 		delete(w.pending, id)
 		w.mu.Unlock()
 		if err != nil || !ok {
-			break
+			// A marker of this writer's nonce whose page is no longer held
+			// (let go past maxHeldPages): never write it, which would give
+			// the host a listing without tools and the nonce. The message
+			// fails as a whole; the host's session ends with the error.
+			return 0, errPageLetGo
 		}
 		if _, err := w.w.Write(rest[:i]); err != nil {
 			return 0, err

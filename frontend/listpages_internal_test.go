@@ -2,6 +2,7 @@ package frontend
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"testing"
 )
@@ -37,5 +38,15 @@ func TestPageWriterBoundsHeldPages(t *testing.T) {
 	}
 	if n := len(w.pending); n != maxHeldPages-1 {
 		t.Fatalf("%d pages held after one was written, want %d", n, maxHeldPages-1)
+	}
+	// The page of the oldest marker was let go: its message fails, and
+	// neither the marker (with the writer's nonce) nor anything else of
+	// it is written.
+	out.Reset()
+	if _, err := w.Write(append(append([]byte(`{"result":`), markers[0]...), "}\n"...)); !errors.Is(err, errPageLetGo) {
+		t.Fatalf("writing a let-go page's marker: %v, want errPageLetGo", err)
+	}
+	if out.Len() != 0 {
+		t.Fatalf("wrote %q for a let-go page", out.String())
 	}
 }
