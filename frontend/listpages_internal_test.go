@@ -14,8 +14,9 @@ func (*nopCloser) Close() error { return nil }
 
 // Pages whose markers are never written (go-sdk gave up on the message
 // after encoding it) are not kept for the life of the session: at most
-// maxHeldPages are held, the oldest let go first, and a page held later
-// is still written in its marker's place.
+// maxHeldPages are held, the oldest let go first; a page held later is
+// still written in its marker's place, and a let-go page's message fails
+// without writing its marker.
 func TestPageWriterBoundsHeldPages(t *testing.T) {
 	out := &nopCloser{}
 	w := newPageWriter(out)
