@@ -3,6 +3,10 @@ package session
 import (
 	"bytes"
 	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -59,24 +63,59 @@ func (e *LimitError) WithAdvice(advice string) string {
 // the data member makes it unambiguous.
 const limitCode = -32042
 
-// limitFromWire turns the synthetic error back into a *LimitError.
+// limitNames are the limits a session enforces: the only names a
+// *LimitError read back from the wire may carry.
+var limitNames = map[string]bool{
+	"maxMessageBytes": true, "maxStreamBytes": true, "maxStreamEvents": true,
+	"memoryBytes": true, "maxListPages": true, "maxListItems": true, "maxListBytes": true,
+}
+
+// limitKey signs the synthetic error responses of this process. A server
+// can send a -32042 error with a remotemcpLimit of its own making; only
+// one this process synthesized (and so signed) becomes a *LimitError, so
+// nothing a server sends reaches a person dressed as remotemcp's words.
+// The key never leaves the process: synthetic responses are made on the
+// client side of the connection and never sent to the server.
+var limitKey = func() []byte {
+	k := make([]byte, 32)
+	if _, err := rand.Read(k); err != nil {
+		panic("session: no randomness for the limit key: " + err.Error())
+	}
+	return k
+}()
+
+// limitMAC is the signature of le's fields.
+func limitMAC(le *LimitError) string {
+	m := hmac.New(sha256.New, limitKey)
+	fmt.Fprintf(m, "%q\x00%q\x00%d\x00%q", le.Server, le.Limit, le.Value, le.What)
+	return hex.EncodeToString(m.Sum(nil))
+}
+
+// wireLimit is the data member of a synthetic error response.
+type wireLimit struct {
+	LimitError *LimitError `json:"remotemcpLimit"`
+	MAC        string      `json:"remotemcpLimitMAC"`
+}
+
+// limitFromWire turns the synthetic error back into a *LimitError; any
+// other error, a server's forged -32042 among them, is returned unchanged
+// (server text).
 func limitFromWire(err error) error {
 	var we *jsonrpc.Error
 	if err == nil || !errors.As(err, &we) || we.Code != limitCode || len(we.Data) == 0 {
 		return err
 	}
-	var le struct {
-		LimitError *LimitError `json:"remotemcpLimit"`
-	}
-	if json.Unmarshal(we.Data, &le) != nil || le.LimitError == nil {
+	var wl wireLimit
+	if json.Unmarshal(we.Data, &wl) != nil || wl.LimitError == nil || !limitNames[wl.LimitError.Limit] ||
+		!hmac.Equal([]byte(wl.MAC), []byte(limitMAC(wl.LimitError))) {
 		return err
 	}
-	return le.LimitError
+	return wl.LimitError
 }
 
 // syntheticResponse encodes a JSON-RPC error response to id carrying le.
 func syntheticResponse(id json.RawMessage, le *LimitError) []byte {
-	data, _ := json.Marshal(map[string]any{"remotemcpLimit": le})
+	data, _ := json.Marshal(wireLimit{LimitError: le, MAC: limitMAC(le)})
 	b, _ := json.Marshal(map[string]any{
 		"jsonrpc": "2.0", "id": id,
 		"error": map[string]any{"code": limitCode, "message": le.Error(), "data": json.RawMessage(data)},
