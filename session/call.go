@@ -86,16 +86,8 @@ func (s *Session) CallTool(ctx context.Context, name string, args json.RawMessag
 	}
 	s.used()
 	slot := &rctx.slot
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	if r, ok := ctx.(*Request); ok {
-		if err := r.det.parent.Err(); err != nil {
-			// The caller's context ended before the call was sent (the
-			// call's own context follows it a moment later, on its own
-			// goroutine): never send it (R4.5).
-			return nil, err
-		}
+	if err := callerEnded(ctx); err != nil {
+		return nil, err // never send it (R4.5)
 	}
 	res, err := s.cs.CallTool(rctx, params)
 	if o.Progress != nil {
@@ -382,4 +374,18 @@ func (c *CancelRecords) expire(now time.Time) {
 // call) is gone, so the owner must reconnect.
 func IsConnectionLost(err error) bool {
 	return errors.Is(err, mcp.ErrSessionMissing) || errors.Is(err, mcp.ErrConnectionClosed)
+}
+
+// callerEnded is the error of a call's context, or of its caller's when
+// ctx is a Request: the Request follows the caller's context a moment
+// later, on its own goroutine, and a call whose caller has gone must not
+// be sent.
+func callerEnded(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if r, ok := ctx.(*Request); ok {
+		return r.det.parent.Err()
+	}
+	return nil
 }

@@ -12,7 +12,9 @@ import (
 // change that makes the condition true arrives.
 func TestWaitOnChecksOncePerChange(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		changed := make(chan int)
+		// Buffered: WaitOn may see n reach 3 before it takes the last
+		// change, and a sender blocked at the bubble's end is a deadlock.
+		changed := make(chan int, 3)
 		var n, checks atomic.Int32
 		go func() {
 			for i := 1; i <= 3; i++ {
