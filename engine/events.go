@@ -10,6 +10,7 @@ import (
 	"github.com/remotemcp/remotemcp/elicit"
 	"github.com/remotemcp/remotemcp/hostperm"
 	"github.com/remotemcp/remotemcp/internal/fanout"
+	"github.com/remotemcp/remotemcp/internal/jsonenc"
 	"github.com/remotemcp/remotemcp/localapi"
 	"github.com/remotemcp/remotemcp/store"
 )
@@ -220,12 +221,4 @@ func (c *Engine) Subscribe(ctx context.Context) (<-chan localapi.Event, error) {
 
 // marshal encodes v without HTML escaping: raw bytes from servers (a
 // tool's inputSchema) must reach every client unchanged (R4.1).
-func marshal(v any) (json.RawMessage, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
-}
+func marshal(v any) (json.RawMessage, error) { return jsonenc.Marshal(v) }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -13,6 +12,7 @@ import (
 	"sync/atomic"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/remotemcp/remotemcp/internal/jsonenc"
 )
 
 // A host's tools/list, answered from encodings kept per offered tool
@@ -103,15 +103,7 @@ func (k *keptTools) page(res *mcp.ListToolsResult) ([]byte, bool) {
 // encodeLikeGoSDK encodes v as go-sdk's JSON-RPC layer does (encoding/json,
 // HTML characters not escaped), so the encoding of a tool is the bytes
 // go-sdk writes for it inside a listing.
-func encodeLikeGoSDK(v any) ([]byte, error) {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
-}
+func encodeLikeGoSDK(v any) ([]byte, error) { return jsonenc.Marshal(v) }
 
 // keptToolList is the receiving middleware that answers tools/list on a
 // stream transport with a marker for its pageWriter (see above).

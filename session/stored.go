@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/remotemcp/remotemcp/internal/jsonenc"
 )
 
 // Catalogs kept across sessions and processes (issue #12): the last good
@@ -68,14 +69,14 @@ func EncodeCatalog(c *Catalog, key string) ([]byte, error) {
 		if t.RawMeta != nil {
 			cp.Meta, st.Meta = nil, t.RawMeta
 		}
-		b, err := marshalAsIs(&cp)
+		b, err := jsonenc.Marshal(&cp)
 		if err != nil {
 			return nil, fmt.Errorf("encode catalog: tool %s: %w", t.Name, err)
 		}
 		st.Tool = b
 		sc.Tools = append(sc.Tools, st)
 	}
-	b, err := marshalAsIs(sc)
+	b, err := jsonenc.Marshal(sc)
 	if err != nil {
 		return nil, fmt.Errorf("encode catalog: %w", err)
 	}
@@ -83,18 +84,6 @@ func EncodeCatalog(c *Catalog, key string) ([]byte, error) {
 		return nil, fmt.Errorf("encode catalog: %d bytes, more than %d", len(b), MaxStoredCatalog)
 	}
 	return b, nil
-}
-
-// marshalAsIs encodes v without encoding/json's HTML escaping, which
-// would rewrite "<", ">" and "&" inside the server's raw schema bytes.
-func marshalAsIs(v any) ([]byte, error) {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
 }
 
 // DecodeCatalog decodes a stored catalog and validates it like a fresh
