@@ -60,7 +60,7 @@
 //
 // Several processes (R6.2 with a daemon). Any number of Cards instances
 // may share a data directory when the store is a [SharedStore]
-// (*store.SQLite is): each instance holds an owner lock from Open until
+// (*store.DB is): each instance holds an owner lock from Open until
 // Close, so [Open] interrupts only the cards of owners that are gone (see
 // [OwnerAlive]) and leaves a live process's open questions and running
 // calls alone. A card is answered where its call waits: [Cards.Submit]
@@ -217,7 +217,7 @@ var (
 	ErrNotOwner = errors.New("elicitation card is owned by another remotemcp instance")
 )
 
-// KV is the part of the store the cards live in; *store.SQLite has it.
+// KV is the part of the store the cards live in; *store.DB has it.
 type KV interface {
 	PutKV(ctx context.Context, ns, key string, value []byte) error
 	GetKV(ctx context.Context, ns, key string) ([]byte, error)

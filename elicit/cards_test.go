@@ -21,7 +21,7 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-func openStore(t *testing.T) *store.SQLite {
+func openStore(t *testing.T) *store.DB {
 	t.Helper()
 	st, err := store.Open(context.Background(), t.TempDir(), store.Options{PollInterval: 50 * time.Millisecond})
 	if err != nil {

@@ -22,7 +22,7 @@ const AnswersNamespace = "mcp_elicitation_answers"
 // as interrupted (R6.2).
 var ErrOwnerGone = errors.New("the remotemcp process that asked is gone, so an answer can no longer reach the server")
 
-// Locker takes cross-process advisory locks; *store.SQLite has it.
+// Locker takes cross-process advisory locks; *store.DB has it.
 type Locker interface {
 	// Lock waits until the lock name is free or ctx is done; unlock
 	// releases it.
@@ -31,7 +31,7 @@ type Locker interface {
 
 // SharedStore is a store several Cards instances (processes) can share:
 // owner locks tell live owners from gone ones, and the change feed
-// carries answers between them. *store.SQLite has it.
+// carries answers between them. *store.DB has it.
 type SharedStore interface {
 	KV
 	Locker

@@ -16,7 +16,7 @@ import (
 // lock, and nothing else happens (its cards stay as they are).
 func crash(c *Cards) { c.unlock() }
 
-func openStoreAt(t *testing.T, dir string) *store.SQLite {
+func openStoreAt(t *testing.T, dir string) *store.DB {
 	t.Helper()
 	st, err := store.Open(context.Background(), dir, store.Options{PollInterval: 20 * time.Millisecond})
 	if err != nil {
@@ -29,7 +29,7 @@ func openStoreAt(t *testing.T, dir string) *store.SQLite {
 // twoProcesses returns the stores of two processes on one data directory:
 // two store.Open of the same directory, or (same) one store shared by both
 // instances.
-func twoProcesses(t *testing.T, same bool) (a, b *store.SQLite) {
+func twoProcesses(t *testing.T, same bool) (a, b *store.DB) {
 	dir := t.TempDir()
 	a = openStoreAt(t, dir)
 	if same {

@@ -89,7 +89,7 @@ type Options struct {
 // nothing but those methods. The exported parts are for owners that wire
 // more around the engine (the conformance client, tests).
 type Engine struct {
-	Store  *store.SQLite
+	Store  *store.DB
 	Memory *store.Memory
 	// Elicit holds the elicitation cards (nil when Options.Elicit is set).
 	Elicit *elicit.Cards

@@ -45,7 +45,7 @@ var ErrTokenName = errors.New("a name is 1 to 64 letters, digits, '.', '_' or '-
 // ErrNoToken is returned by Revoke for an unknown name.
 var ErrNoToken = errors.New("no token of that name")
 
-// KV is the part of the store the tokens live in (store.SQLite).
+// KV is the part of the store the tokens live in (store.DB).
 type KV interface {
 	GetKV(ctx context.Context, ns, key string) ([]byte, error)
 	PutKV(ctx context.Context, ns, key string, value []byte) error
@@ -53,7 +53,7 @@ type KV interface {
 	DeleteKV(ctx context.Context, ns, key string) error
 }
 
-// locker is the store's cross-process lock (store.SQLite.Lock); a KV
+// locker is the store's cross-process lock (store.DB.Lock); a KV
 // without it gets no cross-process exclusion.
 type locker interface {
 	Lock(ctx context.Context, name string) (func(), error)

@@ -16,7 +16,7 @@ import (
 	"github.com/remotemcp/remotemcp/store"
 )
 
-// KV is the part of the store the broker needs; *store.SQLite implements it.
+// KV is the part of the store the broker needs; *store.DB implements it.
 // Values are JSON.
 type KV interface {
 	PutKV(ctx context.Context, namespace, key string, value []byte) error
@@ -27,7 +27,7 @@ type KV interface {
 	DeleteKV(ctx context.Context, namespace, key string) error
 }
 
-// Subscriber is the store's change feed; *store.SQLite implements it. When
+// Subscriber is the store's change feed; *store.DB implements it. When
 // the KV passed to New implements it too, the broker caches grants in memory
 // (see Broker); otherwise every check reads the KV.
 type Subscriber interface {

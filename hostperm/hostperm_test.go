@@ -28,7 +28,7 @@ func TestMain(m *testing.M) {
 // testPoll keeps cross-process tests fast.
 const testPoll = 10 * time.Millisecond
 
-func openStore(t testing.TB, dir string) *store.SQLite {
+func openStore(t testing.TB, dir string) *store.DB {
 	t.Helper()
 	s, err := store.Open(context.Background(), dir, store.Options{PollInterval: testPoll})
 	if err != nil {
@@ -343,7 +343,7 @@ func TestLoopbackGetsNoPass(t *testing.T) {
 func TestCrossProcess(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	// Two *SQLite over one data directory behave as two processes: writes
+	// Two *DB over one data directory behave as two processes: writes
 	// of one reach the other's change feed only through the poller.
 	daemon := newBroker(t, openStore(t, dir), Options{})
 	cli := newBroker(t, openStore(t, dir), Options{})
@@ -729,10 +729,10 @@ func BenchmarkCheck(b *testing.B) {
 	ctx := context.Background()
 	for _, tc := range []struct {
 		name string
-		kv   func(*store.SQLite) KV
+		kv   func(*store.DB) KV
 	}{
-		{"cached", func(s *store.SQLite) KV { return s }},
-		{"uncached", func(s *store.SQLite) KV { return plainKV{s} }},
+		{"cached", func(s *store.DB) KV { return s }},
+		{"uncached", func(s *store.DB) KV { return plainKV{s} }},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			br := newBroker(b, tc.kv(openStore(b, b.TempDir())), Options{})

@@ -226,7 +226,7 @@ func catalogBody(b []byte) []byte {
 	return out
 }
 
-// KV is the key/value part of a store (*store.SQLite implements it).
+// KV is the key/value part of a store (*store.DB implements it).
 type KV interface {
 	GetKV(ctx context.Context, ns, key string) ([]byte, error)
 	PutKV(ctx context.Context, ns, key string, value []byte) error

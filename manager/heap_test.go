@@ -60,7 +60,7 @@ func hibernateAll(tb testing.TB, m *Manager, ids []string) {
 
 // heapManager opens a manager on n servers of url (idle timeout 1 s;
 // catalogs and logs on the store's shelf), as the daemon does.
-func heapManager(tb testing.TB, n int, url string) (*Manager, *store.SQLite, []string, *http.Client) {
+func heapManager(tb testing.TB, n int, url string) (*Manager, *store.DB, []string, *http.Client) {
 	st, err := store.Open(context.Background(), tb.TempDir(), store.Options{})
 	if err != nil {
 		tb.Fatal(err)

@@ -15,11 +15,11 @@ import (
 // loopback.
 type env struct {
 	t     *testing.T
-	store *store.SQLite
+	store *store.DB
 	m     *Manager
 }
 
-func newStore(t *testing.T, dir string) *store.SQLite {
+func newStore(t *testing.T, dir string) *store.DB {
 	t.Helper()
 	st, err := store.Open(context.Background(), dir, store.Options{PollInterval: 50 * time.Millisecond})
 	if err != nil {

@@ -1328,7 +1328,7 @@ func (m *Manager) emitLocked(e *entry) {
 }
 
 // revisions is what a store offers that keeps a revision per server
-// record (*store.SQLite does), so the drift check after a handshake
+// record (*store.DB does), so the drift check after a handshake
 // (R2.5) reads one number instead of the whole record and its secrets.
 type revisions interface {
 	GetServerRevision(ctx context.Context, id string) (config.Server, int64, error)

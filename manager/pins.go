@@ -92,7 +92,7 @@ func unpinnableWhy(why string) string {
 	return "cannot be pinned: " + why + "; it is never offered"
 }
 
-// PinStore is what a store offers that keeps tool pins (*store.SQLite
+// PinStore is what a store offers that keeps tool pins (*store.DB
 // does). A manager on a store without it pins nothing.
 type PinStore interface {
 	PinSummaries(ctx context.Context, serverID string) (map[string]store.PinSummary, error)
@@ -101,7 +101,7 @@ type PinStore interface {
 	AcceptHeld(ctx context.Context, serverID string, tools []string, expect map[string]string) ([]store.ToolPin, error)
 }
 
-var _ PinStore = (*store.SQLite)(nil)
+var _ PinStore = (*store.DB)(nil)
 
 // pinTimeout bounds the store work of one pin evaluation.
 const pinTimeout = 10 * time.Second

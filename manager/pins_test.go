@@ -77,7 +77,7 @@ func (l *logBuf) String() string {
 	return l.b.String()
 }
 
-func newPinManager(t *testing.T, st *store.SQLite, logs *logBuf) *Manager {
+func newPinManager(t *testing.T, st *store.DB, logs *logBuf) *Manager {
 	t.Helper()
 	lg := testkit.Logger(t)
 	if logs != nil {

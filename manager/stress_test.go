@@ -176,7 +176,7 @@ func expectBenign(t *testing.T, err error) {
 	t.Errorf("unexpected call error: %v", err)
 }
 
-func checkInvariants(t *testing.T, m *Manager, st *store.SQLite, servers []*fixture.Server, ids []string, seen map[string]map[string]bool, seenMu *sync.Mutex) {
+func checkInvariants(t *testing.T, m *Manager, st *store.DB, servers []*fixture.Server, ids []string, seen map[string]map[string]bool, seenMu *sync.Mutex) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute) // only a hang
 	defer cancel()

@@ -55,7 +55,7 @@ import (
 
 // SecretStore is the part of store.Store the authenticator needs: the
 // server config (to record a new binding) and sealed secrets (refresh
-// tokens, registrations). *store.SQLite implements it.
+// tokens, registrations). *store.DB implements it.
 type SecretStore interface {
 	GetServer(ctx context.Context, id string) (config.Server, error)
 	UpdateServer(ctx context.Context, s config.Server) error
@@ -74,12 +74,12 @@ type SessionStore interface {
 }
 
 // Locker is a lock shared by every process on the data directory, so only
-// one of them spends a refresh token at a time. *store.SQLite implements it.
+// one of them spends a refresh token at a time. *store.DB implements it.
 type Locker interface {
 	Lock(ctx context.Context, name string) (unlock func(), err error)
 }
 
-// secretLister is implemented by *store.SQLite; Logout uses it to find the
+// secretLister is implemented by *store.DB; Logout uses it to find the
 // secrets of bindings other than the current one.
 type secretLister interface {
 	ListSecrets(ctx context.Context, serverID string) ([]store.SecretKey, error)

@@ -56,7 +56,7 @@ func (l *sentLog) all() []sentReq {
 type gatewayWorld struct {
 	mcp     *fixture.Server
 	as      *authserver.Server // nil without oauth
-	st      *store.SQLite
+	st      *store.DB
 	a       *Authenticator
 	sent    *sentLog
 	prmSeen func() (total, withKey int)

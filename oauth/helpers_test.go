@@ -54,7 +54,7 @@ type env struct {
 	rs   atomic.Pointer[authserver.Server] // the AS the MCP server trusts and its PRM names
 	mcp  *fixture.Server
 	dir  string
-	st   *store.SQLite
+	st   *store.DB
 	logs *syncBuffer
 	a    *Authenticator
 	srv  config.Server
@@ -131,7 +131,7 @@ func (e *env) startAS(o authserver.Options) *authserver.Server {
 	return as
 }
 
-func (e *env) openStore() *store.SQLite {
+func (e *env) openStore() *store.DB {
 	st, err := store.Open(context.Background(), e.dir, store.Options{})
 	if err != nil {
 		e.t.Fatal(err)
@@ -142,7 +142,7 @@ func (e *env) openStore() *store.SQLite {
 
 // newAuthenticator makes an Authenticator over st (a fresh memory when mem
 // is nil), logging into e.logs.
-func (e *env) newAuthenticator(st *store.SQLite, mem SessionStore) *Authenticator {
+func (e *env) newAuthenticator(st *store.DB, mem SessionStore) *Authenticator {
 	log := slog.New(slog.NewJSONHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	return New(Options{Store: st, Memory: mem, Logger: log})
 }

@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 )
 
@@ -17,11 +16,11 @@ type IDRevision struct {
 
 // ServerRevisions returns the id and revision of every server, oldest
 // first (the order of ListServers), in one query that opens no secret.
-func (s *SQLite) ServerRevisions(ctx context.Context) ([]IDRevision, error) {
+func (s *DB) ServerRevisions(ctx context.Context) ([]IDRevision, error) {
 	var out []IDRevision
-	err := s.readTx(ctx, func(tx *sql.Tx) error {
+	err := s.readTx(ctx, func(tx *txn) error {
 		out = out[:0]
-		rows, err := tx.QueryContext(ctx, `SELECT id, revision FROM servers ORDER BY created, rowid`)
+		rows, err := tx.query(ctx, `SELECT id, revision FROM servers WHERE user_id = ? ORDER BY `+s.serverOrder(), tx.user())
 		if err != nil {
 			return err
 		}
@@ -43,11 +42,11 @@ func (s *SQLite) ServerRevisions(ctx context.Context) ([]IDRevision, error) {
 
 // AllHeldHashes is HeldHashes of every server that has held tools, by
 // server id, in one query.
-func (s *SQLite) AllHeldHashes(ctx context.Context) (map[string]map[string]string, error) {
+func (s *DB) AllHeldHashes(ctx context.Context) (map[string]map[string]string, error) {
 	out := map[string]map[string]string{}
-	err := s.readTx(ctx, func(tx *sql.Tx) error {
+	err := s.readTx(ctx, func(tx *txn) error {
 		clear(out)
-		rows, err := tx.QueryContext(ctx, `SELECT server_id, tool, held_hash FROM tool_pins WHERE held_hash IS NOT NULL`)
+		rows, err := tx.query(ctx, `SELECT server_id, tool, held_hash FROM tool_pins WHERE user_id = ? AND held_hash IS NOT NULL`, tx.user())
 		if err != nil {
 			return err
 		}

@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -52,7 +51,7 @@ const (
 // (ErrNotFound); or a stored secret cannot be opened (ErrSealOpen: writing
 // the server back would drop that secret) and the edit neither gives it
 // again nor removes it (a header) or the auth that used it.
-func (s *SQLite) EditServer(ctx context.Context, id string, edit func(*config.Server) error, opts UpdateOptions) (config.Server, error) {
+func (s *DB) EditServer(ctx context.Context, id string, edit func(*config.Server) error, opts UpdateOptions) (config.Server, error) {
 	fail := func(step string, err error) (config.Server, error) {
 		return config.Server{}, fmt.Errorf("store: edit server %q: %s: %w", id, step, err)
 	}
@@ -81,7 +80,7 @@ func (s *SQLite) EditServer(ctx context.Context, id string, edit func(*config.Se
 		if err != nil {
 			return fail("write", err)
 		}
-		err = s.writeTx(ctx, func(tx *sql.Tx) (*Change, error) {
+		err = s.writeTx(ctx, func(tx *txn) (*Change, error) {
 			if _, err := s.replaceServer(ctx, tx, next, rec, opts, rev); err != nil {
 				return nil, err
 			}

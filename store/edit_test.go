@@ -36,7 +36,7 @@ func addTool(name string) func(*config.Server) error {
 
 // checkAllTools fails unless server id holds exactly the tools t0..t(n-1),
 // its token is intact, and its revision shows exactly one write per tool.
-func checkAllTools(t *testing.T, s *SQLite, id, token string, n int) {
+func checkAllTools(t *testing.T, s *DB, id, token string, n int) {
 	t.Helper()
 	got, rev, err := s.GetServerRevision(context.Background(), id)
 	if err != nil {
@@ -77,7 +77,7 @@ func TestEditServerConcurrentHandlesKeepEveryEdit(t *testing.T) {
 	if err := openT(t, dir).AddServer(ctx, bearerServer("srv", "https://a.example.com/mcp", "tokA")); err != nil {
 		t.Fatal(err)
 	}
-	stores := make([]*SQLite, n)
+	stores := make([]*DB, n)
 	for i := range stores {
 		stores[i] = openT(t, dir)
 	}
@@ -491,7 +491,7 @@ func TestMigrationAddsServerRevision(t *testing.T) {
 		t.Fatal(err)
 	}
 	k := SecretKey{ServerID: "a", Purpose: PurposeBearer, Binding: config.Binding{Resource: res}}
-	blob, err := sl.seal(k, []byte("tokA"))
+	blob, err := sl.seal(LocalUser, k, []byte("tokA"))
 	if err != nil {
 		t.Fatal(err)
 	}

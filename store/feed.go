@@ -11,13 +11,13 @@ import (
 // slow subscriber would otherwise miss.
 const subscriberBuffer = 64
 
-// feed is the change feed of one *SQLite: the subscribers, and the poller
+// feed is the change feed of one *DB: the subscribers, and the poller
 // that notices writes of other processes.
 type feed struct {
 	mu     sync.Mutex
 	subs   map[*subscriber]struct{}
 	closed bool
-	// own holds the revisions this *SQLite committed that the poller has not
+	// own holds the revisions this *DB committed that the poller has not
 	// passed yet; nil while no poller runs (nothing needs them then).
 	own map[int64]struct{}
 
@@ -46,14 +46,14 @@ func (f *feed) init() {
 }
 
 // Subscribe delivers changes until ctx is done or the store is closed; the
-// channel is closed then. Writes of this *SQLite arrive at once with their
-// server id (or KV namespace); writes of another process or another *SQLite
+// channel is closed then. Writes of this *DB arrive at once with their
+// server id (or KV namespace); writes of another process or another *DB
 // on the same data directory arrive within a few PollIntervals as a Change
 // whose RereadAll is true.
 //
 // Writers never block on a subscriber: when a subscriber's buffer fills, its
 // pending events are coalesced into one RereadAll change.
-func (s *SQLite) Subscribe(ctx context.Context) <-chan Change {
+func (s *DB) Subscribe(ctx context.Context) <-chan Change {
 	sub := &subscriber{ch: make(chan Change, subscriberBuffer)}
 	f := &s.feed
 	f.mu.Lock()
@@ -104,7 +104,7 @@ func (f *feed) publish(c Change) {
 	}
 }
 
-// markOwn records a revision about to be committed by this *SQLite.
+// markOwn records a revision about to be committed by this *DB.
 func (f *feed) markOwn(rev int64) {
 	f.mu.Lock()
 	if f.own != nil {
@@ -122,7 +122,7 @@ func (f *feed) unmarkOwn(rev int64) {
 }
 
 // foreign reports whether any revision in (last, cur] was not committed by
-// this *SQLite, and forgets the own revisions up to cur.
+// this *DB, and forgets the own revisions up to cur.
 func (f *feed) foreign(last, cur int64) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -167,9 +167,9 @@ func (f *feed) close() {
 	}
 }
 
-// startPoller starts the one poller goroutine of this *SQLite, on the
+// startPoller starts the one poller goroutine of this *DB, on the
 // first Subscribe.
-func (s *SQLite) startPoller() {
+func (s *DB) startPoller() {
 	f := &s.feed
 	f.startMu.Lock()
 	defer f.startMu.Unlock()
@@ -189,11 +189,25 @@ func (s *SQLite) startPoller() {
 		s.log.Warn("store: change poller: read start revision", "dir", s.dir, "err", err)
 		last = -1
 	}
+	if s.pg != nil {
+		// One poller reads every user's revision for the whole database.
+		close(f.stopped)
+		s.pg.watch(s, last)
+		return
+	}
 	go s.poll(last)
 }
 
+// observe reports a write of another process when the revision moved
+// from last to cur by anything but this DB's own writes.
+func (s *DB) observe(last, cur int64) {
+	if cur != last && s.feed.foreign(last, cur) {
+		s.feed.publish(Change{Kind: ChangeServers, Revision: cur})
+	}
+}
+
 // poll watches the revision for writes of other processes until Close.
-func (s *SQLite) poll(last int64) {
+func (s *DB) poll(last int64) {
 	f := &s.feed
 	defer close(f.stopped)
 	t := time.NewTicker(s.pollInterval)
@@ -211,12 +225,7 @@ func (s *SQLite) poll(last int64) {
 			}
 			continue
 		}
-		if cur == last {
-			continue
-		}
-		if f.foreign(last, cur) {
-			f.publish(Change{Kind: ChangeServers, Revision: cur})
-		}
+		s.observe(last, cur)
 		last = cur
 	}
 }

@@ -48,7 +48,7 @@ func TestChangeFeedOwnWrites(t *testing.T) {
 	quiet(t, ch, 10*testPoll)
 }
 
-// TestChangeFeedOtherProcess: a second *SQLite on the same directory
+// TestChangeFeedOtherProcess: a second *DB on the same directory
 // stands in for another process.
 func TestChangeFeedOtherProcess(t *testing.T) {
 	ctx := context.Background()

@@ -95,16 +95,16 @@ func FuzzKeyCheck(f *testing.F) {
 	valid := map[string]bool{}
 	for i := range 3 {
 		nonce := bytes.Repeat([]byte{byte(i + 1)}, nonceSize)
-		rec := s.aead.Seal(nonce, nonce, []byte(keyCheckText), sealAAD(keyCheckKey))
+		rec := s.aead.Seal(nonce, nonce, []byte(keyCheckText), sealAAD("", keyCheckKey))
 		if err := s.openKeyCheck(rec); err != nil {
 			f.Fatalf("seed %d: %v", i, err)
 		}
 		valid[string(rec)] = true
 		f.Add(rec)
 		f.Add(rec[:len(rec)-1])
-		f.Add(other.aead.Seal(nonce, nonce, []byte(keyCheckText), sealAAD(keyCheckKey))) // another key
-		f.Add(s.aead.Seal(nonce, nonce, []byte("tok"), sealAAD(SecretKey{ServerID: "a", Purpose: PurposeBearer})))
-		f.Add(s.aead.Seal(nonce, nonce, []byte("other text"), sealAAD(keyCheckKey))) // right key, wrong content
+		f.Add(other.aead.Seal(nonce, nonce, []byte(keyCheckText), sealAAD("", keyCheckKey))) // another key
+		f.Add(s.aead.Seal(nonce, nonce, []byte("tok"), sealAAD(LocalUser, SecretKey{ServerID: "a", Purpose: PurposeBearer})))
+		f.Add(s.aead.Seal(nonce, nonce, []byte("other text"), sealAAD("", keyCheckKey))) // right key, wrong content
 	}
 	f.Add([]byte{})
 	f.Add(make([]byte, nonceSize+16))
@@ -140,7 +140,7 @@ func FuzzOpenDatabase(f *testing.F) {
 		}
 		return b
 	}
-	withStore := func(fn func(s *SQLite) error) func(string) error {
+	withStore := func(fn func(s *DB) error) func(string) error {
 		return func(dir string) error {
 			s, err := Open(ctx, dir, Options{})
 			if err != nil {
@@ -165,18 +165,18 @@ func FuzzOpenDatabase(f *testing.F) {
 			return db.Close()
 		}
 	}
-	fresh := seed(withStore(func(*SQLite) error { return nil }))
-	withSecrets := seed(withStore(func(s *SQLite) error {
+	fresh := seed(withStore(func(*DB) error { return nil }))
+	withSecrets := seed(withStore(func(s *DB) error {
 		return s.AddServer(ctx, bearerServer("a", "https://a.example.com/mcp", "tok"))
 	}))
-	withServers := seed(withStore(func(s *SQLite) error {
+	withServers := seed(withStore(func(s *DB) error {
 		if err := s.AddServer(ctx, noneServer("a", "https://a.example.com/mcp")); err != nil {
 			return err
 		}
 		return s.PutKV(ctx, "grants", "https://a.example.com", []byte(`{"granted":true}`))
 	}))
 	schema2 := seed(func(dir string) error {
-		if err := withStore(func(*SQLite) error { return nil })(dir); err != nil {
+		if err := withStore(func(*DB) error { return nil })(dir); err != nil {
 			return err
 		}
 		return raw("ALTER TABLE meta DROP COLUMN key_check", "PRAGMA user_version = 2")(dir)

@@ -47,7 +47,7 @@ func TestHeadersRoundTrip(t *testing.T) {
 	if err := s.AddServer(ctx, want); err != nil {
 		t.Fatal(err)
 	}
-	check := func(t *testing.T, s *SQLite) {
+	check := func(t *testing.T, s *DB) {
 		t.Helper()
 		got, err := s.GetServer(ctx, "h")
 		if err != nil || !reflect.DeepEqual(got, want) {

@@ -29,7 +29,7 @@ const testPoll = 10 * time.Millisecond
 // loaded machine, so it only ends a test that would otherwise hang.
 const hang = 2 * time.Minute
 
-func openT(t *testing.T, dir string) *SQLite {
+func openT(t *testing.T, dir string) *DB {
 	t.Helper()
 	s, err := Open(context.Background(), dir, Options{PollInterval: testPoll})
 	if err != nil {
@@ -93,7 +93,7 @@ func sameSums(t *testing.T, before, after map[string]string) {
 	}
 }
 
-func checkpointT(t *testing.T, s *SQLite) {
+func checkpointT(t *testing.T, s *DB) {
 	t.Helper()
 	if err := s.checkpoint(context.Background()); err != nil {
 		t.Fatalf("checkpoint: %v", err)
@@ -176,7 +176,7 @@ func CheckWritable(dir string) error {
 
 // checkpoint copies the WAL into the database file and truncates it. Tests
 // use it to compare the bytes of the database file.
-func (s *SQLite) checkpoint(ctx context.Context) error {
+func (s *DB) checkpoint(ctx context.Context) error {
 	_, err := s.db.ExecContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`)
 	return err
 }

@@ -3,7 +3,6 @@ package store
 import (
 	"bytes"
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -26,13 +25,13 @@ const keyCheckText = "remotemcp key check v1"
 
 // sealKeyCheck returns a new key check record under s's key.
 func (s *sealer) sealKeyCheck() ([]byte, error) {
-	return s.seal(keyCheckKey, []byte(keyCheckText))
+	return s.seal("", keyCheckKey, []byte(keyCheckText))
 }
 
 // openKeyCheck reports whether blob is a key check record sealed under
 // s's key; any other blob is an error wrapping ErrSealOpen.
 func (s *sealer) openKeyCheck(blob []byte) error {
-	pt, err := s.open(keyCheckKey, blob)
+	pt, err := s.open("", keyCheckKey, blob)
 	if err != nil {
 		return fmt.Errorf("key check record: %w", err)
 	}
@@ -42,14 +41,14 @@ func (s *sealer) openKeyCheck(blob []byte) error {
 	return nil
 }
 
-func (s *SQLite) keyPath() string { return filepath.Join(s.dir, keyFileName) }
+func (s *DB) keyPath() string { return filepath.Join(s.dir, keyFileName) }
 
 // checkKey refuses, before Open writes anything, a key that is not the
 // store's: one that cannot open the key check record or, in a store from
 // before the record (schema < 3), any of its sealed secrets. key is nil
 // when the key file is missing; that is refused only if sealed secrets
 // need the key.
-func (s *SQLite) checkKey(ctx context.Context, key []byte, version int) error {
+func (s *DB) checkKey(ctx context.Context, key []byte, version int) error {
 	var sl *sealer
 	if key != nil {
 		var err error
@@ -62,13 +61,13 @@ func (s *SQLite) checkKey(ctx context.Context, key []byte, version int) error {
 		n     int
 		opens bool
 	)
-	err := s.readTx(ctx, func(tx *sql.Tx) error {
+	err := s.readTx(ctx, func(tx *txn) error {
 		if version >= keyCheckSchema {
-			if err := tx.QueryRowContext(ctx, `SELECT key_check FROM meta WHERE id = 1`).Scan(&check); err != nil {
+			if err := tx.queryRow(ctx, `SELECT key_check FROM meta WHERE id = 1`).Scan(&check); err != nil {
 				return fmt.Errorf("read key check record: %w", err)
 			}
 		}
-		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM secrets`).Scan(&n); err != nil {
+		if err := tx.queryRow(ctx, `SELECT count(*) FROM secrets`).Scan(&n); err != nil {
 			return fmt.Errorf("count secrets: %w", err)
 		}
 		if sl != nil && check == nil && n > 0 {
@@ -100,21 +99,28 @@ func (s *SQLite) checkKey(ctx context.Context, key []byte, version int) error {
 // is enough: a key that opens any secret is the store's, and the others
 // may have been tampered with or sealed by the key-mixing bug this check
 // ends.
-func opensASecret(ctx context.Context, tx *sql.Tx, sl *sealer) (bool, error) {
-	rows, err := tx.QueryContext(ctx, `SELECT server_id, purpose, resource, issuer, sealed FROM secrets`)
+func opensASecret(ctx context.Context, tx *txn, sl *sealer) (bool, error) {
+	// A personal store's secrets are all LocalUser's, and one older than
+	// schema 6 has no user_id column yet (this runs before migrating).
+	q := `SELECT user_id, server_id, purpose, resource, issuer, sealed FROM secrets`
+	if tx.s.d == sqliteDialect {
+		q = `SELECT 'local', server_id, purpose, resource, issuer, sealed FROM secrets`
+	}
+	rows, err := tx.query(ctx, q)
 	if err != nil {
 		return false, fmt.Errorf("read secrets: %w", err)
 	}
 	defer rows.Close()
 	for rows.Next() {
 		var (
+			user string
 			k    SecretKey
 			blob []byte
 		)
-		if err := rows.Scan(&k.ServerID, &k.Purpose, &k.Binding.Resource, &k.Binding.Issuer, &blob); err != nil {
+		if err := rows.Scan(&user, &k.ServerID, &k.Purpose, &k.Binding.Resource, &k.Binding.Issuer, &blob); err != nil {
 			return false, fmt.Errorf("read secrets: %w", err)
 		}
-		if _, err := sl.open(k, blob); err == nil {
+		if _, err := sl.open(user, k, blob); err == nil {
 			return true, nil
 		}
 	}
@@ -136,19 +142,27 @@ func opensASecret(ctx context.Context, tx *sql.Tx, sl *sealer) (bool, error) {
 // It runs in a write transaction, so processes opening the store at once
 // agree on one record. The write is not a store revision: nothing a
 // subscriber reads has changed.
-func (s *SQLite) ensureKeyCheck(ctx context.Context, keyCreated bool) error {
+func (s *DB) ensureKeyCheck(ctx context.Context, keyCreated bool) error {
 	fail := func(err error) error {
 		return fmt.Errorf("store: open database %s: key check record: %w", s.path, err)
 	}
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
-	tx, err := s.db.BeginTx(ctx, nil)
+	sqlTx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return fail(err)
 	}
-	defer tx.Rollback()
+	defer sqlTx.Rollback()
+	tx := &txn{tx: sqlTx, s: s}
+	if s.d == postgresDialect {
+		// Replicas opening a new database at once agree on one record:
+		// the meta row is locked until the commit.
+		if _, err := tx.exec(ctx, `SELECT 1 FROM meta WHERE id = 1 FOR UPDATE`); err != nil {
+			return fail(err)
+		}
+	}
 	var check []byte
-	if err := tx.QueryRowContext(ctx, `SELECT key_check FROM meta WHERE id = 1`).Scan(&check); err != nil {
+	if err := tx.queryRow(ctx, `SELECT key_check FROM meta WHERE id = 1`).Scan(&check); err != nil {
 		return fail(err)
 	}
 	if check != nil && s.sealer.openKeyCheck(check) == nil {
@@ -156,7 +170,7 @@ func (s *SQLite) ensureKeyCheck(ctx context.Context, keyCreated bool) error {
 		return nil
 	}
 	var n int
-	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM secrets`).Scan(&n); err != nil {
+	if err := tx.queryRow(ctx, `SELECT count(*) FROM secrets`).Scan(&n); err != nil {
 		return fail(err)
 	}
 	// checkKey passed, but another process may have written between it
@@ -182,10 +196,10 @@ func (s *SQLite) ensureKeyCheck(ctx context.Context, keyCreated bool) error {
 	if err != nil {
 		return fail(err)
 	}
-	if _, err := tx.ExecContext(ctx, `UPDATE meta SET key_check = ? WHERE id = 1`, blob); err != nil {
+	if _, err := tx.exec(ctx, `UPDATE meta SET key_check = ? WHERE id = 1`, blob); err != nil {
 		return fail(err)
 	}
-	if err := tx.Commit(); err != nil {
+	if err := sqlTx.Commit(); err != nil {
 		return fail(err)
 	}
 	s.keyCheck = blob
@@ -197,9 +211,9 @@ func (s *SQLite) ensureKeyCheck(ctx context.Context, keyCreated bool) error {
 // process verified on open: another process found the key file missing,
 // created a new one and re-keyed the (then secret-less) store. Sealing
 // under the old key now would mix two keys again.
-func (s *SQLite) keyUnchanged(ctx context.Context, tx *sql.Tx) error {
+func (s *DB) keyUnchanged(ctx context.Context, tx *txn) error {
 	var check []byte
-	if err := tx.QueryRowContext(ctx, `SELECT key_check FROM meta WHERE id = 1`).Scan(&check); err != nil {
+	if err := tx.queryRow(ctx, `SELECT key_check FROM meta WHERE id = 1`).Scan(&check); err != nil {
 		return fmt.Errorf("read key check record: %w", err)
 	}
 	if !bytes.Equal(check, s.keyCheck) {
@@ -210,7 +224,7 @@ func (s *SQLite) keyUnchanged(ctx context.Context, tx *sql.Tx) error {
 
 // wrongKeyError explains ErrWrongKey for a key file that is present. why
 // says how the key was found wrong; n is the number of sealed secrets.
-func (s *SQLite) wrongKeyError(n int, why string) error {
+func (s *DB) wrongKeyError(n int, why string) error {
 	if n == 0 {
 		return fmt.Errorf("store: open %s: key file %s is not the key this store was created with (%s); restore the key file that was used when the store was created, or, as the store holds no sealed secrets, delete %s to have a new key created (the servers are kept); nothing was written: %w",
 			s.dir, s.keyPath(), why, s.keyPath(), ErrWrongKey)
@@ -220,7 +234,7 @@ func (s *SQLite) wrongKeyError(n int, why string) error {
 }
 
 // missingKeyError explains ErrWrongKey for a missing key file.
-func (s *SQLite) missingKeyError(n int) error {
+func (s *DB) missingKeyError(n int) error {
 	return fmt.Errorf("store: open %s: key file %s is missing but the store holds %d sealed secret(s); restore the key file that was used when the store was created (from where you backed up the data directory), or move the data directory away to start over; the secrets cannot be read without it, so no new key was created: %w",
 		s.dir, s.keyPath(), n, ErrWrongKey)
 }

@@ -15,17 +15,17 @@ import (
 
 // PutKV stores value (which must be valid JSON) under ns/key, replacing any
 // previous value, and publishes a ChangeOther with Namespace ns.
-func (s *SQLite) PutKV(ctx context.Context, ns, key string, value []byte) error {
+func (s *DB) PutKV(ctx context.Context, ns, key string, value []byte) error {
 	if err := checkKV(ns, key); err != nil {
 		return fmt.Errorf("store: put kv %s/%s: %w", ns, key, err)
 	}
 	if !json.Valid(value) {
 		return fmt.Errorf("store: put kv %s/%s: value is not valid JSON", ns, key)
 	}
-	err := s.writeTx(ctx, func(tx *sql.Tx) (*Change, error) {
-		if _, err := tx.ExecContext(ctx, `INSERT INTO kv (namespace, key, value, updated) VALUES (?, ?, ?, ?)
-			ON CONFLICT (namespace, key) DO UPDATE SET value = excluded.value, updated = excluded.updated`,
-			ns, key, string(value), nowMillis()); err != nil {
+	err := s.writeTx(ctx, func(tx *txn) (*Change, error) {
+		if _, err := tx.exec(ctx, `INSERT INTO kv (user_id, namespace, key, value, updated) VALUES (?, ?, ?, ?, ?)
+			ON CONFLICT (user_id, namespace, key) DO UPDATE SET value = excluded.value, updated = excluded.updated`,
+			tx.user(), ns, key, string(value), nowMillis()); err != nil {
 			return nil, err
 		}
 		return &Change{Kind: ChangeOther, Namespace: ns}, nil
@@ -37,10 +37,10 @@ func (s *SQLite) PutKV(ctx context.Context, ns, key string, value []byte) error 
 }
 
 // GetKV returns the value under ns/key; ErrNotFound if there is none.
-func (s *SQLite) GetKV(ctx context.Context, ns, key string) ([]byte, error) {
+func (s *DB) GetKV(ctx context.Context, ns, key string) ([]byte, error) {
 	var v string
-	err := s.readTx(ctx, func(tx *sql.Tx) error {
-		return tx.QueryRowContext(ctx, `SELECT value FROM kv WHERE namespace = ? AND key = ?`, ns, key).Scan(&v)
+	err := s.readTx(ctx, func(tx *txn) error {
+		return tx.queryRow(ctx, `SELECT value FROM kv WHERE user_id = ? AND namespace = ? AND key = ?`, tx.user(), ns, key).Scan(&v)
 	})
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("store: get kv %s/%s: %w", ns, key, ErrNotFound)
@@ -52,11 +52,11 @@ func (s *SQLite) GetKV(ctx context.Context, ns, key string) ([]byte, error) {
 }
 
 // ListKV returns every key and value of a namespace (an empty map if none).
-func (s *SQLite) ListKV(ctx context.Context, ns string) (map[string][]byte, error) {
+func (s *DB) ListKV(ctx context.Context, ns string) (map[string][]byte, error) {
 	out := make(map[string][]byte)
-	err := s.readTx(ctx, func(tx *sql.Tx) error {
+	err := s.readTx(ctx, func(tx *txn) error {
 		clear(out)
-		rows, err := tx.QueryContext(ctx, `SELECT key, value FROM kv WHERE namespace = ?`, ns)
+		rows, err := tx.query(ctx, `SELECT key, value FROM kv WHERE user_id = ? AND namespace = ?`, tx.user(), ns)
 		if err != nil {
 			return err
 		}
@@ -77,11 +77,11 @@ func (s *SQLite) ListKV(ctx context.Context, ns string) (map[string][]byte, erro
 }
 
 // KeysKV returns the keys under ns, without their values.
-func (s *SQLite) KeysKV(ctx context.Context, ns string) ([]string, error) {
+func (s *DB) KeysKV(ctx context.Context, ns string) ([]string, error) {
 	var out []string
-	err := s.readTx(ctx, func(tx *sql.Tx) error {
+	err := s.readTx(ctx, func(tx *txn) error {
 		out = out[:0]
-		rows, err := tx.QueryContext(ctx, `SELECT key FROM kv WHERE namespace = ?`, ns)
+		rows, err := tx.query(ctx, `SELECT key FROM kv WHERE user_id = ? AND namespace = ?`, tx.user(), ns)
 		if err != nil {
 			return err
 		}
@@ -103,9 +103,9 @@ func (s *SQLite) KeysKV(ctx context.Context, ns string) ([]string, error) {
 
 // DeleteKV removes ns/key. Deleting a missing key is not an error and
 // publishes no change.
-func (s *SQLite) DeleteKV(ctx context.Context, ns, key string) error {
-	err := s.writeTx(ctx, func(tx *sql.Tx) (*Change, error) {
-		res, err := tx.ExecContext(ctx, `DELETE FROM kv WHERE namespace = ? AND key = ?`, ns, key)
+func (s *DB) DeleteKV(ctx context.Context, ns, key string) error {
+	err := s.writeTx(ctx, func(tx *txn) (*Change, error) {
+		res, err := tx.exec(ctx, `DELETE FROM kv WHERE user_id = ? AND namespace = ? AND key = ?`, tx.user(), ns, key)
 		if err != nil {
 			return nil, err
 		}

@@ -21,12 +21,15 @@ const lockRetry = 20 * time.Millisecond
 // done. The returned unlock releases it; calling unlock more than once is
 // harmless.
 //
-// The lock is a flock on <data dir>/locks/<name>.lock plus an in-process
+// For a gateway user the lock is a PostgreSQL advisory lock of the user
+// and name, shared by every process on the database.
+//
+// In a personal store the lock is a flock on <data dir>/locks/<name>.lock plus an in-process
 // mutex: flock belongs to an open file, so two goroutines of one process
 // opening the file twice would not exclude each other on every platform.
 // Lock files are never deleted; removing a file someone holds locked would
 // let the next process lock a new file of the same name.
-func (s *SQLite) Lock(ctx context.Context, name string) (unlock func(), err error) {
+func (s *DB) Lock(ctx context.Context, name string) (unlock func(), err error) {
 	if name == "" {
 		return nil, errors.New("store: lock: empty name")
 	}
@@ -40,6 +43,14 @@ func (s *SQLite) Lock(ctx context.Context, name string) (unlock func(), err erro
 		return nil, fmt.Errorf("store: lock %q: %w", name, ctx.Err())
 	}
 	release := func() { <-sem }
+	if s.d == postgresDialect {
+		unlock, err := s.pgLock(ctx, name)
+		if err != nil {
+			release()
+			return nil, fmt.Errorf("store: lock %q: %w", name, err)
+		}
+		return sync.OnceFunc(func() { unlock(); release() }), nil
+	}
 
 	dir := filepath.Join(s.dir, "locks")
 	if err := os.MkdirAll(dir, 0o700); err != nil {
@@ -85,7 +96,7 @@ func (s *SQLite) Lock(ctx context.Context, name string) (unlock func(), err erro
 }
 
 // lockSem returns the in-process semaphore of a lock name.
-func (s *SQLite) lockSem(name string) chan struct{} {
+func (s *DB) lockSem(name string) chan struct{} {
 	s.locksMu.Lock()
 	defer s.locksMu.Unlock()
 	sem, ok := s.locks[name]

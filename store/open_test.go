@@ -303,7 +303,7 @@ func storeWithSecrets(t *testing.T, dir string) (key []byte, refresh SecretKey) 
 	return readFileT(t, filepath.Join(dir, keyFileName)), refresh
 }
 
-func checkSecretsIntact(t *testing.T, s *SQLite, refresh SecretKey) {
+func checkSecretsIntact(t *testing.T, s *DB, refresh SecretKey) {
 	t.Helper()
 	ctx := context.Background()
 	srv, err := s.GetServer(ctx, "a")

@@ -66,11 +66,11 @@ type PinOp struct {
 
 // ToolPins returns the pins of a server by tool name, with their
 // definitions: for review and tests; an evaluation reads PinSummaries.
-func (s *SQLite) ToolPins(ctx context.Context, serverID string) (map[string]ToolPin, error) {
+func (s *DB) ToolPins(ctx context.Context, serverID string) (map[string]ToolPin, error) {
 	out := map[string]ToolPin{}
-	err := s.readTx(ctx, func(tx *sql.Tx) error {
+	err := s.readTx(ctx, func(tx *txn) error {
 		clear(out)
-		l, err := queryPins(ctx, tx, `WHERE server_id = ?`, serverID)
+		l, err := queryPins(ctx, tx, `AND server_id = ?`, serverID)
 		for _, p := range l {
 			out[p.Tool] = p
 		}
@@ -97,15 +97,15 @@ type PinSummary struct {
 
 // PinSummaries returns a server's pins by tool name, without their
 // definitions.
-func (s *SQLite) PinSummaries(ctx context.Context, serverID string) (map[string]PinSummary, error) {
+func (s *DB) PinSummaries(ctx context.Context, serverID string) (map[string]PinSummary, error) {
 	out := map[string]PinSummary{}
-	err := s.readTx(ctx, func(tx *sql.Tx) error {
+	err := s.readTx(ctx, func(tx *txn) error {
 		clear(out)
 		// octet_length reads the size from the record header: the
 		// definitions themselves are not loaded.
-		rows, err := tx.QueryContext(ctx, `SELECT tool, hash, coalesce(held_hash, ''),
+		rows, err := tx.query(ctx, `SELECT tool, hash, coalesce(held_hash, ''),
 			octet_length(definition), coalesce(octet_length(held_definition), 0)
-			FROM tool_pins WHERE server_id = ?`, serverID)
+			FROM tool_pins WHERE user_id = ? AND server_id = ?`, tx.user(), serverID)
 		if err != nil {
 			return err
 		}
@@ -127,11 +127,11 @@ func (s *SQLite) PinSummaries(ctx context.Context, serverID string) (map[string]
 
 // HeldHashes returns the held tools of a server, each with the hash of
 // its held definition, without the definitions.
-func (s *SQLite) HeldHashes(ctx context.Context, serverID string) (map[string]string, error) {
+func (s *DB) HeldHashes(ctx context.Context, serverID string) (map[string]string, error) {
 	out := map[string]string{}
-	err := s.readTx(ctx, func(tx *sql.Tx) error {
+	err := s.readTx(ctx, func(tx *txn) error {
 		clear(out)
-		rows, err := tx.QueryContext(ctx, `SELECT tool, held_hash FROM tool_pins WHERE server_id = ? AND held_hash IS NOT NULL`, serverID)
+		rows, err := tx.query(ctx, `SELECT tool, held_hash FROM tool_pins WHERE user_id = ? AND server_id = ? AND held_hash IS NOT NULL`, tx.user(), serverID)
 		if err != nil {
 			return err
 		}
@@ -153,14 +153,14 @@ func (s *SQLite) HeldHashes(ctx context.Context, serverID string) (map[string]st
 
 // HeldTools returns the pins with a held definition, of one server or
 // (serverID "") of all, by server and tool.
-func (s *SQLite) HeldTools(ctx context.Context, serverID string) ([]ToolPin, error) {
+func (s *DB) HeldTools(ctx context.Context, serverID string) ([]ToolPin, error) {
 	var out []ToolPin
-	err := s.readTx(ctx, func(tx *sql.Tx) error {
+	err := s.readTx(ctx, func(tx *txn) error {
 		var err error
 		if serverID == "" {
-			out, err = queryPins(ctx, tx, `WHERE held_hash IS NOT NULL`)
+			out, err = queryPins(ctx, tx, `AND held_hash IS NOT NULL`)
 		} else {
-			out, err = queryPins(ctx, tx, `WHERE held_hash IS NOT NULL AND server_id = ?`, serverID)
+			out, err = queryPins(ctx, tx, `AND held_hash IS NOT NULL AND server_id = ?`, serverID)
 		}
 		return err
 	})
@@ -170,9 +170,9 @@ func (s *SQLite) HeldTools(ctx context.Context, serverID string) ([]ToolPin, err
 	return out, nil
 }
 
-func queryPins(ctx context.Context, tx *sql.Tx, where string, args ...any) ([]ToolPin, error) {
-	rows, err := tx.QueryContext(ctx, `SELECT server_id, tool, hash, definition, pinned, held_hash, held_definition, held_seen
-		FROM tool_pins `+where+` ORDER BY server_id, tool`, args...)
+func queryPins(ctx context.Context, tx *txn, where string, args ...any) ([]ToolPin, error) {
+	rows, err := tx.query(ctx, `SELECT server_id, tool, hash, definition, pinned, held_hash, held_definition, held_seen
+		FROM tool_pins WHERE user_id = ? `+where+` ORDER BY server_id, tool`, append([]any{tx.user()}, args...)...)
 	if err != nil {
 		return nil, err
 	}
@@ -203,11 +203,11 @@ func queryPins(ctx context.Context, tx *sql.Tx, where string, args ...any) ([]To
 // already pinned, the same held definition again) changes nothing, and
 // when none changes anything no event is published. The server must
 // exist.
-func (s *SQLite) ApplyPins(ctx context.Context, serverID string, ops []PinOp) error {
+func (s *DB) ApplyPins(ctx context.Context, serverID string, ops []PinOp) error {
 	if len(ops) == 0 {
 		return nil
 	}
-	err := s.writeTx(ctx, func(tx *sql.Tx) (*Change, error) {
+	err := s.writeTx(ctx, func(tx *txn) (*Change, error) {
 		now := nowMillis()
 		changed := int64(0)
 		for _, op := range ops {
@@ -217,20 +217,20 @@ func (s *SQLite) ApplyPins(ctx context.Context, serverID string, ops []PinOp) er
 			)
 			switch op.Action {
 			case PinFirst:
-				res, err = tx.ExecContext(ctx, `INSERT INTO tool_pins (server_id, tool, hash, definition, pinned) VALUES (?, ?, ?, ?, ?)
-					ON CONFLICT (server_id, tool) DO NOTHING`, serverID, op.Tool, op.Hash, string(op.Definition), now)
+				res, err = tx.exec(ctx, `INSERT INTO tool_pins (user_id, server_id, tool, hash, definition, pinned) VALUES (?, ?, ?, ?, ?, ?)
+					ON CONFLICT (user_id, server_id, tool) DO NOTHING`, tx.user(), serverID, op.Tool, op.Hash, string(op.Definition), now)
 			case PinHold:
-				res, err = tx.ExecContext(ctx, `UPDATE tool_pins SET held_hash = ?, held_definition = ?, held_seen = ?
-					WHERE server_id = ? AND tool = ? AND hash != ? AND held_hash IS NOT ?`,
-					op.Hash, string(op.Definition), now, serverID, op.Tool, op.Hash, op.Hash)
+				res, err = tx.exec(ctx, `UPDATE tool_pins SET held_hash = ?, held_definition = ?, held_seen = ?
+					WHERE user_id = ? AND server_id = ? AND tool = ? AND hash != ? AND held_hash IS DISTINCT FROM ?`,
+					op.Hash, string(op.Definition), now, tx.user(), serverID, op.Tool, op.Hash, op.Hash)
 			case PinRelease:
-				res, err = tx.ExecContext(ctx, `UPDATE tool_pins SET held_hash = NULL, held_definition = NULL, held_seen = NULL
-					WHERE server_id = ? AND tool = ? AND held_hash IS NOT NULL`, serverID, op.Tool)
+				res, err = tx.exec(ctx, `UPDATE tool_pins SET held_hash = NULL, held_definition = NULL, held_seen = NULL
+					WHERE user_id = ? AND server_id = ? AND tool = ? AND held_hash IS NOT NULL`, tx.user(), serverID, op.Tool)
 			case PinReplace:
-				res, err = tx.ExecContext(ctx, `INSERT INTO tool_pins (server_id, tool, hash, definition, pinned) VALUES (?, ?, ?, ?, ?)
-					ON CONFLICT (server_id, tool) DO UPDATE SET hash = excluded.hash, definition = excluded.definition,
+				res, err = tx.exec(ctx, `INSERT INTO tool_pins (user_id, server_id, tool, hash, definition, pinned) VALUES (?, ?, ?, ?, ?, ?)
+					ON CONFLICT (user_id, server_id, tool) DO UPDATE SET hash = excluded.hash, definition = excluded.definition,
 					pinned = excluded.pinned, held_hash = NULL, held_definition = NULL, held_seen = NULL
-					WHERE hash != excluded.hash OR held_hash IS NOT NULL`, serverID, op.Tool, op.Hash, string(op.Definition), now)
+					WHERE tool_pins.hash != excluded.hash OR tool_pins.held_hash IS NOT NULL`, tx.user(), serverID, op.Tool, op.Hash, string(op.Definition), now)
 			default:
 				return nil, fmt.Errorf("unknown pin action %d", op.Action)
 			}
@@ -259,11 +259,11 @@ func (s *SQLite) ApplyPins(ctx context.Context, serverID string, ops []PinOp) er
 // hash of the held definition the person was shown: another one is
 // refused with ErrHeldChanged. A named tool with no held definition is
 // ErrNotFound. It returns the pins as accepted.
-func (s *SQLite) AcceptHeld(ctx context.Context, serverID string, tools []string, expect map[string]string) ([]ToolPin, error) {
+func (s *DB) AcceptHeld(ctx context.Context, serverID string, tools []string, expect map[string]string) ([]ToolPin, error) {
 	var out []ToolPin
-	err := s.writeTx(ctx, func(tx *sql.Tx) (*Change, error) {
+	err := s.writeTx(ctx, func(tx *txn) (*Change, error) {
 		out = out[:0]
-		held, err := queryPins(ctx, tx, `WHERE held_hash IS NOT NULL AND server_id = ?`, serverID)
+		held, err := queryPins(ctx, tx, `AND held_hash IS NOT NULL AND server_id = ?`, serverID)
 		if err != nil {
 			return nil, err
 		}
@@ -291,8 +291,8 @@ func (s *SQLite) AcceptHeld(ctx context.Context, serverID string, tools []string
 			if h, ok := expect[t]; ok && h != p.Held.Hash {
 				return nil, fmt.Errorf("tool %q: %w", t, ErrHeldChanged)
 			}
-			if _, err := tx.ExecContext(ctx, `UPDATE tool_pins SET hash = held_hash, definition = held_definition, pinned = ?,
-				held_hash = NULL, held_definition = NULL, held_seen = NULL WHERE server_id = ? AND tool = ?`, now, serverID, t); err != nil {
+			if _, err := tx.exec(ctx, `UPDATE tool_pins SET hash = held_hash, definition = held_definition, pinned = ?,
+				held_hash = NULL, held_definition = NULL, held_seen = NULL WHERE user_id = ? AND server_id = ? AND tool = ?`, now, tx.user(), serverID, t); err != nil {
 				return nil, fmt.Errorf("tool %q: %w", t, err)
 			}
 			out = append(out, ToolPin{ServerID: serverID, Tool: t, Hash: p.Held.Hash, Definition: p.Held.Definition, Pinned: time.UnixMilli(now)})

@@ -26,6 +26,9 @@ const (
 	// aadLabel versions the associated-data encoding, so a future format can
 	// never open blobs of this one by accident.
 	aadLabel = "remotemcp/seal/v1"
+	// aadLabelUser is the encoding of a gateway user's secrets: the user
+	// id is its first field.
+	aadLabelUser = "remotemcp/seal/v1+user"
 )
 
 // sealer seals and opens secrets under one key. It holds no mutable state,
@@ -50,17 +53,27 @@ func newSealer(key []byte) (*sealer, error) {
 }
 
 // sealAAD is the associated data of a secret: the purpose, server id and
-// binding it belongs to. Each field is length-prefixed, so no two different
-// keys encode alike (moving bytes from the resource into the issuer changes
-// the encoding), and a blob copied to another row fails to open.
-func sealAAD(k SecretKey) []byte {
-	fields := [...]string{k.Purpose, k.ServerID, k.Binding.Resource, k.Binding.Issuer}
-	n := len(aadLabel)
+// binding it belongs to, and, in a gateway, its user. Each field is
+// length-prefixed, so no two different keys encode alike (moving bytes
+// from the resource into the issuer changes the encoding), and a blob
+// copied to another row fails to open.
+//
+// The personal user (LocalUser, and "" for the key check record) keeps
+// the first encoding, so stores sealed before users existed still open;
+// every other user's secrets carry the user id under aadLabelUser, so a
+// row moved to another user, or from a gateway user into a personal
+// store, fails to open (SPEC §9 A11).
+func sealAAD(user string, k SecretKey) []byte {
+	label, fields := aadLabel, []string{k.Purpose, k.ServerID, k.Binding.Resource, k.Binding.Issuer}
+	if user != "" && user != LocalUser {
+		label, fields = aadLabelUser, append([]string{user}, fields...)
+	}
+	n := len(label)
 	for _, f := range fields {
 		n += 4 + len(f)
 	}
 	b := make([]byte, 0, n)
-	b = append(b, aadLabel...)
+	b = append(b, label...)
 	for _, f := range fields {
 		b = binary.BigEndian.AppendUint32(b, uint32(len(f)))
 		b = append(b, f...)
@@ -69,23 +82,23 @@ func sealAAD(k SecretKey) []byte {
 }
 
 // seal returns nonce || ciphertext (with the GCM tag) of plaintext, bound
-// to k.
-func (s *sealer) seal(k SecretKey, plaintext []byte) ([]byte, error) {
+// to user and k.
+func (s *sealer) seal(user string, k SecretKey, plaintext []byte) ([]byte, error) {
 	out := make([]byte, nonceSize, nonceSize+len(plaintext)+s.aead.Overhead())
 	if _, err := io.ReadFull(rand.Reader, out); err != nil {
 		return nil, fmt.Errorf("store: seal %s: random nonce: %w", describeKey(k), err)
 	}
-	return s.aead.Seal(out, out[:nonceSize], plaintext, sealAAD(k)), nil
+	return s.aead.Seal(out, out[:nonceSize], plaintext, sealAAD(user, k)), nil
 }
 
 // open reverses seal. Any failure — short blob, wrong key, tampering, a
 // different k — is ErrSealOpen wrapped with the secret's description; GCM
 // does not tell these apart and neither should we.
-func (s *sealer) open(k SecretKey, blob []byte) ([]byte, error) {
+func (s *sealer) open(user string, k SecretKey, blob []byte) ([]byte, error) {
 	if len(blob) < nonceSize+s.aead.Overhead() {
 		return nil, fmt.Errorf("store: open %s: blob of %d bytes is too short: %w", describeKey(k), len(blob), ErrSealOpen)
 	}
-	pt, err := s.aead.Open(nil, blob[:nonceSize], blob[nonceSize:], sealAAD(k))
+	pt, err := s.aead.Open(nil, blob[:nonceSize], blob[nonceSize:], sealAAD(user, k))
 	if err != nil {
 		return nil, fmt.Errorf("store: open %s: %w", describeKey(k), ErrSealOpen)
 	}

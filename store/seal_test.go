@@ -22,11 +22,11 @@ func testSealer(t testing.TB, seed byte) *sealer {
 func TestSealAAD(t *testing.T) {
 	base := SecretKey{ServerID: "a", Purpose: PurposeRefreshToken, Binding: config.Binding{Resource: "https://r.example.com/ab", Issuer: "https://as.example.com"}}
 	s := testSealer(t, 1)
-	blob, err := s.seal(base, []byte("secret"))
+	blob, err := s.seal(LocalUser, base, []byte("secret"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if pt, err := s.open(base, blob); err != nil || string(pt) != "secret" {
+	if pt, err := s.open(LocalUser, base, blob); err != nil || string(pt) != "secret" {
 		t.Fatalf("open = %q, %v", pt, err)
 	}
 	mod := func(f func(*SecretKey)) SecretKey { k := base; f(&k); return k }
@@ -48,19 +48,19 @@ func TestSealAAD(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if bytes.Equal(sealAAD(tt.k), sealAAD(base)) {
+			if bytes.Equal(sealAAD(LocalUser, tt.k), sealAAD(LocalUser, base)) {
 				t.Fatal("same AAD for different keys")
 			}
-			if _, err := s.open(tt.k, blob); !errors.Is(err, ErrSealOpen) {
+			if _, err := s.open(LocalUser, tt.k, blob); !errors.Is(err, ErrSealOpen) {
 				t.Fatalf("open under %+v = %v, want ErrSealOpen", tt.k, err)
 			}
 		})
 	}
-	if _, err := testSealer(t, 2).open(base, blob); !errors.Is(err, ErrSealOpen) {
+	if _, err := testSealer(t, 2).open(LocalUser, base, blob); !errors.Is(err, ErrSealOpen) {
 		t.Fatalf("open with another key = %v", err)
 	}
 	// Fresh nonce per seal: the same plaintext never seals alike.
-	blob2, _ := s.seal(base, []byte("secret"))
+	blob2, _ := s.seal(LocalUser, base, []byte("secret"))
 	if bytes.Equal(blob[:nonceSize], blob2[:nonceSize]) || bytes.Equal(blob, blob2) {
 		t.Fatal("nonce reused")
 	}
@@ -77,8 +77,8 @@ func FuzzOpenSealed(f *testing.F) {
 	valid := map[string][]byte{} // blob -> plaintext
 	for i, pt := range []string{"", "x", "refresh-token-value", string(bytes.Repeat([]byte{0xff}, 300))} {
 		nonce := bytes.Repeat([]byte{byte(i + 1)}, nonceSize)
-		blob := s.aead.Seal(nonce, nonce, []byte(pt), sealAAD(k))
-		if got, err := s.open(k, blob); err != nil || string(got) != pt {
+		blob := s.aead.Seal(nonce, nonce, []byte(pt), sealAAD(LocalUser, k))
+		if got, err := s.open(LocalUser, k, blob); err != nil || string(got) != pt {
 			f.Fatalf("seed %d does not open: %v", i, err)
 		}
 		valid[string(blob)] = []byte(pt)
@@ -98,7 +98,7 @@ func FuzzOpenSealed(f *testing.F) {
 
 	f.Fuzz(func(t *testing.T, blob []byte, purpose, serverID, resource, issuer string) {
 		got := SecretKey{ServerID: serverID, Purpose: purpose, Binding: config.Binding{Resource: resource, Issuer: issuer}}
-		pt, err := s.open(got, blob)
+		pt, err := s.open(LocalUser, got, blob)
 		if err != nil {
 			if !errors.Is(err, ErrSealOpen) {
 				t.Fatalf("error %v does not wrap ErrSealOpen", err)

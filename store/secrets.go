@@ -10,20 +10,20 @@ import (
 // PutSecret seals value for k and stores it, replacing any value under the
 // same key. The server must exist (ErrNotFound otherwise): secrets live and
 // die with their server.
-func (s *SQLite) PutSecret(ctx context.Context, k SecretKey, value []byte) error {
+func (s *DB) PutSecret(ctx context.Context, k SecretKey, value []byte) error {
 	if err := checkSecretKey(k); err != nil {
 		return fmt.Errorf("store: put %s: %w", describeKey(k), err)
 	}
 	if s.closed.Load() {
 		return fmt.Errorf("store: put %s: %w", describeKey(k), ErrClosed)
 	}
-	blob, err := s.sealer.seal(k, value)
+	blob, err := s.seal(k, value)
 	if err != nil {
 		return err
 	}
-	err = s.writeTx(ctx, func(tx *sql.Tx) (*Change, error) {
+	err = s.writeTx(ctx, func(tx *txn) (*Change, error) {
 		var one int
-		err := tx.QueryRowContext(ctx, `SELECT 1 FROM servers WHERE id = ?`, k.ServerID).Scan(&one)
+		err := tx.queryRow(ctx, `SELECT 1 FROM servers WHERE user_id = ? AND id = ?`, tx.user(), k.ServerID).Scan(&one)
 		if errors.Is(err, sql.ErrNoRows) {
 			return nil, fmt.Errorf("no server %q: %w", k.ServerID, ErrNotFound)
 		}
@@ -43,11 +43,11 @@ func (s *SQLite) PutSecret(ctx context.Context, k SecretKey, value []byte) error
 
 // GetSecret opens the secret stored under k. ErrNotFound if there is none;
 // an error wrapping ErrSealOpen if it cannot be opened.
-func (s *SQLite) GetSecret(ctx context.Context, k SecretKey) ([]byte, error) {
+func (s *DB) GetSecret(ctx context.Context, k SecretKey) ([]byte, error) {
 	var blob []byte
-	err := s.readTx(ctx, func(tx *sql.Tx) error {
-		return tx.QueryRowContext(ctx, `SELECT sealed FROM secrets WHERE server_id = ? AND purpose = ? AND resource = ? AND issuer = ?`,
-			k.ServerID, k.Purpose, k.Binding.Resource, k.Binding.Issuer).Scan(&blob)
+	err := s.readTx(ctx, func(tx *txn) error {
+		return tx.queryRow(ctx, `SELECT sealed FROM secrets WHERE user_id = ? AND server_id = ? AND purpose = ? AND resource = ? AND issuer = ?`,
+			tx.user(), k.ServerID, k.Purpose, k.Binding.Resource, k.Binding.Issuer).Scan(&blob)
 	})
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("store: get %s: %w", describeKey(k), ErrNotFound)
@@ -55,16 +55,16 @@ func (s *SQLite) GetSecret(ctx context.Context, k SecretKey) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store: get %s: %w", describeKey(k), err)
 	}
-	return s.sealer.open(k, blob)
+	return s.open(k, blob)
 }
 
 // DeleteSecret removes the secret under k. Deleting a secret that does not
 // exist is not an error (callers drop tokens on failure paths and should
 // not have to care whether one was stored); it publishes no change.
-func (s *SQLite) DeleteSecret(ctx context.Context, k SecretKey) error {
-	err := s.writeTx(ctx, func(tx *sql.Tx) (*Change, error) {
-		res, err := tx.ExecContext(ctx, `DELETE FROM secrets WHERE server_id = ? AND purpose = ? AND resource = ? AND issuer = ?`,
-			k.ServerID, k.Purpose, k.Binding.Resource, k.Binding.Issuer)
+func (s *DB) DeleteSecret(ctx context.Context, k SecretKey) error {
+	err := s.writeTx(ctx, func(tx *txn) (*Change, error) {
+		res, err := tx.exec(ctx, `DELETE FROM secrets WHERE user_id = ? AND server_id = ? AND purpose = ? AND resource = ? AND issuer = ?`,
+			tx.user(), k.ServerID, k.Purpose, k.Binding.Resource, k.Binding.Issuer)
 		if err != nil {
 			return nil, err
 		}
@@ -84,11 +84,11 @@ func (s *SQLite) DeleteSecret(ctx context.Context, k SecretKey) error {
 // ListSecrets returns the keys (never the values) of the secrets stored
 // for a server, so a caller can find, say, the refresh tokens of bindings
 // it no longer uses and delete them.
-func (s *SQLite) ListSecrets(ctx context.Context, serverID string) ([]SecretKey, error) {
+func (s *DB) ListSecrets(ctx context.Context, serverID string) ([]SecretKey, error) {
 	var out []SecretKey
-	err := s.readTx(ctx, func(tx *sql.Tx) error {
+	err := s.readTx(ctx, func(tx *txn) error {
 		out = nil
-		rows, err := tx.QueryContext(ctx, `SELECT purpose, resource, issuer FROM secrets WHERE server_id = ? ORDER BY purpose, resource, issuer`, serverID)
+		rows, err := tx.query(ctx, `SELECT purpose, resource, issuer FROM secrets WHERE user_id = ? AND server_id = ? ORDER BY purpose, resource, issuer`, tx.user(), serverID)
 		if err != nil {
 			return err
 		}

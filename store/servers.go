@@ -41,7 +41,7 @@ type UpdateOptions struct {
 // data), ListServers still returns all servers, with those secrets empty,
 // together with an error wrapping ErrSealOpen that names each of them, so
 // the caller can show the servers and ask for the secrets again.
-func (s *SQLite) ListServers(ctx context.Context) ([]config.Server, error) {
+func (s *DB) ListServers(ctx context.Context) ([]config.Server, error) {
 	out, _, err := s.listServers(ctx)
 	return out, err
 }
@@ -50,23 +50,23 @@ func (s *SQLite) ListServers(ctx context.Context) ([]config.Server, error) {
 // revision (see GetServerRevision), revs[i] that of servers[i], read in
 // the same snapshot: one query for a whole list instead of one per
 // server (issue #21). Errors are those of ListServers.
-func (s *SQLite) ListServersRevisions(ctx context.Context) (servers []config.Server, revs []int64, err error) {
+func (s *DB) ListServersRevisions(ctx context.Context) (servers []config.Server, revs []int64, err error) {
 	return s.listServers(ctx)
 }
 
-func (s *SQLite) listServers(ctx context.Context) ([]config.Server, []int64, error) {
+func (s *DB) listServers(ctx context.Context) ([]config.Server, []int64, error) {
 	var (
 		out      []config.Server
 		revs     []int64
 		sealErrs error
 	)
-	err := s.readTx(ctx, func(tx *sql.Tx) error {
+	err := s.readTx(ctx, func(tx *txn) error {
 		out, revs = nil, nil
 		secrets, err := configSecrets(ctx, tx, "")
 		if err != nil {
 			return err
 		}
-		rows, err := tx.QueryContext(ctx, `SELECT id, config, revision FROM servers ORDER BY created, rowid`)
+		rows, err := tx.query(ctx, `SELECT id, config, revision FROM servers WHERE user_id = ? ORDER BY `+s.serverOrder(), tx.user())
 		if err != nil {
 			return err
 		}
@@ -101,7 +101,7 @@ func (s *SQLite) listServers(ctx context.Context) ([]config.Server, []int64, err
 // there is none. Like ListServers, a secret that cannot be opened leaves
 // its field empty and GetServer returns the server with an error wrapping
 // ErrSealOpen.
-func (s *SQLite) GetServer(ctx context.Context, id string) (config.Server, error) {
+func (s *DB) GetServer(ctx context.Context, id string) (config.Server, error) {
 	srv, _, err := s.GetServerRevision(ctx, id)
 	return srv, err
 }
@@ -116,7 +116,7 @@ func (s *SQLite) GetServer(ctx context.Context, id string) (config.Server, error
 // write counter of the change feed. A server deleted and added again starts
 // over at 1. Errors are those of GetServer (including the server with an
 // error wrapping ErrSealOpen); the revision is valid whenever the server is.
-func (s *SQLite) GetServerRevision(ctx context.Context, id string) (config.Server, int64, error) {
+func (s *DB) GetServerRevision(ctx context.Context, id string) (config.Server, int64, error) {
 	srv, rev, _, sealErrs, err := s.getServer(ctx, id)
 	if err != nil {
 		return config.Server{}, 0, fmt.Errorf("store: get server %q: %w", id, err)
@@ -126,10 +126,10 @@ func (s *SQLite) GetServerRevision(ctx context.Context, id string) (config.Serve
 
 // ServerRevision returns only the revision of one server (see
 // GetServerRevision); ErrNotFound if there is none. It opens no secret.
-func (s *SQLite) ServerRevision(ctx context.Context, id string) (int64, error) {
+func (s *DB) ServerRevision(ctx context.Context, id string) (int64, error) {
 	var rev int64
-	err := s.readTx(ctx, func(tx *sql.Tx) error {
-		err := tx.QueryRowContext(ctx, `SELECT revision FROM servers WHERE id = ?`, id).Scan(&rev)
+	err := s.readTx(ctx, func(tx *txn) error {
+		err := tx.queryRow(ctx, `SELECT revision FROM servers WHERE user_id = ? AND id = ?`, tx.user(), id).Scan(&rev)
 		if errors.Is(err, sql.ErrNoRows) {
 			return ErrNotFound
 		}
@@ -145,10 +145,10 @@ func (s *SQLite) ServerRevision(ctx context.Context, id string) (int64, error) {
 // one snapshot. err is fatal (unwrapped); sealErrs reports secrets that
 // could not be opened and were left empty, and unopened names their
 // fields (see fillSecrets).
-func (s *SQLite) getServer(ctx context.Context, id string) (srv config.Server, rev int64, unopened []string, sealErrs, err error) {
-	err = s.readTx(ctx, func(tx *sql.Tx) error {
+func (s *DB) getServer(ctx context.Context, id string) (srv config.Server, rev int64, unopened []string, sealErrs, err error) {
+	err = s.readTx(ctx, func(tx *txn) error {
 		var js string
-		err := tx.QueryRowContext(ctx, `SELECT config, revision FROM servers WHERE id = ?`, id).Scan(&js, &rev)
+		err := tx.queryRow(ctx, `SELECT config, revision FROM servers WHERE user_id = ? AND id = ?`, tx.user(), id).Scan(&js, &rev)
 		if errors.Is(err, sql.ErrNoRows) {
 			return ErrNotFound
 		}
@@ -174,14 +174,14 @@ func (s *SQLite) getServer(ctx context.Context, id string) (srv config.Server, r
 // AddServer validates srv and inserts it, sealing its secrets; ErrDuplicate
 // when the id exists. Invalid input is refused before the database is
 // touched.
-func (s *SQLite) AddServer(ctx context.Context, srv config.Server) error {
+func (s *DB) AddServer(ctx context.Context, srv config.Server) error {
 	rec, err := s.prepareServer(srv)
 	if err != nil {
 		return fmt.Errorf("store: add server %q: %w", srv.ID, err)
 	}
-	err = s.writeTx(ctx, func(tx *sql.Tx) (*Change, error) {
+	err = s.writeTx(ctx, func(tx *txn) (*Change, error) {
 		var one int
-		err := tx.QueryRowContext(ctx, `SELECT 1 FROM servers WHERE id = ?`, srv.ID).Scan(&one)
+		err := tx.queryRow(ctx, `SELECT 1 FROM servers WHERE user_id = ? AND id = ?`, tx.user(), srv.ID).Scan(&one)
 		if err == nil {
 			return nil, ErrDuplicate
 		}
@@ -189,8 +189,8 @@ func (s *SQLite) AddServer(ctx context.Context, srv config.Server) error {
 			return nil, err
 		}
 		now := nowMillis()
-		if _, err := tx.ExecContext(ctx, `INSERT INTO servers (id, config, created, updated, revision) VALUES (?, ?, ?, ?, 1)`,
-			srv.ID, rec.json, now, now); err != nil {
+		if _, err := tx.exec(ctx, `INSERT INTO servers (user_id, id, config, created, updated, revision) VALUES (?, ?, ?, ?, ?, 1)`,
+			tx.user(), srv.ID, rec.json, now, now); err != nil {
 			return nil, err
 		}
 		if err := s.insertSecrets(ctx, tx, rec.secrets, now); err != nil {
@@ -208,7 +208,7 @@ func (s *SQLite) AddServer(ctx context.Context, srv config.Server) error {
 // id; ErrNotFound if there is none. It is UpdateServerWith without options:
 // moving a bearer server to another canonical resource while keeping its
 // old token fails with ErrBearerRebind and writes nothing (R3.10).
-func (s *SQLite) UpdateServer(ctx context.Context, srv config.Server) error {
+func (s *DB) UpdateServer(ctx context.Context, srv config.Server) error {
 	return s.UpdateServerWith(ctx, srv, UpdateOptions{})
 }
 
@@ -224,12 +224,12 @@ func (s *SQLite) UpdateServer(ctx context.Context, srv config.Server) error {
 // secret left empty is deleted. Secrets of other purposes (OAuth refresh
 // tokens, registrations) are keyed by their binding and are left alone;
 // the OAuth layer never looks them up under another binding.
-func (s *SQLite) UpdateServerWith(ctx context.Context, srv config.Server, opts UpdateOptions) error {
+func (s *DB) UpdateServerWith(ctx context.Context, srv config.Server, opts UpdateOptions) error {
 	rec, err := s.prepareServer(srv)
 	if err != nil {
 		return fmt.Errorf("store: update server %q: %w", srv.ID, err)
 	}
-	err = s.writeTx(ctx, func(tx *sql.Tx) (*Change, error) {
+	err = s.writeTx(ctx, func(tx *txn) (*Change, error) {
 		if _, err := s.replaceServer(ctx, tx, srv, rec, opts, 0); err != nil {
 			return nil, err
 		}
@@ -252,12 +252,12 @@ var errStale = errors.New("server revision changed since it was read")
 // It refuses to carry a bearer token to another resource unless
 // opts.RebindBearer, and header values unless opts.RebindHeaders names
 // them.
-func (s *SQLite) replaceServer(ctx context.Context, tx *sql.Tx, srv config.Server, rec serverRecord, opts UpdateOptions, expect int64) (int64, error) {
+func (s *DB) replaceServer(ctx context.Context, tx *txn, srv config.Server, rec serverRecord, opts UpdateOptions, expect int64) (int64, error) {
 	var (
 		js  string
 		rev int64
 	)
-	err := tx.QueryRowContext(ctx, `SELECT config, revision FROM servers WHERE id = ?`, srv.ID).Scan(&js, &rev)
+	err := tx.queryRow(ctx, `SELECT config, revision FROM servers WHERE user_id = ? AND id = ?`, tx.user(), srv.ID).Scan(&js, &rev)
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, ErrNotFound
 	}
@@ -285,17 +285,17 @@ func (s *SQLite) replaceServer(ctx context.Context, tx *sql.Tx, srv config.Serve
 	// moved since the SELECT above; the revision in the WHERE clause keeps
 	// the statement correct on its own all the same.
 	var newRev int64
-	err = tx.QueryRowContext(ctx, `UPDATE servers SET config = ?, updated = ?, revision = revision + 1
-		WHERE id = ? AND revision = ? RETURNING revision`,
-		rec.json, now, srv.ID, rev).Scan(&newRev)
+	err = tx.queryRow(ctx, `UPDATE servers SET config = ?, updated = ?, revision = revision + 1
+		WHERE user_id = ? AND id = ? AND revision = ? RETURNING revision`,
+		rec.json, now, tx.user(), srv.ID, rev).Scan(&newRev)
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, errStale
 	}
 	if err != nil {
 		return 0, err
 	}
-	if _, err := tx.ExecContext(ctx, `DELETE FROM secrets WHERE server_id = ? AND (purpose IN (?, ?) OR `+headerPurposeSQL+`)`,
-		srv.ID, PurposeBearer, PurposeClientSecret); err != nil {
+	if _, err := tx.exec(ctx, `DELETE FROM secrets WHERE user_id = ? AND server_id = ? AND (purpose IN (?, ?) OR `+headerPurposeSQL+`)`,
+		tx.user(), srv.ID, PurposeBearer, PurposeClientSecret); err != nil {
 		return 0, err
 	}
 	if err := s.insertSecrets(ctx, tx, rec.secrets, now); err != nil {
@@ -308,7 +308,7 @@ func (s *SQLite) replaceServer(ctx context.Context, tx *sql.Tx, srv config.Serve
 // URL with another canonical resource: the token was given for the old
 // resource, and the caller passing it back unchanged is the normal result
 // of editing only the URL in a form.
-func (s *SQLite) checkBearerRebind(ctx context.Context, tx *sql.Tx, old, srv config.Server, newResource string) error {
+func (s *DB) checkBearerRebind(ctx context.Context, tx *txn, old, srv config.Server, newResource string) error {
 	if old.Auth.Kind != config.AuthBearer || srv.Auth.Kind != config.AuthBearer || srv.Auth.Token == "" {
 		return nil
 	}
@@ -318,15 +318,15 @@ func (s *SQLite) checkBearerRebind(ctx context.Context, tx *sql.Tx, old, srv con
 	}
 	k := SecretKey{ServerID: old.ID, Purpose: PurposeBearer, Binding: config.Binding{Resource: oldResource}}
 	var blob []byte
-	err = tx.QueryRowContext(ctx, `SELECT sealed FROM secrets WHERE server_id = ? AND purpose = ? AND resource = ? AND issuer = ?`,
-		k.ServerID, k.Purpose, k.Binding.Resource, k.Binding.Issuer).Scan(&blob)
+	err = tx.queryRow(ctx, `SELECT sealed FROM secrets WHERE user_id = ? AND server_id = ? AND purpose = ? AND resource = ? AND issuer = ?`,
+		tx.user(), k.ServerID, k.Purpose, k.Binding.Resource, k.Binding.Issuer).Scan(&blob)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil
 	}
 	if err != nil {
 		return err
 	}
-	oldToken, err := s.sealer.open(k, blob)
+	oldToken, err := s.open(k, blob)
 	if err != nil {
 		// The old token is unreadable, so the caller cannot have echoed
 		// it back: the token in srv is new.
@@ -344,7 +344,7 @@ func (s *SQLite) checkBearerRebind(ctx context.Context, tx *sql.Tx, old, srv con
 // the new one. Names in rebind were supplied again by the user and pass.
 // The error names the headers, never their values. An empty value is no
 // secret and passes.
-func (s *SQLite) checkHeaderRebind(ctx context.Context, tx *sql.Tx, old, srv config.Server, newResource string, rebind []string) error {
+func (s *DB) checkHeaderRebind(ctx context.Context, tx *txn, old, srv config.Server, newResource string, rebind []string) error {
 	if len(srv.Headers) == 0 {
 		return nil
 	}
@@ -360,8 +360,8 @@ func (s *SQLite) checkHeaderRebind(ctx context.Context, tx *sql.Tx, old, srv con
 		}
 		k := SecretKey{ServerID: old.ID, Purpose: HeaderPurpose(name), Binding: config.Binding{Resource: oldResource}}
 		var blob []byte
-		err := tx.QueryRowContext(ctx, `SELECT sealed FROM secrets WHERE server_id = ? AND purpose = ? AND resource = ? AND issuer = ?`,
-			k.ServerID, k.Purpose, k.Binding.Resource, k.Binding.Issuer).Scan(&blob)
+		err := tx.queryRow(ctx, `SELECT sealed FROM secrets WHERE user_id = ? AND server_id = ? AND purpose = ? AND resource = ? AND issuer = ?`,
+			tx.user(), k.ServerID, k.Purpose, k.Binding.Resource, k.Binding.Issuer).Scan(&blob)
 		if errors.Is(err, sql.ErrNoRows) {
 			continue
 		}
@@ -369,7 +369,7 @@ func (s *SQLite) checkHeaderRebind(ctx context.Context, tx *sql.Tx, old, srv con
 			return err
 		}
 		// An unreadable old value cannot have been echoed back.
-		if v, err := s.sealer.open(k, blob); err == nil && string(v) == value {
+		if v, err := s.open(k, blob); err == nil && string(v) == value {
 			carried = append(carried, name)
 		}
 	}
@@ -381,9 +381,9 @@ func (s *SQLite) checkHeaderRebind(ctx context.Context, tx *sql.Tx, old, srv con
 
 // DeleteServer removes the server and all its secrets; ErrNotFound if
 // there is none.
-func (s *SQLite) DeleteServer(ctx context.Context, id string) error {
-	err := s.writeTx(ctx, func(tx *sql.Tx) (*Change, error) {
-		res, err := tx.ExecContext(ctx, `DELETE FROM servers WHERE id = ?`, id)
+func (s *DB) DeleteServer(ctx context.Context, id string) error {
+	err := s.writeTx(ctx, func(tx *txn) (*Change, error) {
+		res, err := tx.exec(ctx, `DELETE FROM servers WHERE user_id = ? AND id = ?`, tx.user(), id)
 		if err != nil {
 			return nil, err
 		}
@@ -416,7 +416,7 @@ type sealedSecret struct {
 
 // prepareServer validates srv and seals its secrets, all before a
 // transaction starts: a config that is refused never touches the file.
-func (s *SQLite) prepareServer(srv config.Server) (serverRecord, error) {
+func (s *DB) prepareServer(srv config.Server) (serverRecord, error) {
 	if s.closed.Load() {
 		return serverRecord{}, ErrClosed
 	}
@@ -430,7 +430,7 @@ func (s *SQLite) prepareServer(srv config.Server) (serverRecord, error) {
 	rec := serverRecord{resource: resource}
 	add := func(purpose, value string) error {
 		k := SecretKey{ServerID: srv.ID, Purpose: purpose, Binding: config.Binding{Resource: resource}}
-		blob, err := s.sealer.seal(k, []byte(value))
+		blob, err := s.seal(k, []byte(value))
 		if err != nil {
 			return err
 		}
@@ -496,14 +496,14 @@ func init() {
 
 // configSecrets loads the sealed bearer tokens, client secrets and header
 // values, of one server or (id == "") of all.
-func configSecrets(ctx context.Context, tx *sql.Tx, id string) (map[SecretKey][]byte, error) {
-	q := `SELECT server_id, purpose, resource, issuer, sealed FROM secrets WHERE (purpose IN (?, ?) OR ` + headerPurposeSQL + `)`
-	args := []any{PurposeBearer, PurposeClientSecret}
+func configSecrets(ctx context.Context, tx *txn, id string) (map[SecretKey][]byte, error) {
+	q := `SELECT server_id, purpose, resource, issuer, sealed FROM secrets WHERE user_id = ? AND (purpose IN (?, ?) OR ` + headerPurposeSQL + `)`
+	args := []any{tx.user(), PurposeBearer, PurposeClientSecret}
 	if id != "" {
 		q += ` AND server_id = ?`
 		args = append(args, id)
 	}
-	rows, err := tx.QueryContext(ctx, q, args...)
+	rows, err := tx.query(ctx, q, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -530,7 +530,7 @@ func configSecrets(ctx context.Context, tx *sql.Tx, id string) (map[SecretKey][]
 // says why. A missing bearer token or client secret is simply absent, as
 // before headers existed; a header whose sealed value is missing is
 // unopened, since sending it empty would be wrong in a way nobody sees.
-func (s *SQLite) fillSecrets(srv *config.Server, secrets map[SecretKey][]byte) (unopened []string, err error) {
+func (s *DB) fillSecrets(srv *config.Server, secrets map[SecretKey][]byte) (unopened []string, err error) {
 	var errs []error
 	resource, rerr := config.CanonicalResource(srv.URL)
 	var purpose, field string
@@ -546,7 +546,7 @@ func (s *SQLite) fillSecrets(srv *config.Server, secrets map[SecretKey][]byte) (
 	if purpose != "" && rerr == nil {
 		k := SecretKey{ServerID: srv.ID, Purpose: purpose, Binding: config.Binding{Resource: resource}}
 		if blob, ok := secrets[k]; ok {
-			v, err := s.sealer.open(k, blob)
+			v, err := s.open(k, blob)
 			switch {
 			case err != nil:
 				unopened, errs = append(unopened, field), append(errs, err)
@@ -567,7 +567,7 @@ func (s *SQLite) fillSecrets(srv *config.Server, secrets map[SecretKey][]byte) (
 			errs = append(errs, fmt.Errorf("store: open %s: no sealed value is stored for the server's URL: %w", describeKey(k), ErrSealOpen))
 			continue
 		}
-		v, err := s.sealer.open(k, blob)
+		v, err := s.open(k, blob)
 		if err != nil {
 			unopened, errs = append(unopened, "headers."+name), append(errs, err)
 			continue
@@ -605,7 +605,7 @@ func repairs(next config.Server, unopened []string) bool {
 
 // insertSecrets writes sealed secrets in tx, after making sure the key
 // they were sealed under is still the store's (keyUnchanged).
-func (s *SQLite) insertSecrets(ctx context.Context, tx *sql.Tx, secrets []sealedSecret, now int64) error {
+func (s *DB) insertSecrets(ctx context.Context, tx *txn, secrets []sealedSecret, now int64) error {
 	if len(secrets) == 0 {
 		return nil
 	}
@@ -614,10 +614,10 @@ func (s *SQLite) insertSecrets(ctx context.Context, tx *sql.Tx, secrets []sealed
 	}
 	for _, sec := range secrets {
 		k := sec.key
-		if _, err := tx.ExecContext(ctx, `INSERT INTO secrets (server_id, purpose, resource, issuer, sealed, updated)
-			VALUES (?, ?, ?, ?, ?, ?)
-			ON CONFLICT (server_id, purpose, resource, issuer) DO UPDATE SET sealed = excluded.sealed, updated = excluded.updated`,
-			k.ServerID, k.Purpose, k.Binding.Resource, k.Binding.Issuer, sec.blob, now); err != nil {
+		if _, err := tx.exec(ctx, `INSERT INTO secrets (user_id, server_id, purpose, resource, issuer, sealed, updated)
+			VALUES (?, ?, ?, ?, ?, ?, ?)
+			ON CONFLICT (user_id, server_id, purpose, resource, issuer) DO UPDATE SET sealed = excluded.sealed, updated = excluded.updated`,
+			tx.user(), k.ServerID, k.Purpose, k.Binding.Resource, k.Binding.Issuer, sec.blob, now); err != nil {
 			return fmt.Errorf("write %s: %w", describeKey(k), err)
 		}
 	}
@@ -637,13 +637,13 @@ func (s *SQLite) insertSecrets(ctx context.Context, tx *sql.Tx, secrets []sealed
 // was below schema 4 when this open began) also seals the headers of rows
 // whose values are all empty, which look like rows of schema 4 except for
 // their missing secrets; later, a missing secret is reported, not filled.
-func (s *SQLite) sealClearHeaders(ctx context.Context, upgraded bool) error {
+func (s *DB) sealClearHeaders(ctx context.Context, upgraded bool) error {
 	fail := func(err error) error {
 		return fmt.Errorf("store: open database %s: seal header values stored in clear: %w", s.path, err)
 	}
 	// Look first, without the write lock: normally there is nothing to do.
 	var found bool
-	err := s.readTx(ctx, func(tx *sql.Tx) error {
+	err := s.readTx(ctx, func(tx *txn) error {
 		todo, err := clearHeaderRows(ctx, tx, upgraded)
 		found = len(todo) > 0
 		return err
@@ -654,7 +654,7 @@ func (s *SQLite) sealClearHeaders(ctx context.Context, upgraded bool) error {
 	if !found {
 		return nil
 	}
-	err = s.scrubTx(ctx, func(tx *sql.Tx) error {
+	err = s.scrubTx(ctx, func(tx *txn) error {
 		// Again under the write lock: another process may have done it.
 		todo, err := clearHeaderRows(ctx, tx, upgraded)
 		if err != nil {
@@ -670,15 +670,15 @@ func (s *SQLite) sealClearHeaders(ctx context.Context, upgraded bool) error {
 			for _, name := range slices.Sorted(maps.Keys(srv.Headers)) {
 				k := SecretKey{ServerID: srv.ID, Purpose: HeaderPurpose(name), Binding: config.Binding{Resource: resource}}
 				var one int
-				err := tx.QueryRowContext(ctx, `SELECT 1 FROM secrets WHERE server_id = ? AND purpose = ? AND resource = ? AND issuer = ?`,
-					k.ServerID, k.Purpose, k.Binding.Resource, k.Binding.Issuer).Scan(&one)
+				err := tx.queryRow(ctx, `SELECT 1 FROM secrets WHERE user_id = ? AND server_id = ? AND purpose = ? AND resource = ? AND issuer = ?`,
+					tx.user(), k.ServerID, k.Purpose, k.Binding.Resource, k.Binding.Issuer).Scan(&one)
 				if err == nil {
 					continue
 				}
 				if !errors.Is(err, sql.ErrNoRows) {
 					return err
 				}
-				blob, err := s.sealer.seal(k, []byte(srv.Headers[name]))
+				blob, err := s.seal(k, []byte(srv.Headers[name]))
 				if err != nil {
 					return err
 				}
@@ -700,7 +700,7 @@ func (s *SQLite) sealClearHeaders(ctx context.Context, upgraded bool) error {
 			if err := s.insertSecrets(ctx, tx, sealed, now); err != nil {
 				return err
 			}
-			if _, err := tx.ExecContext(ctx, `UPDATE servers SET config = ? WHERE id = ?`, string(js), srv.ID); err != nil {
+			if _, err := tx.exec(ctx, `UPDATE servers SET config = ? WHERE user_id = ? AND id = ?`, string(js), tx.user(), srv.ID); err != nil {
 				return err
 			}
 			s.log.Warn("store: sealed the header values an older remotemcp had stored in clear", "server", srv.ID)
@@ -719,7 +719,7 @@ func (s *SQLite) sealClearHeaders(ctx context.Context, upgraded bool) error {
 // is zeroed, not left in free space or old WAL frames. For moving clear
 // text out of the file (sealClearHeaders); ordinary writes never put a
 // secret in clear there.
-func (s *SQLite) scrubTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
+func (s *DB) scrubTx(ctx context.Context, fn func(tx *txn) error) error {
 	if s.closed.Load() {
 		return ErrClosed
 	}
@@ -735,15 +735,15 @@ func (s *SQLite) scrubTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	}
 	// The connection goes back to the pool; it must not stay slow.
 	defer func() { _, _ = conn.ExecContext(context.WithoutCancel(ctx), `PRAGMA secure_delete = OFF`) }()
-	tx, err := conn.BeginTx(ctx, nil)
+	sqlTx, err := conn.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("begin: %w", err)
 	}
-	defer tx.Rollback()
-	if err := fn(tx); err != nil {
+	defer sqlTx.Rollback()
+	if err := fn(&txn{tx: sqlTx, s: s}); err != nil {
 		return err
 	}
-	if err := tx.Commit(); err != nil {
+	if err := sqlTx.Commit(); err != nil {
 		return fmt.Errorf("commit: %w", err)
 	}
 	// Best effort: a reader of another process may hold the WAL open, in
@@ -756,9 +756,9 @@ func (s *SQLite) scrubTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
 
 // clearHeaderRows returns the stored servers whose JSON holds a header
 // value, or (all) any header at all (sealClearHeaders).
-func clearHeaderRows(ctx context.Context, tx *sql.Tx, all bool) ([]config.Server, error) {
+func clearHeaderRows(ctx context.Context, tx *txn, all bool) ([]config.Server, error) {
 	// A cheap filter first: only rows with a headers member can qualify.
-	rows, err := tx.QueryContext(ctx, `SELECT id, config FROM servers WHERE config LIKE '%"headers":{%'`)
+	rows, err := tx.query(ctx, `SELECT id, config FROM servers WHERE user_id = ? AND config LIKE '%"headers":{%'`, tx.user())
 	if err != nil {
 		return nil, err
 	}

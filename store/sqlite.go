@@ -10,8 +10,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"sync"
-	"sync/atomic"
+	"regexp"
 	"time"
 
 	"modernc.org/sqlite"
@@ -147,6 +146,23 @@ var migrations = [][]string{
 			PRIMARY KEY (server_id, tool)
 		) STRICT, WITHOUT ROWID`,
 	},
+	// 6: users (issue #22, SPEC §9 A11). Every row carries the user it
+	// belongs to, so the queries are those of a gateway's PostgreSQL
+	// database; a personal store's rows all belong to LocalUser. The
+	// unique indexes are the conflict targets of the upserts (the
+	// primary keys, kept as they were, cannot name the user). A column
+	// that exists already (a schema rewound by hand) is not added again
+	// (addsExistingColumn).
+	{
+		`ALTER TABLE servers ADD COLUMN user_id TEXT NOT NULL DEFAULT 'local'`,
+		`CREATE UNIQUE INDEX IF NOT EXISTS servers_user ON servers (user_id, id)`,
+		`ALTER TABLE secrets ADD COLUMN user_id TEXT NOT NULL DEFAULT 'local'`,
+		`CREATE UNIQUE INDEX IF NOT EXISTS secrets_user ON secrets (user_id, server_id, purpose, resource, issuer)`,
+		`ALTER TABLE kv ADD COLUMN user_id TEXT NOT NULL DEFAULT 'local'`,
+		`CREATE UNIQUE INDEX IF NOT EXISTS kv_user ON kv (user_id, namespace, key)`,
+		`ALTER TABLE tool_pins ADD COLUMN user_id TEXT NOT NULL DEFAULT 'local'`,
+		`CREATE UNIQUE INDEX IF NOT EXISTS tool_pins_user ON tool_pins (user_id, server_id, tool)`,
+	},
 }
 
 // keyCheckSchema is the first schema version with meta.key_check.
@@ -160,42 +176,6 @@ const headerSealSchema = 4
 // (and the newest it can read).
 func SchemaVersion() int { return len(migrations) }
 
-// SQLite is the Store kept in <data dir>/remotemcp.db. It is safe for
-// concurrent use, and several processes (or several *SQLite in one process)
-// may open the same data directory.
-type SQLite struct {
-	dir          string
-	path         string
-	db           *sql.DB
-	sealer       *sealer
-	log          *slog.Logger
-	pollInterval time.Duration
-
-	// ctx is cancelled by Close; background queries use it.
-	ctx    context.Context
-	cancel context.CancelFunc
-
-	// wmu serializes this process's write transactions, so they queue on a
-	// mutex instead of spinning in SQLite's busy handler against each other.
-	wmu sync.Mutex
-
-	closed    atomic.Bool
-	closeOnce sync.Once
-	closeErr  error
-
-	feed feed
-
-	// keyCheck is the key check record this process verified (or wrote)
-	// on open. Writes that seal compare it with the stored one, so a
-	// process that still holds an old key stops sealing once another
-	// process has re-keyed an empty store (see ensureKeyCheck).
-	keyCheck []byte
-
-	locksMu sync.Mutex
-	locks   map[string]chan struct{} // in-process half of Lock, per name
-}
-
-var _ Store = (*SQLite)(nil)
 
 // Open opens (creating if needed) the store in dir: the SQLite database
 // remotemcp.db in WAL mode and the key file that seals secrets. The schema
@@ -213,7 +193,7 @@ var _ Store = (*SQLite)(nil)
 //     sealed secrets;
 //   - a data directory this user cannot write: ErrDataDirNotWritable,
 //     with a hint instead of SQLite's bare "readonly database".
-func Open(ctx context.Context, dir string, opts Options) (*SQLite, error) {
+func Open(ctx context.Context, dir string, opts Options) (*DB, error) {
 	if dir == "" {
 		return nil, errors.New("store: open: empty data directory")
 	}
@@ -231,7 +211,7 @@ func Open(ctx context.Context, dir string, opts Options) (*SQLite, error) {
 	return s, nil
 }
 
-func open(ctx context.Context, dir string, opts Options) (*SQLite, error) {
+func open(ctx context.Context, dir string, opts Options) (*DB, error) {
 	path := filepath.Join(dir, DBFileName)
 	hdr, err := checkHeader(path)
 	if err != nil {
@@ -271,7 +251,9 @@ func open(ctx context.Context, dir string, opts Options) (*SQLite, error) {
 	db.SetMaxOpenConns(4)
 	db.SetMaxIdleConns(2)
 
-	s := &SQLite{
+	s := &DB{
+		d:            sqliteDialect,
+		user:         LocalUser,
 		dir:          dir,
 		path:         path,
 		db:           db,
@@ -323,7 +305,7 @@ func corruptError(path, why string) error {
 // handler, while another process (or connection) holds a lock, as when
 // two remotemcp processes open a new data directory together; so BUSY is
 // retried for up to busyTimeout, like any other lock wait here.
-func (s *SQLite) enableWAL(ctx context.Context) error {
+func (s *DB) enableWAL(ctx context.Context) error {
 	deadline := time.Now().Add(busyTimeout)
 	for wait := 5 * time.Millisecond; ; wait = min(2*wait, 200*time.Millisecond) {
 		var mode string
@@ -360,7 +342,7 @@ func isCorrupt(err error) bool {
 
 // init checks, migrates and unseals, in an order that never writes to a
 // file it is about to refuse.
-func (s *SQLite) init(ctx context.Context) error {
+func (s *DB) init(ctx context.Context) error {
 	// The file was identified before this connection opened it; this
 	// second look (through the connection that will write) catches a file
 	// swapped in since, and a header that named remotemcp while the
@@ -422,11 +404,11 @@ func (s *SQLite) init(ctx context.Context) error {
 	return s.sealClearHeaders(ctx, version > 0 && version < headerSealSchema)
 }
 
-func (s *SQLite) newerError(version int) error {
+func (s *DB) newerError(version int) error {
 	return fmt.Errorf("store: open: data directory %s was written by a newer remotemcp (schema %d > %d); upgrade remotemcp (the database was left untouched): %w", s.dir, version, SchemaVersion(), ErrNewerSchema)
 }
 
-func (s *SQLite) quickCheck(ctx context.Context) error {
+func (s *DB) quickCheck(ctx context.Context) error {
 	rows, err := s.db.QueryContext(ctx, `PRAGMA quick_check`)
 	if err != nil {
 		if isCorrupt(err) {
@@ -460,7 +442,7 @@ func (s *SQLite) quickCheck(ctx context.Context) error {
 // migrate applies the missing migrations, one transaction each. The version
 // is re-read inside each write transaction, so two processes opening a new
 // data directory at once apply every migration exactly once.
-func (s *SQLite) migrate(ctx context.Context) error {
+func (s *DB) migrate(ctx context.Context) error {
 	for {
 		done, err := s.migrateOne(ctx)
 		if err != nil || done {
@@ -469,7 +451,7 @@ func (s *SQLite) migrate(ctx context.Context) error {
 	}
 }
 
-func (s *SQLite) migrateOne(ctx context.Context) (done bool, err error) {
+func (s *DB) migrateOne(ctx context.Context) (done bool, err error) {
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return false, fmt.Errorf("store: migrate %s: begin: %w", s.path, err)
@@ -488,6 +470,12 @@ func (s *SQLite) migrateOne(ctx context.Context) (done bool, err error) {
 		return true, nil
 	}
 	for i, stmt := range migrations[version] {
+		if skip, err := addsExistingColumn(ctx, tx, stmt); err != nil || skip {
+			if err != nil {
+				return false, fmt.Errorf("store: migrate %s to schema %d: statement %d: %w", s.path, version+1, i+1, err)
+			}
+			continue
+		}
 		if _, err := tx.ExecContext(ctx, stmt); err != nil {
 			return false, fmt.Errorf("store: migrate %s to schema %d: statement %d: %w", s.path, version+1, i+1, err)
 		}
@@ -501,89 +489,23 @@ func (s *SQLite) migrateOne(ctx context.Context) (done bool, err error) {
 	return false, nil
 }
 
+// addColumn matches the migrations' ALTER TABLE … ADD COLUMN statements.
+var addColumn = regexp.MustCompile(`^ALTER TABLE (\w+) ADD COLUMN (\w+) `)
+
+// addsExistingColumn reports whether stmt adds a column its table has
+// already: SQLite has no ADD COLUMN IF NOT EXISTS.
+func addsExistingColumn(ctx context.Context, tx *sql.Tx, stmt string) (bool, error) {
+	m := addColumn.FindStringSubmatch(stmt)
+	if m == nil {
+		return false, nil
+	}
+	var n int
+	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM pragma_table_info(?) WHERE name = ?`, m[1], m[2]).Scan(&n); err != nil {
+		return false, err
+	}
+	return n > 0, nil
+}
+
 // Dir returns the data directory the store lives in.
-func (s *SQLite) Dir() string { return s.dir }
+func (s *DB) Dir() string { return s.dir }
 
-// Revision returns the store's write counter. Every committed write, by
-// any process, increments it by exactly one.
-func (s *SQLite) Revision(ctx context.Context) (int64, error) {
-	if s.closed.Load() {
-		return 0, fmt.Errorf("store: revision: %w", ErrClosed)
-	}
-	var rev int64
-	if err := s.db.QueryRowContext(ctx, `SELECT revision FROM meta WHERE id = 1`).Scan(&rev); err != nil {
-		return 0, fmt.Errorf("store: revision: %w", err)
-	}
-	return rev, nil
-}
-
-// Close stops the change poller, closes every subscriber channel and the
-// database. It is idempotent; later calls return the first call's result.
-// Locks still held stay held until their unlock functions run.
-func (s *SQLite) Close() error {
-	s.closeOnce.Do(func() {
-		s.closed.Store(true)
-		s.cancel()
-		s.feed.close()
-		s.closeErr = s.db.Close()
-		if s.closeErr != nil {
-			s.closeErr = fmt.Errorf("store: close database: %w", s.closeErr)
-		}
-	})
-	return s.closeErr
-}
-
-// readTx runs fn in a read-only transaction, so everything fn reads comes
-// from one snapshot.
-func (s *SQLite) readTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
-	if s.closed.Load() {
-		return ErrClosed
-	}
-	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
-	if err != nil {
-		return err
-	}
-	defer tx.Rollback()
-	if err := fn(tx); err != nil {
-		return err
-	}
-	return tx.Commit()
-}
-
-// writeTx runs fn in a write transaction. If fn reports a change, the
-// revision is incremented in the same transaction, and after the commit
-// the change (with the new revision) goes to this process's subscribers.
-// A nil change from fn means nothing was modified: no revision, no event.
-func (s *SQLite) writeTx(ctx context.Context, fn func(tx *sql.Tx) (*Change, error)) error {
-	if s.closed.Load() {
-		return ErrClosed
-	}
-	s.wmu.Lock()
-	defer s.wmu.Unlock()
-	tx, err := s.db.BeginTx(ctx, nil)
-	if err != nil {
-		return fmt.Errorf("begin: %w", err)
-	}
-	defer tx.Rollback()
-	ch, err := fn(tx)
-	if err != nil {
-		return err
-	}
-	if ch == nil {
-		return tx.Commit()
-	}
-	if err := tx.QueryRowContext(ctx, `UPDATE meta SET revision = revision + 1 WHERE id = 1 RETURNING revision`).Scan(&ch.Revision); err != nil {
-		return fmt.Errorf("bump revision: %w", err)
-	}
-	// Tell the poller this revision is ours before it can become visible,
-	// so it is not reported a second time as another process's write.
-	s.feed.markOwn(ch.Revision)
-	if err := tx.Commit(); err != nil {
-		s.feed.unmarkOwn(ch.Revision)
-		return fmt.Errorf("commit: %w", err)
-	}
-	s.feed.publish(*ch)
-	return nil
-}
-
-func nowMillis() int64 { return time.Now().UnixMilli() }

@@ -48,7 +48,7 @@ func TestServerRoundTrip(t *testing.T) {
 			t.Fatalf("AddServer(%s): %v", srv.ID, err)
 		}
 	}
-	check := func(t *testing.T, s *SQLite) {
+	check := func(t *testing.T, s *DB) {
 		t.Helper()
 		for _, want := range servers {
 			got, err := s.GetServer(ctx, want.ID)
@@ -592,7 +592,7 @@ func TestConcurrentOpenAndWrites(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	const n = 3
-	stores := make([]*SQLite, n)
+	stores := make([]*DB, n)
 	var wg sync.WaitGroup
 	errs := make([]error, n)
 	for i := range n {

@@ -122,7 +122,7 @@ func newSessionCaller(ctx context.Context, srv *Server) (*caller, error) {
 
 // managerSetup is a store and a manager with one connected server "m".
 type managerSetup struct {
-	st *store.SQLite
+	st *store.DB
 	m  *manager.Manager
 }
 

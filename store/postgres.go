@@ -1,0 +1,646 @@
+package store
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"database/sql/driver"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"io/fs"
+	"log/slog"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" database/sql driver
+)
+
+// pgMigrations is the schema history of a gateway's PostgreSQL database,
+// oldest first, like migrations for SQLite; the version is
+// meta.schema_version. Append only. Every table but meta and users has a
+// user_id, and the queries of DB are the same as on SQLite.
+var pgMigrations = [][]string{
+	// 1: the schema of SQLite's version 6, with users.
+	{
+		`CREATE TABLE users (
+			id       TEXT PRIMARY KEY,
+			email    TEXT NOT NULL UNIQUE,
+			revision BIGINT NOT NULL DEFAULT 0, -- the user's write counter (DB.Revision)
+			created  BIGINT NOT NULL
+		)`,
+		`CREATE TABLE servers (
+			user_id  TEXT NOT NULL REFERENCES users (id) ON DELETE CASCADE,
+			id       TEXT NOT NULL,
+			config   TEXT NOT NULL,
+			created  BIGINT NOT NULL,
+			updated  BIGINT NOT NULL,
+			revision BIGINT NOT NULL DEFAULT 1 CHECK (revision >= 1),
+			seq      BIGSERIAL, -- insertion order within one millisecond
+			PRIMARY KEY (user_id, id)
+		)`,
+		`CREATE TABLE secrets (
+			user_id   TEXT NOT NULL,
+			server_id TEXT NOT NULL,
+			purpose   TEXT NOT NULL,
+			resource  TEXT NOT NULL,
+			issuer    TEXT NOT NULL,
+			sealed    BYTEA NOT NULL, -- nonce || AES-256-GCM ciphertext; the user is in the associated data
+			updated   BIGINT NOT NULL,
+			PRIMARY KEY (user_id, server_id, purpose, resource, issuer),
+			FOREIGN KEY (user_id, server_id) REFERENCES servers (user_id, id) ON DELETE CASCADE
+		)`,
+		`CREATE TABLE kv (
+			user_id   TEXT NOT NULL REFERENCES users (id) ON DELETE CASCADE,
+			namespace TEXT NOT NULL,
+			key       TEXT NOT NULL,
+			value     TEXT NOT NULL,
+			updated   BIGINT NOT NULL,
+			PRIMARY KEY (user_id, namespace, key)
+		)`,
+		`CREATE TABLE tool_pins (
+			user_id    TEXT NOT NULL,
+			server_id  TEXT NOT NULL,
+			tool       TEXT NOT NULL,
+			hash       TEXT NOT NULL,
+			definition TEXT NOT NULL,
+			pinned     BIGINT NOT NULL,
+			held_hash       TEXT,
+			held_definition TEXT,
+			held_seen       BIGINT,
+			PRIMARY KEY (user_id, server_id, tool),
+			FOREIGN KEY (user_id, server_id) REFERENCES servers (user_id, id) ON DELETE CASCADE
+		)`,
+	},
+}
+
+// pgMigrateLock is the advisory lock key ("rmcp") that serializes
+// migrations of processes opening one database at once.
+const pgMigrateLock = 0x726d6370
+
+// PostgresOptions tune OpenPostgres.
+type PostgresOptions struct {
+	Options
+	// KeyDir is the directory of the key file that seals the secrets (the
+	// gateway's data directory); it is created like a personal store's.
+	// Every process serving the database needs the same key file.
+	KeyDir string
+	// OnWait is told each time the database cannot be reached yet and
+	// OpenPostgres waits before trying again (nil: only the Logger is).
+	OnWait func(err error, retryIn time.Duration)
+}
+
+// Postgres is a gateway's database (SPEC §9 A11): its users, and for each
+// user the rows a DB holds (User). Every row, every secret's sealing and
+// every revision belongs to one user.
+type Postgres struct {
+	db     *sql.DB
+	root   *DB // user-less: key check, migrations
+	log    *slog.Logger
+	poll   time.Duration
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	mu      sync.Mutex
+	views   map[*DB]int64 // open users' DBs being watched → last revision seen
+	polling bool
+	done    chan struct{}
+	closed  bool
+}
+
+// redactDSN is dsn without its password, for messages.
+func redactDSN(dsn string) string {
+	u, err := url.Parse(dsn)
+	if err != nil || u.Scheme == "" {
+		// key=value form: drop any password=… field.
+		var out []string
+		for _, f := range strings.Fields(dsn) {
+			if strings.HasPrefix(strings.ToLower(f), "password=") {
+				f = "password=[redacted]"
+			}
+			out = append(out, f)
+		}
+		return strings.Join(out, " ")
+	}
+	if _, ok := u.User.Password(); ok {
+		u.User = url.UserPassword(u.User.Username(), "[redacted]")
+	}
+	q := u.Query()
+	if q.Has("password") {
+		q.Set("password", "[redacted]")
+		u.RawQuery = q.Encode()
+	}
+	return u.String()
+}
+
+// permanent reports whether a connection error will not go away by
+// waiting: the server refused our credentials or has no such database.
+func permanent(err error) bool {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		return strings.HasPrefix(pe.Code, "28") || pe.Code == "3D000" // invalid authorization; invalid catalog name
+	}
+	return false
+}
+
+// OpenPostgres opens a gateway's database at dsn (a PostgreSQL URL or
+// key=value connection string), migrating its schema and checking the
+// key file in o.KeyDir against it. While the server cannot be reached it
+// waits, backing off from 0.5 s to 10 s and saying so through o.OnWait
+// and the logger, until ctx ends; credentials it refuses or a database
+// that does not exist fail at once.
+func OpenPostgres(ctx context.Context, dsn string, o PostgresOptions) (*Postgres, error) {
+	where := redactDSN(dsn)
+	if o.KeyDir == "" {
+		return nil, errors.New("store: open PostgreSQL: no directory for the key file")
+	}
+	dir, err := filepath.Abs(o.KeyDir)
+	if err != nil {
+		return nil, fmt.Errorf("store: open PostgreSQL: key directory: %w", err)
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, mkdirError(dir, err)
+	}
+	db, err := sql.Open("pgx", dsn)
+	if err != nil {
+		return nil, fmt.Errorf("store: open PostgreSQL %s: %w", where, err)
+	}
+	db.SetMaxOpenConns(16)
+	db.SetMaxIdleConns(4)
+	log := o.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if err := waitForPostgres(ctx, db, where, log, o.OnWait); err != nil {
+		db.Close()
+		return nil, err
+	}
+	p := &Postgres{db: db, log: log, poll: o.PollInterval, views: map[*DB]int64{}, done: make(chan struct{})}
+	if p.poll <= 0 {
+		p.poll = DefaultPollInterval
+	}
+	p.ctx, p.cancel = context.WithCancel(context.Background())
+	p.root = p.newDB("", dir, where)
+	if err := p.init(ctx, dir); err != nil {
+		p.cancel()
+		db.Close()
+		return nil, err
+	}
+	return p, nil
+}
+
+func waitForPostgres(ctx context.Context, db *sql.DB, where string, log *slog.Logger, onWait func(error, time.Duration)) error {
+	wait := 500 * time.Millisecond
+	for {
+		err := db.PingContext(ctx)
+		if err == nil {
+			return nil
+		}
+		if permanent(err) || ctx.Err() != nil {
+			return fmt.Errorf("store: connect to PostgreSQL %s: %w", where, err)
+		}
+		log.Warn("store: PostgreSQL cannot be reached yet; waiting", "db", where, "err", err, "retryIn", wait)
+		if onWait != nil {
+			onWait(err, wait)
+		}
+		if err := sleepCtx(ctx, wait); err != nil {
+			return fmt.Errorf("store: connect to PostgreSQL %s: gave up waiting: %w", where, err)
+		}
+		wait = min(2*wait, 10*time.Second)
+	}
+}
+
+// newDB returns a DB of user over p's pool.
+func (p *Postgres) newDB(user, dir, where string) *DB {
+	s := &DB{
+		d: postgresDialect, user: user, dir: dir, path: where, db: p.db, pg: p,
+		log: p.log, pollInterval: p.poll, locks: make(map[string]chan struct{}),
+	}
+	if p.root != nil {
+		s.sealer, s.keyCheck = p.root.sealer, p.root.keyCheck
+	}
+	s.feed.init()
+	s.ctx, s.cancel = context.WithCancel(p.ctx)
+	return s
+}
+
+// init migrates and checks the key, in an order that writes nothing when
+// the key is refused (as Open does for SQLite).
+func (p *Postgres) init(ctx context.Context, dir string) error {
+	s := p.root
+	version, err := p.schemaVersion(ctx)
+	if err != nil {
+		return err
+	}
+	if version > len(pgMigrations) {
+		return fmt.Errorf("store: open PostgreSQL %s: written by a newer remotemcp (schema %d > %d); upgrade remotemcp (the database was left untouched): %w", s.path, version, len(pgMigrations), ErrNewerSchema)
+	}
+	key, err := readKeyFile(s.keyPath())
+	keyMissing := errors.Is(err, fs.ErrNotExist)
+	if err != nil && !keyMissing {
+		return err
+	}
+	if version > 0 {
+		if err := s.checkKey(ctx, key, keyCheckSchema); err != nil {
+			return err
+		}
+	}
+	if err := p.migrate(ctx); err != nil {
+		return err
+	}
+	if keyMissing {
+		if key, err = createKeyFile(dir); err != nil {
+			return err
+		}
+	}
+	if s.sealer, err = newSealer(key); err != nil {
+		return err
+	}
+	return s.ensureKeyCheck(ctx, keyMissing)
+}
+
+// schemaVersion reads meta.schema_version: 0 for an empty database. A
+// database with tables but no meta is another program's: refused.
+func (p *Postgres) schemaVersion(ctx context.Context) (int, error) {
+	var meta sql.NullString
+	if err := p.db.QueryRowContext(ctx, `SELECT to_regclass('meta')::text`).Scan(&meta); err != nil {
+		return 0, fmt.Errorf("store: open PostgreSQL %s: identify: %w", p.root.path, err)
+	}
+	if !meta.Valid {
+		var tables []string
+		rows, err := p.db.QueryContext(ctx, `SELECT tablename FROM pg_tables WHERE schemaname = current_schema() ORDER BY tablename LIMIT 6`)
+		if err != nil {
+			return 0, fmt.Errorf("store: open PostgreSQL %s: identify: %w", p.root.path, err)
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var t string
+			if err := rows.Scan(&t); err != nil {
+				return 0, fmt.Errorf("store: open PostgreSQL %s: identify: %w", p.root.path, err)
+			}
+			tables = append(tables, t)
+		}
+		if err := rows.Err(); err != nil {
+			return 0, fmt.Errorf("store: open PostgreSQL %s: identify: %w", p.root.path, err)
+		}
+		if len(tables) > 0 {
+			return 0, fmt.Errorf("store: open PostgreSQL %s: its schema holds tables of another program (%s) and no remotemcp schema; give remotemcp a database of its own (it was left untouched): %w", p.root.path, listNames(tables, 5), ErrForeignDatabase)
+		}
+		return 0, nil
+	}
+	var v int
+	if err := p.db.QueryRowContext(ctx, `SELECT schema_version FROM meta WHERE id = 1`).Scan(&v); err != nil {
+		return 0, fmt.Errorf("store: open PostgreSQL %s: read schema version: %w", p.root.path, err)
+	}
+	return v, nil
+}
+
+// migrate applies the missing migrations in one transaction, under an
+// advisory lock, so processes opening a new database at once apply each
+// exactly once.
+func (p *Postgres) migrate(ctx context.Context) error {
+	fail := func(step string, err error) error {
+		return fmt.Errorf("store: migrate PostgreSQL %s: %s: %w", p.root.path, step, err)
+	}
+	tx, err := p.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fail("begin", err)
+	}
+	defer tx.Rollback()
+	if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock($1)`, pgMigrateLock); err != nil {
+		return fail("lock", err)
+	}
+	for _, stmt := range []string{
+		`CREATE TABLE IF NOT EXISTS meta (
+			id             INTEGER PRIMARY KEY CHECK (id = 1),
+			schema_version INTEGER NOT NULL,
+			key_check      BYTEA
+		)`,
+		`INSERT INTO meta (id, schema_version) VALUES (1, 0) ON CONFLICT (id) DO NOTHING`,
+	} {
+		if _, err := tx.ExecContext(ctx, stmt); err != nil {
+			return fail("meta", err)
+		}
+	}
+	var version int
+	if err := tx.QueryRowContext(ctx, `SELECT schema_version FROM meta WHERE id = 1`).Scan(&version); err != nil {
+		return fail("read schema version", err)
+	}
+	if version > len(pgMigrations) {
+		return fmt.Errorf("store: open PostgreSQL %s: written by a newer remotemcp (schema %d > %d); upgrade remotemcp: %w", p.root.path, version, len(pgMigrations), ErrNewerSchema)
+	}
+	for v := version; v < len(pgMigrations); v++ {
+		for i, stmt := range pgMigrations[v] {
+			if _, err := tx.ExecContext(ctx, stmt); err != nil {
+				return fail(fmt.Sprintf("schema %d statement %d", v+1, i+1), err)
+			}
+		}
+	}
+	if _, err := tx.ExecContext(ctx, `UPDATE meta SET schema_version = $1 WHERE id = 1`, len(pgMigrations)); err != nil {
+		return fail("set version", err)
+	}
+	if err := tx.Commit(); err != nil {
+		return fail("commit", err)
+	}
+	return nil
+}
+
+// UserInfo is a gateway user: never their secrets.
+type UserInfo struct {
+	ID      string
+	Email   string
+	Created time.Time
+}
+
+// ErrBadEmail: AddUser was given something that is not an email address.
+var ErrBadEmail = errors.New("not an email address (want name@domain)")
+
+// NormalizeEmail returns the form users are looked up by: trimmed and
+// lower case. It refuses what is not name@domain.
+func NormalizeEmail(email string) (string, error) {
+	e := strings.ToLower(strings.TrimSpace(email))
+	name, domain, ok := strings.Cut(e, "@")
+	if !ok || name == "" || domain == "" || strings.ContainsAny(e, " \t\r\n<>,;\"'") || strings.Contains(domain, "@") || len(e) > 254 {
+		return "", fmt.Errorf("%q: %w", email, ErrBadEmail)
+	}
+	return e, nil
+}
+
+// AddUser adds a user with a new id; ErrDuplicate when the email has one.
+func (p *Postgres) AddUser(ctx context.Context, email string) (UserInfo, error) {
+	e, err := NormalizeEmail(email)
+	if err != nil {
+		return UserInfo{}, fmt.Errorf("store: add user: %w", err)
+	}
+	var b [9]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return UserInfo{}, fmt.Errorf("store: add user %s: %w", e, err)
+	}
+	u := UserInfo{ID: "u_" + hex.EncodeToString(b[:]), Email: e, Created: time.UnixMilli(nowMillis()).UTC()}
+	res, err := p.db.ExecContext(ctx, `INSERT INTO users (id, email, created) VALUES ($1, $2, $3) ON CONFLICT (email) DO NOTHING`,
+		u.ID, u.Email, u.Created.UnixMilli())
+	if err != nil {
+		return UserInfo{}, fmt.Errorf("store: add user %s: %w", e, err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return UserInfo{}, fmt.Errorf("store: add user %s: %w", e, ErrDuplicate)
+	}
+	return u, nil
+}
+
+// UserByEmail finds a user; ErrNotFound if there is none.
+func (p *Postgres) UserByEmail(ctx context.Context, email string) (UserInfo, error) {
+	e, err := NormalizeEmail(email)
+	if err != nil {
+		return UserInfo{}, fmt.Errorf("store: find user: %w", err)
+	}
+	return p.userWhere(ctx, `email = $1`, e)
+}
+
+// UserByID finds a user; ErrNotFound if there is none.
+func (p *Postgres) UserByID(ctx context.Context, id string) (UserInfo, error) {
+	return p.userWhere(ctx, `id = $1`, id)
+}
+
+func (p *Postgres) userWhere(ctx context.Context, where string, arg string) (UserInfo, error) {
+	var (
+		u       UserInfo
+		created int64
+	)
+	err := p.db.QueryRowContext(ctx, `SELECT id, email, created FROM users WHERE `+where, arg).Scan(&u.ID, &u.Email, &created)
+	if errors.Is(err, sql.ErrNoRows) {
+		return UserInfo{}, fmt.Errorf("store: user %q: %w", arg, ErrNotFound)
+	}
+	if err != nil {
+		return UserInfo{}, fmt.Errorf("store: user %q: %w", arg, err)
+	}
+	u.Created = time.UnixMilli(created).UTC()
+	return u, nil
+}
+
+// Users lists the users by email.
+func (p *Postgres) Users(ctx context.Context) ([]UserInfo, error) {
+	rows, err := p.db.QueryContext(ctx, `SELECT id, email, created FROM users ORDER BY email`)
+	if err != nil {
+		return nil, fmt.Errorf("store: list users: %w", err)
+	}
+	defer rows.Close()
+	var out []UserInfo
+	for rows.Next() {
+		var (
+			u       UserInfo
+			created int64
+		)
+		if err := rows.Scan(&u.ID, &u.Email, &created); err != nil {
+			return nil, fmt.Errorf("store: list users: %w", err)
+		}
+		u.Created = time.UnixMilli(created).UTC()
+		out = append(out, u)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("store: list users: %w", err)
+	}
+	return out, nil
+}
+
+// RemoveUser deletes a user and everything of theirs (servers, secrets,
+// records, pins) in one transaction; ErrNotFound if there is none. Their
+// open DBs fail every later write with ErrUserRemoved; closing them is
+// the caller's.
+func (p *Postgres) RemoveUser(ctx context.Context, id string) error {
+	res, err := p.db.ExecContext(ctx, `DELETE FROM users WHERE id = $1`, id)
+	if err != nil {
+		return fmt.Errorf("store: remove user %q: %w", id, err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return fmt.Errorf("store: remove user %q: %w", id, ErrNotFound)
+	}
+	return nil
+}
+
+// User returns the store of one user; ErrNotFound if there is none.
+// Close it when done (the database stays open).
+func (p *Postgres) User(ctx context.Context, id string) (*DB, error) {
+	if _, err := p.UserByID(ctx, id); err != nil {
+		return nil, err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return nil, fmt.Errorf("store: user %q: %w", id, ErrClosed)
+	}
+	return p.newDB(id, p.root.dir, p.root.path), nil
+}
+
+// DB returns the database's connection pool, for what is not a user's
+// (the gateway's own queries in tests).
+func (p *Postgres) DB() *sql.DB { return p.db }
+
+// watch adds s to the revisions the poller reads, from last.
+func (p *Postgres) watch(s *DB, last int64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return
+	}
+	p.views[s] = last
+	if !p.polling {
+		p.polling = true
+		go p.pollLoop()
+	}
+}
+
+// forget stops watching s (its Close).
+func (p *Postgres) forget(s *DB) {
+	p.mu.Lock()
+	delete(p.views, s)
+	p.mu.Unlock()
+}
+
+// pollLoop reads every user's revision once per interval, one query for
+// all, and hands each watched DB its own: the change feed of writes by
+// other processes (the next issue adds LISTEN/NOTIFY before it).
+func (p *Postgres) pollLoop() {
+	defer close(p.done)
+	t := time.NewTicker(p.poll)
+	defer t.Stop()
+	for {
+		select {
+		case <-p.ctx.Done():
+			return
+		case <-t.C:
+		}
+		revs, err := p.revisions(p.ctx)
+		if err != nil {
+			if p.ctx.Err() == nil {
+				p.log.Warn("store: change poller: read revisions", "db", p.root.path, "err", err)
+			}
+			continue
+		}
+		p.mu.Lock()
+		type seen struct {
+			s         *DB
+			last, cur int64
+		}
+		var changed []seen
+		for s, last := range p.views {
+			cur, ok := revs[s.user]
+			if !ok {
+				cur = -1 // removed: subscribers re-read and find nothing
+			}
+			if cur != last {
+				changed = append(changed, seen{s, last, cur})
+				p.views[s] = cur
+			}
+		}
+		p.mu.Unlock()
+		for _, c := range changed {
+			c.s.observe(c.last, c.cur)
+		}
+	}
+}
+
+func (p *Postgres) revisions(ctx context.Context) (map[string]int64, error) {
+	rows, err := p.db.QueryContext(ctx, `SELECT id, revision FROM users`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := map[string]int64{}
+	for rows.Next() {
+		var (
+			id  string
+			rev int64
+		)
+		if err := rows.Scan(&id, &rev); err != nil {
+			return nil, err
+		}
+		out[id] = rev
+	}
+	return out, rows.Err()
+}
+
+// Close closes the database: every user's DB stops working. Idempotent.
+func (p *Postgres) Close() error {
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return nil
+	}
+	p.closed = true
+	polling := p.polling
+	views := make([]*DB, 0, len(p.views))
+	for s := range p.views {
+		views = append(views, s)
+	}
+	p.mu.Unlock()
+	p.cancel()
+	if polling {
+		<-p.done
+	}
+	for _, s := range views {
+		s.Close()
+	}
+	if err := p.db.Close(); err != nil {
+		return fmt.Errorf("store: close PostgreSQL: %w", err)
+	}
+	return nil
+}
+
+// pgLockKey is the advisory lock key of a user's lock name.
+func pgLockKey(user, name string) int64 {
+	h := fnv.New64a()
+	h.Write([]byte(user))
+	h.Write([]byte{0})
+	h.Write([]byte(name))
+	return int64(h.Sum64())
+}
+
+// pgLock is Lock for a gateway user: a session advisory lock on a
+// connection of its own, tried every lockRetry until ctx ends (a blocking
+// pg_advisory_lock could not be given up cleanly).
+func (s *DB) pgLock(ctx context.Context, name string) (unlock func(), err error) {
+	conn, err := s.db.Conn(ctx)
+	if err != nil {
+		return nil, err
+	}
+	key := pgLockKey(s.user, name)
+	var t *time.Timer
+	for {
+		var ok bool
+		if err := conn.QueryRowContext(ctx, `SELECT pg_try_advisory_lock($1)`, key).Scan(&ok); err != nil {
+			conn.Close()
+			return nil, err
+		}
+		if ok {
+			break
+		}
+		if t == nil {
+			t = time.NewTimer(lockRetry)
+			defer t.Stop()
+		} else {
+			t.Reset(lockRetry)
+		}
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			conn.Close()
+			return nil, ctx.Err()
+		}
+	}
+	return sync.OnceFunc(func() {
+		// A failed unlock leaves the lock to the connection: closing a
+		// connection whose unlock failed would hand it back to the pool
+		// still holding the lock, so it is discarded instead.
+		if _, err := conn.ExecContext(context.Background(), `SELECT pg_advisory_unlock($1)`, key); err != nil {
+			_ = conn.Raw(func(any) error { return driver.ErrBadConn })
+		}
+		conn.Close()
+	}), nil
+}
