@@ -176,7 +176,6 @@ const headerSealSchema = 4
 // (and the newest it can read).
 func SchemaVersion() int { return len(migrations) }
 
-
 // Open opens (creating if needed) the store in dir: the SQLite database
 // remotemcp.db in WAL mode and the key file that seals secrets. The schema
 // is migrated to SchemaVersion().
@@ -508,4 +507,3 @@ func addsExistingColumn(ctx context.Context, tx *sql.Tx, stmt string) (bool, err
 
 // Dir returns the data directory the store lives in.
 func (s *DB) Dir() string { return s.dir }
-
