@@ -479,6 +479,13 @@ func (c *Engine) CompleteAuthorization(ctx context.Context, query url.Values) (*
 	return c.flows.viewOf(f), nil
 }
 
+// OwnsAuthState reports whether a sign-in flow of this engine waits for
+// the authorization response with this state: a gateway, whose users'
+// engines share one redirect URI, hands the response to that engine.
+func (c *Engine) OwnsAuthState(state string) bool {
+	return state != "" && c.flows.byState(state) != nil
+}
+
 // errPortTaken marks a redirect port the engine could not listen on.
 var errPortTaken = errors.New("redirect port taken")
 

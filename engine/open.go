@@ -41,6 +41,10 @@ const Version = "0.1.0"
 type Options struct {
 	// DataDir overrides $REMOTEMCP_HOME and the user config directory.
 	DataDir string
+	// Store, when set, is the store the engine runs on instead of opening
+	// the data directory's (a gateway user's, store.Postgres.User); the
+	// engine owns it from then on and closes it. DataDir is then ignored.
+	Store *store.DB
 	Logger  *slog.Logger
 	// HTTPClient is the base client for all outbound traffic; it must not
 	// set Timeout. Nil uses a client with sane dial/TLS timeouts.
@@ -160,13 +164,17 @@ func NewHTTPClient() *http.Client {
 // part takes the ones before it, and each failure closes what was opened
 // so far; split, the partial Engine would pass between pieces.
 func Open(ctx context.Context, o Options) (*Engine, error) {
-	dir, err := store.DataDir(o.DataDir)
-	if err != nil {
-		return nil, fmt.Errorf("remotemcp: data directory: %w", err)
-	}
-	st, err := store.Open(ctx, dir, store.Options{Logger: o.Logger})
-	if err != nil {
-		return nil, err
+	st, dir := o.Store, ""
+	if st != nil {
+		dir = st.Dir()
+	} else {
+		var err error
+		if dir, err = store.DataDir(o.DataDir); err != nil {
+			return nil, fmt.Errorf("remotemcp: data directory: %w", err)
+		}
+		if st, err = store.Open(ctx, dir, store.Options{Logger: o.Logger}); err != nil {
+			return nil, err
+		}
 	}
 	base := o.HTTPClient
 	if base == nil {

@@ -37,6 +37,31 @@ func (f *Frontend) HTTPHandlerWith(tokens *Tokens, o HTTPOptions) http.Handler {
 	return tokens.Require(newHostSessions(f.srv, tokens, f.log, o, h), f.log)
 }
 
+// StartHTTP starts what the front end runs beside its HTTP handler
+// (HTTPHandlerWith) when its owner serves the handler on a listener of
+// its own making (a gateway serves every user's front end on one): the
+// re-sync of the catalogs on the engine's events, until ctx ends or stop
+// is called. stop waits for it, then ends the host sessions; call it once
+// no request is in flight (after the server's shutdown).
+func (f *Frontend) StartHTTP(ctx context.Context) (stop func(), err error) {
+	f.startRun()
+	ctx, cancel := context.WithCancel(ctx)
+	events, err := f.o.Engine.Subscribe(ctx)
+	if err != nil {
+		cancel()
+		f.releaseAll()
+		return nil, fmt.Errorf("frontend: subscribe to the engine's events: %w", err)
+	}
+	var wg sync.WaitGroup
+	wg.Go(func() { f.watch(ctx, events) })
+	return sync.OnceFunc(func() {
+		cancel()
+		wg.Wait()
+		f.releaseAll()
+		f.closeHTTPSessions()
+	}), nil
+}
+
 // Challenges and bodies of a refused request. A host shows the body (or
 // its log does), so it says what to do, in remotemcp's commands.
 const (
@@ -75,7 +100,7 @@ func (t *Tokens) Require(next http.Handler, log *slog.Logger) http.Handler {
 		// The token is the session's user: go-sdk refuses a session's
 		// id with another one (auth.TokenInfo.UserID), and so does
 		// hostSessions, first and in remotemcp's words.
-		r = r.WithContext(context.WithValue(r.Context(), identityKey{}, identity{user: hashToken(tok), name: name}))
+		r = r.WithContext(context.WithValue(r.Context(), identityKey{}, identity{user: HashToken(tok), name: name}))
 		// A stream, and a call still answering on its POST, live on:
 		// each ends when its token is revoked (the call is cancelled on
 		// the server, as when the host cancels it).
@@ -127,21 +152,18 @@ func unauthorized(w http.ResponseWriter, params, msg string) {
 // connections and closes idle ones (netlimit); when it stops, the host
 // sessions end. It closes ln.
 func (f *Frontend) RunHTTPWith(ctx context.Context, ln net.Listener, h http.Handler, o HTTPOptions) error {
-	f.startRun()
-	// The host sessions end last, after the server's shutdown below: no
-	// request of theirs is in flight any more.
-	defer f.closeHTTPSessions()
-	defer f.releaseAll()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	events, err := f.o.Engine.Subscribe(ctx)
+	stop, err := f.StartHTTP(ctx)
 	if err != nil {
 		ln.Close()
-		return fmt.Errorf("frontend: subscribe to the engine's events: %w", err)
+		return err
 	}
+	// The host sessions end last, after the server's shutdown below: no
+	// request of theirs is in flight any more.
+	defer stop()
 	var wg sync.WaitGroup
 	defer wg.Wait()
-	wg.Go(func() { f.watch(ctx, events) })
 	maxConns := o.MaxConns
 	if maxConns <= 0 {
 		maxConns = netlimit.Cap(netlimit.MaxMCPConns)

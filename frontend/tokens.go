@@ -132,7 +132,7 @@ func (t *Tokens) Create(ctx context.Context, name string) (string, error) {
 	b := make([]byte, tokenBytes)
 	rand.Read(b) // never fails (crypto/rand)
 	tok := TokenPrefix + base64.RawURLEncoding.EncodeToString(b)
-	rec, err := json.Marshal(tokenRecord{Name: name, SHA256: hashToken(tok), Created: time.Now().UTC().Truncate(time.Second)})
+	rec, err := json.Marshal(tokenRecord{Name: name, SHA256: HashToken(tok), Created: time.Now().UTC().Truncate(time.Second)})
 	if err != nil {
 		return "", fmt.Errorf("create token %q: %w", name, err)
 	}
@@ -237,8 +237,9 @@ func (t *Tokens) lock(ctx context.Context) (func(), error) {
 	return func() {}, nil
 }
 
-// hashToken is the stored form of a token.
-func hashToken(tok string) string {
+// HashToken is the stored form of a token (the "sha256" of its record):
+// a gateway finds the user a token belongs to by it.
+func HashToken(tok string) string {
 	sum := sha256.Sum256([]byte(tok))
 	return hex.EncodeToString(sum[:])
 }

@@ -44,7 +44,10 @@ func (s *DB) Lock(ctx context.Context, name string) (unlock func(), err error) {
 	}
 	release := func() { <-sem }
 	if s.d == postgresDialect {
-		unlock, err := s.pgLock(ctx, name)
+		// The semaphore of this DB is not enough in PostgreSQL: two
+		// DBs of one user in a process share the lock connection, where
+		// advisory locks are re-entrant; pgLocks has its own.
+		unlock, err := s.pg.locks.lock(ctx, s.db, s.user, name)
 		if err != nil {
 			release()
 			return nil, fmt.Errorf("store: lock %q: %w", name, err)

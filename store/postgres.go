@@ -107,6 +107,8 @@ type Postgres struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 
+	locks pgLocks // this process's advisory locks (pglock.go)
+
 	mu      sync.Mutex
 	views   map[*DB]int64 // open users' DBs being watched → last revision seen
 	polling bool
@@ -587,6 +589,7 @@ func (p *Postgres) Close() error {
 	for _, s := range views {
 		s.Close()
 	}
+	p.locks.close()
 	if err := p.db.Close(); err != nil {
 		return fmt.Errorf("store: close PostgreSQL: %w", err)
 	}

@@ -1,0 +1,37 @@
+package store
+
+import (
+	"context"
+	"fmt"
+)
+
+// KVOwner returns the user one of whose records in namespace ns has the
+// top-level JSON member field equal to value: how a gateway finds whose
+// host token a request carries (the record holds the token's hash, never
+// the token). ErrNotFound when no user has one; a value held by two users
+// is refused too, so a lookup never picks one of them at random.
+func (p *Postgres) KVOwner(ctx context.Context, ns, field, value string) (string, error) {
+	rows, err := p.db.QueryContext(ctx, `SELECT user_id FROM kv WHERE namespace = $1 AND value::jsonb ->> $2 = $3 LIMIT 2`, ns, field, value)
+	if err != nil {
+		return "", fmt.Errorf("store: find the owner of a %s record: %w", ns, err)
+	}
+	defer rows.Close()
+	var users []string
+	for rows.Next() {
+		var u string
+		if err := rows.Scan(&u); err != nil {
+			return "", fmt.Errorf("store: find the owner of a %s record: %w", ns, err)
+		}
+		users = append(users, u)
+	}
+	if err := rows.Err(); err != nil {
+		return "", fmt.Errorf("store: find the owner of a %s record: %w", ns, err)
+	}
+	switch len(users) {
+	case 0:
+		return "", fmt.Errorf("store: find the owner of a %s record: %w", ns, ErrNotFound)
+	case 1:
+		return users[0], nil
+	}
+	return "", fmt.Errorf("store: find the owner of a %s record: more than one user holds it, so it is no one's: %w", ns, ErrNotFound)
+}
