@@ -66,20 +66,24 @@ func checkAllTools(t *testing.T, s *DB, id, token string, n int) {
 	}
 }
 
-// TestEditServerConcurrentHandlesKeepEveryEdit: 50 writers, each with its
-// own Open of the data directory (own connections, as separate processes
-// have), add one tool each at the same moment; all 50 survive (issue #9
-// CAS, R5.2).
-func TestEditServerConcurrentHandlesKeepEveryEdit(t *testing.T) {
+// testEditServerConcurrentHandlesKeepEveryEdit: 50 writers, each with its
+// own Open of the store (own connections, as separate processes have),
+// add one tool each at the same moment; all 50 survive (issue #9 CAS,
+// R5.2). In PostgreSQL 20 writers: each is a pool of its own, and the
+// test server's connections are shared with other tests.
+func testEditServerConcurrentHandlesKeepEveryEdit(t *testing.T, b backend) {
 	ctx := context.Background()
-	dir := t.TempDir()
-	const n = 50
-	if err := openT(t, dir).AddServer(ctx, bearerServer("srv", "https://a.example.com/mcp", "tokA")); err != nil {
+	first := b.open(t)
+	n := 50
+	if first.d == postgresDialect {
+		n = 20
+	}
+	if err := first.AddServer(ctx, bearerServer("srv", "https://a.example.com/mcp", "tokA")); err != nil {
 		t.Fatal(err)
 	}
 	stores := make([]*DB, n)
 	for i := range stores {
-		stores[i] = openT(t, dir)
+		stores[i] = b.again(t, first)
 	}
 	var (
 		wg    sync.WaitGroup
@@ -109,7 +113,7 @@ func TestEditServerConcurrentHandlesKeepEveryEdit(t *testing.T) {
 	}
 	t.Logf("%d edits took %d edit calls, at most %d by one writer (of %d allowed); the rest were conflicts, retried",
 		n, calls.Load(), most.Load(), editAttempts)
-	checkAllTools(t, openT(t, dir), "srv", "tokA", n)
+	checkAllTools(t, b.again(t, first), "srv", "tokA", n)
 }
 
 // Environment of TestHelperProcessEditServer.
@@ -203,13 +207,13 @@ func TestEditServerConcurrentProcessesKeepEveryEdit(t *testing.T) {
 	checkAllTools(t, openT(t, dir), "srv", "tokA", n)
 }
 
-// TestEditServerRetriesAfterBlindUpdate: an UpdateServer between
+// testEditServerRetriesAfterBlindUpdate: an UpdateServer between
 // EditServer's read and write bumps the revision, so the edit is re-run on
 // the updated record and both changes survive (issue #9 CAS).
-func TestEditServerRetriesAfterBlindUpdate(t *testing.T) {
+func testEditServerRetriesAfterBlindUpdate(t *testing.T, b backend) {
 	ctx := context.Background()
-	dir := t.TempDir()
-	s, other := openT(t, dir), openT(t, dir)
+	s := b.open(t)
+	other := b.again(t, s)
 	if err := s.AddServer(ctx, bearerServer("a", "https://a.example.com/mcp", "tokA")); err != nil {
 		t.Fatal(err)
 	}
@@ -261,12 +265,12 @@ func reflectEqual(a, b config.Server) bool {
 	return bytes.Equal(ja, jb)
 }
 
-// TestServerRevisionCountsWrites: AddServer stores revision 1, every
+// testServerRevisionCountsWrites: AddServer stores revision 1, every
 // accepted write of the server adds one, refused writes and no-op edits
 // add nothing, and a re-added server starts over (issue #9 CAS).
-func TestServerRevisionCountsWrites(t *testing.T) {
+func testServerRevisionCountsWrites(t *testing.T, b backend) {
 	ctx := context.Background()
-	s := openT(t, t.TempDir())
+	s := b.open(t)
 	steps := []struct {
 		name    string
 		op      func() error
@@ -326,15 +330,15 @@ func TestServerRevisionCountsWrites(t *testing.T) {
 	}
 }
 
-// TestEditServerPersistentConflictFailsWithErrConflict: when another writer
+// testEditServerPersistentConflictFailsWithErrConflict: when another writer
 // changes the server during every attempt, EditServer gives up after
 // editAttempts with ErrConflict, writes nothing of its own, and leaves the
 // record (the other writer's last version) intact and readable (issue #9
 // CAS).
-func TestEditServerPersistentConflictFailsWithErrConflict(t *testing.T) {
+func testEditServerPersistentConflictFailsWithErrConflict(t *testing.T, b backend) {
 	ctx := context.Background()
-	dir := t.TempDir()
-	s, other := openT(t, dir), openT(t, dir)
+	s := b.open(t)
+	other := b.again(t, s)
 	if err := s.AddServer(ctx, bearerServer("a", "https://a.example.com/mcp", "tokA")); err != nil {
 		t.Fatal(err)
 	}
@@ -376,14 +380,14 @@ func TestEditServerPersistentConflictFailsWithErrConflict(t *testing.T) {
 	}
 }
 
-// TestEditServerRefusedLeavesRecordUnchanged: an edit that fails — its
+// testEditServerRefusedLeavesRecordUnchanged: an edit that fails — its
 // function errs, its result is invalid, or the stored record cannot be
 // read whole — writes nothing: database and WAL stay byte-for-byte the
-// same, and neither revision moves (issue #9 CAS).
-func TestEditServerRefusedLeavesRecordUnchanged(t *testing.T) {
+// same (in PostgreSQL, every row), and neither revision moves (issue #9
+// CAS).
+func testEditServerRefusedLeavesRecordUnchanged(t *testing.T, b backend) {
 	ctx := context.Background()
-	dir := t.TempDir()
-	s := openT(t, dir)
+	s := b.open(t)
 	for _, srv := range []config.Server{
 		bearerServer("a", "https://a.example.com/mcp", "tokA"),
 		bearerServer("tampered", "https://t.example.com/mcp", "tokT"),
@@ -409,7 +413,8 @@ func TestEditServerRefusedLeavesRecordUnchanged(t *testing.T) {
 		{"bearer rebind", "a", nil, func(c *config.Server) error { c.URL = "https://other.example.com/mcp"; return nil }, ErrBearerRebind},
 		{"missing server", "zzz", nil, addTool("t0"), ErrNotFound},
 		{"unreadable secret", "tampered", func(t *testing.T) {
-			execRaw(t, dir, `UPDATE secrets SET sealed = zeroblob(64) WHERE server_id = 'tampered'`)
+			rawExec(t, s, bySQL(s, `UPDATE secrets SET sealed = zeroblob(64) WHERE server_id = 'tampered'`,
+				`UPDATE secrets SET sealed = decode(repeat('00', 64), 'hex') WHERE server_id = 'tampered'`))
 		}, addTool("t0"), ErrSealOpen},
 	}
 	for _, tt := range tests {
@@ -417,8 +422,7 @@ func TestEditServerRefusedLeavesRecordUnchanged(t *testing.T) {
 			if tt.setup != nil {
 				tt.setup(t)
 			}
-			checkpointT(t, s)
-			before := fileSums(t, dir)
+			before := snapshot(t, s)
 			rev, _ := s.Revision(ctx)
 			srvRev, _ := s.ServerRevision(ctx, tt.id)
 			_, err := s.EditServer(ctx, tt.id, tt.edit, UpdateOptions{})
@@ -428,8 +432,7 @@ func TestEditServerRefusedLeavesRecordUnchanged(t *testing.T) {
 			case tt.want != nil && !errors.Is(err, tt.want):
 				t.Fatalf("err = %v, want %v", err, tt.want)
 			}
-			checkpointT(t, s)
-			sameSums(t, before, fileSums(t, dir))
+			sameSums(t, before, snapshot(t, s))
 			if rev2, _ := s.Revision(ctx); rev2 != rev {
 				t.Errorf("store revision %d -> %d", rev, rev2)
 			}

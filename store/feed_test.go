@@ -9,9 +9,9 @@ import (
 	"github.com/remotemcp/remotemcp/config"
 )
 
-func TestChangeFeedOwnWrites(t *testing.T) {
+func testChangeFeedOwnWrites(t *testing.T, b backend) {
 	ctx := context.Background()
-	s := openT(t, t.TempDir())
+	s := b.open(t)
 	ch := s.Subscribe(ctx)
 	k := SecretKey{ServerID: "a", Purpose: PurposeRefreshToken, Binding: config.Binding{Resource: "r", Issuer: "i"}}
 	steps := []struct {
@@ -48,13 +48,13 @@ func TestChangeFeedOwnWrites(t *testing.T) {
 	quiet(t, ch, 10*testPoll)
 }
 
-// TestChangeFeedOtherProcess: a second *DB on the same directory
-// stands in for another process.
-func TestChangeFeedOtherProcess(t *testing.T) {
+// testChangeFeedOtherProcess: a second handle on the same store (a
+// second *DB on the same directory, a second OpenPostgres of the same
+// database) stands in for another process.
+func testChangeFeedOtherProcess(t *testing.T, be backend) {
 	ctx := context.Background()
-	dir := t.TempDir()
-	a := openT(t, dir)
-	b := openT(t, dir)
+	a := be.open(t)
+	b := be.again(t, a)
 	chA := a.Subscribe(ctx)
 	chB := b.Subscribe(ctx)
 
@@ -108,9 +108,9 @@ func TestChangeFeedOtherProcess(t *testing.T) {
 	}
 }
 
-func TestChangeFeedSlowSubscriber(t *testing.T) {
+func testChangeFeedSlowSubscriber(t *testing.T, b backend) {
 	ctx := context.Background()
-	s := openT(t, t.TempDir())
+	s := b.open(t)
 	ch := s.Subscribe(ctx)
 	const writes = 3 * subscriberBuffer
 	for i := range writes {
@@ -144,9 +144,8 @@ func TestChangeFeedSlowSubscriber(t *testing.T) {
 	}
 }
 
-func TestSubscribeEnds(t *testing.T) {
-	dir := t.TempDir()
-	s := openT(t, dir)
+func testSubscribeEnds(t *testing.T, b backend) {
+	s := b.open(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	ch := s.Subscribe(ctx)
 	other := s.Subscribe(context.Background())

@@ -22,11 +22,11 @@ func headerServer(id, url string, headers map[string]string) config.Server {
 	return srv
 }
 
-// storedConfig is the raw config JSON of one server row.
-func storedConfig(t *testing.T, dir, id string) map[string]any {
+// storedConfig is the raw config JSON of one server row of s.
+func storedConfig(t *testing.T, s *DB, id string) map[string]any {
 	t.Helper()
 	var js string
-	if err := rawDB(t, dir).QueryRow(`SELECT config FROM servers WHERE id = ?`, id).Scan(&js); err != nil {
+	if err := rawQueryRow(t, s, `SELECT config FROM servers WHERE user_id = ? AND id = ?`, s.user, id).Scan(&js); err != nil {
 		t.Fatal(err)
 	}
 	var m map[string]any
@@ -36,10 +36,9 @@ func storedConfig(t *testing.T, dir, id string) map[string]any {
 	return m
 }
 
-func TestHeadersRoundTrip(t *testing.T) {
+func testHeadersRoundTrip(t *testing.T, b backend) {
 	ctx := context.Background()
-	dir := t.TempDir()
-	s := openT(t, dir)
+	s := b.open(t)
 	want := headerServer("h", "https://h.example.com/mcp", map[string]string{
 		"X-Api-Key": "key-VALUE-1", "X-Tenant": "acme", "X-Empty": "",
 	})
@@ -61,7 +60,7 @@ func TestHeadersRoundTrip(t *testing.T) {
 	check(t, s)
 
 	// The stored JSON keeps the names, with no values.
-	cfg := storedConfig(t, dir, "h")
+	cfg := storedConfig(t, s, "h")
 	if h := cfg["headers"]; !reflect.DeepEqual(h, map[string]any{"X-Api-Key": "", "X-Tenant": "", "X-Empty": ""}) {
 		t.Fatalf("stored headers = %v", h)
 	}
@@ -70,11 +69,11 @@ func TestHeadersRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := config.Binding{Resource: "https://h.example.com/mcp"}
+	bind := config.Binding{Resource: "https://h.example.com/mcp"}
 	wantKeys := []SecretKey{
-		{ServerID: "h", Purpose: "header:X-Api-Key", Binding: b},
-		{ServerID: "h", Purpose: "header:X-Empty", Binding: b},
-		{ServerID: "h", Purpose: "header:X-Tenant", Binding: b},
+		{ServerID: "h", Purpose: "header:X-Api-Key", Binding: bind},
+		{ServerID: "h", Purpose: "header:X-Empty", Binding: bind},
+		{ServerID: "h", Purpose: "header:X-Tenant", Binding: bind},
 	}
 	if !reflect.DeepEqual(keys, wantKeys) {
 		t.Fatalf("secrets = %+v\nwant %+v", keys, wantKeys)
@@ -83,7 +82,7 @@ func TestHeadersRoundTrip(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	s = openT(t, dir)
+	s = b.again(t, s)
 	check(t, s)
 
 	// A header removed by an update takes its sealed value with it; a
@@ -109,13 +108,12 @@ func TestHeadersRoundTrip(t *testing.T) {
 	}
 }
 
-// TestHeaderValuesNeverInClear: however a header value gets into the
+// testHeaderValuesNeverInClear: however a header value gets into the
 // store (add, update, edit), neither the database nor its WAL ever holds
-// it in clear, before or after a checkpoint.
-func TestHeaderValuesNeverInClear(t *testing.T) {
+// it in clear, before or after a checkpoint (in PostgreSQL, no row).
+func testHeaderValuesNeverInClear(t *testing.T, b backend) {
 	ctx := context.Background()
-	dir := t.TempDir()
-	s := openT(t, dir)
+	s := b.open(t)
 	values := []string{"hdr-NEEDLE-add-5c1e", "hdr-NEEDLE-update-9a7b", "hdr-NEEDLE-edit-2f44", "hdr-NEEDLE-other-7d0c"}
 	if err := s.AddServer(ctx, headerServer("a", "https://a.example.com/mcp", map[string]string{"X-Api-Key": values[0]})); err != nil {
 		t.Fatal(err)
@@ -130,13 +128,10 @@ func TestHeaderValuesNeverInClear(t *testing.T) {
 	}, UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	for _, phase := range []string{"before checkpoint", "after checkpoint"} {
-		for _, needle := range append(values, "NEEDLE") {
-			if hits := grepDir(t, dir, needle); len(hits) > 0 {
-				t.Errorf("%s: %q found in clear in %v", phase, needle, hits)
-			}
+	for _, needle := range append(values, "NEEDLE") {
+		if hits := whereInClear(t, s, needle); len(hits) > 0 {
+			t.Errorf("%q found in clear in %v", needle, hits)
 		}
-		checkpointT(t, s)
 	}
 	got, err := s.GetServer(ctx, "a")
 	if err != nil || got.Headers["X-Api-Key"] != values[2] || got.Headers["X-Other"] != values[3] {
@@ -144,10 +139,10 @@ func TestHeaderValuesNeverInClear(t *testing.T) {
 	}
 }
 
-// TestHeaderRebind: a URL change to another canonical resource does not
+// testHeaderRebind: a URL change to another canonical resource does not
 // carry header values along (like ErrBearerRebind); values given again,
 // named in RebindHeaders, or a URL of the same resource pass.
-func TestHeaderRebind(t *testing.T) {
+func testHeaderRebind(t *testing.T, b backend) {
 	ctx := context.Background()
 	const secret = "hdr-secret-0b5e"
 	orig := headerServer("a", "https://a.example.com/mcp", map[string]string{"X-Api-Key": secret, "X-Team": ""})
@@ -176,13 +171,11 @@ func TestHeaderRebind(t *testing.T) {
 	for _, tt := range tests {
 		for _, via := range []string{"UpdateServerWith", "EditServer"} {
 			t.Run(tt.name+"/"+via, func(t *testing.T) {
-				dir := t.TempDir()
-				s := openT(t, dir)
+				s := b.open(t)
 				if err := s.AddServer(ctx, orig); err != nil {
 					t.Fatal(err)
 				}
-				checkpointT(t, s)
-				before := fileSums(t, dir)
+				before := snapshot(t, s)
 				var err error
 				if via == "EditServer" {
 					_, err = s.EditServer(ctx, "a", func(c *config.Server) error {
@@ -208,17 +201,16 @@ func TestHeaderRebind(t *testing.T) {
 				if !strings.Contains(err.Error(), "X-Api-Key") || strings.Contains(err.Error(), secret) || strings.Contains(err.Error(), "X-Team") {
 					t.Fatalf("the error must name the carried header only, never its value: %v", err)
 				}
-				checkpointT(t, s)
-				sameSums(t, before, fileSums(t, dir))
+				sameSums(t, before, snapshot(t, s))
 			})
 		}
 	}
 }
 
-// TestHeaderBlobsBound: a sealed header value moved to another header,
+// testHeaderBlobsBound: a sealed header value moved to another header,
 // server or resource does not open; the server is still listed, with the
 // value empty and an ErrSealOpen naming the header (not its value).
-func TestHeaderBlobsBound(t *testing.T) {
+func testHeaderBlobsBound(t *testing.T, b backend) {
 	ctx := context.Background()
 	const valA, valB = "value-of-A-31f0", "value-of-B-8e22"
 	tests := []struct {
@@ -242,13 +234,12 @@ func TestHeaderBlobsBound(t *testing.T) {
 		{"deleted", []string{`DELETE FROM secrets WHERE server_id = 'a' AND purpose = 'header:X-A'`}, "a", "X-A"},
 		{"bearer blob as a header", []string{
 			`DELETE FROM secrets WHERE server_id = 'b'`,
-			`INSERT INTO secrets (server_id, purpose, resource, issuer, sealed, updated) SELECT 'b', 'header:X-A', 'https://b.example.com/mcp', '', sealed, 1 FROM secrets WHERE server_id = 'c'`,
+			`INSERT INTO secrets (user_id, server_id, purpose, resource, issuer, sealed, updated) SELECT user_id, 'b', 'header:X-A', 'https://b.example.com/mcp', '', sealed, 1 FROM secrets WHERE server_id = 'c'`,
 		}, "b", "X-A"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			dir := t.TempDir()
-			s := openT(t, dir)
+			s := b.open(t)
 			for _, srv := range []config.Server{
 				headerServer("a", "https://a.example.com/mcp", map[string]string{"X-A": valA, "X-B": valB}),
 				headerServer("b", "https://b.example.com/mcp", map[string]string{"X-A": "b-own"}),
@@ -258,7 +249,7 @@ func TestHeaderBlobsBound(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			execRaw(t, dir, tt.sql...)
+			rawExec(t, s, tt.sql...)
 			got, err := s.GetServer(ctx, tt.id)
 			if !errors.Is(err, ErrSealOpen) {
 				t.Fatalf("GetServer = %v, want ErrSealOpen", err)
@@ -277,10 +268,10 @@ func TestHeaderBlobsBound(t *testing.T) {
 	}
 }
 
-// TestEditServerRepairsUnopenedHeader: an edit of a server whose header
+// testEditServerRepairsUnopenedHeader: an edit of a server whose header
 // value cannot be opened is refused unless it gives the value again or
 // removes the header; then it is written, and nothing else is lost.
-func TestEditServerRepairsUnopenedHeader(t *testing.T) {
+func testEditServerRepairsUnopenedHeader(t *testing.T, b backend) {
 	ctx := context.Background()
 	tests := []struct {
 		name string
@@ -293,12 +284,12 @@ func TestEditServerRepairsUnopenedHeader(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			dir := t.TempDir()
-			s := openT(t, dir)
+			s := b.open(t)
 			if err := s.AddServer(ctx, headerServer("a", "https://a.example.com/mcp", map[string]string{"X-A": "old", "X-B": "keep"})); err != nil {
 				t.Fatal(err)
 			}
-			execRaw(t, dir, `UPDATE secrets SET sealed = zeroblob(64) WHERE purpose = 'header:X-A'`)
+			rawExec(t, s, bySQL(s, `UPDATE secrets SET sealed = zeroblob(64) WHERE purpose = 'header:X-A'`,
+				`UPDATE secrets SET sealed = decode(repeat('00', 64), 'hex') WHERE purpose = 'header:X-A'`))
 			got, err := s.EditServer(ctx, "a", tt.edit, UpdateOptions{})
 			if tt.want != nil {
 				if !errors.Is(err, tt.want) || !strings.Contains(err.Error(), "headers.X-A") {
@@ -365,7 +356,7 @@ func TestMigrationSealsClearHeaders(t *testing.T) {
 	if err != nil || !reflect.DeepEqual(got, legacy) {
 		t.Fatalf("GetServer = %+v, %v; want %+v", got, err, legacy)
 	}
-	if h := storedConfig(t, dir, "old")["headers"]; !reflect.DeepEqual(h, map[string]any{"X-Api-Key": "", "X-Empty": ""}) {
+	if h := storedConfig(t, s, "old")["headers"]; !reflect.DeepEqual(h, map[string]any{"X-Api-Key": "", "X-Empty": ""}) {
 		t.Fatalf("stored headers = %v", h)
 	}
 	checkpointT(t, s)

@@ -88,3 +88,101 @@ func TestLockFileName(t *testing.T) {
 		seen[f] = name
 	}
 }
+
+// testLockExcludes: while one handle holds a lock, neither the same
+// handle nor another one on the store (another process) takes it; other
+// names are independent; once it is released, the waiter gets it. The
+// waiter is given time to retry while the lock is held (a pause, not a
+// deadline: if it has not tried yet, the test only proves less).
+func testLockExcludes(t *testing.T, b backend) {
+	for _, tc := range []struct {
+		name string
+		two  bool
+	}{{"same handle", false}, {"two handles", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			first := b.open(t)
+			second := first
+			if tc.two {
+				second = b.again(t, first)
+			}
+			unlock, err := first.Lock(ctx, "refresh-srv")
+			if err != nil {
+				t.Fatal(err)
+			}
+			u2, err := second.Lock(ctx, "refresh-other")
+			if err != nil {
+				t.Fatalf("another name: %v", err)
+			}
+			u2()
+
+			var released atomic.Bool
+			done := make(chan error, 1)
+			go func() {
+				u, err := second.Lock(ctx, "refresh-srv")
+				if err == nil {
+					if !released.Load() {
+						err = errors.New("lock taken while the first holder had it")
+					}
+					u()
+				}
+				done <- err
+			}()
+			time.Sleep(5 * lockRetry)
+			released.Store(true)
+			unlock()
+			unlock() // idempotent
+			if err := <-done; err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+// testLockCancelWhileWaiting: a Lock waiting for a held lock gives up
+// with its ctx, and leaves nothing behind: the holder still holds the
+// lock until it releases it, and then it can be taken again.
+func testLockCancelWhileWaiting(t *testing.T, b backend) {
+	ctx := context.Background()
+	first := b.open(t)
+	second := b.again(t, first)
+	unlock, err := first.Lock(ctx, "refresh-srv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []*DB{first, second} {
+		wctx, cancel := context.WithCancel(ctx)
+		errc := make(chan error, 1)
+		go func() {
+			u, err := s.Lock(wctx, "refresh-srv")
+			if err == nil {
+				u()
+			}
+			errc <- err
+		}()
+		time.Sleep(3 * lockRetry) // let it wait (see testLockExcludes)
+		cancel()
+		if err := <-errc; !errors.Is(err, context.Canceled) {
+			t.Fatalf("waiting Lock = %v, want context.Canceled", err)
+		}
+	}
+	// Still held by first: a new waiter gets it only once first releases.
+	var released atomic.Bool
+	errc := make(chan error, 1)
+	go func() {
+		u, err := second.Lock(ctx, "refresh-srv")
+		if err == nil {
+			if !released.Load() {
+				err = errors.New("lock taken while held, after a waiter gave up")
+			}
+			u()
+		}
+		errc <- err
+	}()
+	time.Sleep(5 * lockRetry)
+	released.Store(true)
+	unlock()
+	if err := <-errc; err != nil {
+		t.Fatal(err)
+	}
+}

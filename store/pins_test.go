@@ -11,10 +11,9 @@ import (
 // Issue #20 item 3 (tool pinning): pins are first-sight, a change is held
 // beside the pin until accepted, pins survive a reopen, and removing the
 // server removes them (a server re-added starts fresh).
-func TestToolPins(t *testing.T) {
+func testToolPins(t *testing.T, b backend) {
 	ctx := context.Background()
-	dir := t.TempDir()
-	s := openT(t, dir)
+	s := b.open(t)
 	if err := s.AddServer(ctx, noneServer("fs", "https://fs.example/mcp")); err != nil {
 		t.Fatal(err)
 	}
@@ -92,7 +91,7 @@ func TestToolPins(t *testing.T) {
 
 	// A reopened store has them.
 	s.Close()
-	s = openT(t, dir)
+	s = b.again(t, s)
 	if p := pins(); len(p) != 2 || p["list"].Hash != "l4" || p["read"].Hash != "h5" {
 		t.Fatalf("pins after reopen = %+v", p)
 	}
@@ -114,9 +113,9 @@ func TestToolPins(t *testing.T) {
 
 // Issue #20 item 3 review, item 1: an evaluation reads names, hashes and
 // sizes only; the sizes count the pinned and the held definition.
-func TestPinSummaries(t *testing.T) {
+func testPinSummaries(t *testing.T, b backend) {
 	ctx := context.Background()
-	s := openT(t, t.TempDir())
+	s := b.open(t)
 	if err := s.AddServer(ctx, noneServer("fs", "https://fs.example/mcp")); err != nil {
 		t.Fatal(err)
 	}

@@ -16,7 +16,7 @@ import (
 	"github.com/remotemcp/remotemcp/config"
 )
 
-func TestServerRoundTrip(t *testing.T) {
+func testServerRoundTrip(t *testing.T, b backend) {
 	ctx := context.Background()
 	servers := []config.Server{
 		noneServer("plain", "https://plain.example.com/mcp"),
@@ -41,8 +41,7 @@ func TestServerRoundTrip(t *testing.T) {
 			Headers: map[string]string{"X-Api-Key": "hdr-SECRET-789", "X-Empty": ""}, ProtocolVersion: "2025-03-26", LogLevel: "debug",
 		},
 	}
-	dir := t.TempDir()
-	s := openT(t, dir)
+	s := b.open(t)
 	for _, srv := range servers {
 		if err := s.AddServer(ctx, srv); err != nil {
 			t.Fatalf("AddServer(%s): %v", srv.ID, err)
@@ -69,15 +68,15 @@ func TestServerRoundTrip(t *testing.T) {
 	}
 	check(t, s)
 
-	// Restart: a new Open on the same directory sees the same servers.
+	// Restart: a new Open of the same store sees the same servers.
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	check(t, openT(t, dir))
+	check(t, b.again(t, s))
 }
 
-func TestGetServerNotFound(t *testing.T) {
-	s := openT(t, t.TempDir())
+func testGetServerNotFound(t *testing.T, b backend) {
+	s := b.open(t)
 	if _, err := s.GetServer(context.Background(), "nope"); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("GetServer = %v, want ErrNotFound", err)
 	}
@@ -89,12 +88,12 @@ func TestGetServerNotFound(t *testing.T) {
 	}
 }
 
-// TestRefusedWritesLeaveFileUnchanged: every write that is refused leaves
-// the database (and its WAL) byte-for-byte as it was.
-func TestRefusedWritesLeaveFileUnchanged(t *testing.T) {
+// testRefusedWritesLeaveDataUnchanged: every write that is refused leaves
+// the database (and its WAL) byte-for-byte as it was; in PostgreSQL,
+// every row.
+func testRefusedWritesLeaveDataUnchanged(t *testing.T, b backend) {
 	ctx := context.Background()
-	dir := t.TempDir()
-	s := openT(t, dir)
+	s := b.open(t)
 	if err := s.AddServer(ctx, bearerServer("a", "https://a.example.com/mcp", "tokA")); err != nil {
 		t.Fatal(err)
 	}
@@ -143,8 +142,7 @@ func TestRefusedWritesLeaveFileUnchanged(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			checkpointT(t, s)
-			before := fileSums(t, dir)
+			before := snapshot(t, s)
 			rev, _ := s.Revision(ctx)
 			err := tt.op()
 			switch {
@@ -157,8 +155,7 @@ func TestRefusedWritesLeaveFileUnchanged(t *testing.T) {
 			case tt.want != nil && !errors.Is(err, tt.want):
 				t.Fatalf("err = %v, want %v", err, tt.want)
 			}
-			checkpointT(t, s)
-			sameSums(t, before, fileSums(t, dir))
+			sameSums(t, before, snapshot(t, s))
 			if rev2, _ := s.Revision(ctx); rev2 != rev {
 				t.Errorf("revision %d -> %d", rev, rev2)
 			}
@@ -173,9 +170,9 @@ func TestRefusedWritesLeaveFileUnchanged(t *testing.T) {
 // errNone marks a table case that must succeed without writing.
 var errNone = errors.New("no error")
 
-func TestUpdateServerBearerRebind(t *testing.T) {
+func testUpdateServerBearerRebind(t *testing.T, b backend) {
 	ctx := context.Background()
-	s := openT(t, t.TempDir())
+	s := b.open(t)
 	if err := s.AddServer(ctx, bearerServer("a", "https://a.example.com/mcp", "tokA")); err != nil {
 		t.Fatal(err)
 	}
@@ -218,12 +215,11 @@ func TestUpdateServerBearerRebind(t *testing.T) {
 	}
 }
 
-// TestSecretsNeverInClear greps every file of the data directory for the
-// secrets, before and after a checkpoint.
-func TestSecretsNeverInClear(t *testing.T) {
+// testSecretsNeverInClear greps every file of the data directory for the
+// secrets, before and after a checkpoint; in PostgreSQL, every row.
+func testSecretsNeverInClear(t *testing.T, b backend) {
 	ctx := context.Background()
-	dir := t.TempDir()
-	s := openT(t, dir)
+	s := b.open(t)
 	const (
 		bearer  = "bearer-NEEDLE-7f3a9c"
 		bearer2 = "bearer-NEEDLE-second-11d2"
@@ -252,16 +248,15 @@ func TestSecretsNeverInClear(t *testing.T) {
 	if err := s.PutSecret(ctx, k, []byte(refresh)); err != nil {
 		t.Fatal(err)
 	}
-	for _, phase := range []string{"before checkpoint", "after checkpoint"} {
-		for _, needle := range []string{bearer, bearer2, client, refresh, header, header2, "NEEDLE"} {
-			if hits := grepDir(t, dir, needle); len(hits) > 0 {
-				t.Errorf("%s: %q found in clear in %v", phase, needle, hits)
-			}
-		}
-		if _, err := os.Stat(filepath.Join(dir, DBFileName+"-wal")); err != nil && phase == "before checkpoint" {
+	if s.d == sqliteDialect {
+		if _, err := os.Stat(filepath.Join(s.dir, DBFileName+"-wal")); err != nil {
 			t.Errorf("no WAL file to check: %v", err)
 		}
-		checkpointT(t, s)
+	}
+	for _, needle := range []string{bearer, bearer2, client, refresh, header, header2, "NEEDLE"} {
+		if hits := whereInClear(t, s, needle); len(hits) > 0 {
+			t.Errorf("%q found in clear in %v", needle, hits)
+		}
 	}
 	// And they still open.
 	got, err := s.GetServer(ctx, "a")
@@ -274,9 +269,9 @@ func TestSecretsNeverInClear(t *testing.T) {
 	}
 }
 
-func TestSecretsAPI(t *testing.T) {
+func testSecretsAPI(t *testing.T, b backend) {
 	ctx := context.Background()
-	s := openT(t, t.TempDir())
+	s := b.open(t)
 	if err := s.AddServer(ctx, noneServer("a", "https://a.example.com/mcp")); err != nil {
 		t.Fatal(err)
 	}
@@ -325,9 +320,9 @@ func TestSecretsAPI(t *testing.T) {
 	}
 }
 
-func TestKV(t *testing.T) {
+func testKV(t *testing.T, b backend) {
 	ctx := context.Background()
-	s := openT(t, t.TempDir())
+	s := b.open(t)
 	if _, err := s.GetKV(ctx, "grants", "x"); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("GetKV missing = %v", err)
 	}
@@ -540,34 +535,38 @@ func TestKeyFile(t *testing.T) {
 	})
 }
 
-func TestTamperedAndMovedBlobs(t *testing.T) {
+func testTamperedAndMovedBlobs(t *testing.T, b backend) {
 	ctx := context.Background()
-	b := config.Binding{Resource: "https://a.example.com/mcp", Issuer: "https://as.example.com"}
-	k := SecretKey{ServerID: "a", Purpose: PurposeRefreshToken, Binding: b}
+	bind := config.Binding{Resource: "https://a.example.com/mcp", Issuer: "https://as.example.com"}
+	k := SecretKey{ServerID: "a", Purpose: PurposeRefreshToken, Binding: bind}
 	tests := []struct {
-		name  string
-		sql   string
-		asKey SecretKey
+		name           string
+		sqlite, pgsql  string // the tampering; pgsql "" when it is sqlite's
+		asKey          SecretKey
+		dropBOwnBearer bool
 	}{
 		// The last byte is set to another value: 0x00, or 0x01 when it is
 		// 0x00 already (the tag is random: 1 run in 256 changed nothing).
-		{"flipped byte", `UPDATE secrets SET sealed = CAST(substr(sealed, 1, length(sealed)-1) || CASE WHEN substr(sealed, -1) = X'00' THEN X'01' ELSE X'00' END AS BLOB) WHERE purpose = 'oauth-refresh'`, k},
-		{"truncated", `UPDATE secrets SET sealed = substr(sealed, 1, 10) WHERE purpose = 'oauth-refresh'`, k},
-		{"moved to another issuer", `UPDATE secrets SET issuer = 'https://evil.example.com' WHERE purpose = 'oauth-refresh'`,
-			SecretKey{ServerID: "a", Purpose: PurposeRefreshToken, Binding: config.Binding{Resource: b.Resource, Issuer: "https://evil.example.com"}}},
-		{"moved to another resource", `UPDATE secrets SET resource = 'https://evil.example.com' WHERE purpose = 'oauth-refresh'`,
-			SecretKey{ServerID: "a", Purpose: PurposeRefreshToken, Binding: config.Binding{Resource: "https://evil.example.com", Issuer: b.Issuer}}},
-		{"moved to another purpose", `UPDATE secrets SET purpose = 'oauth-registration' WHERE purpose = 'oauth-refresh'`,
-			SecretKey{ServerID: "a", Purpose: PurposeRegistration, Binding: b}},
-		{"moved to another server", `UPDATE secrets SET server_id = 'b' WHERE purpose = 'oauth-refresh'`,
-			SecretKey{ServerID: "b", Purpose: PurposeRefreshToken, Binding: b}},
-		{"bearer moved to another server", `UPDATE secrets SET server_id = 'b', resource = 'https://b.example.com/mcp' WHERE purpose = 'bearer' AND server_id = 'a'`,
-			SecretKey{ServerID: "b", Purpose: PurposeBearer, Binding: config.Binding{Resource: "https://b.example.com/mcp"}}},
+		{name: "flipped byte",
+			sqlite: `UPDATE secrets SET sealed = CAST(substr(sealed, 1, length(sealed)-1) || CASE WHEN substr(sealed, -1) = X'00' THEN X'01' ELSE X'00' END AS BLOB) WHERE purpose = 'oauth-refresh'`,
+			pgsql:  `UPDATE secrets SET sealed = set_byte(sealed, length(sealed)-1, CASE WHEN get_byte(sealed, length(sealed)-1) = 0 THEN 1 ELSE 0 END) WHERE purpose = 'oauth-refresh'`,
+			asKey:  k},
+		{name: "truncated", sqlite: `UPDATE secrets SET sealed = substr(sealed, 1, 10) WHERE purpose = 'oauth-refresh'`, asKey: k},
+		{name: "moved to another issuer", sqlite: `UPDATE secrets SET issuer = 'https://evil.example.com' WHERE purpose = 'oauth-refresh'`,
+			asKey: SecretKey{ServerID: "a", Purpose: PurposeRefreshToken, Binding: config.Binding{Resource: bind.Resource, Issuer: "https://evil.example.com"}}},
+		{name: "moved to another resource", sqlite: `UPDATE secrets SET resource = 'https://evil.example.com' WHERE purpose = 'oauth-refresh'`,
+			asKey: SecretKey{ServerID: "a", Purpose: PurposeRefreshToken, Binding: config.Binding{Resource: "https://evil.example.com", Issuer: bind.Issuer}}},
+		{name: "moved to another purpose", sqlite: `UPDATE secrets SET purpose = 'oauth-registration' WHERE purpose = 'oauth-refresh'`,
+			asKey: SecretKey{ServerID: "a", Purpose: PurposeRegistration, Binding: bind}},
+		{name: "moved to another server", sqlite: `UPDATE secrets SET server_id = 'b' WHERE purpose = 'oauth-refresh'`,
+			asKey: SecretKey{ServerID: "b", Purpose: PurposeRefreshToken, Binding: bind}},
+		{name: "bearer moved to another server", sqlite: `UPDATE secrets SET server_id = 'b', resource = 'https://b.example.com/mcp' WHERE purpose = 'bearer' AND server_id = 'a'`,
+			asKey:          SecretKey{ServerID: "b", Purpose: PurposeBearer, Binding: config.Binding{Resource: "https://b.example.com/mcp"}},
+			dropBOwnBearer: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			dir := t.TempDir()
-			s := openT(t, dir)
+			s := b.open(t)
 			if err := s.AddServer(ctx, bearerServer("a", "https://a.example.com/mcp", "tokA")); err != nil {
 				t.Fatal(err)
 			}
@@ -577,14 +576,56 @@ func TestTamperedAndMovedBlobs(t *testing.T) {
 			if err := s.PutSecret(ctx, k, []byte("refresh")); err != nil {
 				t.Fatal(err)
 			}
-			if tt.name == "bearer moved to another server" {
-				execRaw(t, dir, `DELETE FROM secrets WHERE server_id = 'b'`)
+			if tt.dropBOwnBearer {
+				rawExec(t, s, `DELETE FROM secrets WHERE server_id = 'b'`)
 			}
-			execRaw(t, dir, tt.sql)
+			q := tt.sqlite
+			if tt.pgsql != "" {
+				q = bySQL(s, tt.sqlite, tt.pgsql)
+			}
+			rawExec(t, s, q)
 			if _, err := s.GetSecret(ctx, tt.asKey); !errors.Is(err, ErrSealOpen) {
 				t.Fatalf("GetSecret = %v, want ErrSealOpen", err)
 			}
 		})
+	}
+}
+
+// testConcurrentHandlesWrite: three handles on one store (three
+// processes) write at once; every write lands, each handle opens what the
+// others sealed (one key), and the revision counts every write.
+func testConcurrentHandlesWrite(t *testing.T, b backend) {
+	ctx := context.Background()
+	const n = 3
+	stores := []*DB{b.open(t)}
+	for len(stores) < n {
+		stores = append(stores, b.again(t, stores[0]))
+	}
+	var wg sync.WaitGroup
+	for i, s := range stores {
+		wg.Go(func() {
+			for j := range 10 {
+				id := fmt.Sprintf("s%d-%d", i, j)
+				if err := s.AddServer(ctx, bearerServer(id, "https://x.example.com/"+id, "tok"+id)); err != nil {
+					t.Error(err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	for _, s := range stores {
+		list, err := s.ListServers(ctx)
+		if err != nil || len(list) != n*10 {
+			t.Fatalf("ListServers = %d, %v", len(list), err)
+		}
+		for _, srv := range list {
+			if srv.Auth.Token != "tok"+srv.ID {
+				t.Fatalf("%s token %q", srv.ID, srv.Auth.Token)
+			}
+		}
+	}
+	if rev, _ := stores[0].Revision(ctx); rev != n*10 {
+		t.Fatalf("revision %d, want %d", rev, n*10)
 	}
 }
 
@@ -635,9 +676,9 @@ func TestConcurrentOpenAndWrites(t *testing.T) {
 	}
 }
 
-func TestClosed(t *testing.T) {
+func testClosed(t *testing.T, b backend) {
 	ctx := context.Background()
-	s := openT(t, t.TempDir())
+	s := b.open(t)
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
