@@ -268,13 +268,15 @@ func (p *Postgres) init(ctx context.Context, dir string) error {
 }
 
 // schemaVersion reads meta.schema_version: 0 for an empty database. A
-// database with tables but no meta is another program's: refused.
+// database with tables but no meta of remotemcp's (none, or another
+// program's table of that name) is another program's: refused.
 func (p *Postgres) schemaVersion(ctx context.Context) (int, error) {
-	var meta sql.NullString
-	if err := p.db.QueryRowContext(ctx, `SELECT to_regclass('meta')::text`).Scan(&meta); err != nil {
+	var ours bool
+	if err := p.db.QueryRowContext(ctx, `SELECT count(*) = 2 FROM pg_attribute
+		WHERE attrelid = to_regclass('meta') AND attname IN ('schema_version', 'key_check') AND NOT attisdropped`).Scan(&ours); err != nil {
 		return 0, fmt.Errorf("store: open PostgreSQL %s: identify: %w", p.root.path, err)
 	}
-	if !meta.Valid {
+	if !ours {
 		var tables []string
 		rows, err := p.db.QueryContext(ctx, `SELECT tablename FROM pg_tables WHERE schemaname = current_schema() ORDER BY tablename LIMIT 6`)
 		if err != nil {
