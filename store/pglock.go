@@ -72,7 +72,16 @@ func (l *pgLocks) lock(ctx context.Context, db *sql.DB, user, name string) (unlo
 
 // try tries the lock once on the lock connection, opening one when there
 // is none.
+//
+// A waiter that gives up must not touch the connection: its locks are
+// every holder's in this process, and a statement cancelled by ctx (or
+// refused because ctx is already done) would make try drop it, releasing
+// them all while their holders go on. So ctx is checked first, and the
+// statement, which never waits, runs to its end.
 func (l *pgLocks) try(ctx context.Context, db *sql.DB, key int64) (bool, error) {
+	if err := ctx.Err(); err != nil {
+		return false, err
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.conn == nil {
@@ -83,7 +92,7 @@ func (l *pgLocks) try(ctx context.Context, db *sql.DB, key int64) (bool, error) 
 		l.conn = c
 	}
 	var ok bool
-	if err := l.conn.QueryRowContext(ctx, `SELECT pg_try_advisory_lock($1)`, key).Scan(&ok); err != nil {
+	if err := l.conn.QueryRowContext(context.WithoutCancel(ctx), `SELECT pg_try_advisory_lock($1)`, key).Scan(&ok); err != nil {
 		// The connection may be gone, and with it every lock it held:
 		// the next try opens another.
 		l.dropConn()
