@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"database/sql"
-	"database/sql/driver"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -605,47 +604,4 @@ func pgLockKey(user, name string) int64 {
 	h.Write([]byte{0})
 	h.Write([]byte(name))
 	return int64(h.Sum64())
-}
-
-// pgLock is Lock for a gateway user: a session advisory lock on a
-// connection of its own, tried every lockRetry until ctx ends (a blocking
-// pg_advisory_lock could not be given up cleanly).
-func (s *DB) pgLock(ctx context.Context, name string) (unlock func(), err error) {
-	conn, err := s.db.Conn(ctx)
-	if err != nil {
-		return nil, err
-	}
-	key := pgLockKey(s.user, name)
-	var t *time.Timer
-	for {
-		var ok bool
-		if err := conn.QueryRowContext(ctx, `SELECT pg_try_advisory_lock($1)`, key).Scan(&ok); err != nil {
-			conn.Close()
-			return nil, err
-		}
-		if ok {
-			break
-		}
-		if t == nil {
-			t = time.NewTimer(lockRetry)
-			defer t.Stop()
-		} else {
-			t.Reset(lockRetry)
-		}
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			conn.Close()
-			return nil, ctx.Err()
-		}
-	}
-	return sync.OnceFunc(func() {
-		// A failed unlock leaves the lock to the connection: closing a
-		// connection whose unlock failed would hand it back to the pool
-		// still holding the lock, so it is discarded instead.
-		if _, err := conn.ExecContext(context.Background(), `SELECT pg_advisory_unlock($1)`, key); err != nil {
-			_ = conn.Raw(func(any) error { return driver.ErrBadConn })
-		}
-		conn.Close()
-	}), nil
 }
