@@ -109,7 +109,8 @@ type Postgres struct {
 	locks pgLocks // this process's advisory locks (pglock.go)
 
 	mu      sync.Mutex
-	views   map[*DB]int64 // open users' DBs being watched → last revision seen
+	open    map[*DB]struct{} // users' DBs handed out by User and not closed yet
+	views   map[*DB]int64    // open users' DBs being watched → last revision seen
 	polling bool
 	done    chan struct{}
 	closed  bool
@@ -182,7 +183,7 @@ func OpenPostgres(ctx context.Context, dsn string, o PostgresOptions) (*Postgres
 		db.Close()
 		return nil, err
 	}
-	p := &Postgres{db: db, log: log, poll: o.PollInterval, views: map[*DB]int64{}, done: make(chan struct{})}
+	p := &Postgres{db: db, log: log, poll: o.PollInterval, open: map[*DB]struct{}{}, views: map[*DB]int64{}, done: make(chan struct{})}
 	if p.poll <= 0 {
 		p.poll = DefaultPollInterval
 	}
@@ -470,6 +471,12 @@ func (p *Postgres) RemoveUser(ctx context.Context, id string) error {
 // User returns the store of one user; ErrNotFound if there is none.
 // Close it when done (the database stays open).
 func (p *Postgres) User(ctx context.Context, id string) (*DB, error) {
+	p.mu.Lock()
+	closed := p.closed
+	p.mu.Unlock()
+	if closed {
+		return nil, fmt.Errorf("store: user %q: %w", id, ErrClosed)
+	}
 	if _, err := p.UserByID(ctx, id); err != nil {
 		return nil, err
 	}
@@ -478,7 +485,9 @@ func (p *Postgres) User(ctx context.Context, id string) (*DB, error) {
 	if p.closed {
 		return nil, fmt.Errorf("store: user %q: %w", id, ErrClosed)
 	}
-	return p.newDB(id, p.root.dir, p.root.path), nil
+	s := p.newDB(id, p.root.dir, p.root.path)
+	p.open[s] = struct{}{}
+	return s, nil
 }
 
 // DB returns the database's connection pool, for what is not a user's
@@ -499,10 +508,11 @@ func (p *Postgres) watch(s *DB, last int64) {
 	}
 }
 
-// forget stops watching s (its Close).
+// forget stops watching s and forgets it (its Close).
 func (p *Postgres) forget(s *DB) {
 	p.mu.Lock()
 	delete(p.views, s)
+	delete(p.open, s)
 	p.mu.Unlock()
 }
 
@@ -569,7 +579,9 @@ func (p *Postgres) revisions(ctx context.Context) (map[string]int64, error) {
 	return out, rows.Err()
 }
 
-// Close closes the database: every user's DB stops working. Idempotent.
+// Close closes the database and every user's DB taken from it, which
+// then fail with ErrClosed and close their subscribers' channels.
+// Idempotent.
 func (p *Postgres) Close() error {
 	p.mu.Lock()
 	if p.closed {
@@ -578,16 +590,16 @@ func (p *Postgres) Close() error {
 	}
 	p.closed = true
 	polling := p.polling
-	views := make([]*DB, 0, len(p.views))
-	for s := range p.views {
-		views = append(views, s)
+	open := make([]*DB, 0, len(p.open))
+	for s := range p.open {
+		open = append(open, s)
 	}
 	p.mu.Unlock()
 	p.cancel()
 	if polling {
 		<-p.done
 	}
-	for _, s := range views {
+	for _, s := range open {
 		s.Close()
 	}
 	p.locks.close()
