@@ -10,7 +10,7 @@ import (
 	"hash/fnv"
 	"io/fs"
 	"log/slog"
-	"net/url"
+
 	"os"
 	"path/filepath"
 	"strings"
@@ -114,31 +114,6 @@ type Postgres struct {
 	polling bool
 	done    chan struct{}
 	closed  bool
-}
-
-// redactDSN is dsn without its password, for messages.
-func redactDSN(dsn string) string {
-	u, err := url.Parse(dsn)
-	if err != nil || u.Scheme == "" {
-		// key=value form: drop any password=… field.
-		var out []string
-		for _, f := range strings.Fields(dsn) {
-			if strings.HasPrefix(strings.ToLower(f), "password=") {
-				f = "password=[redacted]"
-			}
-			out = append(out, f)
-		}
-		return strings.Join(out, " ")
-	}
-	if _, ok := u.User.Password(); ok {
-		u.User = url.UserPassword(u.User.Username(), "[redacted]")
-	}
-	q := u.Query()
-	if q.Has("password") {
-		q.Set("password", "[redacted]")
-		u.RawQuery = q.Encode()
-	}
-	return u.String()
 }
 
 // permanent reports whether a connection error will not go away by
