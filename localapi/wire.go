@@ -76,7 +76,7 @@ type ErrorBody struct {
 // unknown one).
 func StatusOf(code string) int {
 	switch code {
-	case CodeBadRequest:
+	case CodeBadRequest, CodeUserRequired:
 		return http.StatusBadRequest
 	case CodeUnauthorized:
 		return http.StatusUnauthorized
