@@ -100,3 +100,56 @@ func TestSessionNotFoundLeavesCallersRequest(t *testing.T) {
 		t.Errorf("echo ran %d times; want 0", n)
 	}
 }
+
+// SPEC §9 A5: only the POST that carried the request itself proves, with
+// a 404, that the request never ran. The request's slot travels with
+// every POST made under its context, go-sdk's notifications/cancelled of
+// a call included (sent on its own goroutine after the cancel, when the
+// call may long have run): its 404 says nothing about the call. go-sdk
+// re-sends the request itself after an OAuth refresh (401), and that
+// POST's 404 counts as the first's would.
+func TestSessionNotFoundOnlyOnTheRequestsPOST(t *testing.T) {
+	type sent struct {
+		method string
+		status int
+	}
+	cases := []struct {
+		name    string
+		posts   []sent
+		missing bool
+	}{
+		{"the call's POST", []sent{{"tools/call", 404}}, true},
+		{"a prompt's POST", []sent{{"prompts/get", 404}}, true},
+		{"the cancel of a call that was sent", []sent{{"tools/call", 200}, {"notifications/cancelled", 404}}, false},
+		{"the cancel of a call still being sent", []sent{{"notifications/cancelled", 404}}, false},
+		{"the call again after an OAuth refresh", []sent{{"tools/call", 401}, {"tools/call", 404}}, true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var mu sync.Mutex
+			statuses := make([]int, 0, len(tc.posts))
+			for _, p := range tc.posts {
+				statuses = append(statuses, p.status)
+			}
+			url, _ := layerServer(t, func(w http.ResponseWriter, r *http.Request) {
+				mu.Lock()
+				code := statuses[0]
+				statuses = statuses[1:]
+				mu.Unlock()
+				w.WriteHeader(code)
+			})
+			rt := &statusTransport{Base: http.DefaultTransport, PassAuth: true}
+			ctx, slot := withRequestSlot(context.Background())
+			for _, p := range tc.posts {
+				resp, err := post(t, rt, ctx, url, p.method, http.Header{"Mcp-Session-Id": {"s-1"}})
+				if err != nil {
+					t.Fatalf("%s: %v", p.method, err)
+				}
+				resp.Body.Close()
+			}
+			if got := slot.sessionMissing.Load(); got != tc.missing {
+				t.Fatalf("sessionMissing = %t; want %t", got, tc.missing)
+			}
+		})
+	}
+}
