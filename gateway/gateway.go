@@ -51,6 +51,9 @@ type Gateway struct {
 	engines map[string]*userEngine // by user id
 	port    int                    // the redirect URI's port (ServeCallbacks)
 	closed  bool
+	// onRemove are told of a removed person (Hosts stops their front
+	// end).
+	onRemove []func(id string)
 }
 
 // userEngine is one user's engine, opened once (ready closes when done).
@@ -120,27 +123,32 @@ func noUser(email string) error {
 		Message: fmt.Sprintf("no user %q on this gateway (\"remotemcp users list\" shows them; \"remotemcp users add EMAIL\" adds one)", email)}
 }
 
-// RemoveUser removes a user and everything of theirs: their engine
-// closes first (its sessions to remote servers end, calls in flight are
-// cancelled, open questions closed), then their rows go in one
-// transaction (servers, secrets, host tokens, cards, logs, catalogs).
+// RemoveUser removes a person and everything of theirs: their rows go
+// in one transaction (servers, secrets, host tokens, cards, logs,
+// catalogs), so no request finds them from then on; then their engine
+// closes (its sessions to remote servers end, calls in flight are
+// cancelled) and so do their hosts' sessions.
 func (g *Gateway) RemoveUser(ctx context.Context, email string) error {
 	u, err := g.user(ctx, email)
 	if err != nil {
 		return err
 	}
+	if err := g.db.RemoveUser(ctx, u.ID); err != nil {
+		return fmt.Errorf("gateway: remove user %s: %w", u.Email, err)
+	}
 	g.mu.Lock()
 	ue := g.engines[u.ID]
 	delete(g.engines, u.ID)
+	hooks := slices.Clone(g.onRemove)
 	g.mu.Unlock()
+	for _, f := range hooks {
+		f(u.ID)
+	}
 	if ue != nil {
 		<-ue.ready
 		if ue.eng != nil {
 			ue.eng.Close()
 		}
-	}
-	if err := g.db.RemoveUser(ctx, u.ID); err != nil {
-		return fmt.Errorf("gateway: remove user %s: %w", u.Email, err)
 	}
 	g.log.Info("gateway: user removed", "user", u.ID)
 	return nil

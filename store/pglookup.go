@@ -35,3 +35,7 @@ func (p *Postgres) KVOwner(ctx context.Context, ns, field, value string) (string
 	}
 	return "", fmt.Errorf("store: find the owner of a %s record: more than one user holds it, so it is no one's: %w", ns, ErrNotFound)
 }
+
+// RedactDSN is a PostgreSQL connection string without its password, for
+// messages.
+func RedactDSN(dsn string) string { return redactDSN(dsn) }

@@ -36,7 +36,7 @@ type Engine = apiclient.Engine
 
 // api is where this invocation finds the local API.
 func (a *app) api() apiclient.Options {
-	return apiclient.Options{DataDir: a.dataDirPath(), NoDaemon: a.noDaemon, Log: a.log, Err: a.streams.Err}
+	return apiclient.Options{DataDir: a.dataDirPath(), NoDaemon: a.noDaemon, User: a.user, Log: a.log, Err: a.streams.Err}
 }
 
 // do wraps a command body: it gets the engine (apiclient.Command), and
