@@ -16,6 +16,10 @@ import (
 // envHome is the environment variable naming the data directory.
 const envHome = "REMOTEMCP_HOME"
 
+// envStore is the environment variable naming a gateway's PostgreSQL
+// database (serve --store).
+const envStore = "REMOTEMCP_STORE"
+
 // dataDirPath is --data-dir, else $REMOTEMCP_HOME, else <config dir>/remotemcp.
 func (a *app) dataDirPath() string {
 	if a.dataDir != "" {

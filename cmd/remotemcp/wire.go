@@ -22,6 +22,7 @@ func newServeCmd(a *app) *cobra.Command {
 		withDemo bool
 		notify   bool
 		fallback bool
+		dsn      string
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -47,7 +48,14 @@ directory) changes nothing.
 when a server needs you to sign in again: it is paused until you do.
 --mcp-http 127.0.0.1:PORT also serves every enabled server to MCP hosts as
 Streamable HTTP at http://127.0.0.1:PORT/mcp, like "remotemcp mcp --http"
-(loopback only, bearer tokens of "remotemcp mcp token").`,
+(loopback only, bearer tokens of "remotemcp mcp token").
+--store postgres://… (or $REMOTEMCP_STORE) makes the daemon a gateway for
+many people on that PostgreSQL database ("Gateway" in the README): admins
+manage its people with "remotemcp users" and act for one with --user
+EMAIL on this host; with --mcp-http each person's hosts send their own
+token. The data directory keeps the key file that seals every secret in
+the database: back it up. While PostgreSQL cannot be reached, serve
+waits and says so.`,
 		Args: argsExactly(0, ""),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			listen, err := cliflag.Loopback("--addr", addr)
@@ -62,8 +70,11 @@ Streamable HTTP at http://127.0.0.1:PORT/mcp, like "remotemcp mcp --http"
 			if !a.verbose {
 				log = newLogger(a.streams.Err, false)
 			}
+			if dsn == "" {
+				dsn, _ = a.env(envStore)
+			}
 			d := serve.Daemon{Dir: a.dataDirPath(), Addr: listen, AddrFallback: fallback, Notify: notify, SessionIdle: sessionIdle,
-				Demo: withDemo, Log: log, Out: a.streams.Out, Err: a.streams.Err}
+				Demo: withDemo, Store: dsn, Log: log, Out: a.streams.Out, Err: a.streams.Err}
 			if mcpHTTP != "" {
 				d.ListenMCP = func() (net.Listener, error) { return cliflag.ListenLoopback("--mcp-http", mcpHTTP) }
 			}
@@ -73,6 +84,7 @@ Streamable HTTP at http://127.0.0.1:PORT/mcp, like "remotemcp mcp --http"
 			return d.Run(cmd.Context())
 		},
 	}
+	cmd.Flags().StringVar(&dsn, "store", "", "run as a gateway for many people on this PostgreSQL database (postgres://…; default $"+envStore+"); the personal mode keeps SQLite in the data directory")
 	cmd.Flags().BoolVar(&notify, "notify", false, "show a desktop notification (notify-send) when a server needs you to sign in")
 	cmd.Flags().StringVar(&mcpHTTP, "mcp-http", "", "also serve the MCP endpoint (Streamable HTTP, bearer tokens of \"mcp token\") on this loopback HOST:PORT")
 	addSessionIdleFlag(cmd, &idle, "--mcp-http")
