@@ -193,6 +193,14 @@ func Frontend(ctx context.Context, o Options, listen string, spawn launch.SpawnF
 // with the words what). With ifExists (a dry run) it opens nothing where
 // dir has no database yet and returns nil: no token can be valid there.
 func Tokens(ctx context.Context, o Options, dir string, ifExists bool, what string) (localapi.HostTokens, func(), error) {
+	if o.User != "" {
+		o.DataDir = dir
+		c, err := asUser(ctx, o)
+		if err != nil {
+			return nil, nil, err
+		}
+		return c, c.CloseIdleConnections, nil
+	}
 	if ifExists && !hosttoken.Kept(dir) {
 		return nil, func() {}, nil
 	}
