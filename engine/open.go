@@ -44,8 +44,8 @@ type Options struct {
 	// Store, when set, is the store the engine runs on instead of opening
 	// the data directory's (a gateway user's, store.Postgres.User); the
 	// engine owns it from then on and closes it. DataDir is then ignored.
-	Store *store.DB
-	Logger  *slog.Logger
+	Store  *store.DB
+	Logger *slog.Logger
 	// HTTPClient is the base client for all outbound traffic; it must not
 	// set Timeout. Nil uses a client with sane dial/TLS timeouts.
 	HTTPClient *http.Client
