@@ -49,13 +49,9 @@ when a server needs you to sign in again: it is paused until you do.
 --mcp-http 127.0.0.1:PORT also serves every enabled server to MCP hosts as
 Streamable HTTP at http://127.0.0.1:PORT/mcp, like "remotemcp mcp --http"
 (loopback only, bearer tokens of "remotemcp mcp token").
---store postgres://… (or $REMOTEMCP_STORE) makes the daemon a gateway for
-many people on that PostgreSQL database ("Gateway" in the README): admins
-manage its people with "remotemcp users" and act for one with --user
-EMAIL on this host; with --mcp-http each person's hosts send their own
-token. The data directory keeps the key file that seals every secret in
-the database: back it up. While PostgreSQL cannot be reached, serve
-waits and says so.`,
+--store postgres://… (or $REMOTEMCP_STORE) runs a gateway for many people
+on that database (README "Gateway"; "remotemcp users", --user EMAIL); the
+data directory keeps the key file that seals its secrets: back it up.`,
 		Args: argsExactly(0, ""),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			listen, err := cliflag.Loopback("--addr", addr)
