@@ -49,6 +49,12 @@ type Gateway struct {
 
 	mu      sync.Mutex
 	engines map[string]*userEngine // by user id
+	// byEmail finds an open engine without the database, so a person's
+	// requests go on while PostgreSQL restarts (issue #22 "Bad input and
+	// faults"); owners maps a host token's hash to its owner, used only
+	// while the database cannot answer.
+	byEmail map[string]*userEngine
+	owners  map[string]string
 	port    int                    // the redirect URI's port (ServeCallbacks)
 	closed  bool
 	// onRemove are told of a removed person (Hosts stops their front
@@ -70,7 +76,8 @@ func New(o Options) *Gateway {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Gateway{db: o.DB, o: o, log: log, engines: map[string]*userEngine{}}
+	return &Gateway{db: o.DB, o: o, log: log, engines: map[string]*userEngine{},
+		byEmail: map[string]*userEngine{}, owners: map[string]string{}}
 }
 
 // Users lists the gateway's people by email (never their secrets).
@@ -139,6 +146,12 @@ func (g *Gateway) RemoveUser(ctx context.Context, email string) error {
 	g.mu.Lock()
 	ue := g.engines[u.ID]
 	delete(g.engines, u.ID)
+	delete(g.byEmail, u.Email)
+	for h, id := range g.owners {
+		if id == u.ID {
+			delete(g.owners, h)
+		}
+	}
 	hooks := slices.Clone(g.onRemove)
 	g.mu.Unlock()
 	for _, f := range hooks {
@@ -166,6 +179,9 @@ func (g *Gateway) EngineFor(ctx context.Context, email string) (localapi.Engine,
 // Engine returns the engine of the user with email, opening it the first
 // time; CodeNotFound (ErrNoUser) when there is none.
 func (g *Gateway) Engine(ctx context.Context, email string) (*engine.Engine, store.UserInfo, error) {
+	if e, u, ok := g.openByEmail(email); ok {
+		return e, u, nil
+	}
 	u, err := g.user(ctx, email)
 	if err != nil {
 		return nil, store.UserInfo{}, err
@@ -176,6 +192,18 @@ func (g *Gateway) Engine(ctx context.Context, email string) (*engine.Engine, sto
 
 // EngineByID is Engine for a user id (a host token's owner).
 func (g *Gateway) EngineByID(ctx context.Context, id string) (*engine.Engine, store.UserInfo, error) {
+	g.mu.Lock()
+	ue := g.engines[id]
+	g.mu.Unlock()
+	if ue != nil {
+		select {
+		case <-ue.ready:
+			if ue.eng != nil {
+				return ue.eng, ue.user, nil
+			}
+		default:
+		}
+	}
 	u, err := g.db.UserByID(ctx, id)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, store.UserInfo{}, fmt.Errorf("user id %q: %w", id, ErrNoUser)
@@ -185,6 +213,26 @@ func (g *Gateway) EngineByID(ctx context.Context, id string) (*engine.Engine, st
 	}
 	e, err := g.engineOf(ctx, u)
 	return e, u, err
+}
+
+// openByEmail is the open engine of the person with email, if any.
+func (g *Gateway) openByEmail(email string) (*engine.Engine, store.UserInfo, bool) {
+	norm, err := store.NormalizeEmail(email)
+	if err != nil {
+		return nil, store.UserInfo{}, false
+	}
+	g.mu.Lock()
+	ue := g.byEmail[norm]
+	g.mu.Unlock()
+	if ue == nil {
+		return nil, store.UserInfo{}, false
+	}
+	select {
+	case <-ue.ready:
+		return ue.eng, ue.user, ue.eng != nil
+	default:
+		return nil, store.UserInfo{}, false
+	}
 }
 
 // engineOf opens u's engine once; concurrent first requests wait for the
@@ -211,13 +259,14 @@ func (g *Gateway) engineOf(ctx context.Context, u store.UserInfo) (*engine.Engin
 		}
 	}
 	ue.eng, ue.err = g.open(ctx, u, port)
-	if ue.err != nil {
-		g.mu.Lock()
-		if g.engines[u.ID] == ue {
-			delete(g.engines, u.ID)
-		}
-		g.mu.Unlock()
+	g.mu.Lock()
+	switch {
+	case ue.err != nil && g.engines[u.ID] == ue:
+		delete(g.engines, u.ID)
+	case ue.err == nil && g.engines[u.ID] == ue:
+		g.byEmail[u.Email] = ue
 	}
+	g.mu.Unlock()
 	close(ue.ready)
 	return ue.eng, ue.err
 }
@@ -287,12 +336,27 @@ func (g *Gateway) openEngines() []*engine.Engine {
 
 // TokenOwner returns the id of the user whose host token tok is
 // (frontend.Tokens keeps only its hash); ErrNoUser when it is no one's.
+//
+// While the database cannot answer, a token whose owner was found before
+// keeps its owner: the owner's front end checks the token itself (with
+// its own grace, frontend.StaleGrace), so a revoked token stays refused.
 func (g *Gateway) TokenOwner(ctx context.Context, tok string) (string, error) {
-	id, err := g.db.KVOwner(ctx, frontend.TokenNamespace, "sha256", frontend.HashToken(tok))
-	if errors.Is(err, store.ErrNotFound) {
+	hash := frontend.HashToken(tok)
+	id, err := g.db.KVOwner(ctx, frontend.TokenNamespace, "sha256", hash)
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	switch {
+	case err == nil:
+		g.owners[hash] = id
+		return id, nil
+	case errors.Is(err, store.ErrNotFound):
+		delete(g.owners, hash)
 		return "", ErrNoUser
 	}
-	return id, err
+	if id, ok := g.owners[hash]; ok && ctx.Err() == nil {
+		return id, nil
+	}
+	return "", err
 }
 
 // OpenUsers returns the ids of the users whose engines are open, sorted

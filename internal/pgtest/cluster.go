@@ -77,6 +77,8 @@ func (o *clusterOnce) stop() error {
 // directory, the socket and the server's log.
 type cluster struct {
 	dir    string
+	bin    string
+	cred   *syscall.Credential
 	cmd    *exec.Cmd
 	exited chan struct{} // closed when the postgres process has exited
 }
@@ -170,22 +172,34 @@ func startCluster(path, glob string) (c *cluster, err error) {
 	if out, err := initdb.CombinedOutput(); err != nil {
 		return nil, fmt.Errorf("initdb for the private cluster in %s: %w\n%s%s", dir, err, out, rootHint(cred, dir))
 	}
-	logf, err := os.Create(filepath.Join(dir, "postgres.log"))
+	c = &cluster{dir: dir, bin: bin, cred: cred}
+	if err := c.start(); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// start runs postgres on the cluster's directory and waits until it
+// accepts connections.
+func (c *cluster) start() error {
+	logf, err := os.OpenFile(filepath.Join(c.dir, "postgres.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
-		return nil, fmt.Errorf("creating the private cluster's log: %w", err)
+		return fmt.Errorf("creating the private cluster's log: %w", err)
 	}
 	defer logf.Close() // the server has its own copy of the descriptor
-	cmd := exec.Command(filepath.Join(bin, "postgres"), "-D", data, "-k", dir, "-p", port,
+	data := filepath.Join(c.dir, "data")
+	cmd := exec.Command(filepath.Join(c.bin, "postgres"), "-D", data, "-k", c.dir, "-p", port,
 		"-c", "listen_addresses=",
 		"-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off",
 		"-c", "shared_buffers=32MB", "-c", "max_connections=200")
-	setUp(cmd, dir, cred)
+	setUp(cmd, c.dir, c.cred)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	// If the test process dies without stopping the server (go test's
 	// -timeout panic, a kill), the kernel sends the server SIGQUIT, its
 	// immediate shutdown, rather than leave it running.
 	cmd.SysProcAttr.Pdeathsig = syscall.SIGQUIT
-	c = &cluster{dir: dir, cmd: cmd, exited: make(chan struct{})}
+	c.cmd, c.exited = cmd, make(chan struct{})
+	exited := c.exited
 	started := make(chan error)
 	go func() {
 		// Pdeathsig is tied to the thread that started the child, not to
@@ -198,16 +212,16 @@ func startCluster(path, glob string) (c *cluster, err error) {
 		}
 		started <- nil
 		cmd.Wait()
-		close(c.exited)
+		close(exited)
 	}()
 	if err := <-started; err != nil {
-		return nil, fmt.Errorf("starting the private cluster's postgres: %w", err)
+		return fmt.Errorf("starting the private cluster's postgres: %w", err)
 	}
 	if err := c.waitReady(); err != nil {
-		c.stop()
-		return nil, err
+		c.halt()
+		return err
 	}
-	return c, nil
+	return nil
 }
 
 // waitReady waits until the server says in postmaster.pid that it
@@ -240,6 +254,16 @@ func (c *cluster) waitReady() error {
 // stop -m immediate (the data is thrown away, so there is nothing to
 // write out), and removes its directory.
 func (c *cluster) stop() error {
+	c.halt()
+	if err := os.RemoveAll(c.dir); err != nil {
+		return fmt.Errorf("removing the private cluster's directory: %w", err)
+	}
+	return nil
+}
+
+// halt ends the server at once (SIGQUIT) and waits for it, keeping its
+// directory, so start can run it again.
+func (c *cluster) halt() {
 	c.cmd.Process.Signal(syscall.SIGQUIT)
 	select {
 	case <-c.exited:
@@ -247,10 +271,6 @@ func (c *cluster) stop() error {
 		c.cmd.Process.Kill()
 		<-c.exited
 	}
-	if err := os.RemoveAll(c.dir); err != nil {
-		return fmt.Errorf("removing the private cluster's directory: %w", err)
-	}
-	return nil
 }
 
 // log is the end of the server's log, for errors.
