@@ -128,3 +128,62 @@ func TestServeStoreRefusals(t *testing.T) {
 	c.fail(exitFail, "open the gateway's database", "serve", "--store", missing, "--addr", "127.0.0.1:0")
 	c.fail(exitFail, "--demo", "serve", "--store", dsn, "--demo", "--addr", "127.0.0.1:0")
 }
+
+// PostgreSQL down at start: serve waits, says so, and comes up once the
+// database does (issue #22 "Bad input and faults").
+func TestGatewayWaitsForPostgres(t *testing.T) {
+	cluster := pgtest.NewCluster(t)
+	dsn := cluster.DSN(t)
+	cluster.Stop(t)
+	c := newCLI(t)
+	ctx, cancel := context.WithCancel(t.Context())
+	var out, errb syncBuffer
+	done := make(chan int, 1)
+	go func() {
+		done <- run(ctx, []string{"--data-dir", c.dir, "serve", "--store", dsn, "--addr", "127.0.0.1:0"},
+			Streams{In: strings.NewReader(""), Out: &out, Err: &errb}, func(string) (string, bool) { return "", false })
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+	})
+	testkit.WaitFor(t, "serve to say it waits for PostgreSQL", func() bool {
+		return strings.Contains(errb.String(), "PostgreSQL cannot be reached yet")
+	})
+	cluster.Start(t)
+	waitDaemon(t, c, &errb)
+	c.ok("users", "add", "alice@example.com")
+}
+
+// PostgreSQL down while running: a person's calls to a connected server
+// go on, and so do their host's; an edit fails and says why, writing
+// nothing; once the database is back everything works again by itself.
+func TestGatewayOutage(t *testing.T) {
+	srv := testkit.StartFixture(t, fixture.Options{})
+	cluster := pgtest.NewCluster(t)
+	c := newCLI(t)
+	startGateway(t, c, cluster.DSN(t))
+	c.ok("users", "add", "alice@example.com")
+	alice := []string{"--user", "alice@example.com"}
+	c.ok(append(alice, "servers", "add", "fx", srv.URL())...)
+	c.ok(append(alice, "call", "mcp__fx__echo", `{"text":"before"}`, "--yes")...)
+
+	cluster.Stop(t)
+	if r := c.ok(append(alice, "call", "mcp__fx__echo", `{"text":"during"}`, "--yes")...); strings.TrimSpace(r.out) != "during" {
+		t.Fatalf("a call to a connected server during the outage: %s", r)
+	}
+	r := c.fail(exitFail, "", append(alice, "servers", "add", "fx2", srv.URL())...)
+	if !strings.Contains(r.err, `add server "fx2"`) || !strings.Contains(r.err, "cannot be reached; nothing was written") {
+		t.Fatalf("the failed edit does not say what failed and why: %s", r)
+	}
+
+	cluster.Start(t)
+	c.ok(append(alice, "servers", "add", "fx2", srv.URL())...)
+	var rows []localapi.Server
+	if r := c.ok(append(alice, "servers", "list", "--json")...); json.Unmarshal([]byte(r.out), &rows) != nil || len(rows) != 2 {
+		t.Fatalf("after the outage: %s", r)
+	}
+	if n := srv.Executions("echo"); n != 2 {
+		t.Fatalf("echo ran %d times, want 2", n)
+	}
+}
