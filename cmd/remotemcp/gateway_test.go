@@ -167,6 +167,13 @@ func TestGatewayOutage(t *testing.T) {
 	alice := []string{"--user", "alice@example.com"}
 	c.ok(append(alice, "servers", "add", "fx", srv.URL())...)
 	c.ok(append(alice, "call", "mcp__fx__echo", `{"text":"before"}`, "--yes")...)
+	// Connected: the engine's catalog holds the server's tools (it is
+	// rebuilt from the store after the connect, which the outage below
+	// must not interrupt).
+	testkit.WaitFor(t, "alice's catalog to hold fx's tools", func() bool {
+		r := c.run("", append(alice, "tools", "--json")...)
+		return strings.Contains(r.out, "mcp__fx__echo")
+	})
 
 	cluster.Stop(t)
 	if r := c.ok(append(alice, "call", "mcp__fx__echo", `{"text":"during"}`, "--yes")...); strings.TrimSpace(r.out) != "during" {
