@@ -55,7 +55,7 @@ type Gateway struct {
 	// while the database cannot answer.
 	byEmail map[string]*userEngine
 	owners  map[string]string
-	port    int                    // the redirect URI's port (ServeCallbacks)
+	port    int // the redirect URI's port (ServeCallbacks)
 	closed  bool
 	// onRemove are told of a removed person (Hosts stops their front
 	// end).
