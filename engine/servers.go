@@ -135,6 +135,11 @@ func (c *Engine) AddServer(ctx context.Context, req localapi.AddServerRequest) (
 	if _, err := c.Store.GetServer(ctx, srv.ID); err == nil || errors.Is(err, store.ErrSealOpen) {
 		return nil, errExists(srv.ID)
 	}
+	release, err := c.reserveServers(ctx, 1)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
 	had := c.originGranted(ctx, origin)
 	if !had {
 		if err := c.Hosts.Grant(ctx, origin, by); err != nil {
@@ -242,12 +247,20 @@ func (c *Engine) Import(ctx context.Context, req localapi.ImportRequest) (*local
 		cur, gerr := c.Store.GetServer(ctx, srv.ID)
 		switch {
 		case errors.Is(gerr, store.ErrNotFound):
-			// Granted first: a running owner connects at once.
-			if err := grant(srv.URL); err != nil {
+			release, err := c.reserveServers(ctx, 1)
+			if err != nil {
 				skip(err)
 				continue
 			}
-			if err := c.Store.AddServer(ctx, srv); err != nil {
+			// Granted first: a running owner connects at once.
+			if err := grant(srv.URL); err != nil {
+				release()
+				skip(err)
+				continue
+			}
+			err = c.Store.AddServer(ctx, srv)
+			release()
+			if err != nil {
 				if errors.Is(err, store.ErrDuplicate) {
 					err = fmt.Errorf("a server with id %q was added meanwhile; import again to compare", srv.ID)
 				}

@@ -30,13 +30,18 @@ import (
 // no one has is a *localapi.Error with CodeNotFound.)
 var ErrNoUser = errors.New("no such user on this gateway")
 
+// DefaultQuotas are each person's quotas when Options.Engine sets none:
+// enough for one person's agents, few enough that one person cannot
+// crowd out the others on one gateway.
+var DefaultQuotas = engine.Quotas{Servers: 50, Calls: 16, Questions: 10}
+
 // Options configure New.
 type Options struct {
 	// DB is the gateway's database; the gateway does not close it.
 	DB *store.Postgres
 	// Engine is the template of every user's engine (HTTP client,
 	// logger, limits); Store and DataDir are set per user, and every
-	// engine is lazy (NoStartupConnect).
+	// engine is lazy (NoStartupConnect). Zero Quotas are DefaultQuotas.
 	Engine engine.Options
 	Logger *slog.Logger
 }
@@ -75,6 +80,9 @@ func New(o Options) *Gateway {
 	log := o.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
+	}
+	if o.Engine.Quotas == (engine.Quotas{}) {
+		o.Engine.Quotas = DefaultQuotas
 	}
 	return &Gateway{db: o.DB, o: o, log: log, engines: map[string]*userEngine{},
 		byEmail: map[string]*userEngine{}, owners: map[string]string{}}

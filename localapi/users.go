@@ -18,6 +18,10 @@ const UserHeader = "Remotemcp-User"
 // which person it acts for. The message names the users it could mean.
 const CodeUserRequired = "user_required"
 
+// CodeQuota: the request would pass one of the person's quotas on a
+// gateway (servers, calls in flight); nothing was done (HTTP 429).
+const CodeQuota = "quota_exceeded"
+
 // User is one person of a gateway: never their secrets.
 type User struct {
 	ID      string    `json:"id"`

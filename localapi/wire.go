@@ -88,6 +88,8 @@ func StatusOf(code string) int {
 		return http.StatusConflict
 	case CodeUnavailable:
 		return http.StatusBadGateway
+	case CodeQuota:
+		return http.StatusTooManyRequests
 	case CodeTimeout:
 		return http.StatusGatewayTimeout
 	}

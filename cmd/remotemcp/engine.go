@@ -20,6 +20,12 @@ const envHome = "REMOTEMCP_HOME"
 // database (serve --store).
 const envStore = "REMOTEMCP_STORE"
 
+// envValue is the environment variable's value ("" when unset).
+func (a *app) envValue(key string) string {
+	v, _ := a.env(key)
+	return v
+}
+
 // dataDirPath is --data-dir, else $REMOTEMCP_HOME, else <config dir>/remotemcp.
 func (a *app) dataDirPath() string {
 	if a.dataDir != "" {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"net"
 	"path/filepath"
 
@@ -23,6 +24,7 @@ func newServeCmd(a *app) *cobra.Command {
 		notify   bool
 		fallback bool
 		dsn      string
+		quotas   [3]int
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -66,11 +68,9 @@ data directory keeps the key file that seals its secrets: back it up.`,
 			if !a.verbose {
 				log = newLogger(a.streams.Err, false)
 			}
-			if dsn == "" {
-				dsn, _ = a.env(envStore)
-			}
 			d := serve.Daemon{Dir: a.dataDirPath(), Addr: listen, AddrFallback: fallback, Notify: notify, SessionIdle: sessionIdle,
-				Demo: withDemo, Store: dsn, Log: log, Out: a.streams.Out, Err: a.streams.Err}
+				Demo: withDemo, Store: cmp.Or(dsn, a.envValue(envStore)), QuotaServers: quotas[0], QuotaCalls: quotas[1], QuotaQuestions: quotas[2],
+				Log: log, Out: a.streams.Out, Err: a.streams.Err}
 			if mcpHTTP != "" {
 				d.ListenMCP = func() (net.Listener, error) { return cliflag.ListenLoopback("--mcp-http", mcpHTTP) }
 			}
@@ -81,6 +81,7 @@ data directory keeps the key file that seals its secrets: back it up.`,
 		},
 	}
 	cmd.Flags().StringVar(&dsn, "store", "", "run as a gateway for many people on this PostgreSQL database (postgres://…; default $"+envStore+"); the personal mode keeps SQLite in the data directory")
+	addQuotaFlags(cmd, &quotas)
 	cmd.Flags().BoolVar(&notify, "notify", false, "show a desktop notification (notify-send) when a server needs you to sign in")
 	cmd.Flags().StringVar(&mcpHTTP, "mcp-http", "", "also serve the MCP endpoint (Streamable HTTP, bearer tokens of \"mcp token\") on this loopback HOST:PORT")
 	addSessionIdleFlag(cmd, &idle, "--mcp-http")
@@ -106,4 +107,12 @@ func (a *app) cliName() string {
 		return "remotemcp"
 	}
 	return "remotemcp --data-dir " + clitext.ShellQuote(dir)
+}
+
+// addQuotaFlags adds a gateway's per-person quotas to serve (0: the
+// defaults, README "Gateway").
+func addQuotaFlags(cmd *cobra.Command, q *[3]int) {
+	cmd.Flags().IntVar(&q[0], "quota-servers", 0, "with --store: the most servers per person (default 50)")
+	cmd.Flags().IntVar(&q[1], "quota-calls", 0, "with --store: the most tool calls in flight per person (default 16)")
+	cmd.Flags().IntVar(&q[2], "quota-questions", 0, "with --store: the most server questions waiting per person (default 10)")
 }

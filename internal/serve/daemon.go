@@ -36,8 +36,11 @@ type Daemon struct {
 	// Notify shows a desktop notification when a server needs a sign-in.
 	Notify bool
 	// Store, when set, is the PostgreSQL database of a gateway (--store):
-	// the daemon serves many people (runGateway).
-	Store string
+	// the daemon serves many people (runGateway), each within the
+	// quotas (servers, calls in flight, questions waiting; 0:
+	// gateway.DefaultQuotas).
+	Store                                    string
+	QuotaServers, QuotaCalls, QuotaQuestions int
 	// ListenMCP, when set, binds the MCP endpoint (--mcp-http), whose
 	// host sessions end after SessionIdle.
 	ListenMCP   func() (net.Listener, error)

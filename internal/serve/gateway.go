@@ -47,7 +47,17 @@ func (d Daemon) runGateway(ctx context.Context) error {
 		return fmt.Errorf("open the gateway's database: %w", err)
 	}
 	defer pg.Close()
-	gw := gateway.New(gateway.Options{DB: pg, Engine: engine.Options{Logger: d.Log}, Logger: d.Log})
+	q := engine.Quotas{Servers: d.QuotaServers, Calls: d.QuotaCalls, Questions: d.QuotaQuestions}
+	if q.Servers == 0 {
+		q.Servers = gateway.DefaultQuotas.Servers
+	}
+	if q.Calls == 0 {
+		q.Calls = gateway.DefaultQuotas.Calls
+	}
+	if q.Questions == 0 {
+		q.Questions = gateway.DefaultQuotas.Questions
+	}
+	gw := gateway.New(gateway.Options{DB: pg, Engine: engine.Options{Logger: d.Log, Quotas: q}, Logger: d.Log})
 	defer gw.Close()
 	srv, err := daemon.New(daemon.Options{Gateway: gw, DataDir: d.Dir, Addr: d.Addr, Version: remotemcp.Version, Logger: d.Log})
 	if err != nil {
