@@ -24,6 +24,11 @@ type Gateway interface {
 	// RemoveUser closes the person's engine, then removes everything of
 	// theirs.
 	RemoveUser(ctx context.Context, email string) error
+	// SharedServers, AddShared and RemoveShared are the servers the
+	// admins share with everyone.
+	SharedServers(ctx context.Context) ([]localapi.SharedServer, error)
+	AddShared(ctx context.Context, req localapi.AddServerRequest) (*localapi.SharedServer, error)
+	RemoveShared(ctx context.Context, id string) error
 }
 
 // gatewaySocket is the socket's API on a gateway: the admins' user routes,
@@ -46,6 +51,9 @@ func (g *gatewaySocket) handler() http.Handler {
 	mux.HandleFunc("GET /api/users", g.users)
 	mux.HandleFunc("POST /api/users", g.addUser)
 	mux.HandleFunc("DELETE /api/users/{email}", g.removeUser)
+	mux.HandleFunc("GET /api/shared-servers", g.sharedServers)
+	mux.HandleFunc("POST /api/shared-servers", g.addShared)
+	mux.HandleFunc("DELETE /api/shared-servers/{id}", g.removeShared)
 	mux.HandleFunc("/api/", g.forUser)
 	return mux
 }
@@ -78,6 +86,28 @@ func (g *gatewaySocket) removeUser(w http.ResponseWriter, r *http.Request) {
 	delete(g.apis, email)
 	g.mu.Unlock()
 	g.s.api.reply(w, http.StatusNoContent, nil, g.gw.RemoveUser(r.Context(), email))
+}
+
+func (g *gatewaySocket) sharedServers(w http.ResponseWriter, r *http.Request) {
+	list, err := g.gw.SharedServers(r.Context())
+	if list == nil {
+		list = []localapi.SharedServer{}
+	}
+	g.s.api.reply(w, http.StatusOK, localapi.SharedServerList{Servers: list}, err)
+}
+
+func (g *gatewaySocket) addShared(w http.ResponseWriter, r *http.Request) {
+	req, err := decode[localapi.AddServerRequest](w, r, maxBody)
+	if err != nil {
+		g.s.api.error(w, err)
+		return
+	}
+	s, err := g.gw.AddShared(r.Context(), req)
+	g.s.api.reply(w, http.StatusCreated, s, err)
+}
+
+func (g *gatewaySocket) removeShared(w http.ResponseWriter, r *http.Request) {
+	g.s.api.reply(w, http.StatusNoContent, nil, g.gw.RemoveShared(r.Context(), r.PathValue("id")))
 }
 
 // forUser serves a route of the local API with the engine of the person

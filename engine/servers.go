@@ -224,6 +224,9 @@ func (c *Engine) Import(ctx context.Context, req localapi.ImportRequest) (*local
 	if err != nil {
 		return nil, fail(err)
 	}
+	for i := range servers {
+		servers[i].Shared = false // only a gateway shares a server (config.Server.Shared)
+	}
 	by := string(req.By)
 	if by == "" {
 		by = hostperm.ByCLI
@@ -705,11 +708,13 @@ func (c *Engine) SetEnabled(ctx context.Context, id string, enabled bool) (*loca
 // RemoveServer deletes a server: its config, its secrets, its OAuth state
 // and any sign-in flow.
 func (c *Engine) RemoveServer(ctx context.Context, id string) error {
-	if _, err := c.Store.GetServer(ctx, id); err != nil && !errors.Is(err, store.ErrSealOpen) {
+	if srv, err := c.Store.GetServer(ctx, id); err != nil && !errors.Is(err, store.ErrSealOpen) {
 		if errors.Is(err, store.ErrNotFound) {
 			return errNoServer(id)
 		}
 		return fail(err)
+	} else if srv.Shared {
+		return conflict("server %q is shared by the gateway's admins for everyone: hide it for yourself by disabling it instead", id)
 	}
 	c.flows.drop(id)
 	// Access tokens live in memory only; DeleteServer takes the sealed

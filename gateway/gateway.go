@@ -295,6 +295,9 @@ func (g *Gateway) open(ctx context.Context, u store.UserInfo, port int) (*engine
 	if port > 0 {
 		e.ServeCallbacks(port)
 	}
+	if err := g.syncShared(ctx, e); err != nil {
+		g.log.Warn("gateway: shared servers", "user", u.ID, "err", err)
+	}
 	return e, nil
 }
 

@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"net/url"
 	"time"
+
+	"github.com/remotemcp/remotemcp/config"
 )
 
 // UserHeader names the person a request on a gateway daemon's socket acts
@@ -80,4 +82,42 @@ func (t userTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	r = r.Clone(r.Context())
 	r.Header.Set(UserHeader, t.email)
 	return t.next.RoundTrip(r)
+}
+
+// SharedServer is a server a gateway's admins share with everyone (no
+// secrets: each person signs in with their own account).
+type SharedServer struct {
+	ID   string          `json:"id"`
+	Name string          `json:"name"`
+	URL  string          `json:"url"`
+	Auth config.AuthKind `json:"auth"`
+}
+
+// SharedServerList is the answer of GET /api/shared-servers.
+type SharedServerList struct {
+	Servers []SharedServer `json:"servers"`
+}
+
+// SharedServers lists the servers shared with everyone (admins).
+func (c *Client) SharedServers(ctx context.Context) ([]SharedServer, error) {
+	var out SharedServerList
+	if err := c.do(ctx, http.MethodGet, "/api/shared-servers", nil, nil, &out); err != nil {
+		return nil, err
+	}
+	return out.Servers, nil
+}
+
+// AddSharedServer shares a server with everyone (admins).
+func (c *Client) AddSharedServer(ctx context.Context, req AddServerRequest) (*SharedServer, error) {
+	var out SharedServer
+	if err := c.do(ctx, http.MethodPost, "/api/shared-servers", nil, req, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// RemoveSharedServer stops sharing a server (admins): every person's copy
+// goes.
+func (c *Client) RemoveSharedServer(ctx context.Context, id string) error {
+	return c.do(ctx, http.MethodDelete, "/api/shared-servers/"+url.PathEscape(id), nil, nil, nil)
 }
