@@ -185,10 +185,11 @@ func Copy(ctx context.Context, src, dst *DB, o CopyOptions) (CopyReport, error) 
 	return report, nil
 }
 
-// describe names the store and user for messages.
+// describe names the store for Copy's messages: the SQLite file, or the
+// gateway user (the caller knows which database it opened).
 func (s *DB) describe() string {
 	if s.d == postgresDialect {
-		return fmt.Sprintf("user %s of PostgreSQL %s", s.user, s.path)
+		return "gateway user " + s.user
 	}
 	return s.path
 }
