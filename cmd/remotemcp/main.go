@@ -181,7 +181,7 @@ Exit statuses: 0 ok (a tool's own isError answer included), 1 failed,
 		newServersCmd(a), newConnectCmd(a), newDisconnectCmd(a), newStatusCmd(a),
 		newAuthCmd(a), newGrantsCmd(a), newServeCmd(a), newOpenCmd(a), newLogsCmd(a),
 		newToolsCmd(a), newCallCmd(a), newPromptsCmd(a), newPromptCmd(a),
-		newResourcesCmd(a), newReadCmd(a), newElicitationsCmd(a), newMcpCmd(a), newHostsCmd(a), newUsersCmd(a),
+		newResourcesCmd(a), newReadCmd(a), newElicitationsCmd(a), newMcpCmd(a), newHostsCmd(a), newUsersCmd(a), newStoreCmd(a),
 		a.jsonFlag(&cobra.Command{
 			Use:   "version",
 			Short: "Print the remotemcp version (the same as --version)",
