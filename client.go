@@ -302,6 +302,10 @@ func (c *Client) ServeCallbacks(port int) {
 	c.e.ServeCallbacks(port)
 }
 
+// OwnsAuthState reports whether a sign-in of this engine waits for the
+// authorization response with this state (see engine.Engine.OwnsAuthState).
+func (c *Client) OwnsAuthState(state string) bool { return c.e.OwnsAuthState(state) }
+
 // Server returns one server.
 func (c *Client) Server(ctx context.Context, id string) (*localapi.Server, error) {
 	return c.e.Server(ctx, id)

@@ -132,6 +132,12 @@ type Server struct {
 	// the next use reconnects). nil means DefaultIdleTimeout; 0 means
 	// never (SPEC §9 A1, A2).
 	IdleTimeout *Duration `json:"idleTimeout,omitempty"`
+	// Shared marks a copy of a server a gateway's admins added for
+	// everyone (issue #22): the gateway keeps its connection settings in
+	// step with theirs, and the person may only hide it (Enabled) or
+	// switch its tools (DisabledTools, PinnedTools, Approval); their
+	// sign-in to it is their own. Set by the gateway only.
+	Shared bool `json:"shared,omitempty"`
 }
 
 // DefaultIdleTimeout is a server's idleTimeout when its config names none.

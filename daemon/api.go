@@ -55,7 +55,7 @@ func callerOf(ctx context.Context) caller {
 }
 
 // register adds the API routes to mux (patterns rooted at /api/).
-func (a *api) register(mux *http.ServeMux) {
+func (a *api) register(mux routeMux) {
 	mux.HandleFunc("GET /api/health", a.health)
 	mux.HandleFunc("POST /api/login-url", a.login)
 	mux.HandleFunc("GET /api/events", a.events)

@@ -28,9 +28,15 @@ const DefaultAddr = "127.0.0.1:7717"
 
 // Options configure New.
 type Options struct {
-	// Engine is the one engine the daemon serves; required. The daemon
-	// never closes it: its owner does, after Serve has returned.
+	// Engine is the one engine the daemon serves; required unless
+	// Gateway is set. The daemon never closes it: its owner does, after
+	// Serve has returned.
 	Engine localapi.Engine
+	// Gateway, instead of Engine, makes the daemon a gateway's (SPEC §9
+	// A11): the socket acts for the person each request names
+	// (localapi.UserHeader) with that person's engine, and the TCP
+	// listener serves the OAuth redirect URI only (gateway.go).
+	Gateway Gateway
 	// DataDir is the engine's data directory, where the socket (api.sock),
 	// daemon.json and the daemon lock live; required.
 	DataDir string
@@ -103,8 +109,8 @@ type Server struct {
 
 // New checks the options and makes a Server; nothing listens yet.
 func New(opts Options) (*Server, error) {
-	if opts.Engine == nil {
-		return nil, errors.New("daemon: Options.Engine is required")
+	if (opts.Engine == nil) == (opts.Gateway == nil) {
+		return nil, errors.New("daemon: exactly one of Options.Engine and Options.Gateway is required")
 	}
 	if opts.DataDir == "" {
 		return nil, errors.New("daemon: Options.DataDir is required")
@@ -199,6 +205,10 @@ func (s *Server) Listen(ctx context.Context) error {
 	}
 	ok = true
 	s.unlock = unlock
+	if s.o.Gateway != nil {
+		s.o.Gateway.ServeCallbacks(s.port)
+		return nil
+	}
 	if cr, isCR := s.o.Engine.(localapi.CallbackReceiver); isCR {
 		cr.ServeCallbacks(s.port)
 	}
@@ -296,7 +306,13 @@ func (s *Server) Serve(ctx context.Context) error {
 			return err
 		}
 	}
-	tcpH, sockH := s.tcpHandler(), socketHandler(s.api)
+	var tcpH, sockH http.Handler
+	if s.o.Gateway != nil {
+		gs := &gatewaySocket{s: s, gw: s.o.Gateway, apis: map[string]*api{}}
+		tcpH, sockH = s.gatewayPage(), socketGuard(gs.handler())
+	} else {
+		tcpH, sockH = s.tcpHandler(), socketHandler(s.api)
+	}
 	if testWrap != nil {
 		tcpH, sockH = testWrap(tcpH), testWrap(sockH)
 	}
@@ -307,7 +323,7 @@ func (s *Server) Serve(ctx context.Context) error {
 	}
 	s.tcpLimit = netlimit.Limit(s.tcp, maxConns, "the settings page")
 	s.startSecretWatch()
-	if s.o.Notify {
+	if s.o.Notify && s.o.Gateway == nil {
 		s.startNotifier()
 	}
 	s.log.Info("daemon listening", "url", s.baseURL, "socket", s.sockPath, "dataDir", s.o.DataDir)
@@ -389,8 +405,24 @@ var testWrap func(http.Handler) http.Handler
 // socketHandler is the API as the socket serves it: full access (the
 // socket's permissions are the access check), the security headers on
 // every answer all the same.
+//
+// A request that names a person (localapi.UserHeader, the CLI's --user)
+// is refused: this daemon is one person's, and a command meant for a
+// gateway must not act on it instead.
 func socketHandler(a *api) http.Handler {
 	h := a.handler()
+	return socketGuard(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get(localapi.UserHeader) != "" {
+			a.error(w, badRequest("user", "--user is for a gateway (remotemcp serve --store postgres://…); the daemon on this data directory serves one person: run the command without --user"))
+			return
+		}
+		h.ServeHTTP(w, r)
+	}))
+}
+
+// socketGuard is what every socket answer gets: the security headers, and
+// the socket as the caller.
+func socketGuard(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		setSecurityHeaders(w.Header())
 		h.ServeHTTP(w, r.WithContext(withCaller(r.Context(), caller{})))

@@ -10,7 +10,7 @@ import (
 // held tools with their old and new definitions, and accepting them.
 // The page reaches them under its prefix, with its CSRF check, like the
 // other page actions.
-func (a *api) registerPins(mux *http.ServeMux) {
+func (a *api) registerPins(mux routeMux) {
 	mux.HandleFunc("GET /api/held-tools", a.heldTools)
 	mux.HandleFunc("POST /api/servers/{id}/held-tools/accept", a.acceptTools)
 }

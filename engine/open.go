@@ -41,11 +41,14 @@ const Version = "0.1.0"
 type Options struct {
 	// DataDir overrides $REMOTEMCP_HOME and the user config directory.
 	DataDir string
+	// Quotas bound what the engine holds at once (a gateway's person);
+	// zero: no limits.
+	Quotas Quotas
 	// Store, when set, is the store the engine runs on instead of opening
 	// the data directory's (a gateway user's, store.Postgres.User); the
 	// engine owns it from then on and closes it. DataDir is then ignored.
-	Store *store.DB
-	Logger  *slog.Logger
+	Store  *store.DB
+	Logger *slog.Logger
 	// HTTPClient is the base client for all outbound traffic; it must not
 	// set Timeout. Nil uses a client with sane dial/TLS timeouts.
 	HTTPClient *http.Client
@@ -139,6 +142,7 @@ type Engine struct {
 	notices noticeRing
 
 	editMu sync.Mutex // queues this process's server edits
+	quota  quota
 
 	closeOnce sync.Once
 	closeErr  error
@@ -201,6 +205,7 @@ func Open(ctx context.Context, o Options) (*Engine, error) {
 		hub: newHub(), flows: newFlows(), loops: map[int]*loopback{},
 	}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
+	c.quota.q = o.Quotas
 	c.OAuth = oauth.New(oauth.Options{Store: st, Memory: c.Memory, HTTPClient: c.HTTP, Logger: o.Logger,
 		ClientMetadataURL: func(s config.Server) string { return s.Auth.ClientMetadataURL },
 		// OAuth requests join the server's request log (B1); c.Manager is
@@ -239,6 +244,7 @@ func Open(ctx context.Context, o Options) (*Engine, error) {
 		c.Elicit = cards
 		mo.Elicit = cards.Handle
 	}
+	mo.Elicit = c.boundQuestions(mo.Elicit)
 	c.Manager = manager.New(mo)
 	c.reg = newRegistry(c.Manager)
 	if err := c.start(ctx); err != nil {

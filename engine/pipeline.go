@@ -120,6 +120,12 @@ func (c *Engine) callTool(parent context.Context, snap *agent.Snapshot, t agent.
 		return res
 	}
 	defer op.End()
+	if !c.enterCall() {
+		res := base(agent.OutcomeUnavailable)
+		res.Message = fmt.Sprintf("The call of tool %q was not sent: the user has %d calls running, as many as this gateway allows per person; try again when one has finished.", t.Name, c.quota.q.Calls)
+		return res
+	}
+	defer c.leaveCall()
 	ctx := op.Context()
 	// The op's context follows the caller's a moment later (it is not a
 	// child of it: see session.Request); a cancel before dispatch must

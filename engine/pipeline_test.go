@@ -475,7 +475,7 @@ func TestRefreshSameFailureIsNoNews(t *testing.T) {
 		}
 	}
 	if tl, _ := c.Tools(ctx, localapi.ToolsRequest{}); tl.Generation != first.Generation {
-		t.Fatalf("the same failure published %d new snapshots", tl.Generation-first.Generation)
+		t.Fatalf("the same failure published %d new snapshots: first %+v, now %+v", tl.Generation-first.Generation, first.Errors, tl.Errors)
 	}
 }
 

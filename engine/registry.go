@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -240,10 +241,17 @@ func (r *registry) listLazy(ctx context.Context, ids []string) bool {
 	return changed
 }
 
-// errText is err's message, "" for nil.
+// errText is what of err is news: its message, "" for nil. A server in
+// its backoff window fails with the same cause and a new retry time after
+// every attempt; the time and the count alone are no news (it would publish a snapshot
+// whenever an attempt's time crossed a second).
 func errText(err error) string {
 	if err == nil {
 		return ""
+	}
+	var be *manager.BackoffError
+	if errors.As(err, &be) && be.Err != nil {
+		return "backoff: " + errText(be.Err)
 	}
 	return err.Error()
 }

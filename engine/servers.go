@@ -135,6 +135,11 @@ func (c *Engine) AddServer(ctx context.Context, req localapi.AddServerRequest) (
 	if _, err := c.Store.GetServer(ctx, srv.ID); err == nil || errors.Is(err, store.ErrSealOpen) {
 		return nil, errExists(srv.ID)
 	}
+	release, err := c.reserveServers(ctx, 1)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
 	had := c.originGranted(ctx, origin)
 	if !had {
 		if err := c.Hosts.Grant(ctx, origin, by); err != nil {
@@ -219,6 +224,9 @@ func (c *Engine) Import(ctx context.Context, req localapi.ImportRequest) (*local
 	if err != nil {
 		return nil, fail(err)
 	}
+	for i := range servers {
+		servers[i].Shared = false // only a gateway shares a server (config.Server.Shared)
+	}
 	by := string(req.By)
 	if by == "" {
 		by = hostperm.ByCLI
@@ -242,12 +250,20 @@ func (c *Engine) Import(ctx context.Context, req localapi.ImportRequest) (*local
 		cur, gerr := c.Store.GetServer(ctx, srv.ID)
 		switch {
 		case errors.Is(gerr, store.ErrNotFound):
-			// Granted first: a running owner connects at once.
-			if err := grant(srv.URL); err != nil {
+			release, err := c.reserveServers(ctx, 1)
+			if err != nil {
 				skip(err)
 				continue
 			}
-			if err := c.Store.AddServer(ctx, srv); err != nil {
+			// Granted first: a running owner connects at once.
+			if err := grant(srv.URL); err != nil {
+				release()
+				skip(err)
+				continue
+			}
+			err = c.Store.AddServer(ctx, srv)
+			release()
+			if err != nil {
 				if errors.Is(err, store.ErrDuplicate) {
 					err = fmt.Errorf("a server with id %q was added meanwhile; import again to compare", srv.ID)
 				}
@@ -692,11 +708,13 @@ func (c *Engine) SetEnabled(ctx context.Context, id string, enabled bool) (*loca
 // RemoveServer deletes a server: its config, its secrets, its OAuth state
 // and any sign-in flow.
 func (c *Engine) RemoveServer(ctx context.Context, id string) error {
-	if _, err := c.Store.GetServer(ctx, id); err != nil && !errors.Is(err, store.ErrSealOpen) {
+	if srv, err := c.Store.GetServer(ctx, id); err != nil && !errors.Is(err, store.ErrSealOpen) {
 		if errors.Is(err, store.ErrNotFound) {
 			return errNoServer(id)
 		}
 		return fail(err)
+	} else if srv.Shared {
+		return conflict("server %q is shared by the gateway's admins for everyone: hide it for yourself by disabling it instead", id)
 	}
 	c.flows.drop(id)
 	// Access tokens live in memory only; DeleteServer takes the sealed

@@ -13,6 +13,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/remotemcp/remotemcp/store"
@@ -79,6 +80,11 @@ type tokenRecord struct {
 // Tokens are the bearer tokens of the Streamable HTTP endpoint.
 type Tokens struct {
 	kv KV
+	// last is the last list of records read, for a store that cannot be
+	// read for a moment (Check).
+	lastMu sync.Mutex
+	last   []tokenRecord
+	lastAt time.Time
 	// Recheck is how often a long-lived request (a host's SSE stream)
 	// checks that its token is still valid; revoked, the stream ends.
 	// Default DefaultRecheck.
@@ -176,11 +182,29 @@ func (t *Tokens) Revoke(ctx context.Context, name string) error {
 	return nil
 }
 
+// StaleGrace is how old the last list of tokens read may be for Check to
+// use it while the store cannot be read (a gateway's PostgreSQL
+// restarting): hosts go on meanwhile. A token revoked since was revoked
+// through a write the store took, so it is read again, and refused, as
+// soon as the store answers; only a revocation by another process during
+// the grace can wait that long.
+const StaleGrace = 5 * time.Minute
+
 // Check reports which token tok is, if any. It reads the store on every
 // call, so a revocation by another process takes effect at once, and it
-// compares the hash with every stored one in constant time.
+// compares the hash with every stored one in constant time. While the
+// store cannot be read, the last list read (at most StaleGrace old) is
+// used.
 func (t *Tokens) Check(ctx context.Context, tok string) (name string, ok bool, err error) {
 	recs, err := t.records(ctx)
+	t.lastMu.Lock()
+	switch {
+	case err == nil:
+		t.last, t.lastAt = recs, time.Now()
+	case t.last != nil && time.Since(t.lastAt) <= StaleGrace && ctx.Err() == nil:
+		recs, err = t.last, nil
+	}
+	t.lastMu.Unlock()
 	if err != nil {
 		return "", false, fmt.Errorf("check the token: %w", err)
 	}

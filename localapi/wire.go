@@ -76,7 +76,7 @@ type ErrorBody struct {
 // unknown one).
 func StatusOf(code string) int {
 	switch code {
-	case CodeBadRequest:
+	case CodeBadRequest, CodeUserRequired:
 		return http.StatusBadRequest
 	case CodeUnauthorized:
 		return http.StatusUnauthorized
@@ -88,6 +88,8 @@ func StatusOf(code string) int {
 		return http.StatusConflict
 	case CodeUnavailable:
 		return http.StatusBadGateway
+	case CodeQuota:
+		return http.StatusTooManyRequests
 	case CodeTimeout:
 		return http.StatusGatewayTimeout
 	}

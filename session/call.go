@@ -125,6 +125,14 @@ func (op *operation) begin(ctx context.Context, id string) *reqCtx {
 	return rctx
 }
 
+// slot is the call's request slot: its Request's, or its own context's.
+func (op *operation) slot() *requestSlot {
+	if op.shared != nil {
+		return &op.shared.slot
+	}
+	return &op.req.slot
+}
+
 // end ends the call's context as begin made it.
 func (op *operation) end(s *Session) {
 	if op.shared != nil {

@@ -26,6 +26,9 @@ var ErrStreamLost = errors.New("the server's notification stream was lost")
 // read) down to the transport, which marks what happened to the POST that
 // carried it.
 type requestSlot struct {
+	// sessionMissing is set when the POST that carried the request itself
+	// (not a notification sent under its context) was answered 404 with
+	// our session id (statusTransport).
 	sessionMissing atomic.Bool
 	// parent is the caller's context of a reqCtx (nil otherwise).
 	parent context.Context

@@ -523,6 +523,16 @@ func (s *Session) Close() error {
 	s.calls.Lock()
 	s.closing = true
 	for _, op := range s.ops {
+		if op.slot().sessionMissing.Load() {
+			// The server answered the call's own POST 404: the call is
+			// over, provably not run, and go-sdk returns it without a
+			// cancel. Its context may be its owner's Request, under
+			// which the owner re-sends it once on a fresh session (SPEC
+			// §9 A5); the 404 is what ends this session, so this close
+			// comes while the call returns, and a cancel here would end
+			// the Request and skip the re-send.
+			continue
+		}
 		op.cancel(ErrClosed)
 	}
 	s.calls.Unlock()

@@ -170,9 +170,9 @@ func (t *statusTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		// go-sdk turns a 404 on a request with a session id into
 		// ErrSessionMissing, which the manager reconnects on. Without a
 		// session id a 404 means a wrong endpoint path: typed below.
-		// This POST carried the request itself, so the request never
+		// When this POST carried the request itself, the request never
 		// ran (SPEC §9 A5): say so to the request's caller.
-		if slot := requestSlotFrom(req.Context()); slot != nil {
+		if slot := requestSlotFrom(req.Context()); slot != nil && carriesRequest(req) {
 			slot.sessionMissing.Store(true)
 		}
 		return resp, nil
@@ -195,6 +195,20 @@ func (t *statusTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return nil, e
 	}
 	return resp, nil
+}
+
+// carriesRequest reports whether a POST made under a request's slot
+// carried the request itself: a JSON-RPC request, not a notification. The
+// slot travels with every POST made under the request's context, and
+// go-sdk sends a call's notifications/cancelled under it too (on its own
+// goroutine, after the cancel, when the call may have run): a 404 on that
+// one proves nothing about the call. The request itself may go out twice
+// (go-sdk sends it again after an OAuth refresh), so it is told by its
+// body, not by being the slot's first POST. The body's copy is read only
+// here, on a 404.
+func carriesRequest(req *http.Request) bool {
+	m := rpcMethodOf(req)
+	return m != "" && !strings.HasPrefix(m, "notifications/")
 }
 
 // limitTransport bounds every response body go-sdk reads as an answer

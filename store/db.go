@@ -202,11 +202,11 @@ func (s *DB) readTx(ctx context.Context, fn func(tx *txn) error) error {
 	}
 	tx, err := s.db.BeginTx(ctx, opts)
 	if err != nil {
-		return err
+		return s.unavailable(err)
 	}
 	defer tx.Rollback()
 	if err := fn(&txn{tx: tx, s: s}); err != nil {
-		return err
+		return s.unavailable(err)
 	}
 	return tx.Commit()
 }
@@ -228,7 +228,7 @@ func (s *DB) writeTx(ctx context.Context, fn func(tx *txn) (*Change, error)) err
 	defer s.wmu.Unlock()
 	sqlTx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
-		return fmt.Errorf("begin: %w", err)
+		return fmt.Errorf("begin: %w", s.unavailable(err))
 	}
 	defer sqlTx.Rollback()
 	tx := &txn{tx: sqlTx, s: s}
@@ -247,9 +247,11 @@ func (s *DB) writeTx(ctx context.Context, fn func(tx *txn) (*Change, error)) err
 	}
 	ch, err := fn(tx)
 	if err != nil {
-		return err
+		return s.unavailable(err)
 	}
 	if ch == nil {
+		// A failed commit is not "nothing was written": the database
+		// may have committed before the connection went.
 		return sqlTx.Commit()
 	}
 	if err := tx.queryRow(ctx, bump, args...).Scan(&ch.Revision); err != nil {

@@ -2,7 +2,13 @@ package store
 
 import (
 	"context"
+	"database/sql/driver"
+	"errors"
 	"fmt"
+	"net"
+	"strings"
+
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // KVOwner returns the user one of whose records in namespace ns has the
@@ -34,4 +40,32 @@ func (p *Postgres) KVOwner(ctx context.Context, ns, field, value string) (string
 		return users[0], nil
 	}
 	return "", fmt.Errorf("store: find the owner of a %s record: more than one user holds it, so it is no one's: %w", ns, ErrNotFound)
+}
+
+// RedactDSN is a PostgreSQL connection string without its password, for
+// messages.
+func RedactDSN(dsn string) string { return redactDSN(dsn) }
+
+// ErrUnavailable: the gateway's database cannot be reached just now (down,
+// restarting, the connection cut). Nothing was written by the refused
+// operation; it may be tried again once the database is back.
+var ErrUnavailable = errors.New("the gateway's database cannot be reached; nothing was written, try again when it is back")
+
+// unavailable wraps err with ErrUnavailable when it is a PostgreSQL
+// connection failure rather than an answer of the database.
+func (s *DB) unavailable(err error) error {
+	if err == nil || s.d != postgresDialect || errors.Is(err, ErrUnavailable) {
+		return err
+	}
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && !strings.HasPrefix(pe.Code, "57P") && !strings.HasPrefix(pe.Code, "08") {
+		return err // an answer: a constraint, a syntax error … (57P: shutting down; 08: connection)
+	}
+	var ne net.Error
+	var ce *pgconn.ConnectError
+	if errors.As(err, &ce) || errors.As(err, &ne) || errors.Is(err, driver.ErrBadConn) || pgconn.SafeToRetry(err) ||
+		errors.As(err, &pe) || strings.Contains(err.Error(), "broken pipe") || strings.Contains(err.Error(), "connection reset") {
+		return fmt.Errorf("%w (PostgreSQL %s: %v)", ErrUnavailable, s.path, err)
+	}
+	return err
 }

@@ -77,6 +77,16 @@ var pgMigrations = [][]string{
 			FOREIGN KEY (user_id, server_id) REFERENCES servers (user_id, id) ON DELETE CASCADE
 		)`,
 	},
+	// 2: servers the admins share with everyone (pgshared.go): the
+	// definition, without secrets; each person's copy is theirs.
+	{
+		`CREATE TABLE shared_servers (
+			id      TEXT PRIMARY KEY,
+			config  TEXT NOT NULL, -- config.Server JSON, no secrets
+			created BIGINT NOT NULL,
+			updated BIGINT NOT NULL
+		)`,
+	},
 }
 
 // pgMigrateLock is the advisory lock key ("rmcp") that serializes

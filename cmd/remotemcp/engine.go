@@ -16,6 +16,16 @@ import (
 // envHome is the environment variable naming the data directory.
 const envHome = "REMOTEMCP_HOME"
 
+// envStore is the environment variable naming a gateway's PostgreSQL
+// database (serve --store).
+const envStore = "REMOTEMCP_STORE"
+
+// envValue is the environment variable's value ("" when unset).
+func (a *app) envValue(key string) string {
+	v, _ := a.env(key)
+	return v
+}
+
 // dataDirPath is --data-dir, else $REMOTEMCP_HOME, else <config dir>/remotemcp.
 func (a *app) dataDirPath() string {
 	if a.dataDir != "" {
@@ -36,7 +46,7 @@ type Engine = apiclient.Engine
 
 // api is where this invocation finds the local API.
 func (a *app) api() apiclient.Options {
-	return apiclient.Options{DataDir: a.dataDirPath(), NoDaemon: a.noDaemon, Log: a.log, Err: a.streams.Err}
+	return apiclient.Options{DataDir: a.dataDirPath(), NoDaemon: a.noDaemon, User: a.user, Log: a.log, Err: a.streams.Err}
 }
 
 // do wraps a command body: it gets the engine (apiclient.Command), and

@@ -73,6 +73,11 @@ func run(ctx context.Context, args []string, s Streams, env Env) int {
 		}
 		err = ee.Err
 	}
+	if e, ok := localapi.AsError(err); ok && e.Code == localapi.CodeUserRequired {
+		// A gateway, and the command did not say for whom: a mistake
+		// on the command line, which the message names the fix of.
+		code = exitUsage
+	}
 	if ctx.Err() != nil && errors.Is(err, context.Canceled) {
 		fmt.Fprintln(s.Err, "remotemcp: interrupted")
 		return exitInterrupted
@@ -104,7 +109,8 @@ type app struct {
 	env      Env
 	dataDir  string // --data-dir
 	verbose  bool
-	noDaemon bool // --no-daemon: always work in-process
+	noDaemon bool   // --no-daemon: always work in-process
+	user     string // --user: the gateway person a command acts for
 	log      *slog.Logger
 
 	inProcess bool // the command's engine runs in this process
@@ -169,12 +175,13 @@ Exit statuses: 0 ok (a tool's own isError answer included), 1 failed,
 	pf.StringVar(&a.dataDir, "data-dir", "", "data directory (default $REMOTEMCP_HOME, else <user config dir>/remotemcp)")
 	pf.BoolVarP(&a.verbose, "verbose", "v", false, "debug logging on stderr (secrets are redacted)")
 	pf.BoolVar(&a.noDaemon, "no-daemon", false, "work in-process even when a daemon runs on the data directory")
+	pf.StringVar(&a.user, "user", "", "on a gateway (serve --store postgres://…), act for this person (EMAIL): for its admins, on its host")
 
 	root.AddCommand(
 		newServersCmd(a), newConnectCmd(a), newDisconnectCmd(a), newStatusCmd(a),
 		newAuthCmd(a), newGrantsCmd(a), newServeCmd(a), newOpenCmd(a), newLogsCmd(a),
 		newToolsCmd(a), newCallCmd(a), newPromptsCmd(a), newPromptCmd(a),
-		newResourcesCmd(a), newReadCmd(a), newElicitationsCmd(a), newMcpCmd(a), newHostsCmd(a),
+		newResourcesCmd(a), newReadCmd(a), newElicitationsCmd(a), newMcpCmd(a), newHostsCmd(a), newUsersCmd(a), newStoreCmd(a),
 		a.jsonFlag(&cobra.Command{
 			Use:   "version",
 			Short: "Print the remotemcp version (the same as --version)",

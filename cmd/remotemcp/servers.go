@@ -51,7 +51,7 @@ func newServersAddCmd(a *app) *cobra.Command {
 		lazy, disabledF  bool
 		protocol, logLvl string
 		approval         string
-		trusted          bool
+		trusted, shared  bool
 	)
 	cmd := &cobra.Command{
 		Use:   "add ID URL",
@@ -102,6 +102,9 @@ tools (default host: the MCP host's approval is the approval), and
 				req.Auth, req.Token, req.ClientID, req.ClientSecret, req.Scopes, req.RedirectPort = ac.Kind, ac.Token, ac.ClientID, ac.ClientSecret, ac.Scopes, ac.RedirectPort
 				req.ClientMetadataURL = ac.ClientMetadataURL
 			}
+			if shared {
+				return a.addShared(cmd.Context(), req)
+			}
 			return a.do(func(ctx context.Context, e Engine, _ []string) error {
 				res, err := e.AddServer(ctx, req)
 				if err != nil {
@@ -123,11 +126,12 @@ tools (default host: the MCP host's approval is the approval), and
 	f.StringVar(&logLvl, "log-level", "", "level of the server's log messages: "+strings.Join(config.LogLevels, ", ")+" (default warning)")
 	f.StringVar(&approval, "approval", "", `who approves calls made through "remotemcp mcp": host (the MCP host, the default) or ask (remotemcp asks you first)`)
 	f.BoolVar(&trusted, "trusted", false, "trust the server: pass its tool annotations (readOnlyHint …) to MCP hosts")
+	f.BoolVar(&shared, "shared", false, "on a gateway (admins, without --user): share the server with everyone; each person signs in with their own account")
 	return cmd
 }
 
 func newServersListCmd(a *app) *cobra.Command {
-	return a.jsonFlag(&cobra.Command{
+	return withShared(a, a.jsonFlag(&cobra.Command{
 		Use:     "list",
 		Aliases: []string{"ls"},
 		Short:   "List the configured servers with their state (see also \"status\")",
@@ -143,7 +147,7 @@ toolCount, originGranted, pending …).`,
 			}
 			return a.printServers(servers)
 		}),
-	}, "print a JSON array")
+	}, "print a JSON array"), "list the servers shared with everyone (admins)", a.listShared)
 }
 
 func newServersShowCmd(a *app) *cobra.Command {
@@ -171,7 +175,7 @@ func newServersShowCmd(a *app) *cobra.Command {
 }
 
 func newServersRmCmd(a *app) *cobra.Command {
-	return &cobra.Command{
+	return withShared(a, &cobra.Command{
 		Use:     "rm ID",
 		Aliases: []string{"remove", "delete"},
 		Short:   "Remove a server and its stored secrets",
@@ -183,7 +187,7 @@ func newServersRmCmd(a *app) *cobra.Command {
 			_, err := fmt.Fprintf(a.streams.Out, "removed %s\n", args[0])
 			return err
 		}),
-	}
+	}, "stop sharing the server: every person's copy goes (admins)", a.removeShared)
 }
 
 // newServersEnableCmd is `servers enable ID` (on) or `servers disable ID`.

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"net"
 	"path/filepath"
 
@@ -22,6 +23,8 @@ func newServeCmd(a *app) *cobra.Command {
 		withDemo bool
 		notify   bool
 		fallback bool
+		dsn      string
+		quotas   [3]int
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -47,7 +50,10 @@ directory) changes nothing.
 when a server needs you to sign in again: it is paused until you do.
 --mcp-http 127.0.0.1:PORT also serves every enabled server to MCP hosts as
 Streamable HTTP at http://127.0.0.1:PORT/mcp, like "remotemcp mcp --http"
-(loopback only, bearer tokens of "remotemcp mcp token").`,
+(loopback only, bearer tokens of "remotemcp mcp token").
+--store postgres://… (or $REMOTEMCP_STORE) runs a gateway for many people
+on that database (README "Gateway"; "remotemcp users", --user EMAIL); the
+data directory keeps the key file that seals its secrets: back it up.`,
 		Args: argsExactly(0, ""),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			listen, err := cliflag.Loopback("--addr", addr)
@@ -63,7 +69,8 @@ Streamable HTTP at http://127.0.0.1:PORT/mcp, like "remotemcp mcp --http"
 				log = newLogger(a.streams.Err, false)
 			}
 			d := serve.Daemon{Dir: a.dataDirPath(), Addr: listen, AddrFallback: fallback, Notify: notify, SessionIdle: sessionIdle,
-				Demo: withDemo, Log: log, Out: a.streams.Out, Err: a.streams.Err}
+				Demo: withDemo, Store: cmp.Or(dsn, a.envValue(envStore)), QuotaServers: quotas[0], QuotaCalls: quotas[1], QuotaQuestions: quotas[2],
+				Log: log, Out: a.streams.Out, Err: a.streams.Err}
 			if mcpHTTP != "" {
 				d.ListenMCP = func() (net.Listener, error) { return cliflag.ListenLoopback("--mcp-http", mcpHTTP) }
 			}
@@ -73,6 +80,8 @@ Streamable HTTP at http://127.0.0.1:PORT/mcp, like "remotemcp mcp --http"
 			return d.Run(cmd.Context())
 		},
 	}
+	cmd.Flags().StringVar(&dsn, "store", "", "run as a gateway for many people on this PostgreSQL database (postgres://…; default $"+envStore+"); the personal mode keeps SQLite in the data directory")
+	addQuotaFlags(cmd, &quotas)
 	cmd.Flags().BoolVar(&notify, "notify", false, "show a desktop notification (notify-send) when a server needs you to sign in")
 	cmd.Flags().StringVar(&mcpHTTP, "mcp-http", "", "also serve the MCP endpoint (Streamable HTTP, bearer tokens of \"mcp token\") on this loopback HOST:PORT")
 	addSessionIdleFlag(cmd, &idle, "--mcp-http")
@@ -98,4 +107,12 @@ func (a *app) cliName() string {
 		return "remotemcp"
 	}
 	return "remotemcp --data-dir " + clitext.ShellQuote(dir)
+}
+
+// addQuotaFlags adds a gateway's per-person quotas to serve (0: the
+// defaults, README "Gateway").
+func addQuotaFlags(cmd *cobra.Command, q *[3]int) {
+	cmd.Flags().IntVar(&q[0], "quota-servers", 0, "with --store: the most servers per person (default 50)")
+	cmd.Flags().IntVar(&q[1], "quota-calls", 0, "with --store: the most tool calls in flight per person (default 16)")
+	cmd.Flags().IntVar(&q[2], "quota-questions", 0, "with --store: the most server questions waiting per person (default 10)")
 }

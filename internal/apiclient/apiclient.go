@@ -35,6 +35,10 @@ type Options struct {
 	DataDir string
 	// NoDaemon works in-process even when a daemon runs (--no-daemon).
 	NoDaemon bool
+	// User is the person of a gateway the command acts for (--user
+	// EMAIL): the gateway's daemon must run, and every request names
+	// them (localapi.UserHeader).
+	User string
 	// Log is the log of an engine opened in this process.
 	Log *slog.Logger
 	// Err takes the notes for the person (stderr).
@@ -64,6 +68,13 @@ func Open(ctx context.Context, dir string, log *slog.Logger) (*remotemcp.Client,
 // else the in-process API of an engine opened for the command
 // (inProcess).
 func Command(ctx context.Context, o Options) (e Engine, release func(), inProcess bool, err error) {
+	if o.User != "" {
+		c, err := asUser(ctx, o)
+		if err != nil {
+			return nil, nil, false, err
+		}
+		return c, c.CloseIdleConnections, false, nil
+	}
 	if !o.NoDaemon {
 		c, err := daemonOf(ctx, o.DataDir)
 		if err != nil {
@@ -91,6 +102,35 @@ func Command(ctx context.Context, o Options) (e Engine, release func(), inProces
 	return c, func() { stop(); eng.Close() }, true, nil
 }
 
+// errNoGateway: --user without a gateway daemon to act on.
+var errNoGateway = errors.New("--user acts for a person of a gateway, and no daemon runs on this data directory: start the gateway with \"remotemcp serve --store postgres://…\" (on this data directory), then run the command again")
+
+// asUser is the running gateway daemon's client acting for o.User.
+func asUser(ctx context.Context, o Options) (*localapi.Client, error) {
+	if o.NoDaemon {
+		return nil, errors.New("--user and --no-daemon do not go together: a gateway's people are served by its daemon")
+	}
+	c, err := daemonOf(ctx, o.DataDir)
+	if err != nil {
+		return nil, err
+	}
+	if c == nil {
+		return nil, errNoGateway
+	}
+	c.ActAs(o.User)
+	return c, nil
+}
+
+// Admin returns the client of the running daemon for the admins' routes
+// of a gateway (users), or says that none runs.
+func Admin(ctx context.Context, dir string) (*localapi.Client, error) {
+	c, err := daemon.Dial(ctx, dir)
+	if errors.Is(err, daemon.ErrNotRunning) {
+		return nil, errors.New("no daemon runs on this data directory; start the gateway with \"remotemcp serve --store postgres://…\"")
+	}
+	return c, err
+}
+
 // Daemon returns the client of the running daemon, or says that none
 // runs.
 func Daemon(ctx context.Context, dir string) (Engine, error) {
@@ -106,6 +146,13 @@ func Daemon(ctx context.Context, dir string) (Engine, error) {
 // with its settings page on listen, else (NoDaemon) an engine of this
 // process, called directly: the front end needs no local API hop.
 func Frontend(ctx context.Context, o Options, listen string, spawn launch.SpawnFunc) (localapi.Engine, func(), error) {
+	if o.User != "" {
+		c, err := asUser(ctx, o)
+		if err != nil {
+			return nil, nil, err
+		}
+		return c, c.CloseIdleConnections, nil
+	}
 	if o.NoDaemon {
 		eng, err := Open(ctx, o.DataDir, o.Log)
 		if err != nil {
@@ -146,6 +193,14 @@ func Frontend(ctx context.Context, o Options, listen string, spawn launch.SpawnF
 // with the words what). With ifExists (a dry run) it opens nothing where
 // dir has no database yet and returns nil: no token can be valid there.
 func Tokens(ctx context.Context, o Options, dir string, ifExists bool, what string) (localapi.HostTokens, func(), error) {
+	if o.User != "" {
+		o.DataDir = dir
+		c, err := asUser(ctx, o)
+		if err != nil {
+			return nil, nil, err
+		}
+		return c, c.CloseIdleConnections, nil
+	}
 	if ifExists && !hosttoken.Kept(dir) {
 		return nil, func() {}, nil
 	}

@@ -156,3 +156,8 @@ var HostTokens = Table[localapi.HostToken]{Header: "NAME\tCREATED", Empty: "no t
 	Row: func(i localapi.HostToken) string {
 		return clitext.Cell(i.Name) + "\t" + i.CreatedAt.Local().Format(time.DateTime)
 	}}
+
+// Users is the table of "users list" on a gateway.
+var Users = Table[localapi.User]{Header: "EMAIL\tID\tADDED", Empty: "no users yet: add one with \"remotemcp users add EMAIL\"", Row: func(u localapi.User) string {
+	return clitext.Cell(u.Email) + "\t" + clitext.Cell(u.ID) + "\t" + u.Created.Format("2006-01-02 15:04 MST")
+}}

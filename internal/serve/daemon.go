@@ -35,6 +35,12 @@ type Daemon struct {
 	AddrFallback bool
 	// Notify shows a desktop notification when a server needs a sign-in.
 	Notify bool
+	// Store, when set, is the PostgreSQL database of a gateway (--store):
+	// the daemon serves many people (runGateway), each within the
+	// quotas (servers, calls in flight, questions waiting; 0:
+	// gateway.DefaultQuotas).
+	Store                                    string
+	QuotaServers, QuotaCalls, QuotaQuestions int
 	// ListenMCP, when set, binds the MCP endpoint (--mcp-http), whose
 	// host sessions end after SessionIdle.
 	ListenMCP   func() (net.Listener, error)
@@ -59,23 +65,16 @@ type Daemon struct {
 // serve must change nothing), and the defers that undo each step run from
 // this one function.
 func (d Daemon) Run(ctx context.Context) error {
+	if d.Store != "" {
+		return d.runGateway(ctx)
+	}
 	// A daemon that already runs is named before anything is opened: a
 	// refused serve changes nothing (issue #19 item 8).
 	if err := daemon.CheckFree(d.Dir); err != nil {
 		return err
 	}
-	// So is a taken address, before the engine opens and connects its
-	// startup servers. The daemon binds again below; losing the port in
-	// between is still refused there.
-	if !d.AddrFallback {
-		ln, err := net.Listen("tcp", d.Addr)
-		if errors.Is(err, syscall.EADDRINUSE) {
-			err = fmt.Errorf("%w (%w)", daemon.ErrAddrInUse, err)
-		}
-		if err != nil {
-			return listenError(d.Addr, err)
-		}
-		ln.Close()
+	if err := d.checkAddr(); err != nil {
+		return err
 	}
 	eng, err := remotemcp.Open(ctx, remotemcp.Options{DataDir: d.Dir, Logger: d.Log})
 	if err != nil {
@@ -148,6 +147,24 @@ func (d Daemon) Run(ctx context.Context) error {
 		return nil
 	}
 	return err
+}
+
+// checkAddr refuses a taken address before the engine opens and connects
+// its startup servers. The daemon binds again later; losing the port in
+// between is still refused there.
+func (d Daemon) checkAddr() error {
+	if d.AddrFallback {
+		return nil
+	}
+	ln, err := net.Listen("tcp", d.Addr)
+	if errors.Is(err, syscall.EADDRINUSE) {
+		err = fmt.Errorf("%w (%w)", daemon.ErrAddrInUse, err)
+	}
+	if err != nil {
+		return listenError(d.Addr, err)
+	}
+	ln.Close()
+	return nil
 }
 
 // listenError is the error of a serve whose Listen failed: the real

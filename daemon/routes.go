@@ -1,0 +1,38 @@
+package daemon
+
+import (
+	"net/http"
+	"slices"
+)
+
+// routeMux is where the API's routes are registered: an http.ServeMux,
+// or routeList, which only writes them down.
+type routeMux interface {
+	HandleFunc(pattern string, handler func(http.ResponseWriter, *http.Request))
+}
+
+// routeList records route patterns.
+type routeList []string
+
+func (l *routeList) HandleFunc(pattern string, _ func(http.ResponseWriter, *http.Request)) {
+	*l = append(*l, pattern)
+}
+
+// APIRoutes lists the local API's routes ("METHOD /api/…" patterns, as
+// http.ServeMux takes them), sorted: on a gateway, every one of them acts
+// for the person the request names. The isolation test of the gateway
+// tries each with another person's ids; a route added without a case
+// there fails it.
+func APIRoutes() []string {
+	var l routeList
+	(&api{}).register(&l)
+	slices.Sort(l)
+	return l
+}
+
+// GatewayRoutes lists the routes a gateway's socket serves besides
+// APIRoutes: the admins' own, which act for no person.
+func GatewayRoutes() []string {
+	return []string{"DELETE /api/shared-servers/{id}", "DELETE /api/users/{email}", "GET /api/health", "GET /api/shared-servers",
+		"GET /api/users", "POST /api/shared-servers", "POST /api/users"}
+}
