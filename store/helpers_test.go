@@ -16,10 +16,13 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/remotemcp/remotemcp/config"
+	"github.com/remotemcp/remotemcp/internal/pgtest"
 )
 
+// TestMain checks for leaked goroutines once the tests are done, and
+// stops the PostgreSQL cluster pgtest may have started for them before.
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
+	goleak.VerifyTestMain(pgtest.Wrap(m))
 }
 
 // testPoll keeps cross-process tests fast.

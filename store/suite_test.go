@@ -9,15 +9,13 @@ package store
 
 import (
 	"context"
-	"crypto/rand"
 	"database/sql"
-	"encoding/hex"
-	"net/url"
-	"os"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/remotemcp/remotemcp/internal/pgtest"
 )
 
 // backend is where a store of the suite lives.
@@ -97,49 +95,13 @@ func TestStoreSuite(t *testing.T) {
 	}
 }
 
-// EnvTestPostgres names a running PostgreSQL server (a postgres:// URL of
-// a database to connect to as a role that may create databases) for the
-// PostgreSQL tests; without it they are skipped.
-//
-// TODO(#22): once internal/pgtest is on main, pgDSN is pgtest.DSN and
-// TestMain calls pgtest.Main.
-const envTestPostgres = "REMOTEMCP_TEST_POSTGRES"
-
 // pgDSN returns the URL of a fresh, empty PostgreSQL database made for
 // this test and dropped when it ends (the store's pools are closed by
-// then: cleanups run last-registered first).
+// then: cleanups run last-registered first). See package pgtest for where
+// the server comes from.
 func pgDSN(t testing.TB) string {
 	t.Helper()
-	admin := os.Getenv(envTestPostgres)
-	if admin == "" {
-		t.Skipf("no PostgreSQL: set %s to a server where tests may create databases", envTestPostgres)
-	}
-	u, err := url.Parse(admin)
-	if err != nil {
-		t.Fatalf("%s: %v", envTestPostgres, err)
-	}
-	var b [8]byte
-	rand.Read(b[:])
-	name := "rmcp_store_" + hex.EncodeToString(b[:])
-	adminExec := func(q string) error {
-		db, err := sql.Open("pgx", admin)
-		if err != nil {
-			return err
-		}
-		defer db.Close()
-		_, err = db.Exec(q)
-		return err
-	}
-	if err := adminExec(`CREATE DATABASE ` + name); err != nil {
-		t.Fatalf("create database %s: %v", name, err)
-	}
-	t.Cleanup(func() {
-		if err := adminExec(`DROP DATABASE IF EXISTS ` + name + ` WITH (FORCE)`); err != nil {
-			t.Errorf("drop database %s: %v", name, err)
-		}
-	})
-	u.Path = "/" + name
-	return u.String()
+	return pgtest.DSN(t)
 }
 
 // pgStore is what again needs to open a gateway user's store a second
@@ -250,7 +212,7 @@ func bySQL(s *DB, sqlite, postgres string) string {
 }
 
 // pgTables are the tables of a gateway's database.
-var pgTables = []string{"meta", "users", "servers", "secrets", "kv", "tool_pins"}
+var pgTables = []string{"meta", "users", "servers", "secrets", "kv", "tool_pins", "shared_servers"}
 
 // pgRows returns every row of every table of the gateway database of s,
 // as text, one entry per table.
