@@ -91,6 +91,13 @@ func TestGatewayCLI(t *testing.T) {
 		t.Fatalf("bob sees alice's token: %s", r)
 	}
 
+	// The admins see how many servers each person has, never which.
+	if r := c.ok("users", "list"); !strings.Contains(r.out, "SERVERS") || strings.Contains(r.out, srv.URL()) || strings.Contains(r.out, "fx") {
+		t.Fatalf("users list shows more than counts: %s", r)
+	}
+	if r := c.ok("users", "list", "--json"); !strings.Contains(r.out, `"servers": 1`) {
+		t.Fatalf("users list --json has no server count: %s", r)
+	}
 	c.ok("users", "remove", "alice@example.com")
 	c.fail(exitFail, `no user "alice@example.com"`, append(alice, "servers", "list")...)
 	c.ok("users", "add", "alice@example.com")

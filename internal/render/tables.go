@@ -158,8 +158,8 @@ var HostTokens = Table[localapi.HostToken]{Header: "NAME\tCREATED", Empty: "no t
 	}}
 
 // Users is the table of "users list" on a gateway.
-var Users = Table[localapi.User]{Header: "EMAIL\tID\tADDED", Empty: "no users yet: add one with \"remotemcp users add EMAIL\"", Row: func(u localapi.User) string {
-	return clitext.Cell(u.Email) + "\t" + clitext.Cell(u.ID) + "\t" + u.Created.Format("2006-01-02 15:04 MST")
+var Users = Table[localapi.User]{Header: "EMAIL\tID\tSERVERS\tADDED", Empty: "no users yet: add one with \"remotemcp users add EMAIL\"", Row: func(u localapi.User) string {
+	return clitext.Cell(u.Email) + "\t" + clitext.Cell(u.ID) + "\t" + fmt.Sprint(u.Servers) + "\t" + u.Created.Format("2006-01-02 15:04 MST")
 }}
 
 // SharedServers is the table of "servers list --shared" on a gateway.
