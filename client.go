@@ -302,6 +302,10 @@ func (c *Client) ServeCallbacks(port int) {
 	c.e.ServeCallbacks(port)
 }
 
+// ServersChanged makes the engine take the store's servers now (see
+// engine.Engine.ServersChanged).
+func (c *Client) ServersChanged(ctx context.Context) { c.e.ServersChanged(ctx) }
+
 // OwnsAuthState reports whether a sign-in of this engine waits for the
 // authorization response with this state (see engine.Engine.OwnsAuthState).
 func (c *Client) OwnsAuthState(state string) bool { return c.e.OwnsAuthState(state) }

@@ -47,7 +47,7 @@ func (c *Engine) reserveServers(ctx context.Context, n int) (release func(), err
 	have, err := c.Store.ServerRevisions(ctx)
 	if err != nil {
 		c.quota.addMu.Unlock()
-		return nil, fail(err)
+		return nil, fail(fmt.Errorf("count the servers for the quota: %w", err))
 	}
 	if len(have)+n > c.quota.q.Servers {
 		c.quota.addMu.Unlock()

@@ -86,4 +86,3 @@ func TestQuotas(t *testing.T) {
 		t.Fatalf("a call once a place is free: %+v", res)
 	}
 }
-

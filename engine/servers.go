@@ -641,6 +641,15 @@ func (c *Engine) syncConfig(ctx context.Context) {
 	}
 }
 
+// ServersChanged makes the engine take the store's servers now, as its
+// own edits do before they return: for an owner that wrote the store
+// itself (a gateway's shared servers), so that the next request finds
+// them.
+func (c *Engine) ServersChanged(ctx context.Context) {
+	c.syncConfig(ctx)
+	c.hub.bump(topicServers, topicGrants)
+}
+
 // toggleTool adds (enabled false) or removes (enabled true) one tool name
 // in a disabledTools list, leaving every other name as it is.
 func toggleTool(l []string, tool string, enabled bool) []string {

@@ -94,9 +94,15 @@ func (g *Gateway) Users(ctx context.Context) ([]localapi.User, error) {
 	if err != nil {
 		return nil, err
 	}
+	counts, err := g.db.ServerCounts(ctx)
+	if err != nil {
+		return nil, err
+	}
 	out := make([]localapi.User, 0, len(list))
 	for _, u := range list {
-		out = append(out, wireUser(u))
+		w := wireUser(u)
+		w.Servers = counts[u.ID]
+		out = append(out, w)
 	}
 	return out, nil
 }

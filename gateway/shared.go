@@ -14,8 +14,9 @@ import (
 	"github.com/remotemcp/remotemcp/store"
 )
 
-// byGateway is who a shared server's grant is attributed to.
-const byGateway = "gateway (shared server)"
+// byGateway is who a shared server's grant is attributed to: the admins
+// who shared it, a person's action on everyone's behalf.
+const byGateway = "user: gateway admins (shared server)"
 
 // Shared servers (issue #22): an admin adds a server for everyone; each
 // person gets a copy marked config.Server.Shared in their own store, with
@@ -158,5 +159,6 @@ func (g *Gateway) syncShared(ctx context.Context, e *engine.Engine) error {
 			}
 		}
 	}
+	e.ServersChanged(ctx)
 	return errors.Join(errs...)
 }

@@ -1,6 +1,7 @@
 package hosts
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -45,4 +46,35 @@ func DataDir(sys System, dir, envHome string) (string, error) {
 		return "", fmt.Errorf("hosts: data directory %s: %w", dir, err)
 	}
 	return abs, nil
+}
+
+// ErrCommand marks a --command path that cannot be a host's program; the
+// error that wraps it says why.
+var ErrCommand = errors.New("not a usable program path")
+
+// Program is the program a host's entry runs: command when given (it
+// must be an absolute path to a file), else this running program, its
+// symbolic links resolved, refused when it is a temporary build
+// (CheckCommand).
+func Program(goos, command string) (string, error) {
+	if command != "" {
+		if !filepath.IsAbs(command) {
+			return "", fmt.Errorf("--command %s: give an absolute path: %w", command, ErrCommand)
+		}
+		if fi, err := os.Stat(command); err != nil || fi.IsDir() {
+			return "", fmt.Errorf("--command %s: not a program file: %w", command, ErrCommand)
+		}
+		return command, nil
+	}
+	p, err := os.Executable()
+	if err != nil {
+		return "", fmt.Errorf("hosts: find this program's path: %w (give it with --command)", err)
+	}
+	if r, err := filepath.EvalSymlinks(p); err == nil {
+		p = r
+	}
+	if err := CheckCommand(goos, p); err != nil {
+		return "", fmt.Errorf("%w; or name the program with --command PATH", err)
+	}
+	return p, nil
 }

@@ -29,6 +29,8 @@ type User struct {
 	ID      string    `json:"id"`
 	Email   string    `json:"email"`
 	Created time.Time `json:"createdAt"`
+	// Servers is how many servers they have (in listings; never which).
+	Servers int `json:"servers"`
 }
 
 // UserList is the answer of GET /api/users.

@@ -197,6 +197,9 @@ func (s *DB) describe() string {
 // copySnapshot reads everything of s's user in one read transaction and
 // opens every secret. It refuses a secret that does not open, a config
 // that does not decode and a record that is not JSON, naming each.
+//
+// Long: one read transaction over every table of the user; split, each
+// part would need the transaction and the snapshot passed along.
 func (s *DB) copySnapshot(ctx context.Context) (*copySnapshot, error) {
 	snap := &copySnapshot{}
 	err := s.readTx(ctx, func(tx *txn) error {

@@ -69,3 +69,29 @@ func (s *DB) unavailable(err error) error {
 	}
 	return err
 }
+
+// ServerCounts returns how many servers each user has (users without one
+// are absent): what an admin sees of who uses the gateway, never a
+// server's address or secret.
+func (p *Postgres) ServerCounts(ctx context.Context) (map[string]int, error) {
+	rows, err := p.db.QueryContext(ctx, `SELECT user_id, count(*) FROM servers GROUP BY user_id`)
+	if err != nil {
+		return nil, fmt.Errorf("store: count servers: %w", p.root.unavailable(err))
+	}
+	defer rows.Close()
+	out := map[string]int{}
+	for rows.Next() {
+		var (
+			id string
+			n  int
+		)
+		if err := rows.Scan(&id, &n); err != nil {
+			return nil, fmt.Errorf("store: count servers: %w", err)
+		}
+		out[id] = n
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("store: count servers: %w", err)
+	}
+	return out, nil
+}

@@ -52,11 +52,14 @@ func run() int {
 	reps := flag.Int("startup-reps", def.StartupReps, "engine starts measured per count")
 	embedder := flag.Bool("embedder", def.Embedder, "also time an embedder's own store + manager start on the lazy servers (a layer benchmark)")
 	storm := flag.Int("storm", def.StormNotifications, "list_changed notifications in the storm")
-	sections := flag.String("sections", strings.Join(bench.AllSections, ","), "sections to run: "+strings.Join(bench.AllSections, ",")+" (and "+bench.SectionScale+", minutes long, only when named)")
+	sections := flag.String("sections", strings.Join(bench.AllSections, ","), "sections to run: "+strings.Join(bench.AllSections, ",")+" (and "+bench.SectionScale+", minutes long, and "+bench.SectionGateway+", which needs -pg, only when named)")
 	scale := flag.String("scale", joinInts(def.ScaleCounts), "server counts of the scale rows, comma-separated (the first is the per-server base)")
 	scaleTools := flag.Int("scale-tools", def.ScaleTools, "tools per server in the scale rows")
 	scaleSubs := flag.Int("scale-subscribers", def.ScaleSubscribers, "event subscribers during the scale rows' cold connect")
 	scaleReps := flag.Int("scale-reps", def.ScaleReps, "warm listings timed per scale count")
+	pg := flag.String("pg", os.Getenv("REMOTEMCP_TEST_POSTGRES"), "section gateway: a PostgreSQL server's DSN where a database may be created (default $REMOTEMCP_TEST_POSTGRES)")
+	gwUsers := flag.Int("gateway-users", def.GatewayUsers, "section gateway: people, each with -gateway-servers lazy servers")
+	gwServers := flag.Int("gateway-servers", def.GatewayServers, "section gateway: lazy servers per person")
 	cli := flag.String("cli", "", "a remotemcp binary: the scale rows also time its `tools --json` against a daemon")
 	command := flag.String("command", "", "the command line to print on top (default: this one)")
 	quiet := flag.Bool("q", false, "no progress on stderr")
@@ -77,6 +80,7 @@ func run() int {
 	cfg.IdleServers, cfg.LazyServers, cfg.StartupReps = *idle, *lazy, *reps
 	cfg.Embedder, cfg.StormNotifications, cfg.HeapProfile = *embedder, *storm, *heapprofile
 	cfg.Sections = strings.Split(*sections, ",")
+	cfg.PostgresDSN, cfg.GatewayUsers, cfg.GatewayServers = *pg, *gwUsers, *gwServers
 	cfg.ScaleTools, cfg.ScaleSubscribers, cfg.ScaleReps, cfg.CLI = *scaleTools, *scaleSubs, *scaleReps, *cli
 	var err error
 	if cfg.Concurrency, err = parseInts(*conc); err != nil {

@@ -91,6 +91,13 @@ func TestGatewayCLI(t *testing.T) {
 		t.Fatalf("bob sees alice's token: %s", r)
 	}
 
+	// The admins see how many servers each person has, never which.
+	if r := c.ok("users", "list"); !strings.Contains(r.out, "SERVERS") || strings.Contains(r.out, srv.URL()) || strings.Contains(r.out, "fx") {
+		t.Fatalf("users list shows more than counts: %s", r)
+	}
+	if r := c.ok("users", "list", "--json"); !strings.Contains(r.out, `"servers": 1`) {
+		t.Fatalf("users list --json has no server count: %s", r)
+	}
 	c.ok("users", "remove", "alice@example.com")
 	c.fail(exitFail, `no user "alice@example.com"`, append(alice, "servers", "list")...)
 	c.ok("users", "add", "alice@example.com")
@@ -180,7 +187,7 @@ func TestGatewayOutage(t *testing.T) {
 		t.Fatalf("a call to a connected server during the outage: %s", r)
 	}
 	r := c.fail(exitFail, "", append(alice, "servers", "add", "fx2", srv.URL())...)
-	if !strings.Contains(r.err, `add server "fx2"`) || !strings.Contains(r.err, "cannot be reached; nothing was written") {
+	if !strings.Contains(r.err, "store: ") || !strings.Contains(r.err, "cannot be reached; nothing was written") {
 		t.Fatalf("the failed edit does not say what failed and why: %s", r)
 	}
 
@@ -192,5 +199,52 @@ func TestGatewayOutage(t *testing.T) {
 	}
 	if n := srv.Executions("echo"); n != 2 {
 		t.Fatalf("echo ran %d times, want 2", n)
+	}
+}
+
+// Shared servers (issue #22): an admin shares a server; every person has
+// it, with their own sign-in and their own hidden/tool switches; nobody
+// but the admins removes it; it carries no secret.
+func TestGatewaySharedServers(t *testing.T) {
+	srv := testkit.StartFixture(t, fixture.Options{})
+	c := newCLI(t)
+	startGateway(t, c, pgtest.DSN(t))
+	c.ok("users", "add", "alice@example.com")
+	alice := []string{"--user", "alice@example.com"}
+	bob := []string{"--user", "bob@example.com"}
+	// Alice's engine is open before the share; bob is added after it.
+	c.ok(append(alice, "servers", "list")...)
+	c.env["TOK"] = "secret-token"
+	c.fail(exitFail, "carries no secret", "servers", "add", "team", srv.URL(), "--shared", "--bearer-env", "TOK")
+	c.fail(exitUsage, "leave out --user", append(alice, "servers", "add", "team", srv.URL(), "--shared")...)
+	if r := c.ok("servers", "add", "team", srv.URL(), "--shared"); !strings.Contains(r.out, "shared team") {
+		t.Fatalf("share: %s", r)
+	}
+	c.ok("users", "add", "bob@example.com")
+	if r := c.ok("servers", "list", "--shared", "--json"); !strings.Contains(r.out, `"id": "team"`) {
+		t.Fatalf("servers list --shared: %s", r)
+	}
+	for _, who := range [][]string{alice, bob} {
+		if r := c.ok(append(who, "call", "mcp__team__echo", `{"text":"hi"}`, "--yes")...); strings.TrimSpace(r.out) != "hi" {
+			t.Fatalf("%s calls the shared server: %s", who[1], r)
+		}
+	}
+	c.fail(exitFail, "shared by the gateway's admins", append(bob, "servers", "rm", "team")...)
+	// Alice hides it for herself; bob still has it, and a change of the
+	// definition keeps alice's choice.
+	c.ok(append(alice, "servers", "disable", "team")...)
+	c.ok("servers", "add", "team", srv.URL(), "--shared", "--name", "Team server")
+	var rows []localapi.Server
+	if r := c.ok(append(alice, "servers", "list", "--json")...); json.Unmarshal([]byte(r.out), &rows) != nil || len(rows) != 1 || rows[0].Enabled || rows[0].Name != "Team server" {
+		t.Fatalf("alice's copy after the admins' change: %s", r)
+	}
+	if r := c.ok(append(bob, "call", "mcp__team__echo", `{"text":"still"}`, "--yes")...); strings.TrimSpace(r.out) != "still" {
+		t.Fatalf("bob after alice hid it: %s", r)
+	}
+	c.ok("servers", "rm", "team", "--shared")
+	for _, who := range [][]string{alice, bob} {
+		if r := c.ok(append(who, "servers", "list", "--json")...); strings.TrimSpace(r.out) != "[]" {
+			t.Fatalf("%s after the share ended: %s", who[1], r)
+		}
 	}
 }

@@ -223,26 +223,12 @@ func (a *app) runHostsConnect(ctx context.Context, id, project, command, httpURL
 // hostEntry is the entry connect writes: this program (or --command)
 // with the data directory when the host's remotemcp would not find it.
 func (a *app) hostEntry(sys hosts.System, command string) (hosts.Entry, error) {
-	exe := command
-	if exe != "" {
-		if !filepath.IsAbs(exe) {
-			return hosts.Entry{}, exit.Usagef("--command %s: give an absolute path", exe)
-		}
-		if fi, err := os.Stat(exe); err != nil || fi.IsDir() {
-			return hosts.Entry{}, exit.Usagef("--command %s: not a program file", exe)
-		}
-	} else {
-		p, err := os.Executable()
-		if err != nil {
-			return hosts.Entry{}, fmt.Errorf("hosts: find this program's path: %w (give it with --command)", err)
-		}
-		if r, err := filepath.EvalSymlinks(p); err == nil {
-			p = r
-		}
-		if err := hosts.CheckCommand(runtime.GOOS, p); err != nil {
-			return hosts.Entry{}, fmt.Errorf("%w; or name the program with --command PATH", err)
-		}
-		exe = p
+	exe, err := hosts.Program(runtime.GOOS, command)
+	if errors.Is(err, hosts.ErrCommand) {
+		return hosts.Entry{}, exit.Usagef("%s", strings.TrimSuffix(err.Error(), ": "+hosts.ErrCommand.Error()))
+	}
+	if err != nil {
+		return hosts.Entry{}, err
 	}
 	dir, err := a.hostDataDir(sys)
 	if err != nil {

@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/remotemcp/remotemcp/internal/admin"
+
 	"github.com/spf13/cobra"
 
 	"github.com/remotemcp/remotemcp/config"
@@ -103,7 +105,7 @@ tools (default host: the MCP host's approval is the approval), and
 				req.ClientMetadataURL = ac.ClientMetadataURL
 			}
 			if shared {
-				return a.addShared(cmd.Context(), req)
+				return a.admin(cmd.Context(), "--shared", func(c *localapi.Client, o admin.Out) error { return admin.AddShared(cmd.Context(), c, o, req) })
 			}
 			return a.do(func(ctx context.Context, e Engine, _ []string) error {
 				res, err := e.AddServer(ctx, req)
@@ -147,7 +149,10 @@ toolCount, originGranted, pending …).`,
 			}
 			return a.printServers(servers)
 		}),
-	}, "print a JSON array"), "list the servers shared with everyone (admins)", a.listShared)
+	}, "print a JSON array"), "list the servers shared with everyone (admins)",
+		func(ctx context.Context, c *localapi.Client, o admin.Out, _ []string) error {
+			return admin.ListShared(ctx, c, o)
+		})
 }
 
 func newServersShowCmd(a *app) *cobra.Command {
@@ -187,7 +192,10 @@ func newServersRmCmd(a *app) *cobra.Command {
 			_, err := fmt.Fprintf(a.streams.Out, "removed %s\n", args[0])
 			return err
 		}),
-	}, "stop sharing the server: every person's copy goes (admins)", a.removeShared)
+	}, "stop sharing the server: every person's copy goes (admins)",
+		func(ctx context.Context, c *localapi.Client, o admin.Out, args []string) error {
+			return admin.RemoveShared(ctx, c, o, args[0])
+		})
 }
 
 // newServersEnableCmd is `servers enable ID` (on) or `servers disable ID`.

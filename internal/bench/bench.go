@@ -81,6 +81,12 @@ type Config struct {
 	ScaleTools       int
 	ScaleSubscribers int
 	ScaleReps        int
+	// PostgresDSN is a PostgreSQL server where the gateway section may
+	// create a database; GatewayUsers people of GatewayServers lazy
+	// servers each.
+	PostgresDSN                  string
+	GatewayUsers, GatewayServers int
+
 	// CLI, when set, is a remotemcp binary: the scale rows also time its
 	// `tools --json` against a daemon on the engine.
 	CLI string
@@ -102,6 +108,7 @@ func DefaultConfig() Config {
 		IdleServers: 100, LazyServers: 2000, StartupCounts: []int{0, 200, 2000}, StartupReps: 3,
 		Embedder: true, StormNotifications: 1000,
 		ScaleCounts: []int{100, 500}, ScaleTools: 50, ScaleSubscribers: 2, ScaleReps: 5,
+		GatewayUsers: 100, GatewayServers: 5,
 	}
 }
 
@@ -159,6 +166,11 @@ func Run(ctx context.Context, cfg Config) (*Table, error) {
 	}
 	if has(SectionStorm) {
 		if err := runStorm(ctx, &cfg, srv, t); err != nil {
+			return nil, err
+		}
+	}
+	if has(SectionGateway) {
+		if err := runGateway(ctx, &cfg, srv, t); err != nil {
 			return nil, err
 		}
 	}

@@ -158,6 +158,13 @@ var HostTokens = Table[localapi.HostToken]{Header: "NAME\tCREATED", Empty: "no t
 	}}
 
 // Users is the table of "users list" on a gateway.
-var Users = Table[localapi.User]{Header: "EMAIL\tID\tADDED", Empty: "no users yet: add one with \"remotemcp users add EMAIL\"", Row: func(u localapi.User) string {
-	return clitext.Cell(u.Email) + "\t" + clitext.Cell(u.ID) + "\t" + u.Created.Format("2006-01-02 15:04 MST")
+var Users = Table[localapi.User]{Header: "EMAIL\tID\tSERVERS\tADDED", Empty: "no users yet: add one with \"remotemcp users add EMAIL\"", Row: func(u localapi.User) string {
+	return clitext.Cell(u.Email) + "\t" + clitext.Cell(u.ID) + "\t" + fmt.Sprint(u.Servers) + "\t" + u.Created.Format("2006-01-02 15:04 MST")
 }}
+
+// SharedServers is the table of "servers list --shared" on a gateway.
+var SharedServers = Table[localapi.SharedServer]{Header: "ID\tURL\tAUTH",
+	Empty: "no shared servers: an admin shares one with \"remotemcp servers add ID URL --shared\"",
+	Row: func(s localapi.SharedServer) string {
+		return clitext.Cell(s.ID) + "\t" + clitext.Cell(s.URL) + "\t" + string(s.Auth)
+	}}

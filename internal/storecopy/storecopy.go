@@ -45,6 +45,10 @@ type Options struct {
 // the old one). Nothing is written to the gateway unless everything is
 // (store.Copy); a user this run added is removed again when the copy
 // fails. Every error names its step.
+//
+// Long: the copy's steps in order (lock, open the source, open the
+// gateway, find or add the user, copy, report), each undone by a defer
+// of this one function when a later step fails.
 func Run(ctx context.Context, o Options) error {
 	switch {
 	case o.DSN == "":
