@@ -46,62 +46,16 @@ func runGateway(ctx context.Context, cfg *Config, srv *Server, t *Table) error {
 		return out
 	}
 
-	// Personal: one engine per data directory, as many as the gateway's
-	// people, each with the same lazy servers.
-	logf(cfg, "gateway: %d personal engines of %d lazy servers", users, servers)
-	dirs := make([]string, users)
-	for i := range dirs {
-		dirs[i] = filepath.Join(cfg.TempDir, fmt.Sprintf("personal-%d", i))
-		if err := os.MkdirAll(dirs[i], 0o700); err != nil {
-			return err
-		}
-		if err := seedDir(ctx, dirs[i], lazySet("gw-personal")); err != nil {
-			return err
-		}
-	}
-	before := snapMem()
-	personal := make([]*remotemcp.Client, 0, users)
-	for _, d := range dirs {
-		c, err := openEngine(ctx, d, true)
-		if err != nil {
-			return err
-		}
-		personal = append(personal, c)
-	}
-	perPersonal := costPer(before, snapMem(), users)
-	for _, c := range personal {
-		c.Close()
-	}
-
-	// Gateway: the same people on one PostgreSQL database.
-	logf(cfg, "gateway: %d people of %d lazy servers on PostgreSQL", users, servers)
-	pg, err := store.OpenPostgres(ctx, dsn, store.PostgresOptions{KeyDir: filepath.Join(cfg.TempDir, "gateway")})
+	perPersonal, err := personalHeap(ctx, cfg, users, lazySet("gw-personal"))
 	if err != nil {
 		return err
 	}
-	defer pg.Close()
-	emails := make([]string, users)
-	for i := range emails {
-		emails[i] = fmt.Sprintf("person%d@bench.example", i)
-		u, err := pg.AddUser(ctx, emails[i])
-		if err != nil {
-			return err
-		}
-		st, err := pg.User(ctx, u.ID)
-		if err != nil {
-			return err
-		}
-		for _, s := range lazySet("gw-gateway") {
-			if err := st.AddServer(ctx, s); err != nil {
-				st.Close()
-				return err
-			}
-		}
-		st.Close()
+	gw, emails, closeGW, err := gatewayPeople(ctx, cfg, dsn, users, lazySet("gw-gateway"))
+	if err != nil {
+		return err
 	}
-	gw := gateway.New(gateway.Options{DB: pg, Engine: engine.Options{HTTPClient: newHTTPClient()}})
-	defer gw.Close()
-	before = snapMem()
+	defer closeGW()
+	before := snapMem()
 	for _, e := range emails {
 		if _, _, err := gw.Engine(ctx, e); err != nil {
 			return err
@@ -113,10 +67,80 @@ func runGateway(ctx context.Context, cfg *Config, srv *Server, t *Table) error {
 		Ratio: fmtRatio(perUser.heap, perPersonal.heap)})
 	t.Add(Row{Measure: "goroutines per idle person: personal | gateway",
 		GoSDK: fmt.Sprintf("%.1f", perPersonal.goroutines), Remote: fmt.Sprintf("%.1f", perUser.goroutines)})
+	return gatewayCalls(ctx, cfg, srv, gw, emails, t)
+}
 
-	// Calls: 16 callers, spread over 16 people on the gateway, against
-	// one personal engine.
+// personalHeap is the heap of one personal engine per data directory,
+// n of them, each with servers.
+func personalHeap(ctx context.Context, cfg *Config, n int, servers []config.Server) (perServer, error) {
+	logf(cfg, "gateway: %d personal engines of %d lazy servers", n, len(servers))
+	users := n
+	dirs := make([]string, users)
+	for i := range dirs {
+		dirs[i] = filepath.Join(cfg.TempDir, fmt.Sprintf("personal-%d", i))
+		if err := os.MkdirAll(dirs[i], 0o700); err != nil {
+			return perServer{}, err
+		}
+		if err := seedDir(ctx, dirs[i], servers); err != nil {
+			return perServer{}, err
+		}
+	}
+	before := snapMem()
+	personal := make([]*remotemcp.Client, 0, users)
+	for _, d := range dirs {
+		c, err := openEngine(ctx, d, true)
+		if err != nil {
+			return perServer{}, err
+		}
+		personal = append(personal, c)
+	}
+	per := costPer(before, snapMem(), users)
+	for _, c := range personal {
+		c.Close()
+	}
+	return per, nil
+}
+
+// gatewayPeople opens a gateway on dsn with users people, each with
+// servers (their engines not opened yet).
+func gatewayPeople(ctx context.Context, cfg *Config, dsn string, users int, servers []config.Server) (*gateway.Gateway, []string, func(), error) {
+	logf(cfg, "gateway: %d people of %d lazy servers on PostgreSQL", users, len(servers))
+	pg, err := store.OpenPostgres(ctx, dsn, store.PostgresOptions{KeyDir: filepath.Join(cfg.TempDir, "gateway")})
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	fail := func(err error) (*gateway.Gateway, []string, func(), error) {
+		pg.Close()
+		return nil, nil, nil, err
+	}
+	emails := make([]string, users)
+	for i := range emails {
+		emails[i] = fmt.Sprintf("person%d@bench.example", i)
+		u, err := pg.AddUser(ctx, emails[i])
+		if err != nil {
+			return fail(err)
+		}
+		st, err := pg.User(ctx, u.ID)
+		if err != nil {
+			return fail(err)
+		}
+		for _, s := range servers {
+			if err := st.AddServer(ctx, s); err != nil {
+				st.Close()
+				return fail(err)
+			}
+		}
+		st.Close()
+	}
+	gw := gateway.New(gateway.Options{DB: pg, Engine: engine.Options{HTTPClient: newHTTPClient()}})
+	return gw, emails, func() { gw.Close(); pg.Close() }, nil
+}
+
+// gatewayCalls times calls of 16 callers spread over 16 people on the
+// gateway against one personal engine, in alternating order.
+func gatewayCalls(ctx context.Context, cfg *Config, srv *Server, gw *gateway.Gateway, emails []string, t *Table) error {
 	const conc = 16
+	users := len(emails)
 	pc, err := newAgentCaller(ctx, srv, filepath.Join(cfg.TempDir, "gw-agent"))
 	if err != nil {
 		return err
