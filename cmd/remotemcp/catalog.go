@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/remotemcp/remotemcp/internal/cliflag"
 	"github.com/remotemcp/remotemcp/internal/clitext"
 	"github.com/remotemcp/remotemcp/internal/exit"
 	"github.com/remotemcp/remotemcp/internal/redact"
@@ -148,7 +149,7 @@ their provenance.`,
 					return fmt.Errorf("server %s has no prompt command %s (it has %s); see \"remotemcp prompts --server %s\"",
 						id, clitext.Cell(command), clitext.OrDash(clitext.Cell(strings.Join(names, ", "))), id)
 				}
-				if err := checkPromptArgs(prompts[i], values); err != nil {
+				if err := cliflag.PromptArgs(prompts[i], values); err != nil {
 					return err
 				}
 				res, err := e.GetPrompt(ctx, localapi.GetPromptRequest{Command: command, Arguments: values})
@@ -162,41 +163,6 @@ their provenance.`,
 			})(cmd, args)
 		},
 	}, "print the messages as JSON content blocks with provenance")
-}
-
-// checkPromptArgs names every missing and unknown argument at once.
-func checkPromptArgs(p localapi.Prompt, values map[string]string) error {
-	var missing, unknown []string
-	for _, a := range p.Arguments {
-		if a.Required && strings.TrimSpace(values[a.Name]) == "" {
-			m := a.Name
-			if a.Description != "" {
-				m += " (" + clitext.FirstLine(a.Description) + ")"
-			}
-			missing = append(missing, m)
-		}
-	}
-	for k := range values {
-		if !slices.ContainsFunc(p.Arguments, func(a localapi.PromptArgument) bool { return a.Name == k }) {
-			unknown = append(unknown, k)
-		}
-	}
-	slices.Sort(unknown)
-	var probs []string
-	if len(missing) > 0 {
-		probs = append(probs, "missing required argument(s): "+strings.Join(missing, ", "))
-	}
-	if len(unknown) > 0 {
-		probs = append(probs, "unknown argument(s): "+strings.Join(unknown, ", "))
-	}
-	if len(probs) == 0 {
-		return nil
-	}
-	usage := render.ArgUsage(p)
-	if usage == "" {
-		usage = "(no arguments)"
-	}
-	return exit.Usagef("%s: %s; usage: remotemcp prompt %s %s", clitext.Cell(p.Command), clitext.Cell(strings.Join(probs, "; ")), clitext.Cell(p.Command), clitext.Cell(usage))
 }
 
 func newResourcesCmd(a *app) *cobra.Command {
