@@ -225,6 +225,10 @@ func (s *DB) keyUnchanged(ctx context.Context, tx *txn) error {
 // wrongKeyError explains ErrWrongKey for a key file that is present. why
 // says how the key was found wrong; n is the number of sealed secrets.
 func (s *DB) wrongKeyError(n int, why string) error {
+	if s.d == postgresDialect {
+		return fmt.Errorf("store: open PostgreSQL %s: key file %s is not the key its secrets were sealed with (%s); give this gateway the key file of the gateway that created the database (every process serving one database needs the same key file); the %d sealed secret(s) cannot be read without it, and nothing was written: %w",
+			s.path, s.keyPath(), why, n, ErrWrongKey)
+	}
 	if n == 0 {
 		return fmt.Errorf("store: open %s: key file %s is not the key this store was created with (%s); restore the key file that was used when the store was created, or, as the store holds no sealed secrets, delete %s to have a new key created (the servers are kept); nothing was written: %w",
 			s.dir, s.keyPath(), why, s.keyPath(), ErrWrongKey)
@@ -235,6 +239,10 @@ func (s *DB) wrongKeyError(n int, why string) error {
 
 // missingKeyError explains ErrWrongKey for a missing key file.
 func (s *DB) missingKeyError(n int) error {
+	if s.d == postgresDialect {
+		return fmt.Errorf("store: open PostgreSQL %s: key file %s is missing but the database holds %d sealed secret(s); copy the key file of the gateway that created the database to %s (every process serving one database needs the same key file); no new key was created: %w",
+			s.path, s.keyPath(), n, s.keyPath(), ErrWrongKey)
+	}
 	return fmt.Errorf("store: open %s: key file %s is missing but the store holds %d sealed secret(s); restore the key file that was used when the store was created (from where you backed up the data directory), or move the data directory away to start over; the secrets cannot be read without it, so no new key was created: %w",
 		s.dir, s.keyPath(), n, ErrWrongKey)
 }
