@@ -35,8 +35,13 @@ type Options struct {
 	// Gateway, instead of Engine, makes the daemon a gateway's (SPEC §9
 	// A11): the socket acts for the person each request names
 	// (localapi.UserHeader) with that person's engine, and the TCP
-	// listener serves the OAuth redirect URI only (gateway.go).
+	// listener serves the OAuth redirect URI and, with SignIn, each
+	// person's settings page (gatewaypage.go).
 	Gateway Gateway
+	// SignIn, with Gateway, says how people sign in to the gateway's
+	// settings page; without it the page says that no sign-in is
+	// configured.
+	SignIn *SignIn
 	// DataDir is the engine's data directory, where the socket (api.sock),
 	// daemon.json and the daemon lock live; required.
 	DataDir string
@@ -88,6 +93,10 @@ type Server struct {
 	// (security.go), new at every start.
 	prefix   string
 	sessions *sessions
+	// gw serves a gateway's socket and its people's APIs (nil unless
+	// Options.Gateway); signIn is Options.SignIn at work.
+	gw     *gatewaySocket
+	signIn *signIn
 
 	// Set by Listen.
 	tcp      net.Listener
@@ -145,6 +154,20 @@ func New(opts Options) (*Server, error) {
 	s.api = newAPI(opts.Engine, log, s.scrub)
 	s.api.version = opts.Version
 	s.api.loginURL = s.newLoginURL
+	if opts.Gateway != nil {
+		s.gw = &gatewaySocket{s: s, gw: opts.Gateway, apis: map[string]*api{}}
+		s.sessions.max = maxGatewaySessions
+	}
+	if opts.SignIn != nil {
+		if opts.Gateway == nil {
+			cancel()
+			return nil, errors.New("daemon: Options.SignIn is for a gateway (Options.Gateway)")
+		}
+		if s.signIn, err = newSignIn(*opts.SignIn); err != nil {
+			cancel()
+			return nil, err
+		}
+	}
 	return s, nil
 }
 
@@ -308,8 +331,7 @@ func (s *Server) Serve(ctx context.Context) error {
 	}
 	var tcpH, sockH http.Handler
 	if s.o.Gateway != nil {
-		gs := &gatewaySocket{s: s, gw: s.o.Gateway, apis: map[string]*api{}}
-		tcpH, sockH = s.gatewayPage(), socketGuard(gs.handler())
+		tcpH, sockH = s.gatewayPage(), socketGuard(s.gw.handler())
 	} else {
 		tcpH, sockH = s.tcpHandler(), socketHandler(s.api)
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/remotemcp/remotemcp/daemon"
 	"github.com/remotemcp/remotemcp/frontend"
 	"github.com/remotemcp/remotemcp/internal/demo"
+	"github.com/remotemcp/remotemcp/internal/exit"
 	"github.com/remotemcp/remotemcp/internal/explain"
 )
 
@@ -38,6 +39,10 @@ type Daemon struct {
 	// Store, when set, is the PostgreSQL database of a gateway (--store):
 	// the daemon serves many people (runGateway).
 	Store string
+	// SignIn are the flags of people signing in to a gateway's page;
+	// Env reads the environment (the client secret's variable).
+	SignIn SignInFlags
+	Env    func(string) (string, bool)
 	// ListenMCP, when set, binds the MCP endpoint (--mcp-http), whose
 	// host sessions end after SessionIdle.
 	ListenMCP   func() (net.Listener, error)
@@ -64,6 +69,9 @@ type Daemon struct {
 func (d Daemon) Run(ctx context.Context) error {
 	if d.Store != "" {
 		return d.runGateway(ctx)
+	}
+	if d.SignIn.set() {
+		return exit.Usagef("--oidc-…, --trusted-…, --admin and --public-url are for a gateway's page (serve --store postgres://…); a personal daemon's page opens with its login link")
 	}
 	// A daemon that already runs is named before anything is opened: a
 	// refused serve changes nothing (issue #19 item 8).
