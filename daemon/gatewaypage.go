@@ -301,11 +301,13 @@ func (s *Server) oidcCallback(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	state := q.Get("state")
 	c, _ := r.Cookie(s.signInCookie())
-	s.setCookie(w, s.signInCookie(), "", "/oidc/", -1, http.SameSiteLaxMode)
 	if state == "" || c == nil || subtle.ConstantTimeCompare([]byte(c.Value), []byte(state)) != 1 {
+		// The browser's own sign-in, if any, goes on: an answer someone
+		// else made it open does not end it.
 		s.signInFailed(w, refused(http.StatusBadRequest, "This sign-in answer does not belong to a sign-in started in this browser", errors.New("state absent or not this browser's")))
 		return
 	}
+	s.setCookie(w, s.signInCookie(), "", "/oidc/", -1, http.SameSiteLaxMode)
 	ps, ok := s.signIn.oidc.take(state)
 	if !ok {
 		s.signInFailed(w, refused(http.StatusBadRequest, "This sign-in is over: it was finished already, or it took longer than 10 minutes", errors.New("state unknown, used or expired")))
