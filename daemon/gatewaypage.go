@@ -126,7 +126,6 @@ func (s *Server) gatewayPage() http.Handler {
 	}
 	page := http.NewServeMux()
 	page.HandleFunc("GET /{$}", s.handlePersonPage)
-	page.HandleFunc("POST /logout", s.handleSignOut)
 	page.HandleFunc("POST /api/logout", s.handleSignOut)
 	page.HandleFunc("GET /api/users", s.adminOnly(s.gw.users))
 	page.HandleFunc("POST /api/users", s.adminOnly(s.gw.addUser))
@@ -136,6 +135,10 @@ func (s *Server) gatewayPage() http.Handler {
 	})
 	page.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		s.renderMessage(w, http.StatusNotFound, "Not found", "There is no such page.")
+	})
+	mux.HandleFunc("GET /signed-out", func(w http.ResponseWriter, r *http.Request) {
+		s.render(w, http.StatusOK, "message.html", messageData{Title: "Signed out",
+			Message: "You are signed out of this gateway's page (your provider may keep you signed in there).", Link: "/", LinkText: "Sign in again"})
 	})
 	mux.Handle("/", s.requirePerson(page))
 	return s.guard(mux)
@@ -257,9 +260,9 @@ func (s *Server) handlePersonPage(w http.ResponseWriter, r *http.Request) {
 	s.renderPage(w, r, p.api.eng, pageData{Person: p.email, Admin: p.admin, SignOut: s.signIn.oidc != nil})
 }
 
-// handleSignOut serves POST /logout (the page's form) and POST
-// /api/logout: the session ends. Through a proxy there is none here:
-// signing out is the proxy's.
+// handleSignOut serves POST /api/logout (the page's Sign out, which then
+// shows /signed-out): the session ends. Through a proxy there is none
+// here: signing out is the proxy's.
 func (s *Server) handleSignOut(w http.ResponseWriter, r *http.Request) {
 	p := personOf(r.Context())
 	if p.session == "" {
@@ -268,12 +271,7 @@ func (s *Server) handleSignOut(w http.ResponseWriter, r *http.Request) {
 	}
 	s.sessions.end(p.session)
 	s.setCookie(w, s.sessionCookie(), "", "/", -1, http.SameSiteStrictMode)
-	if strings.HasPrefix(r.URL.Path, "/api/") {
-		w.WriteHeader(http.StatusNoContent)
-		return
-	}
-	s.render(w, http.StatusOK, "message.html", messageData{Title: "Signed out",
-		Message: "You are signed out of this gateway's page (your provider may keep you signed in there).", Link: "/", LinkText: "Sign in again"})
+	w.WriteHeader(http.StatusNoContent)
 }
 
 // oidcLogin serves GET /oidc/login: a new sign-in, sent to the provider.

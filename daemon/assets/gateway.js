@@ -40,6 +40,24 @@
     return e;
   }
 
+  // ---- signing out ----
+
+  // A fetch, not a form: the page's no-referrer policy makes a browser
+  // send "Origin: null" with a form's POST, which the daemon refuses.
+  const signout = $("#signout");
+  if (signout) {
+    signout.addEventListener("click", async () => {
+      signout.disabled = true;
+      try {
+        await api("POST", "api/logout");
+        location.assign("/signed-out");
+      } catch (err) {
+        notice(err.message, true);
+        signout.disabled = false;
+      }
+    });
+  }
+
   // ---- host tokens ----
 
   async function refreshTokens() {
