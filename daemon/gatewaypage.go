@@ -55,7 +55,7 @@ func personOf(ctx context.Context) *personCtx {
 // secure reports whether the page is https for browsers, which makes its
 // cookies Secure.
 func (s *Server) secure() bool {
-	return s.signIn != nil && s.signIn.public != nil && s.signIn.public.Scheme == "https"
+	return s.tlsConf != nil || s.signIn != nil && s.signIn.public != nil && s.signIn.public.Scheme == "https"
 }
 
 // sessionCookie is the gateway page's session cookie name: with the

@@ -84,6 +84,9 @@ func (s *Server) sameOrigin(origin string, r *http.Request) bool {
 	if s.signIn != nil && s.signIn.public != nil && strings.EqualFold(origin, s.signIn.public.String()) {
 		return true
 	}
+	if s.tlsConf != nil {
+		return strings.EqualFold(origin, "https://"+r.Host)
+	}
 	return strings.EqualFold(origin, ownOrigin(r))
 }
 

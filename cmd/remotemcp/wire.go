@@ -23,7 +23,7 @@ func newServeCmd(a *app) *cobra.Command {
 		notify   bool
 		fallback bool
 		dsn      string
-		signIn   serve.SignInFlags
+		page     serve.PageFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -73,7 +73,7 @@ through an authenticating proxy (--trusted-user-header …).`,
 				dsn, _ = a.env(envStore)
 			}
 			d := serve.Daemon{Dir: a.dataDirPath(), Addr: listen, AddrFallback: fallback, Notify: notify, SessionIdle: sessionIdle,
-				Demo: withDemo, Store: dsn, SignIn: signIn, Env: a.env, Log: log, Out: a.streams.Out, Err: a.streams.Err}
+				Demo: withDemo, Store: dsn, Page: page, Env: a.env, Log: log, Out: a.streams.Out, Err: a.streams.Err}
 			if mcpHTTP != "" {
 				d.ListenMCP = func() (net.Listener, error) { return cliflag.ListenLoopback("--mcp-http", mcpHTTP) }
 			}
@@ -84,7 +84,7 @@ through an authenticating proxy (--trusted-user-header …).`,
 		},
 	}
 	cmd.Flags().StringVar(&dsn, "store", "", "run as a gateway for many people on this PostgreSQL database (postgres://…; default $"+envStore+"); the personal mode keeps SQLite in the data directory")
-	signIn.Register(cmd.Flags())
+	page.Register(cmd.Flags())
 	cmd.Flags().BoolVar(&notify, "notify", false, "show a desktop notification (notify-send) when a server needs you to sign in")
 	cmd.Flags().StringVar(&mcpHTTP, "mcp-http", "", "also serve the MCP endpoint (Streamable HTTP, bearer tokens of \"mcp token\") on this loopback HOST:PORT")
 	addSessionIdleFlag(cmd, &idle, "--mcp-http")

@@ -31,10 +31,10 @@ const sessionCookie = "remotemcp_gateway"
 func TestSignInShowsOnlyYourServers(t *testing.T) {
 	carol := oidctest.User{Username: "carol", Password: "carol-Secret-3", Email: "Carol@Example.org", EmailVerified: true}
 	dave := oidctest.User{Username: "dave", Password: "dave-Secret-4", Email: "dave@example.org", EmailVerified: true}
-	w := newWorld(t, func(w *world, si *daemon.SignIn) {
+	w := newWorld(t, func(w *world, o *daemon.Options) {
 		w.prov.AddUser(carol)
 		w.prov.AddUser(dave)
-		si.Admins = []string{"carol@example.org"}
+		o.SignIn.Admins = []string{"carol@example.org"}
 	})
 	w.addPerson(t, oidctest.Alice.Email, "alice-files", "alice-mail")
 	w.addPerson(t, oidctest.Bob.Email, "bob-notes")
@@ -161,7 +161,7 @@ func TestSignInShowsOnlyYourServers(t *testing.T) {
 // refused and leaves no session.
 func TestSignInRefusals(t *testing.T) {
 	eve := oidctest.User{Username: "eve", Password: "eve-Secret-5", Email: "eve@example.org", EmailVerified: false}
-	w := newWorld(t, func(w *world, si *daemon.SignIn) { w.prov.AddUser(eve) })
+	w := newWorld(t, func(w *world, o *daemon.Options) { w.prov.AddUser(eve) })
 	w.addPerson(t, oidctest.Alice.Email, "alice-files")
 	w.addPerson(t, eve.Email)
 
@@ -317,8 +317,8 @@ func otherAudienceToken(t *testing.T, p *oidctest.Provider) string {
 // the page is refused (403, saying why), header or not.
 func TestTrustedProxyHeader(t *testing.T) {
 	const header = "X-Auth-Email"
-	w := newWorld(t, func(w *world, si *daemon.SignIn) {
-		*si = daemon.SignIn{TrustedUserHeader: header, TrustedProxies: []netip.Prefix{netip.MustParsePrefix("127.0.0.2/32")}}
+	w := newWorld(t, func(w *world, o *daemon.Options) {
+		o.SignIn = &daemon.SignIn{TrustedUserHeader: header, TrustedProxies: []netip.Prefix{netip.MustParsePrefix("127.0.0.2/32")}}
 	})
 	w.addPerson(t, oidctest.Alice.Email, "alice-files")
 	w.addPerson(t, oidctest.Bob.Email, "bob-notes")
@@ -383,7 +383,7 @@ func mustJSON(t *testing.T, s string, v any) {
 // __Secure- prefixes so that no other host or plain-http page can set
 // them; sign-in and the API work through it.
 func TestCookiesSecureBehindHTTPS(t *testing.T) {
-	w := newWorld(t, func(w *world, si *daemon.SignIn) { si.PublicURL = "https://gw.example.test/" })
+	w := newWorld(t, func(w *world, o *daemon.Options) { o.SignIn.PublicURL = "https://gw.example.test/" })
 	if w.page != "https://gw.example.test" {
 		t.Fatalf("the page's URL is %s", w.page)
 	}

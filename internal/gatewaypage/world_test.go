@@ -9,6 +9,8 @@ package gatewaypage
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"io"
 	"log/slog"
@@ -53,13 +55,15 @@ type world struct {
 	logs  *logBuffer
 	fx    *fixture.Server
 	tap   *tokenTap
+	roots *x509.CertPool // the page's TLS certificate, when it serves TLS
 }
 
 // newWorld starts a provider, a gateway on a fresh database, and its
-// daemon with si as the page's sign-in; mod, when given, changes si once
-// the provider's issuer is known. With OpenID Connect, the page's
-// redirect URI is registered at the provider once the page listens.
-func newWorld(t *testing.T, mod func(w *world, si *daemon.SignIn)) *world {
+// daemon, whose page signs people in with the provider; mod, when given,
+// changes the daemon's options once the provider's issuer is known. With
+// OpenID Connect, the page's redirect URI is registered at the provider
+// once the page listens.
+func newWorld(t *testing.T, mod func(w *world, o *daemon.Options)) *world {
 	t.Helper()
 	ctx := testkit.Context(t)
 	w := &world{ctx: ctx, logs: &logBuffer{}, prov: oidctest.Start(t)}
@@ -80,11 +84,13 @@ func newWorld(t *testing.T, mod func(w *world, si *daemon.SignIn)) *world {
 	w.tap = &tokenTap{next: http.DefaultTransport}
 	si := &daemon.SignIn{OIDC: &daemon.OIDC{Issuer: w.prov.Issuer, ClientID: oidctest.ClientID,
 		ClientSecret: oidctest.ClientSecret, HTTPClient: &http.Client{Transport: w.tap}}}
-	if mod != nil {
-		mod(w, si)
-	}
 	w.dir = t.TempDir()
-	srv, err := daemon.New(daemon.Options{Gateway: w.gw, SignIn: si, DataDir: w.dir, Addr: "127.0.0.1:0", Logger: log})
+	o := daemon.Options{Gateway: w.gw, SignIn: si, DataDir: w.dir, Addr: "127.0.0.1:0", Logger: log}
+	if mod != nil {
+		mod(w, &o)
+	}
+	si = o.SignIn
+	srv, err := daemon.New(o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,7 +157,9 @@ type browser struct {
 func (w *world) browser(t *testing.T) *browser {
 	jar, _ := cookiejar.New(nil)
 	b := &browser{t: t, w: w, base: w.page}
-	b.c = &http.Client{Jar: jar, Transport: &pageProxy{b: b, page: w.page, listener: w.srv.URL()}}
+	pp := &pageProxy{b: b, page: w.page, listener: w.srv.URL()}
+	pp.next.TLSClientConfig = &tls.Config{RootCAs: w.roots}
+	b.c = &http.Client{Jar: jar, Transport: pp}
 	t.Cleanup(b.c.CloseIdleConnections)
 	return b
 }

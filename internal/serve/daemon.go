@@ -39,10 +39,11 @@ type Daemon struct {
 	// Store, when set, is the PostgreSQL database of a gateway (--store):
 	// the daemon serves many people (runGateway).
 	Store string
-	// SignIn are the flags of people signing in to a gateway's page;
-	// Env reads the environment (the client secret's variable).
-	SignIn SignInFlags
-	Env    func(string) (string, bool)
+	// Page are the flags of a gateway's page (sign-in, listening beyond
+	// loopback); Env reads the environment (the client secret's
+	// variable).
+	Page PageFlags
+	Env  func(string) (string, bool)
 	// ListenMCP, when set, binds the MCP endpoint (--mcp-http), whose
 	// host sessions end after SessionIdle.
 	ListenMCP   func() (net.Listener, error)
@@ -70,8 +71,8 @@ func (d Daemon) Run(ctx context.Context) error {
 	if d.Store != "" {
 		return d.runGateway(ctx)
 	}
-	if d.SignIn.set() {
-		return exit.Usagef("--oidc-…, --trusted-…, --admin and --public-url are for a gateway's page (serve --store postgres://…); a personal daemon's page opens with its login link")
+	if d.Page.set() {
+		return exit.Usagef("--oidc-…, --trusted-…, --admin, --public-url, --listen, --tls-… and --behind-proxy are for a gateway's page (serve --store postgres://…); a personal daemon's page opens with its login link")
 	}
 	// A daemon that already runs is named before anything is opened: a
 	// refused serve changes nothing (issue #19 item 8).

@@ -34,9 +34,12 @@ func (d Daemon) runGateway(ctx context.Context) error {
 	if env == nil {
 		env = func(string) (string, bool) { return "", false }
 	}
-	signIn, err := d.SignIn.signIn(env)
+	signIn, err := d.Page.signIn(env)
 	if err != nil {
 		return err
+	}
+	if d.Page.Listen != "" {
+		d.Addr = d.Page.Listen
 	}
 	if err := daemon.CheckFree(d.Dir); err != nil {
 		return err
@@ -58,7 +61,8 @@ func (d Daemon) runGateway(ctx context.Context) error {
 	defer pg.Close()
 	gw := gateway.New(gateway.Options{DB: pg, Engine: engine.Options{Logger: d.Log}, Logger: d.Log})
 	defer gw.Close()
-	srv, err := daemon.New(daemon.Options{Gateway: gw, SignIn: signIn, DataDir: d.Dir, Addr: d.Addr, Version: remotemcp.Version, Logger: d.Log})
+	srv, err := daemon.New(daemon.Options{Gateway: gw, SignIn: signIn, DataDir: d.Dir, Addr: d.Addr,
+		TLSCert: d.Page.TLSCert, TLSKey: d.Page.TLSKey, BehindProxy: d.Page.BehindProxy, Version: remotemcp.Version, Logger: d.Log})
 	if err != nil {
 		return err
 	}
