@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
+	"sync"
 
 	"github.com/remotemcp/remotemcp/localapi"
 )
@@ -28,6 +29,9 @@ type api struct {
 	// loginURL makes a login link of the settings page; nil when there is
 	// no page (in-process).
 	loginURL func() *localapi.LoginURL
+
+	muxOnce sync.Once
+	mux     http.Handler // handler's
 }
 
 func newAPI(eng localapi.Engine, log *slog.Logger, scrub *scrubber) *api {
@@ -41,6 +45,9 @@ type caller struct {
 	// page is the session's hash for a settings page request, "" on the
 	// socket.
 	page string
+	// person is the email of the person signed in on a gateway's page;
+	// "" on a personal daemon's.
+	person string
 }
 
 type callerKey struct{}
@@ -116,11 +123,14 @@ func (a *api) register(mux routeMux) {
 	})
 }
 
-// handler is the API alone, for a socket.
+// handler is the API alone, for a socket (made once).
 func (a *api) handler() http.Handler {
-	mux := http.NewServeMux()
-	a.register(mux)
-	return mux
+	a.muxOnce.Do(func() {
+		mux := http.NewServeMux()
+		a.register(mux)
+		a.mux = mux
+	})
+	return a.mux
 }
 
 // by is who a grant made through this request is attributed to: the

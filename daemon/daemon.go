@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -11,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -35,15 +37,30 @@ type Options struct {
 	// Gateway, instead of Engine, makes the daemon a gateway's (SPEC §9
 	// A11): the socket acts for the person each request names
 	// (localapi.UserHeader) with that person's engine, and the TCP
-	// listener serves the OAuth redirect URI only (gateway.go).
+	// listener serves the OAuth redirect URI and, with SignIn, each
+	// person's settings page (gatewaypage.go).
 	Gateway Gateway
+	// SignIn, with Gateway, says how people sign in to the gateway's
+	// settings page; without it the page says that no sign-in is
+	// configured.
+	SignIn *SignIn
+	// TLSCert and TLSKey, on a gateway with SignIn, serve the page over
+	// HTTPS with this certificate chain and key (PEM files, read by New;
+	// a restart reads renewed ones): its cookies are Secure, and Addr may
+	// be beyond loopback.
+	TLSCert, TLSKey string
+	// BehindProxy, on a gateway with SignIn, lets Addr be beyond loopback
+	// for a proxy in front of the page that terminates TLS: the
+	// SignIn.PublicURL it serves must be https.
+	BehindProxy bool
 	// DataDir is the engine's data directory, where the socket (api.sock),
 	// daemon.json and the daemon lock live; required.
 	DataDir string
 	// Addr is the loopback address of the settings page and the OAuth
 	// callback; "" means DefaultAddr. Port 0 picks a free port (tests).
-	// Only loopback IP addresses are accepted: the settings page must
-	// never be reachable from the network.
+	// Only loopback IP addresses are accepted, so that the settings page
+	// is not reachable from the network, except on a gateway with TLS or
+	// behind a proxy (beyondLoopback).
 	Addr string
 	// AddrFallback lets Listen take a free port of the same loopback IP
 	// when Addr is taken by another program, and record both in
@@ -88,6 +105,12 @@ type Server struct {
 	// (security.go), new at every start.
 	prefix   string
 	sessions *sessions
+	// gw serves a gateway's socket and its people's APIs (nil unless
+	// Options.Gateway); signIn is Options.SignIn at work.
+	gw     *gatewaySocket
+	signIn *signIn
+	// tlsConf serves the page over HTTPS (Options.TLSCert); nil: http.
+	tlsConf *tls.Config
 
 	// Set by Listen.
 	tcp      net.Listener
@@ -130,7 +153,26 @@ func New(opts Options) (*Server, error) {
 	if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
 		// A name such as localhost could resolve elsewhere; only a
 		// loopback IP literal is certain to stay on this machine.
-		return nil, fmt.Errorf("daemon: address %q: the daemon listens on a loopback IP address only (127.0.0.1 or ::1)", opts.Addr)
+		if ip == nil || opts.Gateway == nil {
+			return nil, fmt.Errorf("daemon: address %q: the daemon listens on a loopback IP address only (127.0.0.1 or ::1)", opts.Addr)
+		}
+		if err := beyondLoopback(opts); err != nil {
+			return nil, fmt.Errorf("daemon: address %q: %w", opts.Addr, err)
+		}
+	}
+	var tlsConf *tls.Config
+	if opts.TLSCert != "" || opts.TLSKey != "" {
+		if opts.Gateway == nil || opts.SignIn == nil || opts.TLSCert == "" || opts.TLSKey == "" {
+			return nil, errors.New("daemon: TLS is for a gateway's page with sign-in, and needs both the certificate and the key (--tls-cert, --tls-key)")
+		}
+		cert, err := tls.LoadX509KeyPair(opts.TLSCert, opts.TLSKey)
+		if err != nil {
+			return nil, fmt.Errorf("daemon: read the TLS certificate and key: %w", err)
+		}
+		tlsConf = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+		if pu := opts.SignIn.PublicURL; pu != "" && !strings.HasPrefix(strings.ToLower(pu), "https://") {
+			return nil, fmt.Errorf("daemon: the page serves TLS, so its public URL is https://…, not %s", pu)
+		}
 	}
 	log := opts.Logger
 	if log == nil {
@@ -138,13 +180,27 @@ func New(opts Options) (*Server, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Server{
-		o: opts, log: log, scrub: newScrubber(),
+		o: opts, log: log, scrub: newScrubber(), tlsConf: tlsConf,
 		prefix: newPagePrefix(), sessions: newSessions(),
 		ctx: ctx, cancel: cancel,
 	}
 	s.api = newAPI(opts.Engine, log, s.scrub)
 	s.api.version = opts.Version
 	s.api.loginURL = s.newLoginURL
+	if opts.Gateway != nil {
+		s.gw = &gatewaySocket{s: s, gw: opts.Gateway, apis: map[string]*api{}}
+		s.sessions.max = maxGatewaySessions
+	}
+	if opts.SignIn != nil {
+		if opts.Gateway == nil {
+			cancel()
+			return nil, errors.New("daemon: Options.SignIn is for a gateway (Options.Gateway)")
+		}
+		if s.signIn, err = newSignIn(*opts.SignIn); err != nil {
+			cancel()
+			return nil, err
+		}
+	}
 	return s, nil
 }
 
@@ -192,7 +248,11 @@ func (s *Server) Listen(ctx context.Context) error {
 	}
 	addr := s.tcp.Addr().(*net.TCPAddr)
 	s.port = addr.Port
-	s.baseURL = "http://" + net.JoinHostPort(addr.IP.String(), strconv.Itoa(addr.Port))
+	scheme := "http"
+	if s.tlsConf != nil {
+		scheme = "https"
+	}
+	s.baseURL = scheme + "://" + net.JoinHostPort(addr.IP.String(), strconv.Itoa(addr.Port))
 	if s.sock, s.sockPath, err = listenDaemonSocket(dir, s.log); err != nil {
 		return fmt.Errorf("daemon: %w", err)
 	}
@@ -308,8 +368,7 @@ func (s *Server) Serve(ctx context.Context) error {
 	}
 	var tcpH, sockH http.Handler
 	if s.o.Gateway != nil {
-		gs := &gatewaySocket{s: s, gw: s.o.Gateway, apis: map[string]*api{}}
-		tcpH, sockH = s.gatewayPage(), socketGuard(gs.handler())
+		tcpH, sockH = s.gatewayPage(), socketGuard(s.gw.handler())
 	} else {
 		tcpH, sockH = s.tcpHandler(), socketHandler(s.api)
 	}
@@ -322,6 +381,10 @@ func (s *Server) Serve(ctx context.Context) error {
 		maxConns = netlimit.Cap(netlimit.MaxPageConns)
 	}
 	s.tcpLimit = netlimit.Limit(s.tcp, maxConns, "the settings page")
+	var page net.Listener = s.tcpLimit
+	if s.tlsConf != nil {
+		page = tls.NewListener(page, s.tlsConf)
+	}
 	s.startSecretWatch()
 	if s.o.Notify && s.o.Gateway == nil {
 		s.startNotifier()
@@ -329,7 +392,7 @@ func (s *Server) Serve(ctx context.Context) error {
 	s.log.Info("daemon listening", "url", s.baseURL, "socket", s.sockPath, "dataDir", s.o.DataDir)
 
 	served := make(chan error, 2)
-	go func() { served <- servers[0].Serve(s.tcpLimit) }()
+	go func() { served <- servers[0].Serve(page) }()
 	go func() { served <- servers[1].Serve(s.sock) }()
 	var err error
 	select {
@@ -473,5 +536,26 @@ func CheckFree(dataDir string) error {
 		return fmt.Errorf("daemon: %w", ownedError(dir, err))
 	}
 	unlock()
+	return nil
+}
+
+// beyondLoopback checks a gateway's page that listens beyond loopback
+// (issue #22, "Beyond loopback"): people sign in, browsers reach it at an
+// https public URL (the Host and Origin checks and the sign-in's
+// redirect URI name it, and its cookies are Secure), and it serves TLS
+// itself or sits behind a proxy that does. X-Forwarded-* headers are
+// never read: the public URL is configured, and the peer a trusted
+// header counts from is the connection's.
+func beyondLoopback(o Options) error {
+	switch {
+	case o.SignIn == nil:
+		return errors.New("a gateway's page beyond loopback needs people to sign in (--oidc-issuer or --trusted-user-header)")
+	case o.TLSCert == "" && !o.BehindProxy:
+		return errors.New("a page beyond loopback needs TLS: --tls-cert and --tls-key, or --behind-proxy for a proxy in front of it that terminates TLS")
+	case o.SignIn.PublicURL == "":
+		return errors.New("a page beyond loopback needs --public-url https://HOST, the URL people's browsers use")
+	case !strings.HasPrefix(strings.ToLower(o.SignIn.PublicURL), "https://"):
+		return fmt.Errorf("a page beyond loopback is https for browsers: --public-url %s is not", o.SignIn.PublicURL)
+	}
 	return nil
 }

@@ -85,7 +85,12 @@ func (g *gatewaySocket) removeUser(w http.ResponseWriter, r *http.Request) {
 	g.mu.Lock()
 	delete(g.apis, email)
 	g.mu.Unlock()
-	g.s.api.reply(w, http.StatusNoContent, nil, g.gw.RemoveUser(r.Context(), email))
+	err := g.gw.RemoveUser(r.Context(), email)
+	if err == nil {
+		// Their page sessions go with them.
+		g.s.sessions.endPerson(normalEmail(email))
+	}
+	g.s.api.reply(w, http.StatusNoContent, nil, err)
 }
 
 func (g *gatewaySocket) sharedServers(w http.ResponseWriter, r *http.Request) {
@@ -164,16 +169,4 @@ func (g *gatewaySocket) userRequired(ctx context.Context) error {
 		msg += fmt.Sprintf(" (%s, … %d in all: \"remotemcp users list\")", strings.Join(emails[:10], ", "), len(emails))
 	}
 	return &localapi.Error{Status: http.StatusBadRequest, Code: localapi.CodeUserRequired, Message: msg}
-}
-
-// gatewayPage is what a gateway serves on its TCP listener: the OAuth
-// redirect URI its people's sign-ins share, and no settings page yet
-// (people sign in to it with OpenID Connect, which comes next).
-func (s *Server) gatewayPage() http.Handler {
-	mux := http.NewServeMux()
-	mux.Handle("GET "+localapi.CallbackPath, localapi.CallbackHandler(s.o.Gateway, s.renderCallback))
-	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		http.Error(w, "remotemcp gateway: this gateway's settings page needs people to sign in (OpenID Connect), which this version does not serve yet; admins use the CLI on the gateway's host (remotemcp --user EMAIL …), hosts the MCP endpoint with their person's token.", http.StatusNotFound)
-	})
-	return s.guard(mux)
 }

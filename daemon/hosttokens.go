@@ -7,13 +7,17 @@ import (
 )
 
 // The bearer tokens of the MCP endpoint over HTTP (localapi.HostTokens),
-// for the socket only: a token is a credential shown once, and the
-// settings page has no use for one.
+// for the socket and a gateway's page: a token is a credential shown
+// once; a person on a gateway makes theirs on the page (their engine's
+// tokens, for their hosts), while a personal daemon's page has no use for
+// one.
 
 // hostTokens is the engine's localapi.HostTokens, or the error answer of
 // a request that may not or cannot reach it.
 func (a *api) hostTokens(r *http.Request) (localapi.HostTokens, error) {
-	if callerOf(r.Context()).page != "" {
+	// A person signed in on a gateway's page manages their own tokens
+	// there; a personal daemon's page leaves them to the CLI.
+	if c := callerOf(r.Context()); c.page != "" && c.person == "" {
 		return nil, &localapi.Error{Status: http.StatusForbidden, Code: localapi.CodeForbidden,
 			Message: "the MCP endpoint's tokens are managed with \"remotemcp mcp token\", not on the settings page"}
 	}

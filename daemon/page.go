@@ -49,6 +49,11 @@ type pageData struct {
 	Words   string // wordsJSON
 	Servers []localapi.Server
 	Grants  localapi.GrantsState
+	// Person is who is signed in on a gateway's page ("" on a personal
+	// daemon's), Admin whether they are one of its admins, SignOut
+	// whether the page can sign them out (not through a proxy).
+	Person         string
+	Admin, SignOut bool
 }
 
 // messageData is what message.html renders.
@@ -56,6 +61,8 @@ type messageData struct {
 	Title, Message string
 	// Refresh, when set, sends the browser on to this local path.
 	Refresh string
+	// Link, when set, is a local path offered as LinkText.
+	Link, LinkText string
 }
 
 // callbackPage is what callback.html renders.
@@ -85,8 +92,13 @@ func (s *Server) renderMessage(w http.ResponseWriter, status int, title, msg str
 // handlePage serves GET <prefix>: the settings page, rendered with the
 // current servers and grants; app.js then follows <prefix>api/events.
 func (s *Server) handlePage(w http.ResponseWriter, r *http.Request) {
+	s.renderPage(w, r, s.o.Engine, pageData{})
+}
+
+// renderPage renders the settings page of eng, the engine the request
+// acts for, with what data says of who is signed in.
+func (s *Server) renderPage(w http.ResponseWriter, r *http.Request, eng localapi.Engine, data pageData) {
 	ctx := r.Context()
-	eng := s.o.Engine
 	srvs, err := eng.Servers(ctx)
 	if err != nil {
 		s.renderMessage(w, http.StatusInternalServerError, "Cannot read the servers", err.Error())
@@ -101,7 +113,8 @@ func (s *Server) handlePage(w http.ResponseWriter, r *http.Request) {
 			version = h.Version
 		}
 	}
-	s.render(w, http.StatusOK, "index.html", pageData{Version: version, Words: wordsJSON, Servers: srvs, Grants: localapi.GrantsState{Grants: g, Pending: p}})
+	data.Version, data.Words, data.Servers, data.Grants = version, wordsJSON, srvs, localapi.GrantsState{Grants: g, Pending: p}
+	s.render(w, http.StatusOK, "index.html", data)
 }
 
 // handleRoot serves GET /: the settings page is not here (it lives under

@@ -67,7 +67,28 @@ func setSecurityHeaders(h http.Header) {
 // allowedHost reports whether the Host header names this daemon: a
 // loopback address with our port. "localhost" is accepted because people
 // type it; no other name is, since any other name may be a rebinding.
-func (s *Server) allowedHost(host string) bool { return LoopbackHost(host, s.port) }
+//
+// A gateway's page with a public URL (SignIn.PublicURL) also answers to
+// that URL's host: a proxy in front of it forwards the browser's Host.
+func (s *Server) allowedHost(host string) bool {
+	if s.signIn != nil && s.signIn.public != nil && strings.EqualFold(host, s.signIn.public.Host) {
+		return true
+	}
+	return LoopbackHost(host, s.port)
+}
+
+// sameOrigin reports whether origin is the one a same-origin browser
+// request to r's Host carries, or the public URL's origin of a gateway's
+// page (whose proxy may forward the request to the loopback Host).
+func (s *Server) sameOrigin(origin string, r *http.Request) bool {
+	if s.signIn != nil && s.signIn.public != nil && strings.EqualFold(origin, s.signIn.public.String()) {
+		return true
+	}
+	if s.tlsConf != nil {
+		return strings.EqualFold(origin, "https://"+r.Host)
+	}
+	return strings.EqualFold(origin, ownOrigin(r))
+}
 
 // ownOrigin is the origin a same-origin browser request to this Host
 // carries.
@@ -111,7 +132,7 @@ func (s *Server) guard(next http.Handler) http.Handler {
 				"the Host header must be 127.0.0.1, [::1] or localhost with the daemon's port (DNS rebinding protection)")
 			return
 		}
-		if foreignOrigin(r) {
+		if o := r.Header.Get("Origin"); o != "" && !s.sameOrigin(o, r) {
 			s.deny(w, r, http.StatusForbidden, localapi.CodeForbidden, "cross-origin requests are refused")
 			return
 		}
@@ -142,7 +163,7 @@ func (s *Server) requireSession(next http.Handler) http.Handler {
 			s.deny(w, r, http.StatusForbidden, localapi.CodeForbidden, "cross-site requests are refused")
 			return
 		}
-		if stateChanging(r.Method) && !strings.EqualFold(r.Header.Get("Origin"), ownOrigin(r)) {
+		if stateChanging(r.Method) && !s.sameOrigin(r.Header.Get("Origin"), r) {
 			s.deny(w, r, http.StatusForbidden, localapi.CodeForbidden, "a state-changing request from the settings page must carry the daemon's own Origin header")
 			return
 		}

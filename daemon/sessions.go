@@ -29,15 +29,26 @@ func randomToken() string { return rand.Text() + rand.Text() }
 // Both maps are keyed by the SHA-256 of the token, so a lookup compares
 // hashes of fixed length and the map's timing says nothing useful about a
 // guess.
+//
+// On a gateway, a session belongs to a person (their email, as the
+// gateway spells it); a personal daemon's sessions belong to nobody in
+// particular.
 type sessions struct {
 	mu       sync.Mutex
-	logins   map[[32]byte]time.Time // login token hash → expiry
-	sessions map[[32]byte]time.Time // session hash → expiry (sliding)
+	logins   map[[32]byte]time.Time    // login token hash → expiry
+	sessions map[[32]byte]sessionEntry // session hash → expiry (sliding) and person
+	max      int                       // the most sessions kept
 	now      func() time.Time
 }
 
+// sessionEntry is one live session.
+type sessionEntry struct {
+	exp    time.Time
+	person string // "" on a personal daemon
+}
+
 func newSessions() *sessions {
-	return &sessions{logins: map[[32]byte]time.Time{}, sessions: map[[32]byte]time.Time{}, now: time.Now}
+	return &sessions{logins: map[[32]byte]time.Time{}, sessions: map[[32]byte]sessionEntry{}, max: maxSessions, now: time.Now}
 }
 
 // newLoginToken makes a login token valid once for LoginTokenTTL.
@@ -46,7 +57,7 @@ func (s *sessions) newLoginToken() (string, time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.now()
-	expireOld(s.logins, now, maxLoginTokens-1)
+	expireOld(s.logins, now, maxLoginTokens-1, func(t time.Time) time.Time { return t })
 	exp := now.Add(LoginTokenTTL)
 	s.logins[sha256.Sum256([]byte(tok))] = exp
 	return tok, exp
@@ -64,28 +75,61 @@ func (s *sessions) redeem(loginToken string) (string, bool) {
 	if !ok || !now.Before(exp) {
 		return "", false
 	}
-	sess := randomToken()
-	expireOld(s.sessions, now, maxSessions-1)
-	s.sessions[sha256.Sum256([]byte(sess))] = now.Add(SessionTTL)
-	return sess, true
+	return s.startLocked(now, ""), true
 }
+
+// start begins a session of person (a gateway's page, once they signed
+// in) and returns its token.
+func (s *sessions) start(person string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.startLocked(s.now(), person)
+}
+
+func (s *sessions) startLocked(now time.Time, person string) string {
+	sess := randomToken()
+	expireOld(s.sessions, now, s.max-1, sessionEntry.expiry)
+	s.sessions[sha256.Sum256([]byte(sess))] = sessionEntry{exp: now.Add(SessionTTL), person: person}
+	return sess
+}
+
+func (e sessionEntry) expiry() time.Time { return e.exp }
 
 // valid reports whether a session token is live, extending it.
 func (s *sessions) valid(sess string) bool {
+	_, ok := s.lookup(sess)
+	return ok
+}
+
+// lookup returns the person of a live session, extending it.
+func (s *sessions) lookup(sess string) (person string, ok bool) {
 	if sess == "" {
-		return false
+		return "", false
 	}
 	h := sha256.Sum256([]byte(sess))
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	exp, ok := s.sessions[h]
+	e, ok := s.sessions[h]
 	now := s.now()
-	if !ok || !now.Before(exp) {
+	if !ok || !now.Before(e.exp) {
 		delete(s.sessions, h)
-		return false
+		return "", false
 	}
-	s.sessions[h] = now.Add(SessionTTL)
-	return true
+	e.exp = now.Add(SessionTTL)
+	s.sessions[h] = e
+	return e.person, true
+}
+
+// endPerson forgets every session of person (a person removed from a
+// gateway).
+func (s *sessions) endPerson(person string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for h, e := range s.sessions {
+		if e.person == person {
+			delete(s.sessions, h)
+		}
+	}
 }
 
 // end forgets one session (logout).
@@ -104,19 +148,19 @@ func (s *sessions) clear() {
 }
 
 // expireOld drops expired entries, then the soonest-expiring ones until at
-// most keep remain.
-func expireOld(m map[[32]byte]time.Time, now time.Time, keep int) {
-	for k, exp := range m {
-		if !now.Before(exp) {
+// most keep remain; exp is an entry's expiry.
+func expireOld[V any](m map[[32]byte]V, now time.Time, keep int, exp func(V) time.Time) {
+	for k, v := range m {
+		if !now.Before(exp(v)) {
 			delete(m, k)
 		}
 	}
 	for len(m) > keep {
 		var oldest [32]byte
 		var first time.Time
-		for k, exp := range m {
-			if first.IsZero() || exp.Before(first) {
-				oldest, first = k, exp
+		for k, v := range m {
+			if e := exp(v); first.IsZero() || e.Before(first) {
+				oldest, first = k, e
 			}
 		}
 		delete(m, oldest)

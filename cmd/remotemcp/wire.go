@@ -15,6 +15,9 @@ import (
 )
 
 // newServeCmd is "serve": the daemon (serve.Daemon).
+//
+// Long: one cobra command: its help, its flags (the personal daemon's and
+// the gateway's) and the one serve.Daemon built from them, top to bottom.
 func newServeCmd(a *app) *cobra.Command {
 	var (
 		addr     string
@@ -25,6 +28,7 @@ func newServeCmd(a *app) *cobra.Command {
 		fallback bool
 		dsn      string
 		quotas   [3]int
+		page     serve.PageFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -53,7 +57,9 @@ Streamable HTTP at http://127.0.0.1:PORT/mcp, like "remotemcp mcp --http"
 (loopback only, bearer tokens of "remotemcp mcp token").
 --store postgres://… (or $REMOTEMCP_STORE) runs a gateway for many people
 on that database (README "Gateway"; "remotemcp users", --user EMAIL); the
-data directory keeps the key file that seals its secrets: back it up.`,
+data directory keeps the key file that seals its secrets: back it up. Its
+settings page signs people in with OpenID Connect (--oidc-issuer …) or
+through an authenticating proxy (--trusted-user-header …).`,
 		Args: argsExactly(0, ""),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			listen, err := cliflag.Loopback("--addr", addr)
@@ -70,7 +76,7 @@ data directory keeps the key file that seals its secrets: back it up.`,
 			}
 			d := serve.Daemon{Dir: a.dataDirPath(), Addr: listen, AddrFallback: fallback, Notify: notify, SessionIdle: sessionIdle,
 				Demo: withDemo, Store: cmp.Or(dsn, a.envValue(envStore)), QuotaServers: quotas[0], QuotaCalls: quotas[1], QuotaQuestions: quotas[2],
-				Log: log, Out: a.streams.Out, Err: a.streams.Err}
+				Page: page, Env: a.env, Log: log, Out: a.streams.Out, Err: a.streams.Err}
 			if mcpHTTP != "" {
 				d.ListenMCP = func() (net.Listener, error) { return cliflag.ListenLoopback("--mcp-http", mcpHTTP) }
 			}
@@ -82,6 +88,7 @@ data directory keeps the key file that seals its secrets: back it up.`,
 	}
 	cmd.Flags().StringVar(&dsn, "store", "", "run as a gateway for many people on this PostgreSQL database (postgres://…; default $"+envStore+"); the personal mode keeps SQLite in the data directory")
 	addQuotaFlags(cmd, &quotas)
+	page.Register(cmd.Flags())
 	cmd.Flags().BoolVar(&notify, "notify", false, "show a desktop notification (notify-send) when a server needs you to sign in")
 	cmd.Flags().StringVar(&mcpHTTP, "mcp-http", "", "also serve the MCP endpoint (Streamable HTTP, bearer tokens of \"mcp token\") on this loopback HOST:PORT")
 	addSessionIdleFlag(cmd, &idle, "--mcp-http")

@@ -21,6 +21,7 @@ import (
 	"github.com/remotemcp/remotemcp/daemon"
 	"github.com/remotemcp/remotemcp/frontend"
 	"github.com/remotemcp/remotemcp/internal/demo"
+	"github.com/remotemcp/remotemcp/internal/exit"
 	"github.com/remotemcp/remotemcp/internal/explain"
 )
 
@@ -41,6 +42,11 @@ type Daemon struct {
 	// gateway.DefaultQuotas).
 	Store                                    string
 	QuotaServers, QuotaCalls, QuotaQuestions int
+	// Page are the flags of a gateway's page (sign-in, listening beyond
+	// loopback); Env reads the environment (the client secret's
+	// variable).
+	Page PageFlags
+	Env  func(string) (string, bool)
 	// ListenMCP, when set, binds the MCP endpoint (--mcp-http), whose
 	// host sessions end after SessionIdle.
 	ListenMCP   func() (net.Listener, error)
@@ -67,6 +73,9 @@ type Daemon struct {
 func (d Daemon) Run(ctx context.Context) error {
 	if d.Store != "" {
 		return d.runGateway(ctx)
+	}
+	if d.Page.set() {
+		return exit.Usagef("--oidc-…, --trusted-…, --admin, --public-url, --listen, --tls-… and --behind-proxy are for a gateway's page (serve --store postgres://…); a personal daemon's page opens with its login link")
 	}
 	// A daemon that already runs is named before anything is opened: a
 	// refused serve changes nothing (issue #19 item 8).

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"sync"
 	"time"
@@ -28,6 +29,17 @@ import (
 func (d Daemon) runGateway(ctx context.Context) error {
 	if d.Demo {
 		return errors.New("--demo adds a server to one person's list and does not go with --store (a gateway): add the bundled test server for a person with \"remotemcp --user EMAIL servers add …\"")
+	}
+	env := d.Env
+	if env == nil {
+		env = func(string) (string, bool) { return "", false }
+	}
+	signIn, err := d.Page.signIn(env)
+	if err != nil {
+		return err
+	}
+	if d.Page.Listen != "" {
+		d.Addr = d.Page.Listen
 	}
 	if err := daemon.CheckFree(d.Dir); err != nil {
 		return err
@@ -59,7 +71,8 @@ func (d Daemon) runGateway(ctx context.Context) error {
 	}
 	gw := gateway.New(gateway.Options{DB: pg, Engine: engine.Options{Logger: d.Log, Quotas: q}, Logger: d.Log})
 	defer gw.Close()
-	srv, err := daemon.New(daemon.Options{Gateway: gw, DataDir: d.Dir, Addr: d.Addr, Version: remotemcp.Version, Logger: d.Log})
+	srv, err := daemon.New(daemon.Options{Gateway: gw, SignIn: signIn, DataDir: d.Dir, Addr: d.Addr,
+		TLSCert: d.Page.TLSCert, TLSKey: d.Page.TLSKey, BehindProxy: d.Page.BehindProxy, Version: remotemcp.Version, Logger: d.Log})
 	if err != nil {
 		return err
 	}
@@ -77,6 +90,7 @@ func (d Daemon) runGateway(ctx context.Context) error {
 	}
 	users, _ := gw.Users(ctx)
 	fmt.Fprintf(d.Err, "remotemcp gateway for %d user(s); OAuth redirect URI %s/mcp-oauth; admins: \"remotemcp users …\" and \"remotemcp --user EMAIL …\" on this host\n", len(users), srv.URL())
+	describeSignIn(d.Err, srv, signIn)
 	mctx, mcancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	defer wg.Wait()
@@ -96,4 +110,16 @@ func (d Daemon) runGateway(ctx context.Context) error {
 		return nil
 	}
 	return err
+}
+
+// describeSignIn says how people reach the gateway's page.
+func describeSignIn(w io.Writer, srv *daemon.Server, si *daemon.SignIn) {
+	switch {
+	case si == nil:
+		fmt.Fprintln(w, "remotemcp gateway: no settings page (no --oidc-issuer or --trusted-user-header): people use it through their hosts and admins")
+	case si.OIDC != nil:
+		fmt.Fprintf(w, "remotemcp gateway: settings page %s; people sign in with %s (redirect URI %s)\n", srv.PageURL(), si.OIDC.Issuer, srv.PageURL()+daemon.CallbackOIDC)
+	default:
+		fmt.Fprintf(w, "remotemcp gateway: settings page %s through the authenticating proxy (header %s from %v)\n", srv.PageURL(), si.TrustedUserHeader, si.TrustedProxies)
+	}
 }
