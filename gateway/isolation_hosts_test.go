@@ -254,7 +254,9 @@ func (w *world) remove(t *testing.T) {
 	ctx := w.ctx
 	alice := w.connectHost(t, w.a.token)
 	sid := alice.cs.ID()
-	evctx, evcancel := context.WithCancel(ctx)
+	// Not bounded by ctx: these streams must end by Alice's removal, and
+	// a stream that does not then fails on testkit.Recv's hang bound.
+	evctx, evcancel := context.WithCancel(context.Background())
 	defer evcancel()
 	events := socketRequest(t, evctx, w.sock, aliceEmail, probe{method: "GET", path: "/api/events"})
 	defer events.Body.Close()
