@@ -7,7 +7,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"net/http"
 	"slices"
@@ -153,7 +152,7 @@ func (w *world) hosts(t *testing.T) {
 		t.Fatalf("Alice's host does not see her tool %s: %v", w.a.tool, toolNames(at.Tools))
 	}
 	res, err := alice.cs.CallTool(ctx, &mcp.CallToolParams{Name: aliceTool, Arguments: map[string]any{"text": "hers"}})
-	if err != nil || res.IsError || fmt.Sprint(res.Content[0].(*mcp.TextContent).Text) != "hers" {
+	if err != nil || res.IsError || res.Content[0].(*mcp.TextContent).Text != "hers" {
 		t.Fatalf("Alice's host calls %s: %+v %v", aliceTool, res, err)
 	}
 	ar, err := alice.cs.ListResources(ctx, nil)
@@ -178,13 +177,13 @@ func (w *world) hosts(t *testing.T) {
 	if names := toolNames(bt.Tools); !slices.ContainsFunc(names, func(n string) bool { return strings.HasSuffix(n, "bob_own_tool") }) {
 		t.Errorf("Bob's host does not see his own tool: %v", names)
 	}
+	// Alice's tool, and one nobody has: the same refusal.
 	execs := w.aliceFx.TotalExecutions()
-	if res, err := bob.cs.CallTool(ctx, &mcp.CallToolParams{Name: aliceTool, Arguments: map[string]any{}}); err == nil && !res.IsError {
-		t.Errorf("Bob's host called Alice's tool %s: %+v", aliceTool, res)
-	} else if err == nil && !strings.Contains(fmt.Sprint(res.Content[0].(*mcp.TextContent).Text), "unknown") {
-		t.Errorf("Bob's call of Alice's tool: %v, want an unknown tool", res.Content[0].(*mcp.TextContent).Text)
-	} else if err != nil && !strings.Contains(err.Error(), "unknown") {
-		t.Errorf("Bob's call of Alice's tool: %v, want an unknown tool", err)
+	ghostTool := strings.NewReplacer(w.a.server, w.ghost.server, w.a.tool, w.ghost.tool).Replace(aliceTool)
+	if got, ghost := callError(ctx, bob.cs, aliceTool), callError(ctx, bob.cs, ghostTool); got == "" || !strings.Contains(got, "unknown") {
+		t.Errorf("Bob's host calls Alice's tool %s: %q, want an unknown tool", aliceTool, got)
+	} else if w.unghost(ghost) != got {
+		t.Errorf("Bob's host calls Alice's tool: %q, but a tool nobody has: %q", got, ghost)
 	}
 	if n := w.aliceFx.TotalExecutions(); n != execs {
 		t.Errorf("Alice's server ran %d tools for Bob", n-execs)
@@ -199,8 +198,11 @@ func (w *world) hosts(t *testing.T) {
 		t.Error(err)
 	}
 	subs := w.aliceFx.Subscriptions()
+	ghostURI := strings.ReplaceAll(aliceURI, w.a.resource, w.ghost.resource)
 	if err := bob.cs.Subscribe(ctx, &mcp.SubscribeParams{URI: aliceURI}); err == nil {
 		t.Errorf("Bob's host subscribed to Alice's %s", aliceURI)
+	} else if gerr := bob.cs.Subscribe(ctx, &mcp.SubscribeParams{URI: ghostURI}); gerr == nil || w.unghost(gerr.Error()) != err.Error() {
+		t.Errorf("Bob's host subscribes to Alice's resource: %v, but to one nobody has: %v", err, gerr)
 	}
 	if n := w.aliceFx.Subscriptions(); n != subs {
 		t.Errorf("Alice's server got %d subscriptions from Bob", n-subs)
@@ -224,6 +226,10 @@ func (w *world) hosts(t *testing.T) {
 		if code != http.StatusNotFound && code != http.StatusForbidden {
 			t.Errorf("%s with Bob's token and Alice's session: %d %s, want 404", m, code, body)
 		}
+		ghost := shift(sid)
+		if gcode, gbody := w.hostPost(t, m, w.bobToken, ghost, msg); gcode != code || strings.ReplaceAll(gbody, ghost, sid) != body {
+			t.Errorf("%s with Bob's token: Alice's session gets %d %q, a session nobody has %d %q", m, code, body, gcode, gbody)
+		}
 		if l := w.leaks(body, sid+msg); len(l) > 0 {
 			t.Errorf("%s with Bob's token and Alice's session: the answer holds Alice's %q: %s", m, l, body)
 		}
@@ -237,6 +243,22 @@ func (w *world) hosts(t *testing.T) {
 	if _, err := alice.cs.ListTools(ctx, nil); err != nil {
 		t.Errorf("Alice's host after Bob's tries: %v", err)
 	}
+}
+
+// callError is how the front end refuses a call of tool: its error, or
+// the text of its error result; "" when the call succeeded.
+func callError(ctx context.Context, cs *mcp.ClientSession, tool string) string {
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: map[string]any{}})
+	switch {
+	case err != nil:
+		return err.Error()
+	case res.IsError && len(res.Content) > 0:
+		if tc, ok := res.Content[0].(*mcp.TextContent); ok {
+			return tc.Text
+		}
+		return "an error result"
+	}
+	return ""
 }
 
 func toolNames(tools []*mcp.Tool) []string {
