@@ -122,7 +122,7 @@ func (h *Hosts) front(ctx context.Context, id string) (*hostFront, error) {
 		}
 		return f, nil
 	}
-	f.err = h.start(f, eng)
+	f.err = h.start(f, eng, id)
 	if f.err != nil {
 		h.mu.Lock()
 		if h.fronts[id] == f {
@@ -134,8 +134,11 @@ func (h *Hosts) front(ctx context.Context, id string) (*hostFront, error) {
 	return f, f.err
 }
 
-func (h *Hosts) start(f *hostFront, eng *engine.Engine) error {
-	fe, err := frontend.New(h.ctx, frontend.Options{Engine: eng, Name: h.name, Version: h.version, Logger: h.log})
+// start makes user id's front end over eng. Its log records name the
+// user, as their engine's do: a gateway's log is everyone's, and a record
+// about a person's server must say whose it is.
+func (h *Hosts) start(f *hostFront, eng *engine.Engine, id string) error {
+	fe, err := frontend.New(h.ctx, frontend.Options{Engine: eng, Name: h.name, Version: h.version, Logger: h.log.With("user", id)})
 	if err != nil {
 		return err
 	}
