@@ -29,10 +29,3 @@ func APIRoutes() []string {
 	slices.Sort(l)
 	return l
 }
-
-// GatewayRoutes lists the routes a gateway's socket serves besides
-// APIRoutes: the admins' own, which act for no person.
-func GatewayRoutes() []string {
-	return []string{"DELETE /api/shared-servers/{id}", "DELETE /api/users/{email}", "GET /api/health", "GET /api/shared-servers",
-		"GET /api/users", "POST /api/shared-servers", "POST /api/users"}
-}
