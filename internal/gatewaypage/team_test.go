@@ -1,0 +1,166 @@
+package gatewaypage
+
+import (
+	"context"
+	"encoding/json"
+	"net"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/remotemcp/remotemcp/config"
+	"github.com/remotemcp/remotemcp/frontend"
+	"github.com/remotemcp/remotemcp/internal/oidctest"
+	"github.com/remotemcp/remotemcp/internal/testkit"
+	"github.com/remotemcp/remotemcp/internal/testserver/authserver"
+	"github.com/remotemcp/remotemcp/internal/testserver/fixture"
+	"github.com/remotemcp/remotemcp/localapi"
+)
+
+// The team, end to end (issue #22 acceptance): PostgreSQL, a real OpenID
+// provider and the bundled test server behind a real OAuth authorization
+// server, shared by the admins. Two people sign in on the page, each
+// signs in to the shared server with their own account through their
+// page, makes a host token there, and each host (go-sdk) sees only its
+// person's servers and calls a tool with its person's access token.
+func TestTeamEndToEnd(t *testing.T) {
+	w := newWorld(t, nil)
+	as, err := authserver.Start(authserver.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(as.Close)
+	team := testkit.StartFixture(t, fixture.Options{Authorize: as.Authorize, Extra: as.PRMRoutes()})
+	w.addPerson(t, oidctest.Alice.Email, "alice-files")
+	w.addPerson(t, oidctest.Bob.Email, "bob-notes")
+	if _, err := w.admin.AddSharedServer(w.ctx, localapi.AddServerRequest{ID: "team", URL: team.URL(), Auth: config.AuthOAuth}); err != nil {
+		t.Fatal(err)
+	}
+
+	// The gateway's MCP endpoint for hosts.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hctx, stop := context.WithCancel(w.ctx)
+	served := make(chan error, 1)
+	go func() { served <- w.gw.Hosts(hctx, frontend.HTTPOptions{}, "remotemcp", "test").Serve(hctx, ln, "/mcp") }()
+	t.Cleanup(func() { stop(); <-served })
+	endpoint := "http://" + ln.Addr().String() + "/mcp"
+
+	people := []struct {
+		user oidctest.User
+		own  string // their own server
+	}{{oidctest.Alice, "alice-files"}, {oidctest.Bob, "bob-notes"}}
+	tokens := map[string]string{}
+	for _, p := range people {
+		b := w.browser(t)
+		b.signIn(p.user)
+		if ids := b.serverIDs(); !slices.Equal(ids, []string{p.own, "team"}) {
+			t.Fatalf("%s's page lists %v", p.user.Email, ids)
+		}
+		// The authorization server's origin, granted by the person on
+		// their page (the shared server's own origin came with it).
+		if st, body := b.do(http.MethodPost, "/api/grants", localapi.OriginRequest{Origin: as.URL()}); st/100 != 2 {
+			t.Fatalf("%s grants the authorization server: %d %s", p.user.Email, st, body)
+		}
+		// Their own sign-in to the shared server, from their page.
+		st, body := b.do(http.MethodPost, "/api/servers/team/authorize", struct{}{})
+		var fl localapi.AuthFlow
+		if st/100 != 2 || json.Unmarshal([]byte(body), &fl) != nil || fl.AuthorizationURL == "" {
+			t.Fatalf("%s authorizes team: %d %s", p.user.Email, st, body)
+		}
+		// The authorization server approves at once and sends the
+		// browser back to the gateway's redirect URI.
+		resp, err := b.noRedirect().Get(fl.AuthorizationURL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		back := resp.Header.Get("Location")
+		if resp.StatusCode != http.StatusFound || !strings.Contains(back, "/mcp-oauth?") {
+			t.Fatalf("%s at the authorization server: %s %s", p.user.Email, resp.Status, back)
+		}
+		resp, err = b.c.Get(back)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if body := readBody(t, resp); resp.StatusCode != http.StatusOK || !strings.Contains(body, "Authorization complete") {
+			t.Fatalf("%s's callback: %s %s", p.user.Email, resp.Status, body)
+		}
+		// A host token, made on the page.
+		st, body = b.do(http.MethodPost, "/api/host-tokens", localapi.HostTokenRequest{Name: "laptop"})
+		var nt localapi.NewHostToken
+		if st/100 != 2 || json.Unmarshal([]byte(body), &nt) != nil || nt.Token == "" {
+			t.Fatalf("%s's host token: %d %s", p.user.Email, st, body)
+		}
+		tokens[p.user.Email] = nt.Token
+	}
+
+	// Each host sees only its person's servers and calls the shared tool
+	// with its person's own access token.
+	for _, p := range people {
+		cs := hostSession(t, w.ctx, endpoint, tokens[p.user.Email])
+		tl, err := cs.ListTools(w.ctx, nil)
+		if err != nil {
+			t.Fatalf("%s's host lists tools: %v", p.user.Email, err)
+		}
+		var names []string
+		for _, tool := range tl.Tools {
+			names = append(names, tool.Name)
+		}
+		joined := strings.Join(names, " ")
+		for _, other := range people {
+			mine := other.user.Email == p.user.Email
+			if got := strings.Contains(joined, other.own+"__"); got != mine {
+				t.Fatalf("%s's host sees %s's server: %v (tools %v)", p.user.Email, other.own, got, names)
+			}
+		}
+		if !strings.Contains(joined, "team__echo") {
+			t.Fatalf("%s's host has no shared tool: %v", p.user.Email, names)
+		}
+		before := len(team.Requests())
+		res, err := cs.CallTool(w.ctx, &mcp.CallToolParams{Name: "team__echo", Arguments: map[string]any{"text": p.user.Email}})
+		if err != nil || res.IsError || len(res.Content) == 0 || res.Content[0].(*mcp.TextContent).Text != p.user.Email {
+			t.Fatalf("%s's host calls team__echo: %+v %v", p.user.Email, res, err)
+		}
+		var used []string
+		for _, r := range team.Requests()[before:] {
+			if r.RPCMethod == "tools/call" {
+				used = append(used, r.Header.Get("Authorization"))
+			}
+		}
+		if len(used) != 1 || used[0] == "" {
+			t.Fatalf("%s's call reached the server with %v", p.user.Email, used)
+		}
+		tokens["access "+p.user.Email] = used[0]
+	}
+	if a, b := tokens["access "+oidctest.Alice.Email], tokens["access "+oidctest.Bob.Email]; a == b {
+		t.Fatal("Alice's and Bob's calls used one access token: each person's sign-in must be their own")
+	}
+}
+
+// hostSession is a go-sdk host on the gateway's endpoint with a bearer
+// token.
+func hostSession(t *testing.T, ctx context.Context, endpoint, token string) *mcp.ClientSession {
+	t.Helper()
+	hc := &http.Client{Transport: bearerTransport{token: token}}
+	c := mcp.NewClient(&mcp.Implementation{Name: "team-host", Version: "1"}, nil)
+	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: endpoint, HTTPClient: hc}, nil)
+	if err != nil {
+		t.Fatalf("host connect: %v", err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	return cs
+}
+
+type bearerTransport struct{ token string }
+
+func (b bearerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.token)
+	return http.DefaultTransport.RoundTrip(r)
+}
