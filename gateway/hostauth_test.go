@@ -5,6 +5,7 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -23,8 +24,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
-	"golang.org/x/oauth2"
 
+	"github.com/remotemcp/remotemcp/config"
 	"github.com/remotemcp/remotemcp/engine"
 	"github.com/remotemcp/remotemcp/frontend"
 	"github.com/remotemcp/remotemcp/gateway"
@@ -132,30 +133,18 @@ func (w *hostWorld) addPerson(t *testing.T, email, serverID string) {
 	}
 }
 
-// accessToken signs u in at the provider for the client id (a JWT client
-// with hostSecret and hostRedirect) with scopes, as a host does: the
-// authorization code flow with PKCE through the provider's login form.
+// accessToken signs u in at prov for the client id (a JWT client with
+// hostSecret and hostRedirect) with scopes, as a host does.
 func (w *hostWorld) accessToken(t *testing.T, prov *oidctest.Provider, clientID string, u oidctest.User, scopes ...string) string {
 	t.Helper()
-	p, err := oidc.NewProvider(w.ctx, prov.Issuer)
+	tok, err := prov.AccessToken(w.ctx, clientID, hostSecret, hostRedirect, u, scopes...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	conf := oauth2.Config{ClientID: clientID, ClientSecret: hostSecret, Endpoint: p.Endpoint(), RedirectURL: hostRedirect, Scopes: scopes}
-	jar, _ := cookiejar.New(nil)
-	verifier := oauth2.GenerateVerifier()
-	back, err := prov.SignIn(&http.Client{Jar: jar}, conf.AuthCodeURL("st", oauth2.S256ChallengeOption(verifier)), u.Username, u.Password)
-	if err != nil {
-		t.Fatal(err)
+	if strings.Count(tok, ".") != 2 {
+		t.Fatalf("the provider's access token is no JWT: %.40s…", tok)
 	}
-	tok, err := conf.Exchange(w.ctx, back.Query().Get("code"), oauth2.VerifierOption(verifier))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if strings.Count(tok.AccessToken, ".") != 2 {
-		t.Fatalf("the provider's access token is no JWT: %.40s…", tok.AccessToken)
-	}
-	return tok.AccessToken
+	return tok
 }
 
 // revoke revokes the access token tok of the gateway's client at the
@@ -557,5 +546,58 @@ func TestHostsOptionsRefused(t *testing.T) {
 	}
 	if _, err := gw.Hosts(t.Context(), gateway.HostsOptions{Issuer: "https://id.example", PublicURL: "https://gw.example/mcp"}); err != nil {
 		t.Error(err)
+	}
+}
+
+// remotemcp's own client (package oauth, through an engine) takes the
+// gateway as an OAuth server like any other: a person's personal
+// remotemcp adds the gateway's endpoint with auth oauth and a
+// pre-registered client, follows its 401 to the metadata and the
+// provider (R3.4–R3.8: resource, issuer, S256), signs Alice in, and
+// calls her tool on the gateway.
+func TestHostsRemotemcpClientDiscovers(t *testing.T) {
+	w := newHostWorld(t, true)
+	w.addPerson(t, oidctest.Alice.Email, "alicefx")
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	ln.Close()
+	w.prov.AddJWTClient(oidctest.JWTClient{ID: w.url, Secret: hostSecret,
+		RedirectURIs: []string{hostRedirect, fmt.Sprintf("http://127.0.0.1:%d/mcp-oauth", port)}})
+
+	eng, err := engine.Open(w.ctx, engine.Options{DataDir: t.TempDir(), NoStartupConnect: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { eng.Close() })
+	if err := eng.Grant(w.ctx, w.prov.Issuer, ""); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := eng.AddServer(w.ctx, localapi.AddServerRequest{ID: "gw", URL: w.url, Auth: config.AuthOAuth,
+		ClientID: w.url, ClientSecret: hostSecret, RedirectPort: port, By: localapi.ByServersAdd}); err != nil {
+		t.Fatal(err)
+	}
+	fl, err := eng.Authorize(w.ctx, "gw")
+	if err != nil || fl.Phase != localapi.PhaseWaiting {
+		t.Fatalf("authorize: %+v %v", fl, err)
+	}
+	jar, _ := cookiejar.New(nil)
+	back, err := w.prov.SignIn(&http.Client{Jar: jar}, fl.AuthorizationURL, oidctest.Alice.Username, oidctest.Alice.Password)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.Get(back.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if fl, err = eng.WaitAuthorization(w.ctx, "gw"); err != nil || fl.Phase != localapi.PhaseDone {
+		t.Fatalf("sign-in: %+v %v", fl, err)
+	}
+	res, err := eng.Call(w.ctx, localapi.CallRequest{Tool: "mcp__gw__alicefx__echo", Arguments: []byte(`{"text":"through two remotemcps"}`), Approved: true}, localapi.CallHandler{})
+	if err != nil || res.IsError || len(res.Content) != 1 || res.Content[0].Text != "through two remotemcps" {
+		t.Fatalf("call through the gateway: %+v %v", res, err)
 	}
 }

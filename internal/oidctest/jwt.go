@@ -2,8 +2,13 @@ package oidctest
 
 import (
 	"context"
+	"fmt"
+	"net/http"
+	"net/http/cookiejar"
 
+	"github.com/coreos/go-oidc/v3/oidc"
 	"github.com/zitadel/oidc/v3/pkg/op"
+	"golang.org/x/oauth2"
 )
 
 // JWTClient is a client whose access tokens are JWTs signed with the
@@ -58,4 +63,33 @@ func (s *clientStore) GetPrivateClaimsFromScopes(ctx context.Context, userID, cl
 	claims["email"] = u.Email
 	claims["email_verified"] = u.EmailVerified
 	return claims, nil
+}
+
+// AccessToken signs u in for the client id as a host does (authorization
+// code with PKCE, through the login form, the redirect URI answered by
+// nobody) and returns the access token of the code's exchange. The client
+// is confidential (secret); redirect must be registered.
+func (p *Provider) AccessToken(ctx context.Context, id, secret, redirect string, u User, scopes ...string) (string, error) {
+	prov, err := oidc.NewProvider(ctx, p.Issuer)
+	if err != nil {
+		return "", fmt.Errorf("oidctest: discover the provider: %w", err)
+	}
+	conf := oauth2.Config{ClientID: id, ClientSecret: secret, Endpoint: prov.Endpoint(), RedirectURL: redirect, Scopes: scopes}
+	jar, err := cookiejar.New(nil)
+	if err != nil {
+		return "", err
+	}
+	verifier := oauth2.GenerateVerifier()
+	back, err := p.SignIn(&http.Client{Jar: jar}, conf.AuthCodeURL("oidctest", oauth2.S256ChallengeOption(verifier)), u.Username, u.Password)
+	if err != nil {
+		return "", err
+	}
+	if e := back.Query().Get("error"); e != "" {
+		return "", fmt.Errorf("oidctest: the provider answered %s: %s", e, back.Query().Get("error_description"))
+	}
+	tok, err := conf.Exchange(ctx, back.Query().Get("code"), oauth2.VerifierOption(verifier))
+	if err != nil {
+		return "", fmt.Errorf("oidctest: exchange the code: %w", err)
+	}
+	return tok.AccessToken, nil
 }
