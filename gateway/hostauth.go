@@ -272,12 +272,15 @@ func (a *hostOAuth) verify(ctx context.Context, raw string) (hostClaims, error) 
 
 // provider returns the token verifier, finding the provider (its
 // discovery document, whose issuer must be Issuer exactly) the first
-// time it can be reached.
+// time it can be reached. The lock is not held while the provider is
+// asked: while it cannot be reached, each request fails after its own
+// try, none waits behind another's.
 func (a *hostOAuth) provider(ctx context.Context) (*oidc.IDTokenVerifier, error) {
 	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.verifier != nil {
-		return a.verifier, nil
+	v := a.verifier
+	a.mu.Unlock()
+	if v != nil {
+		return v, nil
 	}
 	dctx, cancel := context.WithTimeout(oidc.ClientContext(ctx, a.client), providerWait)
 	defer cancel()
@@ -291,10 +294,15 @@ func (a *hostOAuth) provider(ctx context.Context) (*oidc.IDTokenVerifier, error)
 	if err := p.Claims(&extra); err != nil {
 		return nil, fmt.Errorf("read the OpenID provider's discovery document: %w", err)
 	}
-	// The key set's requests use the client, never ctx's cancellation.
-	a.verifier = p.VerifierContext(oidc.ClientContext(context.Background(), a.client),
-		&oidc.Config{ClientID: a.resource, SupportedSigningAlgs: signingAlgs, Now: a.now})
-	a.userInfo = extra.UserInfo
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.verifier == nil {
+		// The key set's requests use the client, never ctx's
+		// cancellation.
+		a.verifier = p.VerifierContext(oidc.ClientContext(context.Background(), a.client),
+			&oidc.Config{ClientID: a.resource, SupportedSigningAlgs: signingAlgs, Now: a.now})
+		a.userInfo = extra.UserInfo
+	}
 	return a.verifier, nil
 }
 

@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/cookiejar"
+	"net/http/httptest"
 	"net/url"
 	"os"
 	"slices"
@@ -599,5 +600,70 @@ func TestHostsRemotemcpClientDiscovers(t *testing.T) {
 	res, err := eng.Call(w.ctx, localapi.CallRequest{Tool: "mcp__gw__alicefx__echo", Arguments: []byte(`{"text":"through two remotemcps"}`), Approved: true}, localapi.CallHandler{})
 	if err != nil || res.IsError || len(res.Content) != 1 || res.Content[0].Text != "through two remotemcps" {
 		t.Fatalf("call through the gateway: %+v %v", res, err)
+	}
+}
+
+// A provider that cannot be reached: a host's access token is answered
+// 503 (try again), not 401, which would send it to sign in for nothing.
+func TestHostsProviderDown(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	down := "http://" + ln.Addr().String()
+	ln.Close()
+	h, err := gateway.New(gateway.Options{}).Hosts(t.Context(), gateway.HostsOptions{Issuer: down, PublicURL: "http://127.0.0.1:1/mcp"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := httptest.NewRecorder()
+	req := httptest.NewRequest(http.MethodPost, "http://127.0.0.1:1/mcp", strings.NewReader("{}"))
+	req.Header.Set("Authorization", "Bearer a.b.c")
+	h.ServeHTTP(rec, req)
+	if rec.Code != http.StatusServiceUnavailable || !strings.Contains(rec.Body.String(), "cannot be reached") || rec.Header().Get("WWW-Authenticate") != "" {
+		t.Fatalf("%d %q %s", rec.Code, rec.Header().Get("WWW-Authenticate"), rec.Body)
+	}
+}
+
+// Through a proxy, the endpoint is reached by its public URL's host
+// (--mcp-public-url), which the Host check takes beside loopback; any
+// other name is still refused (DNS rebinding).
+func TestHostsPublicHost(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := gateway.New(gateway.Options{}).Hosts(t.Context(), gateway.HostsOptions{PublicURL: "https://gw.example/mcp"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, stop := context.WithCancel(t.Context())
+	served := make(chan error, 1)
+	go func() { served <- h.Serve(ctx, ln, "/mcp") }()
+	defer func() { stop(); <-served }()
+	url := "http://" + ln.Addr().String() + "/mcp"
+	for _, c := range []struct {
+		host, origin string
+		want         int
+	}{
+		{ln.Addr().String(), "", http.StatusUnauthorized},
+		{"gw.example", "", http.StatusUnauthorized},
+		{"gw.example", "https://gw.example", http.StatusUnauthorized},
+		{"evil.example", "", http.StatusForbidden},
+		{"gw.example", "https://evil.example", http.StatusForbidden},
+	} {
+		req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, url, strings.NewReader("{}"))
+		req.Host = c.host
+		if c.origin != "" {
+			req.Header.Set("Origin", c.origin)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != c.want {
+			t.Errorf("Host %s Origin %q: %s, want %d", c.host, c.origin, resp.Status, c.want)
+		}
 	}
 }
