@@ -132,20 +132,59 @@ func (g *gatewaySocket) forUser(w http.ResponseWriter, r *http.Request) {
 }
 
 // apiFor returns the API of the person's engine, made once.
+//
+// Each person's API has a scrubber of its own, holding that person's
+// secrets only: with one for everyone, an answer to Bob that echoes what
+// he sent (an id in "there is no server …") came back "[redacted]" when
+// the value was a secret of Alice's, which told him it was someone's
+// secret (issue #22: no answer may tell one person of another's data).
 func (g *gatewaySocket) apiFor(ctx context.Context, email string) (*api, error) {
 	eng, err := g.gw.EngineFor(ctx, email)
 	if err != nil {
 		return nil, err
 	}
 	g.mu.Lock()
-	defer g.mu.Unlock()
-	if a, ok := g.apis[email]; ok && a.eng == eng {
+	a, ok := g.apis[email]
+	g.mu.Unlock()
+	if ok && a.eng == eng {
 		return a, nil
 	}
-	a := newAPI(eng, g.s.log, g.s.scrub)
+	scrub := newScrubber()
+	scrub.refresh(ctx, eng)
+	a = newAPI(eng, g.s.log, scrub)
 	a.version = g.s.o.Version
+	g.mu.Lock()
+	if had, ok := g.apis[email]; ok && had.eng == eng {
+		// Another request made it meanwhile: one API per engine, or a
+		// call's approval would wait in one and be looked for in another.
+		g.mu.Unlock()
+		return had, nil
+	}
 	g.apis[email] = a
+	g.mu.Unlock()
+	g.watchSecrets(eng, scrub)
 	return a, nil
+}
+
+// watchSecrets keeps a person's scrubber current with their engine's
+// secrets, as startSecretWatch does the one engine's, until the engine
+// closes (the person was removed) or the daemon stops.
+func (g *gatewaySocket) watchSecrets(eng localapi.Engine, scrub *scrubber) {
+	if _, ok := eng.(localapi.SecretLister); !ok {
+		return
+	}
+	ch, err := eng.Subscribe(g.s.ctx)
+	if err != nil {
+		g.s.log.Warn("daemon: cannot follow a person's engine; their secrets added later are not scrubbed by value", "err", err)
+		return
+	}
+	g.s.wg.Go(func() {
+		for ev := range ch {
+			if ev.Type == localapi.EventServers {
+				scrub.refresh(g.s.ctx, eng)
+			}
+		}
+	})
 }
 
 // userRequired names the people a request without localapi.UserHeader

@@ -13,7 +13,6 @@ import (
 	"net/http/cookiejar"
 	"net/http/httptest"
 	"net/url"
-	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -37,14 +36,6 @@ import (
 	"github.com/remotemcp/remotemcp/localapi"
 	"github.com/remotemcp/remotemcp/store"
 )
-
-// TestMain runs on PostgreSQL (pgtest) and keeps the example provider's
-// log of every request out of the output (it logs to the default
-// logger).
-func TestMain(m *testing.M) {
-	slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})))
-	pgtest.Main(m)
-}
 
 // hostWorld is a gateway on a fresh database with its MCP endpoint for
 // hosts, a real OpenID provider, and a test MCP server.
@@ -193,8 +184,8 @@ func (w *hostWorld) bearerHost(t *testing.T, tok string) (*mcp.ClientSession, er
 	return cs, err
 }
 
-// toolNames lists the tools a host sees.
-func toolNames(t *testing.T, cs *mcp.ClientSession) []string {
+// hostTools lists the tools a host sees.
+func hostTools(t *testing.T, cs *mcp.ClientSession) []string {
 	t.Helper()
 	res, err := cs.ListTools(context.Background(), nil)
 	if err != nil {
@@ -232,7 +223,7 @@ func TestHostsSignInByOAuth(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := toolNames(t, alice); !slices.Contains(got, "alicefx__echo") || slices.ContainsFunc(got, func(s string) bool { return strings.HasPrefix(s, "bobfx") }) {
+	if got := hostTools(t, alice); !slices.Contains(got, "alicefx__echo") || slices.ContainsFunc(got, func(s string) bool { return strings.HasPrefix(s, "bobfx") }) {
 		t.Fatalf("alice's host sees %v", got)
 	}
 	echo(t, alice, "alicefx", "alice by oauth")
@@ -244,7 +235,7 @@ func TestHostsSignInByOAuth(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := toolNames(t, bob); !slices.Contains(got, "bobfx__echo") || slices.Contains(got, "alicefx__echo") {
+	if got := hostTools(t, bob); !slices.Contains(got, "bobfx__echo") || slices.Contains(got, "alicefx__echo") {
 		t.Fatalf("bob's host sees %v", got)
 	}
 
@@ -338,9 +329,9 @@ func newAuthHandler(clientID, secret, redirect string, fetch func(ctx context.Co
 	})
 }
 
-// get fetches url with the headers of hdr (pairs) and returns the
+// fetch fetches url with the headers of hdr (pairs) and returns the
 // answer's status, header and body.
-func get(t *testing.T, method, url string, hdr ...string) (int, http.Header, string) {
+func fetch(t *testing.T, method, url string, hdr ...string) (int, http.Header, string) {
 	t.Helper()
 	var body io.Reader
 	if method == http.MethodPost {
@@ -373,7 +364,7 @@ func TestHostsMetadataAndChallenges(t *testing.T) {
 	origin := strings.TrimSuffix(w.url, "/mcp")
 	want := `{"resource":"` + w.url + `","authorization_servers":["` + w.prov.Issuer + `"],"bearer_methods_supported":["header"],"scopes_supported":["openid","email"]}`
 	for _, p := range []string{"/.well-known/oauth-protected-resource", "/.well-known/oauth-protected-resource/mcp"} {
-		code, h, body := get(t, http.MethodGet, origin+p)
+		code, h, body := fetch(t, http.MethodGet, origin+p)
 		if code != http.StatusOK || body != want || h.Get("Content-Type") != "application/json" {
 			t.Errorf("GET %s: %d %s %q, want %s", p, code, h.Get("Content-Type"), body, want)
 		}
@@ -388,7 +379,7 @@ func TestHostsMetadataAndChallenges(t *testing.T) {
 			`Bearer realm="remotemcp", error="invalid_token", error_description="the bearer token is unknown or revoked", ` + meta},
 		{"not a JWT", "Bearer garbage", `Bearer realm="remotemcp", error="invalid_token", error_description="the access token is not valid for this gateway", ` + meta},
 	} {
-		code, h, body := get(t, http.MethodPost, w.url, "Authorization", c.auth)
+		code, h, body := fetch(t, http.MethodPost, w.url, "Authorization", c.auth)
 		if code != http.StatusUnauthorized || h.Get("WWW-Authenticate") != c.want {
 			t.Errorf("%s: %d %q %s\nwant %q", c.name, code, h.Get("WWW-Authenticate"), body, c.want)
 		}
@@ -396,13 +387,13 @@ func TestHostsMetadataAndChallenges(t *testing.T) {
 
 	plain := newHostWorld(t, false)
 	porigin := strings.TrimSuffix(plain.url, "/mcp")
-	if code, _, _ := get(t, http.MethodGet, porigin+"/.well-known/oauth-protected-resource/mcp"); code != http.StatusNotFound {
+	if code, _, _ := fetch(t, http.MethodGet, porigin+"/.well-known/oauth-protected-resource/mcp"); code != http.StatusNotFound {
 		t.Errorf("metadata without an issuer: %d", code)
 	}
-	if code, h, _ := get(t, http.MethodPost, plain.url); code != http.StatusUnauthorized || h.Get("WWW-Authenticate") != `Bearer realm="remotemcp"` {
+	if code, h, _ := fetch(t, http.MethodPost, plain.url); code != http.StatusUnauthorized || h.Get("WWW-Authenticate") != `Bearer realm="remotemcp"` {
 		t.Errorf("401 without an issuer: %d %q", code, h.Get("WWW-Authenticate"))
 	}
-	if code, h, _ := get(t, http.MethodPost, plain.url, "Authorization", "Bearer garbage"); code != http.StatusUnauthorized ||
+	if code, h, _ := fetch(t, http.MethodPost, plain.url, "Authorization", "Bearer garbage"); code != http.StatusUnauthorized ||
 		h.Get("WWW-Authenticate") != `Bearer realm="remotemcp", error="invalid_token", error_description="the bearer token is unknown or revoked"` {
 		t.Errorf("a JWT-looking token without an issuer: %d %q", code, h.Get("WWW-Authenticate"))
 	}
@@ -473,7 +464,7 @@ func TestHostsRefuseTokens(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			w.skew.Store(int64(c.skew))
 			defer w.skew.Store(0)
-			code, h, body := get(t, http.MethodPost, w.url, "Authorization", "Bearer "+c.tok)
+			code, h, body := fetch(t, http.MethodPost, w.url, "Authorization", "Bearer "+c.tok)
 			if code != c.status || h.Get("WWW-Authenticate") != c.challenge || !strings.Contains(body, c.says) {
 				t.Errorf("%d %q %s\nwant %d %q, a body with %q", code, h.Get("WWW-Authenticate"), body, c.status, c.challenge, c.says)
 			}
@@ -493,7 +484,7 @@ func TestHostsOAuthSessions(t *testing.T) {
 	a1 := w.accessToken(t, w.prov, w.url, oidctest.Alice, "openid", "email")
 	a2 := w.accessToken(t, w.prov, w.url, oidctest.Alice, "openid", "email")
 	b := w.accessToken(t, w.prov, w.url, oidctest.Bob, "openid", "email")
-	code, h, body := get(t, http.MethodPost, w.url, "Authorization", "Bearer "+a1)
+	code, h, body := fetch(t, http.MethodPost, w.url, "Authorization", "Bearer "+a1)
 	sid := h.Get("Mcp-Session-Id")
 	if code != http.StatusOK || sid == "" {
 		t.Fatalf("initialize: %d %s", code, body)

@@ -47,7 +47,6 @@ type Hosts struct {
 type hostFront struct {
 	ready chan struct{}
 	eng   *engine.Engine
-	user  string
 	h     http.Handler
 	stop  func()
 	err   error
@@ -179,7 +178,7 @@ func (h *Hosts) front(ctx context.Context, id string) (*hostFront, error) {
 		ok = false
 	}
 	if !ok {
-		f = &hostFront{ready: make(chan struct{}), eng: eng, user: id}
+		f = &hostFront{ready: make(chan struct{}), eng: eng}
 		h.fronts[id] = f
 	}
 	h.mu.Unlock()
@@ -194,7 +193,7 @@ func (h *Hosts) front(ctx context.Context, id string) (*hostFront, error) {
 		}
 		return f, nil
 	}
-	f.err = h.start(f, eng)
+	f.err = h.start(f, eng, id)
 	if f.err != nil {
 		h.mu.Lock()
 		if h.fronts[id] == f {
@@ -206,8 +205,11 @@ func (h *Hosts) front(ctx context.Context, id string) (*hostFront, error) {
 	return f, f.err
 }
 
-func (h *Hosts) start(f *hostFront, eng *engine.Engine) error {
-	fe, err := frontend.New(h.ctx, frontend.Options{Engine: eng, Name: h.o.Name, Version: h.o.Version, Logger: h.log})
+// start makes user id's front end over eng. Its log records name the
+// user, as their engine's do: a gateway's log is everyone's, and a record
+// about a person's server must say whose it is.
+func (h *Hosts) start(f *hostFront, eng *engine.Engine, id string) error {
+	fe, err := frontend.New(h.ctx, frontend.Options{Engine: eng, Name: h.o.Name, Version: h.o.Version, Logger: h.log.With("user", id)})
 	if err != nil {
 		return err
 	}
@@ -218,7 +220,7 @@ func (h *Hosts) start(f *hostFront, eng *engine.Engine) error {
 	f.stop = stop
 	var auth frontend.Authenticator
 	if h.oauth != nil {
-		auth = verifiedHosts{user: f.user}
+		auth = verifiedHosts{user: id}
 	}
 	f.h = fe.HTTPHandlerAuth(frontend.NewTokens(eng.Store), auth, h.o.HTTP)
 	return nil
