@@ -3,6 +3,7 @@ package daemon
 import (
 	"net"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 )
@@ -38,13 +39,23 @@ func foreignOrigin(r *http.Request) bool {
 // headers, a loopback Host with port (else 403), and no foreign Origin
 // (else 403). Authentication is next's business.
 func GuardLoopback(port int, next http.Handler) http.Handler {
+	return GuardPublic(port, nil, next)
+}
+
+// GuardPublic is GuardLoopback for an endpoint that a proxy on this host
+// also forwards to from a public URL (a gateway's MCP endpoint with
+// --mcp-public-url, as its page with --public-url): that URL's host is a
+// Host it accepts too, and its origin an Origin. public nil is
+// GuardLoopback.
+func GuardPublic(port int, public *url.URL, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		setSecurityHeaders(w.Header())
-		if !LoopbackHost(r.Host, port) {
+		isPublic := public != nil && strings.EqualFold(r.Host, public.Host)
+		if !isPublic && !LoopbackHost(r.Host, port) {
 			http.Error(w, "the Host header must be 127.0.0.1, [::1] or localhost with this port (DNS rebinding protection)", http.StatusForbidden)
 			return
 		}
-		if foreignOrigin(r) {
+		if foreignOrigin(r) && !(public != nil && strings.EqualFold(r.Header.Get("Origin"), public.Scheme+"://"+public.Host)) {
 			http.Error(w, "cross-origin requests are refused", http.StatusForbidden)
 			return
 		}

@@ -29,12 +29,82 @@ const httpShutdownWait = 2 * time.Second
 // item 2). The Host and Origin checks are the caller's
 // (daemon.GuardLoopback), outside this.
 func (f *Frontend) HTTPHandlerWith(tokens *Tokens, o HTTPOptions) http.Handler {
+	return f.HTTPHandlerAuth(tokens, nil, o)
+}
+
+// Identity is who a request is when the caller's Authenticator verified
+// it (an OAuth access token at a gateway, issue #22) rather than a token
+// of Tokens.
+type Identity struct {
+	// Subject is who it is, the same for every credential of one
+	// person's sign-in (an OAuth access token is refreshed within a
+	// session, so the session must go on): a host session answers only
+	// requests of the Subject that made it, as go-sdk's
+	// auth.TokenInfo.UserID asks.
+	Subject string
+	// Name names it in logs and refusals (an email address).
+	Name string
+	// Expiry is when the credential ends (zero: never); go-sdk refuses it
+	// after.
+	Expiry time.Time
+}
+
+// Authenticator verifies a request's credential that is not a token of
+// Tokens (at a gateway: an OAuth access token).
+type Authenticator interface {
+	// Authenticate returns who r is, or answers r itself (a refusal with
+	// its challenge) and returns false.
+	Authenticate(w http.ResponseWriter, r *http.Request) (Identity, bool)
+}
+
+// HTTPHandlerAuth is HTTPHandlerWith where a bearer token that is not a
+// remotemcp token (it lacks TokenPrefix) is verified by auth instead of
+// tokens; auth nil is HTTPHandlerWith. remotemcp tokens are checked by
+// tokens.Require as ever. Both kinds share the endpoint's host sessions
+// and limits; an authenticated session belongs to its Identity's
+// Subject, and only a token's session ends when its token is revoked.
+func (f *Frontend) HTTPHandlerAuth(tokens *Tokens, auth Authenticator, o HTTPOptions) http.Handler {
 	// go-sdk's own idle timeout (SessionTimeout) is not used: it counts
 	// POSTs only, and would end a session whose host listens on an open
 	// stream; hostSessions counts the stream too.
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return f.srv },
 		&mcp.StreamableHTTPOptions{Logger: f.log})
-	return tokens.Require(newHostSessions(f.srv, tokens, f.log, o, h), f.log)
+	sessions := newHostSessions(f.srv, tokens, f.log, o, h)
+	byToken := tokens.Require(sessions, f.log)
+	if auth == nil {
+		return byToken
+	}
+	byAuth := requireIdentity(auth, sessions)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if tok, ok := bearer(r.Header.Get("Authorization")); ok && !strings.HasPrefix(tok, TokenPrefix) {
+			byAuth.ServeHTTP(w, r)
+			return
+		}
+		byToken.ServeHTTP(w, r)
+	})
+}
+
+// authSubjectPrefix starts the user id of an authenticated identity: a
+// token's user id is hex (its hash), so the two never meet.
+const authSubjectPrefix = "auth:"
+
+// requireIdentity lets only the requests auth verifies reach next, with
+// their identity, and go-sdk's auth.TokenInfo (the user id binds
+// go-sdk's session too; the expiry is checked by go-sdk as well).
+func requireIdentity(a Authenticator, next http.Handler) http.Handler {
+	withInfo := auth.RequireBearerToken(tokenInfo, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(next)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id, ok := a.Authenticate(w, r)
+		if !ok {
+			return
+		}
+		if id.Subject == "" {
+			http.Error(w, "remotemcp: the request's identity has no subject", http.StatusInternalServerError)
+			return
+		}
+		who := identity{user: authSubjectPrefix + id.Subject, name: id.Name, expiry: id.Expiry, authenticated: true}
+		withInfo.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), identityKey{}, who)))
+	})
 }
 
 // StartHTTP starts what the front end runs beside its HTTP handler
@@ -112,16 +182,17 @@ func (t *Tokens) Require(next http.Handler, log *slog.Logger) http.Handler {
 	})
 }
 
-// tokenInfo is go-sdk's auth.TokenInfo of a token Require has checked:
-// its user id is the token's hash, so go-sdk's handler refuses a
-// session's id with another token. A token does not expire; it is
-// revoked.
+// tokenInfo is go-sdk's auth.TokenInfo of a request Require or
+// requireIdentity has checked: its user id is the token's hash (or the
+// identity's subject), so go-sdk's handler refuses a session's id with
+// another token. A token does not expire; it is revoked. An
+// authenticated identity's credential may expire.
 func tokenInfo(ctx context.Context, _ string, _ *http.Request) (*auth.TokenInfo, error) {
 	who, ok := requester(ctx)
 	if !ok {
 		return nil, fmt.Errorf("%w: not checked", auth.ErrInvalidToken)
 	}
-	return &auth.TokenInfo{UserID: who.user}, nil
+	return &auth.TokenInfo{UserID: who.user, Expiration: who.expiry}, nil
 }
 
 // bearer extracts the token of an Authorization header (RFC 6750: the

@@ -105,11 +105,14 @@ type hostSessions struct {
 // hostSession is one live host session.
 type hostSession struct {
 	user, name string // the token that made it: its user id, its name
-	ss         *mcp.ServerSession
-	refs       int // requests in flight, open streams included
-	gen        int // moves at every start and end of a request; an idle timer of an older one does nothing
-	stop       func() bool
-	ended      bool // closed by a limit: the session is going
+	// authenticated: made by an Authenticator's identity, not a token;
+	// no revocation of tokens ends it.
+	authenticated bool
+	ss            *mcp.ServerSession
+	refs          int // requests in flight, open streams included
+	gen           int // moves at every start and end of a request; an idle timer of an older one does nothing
+	stop          func() bool
+	ended         bool // closed by a limit: the session is going
 }
 
 // newHostSessions wraps next (go-sdk's handler serving srv).
@@ -203,7 +206,7 @@ func (h *hostSessions) reserve(who identity) string {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.perUser[who.user] >= h.o.MaxSessionsPerToken {
-		return fmt.Sprintf("remotemcp: too many MCP sessions: the token %q already has %d sessions open, the limit per token. %s", who.name, h.o.MaxSessionsPerToken, h.advice())
+		return fmt.Sprintf("remotemcp: too many MCP sessions: %s already has %d sessions open, the limit per token. %s", who.label(), h.o.MaxSessionsPerToken, h.advice())
 	}
 	if h.total >= h.o.MaxSessions {
 		return fmt.Sprintf("remotemcp: too many MCP sessions: the endpoint already has %d sessions open, its limit in all. %s", h.o.MaxSessions, h.advice())
@@ -257,7 +260,7 @@ func (h *hostSessions) register(sid string, who identity) bool {
 	if _, ok := h.byID[sid]; ok {
 		return false
 	}
-	h.byID[sid] = &hostSession{user: who.user, name: who.name, ss: ss, refs: 1}
+	h.byID[sid] = &hostSession{user: who.user, name: who.name, authenticated: who.authenticated, ss: ss, refs: 1}
 	// Its owner is the session: it returns when the session closes (a
 	// DELETE, a limit, the endpoint's end).
 	go func() {
@@ -403,7 +406,7 @@ func (h *hostSessions) endRevoked(valid map[string]bool) {
 	var gone []*hostSession
 	h.mu.Lock()
 	for _, s := range h.byID {
-		if !valid[s.user] && !s.ended {
+		if !s.authenticated && !valid[s.user] && !s.ended {
 			s.ended = true
 			if s.stop != nil {
 				s.stop()
@@ -450,8 +453,22 @@ func (w *sessionWriter) Flush() {
 func (w *sessionWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // identity is who a request is, by its token: the token's user id (the
-// SHA-256 of the token, also go-sdk's auth.TokenInfo.UserID) and name.
-type identity struct{ user, name string }
+// SHA-256 of the token, also go-sdk's auth.TokenInfo.UserID) and name;
+// or, authenticated, by its Identity (user is authSubjectPrefix and its
+// Subject), whose credential may expire and is never revoked here.
+type identity struct {
+	user, name    string
+	expiry        time.Time
+	authenticated bool
+}
+
+// label names the identity in a refusal.
+func (id identity) label() string {
+	if id.authenticated {
+		return fmt.Sprintf("the sign-in of %q", id.name)
+	}
+	return fmt.Sprintf("the token %q", id.name)
+}
 
 // identityKey carries a request's identity, set by Tokens.Require.
 type identityKey struct{}

@@ -45,6 +45,13 @@ func startEndpoint(t *testing.T, o frontend.HTTPOptions) *endpoint {
 // (nil: none).
 func startEndpointWith(t *testing.T, o frontend.HTTPOptions, f *fixture.Server) *endpoint {
 	t.Helper()
+	return startEndpointAuth(t, o, f, nil)
+}
+
+// startEndpointAuth is startEndpointWith whose bearer tokens other than
+// remotemcp's are verified by auth (HTTPHandlerAuth; nil: none).
+func startEndpointAuth(t *testing.T, o frontend.HTTPOptions, f *fixture.Server, auth frontend.Authenticator) *endpoint {
+	t.Helper()
 	ctx := t.Context()
 	eng, err := engine.Open(ctx, engine.Options{DataDir: t.TempDir(), NoStartupConnect: true})
 	if err != nil {
@@ -75,7 +82,7 @@ func startEndpointWith(t *testing.T, o frontend.HTTPOptions, f *fixture.Server) 
 	}
 	rctx, stop := context.WithCancel(ctx)
 	done := make(chan error, 1)
-	go func() { done <- fe.RunHTTPWith(rctx, ln, fe.HTTPHandlerWith(tk, o), o) }()
+	go func() { done <- fe.RunHTTPWith(rctx, ln, fe.HTTPHandlerAuth(tk, auth, o), o) }()
 	t.Cleanup(func() {
 		stop()
 		if err := <-done; err != nil {

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -23,13 +24,19 @@ import (
 // which checks the token again against the person's own tokens. A host
 // thus sees only its person's servers, and a host session belongs to the
 // token that made it, as on a personal endpoint.
+//
+// With an OpenID issuer (HostsOptions.Issuer) hosts may sign in by OAuth
+// instead (issue #22): the endpoint publishes its protected resource
+// metadata (RFC 9728), its 401s name it (resource_metadata), and a bearer
+// token that is not a remotemcp token is verified as the issuer's JWT
+// access token for the endpoint's public URL; its verified email names
+// the person, who must be a user of the gateway already.
 type Hosts struct {
-	g       *Gateway
-	o       frontend.HTTPOptions
-	name    string
-	version string
-	log     *slog.Logger
-	ctx     context.Context // the front ends' lifetime
+	g     *Gateway
+	o     HostsOptions
+	oauth *hostOAuth // nil: remotemcp tokens only
+	log   *slog.Logger
+	ctx   context.Context // the front ends' lifetime
 
 	mu     sync.Mutex
 	fronts map[string]*hostFront // by user id
@@ -46,31 +53,59 @@ type hostFront struct {
 }
 
 // Hosts returns the gateway's MCP endpoint handler; its front ends run
-// until ctx ends or Close. name and version are what hosts see.
-func (g *Gateway) Hosts(ctx context.Context, o frontend.HTTPOptions, name, version string) *Hosts {
-	h := &Hosts{g: g, o: o, name: name, version: version, log: g.log, ctx: ctx, fronts: map[string]*hostFront{}}
+// until ctx ends or Close. It refuses OAuth settings that cannot work (an
+// issuer without a public URL, a URL hosts cannot use).
+func (g *Gateway) Hosts(ctx context.Context, o HostsOptions) (*Hosts, error) {
+	oauth, err := newHostOAuth(o)
+	if err != nil {
+		return nil, err
+	}
+	h := &Hosts{g: g, o: o, oauth: oauth, log: g.log, ctx: ctx, fronts: map[string]*hostFront{}}
 	g.mu.Lock()
 	g.onRemove = append(g.onRemove, h.forget)
 	g.mu.Unlock()
-	return h
+	return h, nil
+}
+
+// PublicURL is the endpoint's URL as hosts reach it, when it has one
+// (HostsOptions.PublicURL).
+func (h *Hosts) PublicURL() string { return h.o.PublicURL }
+
+// MetadataURL is the URL of the endpoint's protected resource metadata
+// (RFC 9728), "" when hosts do not sign in by OAuth.
+func (h *Hosts) MetadataURL() string {
+	if h.oauth == nil {
+		return ""
+	}
+	return h.oauth.metaURL
 }
 
 // Body of a refused request: hosts show it, so it says what to do.
 const (
 	noTokenBody  = "remotemcp gateway: this MCP endpoint needs your bearer token, sent as \"Authorization: Bearer TOKEN\". An admin creates one for you with \"remotemcp --user EMAIL mcp token create NAME\" on the gateway's host."
 	badTokenBody = "remotemcp gateway: invalid_token: the bearer token is unknown or revoked; ask for a new one (\"remotemcp --user EMAIL mcp token create NAME\")."
+	// noSignInBody is noTokenBody where hosts may sign in by OAuth.
+	noSignInBody = "remotemcp gateway: this MCP endpoint needs you to sign in: a host that signs in by OAuth does so by itself (it learns how from %s), or it sends a remotemcp token as \"Authorization: Bearer TOKEN\", which you make on the gateway's page or an admin makes with \"remotemcp --user EMAIL mcp token create NAME\"."
 )
 
 // ServeHTTP routes a request to its person's front end.
 func (h *Hosts) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	tok, ok := bearer(r.Header.Get("Authorization"))
 	if !ok {
-		unauthorized(w, "", noTokenBody)
+		msg := noTokenBody
+		if h.oauth != nil {
+			msg = fmt.Sprintf(noSignInBody, h.oauth.metaURL)
+		}
+		h.unauthorized(w, "", msg)
+		return
+	}
+	if h.oauth != nil && !strings.HasPrefix(tok, frontend.TokenPrefix) {
+		h.serveSignedIn(w, r, tok)
 		return
 	}
 	id, err := h.g.TokenOwner(r.Context(), tok)
 	if errors.Is(err, ErrNoUser) {
-		unauthorized(w, `error="invalid_token", error_description="the bearer token is unknown or revoked"`, badTokenBody)
+		h.unauthorized(w, `error="invalid_token", error_description="the bearer token is unknown or revoked"`, badTokenBody)
 		return
 	}
 	if err != nil {
@@ -78,6 +113,42 @@ func (h *Hosts) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "remotemcp gateway: the tokens could not be read; try again", http.StatusServiceUnavailable)
 		return
 	}
+	h.serveFront(w, r, id)
+}
+
+// serveSignedIn serves a request with an OAuth access token: verified,
+// its person found by their verified email, it goes to their front end
+// with the identity (issuer, subject).
+//
+// A person who is not a user of the gateway gets 403, not 401: the token
+// is valid (RFC 6750 §3.1's invalid_token is for a token that is not),
+// and a 401 would only send the host to sign in again for the same
+// answer; the body says who to ask. Likewise an unverified email.
+func (h *Hosts) serveSignedIn(w http.ResponseWriter, r *http.Request, tok string) {
+	c, err := h.oauth.verify(r.Context(), tok)
+	var id string
+	if err == nil {
+		id, err = h.g.personOf(r.Context(), c.email)
+	}
+	if he := (*hostAuthError)(nil); errors.As(err, &he) {
+		h.log.Info("gateway: a host's access token was refused", "status", he.status, "err", he.err)
+		if he.status == http.StatusUnauthorized || he.params != "" {
+			w.Header().Set("WWW-Authenticate", h.challenge(he.params))
+		}
+		http.Error(w, he.body, he.status)
+		return
+	}
+	if err != nil {
+		h.log.Warn("gateway: find the person of a host's access token", "err", err)
+		http.Error(w, "remotemcp gateway: the people could not be read; try again", http.StatusServiceUnavailable)
+		return
+	}
+	r = r.WithContext(context.WithValue(r.Context(), signedInKey{}, signedIn{user: id, issuer: h.oauth.issuer, claims: c}))
+	h.serveFront(w, r, id)
+}
+
+// serveFront serves r by the front end of user id.
+func (h *Hosts) serveFront(w http.ResponseWriter, r *http.Request, id string) {
 	f, err := h.front(r.Context(), id)
 	if err != nil {
 		h.log.Warn("gateway: a person's front end", "user", id, "err", err)
@@ -138,7 +209,7 @@ func (h *Hosts) front(ctx context.Context, id string) (*hostFront, error) {
 // user, as their engine's do: a gateway's log is everyone's, and a record
 // about a person's server must say whose it is.
 func (h *Hosts) start(f *hostFront, eng *engine.Engine, id string) error {
-	fe, err := frontend.New(h.ctx, frontend.Options{Engine: eng, Name: h.name, Version: h.version, Logger: h.log.With("user", id)})
+	fe, err := frontend.New(h.ctx, frontend.Options{Engine: eng, Name: h.o.Name, Version: h.o.Version, Logger: h.log.With("user", id)})
 	if err != nil {
 		return err
 	}
@@ -147,7 +218,11 @@ func (h *Hosts) start(f *hostFront, eng *engine.Engine, id string) error {
 		return err
 	}
 	f.stop = stop
-	f.h = fe.HTTPHandlerWith(frontend.NewTokens(eng.Store), h.o)
+	var auth frontend.Authenticator
+	if h.oauth != nil {
+		auth = verifiedHosts{user: id}
+	}
+	f.h = fe.HTTPHandlerAuth(frontend.NewTokens(eng.Store), auth, h.o.HTTP)
 	return nil
 }
 
@@ -193,13 +268,23 @@ func bearer(h string) (string, bool) {
 	return tok, tok != ""
 }
 
-// unauthorized answers 401 with the challenge RFC 6750 asks for.
-func unauthorized(w http.ResponseWriter, params, msg string) {
+// challenge is the Bearer challenge RFC 6750 §3 asks for, with params,
+// and where hosts may sign in by OAuth the metadata's URL (RFC 9728
+// §5.1).
+func (h *Hosts) challenge(params string) string {
 	ch := `Bearer realm="remotemcp"`
 	if params != "" {
 		ch += ", " + params
 	}
-	w.Header().Set("WWW-Authenticate", ch)
+	if h.oauth != nil {
+		ch += `, resource_metadata="` + h.oauth.metaURL + `"`
+	}
+	return ch
+}
+
+// unauthorized answers 401 with the challenge.
+func (h *Hosts) unauthorized(w http.ResponseWriter, params, msg string) {
+	w.Header().Set("WWW-Authenticate", h.challenge(params))
 	http.Error(w, msg, http.StatusUnauthorized)
 }
 
@@ -211,13 +296,22 @@ func (h *Hosts) Serve(ctx context.Context, ln net.Listener, path string) error {
 	defer h.Close()
 	mux := http.NewServeMux()
 	mux.Handle(path, h)
-	handler := daemon.GuardLoopback(ln.Addr().(*net.TCPAddr).Port, mux)
-	maxConns := h.o.MaxConns
+	var public *url.URL
+	if h.oauth != nil {
+		for _, p := range h.oauth.metadataPaths(path) {
+			mux.HandleFunc("GET "+p, h.oauth.serveMetadata)
+		}
+		public = h.oauth.public
+	} else if h.o.PublicURL != "" {
+		public, _ = url.Parse(h.o.PublicURL) // checked by Hosts
+	}
+	handler := daemon.GuardPublic(ln.Addr().(*net.TCPAddr).Port, public, mux)
+	maxConns := h.o.HTTP.MaxConns
 	if maxConns <= 0 {
 		maxConns = netlimit.Cap(netlimit.MaxMCPConns)
 	}
 	ln = netlimit.Limit(ln, maxConns, "the MCP endpoint")
-	srv := netlimit.Server(handler, netlimit.Options{ReadHeaderTimeout: h.o.ReadHeaderTimeout, BodyReadTimeout: h.o.ReadTimeout, IdleTimeout: h.o.IdleTimeout})
+	srv := netlimit.Server(handler, netlimit.Options{ReadHeaderTimeout: h.o.HTTP.ReadHeaderTimeout, BodyReadTimeout: h.o.HTTP.ReadTimeout, IdleTimeout: h.o.HTTP.IdleTimeout})
 	srv.BaseContext = func(net.Listener) context.Context { return ctx }
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()

@@ -70,6 +70,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -79,7 +80,6 @@ import (
 
 	"github.com/remotemcp/remotemcp/daemon"
 	"github.com/remotemcp/remotemcp/engine"
-	"github.com/remotemcp/remotemcp/frontend"
 	"github.com/remotemcp/remotemcp/gateway"
 	"github.com/remotemcp/remotemcp/internal/pgtest"
 	"github.com/remotemcp/remotemcp/internal/testkit"
@@ -88,7 +88,13 @@ import (
 	"github.com/remotemcp/remotemcp/store"
 )
 
-func TestMain(m *testing.M) { pgtest.Main(m) }
+// TestMain runs on PostgreSQL (pgtest) and keeps the example OpenID
+// provider's log of every request (hostauth_test.go) out of the output
+// (it logs to the default logger).
+func TestMain(m *testing.M) {
+	slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})))
+	pgtest.Main(m)
+}
 
 const (
 	aliceEmail = "alice@example.org"
@@ -246,10 +252,12 @@ func newWorld(t *testing.T) *world {
 	}
 	w.mcpURL = "http://" + ln.Addr().String() + "/mcp"
 	hctx, hstop := context.WithCancel(ctx)
+	hosts, err := w.gw.Hosts(hctx, gateway.HostsOptions{Name: "remotemcp", Version: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
 	hosted := make(chan error, 1)
-	go func() {
-		hosted <- w.gw.Hosts(hctx, frontend.HTTPOptions{}, "remotemcp", "test").Serve(hctx, ln, "/mcp")
-	}()
+	go func() { hosted <- hosts.Serve(hctx, ln, "/mcp") }()
 	t.Cleanup(func() {
 		hstop()
 		if err := <-hosted; err != nil {

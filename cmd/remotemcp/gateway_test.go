@@ -3,10 +3,14 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/remotemcp/remotemcp/internal/oidctest"
 	"github.com/remotemcp/remotemcp/internal/pgtest"
 	"github.com/remotemcp/remotemcp/internal/testkit"
 	"github.com/remotemcp/remotemcp/internal/testserver/fixture"
@@ -245,6 +249,41 @@ func TestGatewaySharedServers(t *testing.T) {
 	for _, who := range [][]string{alice, bob} {
 		if r := c.ok(append(who, "servers", "list", "--json")...); strings.TrimSpace(r.out) != "[]" {
 			t.Fatalf("%s after the share ended: %s", who[1], r)
+		}
+	}
+}
+
+// Issue #22 acceptance, "a third host signs in by OAuth against the same
+// provider": serve --store with --oidc-issuer and --mcp-http makes the
+// endpoint a protected resource of that provider, for its own URL (no
+// --mcp-public-url) and says so; a host with the provider's access
+// token for that URL reaches its person's server, and a person's
+// remotemcp token still works beside it.
+func TestGatewayHostSignsInByOAuth(t *testing.T) {
+	srv := testkit.StartFixture(t, fixture.Options{})
+	prov := oidctest.Start(t)
+	c := newCLI(t)
+	mcpURL := fmt.Sprintf("http://127.0.0.1:%d/mcp", freePort(t))
+	errb := startGateway(t, c, pgtest.DSN(t), "--mcp-http", strings.TrimSuffix(strings.TrimPrefix(mcpURL, "http://"), "/mcp"),
+		"--oidc-issuer", prov.Issuer, "--oidc-client-id", oidctest.ClientID)
+	want := fmt.Sprintf("or signs in by OAuth with %s, for the resource %s (hosts find how at %s)", prov.Issuer, mcpURL,
+		strings.TrimSuffix(mcpURL, "/mcp")+"/.well-known/oauth-protected-resource/mcp")
+	testkit.WaitFor(t, "serve to describe the MCP endpoint", func() bool { return strings.Contains(errb.String(), want) })
+
+	alice := []string{"--user", oidctest.Alice.Email}
+	c.ok("users", "add", oidctest.Alice.Email)
+	c.ok(append(alice, "servers", "add", "fx", srv.URL())...)
+	prov.AddJWTClient(oidctest.JWTClient{ID: mcpURL, Secret: "host-secret", RedirectURIs: []string{"http://127.0.0.1:1/cb"}})
+	tok, err := prov.AccessToken(t.Context(), mcpURL, "host-secret", "http://127.0.0.1:1/cb", oidctest.Alice, "openid", "email")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rmcp := lastLine(c.ok(append(alice, "mcp", "token", "create", "laptop")...).out)
+	for _, bearer := range []string{tok, rmcp} {
+		cs := connectHTTP(t, mcpURL, bearer)
+		res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "fx__echo", Arguments: map[string]any{"text": "hi"}})
+		if err != nil || res.IsError || len(res.Content) != 1 || res.Content[0].(*mcp.TextContent).Text != "hi" {
+			t.Fatalf("call fx__echo: %v %+v", err, res)
 		}
 	}
 }

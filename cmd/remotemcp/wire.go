@@ -29,6 +29,7 @@ func newServeCmd(a *app) *cobra.Command {
 		dsn      string
 		quotas   [3]int
 		page     serve.PageFlags
+		mcpFlags serve.MCPFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -59,7 +60,9 @@ Streamable HTTP at http://127.0.0.1:PORT/mcp, like "remotemcp mcp --http"
 on that database (README "Gateway"; "remotemcp users", --user EMAIL); the
 data directory keeps the key file that seals its secrets: back it up. Its
 settings page signs people in with OpenID Connect (--oidc-issuer …) or
-through an authenticating proxy (--trusted-user-header …).`,
+through an authenticating proxy (--trusted-user-header …); with
+--oidc-issuer, hosts on --mcp-http may also sign in by OAuth (access tokens
+for --mcp-public-url).`,
 		Args: argsExactly(0, ""),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			listen, err := cliflag.Loopback("--addr", addr)
@@ -76,7 +79,7 @@ through an authenticating proxy (--trusted-user-header …).`,
 			}
 			d := serve.Daemon{Dir: a.dataDirPath(), Addr: listen, AddrFallback: fallback, Notify: notify, SessionIdle: sessionIdle,
 				Demo: withDemo, Store: cmp.Or(dsn, a.envValue(envStore)), QuotaServers: quotas[0], QuotaCalls: quotas[1], QuotaQuestions: quotas[2],
-				Page: page, Env: a.env, Log: log, Out: a.streams.Out, Err: a.streams.Err}
+				Page: page, MCP: mcpFlags, Env: a.env, Log: log, Out: a.streams.Out, Err: a.streams.Err}
 			if mcpHTTP != "" {
 				d.ListenMCP = func() (net.Listener, error) { return cliflag.ListenLoopback("--mcp-http", mcpHTTP) }
 			}
@@ -89,6 +92,7 @@ through an authenticating proxy (--trusted-user-header …).`,
 	cmd.Flags().StringVar(&dsn, "store", "", "run as a gateway for many people on this PostgreSQL database (postgres://…; default $"+envStore+"); the personal mode keeps SQLite in the data directory")
 	addQuotaFlags(cmd, &quotas)
 	page.Register(cmd.Flags())
+	mcpFlags.Register(cmd.Flags())
 	cmd.Flags().BoolVar(&notify, "notify", false, "show a desktop notification (notify-send) when a server needs you to sign in")
 	cmd.Flags().StringVar(&mcpHTTP, "mcp-http", "", "also serve the MCP endpoint (Streamable HTTP, bearer tokens of \"mcp token\") on this loopback HOST:PORT")
 	addSessionIdleFlag(cmd, &idle, "--mcp-http")

@@ -103,7 +103,7 @@ func Listen(addr string) (*Provider, error) {
 	us.add(Bob)
 	// The example storage's own client map stays empty: clientStore
 	// answers for clients.
-	cs := &clientStore{Storage: storage.NewStorageWithClients(us, map[string]*storage.Client{}), clients: map[string]*client{}}
+	cs := &clientStore{Storage: storage.NewStorageWithClients(us, map[string]*storage.Client{}), clients: map[string]*client{}, users: us}
 	cs.add(ClientID, ClientSecret)
 	// A nil logger leaves the process's default logger alone (the
 	// example replaces it otherwise).
@@ -179,11 +179,15 @@ type clientStore struct {
 	*storage.Storage
 	mu      sync.Mutex
 	clients map[string]*client
+	users   *users // the people (the email claims of AddJWTClient)
 }
 
 type client struct {
 	secret   string
 	redirect []string
+	// jwt: access tokens are JWTs, with the person's email claims when
+	// emailClaims (AddJWTClient).
+	jwt, emailClaims bool
 }
 
 func (s *clientStore) add(id, secret string, redirect ...string) {
@@ -209,8 +213,10 @@ func (s *clientStore) GetClientByClientID(ctx context.Context, id string) (op.Cl
 	s.mu.Lock()
 	c, ok := s.clients[id]
 	var redirect []string
+	var jwt bool
 	if ok {
 		redirect = append(redirect, c.redirect...)
+		jwt = c.jwt
 	}
 	s.mu.Unlock()
 	if !ok {
@@ -220,7 +226,11 @@ func (s *clientStore) GetClientByClientID(ctx context.Context, id string) (op.Cl
 		// WebClient puts in a default of its own when given none.
 		redirect = []string{"urn:oidctest:none"}
 	}
-	return storage.RedirectGlobsClient(storage.WebClient(id, c.secret, redirect...)), nil
+	web := storage.RedirectGlobsClient(storage.WebClient(id, c.secret, redirect...))
+	if jwt {
+		return jwtClient{web}, nil
+	}
+	return web, nil
 }
 
 // AuthorizeClientIDSecret checks a client's secret (op.Storage).

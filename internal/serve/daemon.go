@@ -51,6 +51,10 @@ type Daemon struct {
 	// host sessions end after SessionIdle.
 	ListenMCP   func() (net.Listener, error)
 	SessionIdle time.Duration
+	// MCP are a gateway's flags of that endpoint: its public URL, which
+	// hosts' OAuth access tokens name (with Page.Issuer, the OpenID
+	// issuer of hosts' OAuth too).
+	MCP MCPFlags
 	// Demo runs the bundled test server as a server of the daemon; Name is
 	// the command line that reaches the data directory from another
 	// terminal, for the commands to try.
@@ -76,6 +80,9 @@ func (d Daemon) Run(ctx context.Context) error {
 	}
 	if d.Page.set() {
 		return exit.Usagef("--oidc-…, --trusted-…, --admin, --public-url, --listen, --tls-… and --behind-proxy are for a gateway's page (serve --store postgres://…); a personal daemon's page opens with its login link")
+	}
+	if d.MCP.PublicURL != "" {
+		return exit.Usagef("--mcp-public-url is for a gateway's MCP endpoint (serve --store postgres://… --mcp-http …); a personal endpoint is reached on loopback with its tokens")
 	}
 	// A daemon that already runs is named before anything is opened: a
 	// refused serve changes nothing (issue #19 item 8).

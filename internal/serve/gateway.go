@@ -15,6 +15,7 @@ import (
 	"github.com/remotemcp/remotemcp/frontend"
 	"github.com/remotemcp/remotemcp/frontend/mcphttp"
 	"github.com/remotemcp/remotemcp/gateway"
+	"github.com/remotemcp/remotemcp/internal/exit"
 	"github.com/remotemcp/remotemcp/store"
 )
 
@@ -37,6 +38,9 @@ func (d Daemon) runGateway(ctx context.Context) error {
 	signIn, err := d.Page.signIn(env)
 	if err != nil {
 		return err
+	}
+	if d.MCP.PublicURL != "" && d.ListenMCP == nil {
+		return exit.Usagef("--mcp-public-url is the URL of the MCP endpoint: it goes with --mcp-http 127.0.0.1:PORT")
 	}
 	if d.Page.Listen != "" {
 		d.Addr = d.Page.Listen
@@ -76,9 +80,16 @@ func (d Daemon) runGateway(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	mctx, mcancel := context.WithCancel(ctx)
+	defer mcancel()
 	var mcpLn net.Listener
+	var hosts *gateway.Hosts
 	if d.ListenMCP != nil {
 		if mcpLn, err = d.ListenMCP(); err != nil {
+			return err
+		}
+		if hosts, err = d.hosts(mctx, gw, mcpLn); err != nil {
+			mcpLn.Close()
 			return err
 		}
 	}
@@ -91,13 +102,14 @@ func (d Daemon) runGateway(ctx context.Context) error {
 	users, _ := gw.Users(ctx)
 	fmt.Fprintf(d.Err, "remotemcp gateway for %d user(s); OAuth redirect URI %s/mcp-oauth; admins: \"remotemcp users …\" and \"remotemcp --user EMAIL …\" on this host\n", len(users), srv.URL())
 	describeSignIn(d.Err, srv, signIn)
-	mctx, mcancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	defer mcancel()
 	if mcpLn != nil {
 		fmt.Fprintf(d.Err, "remotemcp gateway: MCP endpoint (Streamable HTTP) on %s; each host sends its person's token (\"remotemcp --user EMAIL mcp token create NAME\")\n", mcphttp.URL(mcpLn))
-		hosts := gw.Hosts(mctx, frontend.HTTPOptions{SessionIdle: d.SessionIdle}, "remotemcp", remotemcp.Version)
+		if d.Page.Issuer != "" {
+			fmt.Fprintf(d.Err, "remotemcp gateway: or signs in by OAuth with %s, for the resource %s (hosts find how at %s)\n", d.Page.Issuer, hosts.PublicURL(), hosts.MetadataURL())
+		}
 		wg.Go(func() {
 			if err := hosts.Serve(mctx, mcpLn, mcphttp.Path); err != nil {
 				fmt.Fprintf(d.Err, "remotemcp: --mcp-http: %v\n", err)
@@ -122,4 +134,20 @@ func describeSignIn(w io.Writer, srv *daemon.Server, si *daemon.SignIn) {
 	default:
 		fmt.Fprintf(w, "remotemcp gateway: settings page %s through the authenticating proxy (header %s from %v)\n", srv.PageURL(), si.TrustedUserHeader, si.TrustedProxies)
 	}
+}
+
+// hosts is the gateway's MCP endpoint on ln: hosts sign in by OAuth with
+// the page's OpenID issuer, when there is one, for the resource
+// --mcp-public-url (default: ln's own URL).
+func (d Daemon) hosts(ctx context.Context, gw *gateway.Gateway, ln net.Listener) (*gateway.Hosts, error) {
+	o := gateway.HostsOptions{HTTP: frontend.HTTPOptions{SessionIdle: d.SessionIdle}, Name: "remotemcp", Version: remotemcp.Version,
+		Issuer: d.Page.Issuer, PublicURL: d.MCP.PublicURL}
+	if o.Issuer != "" && o.PublicURL == "" {
+		o.PublicURL = mcphttp.URL(ln)
+	}
+	h, err := gw.Hosts(ctx, o)
+	if err != nil {
+		return nil, exit.Usagef("the MCP endpoint (--mcp-http, --mcp-public-url, --oidc-issuer): %v", err)
+	}
+	return h, nil
 }

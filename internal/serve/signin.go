@@ -27,7 +27,7 @@ type PageFlags struct {
 
 // Register adds the flags to fs.
 func (f *PageFlags) Register(fs *pflag.FlagSet) {
-	fs.StringVar(&f.Issuer, "oidc-issuer", "", "gateway: people sign in to the page with this OpenID provider (issuer URL)")
+	fs.StringVar(&f.Issuer, "oidc-issuer", "", "gateway: OpenID Connect issuer URL (people's sign-in on the page; hosts' OAuth access tokens on --mcp-http)")
 	fs.StringVar(&f.ClientID, "oidc-client-id", "", "gateway: the page's client id at the OpenID provider")
 	fs.StringVar(&f.SecretEnv, "oidc-client-secret-env", "", "gateway: the environment variable holding the client's secret")
 	fs.StringVar(&f.UserHeader, "trusted-user-header", "", "gateway: an authenticating proxy names the signed-in person's email in this header")
@@ -38,6 +38,19 @@ func (f *PageFlags) Register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.TLSCert, "tls-cert", "", "gateway: serve the page over HTTPS with this certificate chain (PEM file)")
 	fs.StringVar(&f.TLSKey, "tls-key", "", "gateway: the TLS certificate's private key (PEM file)")
 	fs.BoolVar(&f.BehindProxy, "behind-proxy", false, "gateway: a proxy in front of the page terminates TLS (for --listen beyond loopback)")
+}
+
+// MCPFlags are serve's flags for a gateway's MCP endpoint (--mcp-http)
+// beyond its listener (issue #22).
+type MCPFlags struct {
+	// PublicURL is the endpoint's URL as hosts reach it: with
+	// --oidc-issuer, the resource its OAuth access tokens must name.
+	PublicURL string
+}
+
+// Register adds the flags to fs.
+func (f *MCPFlags) Register(fs *pflag.FlagSet) {
+	fs.StringVar(&f.PublicURL, "mcp-public-url", "", "gateway: the --mcp-http endpoint's URL as hosts reach it (https://HOST/mcp through a proxy; default its own): with --oidc-issuer, the audience of hosts' OAuth access tokens")
 }
 
 // set reports whether any of the flags was given.

@@ -73,3 +73,27 @@ func TestPersonalDaemonRefusesPageFlags(t *testing.T) {
 		t.Errorf("a refused serve wrote %v", entries)
 	}
 }
+
+// --mcp-public-url is a gateway's, and the URL of its --mcp-http
+// endpoint: a personal daemon refuses it, and so does a gateway without
+// --mcp-http, before either opens anything (issue #22, hosts' OAuth).
+func TestMCPPublicURLRefused(t *testing.T) {
+	for _, c := range []struct {
+		d    Daemon
+		says string
+	}{
+		{Daemon{MCP: MCPFlags{PublicURL: "https://gw.example/mcp"}}, "is for a gateway's MCP endpoint"},
+		{Daemon{Store: "postgres:///nowhere", MCP: MCPFlags{PublicURL: "https://gw.example/mcp"}}, "it goes with --mcp-http"},
+	} {
+		dir := t.TempDir()
+		c.d.Dir, c.d.Addr = dir, "127.0.0.1:0"
+		err := c.d.Run(t.Context())
+		var ue *exit.Error
+		if !errors.As(err, &ue) || ue.Code != localapi.ExitUsage || !strings.Contains(err.Error(), c.says) {
+			t.Errorf("%+v: %v, want a usage error saying %q", c.d.MCP, err, c.says)
+		}
+		if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+			t.Errorf("a refused serve wrote %v", entries)
+		}
+	}
+}
