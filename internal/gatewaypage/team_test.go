@@ -13,6 +13,7 @@ import (
 
 	"github.com/remotemcp/remotemcp/config"
 	"github.com/remotemcp/remotemcp/frontend"
+	"github.com/remotemcp/remotemcp/gateway"
 	"github.com/remotemcp/remotemcp/internal/oidctest"
 	"github.com/remotemcp/remotemcp/internal/testkit"
 	"github.com/remotemcp/remotemcp/internal/testserver/authserver"
@@ -45,11 +46,19 @@ func TestTeamEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	endpoint := "http://" + ln.Addr().String() + "/mcp"
+	// Hosts may also sign in by OAuth against the same provider (the
+	// example provider's access tokens name their client as audience:
+	// the hosts' client is registered under the endpoint's URL).
+	hosts, err := w.gw.Hosts(w.ctx, gateway.HostsOptions{HTTP: frontend.HTTPOptions{}, Name: "remotemcp", Version: "test",
+		Issuer: w.prov.Issuer, PublicURL: endpoint})
+	if err != nil {
+		t.Fatal(err)
+	}
 	hctx, stop := context.WithCancel(w.ctx)
 	served := make(chan error, 1)
-	go func() { served <- w.gw.Hosts(hctx, frontend.HTTPOptions{}, "remotemcp", "test").Serve(hctx, ln, "/mcp") }()
+	go func() { served <- hosts.Serve(hctx, ln, "/mcp") }()
 	t.Cleanup(func() { stop(); <-served })
-	endpoint := "http://" + ln.Addr().String() + "/mcp"
 
 	people := []struct {
 		user oidctest.User
@@ -140,6 +149,30 @@ func TestTeamEndToEnd(t *testing.T) {
 	}
 	if a, b := tokens["access "+oidctest.Alice.Email], tokens["access "+oidctest.Bob.Email]; a == b {
 		t.Fatal("Alice's and Bob's calls used one access token: each person's sign-in must be their own")
+	}
+
+	// A third host signs in by OAuth with the provider, as Alice: her
+	// servers, nobody else's.
+	const hostSecret, hostRedirect = "team-host-secret", "http://127.0.0.1:1/host-callback"
+	w.prov.AddJWTClient(oidctest.JWTClient{ID: endpoint, Secret: hostSecret, RedirectURIs: []string{hostRedirect}})
+	at, err := w.prov.AccessToken(w.ctx, endpoint, hostSecret, hostRedirect, oidctest.Alice, "openid", "email")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs := hostSession(t, w.ctx, endpoint, at)
+	tl, err := cs.ListTools(w.ctx, nil)
+	if err != nil {
+		t.Fatalf("the OAuth host lists tools: %v", err)
+	}
+	var names []string
+	for _, tool := range tl.Tools {
+		names = append(names, tool.Name)
+	}
+	if joined := strings.Join(names, " "); !strings.Contains(joined, "alice-files__") || strings.Contains(joined, "bob-notes__") {
+		t.Fatalf("the OAuth host (Alice) sees %v", names)
+	}
+	if res, err := cs.CallTool(w.ctx, &mcp.CallToolParams{Name: "team__echo", Arguments: map[string]any{"text": "by oauth"}}); err != nil || res.IsError {
+		t.Fatalf("the OAuth host calls team__echo: %+v %v", res, err)
 	}
 }
 
