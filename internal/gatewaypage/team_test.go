@@ -2,13 +2,12 @@ package gatewaypage
 
 import (
 	"context"
-	"encoding/json"
 	"net"
 	"net/http"
-	"slices"
 	"strings"
 	"testing"
 
+	"github.com/chromedp/chromedp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/remotemcp/remotemcp/config"
@@ -66,47 +65,7 @@ func TestTeamEndToEnd(t *testing.T) {
 	}{{oidctest.Alice, "alice-files"}, {oidctest.Bob, "bob-notes"}}
 	tokens := map[string]string{}
 	for _, p := range people {
-		b := w.browser(t)
-		b.signIn(p.user)
-		if ids := b.serverIDs(); !slices.Equal(ids, []string{p.own, "team"}) {
-			t.Fatalf("%s's page lists %v", p.user.Email, ids)
-		}
-		// The authorization server's origin, granted by the person on
-		// their page (the shared server's own origin came with it).
-		if st, body := b.do(http.MethodPost, "/api/grants", localapi.OriginRequest{Origin: as.URL()}); st/100 != 2 {
-			t.Fatalf("%s grants the authorization server: %d %s", p.user.Email, st, body)
-		}
-		// Their own sign-in to the shared server, from their page.
-		st, body := b.do(http.MethodPost, "/api/servers/team/authorize", struct{}{})
-		var fl localapi.AuthFlow
-		if st/100 != 2 || json.Unmarshal([]byte(body), &fl) != nil || fl.AuthorizationURL == "" {
-			t.Fatalf("%s authorizes team: %d %s", p.user.Email, st, body)
-		}
-		// The authorization server approves at once and sends the
-		// browser back to the gateway's redirect URI.
-		resp, err := b.noRedirect().Get(fl.AuthorizationURL)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		back := resp.Header.Get("Location")
-		if resp.StatusCode != http.StatusFound || !strings.Contains(back, "/mcp-oauth?") {
-			t.Fatalf("%s at the authorization server: %s %s", p.user.Email, resp.Status, back)
-		}
-		resp, err = b.c.Get(back)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if body := readBody(t, resp); resp.StatusCode != http.StatusOK || !strings.Contains(body, "Authorization complete") {
-			t.Fatalf("%s's callback: %s %s", p.user.Email, resp.Status, body)
-		}
-		// A host token, made on the page.
-		st, body = b.do(http.MethodPost, "/api/host-tokens", localapi.HostTokenRequest{Name: "laptop"})
-		var nt localapi.NewHostToken
-		if st/100 != 2 || json.Unmarshal([]byte(body), &nt) != nil || nt.Token == "" {
-			t.Fatalf("%s's host token: %d %s", p.user.Email, st, body)
-		}
-		tokens[p.user.Email] = nt.Token
+		tokens[p.user.Email] = teamMemberInBrowser(t, w, p.user, p.own, as.URL())
 	}
 
 	// Each host sees only its person's servers and calls the shared tool
@@ -174,6 +133,42 @@ func TestTeamEndToEnd(t *testing.T) {
 	if res, err := cs.CallTool(w.ctx, &mcp.CallToolParams{Name: "team__echo", Arguments: map[string]any{"text": "by oauth"}}); err != nil || res.IsError {
 		t.Fatalf("the OAuth host calls team__echo: %+v %v", res, err)
 	}
+}
+
+// teamMemberInBrowser is one person in headless Chromium: they sign in
+// on the page through the provider's login form, see their own server
+// and the shared one, sign in to the shared server (allowing its
+// authorization server's origin when the page asks), and make a host
+// token on the page, which it returns.
+func teamMemberInBrowser(t *testing.T, w *world, u oidctest.User, own, asOrigin string) string {
+	t.Helper()
+	b := newChromium(t)
+	b.do("open the page", chromedp.Navigate(w.page+"/"))
+	b.wait("the provider's login form", `document.querySelector('input[name=username]')`)
+	b.do("sign in at the provider",
+		chromedp.SendKeys(chromedp.CSS(`input[name=username]`), u.Username),
+		chromedp.SendKeys(chromedp.CSS(`input[name=password]`), u.Password),
+		chromedp.Click(chromedp.CSS(`button[type=submit]`)))
+	b.wait(u.Email+"'s page with the shared server", `document.querySelector('#live') && document.querySelector('#live').dataset.state === 'live' && `+
+		`document.querySelector('tr[data-server="team"]')`)
+	if rows := b.eval(`[...document.querySelectorAll('tr[data-server]')].map(r => r.dataset.server).sort().join(',')`); rows != own+",team" {
+		t.Fatalf("%s's page lists %q", u.Email, rows)
+	}
+	authorize := `tr[data-server="team"] button[data-action="authorize"]`
+	b.click(authorize)
+	grant := `button[data-action="grant"][data-origin="` + asOrigin + `"]`
+	b.wait("the page to ask for the authorization server's origin", `document.querySelector('`+grant+`')`)
+	b.shot("1-" + own + "-allow-origin")
+	b.click(grant)
+	// The authorization server approves at once: the new tab comes back
+	// to the gateway's redirect URI, and the server becomes ready.
+	b.click(authorize)
+	b.wait("the shared server ready after "+u.Email+"'s sign-in", `document.querySelector('tr[data-server="team"] .state-ready')`)
+	b.shot("2-" + own + "-signed-in")
+	b.do("name a token", chromedp.SendKeys(chromedp.CSS(`#token-form input[name=name]`), "laptop"))
+	b.do("create it", chromedp.Click(chromedp.CSS(`#token-form button[type=submit]`)))
+	b.wait("the new token", `!document.querySelector('#token-new').hidden && document.querySelector('tr[data-token="laptop"]')`)
+	return b.eval(`document.querySelector('#token-new .token-value').textContent`)
 }
 
 // hostSession is a go-sdk host on the gateway's endpoint with a bearer
