@@ -376,7 +376,7 @@ func (c *Engine) view(ctx context.Context, srv config.Server, rev int64, st mana
 	// Names only: header values are secrets (SPEC §9 A2).
 	v.HeaderNames = headerNames(srv.Headers)
 	v.ProtocolVersion, v.LogLevel = srv.ProtocolVersion, srv.LogLevel
-	v.Approval, v.Trusted = approvalOf(srv.Approval), srv.Trusted
+	v.Approval, v.Trusted, v.Shared = approvalOf(srv.Approval), srv.Trusted, srv.Shared
 	v.Revision = rev
 	for _, p := range pending {
 		if p.ServerID == srv.ID || (p.ServerID == "" && p.Origin == origin) {

@@ -137,6 +137,9 @@ type Server struct {
 	// Trusted: the person trusts the server, so its tool annotations are
 	// passed to MCP hosts (SPEC §9 A8).
 	Trusted bool `json:"trusted"`
+	// Shared: a gateway's admins share this server with everyone; the
+	// person may hide it (disable) but not remove it.
+	Shared bool `json:"shared,omitempty"`
 	// Revision is the stored record's revision; every edit bumps it.
 	Revision  int64   `json:"revision"`
 	State     State   `json:"state"`

@@ -178,6 +178,9 @@
       show("catalog", s.enabled);
       show("log", true);
       show("authorize", signIn);
+      // A gateway's shared server is the admins' to remove: its person
+      // may only hide it (Disable).
+      show("delete", !s.shared);
       renderSettings($("details.settings", row), s);
       const confirm = $(".confirm", row);
       $(".confirm-name", confirm).textContent = s.name || s.id;

@@ -154,6 +154,11 @@ func teamMemberInBrowser(t *testing.T, w *world, u oidctest.User, own, asOrigin 
 	if rows := b.eval(`[...document.querySelectorAll('tr[data-server]')].map(r => r.dataset.server).sort().join(',')`); rows != own+",team" {
 		t.Fatalf("%s's page lists %q", u.Email, rows)
 	}
+	// The shared server is the admins' to remove: no Delete on it.
+	if del := b.eval(`String(document.querySelector('tr[data-server="team"] button[data-action="delete"]').hidden) + ',' + ` +
+		`String(document.querySelector('tr[data-server="` + own + `"] button[data-action="delete"]').hidden)`); del != "true,false" {
+		t.Fatalf("%s's page: Delete hidden on the shared server, on their own: %s", u.Email, del)
+	}
 	authorize := `tr[data-server="team"] button[data-action="authorize"]`
 	b.click(authorize)
 	grant := `button[data-action="grant"][data-origin="` + asOrigin + `"]`
