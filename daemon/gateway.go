@@ -120,6 +120,11 @@ func (g *gatewaySocket) removeShared(w http.ResponseWriter, r *http.Request) {
 func (g *gatewaySocket) forUser(w http.ResponseWriter, r *http.Request) {
 	email := r.Header.Get(localapi.UserHeader)
 	if email == "" {
+		if !isAPIRoute(r) {
+			// A mistyped route is not a missing --user.
+			g.s.api.error(w, &localapi.Error{Status: http.StatusNotFound, Code: localapi.CodeNotFound, Message: "no such API route: " + r.Method + " " + r.URL.Path})
+			return
+		}
 		g.s.api.error(w, g.userRequired(r.Context()))
 		return
 	}

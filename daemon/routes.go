@@ -3,6 +3,7 @@ package daemon
 import (
 	"net/http"
 	"slices"
+	"sync"
 )
 
 // routeMux is where the API's routes are registered: an http.ServeMux,
@@ -28,4 +29,21 @@ func APIRoutes() []string {
 	(&api{}).register(&l)
 	slices.Sort(l)
 	return l
+}
+
+// routeMatcher knows the API's routes (APIRoutes) without their handlers.
+var routeMatcher = sync.OnceValue(func() *http.ServeMux {
+	mux := http.NewServeMux()
+	for _, p := range APIRoutes() {
+		if p != "/api/" { // the catch-all: no route of its own
+			mux.HandleFunc(p, func(http.ResponseWriter, *http.Request) {})
+		}
+	}
+	return mux
+})
+
+// isAPIRoute reports whether r is for one of the API's routes.
+func isAPIRoute(r *http.Request) bool {
+	_, pattern := routeMatcher().Handler(r)
+	return pattern != ""
 }

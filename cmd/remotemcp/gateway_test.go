@@ -287,3 +287,4 @@ func TestGatewayHostSignsInByOAuth(t *testing.T) {
 		}
 	}
 }
+
