@@ -287,4 +287,3 @@ func TestGatewayHostSignsInByOAuth(t *testing.T) {
 		}
 	}
 }
-
