@@ -83,7 +83,7 @@ func (g *gatewaySocket) addUser(w http.ResponseWriter, r *http.Request) {
 func (g *gatewaySocket) removeUser(w http.ResponseWriter, r *http.Request) {
 	email := r.PathValue("email")
 	g.mu.Lock()
-	delete(g.apis, email)
+	delete(g.apis, emailKey(email))
 	g.mu.Unlock()
 	err := g.gw.RemoveUser(r.Context(), email)
 	if err == nil {
@@ -148,6 +148,9 @@ func (g *gatewaySocket) apiFor(ctx context.Context, email string) (*api, error) 
 	if err != nil {
 		return nil, err
 	}
+	// One API per person however the email is spelled (Alice@ and
+	// alice@): an approval asked through one is answered through the other.
+	email = emailKey(email)
 	g.mu.Lock()
 	a, ok := g.apis[email]
 	g.mu.Unlock()
@@ -214,3 +217,7 @@ func (g *gatewaySocket) userRequired(ctx context.Context) error {
 	}
 	return &localapi.Error{Status: http.StatusBadRequest, Code: localapi.CodeUserRequired, Message: msg}
 }
+
+// emailKey is an email as the gateway looks people up by it (trimmed,
+// lower case; store.NormalizeEmail).
+func emailKey(email string) string { return strings.ToLower(strings.TrimSpace(email)) }
