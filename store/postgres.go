@@ -256,27 +256,41 @@ func (p *Postgres) init(ctx context.Context, dir string) error {
 // database with tables but no meta of remotemcp's (none, or another
 // program's table of that name) is another program's: refused.
 func (p *Postgres) schemaVersion(ctx context.Context) (int, error) {
-	var ours bool
-	if err := p.db.QueryRowContext(ctx, `SELECT count(*) = 2 FROM pg_attribute
-		WHERE attrelid = to_regclass('meta') AND attname IN ('schema_version', 'key_check') AND NOT attisdropped`).Scan(&ours); err != nil {
+	fail := func(err error) (int, error) {
 		return 0, fmt.Errorf("store: open PostgreSQL %s: identify: %w", p.root.path, err)
+	}
+	// Under the migrations' lock: a process migrating the new database
+	// at this moment has committed once the lock is ours, so its tables
+	// are never taken for another program's.
+	tx, err := p.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fail(err)
+	}
+	defer tx.Rollback()
+	if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock($1)`, pgMigrateLock); err != nil {
+		return fail(err)
+	}
+	var ours bool
+	if err := tx.QueryRowContext(ctx, `SELECT count(*) = 2 FROM pg_attribute
+		WHERE attrelid = to_regclass('meta') AND attname IN ('schema_version', 'key_check') AND NOT attisdropped`).Scan(&ours); err != nil {
+		return fail(err)
 	}
 	if !ours {
 		var tables []string
-		rows, err := p.db.QueryContext(ctx, `SELECT tablename FROM pg_tables WHERE schemaname = current_schema() ORDER BY tablename LIMIT 6`)
+		rows, err := tx.QueryContext(ctx, `SELECT tablename FROM pg_tables WHERE schemaname = current_schema() ORDER BY tablename LIMIT 6`)
 		if err != nil {
-			return 0, fmt.Errorf("store: open PostgreSQL %s: identify: %w", p.root.path, err)
+			return fail(err)
 		}
 		defer rows.Close()
 		for rows.Next() {
 			var t string
 			if err := rows.Scan(&t); err != nil {
-				return 0, fmt.Errorf("store: open PostgreSQL %s: identify: %w", p.root.path, err)
+				return fail(err)
 			}
 			tables = append(tables, t)
 		}
 		if err := rows.Err(); err != nil {
-			return 0, fmt.Errorf("store: open PostgreSQL %s: identify: %w", p.root.path, err)
+			return fail(err)
 		}
 		if len(tables) > 0 {
 			return 0, fmt.Errorf("store: open PostgreSQL %s: its schema holds tables of another program (%s) and no remotemcp schema; give remotemcp a database of its own (it was left untouched): %w", p.root.path, listNames(tables, 5), ErrForeignDatabase)
@@ -284,7 +298,7 @@ func (p *Postgres) schemaVersion(ctx context.Context) (int, error) {
 		return 0, nil
 	}
 	var v int
-	if err := p.db.QueryRowContext(ctx, `SELECT schema_version FROM meta WHERE id = 1`).Scan(&v); err != nil {
+	if err := tx.QueryRowContext(ctx, `SELECT schema_version FROM meta WHERE id = 1`).Scan(&v); err != nil {
 		return 0, fmt.Errorf("store: open PostgreSQL %s: read schema version: %w", p.root.path, err)
 	}
 	return v, nil
