@@ -306,8 +306,15 @@ func TestHostsGoSDKClientDiscovers(t *testing.T) {
 	if len(authURLs) != 1 {
 		t.Fatalf("%d sign-ins, want 1", len(authURLs))
 	}
-	// It asked for the resource and the metadata's scopes.
-	if !strings.Contains(authURLs[0], "resource=") || !strings.Contains(authURLs[0], "scope=openid+email") {
+	// It asked for the resource and the metadata's scopes (go-sdk
+	// orders them as it likes).
+	au, err := url.Parse(authURLs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	scopes := strings.Fields(au.Query().Get("scope"))
+	slices.Sort(scopes)
+	if au.Query().Get("resource") == "" || !slices.Equal(scopes, []string{"email", "openid"}) {
 		t.Errorf("authorization request: %s", authURLs[0])
 	}
 }
