@@ -160,20 +160,29 @@ func teamMemberInBrowser(t *testing.T, w *world, u oidctest.User, own, asOrigin 
 		t.Fatalf("%s's page: Delete hidden on the shared server, on their own: %s", u.Email, del)
 	}
 	authorize := `tr[data-server="team"] button[data-action="authorize"]`
-	b.click(authorize)
+	jsClick(b, authorize)
 	grant := `button[data-action="grant"][data-origin="` + asOrigin + `"]`
 	b.wait("the page to ask for the authorization server's origin", `document.querySelector('`+grant+`')`)
 	b.shot("1-" + own + "-allow-origin")
-	b.click(grant)
+	jsClick(b, grant)
+	b.wait("the origin allowed", `!document.querySelector('`+grant+`')`)
 	// The authorization server approves at once: the new tab comes back
 	// to the gateway's redirect URI, and the server becomes ready.
-	b.click(authorize)
+	jsClick(b, authorize)
 	b.wait("the shared server ready after "+u.Email+"'s sign-in", `document.querySelector('tr[data-server="team"] .state-ready')`)
 	b.shot("2-" + own + "-signed-in")
 	b.do("name a token", chromedp.SendKeys(chromedp.CSS(`#token-form input[name=name]`), "laptop"))
 	b.do("create it", chromedp.Click(chromedp.CSS(`#token-form button[type=submit]`)))
 	b.wait("the new token", `!document.querySelector('#token-new').hidden && document.querySelector('tr[data-token="laptop"]')`)
 	return b.eval(`document.querySelector('#token-new .token-value').textContent`)
+}
+
+// jsClick clicks the element sel in the page's own script, once it is
+// there: the live page re-renders its rows on every event, so a node the
+// browser protocol found a moment before may be gone when it clicks.
+func jsClick(b *chromium, sel string) {
+	b.t.Helper()
+	b.wait("click "+sel, `(() => { const e = document.querySelector('`+sel+`'); if (!e || e.hidden) return false; e.click(); return true })()`)
 }
 
 // hostSession is a go-sdk host on the gateway's endpoint with a bearer
