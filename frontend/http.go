@@ -76,7 +76,7 @@ func (f *Frontend) HTTPHandlerAuth(tokens *Tokens, auth Authenticator, o HTTPOpt
 	}
 	byAuth := requireIdentity(auth, sessions)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if tok, ok := bearer(r.Header.Get("Authorization")); ok && !strings.HasPrefix(tok, TokenPrefix) {
+		if tok, ok := BearerToken(r.Header.Get("Authorization")); ok && !strings.HasPrefix(tok, TokenPrefix) {
 			byAuth.ServeHTTP(w, r)
 			return
 		}
@@ -150,7 +150,7 @@ const (
 func (t *Tokens) Require(next http.Handler, log *slog.Logger) http.Handler {
 	withInfo := auth.RequireBearerToken(tokenInfo, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(next)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		tok, ok := bearer(r.Header.Get("Authorization"))
+		tok, ok := BearerToken(r.Header.Get("Authorization"))
 		if !ok {
 			unauthorized(w, "", noTokenBody)
 			return
@@ -195,9 +195,9 @@ func tokenInfo(ctx context.Context, _ string, _ *http.Request) (*auth.TokenInfo,
 	return &auth.TokenInfo{UserID: who.user, Expiration: who.expiry}, nil
 }
 
-// bearer extracts the token of an Authorization header (RFC 6750: the
-// scheme is case-insensitive).
-func bearer(h string) (string, bool) {
+// BearerToken extracts the token of an Authorization header (RFC 6750:
+// the scheme is case-insensitive); a gateway's endpoint reads it too.
+func BearerToken(h string) (string, bool) {
 	scheme, tok, ok := strings.Cut(h, " ")
 	if !ok || !strings.EqualFold(scheme, "Bearer") {
 		return "", false

@@ -90,7 +90,7 @@ const (
 
 // ServeHTTP routes a request to its person's front end.
 func (h *Hosts) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	tok, ok := bearer(r.Header.Get("Authorization"))
+	tok, ok := frontend.BearerToken(r.Header.Get("Authorization"))
 	if !ok {
 		msg := noTokenBody
 		if h.oauth != nil {
@@ -255,17 +255,6 @@ func (h *Hosts) Close() {
 	for _, f := range all {
 		f.close()
 	}
-}
-
-// bearer extracts the token of an Authorization header (RFC 6750: the
-// scheme is case-insensitive).
-func bearer(h string) (string, bool) {
-	scheme, tok, ok := strings.Cut(h, " ")
-	if !ok || !strings.EqualFold(scheme, "Bearer") {
-		return "", false
-	}
-	tok = strings.TrimSpace(tok)
-	return tok, tok != ""
 }
 
 // challenge is the Bearer challenge RFC 6750 §3 asks for, with params,

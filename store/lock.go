@@ -66,16 +66,34 @@ func (s *DB) Lock(ctx context.Context, name string) (unlock func(), err error) {
 		release()
 		return nil, fmt.Errorf("store: lock %q: %w", name, err)
 	}
-	var t *time.Timer
-	for {
+	err = retryLock(ctx, func() (bool, error) {
 		ok, err := tryLockFile(f)
 		if err != nil {
-			f.Close()
-			release()
-			return nil, fmt.Errorf("store: lock %q: flock %s: %w", name, path, err)
+			return false, fmt.Errorf("flock %s: %w", path, err)
 		}
-		if ok {
-			break
+		return ok, nil
+	})
+	if err != nil {
+		f.Close()
+		release()
+		return nil, fmt.Errorf("store: lock %q: %w", name, err)
+	}
+	return sync.OnceFunc(func() {
+		unlockFile(f)
+		f.Close()
+		release()
+	}), nil
+}
+
+// retryLock calls try until it takes the lock (true), fails, or ctx
+// ends: neither flock nor pg_try_advisory_lock waits, so a lock another
+// process holds is tried again every lockRetry.
+func retryLock(ctx context.Context, try func() (bool, error)) error {
+	var t *time.Timer
+	for {
+		ok, err := try()
+		if err != nil || ok {
+			return err
 		}
 		if t == nil {
 			t = time.NewTimer(lockRetry)
@@ -86,16 +104,9 @@ func (s *DB) Lock(ctx context.Context, name string) (unlock func(), err error) {
 		select {
 		case <-t.C:
 		case <-ctx.Done():
-			f.Close()
-			release()
-			return nil, fmt.Errorf("store: lock %q: %w", name, ctx.Err())
+			return ctx.Err()
 		}
 	}
-	return sync.OnceFunc(func() {
-		unlockFile(f)
-		f.Close()
-		release()
-	}), nil
 }
 
 // lockSem returns the in-process semaphore of a lock name.

@@ -6,7 +6,6 @@ import (
 	"database/sql/driver"
 	"fmt"
 	"sync"
-	"time"
 )
 
 // pgLocks are the advisory locks one process holds on a gateway's
@@ -41,28 +40,9 @@ func (l *pgLocks) lock(ctx context.Context, db *sql.DB, user, name string) (unlo
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
-	var t *time.Timer
-	for {
-		ok, err := l.try(ctx, db, key)
-		if err != nil {
-			<-sem
-			return nil, err
-		}
-		if ok {
-			break
-		}
-		if t == nil {
-			t = time.NewTimer(lockRetry)
-			defer t.Stop()
-		} else {
-			t.Reset(lockRetry)
-		}
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			<-sem
-			return nil, ctx.Err()
-		}
+	if err := retryLock(ctx, func() (bool, error) { return l.try(ctx, db, key) }); err != nil {
+		<-sem
+		return nil, err
 	}
 	return sync.OnceFunc(func() {
 		l.release(key)
