@@ -87,6 +87,13 @@ var pgMigrations = [][]string{
 			updated BIGINT NOT NULL
 		)`,
 	},
+	// 3: the index of the host tokens' hashes (KVOwner, on every request
+	// of a gateway's hosts). Partial: only those records are cast to
+	// jsonb (frontend.TokenNamespace; a record of another namespace,
+	// which may hold what jsonb refuses, is never indexed).
+	{
+		`CREATE INDEX kv_host_token_hash ON kv ((value::jsonb ->> 'sha256')) WHERE namespace = 'mcp-http-tokens'`,
+	},
 }
 
 // pgMigrateLock is the advisory lock key ("rmcp") that serializes

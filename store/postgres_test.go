@@ -691,3 +691,53 @@ func pgOpenRaw(t *testing.T, dsn string) *sql.DB {
 	t.Cleanup(func() { db.Close() })
 	return db
 }
+
+// KVOwner runs on every request of a gateway's hosts: it finds a host
+// token's owner through the index of schema 3, not by reading every
+// record, and it takes only names as namespace and member.
+func TestPostgresKVOwnerUsesTheIndex(t *testing.T) {
+	ctx := context.Background()
+	p := openPostgresT(t, pgDSN(t), t.TempDir())
+	a, b := addUserT(t, p, "a@example.com"), addUserT(t, p, "b@example.com")
+	const ns = "mcp-http-tokens"
+	if err := userT(t, p, a.ID).PutKV(ctx, ns, "laptop", []byte(`{"sha256":"aaaa"}`)); err != nil {
+		t.Fatal(err)
+	}
+	if err := userT(t, p, b.ID).PutKV(ctx, ns, "laptop", []byte(`{"sha256":"bbbb"}`)); err != nil {
+		t.Fatal(err)
+	}
+	// A record of another namespace that jsonb refuses is never cast.
+	if err := userT(t, p, a.ID).PutKV(ctx, "catalogs", "x", []byte(`{"d":"\u0000"}`)); err != nil {
+		t.Fatalf("a record jsonb refuses, outside the indexed namespace: %v", err)
+	}
+	if id, err := p.KVOwner(ctx, ns, "sha256", "bbbb"); err != nil || id != b.ID {
+		t.Fatalf("KVOwner = %q, %v; want %q", id, err, b.ID)
+	}
+	if _, err := p.KVOwner(ctx, ns, "sha256' OR true --", "x"); err == nil {
+		t.Fatal("KVOwner took a member name that is not a name")
+	}
+	conn, err := p.DB().Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, `SET enable_seqscan = off`); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := conn.QueryContext(ctx, `EXPLAIN SELECT user_id FROM kv WHERE namespace = 'mcp-http-tokens' AND (value::jsonb ->> 'sha256') = 'bbbb' LIMIT 2`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var plan strings.Builder
+	for rows.Next() {
+		var line string
+		if err := rows.Scan(&line); err != nil {
+			t.Fatal(err)
+		}
+		plan.WriteString(line + "\n")
+	}
+	if !strings.Contains(plan.String(), "kv_host_token_hash") {
+		t.Fatalf("the lookup does not use the index:\n%s", plan.String())
+	}
+}
