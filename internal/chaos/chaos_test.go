@@ -1,0 +1,574 @@
+//go:build chaos
+
+package chaos
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"os"
+	"regexp"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/remotemcp/remotemcp/localapi"
+)
+
+// The run's size, as the issue has it: 20 people × 5 servers, hosts
+// calling at a steady rate, access tokens expiring many times.
+var (
+	users    = envInt("CHAOS_USERS", 20)
+	nServers = envInt("CHAOS_SERVERS", 5)
+	nHosts   = envInt("CHAOS_HOSTS", 30)
+	// tokenTTL: access tokens expire ~7 times in the run, so every
+	// replica refreshes them through the others' rotations.
+	tokenTTL = time.Duration(envInt("CHAOS_TOKEN_TTL_S", 15)) * time.Second
+)
+
+// The schedule: a warm-up, then each fault followed by a quiet gap
+// longer than grace, so the fault windows never overlap.
+const (
+	warmUp   = 15 * time.Second
+	quiet    = 20 * time.Second
+	killDown = 5 * time.Second  // a killed replica stays down this long
+	pgDown   = 3 * time.Second  // PostgreSQL stays down this long
+	freeze   = 30 * time.Second // SIGSTOP … SIGCONT (the issue's)
+	// grace ends a fault's window after its recovery: a call that
+	// started just before can take hostTimeout (10 s) to fail, HAProxy
+	// needs up to fall×inter+timeout check (3 s) to mark a replica
+	// down and rise×inter (2 s) to take it back, and a host that lost
+	// its session initializes again before its next call.
+	grace = hostTimeout + 5*time.Second
+)
+
+func envInt(name string, def int) int {
+	if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v > 0 {
+		return v
+	}
+	return def
+}
+
+// fault is one injected fault and what it cost.
+type fault struct {
+	name      string
+	victim    string // the replica, "" for PostgreSQL
+	start     time.Time
+	recovered time.Time // the fault's action ended (restarted, SIGCONT)
+	affected  []int     // hosts whose session was on the victim
+	failover  time.Duration
+	stuck     []int // affected hosts with no successful call after it
+	failed    int   // calls that failed in its window
+	errors    map[string]int
+}
+
+func (f *fault) windowEnd() time.Time { return f.recovered.Add(grace) }
+
+func (f *fault) covers(c call) bool {
+	return !c.end.Before(f.start) && !c.start.After(f.windowEnd())
+}
+
+// TestChaos is the issue's chaos test: 3 replicas under a steady load,
+// a replica killed, PostgreSQL restarted, a replica frozen, access
+// tokens expiring throughout; then the counts.
+func TestChaos(t *testing.T) {
+	began := time.Now()
+	c := newCluster(t, 3)
+	srv := startServers(t, nServers, tokenTTL)
+	tokens := setUpPeople(t, c, srv, users)
+	ed := &editor{c: c, fxURL: srv.fxs[0].URL(), asURL: srv.as.URL()}
+	if err := ed.setUp(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	setUpTook := time.Since(began)
+	t.Logf("set up in %v: PostgreSQL, %d replicas, HAProxy, %d people × %d servers signed in", setUpTook.Round(time.Second), len(c.replicas), users, nServers)
+
+	ld := &load{endpoint: fmt.Sprintf("http://127.0.0.1:%d/mcp", c.lbMCP), tokens: tokens, servers: nServers}
+	ctx, stop := context.WithCancel(context.Background())
+	hosts := ld.run(ctx, nHosts)
+	edDone := make(chan struct{})
+	go func() { defer close(edDone); ed.run(ctx) }()
+	stopped := false
+	stopLoad := func() {
+		if !stopped {
+			stopped = true
+			stop()
+			hosts.Wait()
+			<-edDone
+		}
+	}
+	t.Cleanup(stopLoad)
+	loadStart := time.Now()
+
+	var faults []*fault
+	sleep(ctx, warmUp)
+
+	// 1. kill -9 a replica, start it again.
+	r2 := c.replicas[1]
+	f := &fault{name: "kill -9 " + r2.name, victim: r2.name, start: time.Now()}
+	f.affected = hostsOn(ld.snapshot(), r2.name, f.start)
+	syscall.Kill(r2.current().pid(), syscall.SIGKILL)
+	<-r2.current().exited
+	sleep(ctx, killDown)
+	if err := r2.start(c); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.waitUp(r2); err != nil {
+		t.Fatal(err)
+	}
+	f.recovered = time.Now()
+	faults = append(faults, f)
+	sleep(ctx, quiet)
+
+	// 2. Restart PostgreSQL: a fast shutdown (pg_ctl restart -m fast's),
+	// down for pgDown so that edits and a sign-in land in the outage.
+	f = &fault{name: "PostgreSQL restart", start: time.Now()}
+	f.affected = allHosts()
+	if out, err := c.pg.ctl("stop", "-m", "fast", "-w"); err != nil {
+		t.Fatalf("pg_ctl stop -m fast: %v\n%s", err, out)
+	}
+	ed.trySignIn(ctx)
+	sleep(ctx, pgDown)
+	if out, err := c.pg.start(); err != nil {
+		t.Fatalf("pg_ctl start: %v\n%s", err, out)
+	}
+	f.recovered = time.Now()
+	faults = append(faults, f)
+	sleep(ctx, quiet)
+
+	// 3. Freeze a replica for 30 s.
+	r3 := c.replicas[2]
+	f = &fault{name: "SIGSTOP " + r3.name + " 30 s", victim: r3.name, start: time.Now()}
+	f.affected = hostsOn(ld.snapshot(), r3.name, f.start)
+	syscall.Kill(r3.current().pid(), syscall.SIGSTOP)
+	sleep(ctx, freeze)
+	syscall.Kill(r3.current().pid(), syscall.SIGCONT)
+	f.recovered = time.Now()
+	faults = append(faults, f)
+	sleep(ctx, quiet)
+
+	stopLoad()
+	loadTook := time.Since(loadStart)
+	calls := ld.snapshot()
+	edits := ed.snapshot()
+
+	// --- the counts ---
+	for _, f := range faults {
+		f.failover, f.stuck = failover(calls, f)
+	}
+	var ok, failed, failedOutside int
+	var outside []call
+	for _, c := range calls {
+		if c.ok {
+			ok++
+			continue
+		}
+		failed++
+		for _, f := range faults {
+			if f.covers(c) {
+				f.failed++
+				if f.errors == nil {
+					f.errors = map[string]int{}
+				}
+				f.errors[errorKind(c.err)]++
+			}
+		}
+		if !slices.ContainsFunc(faults, func(f *fault) bool { return f.covers(c) }) {
+			failedOutside++
+			if len(outside) < 8 {
+				outside = append(outside, c)
+			}
+		}
+	}
+	nonces := map[string][]string{}
+	for _, fx := range srv.fxs {
+		for n, callers := range fx.Nonces() {
+			nonces[n] = append(nonces[n], callers...)
+		}
+	}
+	var doubles, crossUser, okNotRun int
+	var crossSamples []string
+	for n, callers := range nonces {
+		if len(callers) > 1 {
+			doubles++
+		}
+		u, _ := strconv.Atoi(n[1:3])
+		for _, who := range callers {
+			if who != subject(u) {
+				crossUser++
+				if len(crossSamples) < 4 {
+					crossSamples = append(crossSamples, n+" ran as "+who)
+				}
+			}
+		}
+	}
+	for _, c := range calls {
+		if c.ok && c.caller != subject(c.user) {
+			crossUser++
+			if len(crossSamples) < 4 {
+				crossSamples = append(crossSamples, c.nonce+" answered as "+c.caller)
+			}
+		}
+		if c.ok && len(nonces[c.nonce]) == 0 {
+			okNotRun++
+		}
+	}
+	invalidGrant, refreshes := 0, 0
+	for _, r := range srv.as.RequestsTo("/token") {
+		if r.Form.Get("grant_type") == "refresh_token" {
+			refreshes++
+		}
+		if r.Error == "invalid_grant" {
+			invalidGrant++
+		}
+	}
+	reused := srv.as.ReusedRefreshTokens()
+	lost, phantom, editLines := checkEdits(t, c, edits)
+	outage := faults[1]
+	var outageEdits, outageUnclear int
+	var outageTexts []string
+	resumed := time.Duration(-1)
+	for _, e := range edits {
+		if !e.end.Before(outage.start) && !e.at.After(outage.recovered) {
+			outageEdits++
+			if e.outcome == "unknown" {
+				outageUnclear++
+			}
+			if e.err != "" && !slices.Contains(outageTexts, e.op+": "+e.err) {
+				outageTexts = append(outageTexts, e.op+": "+e.err)
+			}
+		}
+		if e.outcome == "ok" && e.at.After(outage.recovered) && resumed < 0 {
+			resumed = e.end.Sub(outage.recovered)
+		}
+	}
+	converged := replicasAgree(t, c)
+
+	// --- the summary (README "Replicas") ---
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "\n== chaos summary (%s; set-up %v, load %v; %d replicas, %d people × %d servers, %d hosts, access tokens %v)\n",
+		time.Now().UTC().Format("2006-01-02 15:04"), setUpTook.Round(time.Second), loadTook.Round(time.Second), len(c.replicas), users, nServers, nHosts, tokenTTL)
+	fmt.Fprintf(&sb, "| figure | value |\n|---|---|\n")
+	fmt.Fprintf(&sb, "| calls ok / failed | %d / %d |\n", ok, failed)
+	fmt.Fprintf(&sb, "| calls failed outside a fault window | %d |\n", failedOutside)
+	fmt.Fprintf(&sb, "| host sessions initialized (re-initializations) | %d (%d) |\n", ld.reinits.Load(), ld.reinits.Load()-int64(nHosts))
+	fmt.Fprintf(&sb, "| double executions | %d |\n", doubles)
+	fmt.Fprintf(&sb, "| calls answered ok that never ran | %d |\n", okNotRun)
+	fmt.Fprintf(&sb, "| cross-user reads | %d |\n", crossUser)
+	fmt.Fprintf(&sb, "| refresh grants / refresh tokens presented twice / invalid_grant | %d / %d / %d |\n", refreshes, len(reused), invalidGrant)
+	fmt.Fprintf(&sb, "| edits ok / refused / unknown; lost; refused but written | %s; %d; %d |\n", editLines, lost, phantom)
+	fmt.Fprintf(&sb, "| edits and sign-ins during the PostgreSQL outage (without an answer) | %d (%d) |\n", outageEdits, outageUnclear)
+	fmt.Fprintf(&sb, "| first successful edit after PostgreSQL was back | %s |\n", durOrNever(resumed))
+	fmt.Fprintf(&sb, "| replicas' views of the edited servers agree with the database | %v |\n", converged)
+	for _, f := range faults {
+		fmt.Fprintf(&sb, "| %s: calls failed in its window; failover (%d hosts affected) | %d; %s |\n", f.name, len(f.affected), f.failed, durOrNever(f.failover))
+	}
+	for _, s := range outageTexts {
+		fmt.Fprintf(&sb, "  outage error: %s\n", s)
+	}
+	for _, c := range outside {
+		fmt.Fprintf(&sb, "  failed outside a window: host %d %s at +%v on %q: %s\n", c.host, c.nonce, c.start.Sub(loadStart).Round(time.Millisecond), c.replica, c.err)
+	}
+	for _, s := range crossSamples {
+		fmt.Fprintf(&sb, "  cross-user: %s\n", s)
+	}
+	for _, f := range faults {
+		fmt.Fprintf(&sb, "  window %s: +%v … +%v\n", f.name, f.start.Sub(loadStart).Round(time.Second), f.windowEnd().Sub(loadStart).Round(time.Second))
+		for _, k := range slices.Sorted(maps.Keys(f.errors)) {
+			fmt.Fprintf(&sb, "    %4d × %s\n", f.errors[k], k)
+		}
+	}
+	fmt.Print(sb.String())
+
+	// --- the assertions ---
+	if ok < len(calls)/2 {
+		t.Errorf("only %d of %d calls succeeded", ok, len(calls))
+	}
+	if failedOutside > 0 {
+		t.Errorf("%d calls failed outside every fault window (window: fault start to recovery + %v)", failedOutside, grace)
+	}
+	if doubles > 0 {
+		t.Errorf("%d nonces were executed twice (a call re-sent)", doubles)
+	}
+	if crossUser > 0 {
+		t.Errorf("%d calls ran or answered with another person's sign-in: %v", crossUser, crossSamples)
+	}
+	if len(reused) > 0 {
+		t.Errorf("%d refresh tokens were presented twice (two replicas refreshed one grant)", len(reused))
+	}
+	if invalidGrant > 0 {
+		t.Errorf("the authorization server answered invalid_grant %d times", invalidGrant)
+	}
+	if lost > 0 {
+		t.Errorf("%d edits that returned success are not in the database", lost)
+	}
+	if phantom > 0 {
+		t.Errorf("%d edits were refused and still written", phantom)
+	}
+	if outageUnclear > 0 {
+		t.Errorf("%d edits during the PostgreSQL outage ended without an answer (want a clear error)", outageUnclear)
+	}
+	// The issue's "all resume within 5 s", asserted generously (the
+	// editor edits every 250 ms and the machine is loaded).
+	if resumed < 0 || resumed > 15*time.Second {
+		t.Errorf("edits resumed %s after PostgreSQL was back (the issue wants 5 s)", durOrNever(resumed))
+	}
+	if !converged {
+		t.Error("the replicas' views of the edited servers do not agree with the database (the feed did not catch up)")
+	}
+	for _, f := range faults {
+		if len(f.stuck) > 0 {
+			t.Errorf("%s: hosts %v never called successfully again", f.name, f.stuck)
+		}
+	}
+}
+
+// errorKind is a failed call's error without what differs from call to
+// call (session ids, nonces, addresses), cut short, to group them.
+func errorKind(e string) string {
+	e = hexRun.ReplaceAllString(e, "…")
+	e = digitRun.ReplaceAllString(e, "N")
+	if len(e) > 160 {
+		e = e[:160] + "…"
+	}
+	return e
+}
+
+var (
+	hexRun   = regexp.MustCompile(`[0-9A-Za-z_-]{20,}`)
+	digitRun = regexp.MustCompile(`[0-9]+`)
+)
+
+func durOrNever(d time.Duration) string {
+	if d < 0 {
+		return "never"
+	}
+	return d.Round(10 * time.Millisecond).String()
+}
+
+func allHosts() []int {
+	h := make([]int, nHosts)
+	for i := range h {
+		h[i] = i
+	}
+	return h
+}
+
+// hostsOn are the hosts whose last successful call before t was
+// answered by replica name: their sessions live there.
+func hostsOn(calls []call, name string, t time.Time) []int {
+	last := map[int]string{}
+	for _, c := range calls {
+		if c.ok && c.end.Before(t) {
+			last[c.host] = c.replica
+		}
+	}
+	var out []int
+	for h, r := range last {
+		if r == name {
+			out = append(out, h)
+		}
+	}
+	sort.Ints(out)
+	return out
+}
+
+// failover is the time from the fault until every affected host has
+// completed a successful call that started after it; stuck lists the
+// hosts that never did.
+func failover(calls []call, f *fault) (time.Duration, []int) {
+	first := map[int]time.Time{}
+	for _, c := range calls {
+		if c.ok && !c.start.Before(f.start) {
+			if t, seen := first[c.host]; !seen || c.end.Before(t) {
+				first[c.host] = c.end
+			}
+		}
+	}
+	var worst time.Duration
+	var stuck []int
+	for _, h := range f.affected {
+		t, ok := first[h]
+		if !ok {
+			stuck = append(stuck, h)
+			continue
+		}
+		worst = max(worst, t.Sub(f.start))
+	}
+	if len(f.affected) == 0 {
+		return 0, nil
+	}
+	return worst, stuck
+}
+
+// checkEdits compares the spare person's servers in the database with
+// the edits: every successful edit must be there unless a later edit of
+// the same server may have replaced it (one that succeeded, or one that
+// got no answer); a refused edit must not be. It returns the lost
+// edits, the refused ones that were written, and the outcome counts.
+func checkEdits(t *testing.T, c *cluster, edits []edit) (lost, phantom int, counts string) {
+	t.Helper()
+	state := dbServers(t, c, spare)
+	var nOK, nRefused, nUnknown int
+	byID := map[string][]edit{}
+	var ids []string
+	for _, e := range edits {
+		switch e.outcome {
+		case "ok":
+			nOK++
+		case "refused":
+			nRefused++
+		default:
+			nUnknown++
+		}
+		if e.op == "signin" || e.op == "rename-read" {
+			continue
+		}
+		if _, seen := byID[e.id]; !seen {
+			ids = append(ids, e.id)
+		}
+		byID[e.id] = append(byID[e.id], e)
+	}
+	for _, id := range ids {
+		es := byID[id]
+		got, present := state[id]
+		if strings.HasPrefix(id, "fixed-") {
+			// The acceptable names: the last successful rename's (or the
+			// initial one), or a later unanswered one's.
+			want := []string{"initial"}
+			sawOK := false
+			for _, e := range es {
+				switch e.outcome {
+				case "ok":
+					want, sawOK = []string{e.value}, true
+				case "unknown":
+					want = append(want, e.value)
+				}
+			}
+			if !slices.Contains(want, got) {
+				if sawOK {
+					lost++
+					t.Logf("lost edit: %s is named %q in the database, want one of %v", id, got, want)
+				} else {
+					phantom++
+					t.Logf("refused rename written: %s is named %q in the database, want one of %v", id, got, want)
+				}
+			}
+			continue
+		}
+		// added-N: present after an add, absent after a remove.
+		can := map[bool]bool{false: true}
+		sawOK := false
+		for _, e := range es {
+			switch {
+			case e.op == "add" && e.outcome == "ok":
+				can, sawOK = map[bool]bool{true: true}, true
+			case e.op == "add" && e.outcome == "unknown":
+				can[true] = true
+			case e.op == "remove" && e.outcome == "ok":
+				can, sawOK = map[bool]bool{false: true}, true
+			case e.op == "remove" && e.outcome == "unknown":
+				can[false] = true
+			}
+		}
+		if !can[present] {
+			if sawOK {
+				lost++
+				t.Logf("lost edit: %s present=%v in the database after %+v", id, present, es)
+			} else {
+				phantom++
+				t.Logf("refused edit written: %s present=%v in the database after %+v", id, present, es)
+			}
+		}
+	}
+	return lost, phantom, fmt.Sprintf("%d / %d / %d", nOK, nRefused, nUnknown)
+}
+
+// dbServers reads a person's servers (id → name) from the database
+// itself, not through a replica.
+func dbServers(t *testing.T, c *cluster, who string) map[string]string {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, c.dsn)
+	if err != nil {
+		t.Fatalf("read the edits back: %v", err)
+	}
+	defer conn.Close(ctx)
+	rows, err := conn.Query(ctx, `SELECT s.id, s.config FROM servers s JOIN users u ON u.id = s.user_id WHERE u.email = $1`, who)
+	if err != nil {
+		t.Fatalf("read the edits back: %v", err)
+	}
+	out := map[string]string{}
+	for rows.Next() {
+		var id, cfg string
+		if err := rows.Scan(&id, &cfg); err != nil {
+			t.Fatal(err)
+		}
+		var s struct {
+			Name string `json:"name"`
+		}
+		if err := json.Unmarshal([]byte(cfg), &s); err != nil {
+			t.Fatalf("server %s's config: %v", id, err)
+		}
+		out[id] = s.Name
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// replicasAgree waits (a bounded number of looks) until every replica's
+// own page shows the spare person's servers as the database has them:
+// the frozen one too, which must have caught up from the feed.
+func replicasAgree(t *testing.T, c *cluster) bool {
+	t.Helper()
+	want := dbServers(t, c, spare)
+	for range 120 {
+		agree := true
+		for _, r := range c.replicas {
+			p := c.personAt(spare, r.page)
+			ctx, cancel := context.WithTimeout(context.Background(), editTimeout)
+			list, err := p.Servers(ctx)
+			cancel()
+			got := map[string]string{}
+			for _, s := range list {
+				got[s.ID] = s.Name
+			}
+			if err != nil || !equalMaps(got, want) {
+				agree = false
+				break
+			}
+		}
+		if agree {
+			return true
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	return false
+}
+
+func equalMaps(a, b map[string]string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if w, ok := b[k]; !ok || w != v {
+			return false
+		}
+	}
+	return true
+}
+
+// personAt is a person's page API on one replica, not through the load
+// balancer.
+func (c *cluster) personAt(email string, port int) *localapi.Client {
+	return localapi.NewClientWithTransport(pageTransport{email: email, host: fmt.Sprintf("127.0.0.1:%d", port), next: pageRT})
+}
