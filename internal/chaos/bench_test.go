@@ -29,6 +29,7 @@ type side struct {
 	xacts     int64         // pg_stat_database xact_commit + xact_rollback
 	window    time.Duration
 	failed    int
+	errs      []string
 	replicaUp int
 }
 
@@ -48,7 +49,7 @@ type side struct {
 func TestBench(t *testing.T) {
 	c := newCluster(t, 3)
 	srv := startServers(t, nServers, tokenTTL)
-	tokens := setUpPeople(t, c, srv, users)
+	tokens, _ := setUpPeople(t, c, srv, users)
 	ld := &load{endpoint: fmt.Sprintf("http://127.0.0.1:%d/mcp", c.lbMCP), tokens: tokens, servers: nServers}
 	ctx, stop := context.WithCancel(context.Background())
 	hosts := ld.run(ctx, nHosts)
@@ -73,21 +74,26 @@ func TestBench(t *testing.T) {
 	hosts.Wait()
 
 	per := func(s side, v float64) float64 { return v / float64(max(s.calls, 1)) }
-	row := func(what string, a, b float64, unit string) {
+	row := func(what string, a, b float64, format string) {
 		ratio := "—"
 		if a > 0 {
 			ratio = fmt.Sprintf("%.2f×", b/a)
 		}
-		fmt.Printf("| %s | %.3g%s | %.3g%s | %s |\n", what, a, unit, b, unit, ratio)
+		fmt.Printf("| %s | "+format+" | "+format+" | %s |\n", what, a, b, ratio)
 	}
 	fmt.Printf("\n== replicas benchmark (%s; %d hosts, %d people × %d servers, access tokens %v, window %v per side)\n",
 		time.Now().UTC().Format("2006-01-02 15:04"), nHosts, users, nServers, tokenTTL, benchWindow)
 	fmt.Printf("| measure | 1 replica | 3 replicas | ratio |\n|---|---|---|---|\n")
-	row("calls per second", float64(one.calls)/one.window.Seconds(), float64(three.calls)/three.window.Seconds(), "")
-	row("replica CPU per call (all replicas)", float64(per(one, float64(one.cpu.Microseconds()))), float64(per(three, float64(three.cpu.Microseconds()))), " µs")
-	row("PostgreSQL statements (round trips) per call", per(one, float64(one.stmts)), per(three, float64(three.stmts)), "")
-	row("PostgreSQL transactions per call", per(one, float64(one.xacts)), per(three, float64(three.xacts)), "")
+	row("calls per second", float64(one.calls)/one.window.Seconds(), float64(three.calls)/three.window.Seconds(), "%.0f")
+	row("replica CPU per call (all replicas, utime+stime)", per(one, float64(one.cpu.Microseconds())), per(three, float64(three.cpu.Microseconds())), "%.0f µs")
+	row("replica CPU per second (cores)", one.cpu.Seconds()/one.window.Seconds(), three.cpu.Seconds()/three.window.Seconds(), "%.2f")
+	row("PostgreSQL statements (round trips) per call", per(one, float64(one.stmts)), per(three, float64(three.stmts)), "%.1f")
+	row("PostgreSQL transactions per call", per(one, float64(one.xacts)), per(three, float64(three.xacts)), "%.1f")
+	row("PostgreSQL statements per second", float64(one.stmts)/one.window.Seconds(), float64(three.stmts)/three.window.Seconds(), "%.0f")
 	fmt.Printf("(failed calls: %d with 1 replica, %d with 3)\n", one.failed, three.failed)
+	for _, e := range append(one.errs, three.errs...) {
+		fmt.Printf("  failed: %s\n", e)
+	}
 	if one.calls == 0 || three.calls == 0 {
 		t.Fatalf("no successful call in a window: %+v %+v", one, three)
 	}
@@ -133,6 +139,7 @@ func measure(t *testing.T, c *cluster, ld *load, name string) side {
 			s.calls++
 		} else {
 			s.failed++
+			s.errs = append(s.errs, fmt.Sprintf("%s on %q: %s", cl.nonce, cl.replica, errorKind(cl.err)))
 		}
 	}
 	return s

@@ -43,9 +43,9 @@ const (
 	freeze   = 30 * time.Second // SIGSTOP … SIGCONT (the issue's)
 	// grace ends a fault's window after its recovery: a call that
 	// started just before can take hostTimeout (10 s) to fail, HAProxy
-	// needs up to fall×inter+timeout check (3 s) to mark a replica
-	// down and rise×inter (2 s) to take it back, and a host that lost
-	// its session initializes again before its next call.
+	// takes rise×inter (2 s) to take a replica back, and a host that
+	// lost its session initializes again (a call's worth) before its
+	// next call; 3 s more for a loaded machine.
 	grace = hostTimeout + 5*time.Second
 )
 
@@ -82,7 +82,7 @@ func TestChaos(t *testing.T) {
 	began := time.Now()
 	c := newCluster(t, 3)
 	srv := startServers(t, nServers, tokenTTL)
-	tokens := setUpPeople(t, c, srv, users)
+	tokens, publicSignIns := setUpPeople(t, c, srv, users)
 	ed := &editor{c: c, fxURL: srv.fxs[0].URL(), asURL: srv.as.URL()}
 	if err := ed.setUp(context.Background()); err != nil {
 		t.Fatal(err)
@@ -152,7 +152,12 @@ func TestChaos(t *testing.T) {
 	syscall.Kill(r3.current().pid(), syscall.SIGCONT)
 	f.recovered = time.Now()
 	faults = append(faults, f)
-	sleep(ctx, quiet)
+	// The frozen replica missed the edits of 30 s: how long until its
+	// view agrees with the database (the change feed's catch-up).
+	ed.pause()
+	caughtUp := catchUp(c, r3, quiet)
+	ed.resume()
+	sleep(ctx, quiet-time.Since(f.recovered))
 
 	stopLoad()
 	loadTook := time.Since(loadStart)
@@ -266,7 +271,9 @@ func TestChaos(t *testing.T) {
 	fmt.Fprintf(&sb, "| edits ok / refused / unknown; lost; refused but written | %s; %d; %d |\n", editLines, lost, phantom)
 	fmt.Fprintf(&sb, "| edits and sign-ins during the PostgreSQL outage (without an answer) | %d (%d) |\n", outageEdits, outageUnclear)
 	fmt.Fprintf(&sb, "| first successful edit after PostgreSQL was back | %s |\n", durOrNever(resumed))
-	fmt.Fprintf(&sb, "| replicas' views of the edited servers agree with the database | %v |\n", converged)
+	fmt.Fprintf(&sb, "| the frozen replica's view agrees with the database after SIGCONT | %s |\n", durOrNever(caughtUp))
+	fmt.Fprintf(&sb, "| replicas' views of the edited servers agree with the database (at the end) | %v |\n", converged)
+	fmt.Fprintf(&sb, "| sign-ins whose callback came back through the load balancer (any replica) | %d of %d |\n", publicSignIns, users*nServers)
 	for _, f := range faults {
 		fmt.Fprintf(&sb, "| %s: calls failed in its window; failover (%d hosts affected) | %d; %s |\n", f.name, len(f.affected), f.failed, durOrNever(f.failover))
 	}
@@ -319,6 +326,15 @@ func TestChaos(t *testing.T) {
 	// editor edits every 250 ms and the machine is loaded).
 	if resumed < 0 || resumed > 15*time.Second {
 		t.Errorf("edits resumed %s after PostgreSQL was back (the issue wants 5 s)", durOrNever(resumed))
+	}
+	// Red until callbacks may land on any replica (#23: the redirect URI
+	// on the gateway's --public-url): the sign-in's redirect goes back to
+	// the replica that started it.
+	if publicSignIns != users*nServers {
+		t.Errorf("%d of %d sign-ins came back through the load balancer: the redirect URI must be the public URL's /mcp-oauth, so that any replica completes it", publicSignIns, users*nServers)
+	}
+	if caughtUp < 0 {
+		t.Errorf("the frozen replica's view did not agree with the database within %v of SIGCONT", quiet)
 	}
 	if !converged {
 		t.Error("the replicas' views of the edited servers do not agree with the database (the feed did not catch up)")
@@ -495,34 +511,40 @@ func checkEdits(t *testing.T, c *cluster, edits []edit) (lost, phantom int, coun
 // itself, not through a replica.
 func dbServers(t *testing.T, c *cluster, who string) map[string]string {
 	t.Helper()
+	out, err := dbServersErr(c, who)
+	if err != nil {
+		t.Fatalf("read the edits back: %v", err)
+	}
+	return out
+}
+
+func dbServersErr(c *cluster, who string) (map[string]string, error) {
 	ctx := context.Background()
 	conn, err := pgx.Connect(ctx, c.dsn)
 	if err != nil {
-		t.Fatalf("read the edits back: %v", err)
+		return nil, err
 	}
 	defer conn.Close(ctx)
 	rows, err := conn.Query(ctx, `SELECT s.id, s.config FROM servers s JOIN users u ON u.id = s.user_id WHERE u.email = $1`, who)
 	if err != nil {
-		t.Fatalf("read the edits back: %v", err)
+		return nil, err
 	}
+	defer rows.Close()
 	out := map[string]string{}
 	for rows.Next() {
 		var id, cfg string
 		if err := rows.Scan(&id, &cfg); err != nil {
-			t.Fatal(err)
+			return nil, err
 		}
 		var s struct {
 			Name string `json:"name"`
 		}
 		if err := json.Unmarshal([]byte(cfg), &s); err != nil {
-			t.Fatalf("server %s's config: %v", id, err)
+			return nil, fmt.Errorf("server %s's config: %w", id, err)
 		}
 		out[id] = s.Name
 	}
-	if err := rows.Err(); err != nil {
-		t.Fatal(err)
-	}
-	return out
+	return out, rows.Err()
 }
 
 // replicasAgree waits (a bounded number of looks) until every replica's
@@ -553,6 +575,31 @@ func replicasAgree(t *testing.T, c *cluster) bool {
 		time.Sleep(250 * time.Millisecond)
 	}
 	return false
+}
+
+// catchUp is how long after now replica r's own page shows the spare
+// person's servers as the database has them (polled every 100 ms, at
+// most for bound; -1 if not by then). The editor is paused meanwhile.
+func catchUp(c *cluster, r *replica, bound time.Duration) time.Duration {
+	start := time.Now()
+	p := c.personAt(spare, r.page)
+	for time.Since(start) < bound {
+		want, err := dbServersErr(c, spare)
+		ctx, cancel := context.WithTimeout(context.Background(), editTimeout)
+		list, err2 := p.Servers(ctx)
+		cancel()
+		if err == nil && err2 == nil {
+			got := map[string]string{}
+			for _, s := range list {
+				got[s.ID] = s.Name
+			}
+			if equalMaps(got, want) {
+				return time.Since(start)
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return -1
 }
 
 func equalMaps(a, b map[string]string) bool {

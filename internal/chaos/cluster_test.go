@@ -361,8 +361,8 @@ defaults
     timeout server 10m
     timeout http-request 10s
     timeout queue 5s
-    timeout check 1s
-    default-server inter 1s fall 2 rise 2 on-marked-down shutdown-sessions
+    timeout check 2s
+    default-server inter 1s fall 3 rise 2 on-marked-down shutdown-sessions
 
 frontend pages
     bind 127.0.0.1:%d

@@ -105,8 +105,10 @@ const spare = "spare@chaos.test"
 // the authorization server's origin allowed, one server per test server,
 // a sign-in to each (started on the page, approved as the person's own
 // subject, the redirect delivered where it points), and a host token.
-// It returns the host tokens.
-func setUpPeople(t *testing.T, c *cluster, srv *servers, users int) []string {
+// It returns the host tokens, and how many sign-ins came back to the
+// gateway's public URL (the load balancer: any replica) rather than to
+// the replica that started them.
+func setUpPeople(t *testing.T, c *cluster, srv *servers, users int) ([]string, int) {
 	t.Helper()
 	ctx := context.Background()
 	adm := c.person(admin)
@@ -120,23 +122,24 @@ func setUpPeople(t *testing.T, c *cluster, srv *servers, users int) []string {
 	}
 	tokens := make([]string, users)
 	errs := make([]error, users)
+	var public atomic.Int64
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, 4)
 	for u := range users {
 		wg.Go(func() {
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			tokens[u], errs[u] = setUpPerson(ctx, c, srv, u)
+			tokens[u], errs[u] = setUpPerson(ctx, c, srv, u, &public)
 		})
 	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
 		t.Fatal(err)
 	}
-	return tokens
+	return tokens, int(public.Load())
 }
 
-func setUpPerson(ctx context.Context, c *cluster, srv *servers, u int) (string, error) {
+func setUpPerson(ctx context.Context, c *cluster, srv *servers, u int, public *atomic.Int64) (string, error) {
 	p := c.person(email(u))
 	if err := p.Grant(ctx, srv.as.URL(), ""); err != nil {
 		return "", fmt.Errorf("%s: allow the authorization server: %w", email(u), err)
@@ -145,8 +148,12 @@ func setUpPerson(ctx context.Context, c *cluster, srv *servers, u int) (string, 
 		if _, err := p.AddServer(ctx, localapi.AddServerRequest{ID: serverID(i), URL: fx.URL(), Auth: config.AuthOAuth}); err != nil {
 			return "", fmt.Errorf("%s: add %s: %w", email(u), serverID(i), err)
 		}
-		if err := signIn(ctx, p, serverID(i), subject(u)); err != nil {
+		back, err := signIn(ctx, p, serverID(i), subject(u))
+		if err != nil {
 			return "", fmt.Errorf("%s: %w", email(u), err)
+		}
+		if back.Host == fmt.Sprintf("127.0.0.1:%d", c.lbPage) && back.Path == "/mcp-oauth" {
+			public.Add(1)
 		}
 	}
 	tok, err := p.CreateHostToken(ctx, "chaos-host")
@@ -161,38 +168,43 @@ func setUpPerson(ctx context.Context, c *cluster, srv *servers, u int) (string, 
 // server approves at once, as sub), and deliver the redirect where it
 // points: a replica's own /mcp-oauth, or the public URL's (the load
 // balancer, so any replica) once callbacks may land on any of them.
-func signIn(ctx context.Context, p *localapi.Client, id, sub string) error {
+// It returns the redirect URI.
+func signIn(ctx context.Context, p *localapi.Client, id, sub string) (*url.URL, error) {
 	fl, err := p.Authorize(ctx, id)
 	if err != nil {
-		return fmt.Errorf("start the sign-in to %s: %w", id, err)
+		return nil, fmt.Errorf("start the sign-in to %s: %w", id, err)
 	}
 	if fl.Phase != localapi.PhaseWaiting || fl.AuthorizationURL == "" {
-		return fmt.Errorf("the sign-in to %s is %s, not waiting: %s", id, fl.Phase, fl.Error)
+		return nil, fmt.Errorf("the sign-in to %s is %s, not waiting: %s", id, fl.Phase, fl.Error)
 	}
 	au, err := url.Parse(fl.AuthorizationURL)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	q := au.Query()
 	q.Set("login_hint", sub)
 	au.RawQuery = q.Encode()
 	back, err := authserver.Approve(ctx, nil, au.String())
 	if err != nil {
-		return fmt.Errorf("approve the sign-in to %s: %w", id, err)
+		return nil, fmt.Errorf("approve the sign-in to %s: %w", id, err)
 	}
-	cb, _ := url.Parse(q.Get("redirect_uri"))
+	cb, err := url.Parse(q.Get("redirect_uri"))
+	if err != nil {
+		return nil, fmt.Errorf("the sign-in's redirect URI: %w", err)
+	}
+	redirect := *cb
 	cb.RawQuery = back.Encode()
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, cb.String(), nil)
 	resp, err := pageRT.RoundTrip(req)
 	if err != nil {
-		return fmt.Errorf("deliver the sign-in's redirect to %s: %w", cb.Host, err)
+		return nil, fmt.Errorf("deliver the sign-in's redirect to %s: %w", cb.Host, err)
 	}
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), "complete") {
-		return fmt.Errorf("the sign-in's redirect to %s%s: %s: %.300s", cb.Host, cb.Path, resp.Status, body)
+		return nil, fmt.Errorf("the sign-in's redirect to %s%s: %s: %.300s", cb.Host, cb.Path, resp.Status, body)
 	}
-	return nil
+	return &redirect, nil
 }
 
 // --- hosts --------------------------------------------------------------
@@ -379,7 +391,20 @@ type editor struct {
 
 	mu    sync.Mutex
 	edits []edit
+	// paused stops the editing between two edits; idle says it has.
+	paused, idle atomic.Bool
 }
+
+// pause waits until the editor is between two edits and keeps it there
+// until resume: the database holds still while a replica catches up.
+func (e *editor) pause() {
+	e.paused.Store(true)
+	for !e.idle.Load() {
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func (e *editor) resume() { e.paused.Store(false) }
 
 // editTimeout bounds one edit: one that reached a frozen replica ends
 // without an answer ("unknown") and the editor goes on.
@@ -405,6 +430,11 @@ func (e *editor) run(ctx context.Context) {
 	no := false
 	var added []string
 	for i := 0; ctx.Err() == nil; i++ {
+		for e.paused.Load() && ctx.Err() == nil {
+			e.idle.Store(true)
+			sleep(ctx, 10*time.Millisecond)
+		}
+		e.idle.Store(false)
 		var ed edit
 		ectx, cancel := context.WithTimeout(ctx, editTimeout)
 		ed.at = time.Now()
