@@ -75,22 +75,55 @@ func (f *fault) covers(c call) bool {
 	return !c.end.Before(f.start) && !c.start.After(f.windowEnd())
 }
 
+// requireCallbacksOnAnyReplica asserts that every sign-in's callback
+// comes back to the gateway's public URL (through the load balancer, to
+// any replica). It is red until the redirect URI is the public URL's
+// /mcp-oauth (#23); false lands the chaos test before that change.
+const requireCallbacksOnAnyReplica = true
+
 // TestChaos is the issue's chaos test: 3 replicas under a steady load,
 // a replica killed, PostgreSQL restarted, a replica frozen, access
 // tokens expiring throughout; then the counts.
 func TestChaos(t *testing.T) {
 	began := time.Now()
-	c := newCluster(t, 3)
-	srv := startServers(t, nServers, tokenTTL)
-	tokens, publicSignIns := setUpPeople(t, c, srv, users)
-	ed := &editor{c: c, fxURL: srv.fxs[0].URL(), asURL: srv.as.URL()}
-	if err := ed.setUp(context.Background()); err != nil {
+	w := &chaosRun{c: newCluster(t, 3)}
+	w.srv = startServers(t, nServers, tokenTTL)
+	tokens, publicSignIns := setUpPeople(t, w.c, w.srv, users)
+	w.ed = &editor{c: w.c, fxURL: w.srv.fxs[0].URL(), asURL: w.srv.as.URL()}
+	if err := w.ed.setUp(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	setUpTook := time.Since(began)
-	t.Logf("set up in %v: PostgreSQL, %d replicas, HAProxy, %d people × %d servers signed in", setUpTook.Round(time.Second), len(c.replicas), users, nServers)
+	w.ld = &load{endpoint: fmt.Sprintf("http://127.0.0.1:%d/mcp", w.c.lbMCP), tokens: tokens, servers: nServers}
+	fig := figures{setUp: time.Since(began), publicSignIns: publicSignIns}
+	t.Logf("set up in %v: PostgreSQL, %d replicas, HAProxy, %d people × %d servers signed in", fig.setUp.Round(time.Second), len(w.c.replicas), users, nServers)
+	w.run(t)
+	fig.load = w.loadTook
+	fig.caughtUp = w.caughtUp
+	w.count(t, &fig)
+	fmt.Print(fig.summary(w))
+	fig.check(t, w.faults)
+}
 
-	ld := &load{endpoint: fmt.Sprintf("http://127.0.0.1:%d/mcp", c.lbMCP), tokens: tokens, servers: nServers}
+// chaosRun is one run: the cluster, the servers, the load, the editor
+// and what happened.
+type chaosRun struct {
+	c   *cluster
+	srv *servers
+	ld  *load
+	ed  *editor
+
+	faults    []*fault
+	loadStart time.Time
+	loadTook  time.Duration
+	caughtUp  time.Duration
+	calls     []call
+	edits     []edit
+}
+
+// run runs the load and, one after another with quiet gaps, the faults.
+func (w *chaosRun) run(t *testing.T) {
+	t.Helper()
+	c, ld, ed := w.c, w.ld, w.ed
 	ctx, stop := context.WithCancel(context.Background())
 	hosts := ld.run(ctx, nHosts)
 	edDone := make(chan struct{})
@@ -105,9 +138,7 @@ func TestChaos(t *testing.T) {
 		}
 	}
 	t.Cleanup(stopLoad)
-	loadStart := time.Now()
-
-	var faults []*fault
+	w.loadStart = time.Now()
 	sleep(ctx, warmUp)
 
 	// 1. kill -9 a replica, start it again.
@@ -124,7 +155,7 @@ func TestChaos(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.recovered = time.Now()
-	faults = append(faults, f)
+	w.faults = append(w.faults, f)
 	sleep(ctx, quiet)
 
 	// 2. Restart PostgreSQL: a fast shutdown (pg_ctl restart -m fast's),
@@ -140,7 +171,7 @@ func TestChaos(t *testing.T) {
 		t.Fatalf("pg_ctl start: %v\n%s", err, out)
 	}
 	f.recovered = time.Now()
-	faults = append(faults, f)
+	w.faults = append(w.faults, f)
 	sleep(ctx, quiet)
 
 	// 3. Freeze a replica for 30 s.
@@ -151,33 +182,53 @@ func TestChaos(t *testing.T) {
 	sleep(ctx, freeze)
 	syscall.Kill(r3.current().pid(), syscall.SIGCONT)
 	f.recovered = time.Now()
-	faults = append(faults, f)
+	w.faults = append(w.faults, f)
 	// The frozen replica missed the edits of 30 s: how long until its
 	// view agrees with the database (the change feed's catch-up).
 	ed.pause()
-	caughtUp := catchUp(c, r3, quiet)
+	w.caughtUp = catchUp(c, r3, quiet)
 	ed.resume()
 	sleep(ctx, quiet-time.Since(f.recovered))
 
 	stopLoad()
-	loadTook := time.Since(loadStart)
-	calls := ld.snapshot()
-	edits := ed.snapshot()
+	w.loadTook = time.Since(w.loadStart)
+	w.calls, w.edits = ld.snapshot(), ed.snapshot()
+}
 
-	// --- the counts ---
-	for _, f := range faults {
-		f.failover, f.stuck = failover(calls, f)
+// figures are what the run is judged by.
+type figures struct {
+	setUp, load                     time.Duration
+	ok, failed, failedOutside       int
+	outside                         []call
+	doubles, crossUser, okNotRun    int
+	crossSamples                    []string
+	refreshes, reused, invalidGrant int
+	lost, phantom                   int
+	editCounts                      string
+	outageEdits, outageUnclear      int
+	outageTexts                     []string
+	resumed, caughtUp               time.Duration
+	converged                       bool
+	publicSignIns                   int
+}
+
+// count works the figures out from the calls, the edits, the test
+// servers' and the authorization server's records, and the database.
+func (w *chaosRun) count(t *testing.T, fig *figures) {
+	t.Helper()
+	for _, f := range w.faults {
+		f.failover, f.stuck = failover(w.calls, f)
 	}
-	var ok, failed, failedOutside int
-	var outside []call
-	for _, c := range calls {
+	for _, c := range w.calls {
 		if c.ok {
-			ok++
+			fig.ok++
 			continue
 		}
-		failed++
-		for _, f := range faults {
+		fig.failed++
+		inside := false
+		for _, f := range w.faults {
 			if f.covers(c) {
+				inside = true
 				f.failed++
 				if f.errors == nil {
 					f.errors = map[string]int{}
@@ -185,164 +236,173 @@ func TestChaos(t *testing.T) {
 				f.errors[errorKind(c.err)]++
 			}
 		}
-		if !slices.ContainsFunc(faults, func(f *fault) bool { return f.covers(c) }) {
-			failedOutside++
-			if len(outside) < 8 {
-				outside = append(outside, c)
+		if !inside {
+			fig.failedOutside++
+			if len(fig.outside) < 8 {
+				fig.outside = append(fig.outside, c)
 			}
 		}
 	}
 	nonces := map[string][]string{}
-	for _, fx := range srv.fxs {
+	for _, fx := range w.srv.fxs {
 		for n, callers := range fx.Nonces() {
 			nonces[n] = append(nonces[n], callers...)
 		}
 	}
-	var doubles, crossUser, okNotRun int
-	var crossSamples []string
+	cross := func(s string) {
+		fig.crossUser++
+		if len(fig.crossSamples) < 4 {
+			fig.crossSamples = append(fig.crossSamples, s)
+		}
+	}
 	for n, callers := range nonces {
 		if len(callers) > 1 {
-			doubles++
+			fig.doubles++
 		}
 		u, _ := strconv.Atoi(n[1:3])
 		for _, who := range callers {
 			if who != subject(u) {
-				crossUser++
-				if len(crossSamples) < 4 {
-					crossSamples = append(crossSamples, n+" ran as "+who)
-				}
+				cross(n + " ran as " + who)
 			}
 		}
 	}
-	for _, c := range calls {
+	for _, c := range w.calls {
 		if c.ok && c.caller != subject(c.user) {
-			crossUser++
-			if len(crossSamples) < 4 {
-				crossSamples = append(crossSamples, c.nonce+" answered as "+c.caller)
-			}
+			cross(c.nonce + " answered as " + c.caller)
 		}
 		if c.ok && len(nonces[c.nonce]) == 0 {
-			okNotRun++
+			fig.okNotRun++
 		}
 	}
-	invalidGrant, refreshes := 0, 0
-	for _, r := range srv.as.RequestsTo("/token") {
+	for _, r := range w.srv.as.RequestsTo("/token") {
 		if r.Form.Get("grant_type") == "refresh_token" {
-			refreshes++
+			fig.refreshes++
 		}
 		if r.Error == "invalid_grant" {
-			invalidGrant++
+			fig.invalidGrant++
 		}
 	}
-	reused := srv.as.ReusedRefreshTokens()
-	lost, phantom, editLines := checkEdits(t, c, edits)
-	outage := faults[1]
-	var outageEdits, outageUnclear int
-	var outageTexts []string
-	resumed := time.Duration(-1)
-	for _, e := range edits {
+	fig.reused = len(w.srv.as.ReusedRefreshTokens())
+	fig.lost, fig.phantom, fig.editCounts = checkEdits(t, w.c, w.edits)
+	outage := w.faults[1]
+	fig.resumed = -1
+	for _, e := range w.edits {
 		if !e.end.Before(outage.start) && !e.at.After(outage.recovered) {
-			outageEdits++
+			fig.outageEdits++
 			if e.outcome == "unknown" {
-				outageUnclear++
+				fig.outageUnclear++
 			}
-			if e.err != "" && !slices.Contains(outageTexts, e.op+": "+e.err) {
-				outageTexts = append(outageTexts, e.op+": "+e.err)
+			if e.err != "" && !slices.Contains(fig.outageTexts, e.op+": "+e.err) {
+				fig.outageTexts = append(fig.outageTexts, e.op+": "+e.err)
 			}
 		}
-		if e.outcome == "ok" && e.at.After(outage.recovered) && resumed < 0 {
-			resumed = e.end.Sub(outage.recovered)
+		if e.outcome == "ok" && e.at.After(outage.recovered) && fig.resumed < 0 {
+			fig.resumed = e.end.Sub(outage.recovered)
 		}
 	}
-	converged := replicasAgree(t, c)
+	fig.converged = replicasAgree(t, w.c)
+}
 
-	// --- the summary (README "Replicas") ---
+// summary is the table the run prints (README "Replicas"), and below it
+// what explains the figures: the outage's errors, the calls that failed
+// outside a window, the fault windows and the kinds of errors in each.
+func (fig *figures) summary(w *chaosRun) string {
 	var sb strings.Builder
-	fmt.Fprintf(&sb, "\n== chaos summary (%s; set-up %v, load %v; %d replicas, %d people × %d servers, %d hosts, access tokens %v)\n",
-		time.Now().UTC().Format("2006-01-02 15:04"), setUpTook.Round(time.Second), loadTook.Round(time.Second), len(c.replicas), users, nServers, nHosts, tokenTTL)
-	fmt.Fprintf(&sb, "| figure | value |\n|---|---|\n")
-	fmt.Fprintf(&sb, "| calls ok / failed | %d / %d |\n", ok, failed)
-	fmt.Fprintf(&sb, "| calls failed outside a fault window | %d |\n", failedOutside)
-	fmt.Fprintf(&sb, "| host sessions initialized (re-initializations) | %d (%d) |\n", ld.reinits.Load(), ld.reinits.Load()-int64(nHosts))
-	fmt.Fprintf(&sb, "| double executions | %d |\n", doubles)
-	fmt.Fprintf(&sb, "| calls answered ok that never ran | %d |\n", okNotRun)
-	fmt.Fprintf(&sb, "| cross-user reads | %d |\n", crossUser)
-	fmt.Fprintf(&sb, "| refresh grants / refresh tokens presented twice / invalid_grant | %d / %d / %d |\n", refreshes, len(reused), invalidGrant)
-	fmt.Fprintf(&sb, "| edits ok / refused / unknown; lost; refused but written | %s; %d; %d |\n", editLines, lost, phantom)
-	fmt.Fprintf(&sb, "| edits and sign-ins during the PostgreSQL outage (without an answer) | %d (%d) |\n", outageEdits, outageUnclear)
-	fmt.Fprintf(&sb, "| first successful edit after PostgreSQL was back | %s |\n", durOrNever(resumed))
-	fmt.Fprintf(&sb, "| the frozen replica's view agrees with the database after SIGCONT | %s |\n", durOrNever(caughtUp))
-	fmt.Fprintf(&sb, "| replicas' views of the edited servers agree with the database (at the end) | %v |\n", converged)
-	fmt.Fprintf(&sb, "| sign-ins whose callback came back through the load balancer (any replica) | %d of %d |\n", publicSignIns, users*nServers)
-	for _, f := range faults {
-		fmt.Fprintf(&sb, "| %s: calls failed in its window; failover (%d hosts affected) | %d; %s |\n", f.name, len(f.affected), f.failed, durOrNever(f.failover))
+	row := func(what string, format string, args ...any) {
+		fmt.Fprintf(&sb, "| %s | "+format+" |\n", append([]any{what}, args...)...)
 	}
-	for _, s := range outageTexts {
+	fmt.Fprintf(&sb, "\n== chaos summary (%s; set-up %v, load %v; %d replicas, %d people × %d servers, %d hosts, access tokens %v)\n",
+		time.Now().UTC().Format("2006-01-02 15:04"), fig.setUp.Round(time.Second), fig.load.Round(time.Second), len(w.c.replicas), users, nServers, nHosts, tokenTTL)
+	fmt.Fprintf(&sb, "| figure | value |\n|---|---|\n")
+	row("calls ok / failed", "%d / %d", fig.ok, fig.failed)
+	row("calls failed outside a fault window", "%d", fig.failedOutside)
+	row("host sessions initialized (re-initializations)", "%d (%d)", w.ld.reinits.Load(), w.ld.reinits.Load()-int64(nHosts))
+	row("double executions", "%d", fig.doubles)
+	row("calls answered ok that never ran", "%d", fig.okNotRun)
+	row("cross-user reads", "%d", fig.crossUser)
+	row("refresh grants / refresh tokens presented twice / invalid_grant", "%d / %d / %d", fig.refreshes, fig.reused, fig.invalidGrant)
+	row("edits ok / refused / unknown; lost; refused but written", "%s; %d; %d", fig.editCounts, fig.lost, fig.phantom)
+	row("edits and sign-ins during the PostgreSQL outage (without an answer)", "%d (%d)", fig.outageEdits, fig.outageUnclear)
+	row("first successful edit after PostgreSQL was back", "%s", durOrNever(fig.resumed))
+	row("the frozen replica's view agrees with the database after SIGCONT", "%s", durOrNever(fig.caughtUp))
+	row("replicas' views of the edited servers agree with the database (at the end)", "%v", fig.converged)
+	row("sign-ins whose callback came back through the load balancer (any replica)", "%d of %d", fig.publicSignIns, users*nServers)
+	for _, f := range w.faults {
+		row(fmt.Sprintf("%s: calls failed in its window; failover (%d hosts affected)", f.name, len(f.affected)), "%d; %s", f.failed, durOrNever(f.failover))
+	}
+	for _, s := range fig.outageTexts {
 		fmt.Fprintf(&sb, "  outage error: %s\n", s)
 	}
-	for _, c := range outside {
-		fmt.Fprintf(&sb, "  failed outside a window: host %d %s at +%v on %q: %s\n", c.host, c.nonce, c.start.Sub(loadStart).Round(time.Millisecond), c.replica, c.err)
+	for _, c := range fig.outside {
+		fmt.Fprintf(&sb, "  failed outside a window: host %d %s at +%v on %q: %s\n", c.host, c.nonce, c.start.Sub(w.loadStart).Round(time.Millisecond), c.replica, c.err)
 	}
-	for _, s := range crossSamples {
+	for _, s := range fig.crossSamples {
 		fmt.Fprintf(&sb, "  cross-user: %s\n", s)
 	}
-	for _, f := range faults {
-		fmt.Fprintf(&sb, "  window %s: +%v … +%v\n", f.name, f.start.Sub(loadStart).Round(time.Second), f.windowEnd().Sub(loadStart).Round(time.Second))
+	for _, f := range w.faults {
+		fmt.Fprintf(&sb, "  window %s: +%v … +%v\n", f.name, f.start.Sub(w.loadStart).Round(time.Second), f.windowEnd().Sub(w.loadStart).Round(time.Second))
 		for _, k := range slices.Sorted(maps.Keys(f.errors)) {
 			fmt.Fprintf(&sb, "    %4d × %s\n", f.errors[k], k)
 		}
 	}
-	fmt.Print(sb.String())
+	return sb.String()
+}
 
-	// --- the assertions ---
-	if ok < len(calls)/2 {
-		t.Errorf("only %d of %d calls succeeded", ok, len(calls))
+// check asserts the issue's figures. The only times asserted are the
+// issue's own, generously (the machine is a loaded 2-core one).
+func (fig *figures) check(t *testing.T, faults []*fault) {
+	t.Helper()
+	if fig.ok < (fig.ok+fig.failed)/2 {
+		t.Errorf("only %d of %d calls succeeded", fig.ok, fig.ok+fig.failed)
 	}
-	if failedOutside > 0 {
-		t.Errorf("%d calls failed outside every fault window (window: fault start to recovery + %v)", failedOutside, grace)
+	if fig.failedOutside > 0 {
+		t.Errorf("%d calls failed outside every fault window (window: fault start to recovery + %v)", fig.failedOutside, grace)
 	}
-	if doubles > 0 {
-		t.Errorf("%d nonces were executed twice (a call re-sent)", doubles)
+	if fig.doubles > 0 {
+		t.Errorf("%d nonces were executed twice (a call re-sent)", fig.doubles)
 	}
-	if crossUser > 0 {
-		t.Errorf("%d calls ran or answered with another person's sign-in: %v", crossUser, crossSamples)
+	if fig.okNotRun > 0 {
+		t.Errorf("%d calls were answered ok and never ran", fig.okNotRun)
 	}
-	if len(reused) > 0 {
-		t.Errorf("%d refresh tokens were presented twice (two replicas refreshed one grant)", len(reused))
+	if fig.crossUser > 0 {
+		t.Errorf("%d calls ran or answered with another person's sign-in: %v", fig.crossUser, fig.crossSamples)
 	}
-	if invalidGrant > 0 {
-		t.Errorf("the authorization server answered invalid_grant %d times", invalidGrant)
+	if fig.reused > 0 {
+		t.Errorf("%d refresh tokens were presented twice (two replicas refreshed one grant)", fig.reused)
 	}
-	if lost > 0 {
-		t.Errorf("%d edits that returned success are not in the database", lost)
+	if fig.invalidGrant > 0 {
+		t.Errorf("the authorization server answered invalid_grant %d times", fig.invalidGrant)
 	}
-	if phantom > 0 {
-		t.Errorf("%d edits were refused and still written", phantom)
+	if fig.lost > 0 {
+		t.Errorf("%d edits that returned success are not in the database", fig.lost)
 	}
-	if outageUnclear > 0 {
-		t.Errorf("%d edits during the PostgreSQL outage ended without an answer (want a clear error)", outageUnclear)
+	if fig.phantom > 0 {
+		t.Errorf("%d edits were refused and still written", fig.phantom)
+	}
+	if fig.outageUnclear > 0 {
+		t.Errorf("%d edits during the PostgreSQL outage ended without an answer (want a clear error)", fig.outageUnclear)
 	}
 	// The issue's "all resume within 5 s", asserted generously (the
 	// editor edits every 250 ms and the machine is loaded).
-	if resumed < 0 || resumed > 15*time.Second {
-		t.Errorf("edits resumed %s after PostgreSQL was back (the issue wants 5 s)", durOrNever(resumed))
+	if fig.resumed < 0 || fig.resumed > 15*time.Second {
+		t.Errorf("edits resumed %s after PostgreSQL was back (the issue wants 5 s)", durOrNever(fig.resumed))
 	}
-	// Red until callbacks may land on any replica (#23: the redirect URI
-	// on the gateway's --public-url): the sign-in's redirect goes back to
-	// the replica that started it.
-	if publicSignIns != users*nServers {
-		t.Errorf("%d of %d sign-ins came back through the load balancer: the redirect URI must be the public URL's /mcp-oauth, so that any replica completes it", publicSignIns, users*nServers)
-	}
-	if caughtUp < 0 {
+	if fig.caughtUp < 0 {
 		t.Errorf("the frozen replica's view did not agree with the database within %v of SIGCONT", quiet)
 	}
-	if !converged {
+	if !fig.converged {
 		t.Error("the replicas' views of the edited servers do not agree with the database (the feed did not catch up)")
 	}
 	for _, f := range faults {
 		if len(f.stuck) > 0 {
 			t.Errorf("%s: hosts %v never called successfully again", f.name, f.stuck)
 		}
+	}
+	// Red until callbacks may land on any replica (#23: the redirect URI
+	// on the gateway's --public-url): the sign-in's redirect goes back to
+	// the replica that started it.
+	if requireCallbacksOnAnyReplica && fig.publicSignIns != users*nServers {
+		t.Errorf("%d of %d sign-ins came back through the load balancer: the redirect URI must be the public URL's /mcp-oauth, so that any replica completes it", fig.publicSignIns, users*nServers)
 	}
 }
 
