@@ -146,8 +146,8 @@ type Engine struct {
 	public atomic.Pointer[string]
 	// instance names this engine in the flows it shares (SharedFlows).
 	instance string
-	loopMu sync.Mutex
-	loops  map[int]*loopback // the engine's own callback listeners
+	loopMu   sync.Mutex
+	loops    map[int]*loopback // the engine's own callback listeners
 
 	// notices are the servers' notifications for Subscribe (log
 	// messages, resource updates).

@@ -64,7 +64,7 @@ type Gateway struct {
 	// public is the redirect URI beyond loopback (ServeCallbacksAt),
 	// "" for none.
 	public string
-	closed  bool
+	closed bool
 	// onRemove are told of a removed person (Hosts stops their front
 	// end).
 	onRemove []func(id string)
