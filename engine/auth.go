@@ -410,26 +410,18 @@ func (c *Engine) browserFor(f *flow, srv config.Server) oauth.Browser {
 		if state == "" {
 			return nil, errors.New("the authorization URL has no state")
 		}
-		if pub := c.publicRedirect(); pub != "" {
-			// The owner serves this one URI beyond loopback; nothing
-			// else is a callback remotemcp can serve.
-			if q.Get("redirect_uri") != pub {
-				return nil, fmt.Errorf("the redirect URI %q is not the one remotemcp serves, %s", q.Get("redirect_uri"), pub)
+		port, err := c.callbackPort(q.Get("redirect_uri"))
+		if err != nil {
+			return nil, err
+		}
+		if port != 0 && int64(port) != c.cbPort.Load() {
+			_, release, err := c.listenLoopback(port, srv.ID)
+			if err != nil {
+				return nil, err
 			}
-		} else {
-			port, ok := loopbackPort(q.Get("redirect_uri"))
-			if !ok {
-				return nil, fmt.Errorf("the redirect URI %q is not a loopback callback remotemcp can serve", q.Get("redirect_uri"))
-			}
-			if int64(port) != c.cbPort.Load() {
-				_, release, err := c.listenLoopback(port, srv.ID)
-				if err != nil {
-					return nil, err
-				}
-				c.flows.mu.Lock()
-				f.release = append(f.release, release)
-				c.flows.mu.Unlock()
-			}
+			c.flows.mu.Lock()
+			f.release = append(f.release, release)
+			c.flows.mu.Unlock()
 		}
 		c.flows.update(f, func(v *localapi.AuthFlow) {
 			v.Phase, v.AuthorizationURL, v.RedirectURI = localapi.PhaseWaiting, authURL, q.Get("redirect_uri")
@@ -469,6 +461,24 @@ func (c *Engine) browserFor(f *flow, srv config.Server) oauth.Browser {
 			return nil, fmt.Errorf("waiting for the authorization callback: %w", ctx.Err())
 		}
 	}
+}
+
+// callbackPort checks that a flow's redirect URI is one whose callbacks
+// reach this engine: with a public redirect URI (ServeCallbacksAt), that
+// one and nothing else (port 0: the owner serves it); without, a loopback
+// one, whose port it returns.
+func (c *Engine) callbackPort(redirect string) (int, error) {
+	if pub := c.publicRedirect(); pub != "" {
+		if redirect != pub {
+			return 0, fmt.Errorf("the redirect URI %q is not the one remotemcp serves, %s", redirect, pub)
+		}
+		return 0, nil
+	}
+	port, ok := loopbackPort(redirect)
+	if !ok {
+		return 0, fmt.Errorf("the redirect URI %q is not a loopback callback remotemcp can serve", redirect)
+	}
+	return port, nil
 }
 
 // loopbackPort returns the port of a loopback redirect URI.
