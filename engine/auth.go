@@ -34,7 +34,11 @@ import (
 // configured with another port). Either way
 // the callback is matched to its flow by state, in constant time: nothing
 // else protects /mcp-oauth, since the browser arrives there from the
-// authorization server without any credential of ours.
+// authorization server without any credential of ours. A gateway's engine
+// differs in two ways (sharedflows.go): with a public page URL its
+// redirect URI is <public URL>/mcp-oauth (ServeCallbacksAt), and its
+// flows are kept in the database too (Options.SharedFlows), so that the
+// callback may reach any replica.
 
 const (
 	// flowTimeout bounds a whole flow: the person has this long to finish
