@@ -93,11 +93,20 @@ func (s *DB) PutAuthFlow(ctx context.Context, state, serverID string, record []b
 		if _, err := tx.exec(ctx, `DELETE FROM oauth_flows WHERE expires <= ?`, now); err != nil {
 			return nil, fmt.Errorf("purge expired: %w", err)
 		}
-		_, err := tx.exec(ctx, `INSERT INTO oauth_flows (state_hash, user_id, server_id, sealed, expires) VALUES (?, ?, ?, ?, ?)
-			ON CONFLICT (state_hash) DO UPDATE SET user_id = excluded.user_id, server_id = excluded.server_id,
-				sealed = excluded.sealed, expires = excluded.expires, claimed = NULL, outcome = NULL`,
+		// A state is random (130 bits): the same one twice is the same
+		// flow's, and never another user's to replace.
+		res, err := tx.exec(ctx, `INSERT INTO oauth_flows (state_hash, user_id, server_id, sealed, expires) VALUES (?, ?, ?, ?, ?)
+			ON CONFLICT (state_hash) DO UPDATE SET server_id = excluded.server_id,
+				sealed = excluded.sealed, expires = excluded.expires, claimed = NULL, outcome = NULL
+			WHERE oauth_flows.user_id = excluded.user_id`,
 			hash, tx.user(), serverID, blob, expires.UnixMilli())
-		return nil, err
+		if err != nil {
+			return nil, err
+		}
+		if n, err := res.RowsAffected(); err == nil && n == 0 {
+			return nil, fmt.Errorf("the state is another user's flow's: %w", ErrDuplicate)
+		}
+		return nil, nil
 	})
 	if err != nil {
 		return fmt.Errorf("store: %s of server %q: %w", step, serverID, err)

@@ -49,6 +49,9 @@ func TestPostgresAuthFlows(t *testing.T) {
 	if _, err := b.ClaimAuthFlow(ctx, "state-1"); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("B ClaimAuthFlow = %v", err)
 	}
+	if err := b.PutAuthFlow(ctx, "state-1", "x", []byte(`{}`), soon); !errors.Is(err, ErrDuplicate) {
+		t.Fatalf("B PutAuthFlow over A's = %v", err)
+	}
 
 	// Another process's store of A (another replica) takes it, once.
 	a2 := userT(t, openPostgresT(t, dsn, keyDir), ua.ID)
