@@ -16,6 +16,7 @@ import (
 // benchWarm and benchWindow: each side first lets every host start a new
 // session (spread over the replicas up), then measures.
 var (
+	benchIdle   = 10 * time.Second
 	benchWarm   = 10 * time.Second
 	benchWindow = time.Duration(envInt("CHAOS_BENCH_S", 30)) * time.Second
 )
@@ -31,6 +32,10 @@ type side struct {
 	failed    int
 	errs      []string
 	replicaUp int
+	// idle: the statements per second and the replicas' CPU (cores)
+	// with every host holding its session and calling nothing: the
+	// gateway's background work (change feed, pollers).
+	idleStmts, idleCPU float64
 }
 
 // TestBench is the benchmark (scripts/chaos.sh -bench; not in
@@ -90,6 +95,12 @@ func TestBench(t *testing.T) {
 	row("PostgreSQL statements (round trips) per call", per(one, float64(one.stmts)), per(three, float64(three.stmts)), "%.1f")
 	row("PostgreSQL transactions per call", per(one, float64(one.xacts)), per(three, float64(three.xacts)), "%.1f")
 	row("PostgreSQL statements per second", float64(one.stmts)/one.window.Seconds(), float64(three.stmts)/three.window.Seconds(), "%.0f")
+	row("idle (hosts connected, no call): PostgreSQL statements per second", one.idleStmts, three.idleStmts, "%.0f")
+	row("idle: replica CPU (cores)", one.idleCPU, three.idleCPU, "%.3f")
+	net := func(s side) float64 {
+		return per(s, float64(s.stmts)-s.idleStmts*s.window.Seconds())
+	}
+	row("PostgreSQL statements per call, less the idle rate", net(one), net(three), "%.1f")
 	fmt.Printf("(failed calls: %d with 1 replica, %d with 3)\n", one.failed, three.failed)
 	for _, e := range append(one.errs, three.errs...) {
 		fmt.Printf("  failed: %s\n", e)
@@ -122,6 +133,15 @@ func measure(t *testing.T, c *cluster, ld *load, name string) side {
 		}
 		return n
 	}
+	ld.paused.Store(true)
+	time.Sleep(time.Second) // calls under way end
+	idle0, _ := pgCounts(t, c)
+	idleCPU0, idleStart := cpu(), time.Now()
+	time.Sleep(benchIdle)
+	idle1, _ := pgCounts(t, c)
+	idleCPU1, idleTook := cpu(), time.Since(idleStart)
+	ld.paused.Store(false)
+	time.Sleep(2 * time.Second)
 	stmts0, xacts0 := pgCounts(t, c)
 	cpu0 := cpu()
 	start := time.Now()
@@ -131,6 +151,8 @@ func measure(t *testing.T, c *cluster, ld *load, name string) side {
 	stmts1, xacts1 := pgCounts(t, c)
 	s := side{name: name, window: end.Sub(start), stmts: stmts1 - stmts0, xacts: xacts1 - xacts0, replicaUp: len(ps)}
 	s.cpu = time.Duration(cpu1-cpu0) * time.Second / time.Duration(clockTicks())
+	s.idleStmts = float64(idle1-idle0) / idleTook.Seconds()
+	s.idleCPU = float64(idleCPU1-idleCPU0) / float64(clockTicks()) / idleTook.Seconds()
 	for _, cl := range ld.snapshot() {
 		if cl.end.Before(start) || cl.end.After(end) {
 			continue

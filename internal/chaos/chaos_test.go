@@ -411,8 +411,8 @@ func (fig *figures) check(t *testing.T, faults []*fault) {
 func errorKind(e string) string {
 	e = hexRun.ReplaceAllString(e, "…")
 	e = digitRun.ReplaceAllString(e, "N")
-	if len(e) > 160 {
-		e = e[:160] + "…"
+	if len(e) > 400 {
+		e = e[:400] + "…"
 	}
 	return e
 }

@@ -254,8 +254,11 @@ type load struct {
 	calls       []call
 	reinits     atomic.Int64
 	initFails   atomic.Int64
-	reconnectAt []time.Time // forced re-initializations (bench phases)
-	epoch       atomic.Int64
+	// epoch, when it changes, makes every host start a new session
+	// (the benchmark spreads them over the replicas up); paused holds
+	// the hosts between two calls (the benchmark's idle window).
+	epoch  atomic.Int64
+	paused atomic.Bool
 }
 
 // run runs hosts until ctx ends: host h acts for user h % users and
@@ -284,6 +287,9 @@ func (l *load) host(ctx context.Context, h, u int, rt http.RoundTripper) {
 	fails := 0
 	epoch := l.epoch.Load()
 	for seq := 0; ctx.Err() == nil; seq++ {
+		for l.paused.Load() && ctx.Err() == nil {
+			sleep(ctx, 50*time.Millisecond)
+		}
 		if e := l.epoch.Load(); e != epoch && cs != nil {
 			// The benchmark spreads the hosts again over the replicas.
 			epoch = e
