@@ -250,10 +250,10 @@ type load struct {
 	tokens   []string
 	servers  int
 
-	mu          sync.Mutex
-	calls       []call
-	reinits     atomic.Int64
-	initFails   atomic.Int64
+	mu        sync.Mutex
+	calls     []call
+	reinits   atomic.Int64
+	initFails atomic.Int64
 	// epoch, when it changes, makes every host start a new session
 	// (the benchmark spreads them over the replicas up); paused holds
 	// the hosts between two calls (the benchmark's idle window).
