@@ -3,9 +3,12 @@
 package chaos
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"os"
+	"slices"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -36,6 +39,44 @@ type side struct {
 	// with every host holding its session and calling nothing: the
 	// gateway's background work (change feed, pollers).
 	idleStmts, idleCPU float64
+	// top are the window's statements, most frequent first.
+	top []stmtCount
+}
+
+type stmtCount struct {
+	query string
+	calls int64
+}
+
+// pgStatements is pg_stat_statements' calls per statement text on the
+// chaos database.
+func pgStatements(t *testing.T, c *cluster) map[string]int64 {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, c.dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	rows, err := conn.Query(ctx, `SELECT query, sum(calls)::bigint FROM pg_stat_statements
+		WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database()) GROUP BY query`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	out := map[string]int64{}
+	for rows.Next() {
+		var q string
+		var n int64
+		if err := rows.Scan(&q, &n); err != nil {
+			t.Fatal(err)
+		}
+		out[strings.Join(strings.Fields(q), " ")] += n
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
 }
 
 // TestBench is the issue's benchmark (scripts/chaos.sh -bench; not in
@@ -102,6 +143,16 @@ func TestBench(t *testing.T) {
 	}
 	row("PostgreSQL statements per call, less the idle rate", net(one), net(three), "%.1f")
 	fmt.Printf("(failed calls: %d with 1 replica, %d with 3)\n", one.failed, three.failed)
+	for _, sd := range []side{one, three} {
+		fmt.Printf("statements per call with %s (the most frequent):\n", sd.name)
+		for _, st := range sd.top[:min(len(sd.top), 8)] {
+			q := st.query
+			if len(q) > 110 {
+				q = q[:110] + "…"
+			}
+			fmt.Printf("  %5.2f  %s\n", per(sd, float64(st.calls)), q)
+		}
+	}
 	for _, e := range append(one.errs, three.errs...) {
 		fmt.Printf("  failed: %s\n", e)
 	}
@@ -143,14 +194,22 @@ func measure(t *testing.T, c *cluster, ld *load, name string) side {
 	ld.paused.Store(false)
 	time.Sleep(2 * time.Second)
 	stmts0, xacts0 := pgCounts(t, c)
+	top0 := pgStatements(t, c)
 	cpu0 := cpu()
 	start := time.Now()
 	time.Sleep(benchWindow)
 	cpu1 := cpu()
 	end := time.Now()
 	stmts1, xacts1 := pgCounts(t, c)
+	top1 := pgStatements(t, c)
 	s := side{name: name, window: end.Sub(start), stmts: stmts1 - stmts0, xacts: xacts1 - xacts0, replicaUp: len(ps)}
 	s.cpu = time.Duration(cpu1-cpu0) * time.Second / time.Duration(clockTicks())
+	for q, n := range top1 {
+		if d := n - top0[q]; d > 0 {
+			s.top = append(s.top, stmtCount{q, d})
+		}
+	}
+	slices.SortFunc(s.top, func(a, b stmtCount) int { return cmp.Compare(b.calls, a.calls) })
 	s.idleStmts = float64(idle1-idle0) / idleTook.Seconds()
 	s.idleCPU = float64(idleCPU1-idleCPU0) / float64(clockTicks()) / idleTook.Seconds()
 	for _, cl := range ld.snapshot() {
