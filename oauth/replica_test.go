@@ -124,13 +124,31 @@ func checkRefreshes(t *testing.T, as *authserver.Server) int {
 	return len(refreshes)
 }
 
+// noLocker is a Locker that excludes no one.
+type noLocker struct{}
+
+func (noLocker) Lock(context.Context, string) (func(), error) { return func() {}, nil }
+
 // R3.12, A11: 2 replicas × 8 concurrent 401s, several rounds of expired
 // access tokens: each refresh token is received once, none is refused,
-// and both replicas end with an access token the server takes.
+// and both replicas end with an access token the server takes. Also with
+// the advisory lock swapped for none: the row lock alone is the
+// single flight across replicas (with the advisory lock only, on main,
+// that variant spends tokens twice).
 func TestReplicasRefreshEachTokenOnce_A11(t *testing.T) {
+	t.Run("AdvisoryAndRowLocks", func(t *testing.T) { testReplicasRefreshEachTokenOnce(t, false) })
+	t.Run("RowLockAlone", func(t *testing.T) { testReplicasRefreshEachTokenOnce(t, true) })
+}
+
+func testReplicasRefreshEachTokenOnce(t *testing.T, noAdvisory bool) {
 	r := newReplicas(t, "", withKnobs(func(k *authserver.Knobs) { k.TokenDelay = 20 * time.Millisecond }))
 	e := r.e
 	e.login()
+	if noAdvisory {
+		for i := range r.a {
+			r.a[i] = New(Options{Store: r.st[i], Locker: noLocker{}, Logger: discardLogger()})
+		}
+	}
 	const rounds, perReplica = 4, 8
 	for round := range rounds {
 		e.as.ExpireAccessTokens()
