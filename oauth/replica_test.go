@@ -32,12 +32,18 @@ type replicas struct {
 
 // newReplicas starts the test servers (newEnv) and two replicas on a
 // fresh PostgreSQL database with the test server added for one user;
-// e.st and e.a become replica 0's. dsn, when not "", is what replica 0
-// connects through (a counting proxy).
-func newReplicas(t *testing.T, dsn0 string, opts ...envOption) *replicas {
+// e.st and e.a become replica 0's.
+func newReplicas(t *testing.T, opts ...envOption) *replicas {
+	t.Helper()
+	return newReplicasOn(t, pgtest.DSN(t), "", opts...)
+}
+
+// newReplicasOn is newReplicas on the database dsn; dsn0, when not "",
+// is what replica 0 connects with (through a counter).
+func newReplicasOn(t *testing.T, dsn, dsn0 string, opts ...envOption) *replicas {
 	t.Helper()
 	e := newEnv(t, opts...)
-	r := &replicas{e: e, dsn: pgtest.DSN(t)}
+	r := &replicas{e: e, dsn: dsn}
 	keyDir := t.TempDir()
 	ctx := context.Background()
 	for i := range 2 {
@@ -141,7 +147,7 @@ func TestReplicasRefreshEachTokenOnce_A11(t *testing.T) {
 }
 
 func testReplicasRefreshEachTokenOnce(t *testing.T, noAdvisory bool) {
-	r := newReplicas(t, "", withKnobs(func(k *authserver.Knobs) { k.TokenDelay = 20 * time.Millisecond }))
+	r := newReplicas(t, withKnobs(func(k *authserver.Knobs) { k.TokenDelay = 20 * time.Millisecond }))
 	e := r.e
 	e.login()
 	if noAdvisory {
@@ -259,7 +265,7 @@ func (r *replicas) authorizeReplica1() <-chan error {
 // the server rotated it), replica 1's refresh waits, and then spends the
 // rotated token, not the old one.
 func TestReplicaWaitsForRotatedToken_A11(t *testing.T) {
-	r := newReplicas(t, "")
+	r := newReplicas(t)
 	e := r.e
 	g := r.gatedReplica0()
 	e.login()
@@ -297,7 +303,7 @@ func TestReplicaWaitsForRotatedToken_A11(t *testing.T) {
 // person's sign-in lost). The row lock makes replica 1 wait for replica
 // 0's commit and spend the rotated token.
 func TestReplicaLostAdvisoryLockRowLockHolds_A11(t *testing.T) {
-	r := newReplicas(t, "")
+	r := newReplicas(t)
 	e := r.e
 	g := r.gatedReplica0()
 	e.login()
@@ -349,7 +355,7 @@ func TestReplicaLostAdvisoryLockRowLockHolds_A11(t *testing.T) {
 // advisory lock (another connection, alive) keeps replica 1 out. Replica
 // 1 then spends the rotated token.
 func TestReplicaRowConnectionKilledKeepsRotatedToken_A11(t *testing.T) {
-	r := newReplicas(t, "")
+	r := newReplicas(t)
 	e := r.e
 	g := r.gatedReplica0()
 	e.login()
@@ -374,3 +380,41 @@ func TestReplicaRowConnectionKilledKeepsRotatedToken_A11(t *testing.T) {
 		t.Fatalf("%d refreshes, want 3", n)
 	}
 }
+
+// Round trips to PostgreSQL per refresh (issue #23's benchmark of round
+// trips): replica 0 connects through a counter; each round expires the
+// access token and has replica 0 refresh it through Authorize (which
+// also reads the server and the client registration). The bound keeps
+// the figure from growing unnoticed: 21 statements per refresh (main
+// before #23: 23).
+func TestReplicaRefreshRoundTrips_A11(t *testing.T) {
+	dsn := pgtest.DSN(t)
+	proxied, counter := startPGCounter(t, dsn)
+	r := newReplicasOn(t, dsn, proxied)
+	e := r.e
+	e.login()
+	const rounds = 10
+	var trips, stmts, conns int64
+	for range rounds {
+		e.as.ExpireAccessTokens()
+		req, resp := e.post401(r.tokenOf(r.a[0]))
+		srv := e.server()
+		t0, s0, c0 := counter.trips.Load(), counter.stmts.Load(), counter.conns.Load()
+		if err := r.a[0].Handler(srv, nil).Authorize(e.ctx(), req, resp); err != nil {
+			t.Fatal(err)
+		}
+		trips += counter.trips.Load() - t0
+		stmts += counter.stmts.Load() - s0
+		conns += counter.conns.Load() - c0
+	}
+	checkRefreshes(t, e.as)
+	perRefresh := float64(stmts) / rounds
+	t.Logf("PostgreSQL round trips per refresh (Authorize on a 401): %.1f running statements, %.1f with preparing them; %d connections opened in %d refreshes",
+		perRefresh, float64(trips)/rounds, conns, rounds)
+	if perRefresh > maxRefreshRoundTrips {
+		t.Errorf("%.1f round trips per refresh, more than %d", perRefresh, maxRefreshRoundTrips)
+	}
+}
+
+// maxRefreshRoundTrips bounds TestReplicaRefreshRoundTrips_A11.
+const maxRefreshRoundTrips = 21
