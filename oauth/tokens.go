@@ -282,6 +282,11 @@ func (a *Authenticator) lockRefresh(ctx context.Context, serverID string, b conf
 // rotated token by compare-and-set through another connection. Only
 // losing both at once (PostgreSQL restarted mid-refresh) can let another
 // replica read the old token before the new one is saved.
+//
+// While the token is held, nothing here writes to the store through
+// another connection (store.LockSecret says why): reads only, and
+// OnExchange, which does not block; other writes come after Commit or
+// Release.
 func (a *Authenticator) refresh(ctx context.Context, srv config.Server, b config.Binding, resource string, tokenURL string, cl *client) (*grant, error) {
 	unlock, err := a.lockServer(ctx, srv.ID)
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"sync"
 	"time"
 )
 
@@ -20,6 +21,26 @@ var ErrSecretChanged = errors.New("the secret was replaced or removed by another
 // secretRetry is how often SecretLock.Commit tries its compare-and-set
 // write again while PostgreSQL cannot be reached.
 const secretRetry = 250 * time.Millisecond
+
+// maxRowLocks is how many SecretLocks one process holds at once in
+// PostgreSQL: each keeps a pooled connection (OpenPostgres allows 16)
+// for as long as its holder's HTTP request lasts. Many tokens expiring
+// together would otherwise take the whole pool, and the rest of the
+// process (and a holder reading something else meanwhile) would wait
+// for a connection that only a finished refresh gives back. The others
+// wait for a slot, as they would for the lock of a busy server.
+const maxRowLocks = 8
+
+// rowSlots counts a process's SecretLocks in PostgreSQL (maxRowLocks).
+type rowSlots struct {
+	once sync.Once
+	ch   chan struct{}
+}
+
+func (r *rowSlots) slots() chan struct{} {
+	r.once.Do(func() { r.ch = make(chan struct{}, maxRowLocks) })
+	return r.ch
+}
 
 // SecretLock is one secret held for a read-modify-write that may take a
 // network round trip in the middle: an OAuth refresh reads the refresh
@@ -81,6 +102,13 @@ const (
 // PostgreSQL itself (idle_in_transaction_session_timeout, so a frozen
 // process does not hold it either).
 //
+// While holding the lock, the holder must not wait for a write of the
+// same user through another connection (writeTx: PutSecret, DeleteSecret,
+// …): a writer holding the user's write lock may be waiting for the row,
+// and PostgreSQL cannot see that cycle, which goes through this process.
+// Reads are fine. A process holds at most maxRowLocks at once, each on a
+// pooled connection of its own.
+//
 // If the transaction is lost before Commit (its connection was killed,
 // PostgreSQL restarted, hold passed), Commit still writes, as a
 // compare-and-set on the sealed value that was read: the new value is
@@ -129,7 +157,14 @@ func (s *DB) LockSecret(ctx context.Context, k SecretKey, hold time.Duration) (*
 // record and the transaction's idle timeout come with the same statement:
 // taking the lock is one round trip after BEGIN.
 func (s *DB) lockSecretRow(ctx context.Context, k SecretKey, hold time.Duration) (*SecretLock, error) {
-	txCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), hold)
+	slots := s.pg.rows.slots()
+	select {
+	case slots <- struct{}{}:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	txCtx, cancelTx := context.WithTimeout(context.WithoutCancel(ctx), hold)
+	cancel := sync.OnceFunc(func() { cancelTx(); <-slots })
 	// Until the lock is taken, the caller giving up ends the transaction
 	// (and the wait); afterwards only Commit, Release or hold do.
 	stop := context.AfterFunc(ctx, cancel)

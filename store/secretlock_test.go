@@ -356,3 +356,71 @@ func TestSecretLockName(t *testing.T) {
 		t.Fatalf("lock name %q too long for a file name", a)
 	}
 }
+
+// PostgreSQL: a process holds at most maxRowLocks rows at once, so the
+// rest of the pool stays free for everything else (and for a holder's own
+// reads); the next LockSecret waits for a slot.
+func TestSecretLockSlotsPostgres(t *testing.T) {
+	s, k := lockedSecretStore(t, backends[1])
+	ctx := context.Background()
+	keys := []SecretKey{k}
+	for i := 1; i <= maxRowLocks; i++ {
+		ki := k
+		ki.Binding.Issuer = fmt.Sprintf("https://as%d.example.com", i)
+		if err := s.PutSecret(ctx, ki, []byte("rt")); err != nil {
+			t.Fatal(err)
+		}
+		keys = append(keys, ki)
+	}
+	var held []*SecretLock
+	for _, ki := range keys[:maxRowLocks] {
+		held = append(held, lockT(t, s, ki))
+	}
+	// Everything else still gets a connection.
+	for range 20 {
+		if _, err := s.GetServer(ctx, "x"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wctx, cancel := context.WithCancel(ctx)
+	got := make(chan error, 1)
+	go func() {
+		l, err := s.LockSecret(wctx, keys[maxRowLocks], lockHold)
+		if err == nil {
+			l.Release()
+		}
+		got <- err
+	}()
+	// The waiter does not lock its row while every slot is held (an
+	// unlimited one does within a few looks).
+	for range 200 {
+		var n int
+		if err := s.pg.DB().QueryRow(`SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()
+			AND query LIKE '%FROM secrets%FOR UPDATE%' AND pid <> pg_backend_pid()`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n > maxRowLocks {
+			t.Fatalf("%d rows locked by one process, want at most %d", n, maxRowLocks)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	held[0].Release()
+	if err := <-got; err != nil {
+		t.Fatalf("LockSecret after a slot was freed: %v", err)
+	}
+	cancel()
+	// Once more, giving up while waiting for a slot.
+	held = append(held, lockT(t, s, keys[0]))
+	wctx, cancel = context.WithCancel(ctx)
+	go func() {
+		_, err := s.LockSecret(wctx, keys[maxRowLocks], lockHold)
+		got <- err
+	}()
+	cancel()
+	if err := <-got; !errors.Is(err, context.Canceled) {
+		t.Fatalf("LockSecret while every slot is held, given up: %v", err)
+	}
+	if n := s.pg.DB().Stats().InUse; n > maxRowLocks+1 {
+		t.Fatalf("%d connections in use with %d rows held", n, maxRowLocks)
+	}
+}
