@@ -3,6 +3,7 @@ package oauth
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -418,3 +419,50 @@ func TestReplicaRefreshRoundTrips_A11(t *testing.T) {
 
 // maxRefreshRoundTrips bounds TestReplicaRefreshRoundTrips_A11.
 const maxRefreshRoundTrips = 21
+
+// A11, R3.11: PostgreSQL restarts (crashes) while replica 0's refresh is
+// on the wire; both its locks go with the old server. Its rotated
+// refresh token is still saved once PostgreSQL is back (Commit's
+// compare-and-set, retried while it cannot be reached), and replica 1
+// then spends it. (Another replica refreshing in the window between the
+// restart and that write would read the old token: the one case two
+// lost locks cannot cover.)
+func TestReplicaRefreshAcrossPostgresRestart_A11(t *testing.T) {
+	k := pgtest.NewCluster(t)
+	r := newReplicasOn(t, k.DSN(t), "")
+	e := r.e
+	g := r.gatedReplica0()
+	e.login()
+	e.as.ExpireAccessTokens()
+	done0 := e.holdNextRefresh(e.ctx(), g, r.tokenOf(r.a[0]))
+	// The test cluster runs with synchronous_commit off: what was
+	// committed so far is made durable first, as a real server's is.
+	if _, err := r.admin().Exec(`CHECKPOINT`); err != nil {
+		t.Fatal(err)
+	}
+	k.Stop(t)
+	k.Start(t)
+	close(g.release)
+	if err := <-done0; err != nil {
+		t.Fatalf("replica 0 lost its rotated refresh token to the restart: %v", err)
+	}
+	// Replica 1's pool still holds connections to the old server: each
+	// fails one query ("cannot be reached"), as any query of a replica
+	// does after a restart, until the pool has new ones.
+	for attempt := 0; ; attempt++ {
+		req, resp := e.post401("")
+		srv, err := r.st[1].GetServer(e.ctx(), e.srv.ID)
+		if err == nil {
+			err = r.a[1].Handler(srv, nil).Authorize(e.ctx(), req, resp)
+		}
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, store.ErrUnavailable) || attempt == 10 {
+			t.Fatalf("replica 1 after the restart: %v", err)
+		}
+	}
+	if n := checkRefreshes(t, e.as); n != 2 {
+		t.Fatalf("%d refreshes, want 2", n)
+	}
+}
