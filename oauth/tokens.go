@@ -163,11 +163,12 @@ var errNoRefreshToken = errors.New("no refresh token is stored for this server")
 
 // refreshHold bounds how long a refresh keeps its refresh token locked
 // (in a gateway's PostgreSQL database, the row stays locked in an open
-// transaction): the token request and saving its answer, each bounded
-// by requestTimeout, and a margin. A process that hangs or is frozen
-// longer loses the row lock (PostgreSQL ends the transaction), never
-// keeps other replicas from refreshing for good.
-const refreshHold = 2*requestTimeout + 10*time.Second
+// transaction): the token request, bounded by requestTimeout, and a
+// margin for writing its answer in the transaction. A process that
+// hangs or is frozen longer loses the row lock (PostgreSQL ends the
+// transaction) and, if it wakes up with an answer, saves it by
+// compare-and-set (store.SecretLock.Commit).
+const refreshHold = requestTimeout + 10*time.Second
 
 // secretLocker is implemented by *store.DB: it locks one secret for a
 // read-modify-write (store.SecretLock).
