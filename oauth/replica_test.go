@@ -466,3 +466,50 @@ func TestReplicaRefreshAcrossPostgresRestart_A11(t *testing.T) {
 		t.Fatalf("%d refreshes, want 2", n)
 	}
 }
+
+// A11: a logout on replica 1 while replica 0's refresh holds the token,
+// after replica 0's advisory lock was lost, so that the logout is not
+// kept out by it: its deletion waits for the row while holding the
+// user's write lock, and replica 0 commits the rotated token without
+// that lock (it would deadlock otherwise), then the logout deletes it.
+// Both succeed, and nothing of the sign-in is left.
+func TestReplicaLogoutWhileRefreshHoldsRow_A11(t *testing.T) {
+	r := newReplicas(t)
+	e := r.e
+	g := r.gatedReplica0()
+	e.login()
+	e.as.ExpireAccessTokens()
+	done0 := e.holdNextRefresh(e.ctx(), g, r.tokenOf(r.a[0]))
+	r.terminate(r.backendWhere(advisoryHolder))
+	logout := make(chan error, 1)
+	go func() { logout <- r.a[1].Logout(e.ctx(), e.srv.ID) }()
+	// The logout's deletion of the refresh token waits for the row (or
+	// the logout is over already, having deleted nothing locked).
+	for waiting := false; !waiting; {
+		select {
+		case err := <-logout:
+			logout <- err
+			waiting = true
+		default:
+			var n int
+			if err := r.admin().QueryRow(`SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&n); err != nil {
+				t.Fatal(err)
+			}
+			waiting = n > 0
+			if !waiting {
+				time.Sleep(5 * time.Millisecond)
+			}
+		}
+	}
+	close(g.release)
+	if err := <-done0; err != nil {
+		t.Errorf("replica 0's refresh: %v", err)
+	}
+	if err := <-logout; err != nil {
+		t.Fatalf("replica 1's logout: %v", err)
+	}
+	if st := r.a[1].Status(e.ctx(), e.server()); st.HasRefreshToken || st.ClientID != "" {
+		t.Fatalf("state after logout: %+v", st)
+	}
+	checkRefreshes(t, e.as)
+}
