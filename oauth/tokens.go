@@ -1,7 +1,6 @@
 package oauth
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -170,85 +169,15 @@ var errNoRefreshToken = errors.New("no refresh token is stored for this server")
 // compare-and-set (store.SecretLock.Commit).
 const refreshHold = requestTimeout + 10*time.Second
 
-// secretLocker is implemented by *store.DB: it locks one secret for a
-// read-modify-write (store.SecretLock).
-type secretLocker interface {
-	LockSecret(ctx context.Context, k store.SecretKey, hold time.Duration) (*store.SecretLock, error)
-}
-
-// heldSecret is a refresh token locked by a refresh: a *store.SecretLock,
-// or heldPlain over a store that cannot lock a secret.
-type heldSecret interface {
-	Value() []byte
-	Replace(value []byte) error
-	Delete()
-	Commit(ctx context.Context) error
-	Release()
-}
-
-// heldPlain is heldSecret for a SecretStore without LockSecret: the
-// server's lock (lockServer) is the only exclusion, and the write goes
-// through PutSecret or DeleteSecret at Commit.
-type heldPlain struct {
-	st    SecretStore
-	k     store.SecretKey
-	value []byte
-	op    func(ctx context.Context) error
-}
-
-func (h *heldPlain) Value() []byte { return h.value }
-
-func (h *heldPlain) Replace(value []byte) error {
-	h.op = func(ctx context.Context) error { return h.st.PutSecret(ctx, h.k, value) }
-	return nil
-}
-
-func (h *heldPlain) Delete() {
-	h.op = func(ctx context.Context) error {
-		// Only the value that was read: a login may have stored a new
-		// one meanwhile.
-		cur, err := h.st.GetSecret(ctx, h.k)
-		if err != nil || !bytes.Equal(cur, h.value) {
-			return nil
-		}
-		return h.st.DeleteSecret(ctx, h.k)
-	}
-}
-
-func (h *heldPlain) Commit(ctx context.Context) error {
-	op := h.op
-	h.op = nil
-	if op == nil {
-		return nil
-	}
-	return op(ctx)
-}
-
-func (h *heldPlain) Release() { h.op = nil }
-
 // lockRefresh locks the binding's stored refresh token and reads it; nil
 // (and nothing held) when there is none or it cannot be read.
-func (a *Authenticator) lockRefresh(ctx context.Context, serverID string, b config.Binding) (heldSecret, *refreshRecord, error) {
-	k := secretKey(serverID, store.PurposeRefreshToken, b)
-	var h heldSecret
-	if l, ok := a.store.(secretLocker); ok {
-		sl, err := l.LockSecret(ctx, k, refreshHold)
-		if errors.Is(err, store.ErrNotFound) {
-			return nil, nil, nil
-		}
-		if err != nil {
-			return nil, nil, err
-		}
-		h = sl
-	} else {
-		raw, err := a.store.GetSecret(ctx, k)
-		if errors.Is(err, store.ErrNotFound) {
-			return nil, nil, nil
-		}
-		if err != nil {
-			return nil, nil, err
-		}
-		h = &heldPlain{st: a.store, k: k, value: raw}
+func (a *Authenticator) lockRefresh(ctx context.Context, serverID string, b config.Binding) (*store.SecretLock, *refreshRecord, error) {
+	h, err := a.store.LockSecret(ctx, secretKey(serverID, store.PurposeRefreshToken, b), refreshHold)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, nil, nil
+	}
+	if err != nil {
+		return nil, nil, err
 	}
 	var r refreshRecord
 	if err := json.Unmarshal(h.Value(), &r); err != nil || r.RefreshToken == "" {
