@@ -5,6 +5,7 @@ package chaos
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"os"
@@ -113,6 +114,7 @@ type chaosRun struct {
 	ed  *editor
 
 	faults    []*fault
+	late      lateWrite
 	loadStart time.Time
 	loadTook  time.Duration
 	caughtUp  time.Duration
@@ -178,10 +180,13 @@ func (w *chaosRun) run(t *testing.T) {
 	r3 := c.replicas[2]
 	f = &fault{name: "SIGSTOP " + r3.name + " 30 s", victim: r3.name, start: time.Now()}
 	f.affected = hostsOn(ld.snapshot(), r3.name, f.start)
+	late := w.startLateWrite(t, r3)
 	syscall.Kill(r3.current().pid(), syscall.SIGSTOP)
+	late.send()
 	sleep(ctx, freeze)
 	syscall.Kill(r3.current().pid(), syscall.SIGCONT)
 	f.recovered = time.Now()
+	w.late = late.result()
 	w.faults = append(w.faults, f)
 	// The frozen replica missed the edits of 30 s: how long until its
 	// view agrees with the database (the change feed's catch-up).
@@ -209,6 +214,7 @@ type figures struct {
 	outageTexts                     []string
 	resumed, caughtUp               time.Duration
 	converged                       bool
+	late                            lateWrite
 	publicSignIns                   int
 }
 
@@ -301,6 +307,7 @@ func (w *chaosRun) count(t *testing.T, fig *figures) {
 		}
 	}
 	fig.converged = replicasAgree(t, w.c)
+	fig.late = w.late
 }
 
 // summary is the table the run prints (README "Replicas"), and below it
@@ -326,6 +333,7 @@ func (fig *figures) summary(w *chaosRun) string {
 	row("first successful edit after PostgreSQL was back", "%s", durOrNever(fig.resumed))
 	row("the frozen replica's view agrees with the database after SIGCONT", "%s", durOrNever(fig.caughtUp))
 	row("replicas' views of the edited servers agree with the database (at the end)", "%v", fig.converged)
+	row("the frozen replica's late write (a rename at the revision read before SIGSTOP)", "%s", w.late)
 	row("sign-ins whose callback came back through the load balancer (any replica)", "%d of %d", fig.publicSignIns, users*nServers)
 	for _, f := range w.faults {
 		row(fmt.Sprintf("%s: calls failed in its window; failover (%d hosts affected)", f.name, len(f.affected)), "%d; %s", f.failed, durOrNever(f.failover))
@@ -386,6 +394,14 @@ func (fig *figures) check(t *testing.T, faults []*fault) {
 	// editor edits every 250 ms and the machine is loaded).
 	if fig.resumed < 0 || fig.resumed > 15*time.Second {
 		t.Errorf("edits resumed %s after PostgreSQL was back (the issue wants 5 s)", durOrNever(fig.resumed))
+	}
+	// The issue: a frozen replica's late writes are refused by the
+	// records' revisions. The stale request may also never be carried
+	// out at all (a request that waited out the freeze in the kernel's
+	// backlog can be reset at the wake-up): either way it must not be
+	// written.
+	if fig.late.outcome == "ok" || fig.late.dbName != lateOnTime {
+		t.Errorf("the frozen replica's late write: %s", fig.late)
 	}
 	if fig.caughtUp < 0 {
 		t.Errorf("the frozen replica's view did not agree with the database within %v of SIGCONT", quiet)
@@ -678,4 +694,89 @@ func equalMaps(a, b map[string]string) bool {
 // balancer.
 func (c *cluster) personAt(email string, port int) *localapi.Client {
 	return localapi.NewClientWithTransport(pageTransport{email: email, host: fmt.Sprintf("127.0.0.1:%d", port), next: pageRT})
+}
+
+// lateOnTime is the name the server "late" gets while its replica is
+// frozen; lateStale the one the frozen replica's late write asks for.
+const (
+	lateOnTime = "renamed-during-the-freeze"
+	lateStale  = "late-write"
+)
+
+// lateWrite is the frozen replica's late write and what became of it.
+type lateWrite struct {
+	outcome string // refused, ok, unknown
+	err     string
+	dbName  string // the server's name in the database afterwards
+}
+
+func (l lateWrite) String() string {
+	s := l.outcome
+	if l.err != "" {
+		s += " (" + errorKind(l.err) + ")"
+	}
+	if len(s) > 160 {
+		s = s[:160] + "…"
+	}
+	return fmt.Sprintf("%s; the database has %q", s, l.dbName)
+}
+
+// lateProbe sends a rename of the spare person's server "late" straight
+// to a replica about to be frozen, at the revision read before; while it
+// is frozen another replica renames the server (its revision moves on);
+// once it runs again, the rename it then carries out must be refused.
+type lateProbe struct {
+	w      *chaosRun
+	frozen *replica
+	rev    int64
+	done   chan lateWrite
+}
+
+// startLateWrite reads the server's revision before the freeze.
+func (w *chaosRun) startLateWrite(t *testing.T, frozen *replica) *lateProbe {
+	t.Helper()
+	s, err := w.c.person(spare).Server(context.Background(), "late")
+	if err != nil {
+		t.Fatalf("the late-write probe's server: %v", err)
+	}
+	return &lateProbe{w: w, frozen: frozen, rev: s.Revision, done: make(chan lateWrite, 2)}
+}
+
+// send sends the stale rename to the frozen replica, which answers only
+// once it runs again, then renames the server on another replica.
+func (p *lateProbe) send() {
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), freeze+ready)
+		defer cancel()
+		name := lateStale
+		_, err := p.w.c.personAt(spare, p.frozen.page).UpdateServer(ctx, "late", localapi.UpdateServerRequest{Revision: p.rev, Name: &name})
+		var l lateWrite
+		switch le := (*localapi.Error)(nil); {
+		case err == nil:
+			l.outcome = "ok"
+		case errors.As(err, &le):
+			l.outcome, l.err = "refused", le.Message
+		default:
+			l.outcome, l.err = "unknown", err.Error()
+		}
+		p.done <- l
+	}()
+	// The stale request reaches the frozen process's socket first.
+	time.Sleep(time.Second)
+	name := lateOnTime
+	ctx, cancel := context.WithTimeout(context.Background(), editTimeout)
+	defer cancel()
+	if _, err := p.w.c.personAt(spare, p.w.c.replicas[0].page).UpdateServer(ctx, "late", localapi.UpdateServerRequest{Name: &name}); err != nil {
+		p.done <- lateWrite{outcome: "not tried", err: "the rename during the freeze failed: " + err.Error()}
+	}
+}
+
+// result waits for the frozen replica's answer and reads the name back.
+func (p *lateProbe) result() lateWrite {
+	l := <-p.done
+	l.dbName = "?"
+	if names, err := dbServersErr(p.w.c, spare); err == nil {
+		l.dbName = names["late"]
+	}
+	return l
 }

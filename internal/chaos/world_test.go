@@ -424,6 +424,10 @@ func (e *editor) setUp(ctx context.Context) error {
 			return fmt.Errorf("the editor's servers: %w", err)
 		}
 	}
+	// The server of the frozen replica's late write.
+	if _, err := p.AddServer(ctx, localapi.AddServerRequest{ID: "late", Name: "initial", URL: e.fxURL, Auth: config.AuthOAuth, Enabled: &no}); err != nil {
+		return fmt.Errorf("the editor's servers: %w", err)
+	}
 	// A server the spare person signs in to during the database's outage.
 	if _, err := p.AddServer(ctx, localapi.AddServerRequest{ID: "signin", URL: e.fxURL, Auth: config.AuthOAuth}); err != nil {
 		return fmt.Errorf("the editor's servers: %w", err)
