@@ -488,9 +488,11 @@ func (p *Postgres) Users(ctx context.Context) ([]UserInfo, error) {
 // RemoveUser deletes a user and everything of theirs (servers, secrets,
 // records, pins) in one transaction; ErrNotFound if there is none. Their
 // open DBs fail every later write with ErrUserRemoved; closing them is
-// the caller's.
+// the caller's. Other processes' subscribers of the user hear of it
+// at once, as of a write (pgfeed.go).
 func (p *Postgres) RemoveUser(ctx context.Context, id string) error {
-	res, err := p.db.ExecContext(ctx, `DELETE FROM users WHERE id = $1`, id)
+	res, err := p.db.ExecContext(ctx, `WITH gone AS (DELETE FROM users WHERE id = $1 RETURNING id)
+		SELECT pg_notify('`+feedChannel+`', id) FROM gone`, id)
 	if err != nil {
 		return fmt.Errorf("store: remove user %q: %w", id, err)
 	}
