@@ -372,30 +372,3 @@ func TestPostgresLockTakenDuringLoss(t *testing.T) {
 	waitHeld(t, raw, 0)
 }
 
-// Removing a user reaches the other replicas' subscribers of the user at
-// once, as a write does.
-func TestPostgresRemoveUserNotifies(t *testing.T) {
-	ctx := context.Background()
-	dsn, keyDir := pgDSN(t), t.TempDir()
-	a := openReplica(t, dsn, keyDir, noPoll, nil)
-	b := openReplica(t, dsn, keyDir, noPoll, nil)
-	u := addUserT(t, a, "a@example.com")
-	sa, sb := userT(t, a, u.ID), userT(t, b, u.ID)
-	chB := sb.Subscribe(ctx)
-	if err := sa.PutKV(ctx, "ns", "k", []byte("1")); err != nil {
-		t.Fatal(err)
-	}
-	recvRevision(t, chB, 1)
-	if err := a.RemoveUser(ctx, u.ID); err != nil {
-		t.Fatal(err)
-	}
-	if c := recv(t, chB, hang); !c.RereadAll() || c.Revision != -1 {
-		t.Fatalf("B sees %+v, want a re-read of a removed user (revision -1)", c)
-	}
-	if err := sb.PutKV(ctx, "ns", "k", []byte("2")); !errors.Is(err, ErrUserRemoved) {
-		t.Fatalf("B's write after the removal = %v, want ErrUserRemoved", err)
-	}
-	if err := a.RemoveUser(ctx, u.ID); !errors.Is(err, ErrNotFound) {
-		t.Fatalf("RemoveUser twice = %v, want ErrNotFound", err)
-	}
-}

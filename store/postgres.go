@@ -488,11 +488,12 @@ func (p *Postgres) Users(ctx context.Context) ([]UserInfo, error) {
 // RemoveUser deletes a user and everything of theirs (servers, secrets,
 // records, pins) in one transaction; ErrNotFound if there is none. Their
 // open DBs fail every later write with ErrUserRemoved; closing them is
-// the caller's. Other processes' subscribers of the user hear of it
-// at once, as of a write (pgfeed.go).
+// the caller's. The removal notifies nobody: other processes' subscribers
+// of the user hear of it from the poll (a re-read at revision -1), after
+// this process has closed what it holds of the user (the gateway ends
+// its sessions to remote servers while it can still read their secrets).
 func (p *Postgres) RemoveUser(ctx context.Context, id string) error {
-	res, err := p.db.ExecContext(ctx, `WITH gone AS (DELETE FROM users WHERE id = $1 RETURNING id)
-		SELECT pg_notify('`+feedChannel+`', id) FROM gone`, id)
+	res, err := p.db.ExecContext(ctx, `DELETE FROM users WHERE id = $1`, id)
 	if err != nil {
 		return fmt.Errorf("store: remove user %q: %w", id, err)
 	}
