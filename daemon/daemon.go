@@ -267,6 +267,11 @@ func (s *Server) Listen(ctx context.Context) error {
 	s.unlock = unlock
 	if s.o.Gateway != nil {
 		s.o.Gateway.ServeCallbacks(s.port)
+		if pc, ok := s.o.Gateway.(publicCallbacks); ok && s.signIn != nil && s.signIn.public != nil {
+			// People's browsers come back to the page's public URL,
+			// wherever they are (issue #23).
+			pc.ServeCallbacksAt(s.signIn.public.String() + localapi.CallbackPath)
+		}
 		return nil
 	}
 	if cr, isCR := s.o.Engine.(localapi.CallbackReceiver); isCR {

@@ -25,7 +25,11 @@
 // The TCP listener (loopback only, default 127.0.0.1:7717) is also the
 // OAuth redirect URI http://127.0.0.1:PORT/mcp-oauth of every server
 // without a configured redirect port, on the port it actually bound
-// (the engine is told through CallbackReceiver.ServeCallbacks). A daemon
+// (the engine is told through CallbackReceiver.ServeCallbacks); a
+// gateway's page with a public URL (SignIn.PublicURL) serves its people's
+// sign-ins at <public URL>/mcp-oauth instead (the gateway is told through
+// ServeCallbacksAt), so a browser anywhere finishes them, on whichever
+// replica the load balancer sends it to (issue #23). A daemon
 // started in the background by a host (Options.AddrFallback) takes a
 // free loopback port when its address is taken, since hosts need only the
 // socket, and daemon.json records both (Info.RequestedAddr); "serve

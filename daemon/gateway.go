@@ -31,6 +31,14 @@ type Gateway interface {
 	RemoveShared(ctx context.Context, id string) error
 }
 
+// publicCallbacks is a Gateway whose people's sign-ins can come back to
+// the page's public URL (package gateway): the daemon tells it the
+// redirect URI, <public URL>/mcp-oauth, which the page serves as it
+// serves the loopback one.
+type publicCallbacks interface {
+	ServeCallbacksAt(redirectURI string)
+}
+
 // gatewaySocket is the socket's API on a gateway: the admins' user routes,
 // health, and every other route of the local API for the person the
 // request names (localapi.UserHeader), served by that person's engine.

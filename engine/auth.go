@@ -34,7 +34,11 @@ import (
 // configured with another port). Either way
 // the callback is matched to its flow by state, in constant time: nothing
 // else protects /mcp-oauth, since the browser arrives there from the
-// authorization server without any credential of ours.
+// authorization server without any credential of ours. A gateway's engine
+// differs in two ways (sharedflows.go): with a public page URL its
+// redirect URI is <public URL>/mcp-oauth (ServeCallbacksAt), and its
+// flows are kept in the database too (Options.SharedFlows), so that the
+// callback may reach any replica.
 
 const (
 	// flowTimeout bounds a whole flow: the person has this long to finish
@@ -66,6 +70,9 @@ type flow struct {
 	// release closes the flow's own callback listeners, after the flow
 	// ended (so the callback page can still be written).
 	release []func()
+	// shared are the states of the flow's authorization requests
+	// recorded in Options.SharedFlows.
+	shared []string
 }
 
 // flows holds the latest flow of each server.
@@ -187,6 +194,9 @@ func (c *Engine) Authorize(ctx context.Context, id string, opts ...localapi.Auth
 		view: localapi.AuthFlow{ServerID: id, Phase: localapi.PhaseStarting, Started: time.Now().UTC(),
 			RedirectURI: oauth.RedirectURI(srv.Auth.RedirectPort)},
 	}
+	if pub := c.publicRedirect(); pub != "" {
+		f.view.RedirectURI = pub
+	}
 	// The flow outlives the request (a page only waits for the URL) but
 	// not the engine.
 	fctx, cancel := context.WithTimeout(c.ctx, flowTimeout)
@@ -274,19 +284,36 @@ func (c *Engine) runFlow(ctx context.Context, f *flow, srv config.Server, lo oau
 	// refused authorization-server origin shows up beside it as pending.
 	ctx = hostperm.WithPurpose(ctx, hostperm.PurposeAuthorization, srv.ID)
 	var res *oauth.LoginResult
-	port, listening, err := c.redirectFor(srv)
-	if err == nil {
-		if listening != nil {
-			c.flows.mu.Lock()
-			f.release = append(f.release, listening)
-			c.flows.mu.Unlock()
+	var err error
+	if pub := c.publicRedirect(); pub != "" {
+		// The owner serves the public redirect URI (a gateway's page):
+		// no listener of ours, and no port in the config matters.
+		c.flows.update(f, func(v *localapi.AuthFlow) { v.RedirectURI = pub })
+	} else {
+		var port int
+		var listening func()
+		port, listening, err = c.redirectFor(srv)
+		if err == nil {
+			if listening != nil {
+				c.flows.mu.Lock()
+				f.release = append(f.release, listening)
+				c.flows.mu.Unlock()
+			}
+			// The flow's redirect URI, for registration and authorization
+			// alike: a registered client whose URI differs registers again
+			// (oauth resolveClient); nothing of this is stored in the config.
+			srv.Auth.RedirectPort = port
+			c.flows.update(f, func(v *localapi.AuthFlow) { v.RedirectURI = oauth.RedirectURI(port) })
 		}
-		// The flow's redirect URI, for registration and authorization
-		// alike: a registered client whose URI differs registers again
-		// (oauth resolveClient); nothing of this is stored in the config.
-		srv.Auth.RedirectPort = port
-		c.flows.update(f, func(v *localapi.AuthFlow) { v.RedirectURI = oauth.RedirectURI(port) })
+	}
+	if err == nil {
+		if c.o.SharedFlows != nil {
+			lo.Share = c.shareFlow(f, c.flows.viewOf(f).Started)
+		}
 		res, err = c.OAuth.Login(ctx, srv, c.browserFor(f, srv), lo)
+		// Before the flow says it ended: a callback from now on is
+		// no one's, on every replica.
+		c.forgetShared(f)
 	}
 	c.flows.update(f, func(v *localapi.AuthFlow) {
 		now := time.Now().UTC()
@@ -316,17 +343,7 @@ func (c *Engine) runFlow(ctx context.Context, f *flow, srv config.Server, lo oau
 			return
 		}
 		v.Phase = localapi.PhaseDone
-		li := &localapi.LoginResult{NotNeeded: res.NotNeeded, ClientID: res.ClientID, Registered: res.Registered,
-			Scopes: res.Scopes, RefreshToken: res.RefreshToken}
-		if !res.ExpiresAt.IsZero() {
-			e := res.ExpiresAt.UTC()
-			li.ExpiresAt = &e
-		}
-		if !res.Binding.IsZero() {
-			b := res.Binding
-			li.Binding = &b
-		}
-		v.Result = li
+		v.Result = loginResult(res)
 	})
 	if err == nil {
 		if err := c.Manager.SetSignedOut(context.WithoutCancel(ctx), srv.ID, false); err != nil {
@@ -350,24 +367,30 @@ func (c *Engine) runFlow(ctx context.Context, f *flow, srv config.Server, lo oau
 		return
 	}
 	c.log.Info("remotemcp: signed in", "server", srv.ID)
+	c.connectAfterSignIn(ctx, srv.ID)
+}
+
+// connectAfterSignIn connects a server again after its sign-in, when it
+// is enabled and the engine runs.
+func (c *Engine) connectAfterSignIn(ctx context.Context, id string) {
 	// The manager's sessions pick the new token up on their next request;
 	// a server that failed for want of it is connected again now. A live
 	// session is kept (Connect, not Reconnect): replacing it would fail
 	// the calls in flight on it, which the new token serves anyway.
-	if cur, gerr := c.Store.GetServer(ctx, srv.ID); gerr == nil && cur.Enabled && c.running {
+	if cur, gerr := c.Store.GetServer(ctx, id); gerr == nil && cur.Enabled && c.running {
 		rctx, rcancel := context.WithTimeout(ctx, connectWait)
 		connect := c.Manager.Connect
-		if st, serr := c.Manager.ServerStatusOf(srv.ID); serr == nil && st.State != manager.StateReady {
+		if st, serr := c.Manager.ServerStatusOf(id); serr == nil && st.State != manager.StateReady {
 			// No live session to keep: an attempt already in flight
 			// started without the new token and would fail for want of
 			// it (and a reconnect that needs a sign-in is not retried),
 			// so start afresh.
 			connect = c.Manager.Reconnect
 		}
-		if rerr := connect(rctx, srv.ID); rerr != nil {
-			c.log.Info("remotemcp: reconnect after sign-in failed", "server", srv.ID, "err", rerr)
-		} else if rerr := c.reg.Refresh(withWant(rctx, srv.ID)); rerr != nil {
-			c.log.Debug("remotemcp: list after sign-in", "server", srv.ID, "err", rerr)
+		if rerr := connect(rctx, id); rerr != nil {
+			c.log.Info("remotemcp: reconnect after sign-in failed", "server", id, "err", rerr)
+		} else if rerr := c.reg.Refresh(withWant(rctx, id)); rerr != nil {
+			c.log.Debug("remotemcp: list after sign-in", "server", id, "err", rerr)
 		}
 		rcancel()
 	}
@@ -391,11 +414,11 @@ func (c *Engine) browserFor(f *flow, srv config.Server) oauth.Browser {
 		if state == "" {
 			return nil, errors.New("the authorization URL has no state")
 		}
-		port, ok := loopbackPort(q.Get("redirect_uri"))
-		if !ok {
-			return nil, fmt.Errorf("the redirect URI %q is not a loopback callback remotemcp can serve", q.Get("redirect_uri"))
+		port, err := c.callbackPort(q.Get("redirect_uri"))
+		if err != nil {
+			return nil, err
 		}
-		if int64(port) != c.cbPort.Load() {
+		if port != 0 && int64(port) != c.cbPort.Load() {
 			_, release, err := c.listenLoopback(port, srv.ID)
 			if err != nil {
 				return nil, err
@@ -415,7 +438,19 @@ func (c *Engine) browserFor(f *flow, srv config.Server) oauth.Browser {
 		default: // a second round (re-registration): callers learn it from the server list
 		}
 		c.hub.bump(topicServers)
+		var elsewhere <-chan error // nil: never
+		if c.o.SharedFlows != nil && c.isShared(f, state) {
+			wctx, wcancel := context.WithCancel(ctx)
+			defer wcancel()
+			elsewhere = c.watchShared(wctx, srv.ID, state)
+		}
 		select {
+		case err := <-elsewhere:
+			// Another replica took the callback and ended the flow.
+			c.flows.mu.Lock()
+			f.state = ""
+			c.flows.mu.Unlock()
+			return nil, err
 		case r := <-f.callback:
 			c.flows.update(f, func(v *localapi.AuthFlow) { v.Phase, v.AuthorizationURL = localapi.PhaseExchanging, "" })
 			c.flows.mu.Lock()
@@ -430,6 +465,24 @@ func (c *Engine) browserFor(f *flow, srv config.Server) oauth.Browser {
 			return nil, fmt.Errorf("waiting for the authorization callback: %w", ctx.Err())
 		}
 	}
+}
+
+// callbackPort checks that a flow's redirect URI is one whose callbacks
+// reach this engine: with a public redirect URI (ServeCallbacksAt), that
+// one and nothing else (port 0: the owner serves it); without, a loopback
+// one, whose port it returns.
+func (c *Engine) callbackPort(redirect string) (int, error) {
+	if pub := c.publicRedirect(); pub != "" {
+		if redirect != pub {
+			return 0, fmt.Errorf("the redirect URI %q is not the one remotemcp serves, %s", redirect, pub)
+		}
+		return 0, nil
+	}
+	port, ok := loopbackPort(redirect)
+	if !ok {
+		return 0, fmt.Errorf("the redirect URI %q is not a loopback callback remotemcp can serve", redirect)
+	}
+	return port, nil
 }
 
 // loopbackPort returns the port of a loopback redirect URI.
@@ -462,6 +515,13 @@ func (c *Engine) CompleteAuthorization(ctx context.Context, query url.Values) (*
 	f := c.flows.byState(res.State)
 	if f == nil {
 		return nil, notFound("this authorization response does not belong to a sign-in remotemcp is waiting for, and was ignored")
+	}
+	if c.o.SharedFlows != nil && c.isShared(f, res.State) {
+		// Taken in the store, so that no replica takes it a second time
+		// (nor after another replica has).
+		if _, err := c.claimShared(ctx, res.State); err != nil {
+			return nil, err
+		}
 	}
 	select {
 	case f.callback <- *res:

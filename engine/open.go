@@ -15,6 +15,7 @@ package engine
 
 import (
 	"context"
+	"crypto/rand"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -89,6 +90,12 @@ type Options struct {
 	// pass a manual one).
 	BackoffBase, BackoffMax time.Duration
 	Clock                   manager.Clock
+	// SharedFlows, when set, keeps every sign-in that waits for its
+	// callback where the other replicas of a gateway find it (a gateway
+	// user's store.DB: PostgreSQL), so that the callback may land on any
+	// of them (SPEC §9 A11, issue #23; CompleteSharedAuthorization). Nil
+	// (a personal engine): flows live in this engine's memory only.
+	SharedFlows SharedFlows
 }
 
 // Engine is an opened remotemcp: the engine. It implements
@@ -134,8 +141,13 @@ type Engine struct {
 	flows   *flows
 	// cbPort is the port whose /mcp-oauth the owner serves (ServeCallbacks).
 	cbPort atomic.Int64
-	loopMu sync.Mutex
-	loops  map[int]*loopback // the engine's own callback listeners
+	// public is the redirect URI the owner serves beyond loopback
+	// (ServeCallbacksAt), "" for none.
+	public atomic.Pointer[string]
+	// instance names this engine in the flows it shares (SharedFlows).
+	instance string
+	loopMu   sync.Mutex
+	loops    map[int]*loopback // the engine's own callback listeners
 
 	// notices are the servers' notifications for Subscribe (log
 	// messages, resource updates).
@@ -202,7 +214,7 @@ func Open(ctx context.Context, o Options) (*Engine, error) {
 	c := &Engine{
 		Store: st, Memory: store.NewMemory(), HTTP: &hc, Hosts: hosts, DataDir: dir,
 		o: o, log: log, lazy: o.NoStartupConnect, started: time.Now().UTC(),
-		hub: newHub(), flows: newFlows(), loops: map[int]*loopback{},
+		hub: newHub(), flows: newFlows(), loops: map[int]*loopback{}, instance: rand.Text(),
 	}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	c.quota.q = o.Quotas
@@ -215,7 +227,8 @@ func Open(ctx context.Context, o Options) (*Engine, error) {
 				c.Manager.RecordExchange(x.ServerID, session.Exchange{Time: x.Time, HTTPMethod: x.HTTPMethod,
 					Status: x.Status, Millis: x.Millis, Error: x.Error, Kind: "oauth", Step: string(x.Step), URL: x.URL})
 			}
-		}})
+		},
+		RedirectURI: c.publicRedirect})
 	// Background handlers unless the embedder has the person at hand
 	// (R3.13): a 401 the refresh token cannot fix is "login required",
 	// and the person signs in with Authorize.

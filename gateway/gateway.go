@@ -61,7 +61,10 @@ type Gateway struct {
 	byEmail map[string]*userEngine
 	owners  map[string]string
 	port    int // the redirect URI's port (ServeCallbacks)
-	closed  bool
+	// public is the redirect URI beyond loopback (ServeCallbacksAt),
+	// "" for none.
+	public string
+	closed bool
 	// onRemove are told of a removed person (Hosts stops their front
 	// end).
 	onRemove []func(id string)
@@ -262,7 +265,7 @@ func (g *Gateway) engineOf(ctx context.Context, u store.UserInfo) (*engine.Engin
 		ue = &userEngine{user: u, ready: make(chan struct{})}
 		g.engines[u.ID] = ue
 	}
-	port := g.port
+	port, public := g.port, g.public
 	g.mu.Unlock()
 	if ok {
 		select {
@@ -272,7 +275,7 @@ func (g *Gateway) engineOf(ctx context.Context, u store.UserInfo) (*engine.Engin
 			return nil, ctx.Err()
 		}
 	}
-	ue.eng, ue.err = g.open(ctx, u, port)
+	ue.eng, ue.err = g.open(ctx, u, port, public)
 	g.mu.Lock()
 	switch {
 	case ue.err != nil && g.engines[u.ID] == ue:
@@ -285,13 +288,16 @@ func (g *Gateway) engineOf(ctx context.Context, u store.UserInfo) (*engine.Engin
 	return ue.eng, ue.err
 }
 
-func (g *Gateway) open(ctx context.Context, u store.UserInfo, port int) (*engine.Engine, error) {
+func (g *Gateway) open(ctx context.Context, u store.UserInfo, port int, public string) (*engine.Engine, error) {
 	st, err := g.db.User(ctx, u.ID)
 	if err != nil {
 		return nil, fmt.Errorf("gateway: open the store of %s: %w", u.Email, err)
 	}
 	o := g.o.Engine
 	o.Store, o.DataDir, o.NoStartupConnect = st, "", true
+	// Sign-ins wait for their callback in the database, where every
+	// replica finds them (issue #23).
+	o.SharedFlows = st
 	o.Logger = g.log.With("user", u.ID)
 	e, err := engine.Open(context.WithoutCancel(ctx), o)
 	if err != nil {
@@ -301,6 +307,7 @@ func (g *Gateway) open(ctx context.Context, u store.UserInfo, port int) (*engine
 	if port > 0 {
 		e.ServeCallbacks(port)
 	}
+	e.ServeCallbacksAt(public)
 	if err := g.syncShared(ctx, e); err != nil {
 		g.log.Warn("gateway: shared servers", "user", u.ID, "err", err)
 	}
@@ -319,9 +326,26 @@ func (g *Gateway) ServeCallbacks(port int) {
 	}
 }
 
+// ServeCallbacksAt tells every user's engine, now and later, that the
+// gateway's page serves the OAuth redirect URI redirectURI beyond
+// loopback (<public URL>/mcp-oauth): their sign-ins use it instead of the
+// loopback one, so a browser anywhere can finish them.
+func (g *Gateway) ServeCallbacksAt(redirectURI string) {
+	g.mu.Lock()
+	g.public = redirectURI
+	open := g.openEngines()
+	g.mu.Unlock()
+	for _, e := range open {
+		e.ServeCallbacksAt(redirectURI)
+	}
+}
+
 // CompleteAuthorization hands an authorization response to the engine
-// whose sign-in waits for its state; no engine's: 404, as one engine
-// answers a state it does not know.
+// whose sign-in waits for its state. A sign-in of no engine of this
+// replica may be another replica's (or this one's before a restart):
+// the database says whose it is, and that person's engine completes it
+// from its record (engine.CompleteSharedAuthorization). Nobody's: 404,
+// as one engine answers a state it does not know, and nothing changes.
 func (g *Gateway) CompleteAuthorization(ctx context.Context, query url.Values) (*localapi.AuthFlow, error) {
 	state := query.Get("state")
 	g.mu.Lock()
@@ -332,8 +356,27 @@ func (g *Gateway) CompleteAuthorization(ctx context.Context, query url.Values) (
 			return e.CompleteAuthorization(ctx, query)
 		}
 	}
-	return nil, &localapi.Error{Status: 404, Code: localapi.CodeNotFound,
+	unknown := &localapi.Error{Status: 404, Code: localapi.CodeNotFound,
 		Message: "this authorization response does not belong to a sign-in remotemcp is waiting for, and was ignored"}
+	if g.db == nil || state == "" {
+		return nil, unknown
+	}
+	id, err := g.db.AuthFlowUser(ctx, state)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, unknown
+	}
+	if err != nil {
+		return nil, &localapi.Error{Status: 503, Code: localapi.CodeUnavailable,
+			Message: fmt.Sprintf("the sign-in this authorization response belongs to cannot be looked up just now (%v); go back to the authorization page and try again", err)}
+	}
+	e, _, err := g.EngineByID(ctx, id)
+	if errors.Is(err, ErrNoUser) {
+		return nil, unknown
+	}
+	if err != nil {
+		return nil, fmt.Errorf("gateway: complete a sign-in: open the engine of its person: %w", err)
+	}
+	return e.CompleteSharedAuthorization(ctx, query)
 }
 
 // openEngines are the engines opened so far. Called with mu held.

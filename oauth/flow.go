@@ -157,6 +157,9 @@ type flowParams struct {
 	// --reregister); like any new registration it replaces the one in
 	// use only when its code exchange succeeds.
 	reregister bool
+	// share, when set, is told of each authorization request before the
+	// browser step (LoginOptions.Share).
+	share func(ctx context.Context, pf *PendingFlow) error
 }
 
 // clientRejected reports a token endpoint answer saying the client itself
@@ -207,7 +210,7 @@ func (a *Authenticator) runFlow(ctx context.Context, p flowParams) (*grant, *cli
 				TokenURL:  p.asm.TokenEndpoint,
 				AuthStyle: authStyle(cl.AuthMethod),
 			},
-			RedirectURL: RedirectURI(p.srv.Auth.RedirectPort),
+			RedirectURL: a.redirectURI(p.srv),
 			Scopes:      p.scopes,
 		}
 		if cl.AuthMethod == authNone {
@@ -226,7 +229,25 @@ func (a *Authenticator) runFlow(ctx context.Context, p flowParams) (*grant, *cli
 		if cl.Dynamic {
 			a.setAwaiting(ctx, id, p.binding, cl.ID, true)
 		}
+		if p.share != nil {
+			pf := &PendingFlow{ServerID: id, State: state, RedirectURI: cfg.RedirectURL, Binding: p.binding,
+				Resource: p.prm.Resource, Issuer: p.asm.Issuer, IssRequired: p.asm.AuthorizationResponseIssParameterSupported,
+				TokenEndpoint: p.asm.TokenEndpoint, ClientID: cl.ID, ClientSecret: cfg.ClientSecret, AuthMethod: cl.AuthMethod,
+				Dynamic: cl.Dynamic, CIMD: cl.CIMD, Verifier: verifier, Scopes: p.scopes}
+			if err := p.share(ctx, pf); err != nil {
+				if cl.Dynamic {
+					a.setAwaiting(ctx, id, p.binding, cl.ID, false)
+				}
+				return nil, nil, stepErr(StepAuthorization, id, err)
+			}
+		}
 		res, err := p.browser(ctx, authURL)
+		var elsewhere *CompletedElsewhere
+		if errors.As(err, &elsewhere) {
+			// Another process took the callback and stored the grant
+			// (CompletePending): nothing is left to do here.
+			return nil, cl, err
+		}
 		if err != nil {
 			if cl.Dynamic {
 				if neverCameBack(err) {
@@ -250,16 +271,8 @@ func (a *Authenticator) runFlow(ctx context.Context, p flowParams) (*grant, *cli
 			return nil, nil, stepErr(StepAuthorization, id, err)
 		}
 
-		markStep(ctx, StepToken)
-		xctx := withStep(hostperm.WithPurpose(context.WithValue(ctx, oauth2.HTTPClient, a.hc), hostperm.PurposeToken, id), StepToken)
-		xctx, cancel := context.WithTimeout(xctx, requestTimeout)
-		tok, err := cfg.Exchange(xctx,
-			res.Code,
-			oauth2.VerifierOption(verifier),
-			oauth2.SetAuthURLParam("resource", p.prm.Resource))
-		cancel()
+		tok, err := a.exchangeCode(ctx, id, cfg, res.Code, verifier, p.prm.Resource)
 		if err != nil {
-			err = exchangeError(err, p.asm.TokenEndpoint)
 			if clientRejected(err) && cl.Dynamic {
 				if derr := a.dropClient(context.WithoutCancel(ctx), id, p.binding, cl.ID); derr != nil {
 					return nil, nil, stepErr(StepRegistration, id, derr)
@@ -283,6 +296,22 @@ func (a *Authenticator) runFlow(ctx context.Context, p flowParams) (*grant, *cli
 		}
 		return g, cl, nil
 	}
+}
+
+// exchangeCode runs the token request of the authorization code grant:
+// the PKCE verifier and RFC 8707 resource with the code, through the
+// authenticator's client (no redirects, host permissions, exchange log).
+// Its errors are exchangeError's.
+func (a *Authenticator) exchangeCode(ctx context.Context, serverID string, cfg *oauth2.Config, code, verifier, resource string) (*oauth2.Token, error) {
+	markStep(ctx, StepToken)
+	xctx := withStep(hostperm.WithPurpose(context.WithValue(ctx, oauth2.HTTPClient, a.hc), hostperm.PurposeToken, serverID), StepToken)
+	xctx, cancel := context.WithTimeout(xctx, requestTimeout)
+	defer cancel()
+	tok, err := cfg.Exchange(xctx, code, oauth2.VerifierOption(verifier), oauth2.SetAuthURLParam("resource", resource))
+	if err != nil {
+		return nil, exchangeError(err, cfg.Endpoint.TokenURL)
+	}
+	return tok, nil
 }
 
 // neverCameBack reports a browser step that ended without a callback

@@ -115,6 +115,13 @@ type Options struct {
 	// metadata only (Exchange), for the per-server request log (SPEC B1).
 	// It is called on the request's goroutine and must not block.
 	OnExchange func(Exchange)
+	// RedirectURI, when set and answering non-empty, is the redirect URI
+	// of every interactive flow instead of the loopback one of the
+	// server's redirect port: a gateway with a public page URL has its
+	// people's browsers come back to <public URL>/mcp-oauth, wherever
+	// they are (issue #23). It is registered (DCR), sent in the
+	// authorization request and in the code exchange.
+	RedirectURI func() string
 }
 
 // Authenticator performs OAuth for every server of one process.
@@ -126,6 +133,8 @@ type Authenticator struct {
 	log    *slog.Logger
 	now    func() time.Time
 	cimd   func(config.Server) string
+	// public is Options.RedirectURI (nil: loopback only).
+	public func() string
 
 	// flights makes concurrent 401s (or 403s) of one server share one
 	// refresh or authorization (in-process half of the single flight; the
@@ -157,6 +166,7 @@ func New(opts Options) *Authenticator {
 		log:     opts.Logger,
 		now:     opts.Now,
 		cimd:    opts.ClientMetadataURL,
+		public:  opts.RedirectURI,
 		stepUps: make(map[string][]time.Time),
 	}
 	if a.mem == nil {
@@ -570,6 +580,8 @@ type authzRequest struct {
 	// reregister: register a new client even if one is stored (auth
 	// login --reregister).
 	reregister bool
+	// share: LoginOptions.Share.
+	share func(ctx context.Context, pf *PendingFlow) error
 }
 
 // outcome is what authorize achieved.
@@ -578,6 +590,9 @@ type outcome struct {
 	grant     *grant
 	client    *client
 	refreshed bool
+	// elsewhere: another process completed the flow (CompletedElsewhere)
+	// and stored the grant; this is what it reported.
+	elsewhere *LoginResult
 }
 
 // authorize is the core of SPEC §3: discovery, binding, refresh or the
@@ -664,7 +679,13 @@ func (a *Authenticator) authorize(ctx context.Context, r authzRequest) (*outcome
 	// authorization of the binding, a login included (R3.9, issue #11).
 	keep = uniq(append(keep, a.loadRecordedScopes(ctx, id, b)...))
 	scopes := selectScopes(r.ch.scopes, prm.ScopesSupported, srv.Auth.Scopes, asm.ScopesSupported, keep)
-	g, cl, err := a.runFlow(ctx, flowParams{srv: srv, binding: b, prm: prm, asm: asm, scopes: scopes, browser: r.browser, reregister: r.reregister})
+	g, cl, err := a.runFlow(ctx, flowParams{srv: srv, binding: b, prm: prm, asm: asm, scopes: scopes, browser: r.browser, reregister: r.reregister, share: r.share})
+	var elsewhere *CompletedElsewhere
+	if errors.As(err, &elsewhere) {
+		a.log.Info("oauth: authorized by another process", "server", id, "issuer", elsewhere.Result.Binding.Issuer)
+		res := elsewhere.Result
+		return &outcome{binding: res.Binding, client: cl, elsewhere: &res}, nil
+	}
 	if err != nil {
 		if r.mode == modeStepUp {
 			var e *Error
@@ -785,6 +806,13 @@ type LoginOptions struct {
 	// an authorization server that forgot the old one. It is refused for
 	// a server with a configured client id, which has nothing to renew.
 	Reregister bool
+	// Share, when set, is given every authorization request's
+	// PendingFlow before its browser step, so that another process (a
+	// gateway replica the callback lands on) can complete it with
+	// CompletePending; the Browser then returns a *CompletedElsewhere
+	// and Login reports that process's result. An error abandons the
+	// flow: a callback nobody could complete is not worth waiting for.
+	Share func(ctx context.Context, pf *PendingFlow) error
 }
 
 // Login authorizes srv interactively (the user's explicit "Authorize",
@@ -833,11 +861,14 @@ func (a *Authenticator) Login(ctx context.Context, srv config.Server, b Browser,
 			return nil, err
 		}
 	}
-	out, err := a.authorize(ctx, authzRequest{srv: srv, canonical: canonical, ch: ch, browser: b, mode: modeLogin, prm: prm, reregister: o.Reregister})
+	out, err := a.authorize(ctx, authzRequest{srv: srv, canonical: canonical, ch: ch, browser: b, mode: modeLogin, prm: prm, reregister: o.Reregister, share: o.Share})
 	if err != nil {
 		return nil, err
 	}
 	a.resetStepUps(srv.ID)
+	if out.elsewhere != nil {
+		return out.elsewhere, nil
+	}
 	return &LoginResult{
 		Binding:      out.binding,
 		ClientID:     out.client.ID,

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"net/url"
 	"slices"
@@ -38,6 +39,29 @@ func RedirectURI(port int) string {
 		port = config.DefaultRedirectPort
 	}
 	return "http://127.0.0.1:" + strconv.Itoa(port) + CallbackPath
+}
+
+// redirectURI is the redirect URI of srv's interactive flows: the public
+// one (Options.RedirectURI) when there is one, else the loopback one of
+// its redirect port.
+func (a *Authenticator) redirectURI(srv config.Server) string {
+	if a.public != nil {
+		if u := a.public(); u != "" {
+			return u
+		}
+	}
+	return RedirectURI(srv.Auth.RedirectPort)
+}
+
+// isLoopbackRedirect reports whether a redirect URI is http on a
+// loopback IP address (RFC 8252 §7.3).
+func isLoopbackRedirect(redirect string) bool {
+	u, err := url.Parse(redirect)
+	if err != nil || u.Scheme != "http" {
+		return false
+	}
+	ip := net.ParseIP(u.Hostname())
+	return ip != nil && ip.IsLoopback()
 }
 
 // client is the OAuth client used with one binding.
@@ -190,7 +214,7 @@ func (a *Authenticator) resolveFlowClient(ctx context.Context, srv config.Server
 		}
 		return nil, nil
 	}
-	redirect := RedirectURI(port)
+	redirect := a.redirectURI(srv)
 	// fits reports whether an interactive flow can use r, and logs why
 	// not.
 	fits := func(r *registration) bool {
@@ -224,7 +248,7 @@ func (a *Authenticator) resolveFlowClient(ctx context.Context, srv config.Server
 			ErrNoRegistration, asm.Issuer, redirect)
 	}
 	a.log.Info("oauth: registering a new client", "server", srv.ID, "issuer", b.Issuer, "redirect_uri", redirect)
-	nr, err := a.register(ctx, srv.ID, asm.RegistrationEndpoint, port)
+	nr, err := a.register(ctx, srv.ID, asm.RegistrationEndpoint, port, redirect)
 	if err != nil {
 		return nil, err
 	}
@@ -265,21 +289,27 @@ func pickSecretMethod(supported []string) string {
 	return authBasic
 }
 
-// register performs RFC 7591 dynamic client registration as a public native
-// client with the fixed loopback redirect URI. The request is sent with the
+// register performs RFC 7591 dynamic client registration as a public
+// client with the flow's redirect URI: a native application with the
+// loopback one, a web application with a gateway's public one (OpenID
+// Connect Registration §2: native clients use loopback or custom
+// schemes, web clients their site). The request is sent with the
 // no-redirect client and the answer is validated on the raw JSON
 // (validateRegistration) before anything of it is used or stored; that is
 // why oauthex.RegisterClient, which decodes first and follows redirects,
 // is not used here.
-func (a *Authenticator) register(ctx context.Context, serverID, endpoint string, port int) (*registration, error) {
-	redirect := RedirectURI(port)
+func (a *Authenticator) register(ctx context.Context, serverID, endpoint string, port int, redirect string) (*registration, error) {
+	appType := "native"
+	if !isLoopbackRedirect(redirect) {
+		appType = "web"
+	}
 	meta := oauthex.ClientRegistrationMetadata{
 		RedirectURIs:            []string{redirect},
 		TokenEndpointAuthMethod: authNone,
 		GrantTypes:              []string{"authorization_code", "refresh_token"},
 		ResponseTypes:           []string{"code"},
 		ClientName:              "remotemcp",
-		ApplicationType:         "native",
+		ApplicationType:         appType,
 	}
 	payload, err := json.Marshal(&meta)
 	if err != nil {

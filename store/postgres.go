@@ -95,6 +95,22 @@ var pgMigrations = [][]string{
 	{
 		`CREATE INDEX kv_host_token_hash ON kv ((value::jsonb ->> 'sha256')) WHERE namespace = 'mcp-http-tokens'`,
 	},
+	// 4: OAuth sign-ins waiting for their callback (authflows.go), so
+	// that the callback may land on any replica (SPEC §9 A11, issue
+	// #23). The state itself is never stored, only its SHA-256.
+	{
+		`CREATE TABLE oauth_flows (
+			state_hash TEXT PRIMARY KEY, -- hex SHA-256 of the OAuth state
+			user_id    TEXT NOT NULL REFERENCES users (id) ON DELETE CASCADE,
+			server_id  TEXT NOT NULL,
+			sealed     BYTEA NOT NULL, -- the flow record, sealed for the user and this state
+			expires    BIGINT NOT NULL, -- unix ms; an expired flow is no one's
+			claimed    BIGINT,          -- unix ms: a replica took the callback (never twice)
+			outcome    BYTEA,           -- sealed: how a replica that took the callback ended it
+			FOREIGN KEY (user_id, server_id) REFERENCES servers (user_id, id) ON DELETE CASCADE
+		)`,
+		`CREATE INDEX oauth_flows_expires ON oauth_flows (expires)`,
+	},
 }
 
 // pgMigrateLock is the advisory lock key ("rmcp") that serializes

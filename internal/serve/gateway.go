@@ -100,7 +100,7 @@ func (d Daemon) runGateway(ctx context.Context) error {
 		return listenError(d.Addr, err)
 	}
 	users, _ := gw.Users(ctx)
-	fmt.Fprintf(d.Err, "remotemcp gateway for %d user(s); OAuth redirect URI %s/mcp-oauth; admins: \"remotemcp users …\" and \"remotemcp --user EMAIL …\" on this host\n", len(users), srv.URL())
+	fmt.Fprintf(d.Err, "remotemcp gateway for %d user(s); OAuth redirect URI %s/mcp-oauth; admins: \"remotemcp users …\" and \"remotemcp --user EMAIL …\" on this host\n", len(users), srv.PageURL())
 	describeSignIn(d.Err, srv, signIn)
 	var wg sync.WaitGroup
 	defer wg.Wait()
