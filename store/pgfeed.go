@@ -255,6 +255,9 @@ func (p *Postgres) listenLoop() {
 			p.log.Info("store: change feed: listening again", "db", p.root.path)
 			failing = false
 		}
+		// The server is back: lost advisory locks are taken again now
+		// rather than at the keeper's next try.
+		p.locks.wake()
 		wait = listenRetryMin
 		p.notifyAll()
 		if p.onListen != nil {
@@ -265,6 +268,9 @@ func (p *Postgres) listenLoop() {
 		if p.ctx.Err() != nil {
 			return
 		}
+		// The lock connection has likely gone the same way: its keeper
+		// looks now rather than at its next ping.
+		p.locks.wake()
 		p.log.Warn("store: change feed: lost the listening connection; connecting again", "db", p.root.path, "err", err)
 	}
 }

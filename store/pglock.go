@@ -14,13 +14,15 @@ import (
 const (
 	// lockKeepalive is how often the lock connection is pinged while
 	// this process holds a lock, so its loss is noticed within about
-	// that long even when nobody locks or unlocks.
+	// that long even when nobody locks or unlocks. (A restart of the
+	// server is usually noticed sooner: the change feed's listening
+	// connection hears of it at once and wakes the keeper.)
 	lockKeepalive = time.Second
 	// lockRetryMin and lockRetryMax bound the backoff of connecting
 	// again and re-taking lost locks. Short: until a lost lock is taken
 	// again, another process may take it.
 	lockRetryMin = 100 * time.Millisecond
-	lockRetryMax = time.Second
+	lockRetryMax = 500 * time.Millisecond
 )
 
 // pgLocks are the advisory locks one process holds on a gateway's
@@ -161,39 +163,42 @@ func tryAdvisory(ctx context.Context, c *pgx.Conn, key int64) (bool, error) {
 
 // connLocked returns the lock connection with mu held, connecting (with
 // ctx) when there is none; fresh says it was connected now. On error mu
-// is not held.
+// is not held. Connecting happens without mu, so holders unlocking
+// meanwhile need not wait for a server that does not answer; dial makes
+// it one connect at a time.
 func (l *pgLocks) connLocked(ctx context.Context) (c *pgx.Conn, fresh bool, err error) {
 	l.mu.Lock()
-	if l.closed {
+	for {
+		if l.closed {
+			l.mu.Unlock()
+			return nil, false, ErrClosed
+		}
+		if l.conn != nil {
+			return l.conn, false, nil
+		}
 		l.mu.Unlock()
-		return nil, false, ErrClosed
-	}
-	if l.conn != nil {
-		return l.conn, false, nil
-	}
-	l.mu.Unlock()
-	// Connect without mu, so holders unlocking meanwhile need not wait
-	// for a server that does not answer.
-	l.dial.Lock()
-	defer l.dial.Unlock()
-	l.mu.Lock()
-	if l.conn != nil || l.closed {
+		l.dial.Lock()
+		l.mu.Lock()
+		if l.closed || l.conn != nil {
+			l.dial.Unlock() // closed, or connected meanwhile
+			continue
+		}
 		l.mu.Unlock()
-		return l.connLocked(ctx) // connected (or closed) meanwhile
+		c, err = dialOwn(ctx, l.cfg, lockAppName)
+		l.mu.Lock()
+		l.dial.Unlock()
+		switch {
+		case err != nil:
+			l.mu.Unlock()
+			return nil, false, fmt.Errorf("lock connection: %w", err)
+		case l.closed:
+			l.mu.Unlock()
+			hardClose(c)
+			return nil, false, ErrClosed
+		}
+		l.conn = c
+		return c, true, nil
 	}
-	l.mu.Unlock()
-	c, err = dialOwn(ctx, l.cfg, lockAppName)
-	if err != nil {
-		return nil, false, fmt.Errorf("lock connection: %w", err)
-	}
-	l.mu.Lock()
-	if l.closed {
-		l.mu.Unlock()
-		hardClose(c)
-		return nil, false, ErrClosed
-	}
-	l.conn = c
-	return c, true, nil
 }
 
 // release unlocks key. A lock lost with an earlier connection has nothing
@@ -236,7 +241,8 @@ func (l *pgLocks) dropConnLocked(why error) {
 	}
 }
 
-// wake wakes the keeper.
+// wake wakes the keeper: it pings the connection, or tries again to take
+// the lost locks, now.
 func (l *pgLocks) wake() {
 	select {
 	case l.kick <- struct{}{}:
