@@ -132,6 +132,12 @@ type PostgresOptions struct {
 // Postgres is a gateway's database (SPEC §9 A11): its users, and for each
 // user the rows a DB holds (User). Every row, every secret's sealing and
 // every revision belongs to one user.
+//
+// Several processes (replicas) may open one database; each sees the
+// others' writes through the change feed (pgfeed.go) and shares their
+// advisory locks (pglock.go). Besides its pool (at most 16 connections)
+// a Postgres keeps two connections of its own once used: one listening
+// for the change feed, one holding this process's advisory locks.
 type Postgres struct {
 	db     *sql.DB
 	pgcfg  *pgx.ConnConfig // the DSN, for the connections of its own: listening, locks
