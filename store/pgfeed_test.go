@@ -385,3 +385,39 @@ func TestPostgresLockTakenDuringLoss(t *testing.T) {
 	waitHeld(t, raw, 0)
 }
 
+
+// What a notification may ask for is bounded: a payload longer than any
+// user id, or naming a user nobody here watches, is dropped; past
+// maxNotified waiting users the delivery loop reads every revision once
+// instead of keeping them all.
+func TestNotifiedBounds(t *testing.T) {
+	p := &Postgres{watched: map[string]int{}, notify: map[string]struct{}{}, wake: make(chan struct{}, 1)}
+	long := strings.Repeat("u", maxNotifyPayload+1)
+	p.watched[long] = 1
+	p.watched["u_watched"] = 1
+	for _, payload := range []string{"", long, "u_stranger"} {
+		p.notified(payload)
+	}
+	if users, full := p.takeNotified(); len(users) != 0 || full {
+		t.Fatalf("strangers left %v (full %v)", users, full)
+	}
+	p.notified("u_watched")
+	p.notified("u_watched")
+	if users, full := p.takeNotified(); len(users) != 1 || full {
+		t.Fatalf("one watched user, notified twice: %v (full %v)", users, full)
+	}
+	for i := range maxNotified + 1 {
+		id := "u_" + strconv.Itoa(i)
+		p.watched[id] = 1
+		p.notified(id)
+	}
+	users, full := p.takeNotified()
+	if len(users) != maxNotified || !full {
+		t.Fatalf("%d users waiting (full %v), want %d and a read of every revision", len(users), full, maxNotified)
+	}
+	select {
+	case <-p.wake:
+	default:
+		t.Fatal("the delivery loop was not woken")
+	}
+}
