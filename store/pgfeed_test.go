@@ -311,6 +311,13 @@ func TestPostgresLocksSurviveRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	lockFails(t, sb, name)
+	// And one of another user's: every lock is taken again.
+	other := addUserT(t, a, "other@example.com")
+	unlockOther, err := userT(t, a, other.ID).Lock(ctx, "oauth-srv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unlockOther()
 
 	// The cluster commits asynchronously (synchronous_commit=off): a
 	// crash would lose the last commits, the schema among them.
@@ -322,10 +329,13 @@ func TestPostgresLocksSurviveRestart(t *testing.T) {
 	up := time.Now()
 	recvPID(t, pids)
 	t.Logf("replica B listens again %v after the server accepts connections", time.Since(up))
-	waitHeld(t, raw, 1)
-	t.Logf("replica A holds its lock again %v after the server accepts connections", time.Since(up))
+	waitHeld(t, raw, 2)
+	t.Logf("replica A holds its locks again %v after the server accepts connections", time.Since(up))
 	lockFails(t, sb, name)
-	waitLog(t, logs, "took an advisory lock again")
+	waitLog(t, logs, "took advisory locks again")
+	if !strings.Contains(logs.String(), "locks=2") {
+		t.Errorf("A's log does not say it took both locks again:\n%s", logs)
+	}
 	unlock()
 	unlockB, err := sb.Lock(ctx, name)
 	if err != nil {

@@ -343,7 +343,8 @@ func (l *pgLocks) ping() bool {
 	return true
 }
 
-// retake takes every lost lock again; true once none is lost.
+// retake takes every lost lock again, in one statement; true once none
+// is lost.
 func (l *pgLocks) retake() bool {
 	c, _, err := l.connLocked(l.ctx)
 	if err != nil {
@@ -353,37 +354,65 @@ func (l *pgLocks) retake() bool {
 		return false
 	}
 	defer l.mu.Unlock()
-	done := true
+	var keys []int64
 	for key, h := range l.held {
-		if h.onConn {
-			continue
+		if !h.onConn {
+			keys = append(keys, key)
 		}
-		ok, err := tryAdvisory(l.ctx, c, key)
-		if err != nil {
-			if l.ctx.Err() == nil {
-				l.dropConnLocked(err)
-			}
-			return false
+	}
+	if len(keys) == 0 {
+		return true
+	}
+	taken, err := tryAdvisoryAll(l.ctx, c, keys)
+	if err != nil {
+		if l.ctx.Err() == nil {
+			l.dropConnLocked(err)
 		}
+		return false
+	}
+	again := 0
+	for _, key := range keys {
+		h := l.held[key]
 		switch {
-		case ok:
+		case taken[key]:
 			h.onConn = true
 			if h.contested {
 				l.log.Warn("store: took back an advisory lock another process had taken while this one's connection was lost", "db", l.where, "user", h.user, "lock", h.name)
+				h.contested = false
 			} else {
-				l.log.Info("store: took an advisory lock again after its connection was lost", "db", l.where, "user", h.user, "lock", h.name)
+				again++
 			}
-			h.contested = false
 		case !h.contested:
 			h.contested = true
 			l.log.Error("store: an advisory lock this process holds was taken by another process while its connection was lost; both may act as its holder until it is taken back (retrying)",
 				"db", l.where, "user", h.user, "lock", h.name)
-			done = false
-		default:
-			done = false
 		}
 	}
-	return done
+	if again > 0 {
+		l.log.Info("store: took advisory locks again after their connection was lost", "db", l.where, "locks", again)
+	}
+	return len(taken) == len(keys)
+}
+
+// tryAdvisoryAll runs pg_try_advisory_lock on c for each of keys, in one
+// statement, and returns those it took.
+func tryAdvisoryAll(ctx context.Context, c *pgx.Conn, keys []int64) (map[int64]bool, error) {
+	ctx, cancel := context.WithTimeout(ctx, pgStatementTimeout)
+	defer cancel()
+	rows, err := c.Query(ctx, `SELECT k FROM unnest($1::bigint[]) AS k WHERE pg_try_advisory_lock(k)`, keys)
+	if err != nil {
+		return nil, err
+	}
+	taken := map[int64]bool{}
+	for rows.Next() {
+		var k int64
+		if err := rows.Scan(&k); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		taken[k] = true
+	}
+	return taken, rows.Err()
 }
 
 // close ends the keeper and releases every lock (the database is
