@@ -395,7 +395,6 @@ func TestPostgresLockTakenDuringLoss(t *testing.T) {
 	waitHeld(t, raw, 0)
 }
 
-
 // What a notification may ask for is bounded: a payload longer than any
 // user id, or naming a user nobody here watches, is dropped; past
 // maxNotified waiting users the delivery loop reads every revision once
