@@ -55,13 +55,17 @@ import (
 
 // SecretStore is the part of store.Store the authenticator needs: the
 // server config (to record a new binding) and sealed secrets (refresh
-// tokens, registrations). *store.DB implements it.
+// tokens, registrations), and a lock on one secret, under which a
+// refresh spends its refresh token and stores the next (LockSecret:
+// SPEC §9 A11, refresh single-flight by row lock). *store.DB implements
+// it.
 type SecretStore interface {
 	GetServer(ctx context.Context, id string) (config.Server, error)
 	UpdateServer(ctx context.Context, s config.Server) error
 	PutSecret(ctx context.Context, k store.SecretKey, value []byte) error
 	GetSecret(ctx context.Context, k store.SecretKey) ([]byte, error)
 	DeleteSecret(ctx context.Context, k store.SecretKey) error
+	LockSecret(ctx context.Context, k store.SecretKey, hold time.Duration) (*store.SecretLock, error)
 }
 
 // SessionStore keeps what must never touch disk: access tokens (R3.11).

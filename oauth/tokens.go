@@ -110,17 +110,6 @@ func (a *Authenticator) dropRefresh(ctx context.Context, serverID string, b conf
 	return a.store.DeleteSecret(ctx, secretKey(serverID, store.PurposeRefreshToken, b))
 }
 
-// dropRefreshIf forgets the binding's stored refresh token if it is still
-// the one a refresh was refused for; a newer one (stored by a login
-// meanwhile) is kept. The caller holds the refresh lock.
-func (a *Authenticator) dropRefreshIf(ctx context.Context, serverID string, b config.Binding, refused string) {
-	cur, err := a.loadRefresh(ctx, serverID, b)
-	if err != nil || cur == nil || cur.RefreshToken != refused {
-		return
-	}
-	_ = a.dropRefresh(ctx, serverID, b)
-}
-
 // grant is a successful token response, normalized.
 type grant struct {
 	AccessToken  string
@@ -171,11 +160,63 @@ func (a *Authenticator) lockServer(ctx context.Context, serverID string) (func()
 // errNoRefreshToken: nothing to refresh with.
 var errNoRefreshToken = errors.New("no refresh token is stored for this server")
 
+// refreshHold bounds how long a refresh keeps its refresh token locked
+// (in a gateway's PostgreSQL database, the row stays locked in an open
+// transaction): the token request, bounded by requestTimeout, and a
+// margin for writing its answer in the transaction. A process that
+// hangs or is frozen longer loses the row lock (PostgreSQL ends the
+// transaction) and, if it wakes up with an answer, saves it by
+// compare-and-set (store.SecretLock.Commit).
+const refreshHold = requestTimeout + 10*time.Second
+
+// lockRefresh locks the binding's stored refresh token and reads it; nil
+// (and nothing held) when there is none or it cannot be read.
+func (a *Authenticator) lockRefresh(ctx context.Context, serverID string, b config.Binding) (*store.SecretLock, *refreshRecord, error) {
+	h, err := a.store.LockSecret(ctx, secretKey(serverID, store.PurposeRefreshToken, b), refreshHold)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, nil, nil
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	var r refreshRecord
+	if err := json.Unmarshal(h.Value(), &r); err != nil || r.RefreshToken == "" {
+		h.Release()
+		a.log.Warn("oauth: discarding unreadable stored refresh token", "server", serverID)
+		return nil, nil, nil
+	}
+	return h, &r, nil
+}
+
 // refresh runs the refresh_token grant for a binding, with `resource`
-// (RFC 8707; R3.10), holding the cross-process lock of the server so that
-// only one process spends a refresh token at a time. After the lock is
-// taken the refresh token is read again from the store: another process may
-// have rotated it while we waited, and the old one would be refused.
+// (RFC 8707; R3.10), so that only one process spends a refresh token at
+// a time (SPEC §9 A11: refresh single-flight by row lock), under two
+// locks:
+//
+//   - the server's lock (lockServer), which a login and a logout take
+//     too, so that neither interleaves with a refresh (a login's new
+//     grant is stored after the refresh, a logout forgets the rotated
+//     token too), and a refresh waiting behind a login sees its token;
+//   - the refresh token itself (store.SecretLock: in PostgreSQL its row,
+//     SELECT … FOR UPDATE), under which the token is read again — another
+//     process may have rotated it while we waited, and the old one would
+//     be refused — and its successor is written in the same transaction.
+//
+// In PostgreSQL the two live on different connections (the advisory
+// lock on the process's lock connection, the row on a pooled one), and
+// each covers the loss of the other: if the lock connection dies
+// mid-refresh, its advisory lock is gone and another replica may take
+// it, but it then waits on the row, and reads the rotated token after
+// our commit; if the row's connection dies, the row is free, but the
+// advisory lock still keeps the others out while Commit writes the
+// rotated token by compare-and-set through another connection. Only
+// losing both at once (PostgreSQL restarted mid-refresh) can let another
+// replica read the old token before the new one is saved.
+//
+// While the token is held, nothing here writes to the store through
+// another connection (store.LockSecret says why): reads only, and
+// OnExchange, which does not block; other writes come after Commit or
+// Release.
 func (a *Authenticator) refresh(ctx context.Context, srv config.Server, b config.Binding, resource string, tokenURL string, cl *client) (*grant, error) {
 	unlock, err := a.lockServer(ctx, srv.ID)
 	if err != nil {
@@ -183,12 +224,20 @@ func (a *Authenticator) refresh(ctx context.Context, srv config.Server, b config
 	}
 	defer unlock()
 
-	rec, err := a.loadRefresh(ctx, srv.ID, b)
+	held, rec, err := a.lockRefresh(ctx, srv.ID, b)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("locking the stored refresh token: %w", err)
 	}
 	if rec == nil {
 		return nil, errNoRefreshToken
+	}
+	defer held.Release()
+	// Writes under the held token are made on a context of their own:
+	// they go on even if our caller gives up.
+	save := func() error {
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), requestTimeout)
+		defer cancel()
+		return held.Commit(sctx)
 	}
 	if rec.ClientID != cl.ID && cl.Dynamic {
 		// cl was read before the lock: a sign-in may have finished
@@ -206,7 +255,8 @@ func (a *Authenticator) refresh(ctx context.Context, srv config.Server, b config
 		// rejected, or the configured id changed): useless, and not to
 		// be shown to anyone. (A sign-in that has not finished leaves
 		// its new client pending, not in use: resolveClient.)
-		_ = a.dropRefresh(ctx, srv.ID, b)
+		held.Delete()
+		_ = save()
 		return nil, errNoRefreshToken
 	}
 	form := url.Values{
@@ -228,10 +278,17 @@ func (a *Authenticator) refresh(ctx context.Context, srv config.Server, b config
 		var te *TokenError
 		if errors.As(err, &te) && (te.Code == "invalid_grant" || te.Code == "invalid_client" || te.Code == "unauthorized_client") {
 			// The refresh token (or its client) is dead; forget it so
-			// no one tries it again — but only that one: a login may
-			// have stored a fresh one meanwhile.
-			a.dropRefreshIf(context.WithoutCancel(ctx), srv.ID, b, rec.RefreshToken)
+			// no one tries it again — but only that one: it is still
+			// the one stored, as it is held (a login waits for us).
+			held.Delete()
+			if derr := save(); derr != nil {
+				a.log.Warn("oauth: could not forget a refused refresh token", "server", srv.ID, "error", derr)
+			}
 		}
+		// Released before writing anything else: a write of the user
+		// may be waiting for the held row while holding what our write
+		// would wait for.
+		held.Release()
 		if clientRejected(err) && cl.Dynamic {
 			// The registration itself is dead (the authorization server
 			// forgot it): the next flow, interactive or the person's
@@ -248,11 +305,23 @@ func (a *Authenticator) refresh(ctx context.Context, srv config.Server, b config
 	if len(g.Scopes) == 0 {
 		g.Scopes = rec.Scopes
 	}
-	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), requestTimeout)
-	defer cancel()
-	if err := a.persist(pctx, srv.ID, b, cl.ID, g, true); err != nil {
-		return nil, err
+	// The rotated refresh token is saved BEFORE the access token is made
+	// available (see persist).
+	if g.RefreshToken != "" {
+		raw, err := json.Marshal(&refreshRecord{RefreshToken: g.RefreshToken, ClientID: cl.ID, Scopes: g.Scopes, SavedAt: a.now().Unix()})
+		if err == nil {
+			err = held.Replace(raw)
+		}
+		if err == nil {
+			err = save()
+		}
+		if err != nil {
+			a.log.Error("oauth: the authorization server issued a new refresh token that could not be saved; the next refresh needs a new sign-in", "server", srv.ID, "issuer", b.Issuer, "error", err)
+			return nil, fmt.Errorf("saving the refresh token: %w", err)
+		}
 	}
+	held.Release()
+	a.saveAccess(srv.ID, b, &accessRecord{AccessToken: g.AccessToken, Expiry: g.Expiry, IssuedAt: a.now(), Scopes: g.Scopes})
 	a.log.Info("oauth: access token refreshed", "server", srv.ID, "issuer", b.Issuer, "rotated", g.RefreshToken != "")
 	return g, nil
 }

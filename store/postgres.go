@@ -147,7 +147,8 @@ type Postgres struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 
-	locks pgLocks // this process's advisory locks (pglock.go)
+	locks pgLocks  // this process's advisory locks (pglock.go)
+	rows  rowSlots // connections SecretLock may hold at once (secretlock.go)
 
 	mu      sync.Mutex
 	open    map[*DB]struct{} // users' DBs handed out by User and not closed yet
