@@ -14,12 +14,15 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.uber.org/goleak"
 
+	"github.com/remotemcp/remotemcp/internal/pgtest"
 	"github.com/remotemcp/remotemcp/internal/testkit"
 	"github.com/remotemcp/remotemcp/manager"
 	"github.com/remotemcp/remotemcp/store"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+// TestMain checks for leaked goroutines, and stops the PostgreSQL
+// cluster pgtest may have started (replicas_test.go) before.
+func TestMain(m *testing.M) { goleak.VerifyTestMain(pgtest.Wrap(m)) }
 
 func openStore(t *testing.T) *store.DB {
 	t.Helper()

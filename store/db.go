@@ -213,7 +213,9 @@ func (s *DB) readTx(ctx context.Context, fn func(tx *txn) error) error {
 
 // writeTx runs fn in a write transaction. If fn reports a change, the
 // revision is incremented in the same transaction, and after the commit
-// the change (with the new revision) goes to this process's subscribers.
+// the change (with the new revision) goes to this process's subscribers;
+// in PostgreSQL the transaction also notifies the user's id to the other
+// processes on the database (pgfeed.go).
 // A nil change from fn means nothing was modified: no revision, no event.
 //
 // A user's write transactions never interleave: SQLite takes the file's
@@ -243,7 +245,10 @@ func (s *DB) writeTx(ctx context.Context, fn func(tx *txn) (*Change, error)) err
 		if err != nil {
 			return fmt.Errorf("lock user: %w", err)
 		}
-		bump, args = `UPDATE users SET revision = revision + 1 WHERE id = ? RETURNING revision`, []any{s.user}
+		// The notification goes to every process listening on the
+		// database when (and only if) the transaction commits: the
+		// change feed of the other replicas (pgfeed.go).
+		bump, args = `UPDATE users SET revision = revision + 1 WHERE id = ? RETURNING revision, pg_notify('`+feedChannel+`', id)::text`, []any{s.user}
 	}
 	ch, err := fn(tx)
 	if err != nil {
@@ -254,7 +259,12 @@ func (s *DB) writeTx(ctx context.Context, fn func(tx *txn) (*Change, error)) err
 		// may have committed before the connection went.
 		return sqlTx.Commit()
 	}
-	if err := tx.queryRow(ctx, bump, args...).Scan(&ch.Revision); err != nil {
+	dest := []any{&ch.Revision}
+	if s.d == postgresDialect {
+		var notified string // pg_notify's void, as text
+		dest = append(dest, &notified)
+	}
+	if err := tx.queryRow(ctx, bump, args...).Scan(dest...); err != nil {
 		return fmt.Errorf("bump revision: %w", err)
 	}
 	// Tell the poller this revision is ours before it can become visible,

@@ -49,7 +49,9 @@ func (f *feed) init() {
 // channel is closed then. Writes of this *DB arrive at once with their
 // server id (or KV namespace); writes of another process or another *DB
 // on the same data directory arrive within a few PollIntervals as a Change
-// whose RereadAll is true.
+// whose RereadAll is true. In a gateway's PostgreSQL database they arrive
+// as soon as they commit (LISTEN/NOTIFY, pgfeed.go), and the poll only
+// catches what a lost notification missed.
 //
 // Writers never block on a subscriber: when a subscriber's buffer fills, its
 // pending events are coalesced into one RereadAll change.

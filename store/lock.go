@@ -47,7 +47,7 @@ func (s *DB) Lock(ctx context.Context, name string) (unlock func(), err error) {
 		// The semaphore of this DB is not enough in PostgreSQL: two
 		// DBs of one user in a process share the lock connection, where
 		// advisory locks are re-entrant; pgLocks has its own.
-		unlock, err := s.pg.locks.lock(ctx, s.db, s.user, name)
+		unlock, err := s.pg.locks.lock(ctx, s.user, name)
 		if err != nil {
 			release()
 			return nil, fmt.Errorf("store: lock %q: %w", name, err)

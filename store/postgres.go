@@ -17,6 +17,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" database/sql driver
 )
@@ -131,9 +132,16 @@ type PostgresOptions struct {
 // Postgres is a gateway's database (SPEC §9 A11): its users, and for each
 // user the rows a DB holds (User). Every row, every secret's sealing and
 // every revision belongs to one user.
+//
+// Several processes (replicas) may open one database; each sees the
+// others' writes through the change feed (pgfeed.go) and shares their
+// advisory locks (pglock.go). Besides its pool (at most 16 connections)
+// a Postgres keeps two connections of its own once used: one listening
+// for the change feed, one holding this process's advisory locks.
 type Postgres struct {
 	db     *sql.DB
-	root   *DB // user-less: key check, migrations
+	pgcfg  *pgx.ConnConfig // the DSN, for the connections of its own: listening, locks
+	root   *DB             // user-less: key check, migrations
 	log    *slog.Logger
 	poll   time.Duration
 	ctx    context.Context
@@ -145,9 +153,21 @@ type Postgres struct {
 	mu      sync.Mutex
 	open    map[*DB]struct{} // users' DBs handed out by User and not closed yet
 	views   map[*DB]int64    // open users' DBs being watched → last revision seen
-	polling bool
-	done    chan struct{}
+	watched map[string]int   // users of views → how many
+	polling bool             // feedLoop and listenLoop run (pgfeed.go)
+	done    chan struct{}    // feedLoop returned
 	closed  bool
+
+	// The users notified since feedLoop last looked (pgfeed.go).
+	nmu        sync.Mutex
+	notify     map[string]struct{}
+	notifyFull bool // read every user's revision: notifications may have been missed
+	wake       chan struct{}
+	listenDone chan struct{} // listenLoop returned
+
+	// onListen, when set (tests), is told the listening connection's
+	// server process each time it listens.
+	onListen func(pid uint32)
 }
 
 // permanent reports whether a connection error will not go away by
@@ -182,6 +202,12 @@ func OpenPostgres(ctx context.Context, dsn string, o PostgresOptions) (*Postgres
 	if err != nil {
 		return nil, fmt.Errorf("store: open PostgreSQL %s: %w", where, err)
 	}
+	// The same parse as the pool's (sql.Open refused what it refuses).
+	pgcfg, err := pgx.ParseConfig(dsn)
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("store: open PostgreSQL %s: %w", where, err)
+	}
 	db.SetMaxOpenConns(16)
 	db.SetMaxIdleConns(4)
 	log := o.Logger
@@ -192,14 +218,20 @@ func OpenPostgres(ctx context.Context, dsn string, o PostgresOptions) (*Postgres
 		db.Close()
 		return nil, err
 	}
-	p := &Postgres{db: db, log: log, poll: o.PollInterval, open: map[*DB]struct{}{}, views: map[*DB]int64{}, done: make(chan struct{})}
+	p := &Postgres{
+		db: db, pgcfg: pgcfg, log: log, poll: o.PollInterval,
+		open: map[*DB]struct{}{}, views: map[*DB]int64{}, watched: map[string]int{},
+		done: make(chan struct{}), notify: map[string]struct{}{}, wake: make(chan struct{}, 1), listenDone: make(chan struct{}),
+	}
 	if p.poll <= 0 {
 		p.poll = DefaultPollInterval
 	}
 	p.ctx, p.cancel = context.WithCancel(context.Background())
+	p.locks.init(pgcfg, log, where)
 	p.root = p.newDB("", dir, where)
 	if err := p.init(ctx, dir); err != nil {
 		p.cancel()
+		p.locks.close()
 		db.Close()
 		return nil, err
 	}
@@ -479,7 +511,10 @@ func (p *Postgres) Users(ctx context.Context) ([]UserInfo, error) {
 // RemoveUser deletes a user and everything of theirs (servers, secrets,
 // records, pins) in one transaction; ErrNotFound if there is none. Their
 // open DBs fail every later write with ErrUserRemoved; closing them is
-// the caller's.
+// the caller's. The removal notifies nobody: other processes' subscribers
+// of the user hear of it from the poll (a re-read at revision -1), after
+// this process has closed what it holds of the user (the gateway ends
+// its sessions to remote servers while it can still read their secrets).
 func (p *Postgres) RemoveUser(ctx context.Context, id string) error {
 	res, err := p.db.ExecContext(ctx, `DELETE FROM users WHERE id = $1`, id)
 	if err != nil {
@@ -517,76 +552,44 @@ func (p *Postgres) User(ctx context.Context, id string) (*DB, error) {
 // (the gateway's own queries in tests).
 func (p *Postgres) DB() *sql.DB { return p.db }
 
-// watch adds s to the revisions the poller reads, from last.
+// watch adds s to the revisions the change feed reads, from last.
 func (p *Postgres) watch(s *DB, last int64) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed {
 		return
 	}
-	p.views[s] = last
-	if !p.polling {
-		p.polling = true
-		go p.pollLoop()
+	if _, ok := p.views[s]; !ok {
+		p.watched[s.user]++
 	}
+	p.views[s] = last
+	p.startFeed()
 }
 
 // forget stops watching s and forgets it (its Close).
 func (p *Postgres) forget(s *DB) {
 	p.mu.Lock()
-	delete(p.views, s)
+	if _, ok := p.views[s]; ok {
+		delete(p.views, s)
+		if p.watched[s.user]--; p.watched[s.user] <= 0 {
+			delete(p.watched, s.user)
+		}
+	}
 	delete(p.open, s)
 	p.mu.Unlock()
 }
 
-// pollLoop reads every user's revision once per interval, one query for
-// all, and hands each watched DB its own: the change feed of writes by
-// other processes (the next issue adds LISTEN/NOTIFY before it).
-func (p *Postgres) pollLoop() {
-	defer close(p.done)
-	t := time.NewTicker(p.poll)
-	defer t.Stop()
-	for {
-		select {
-		case <-p.ctx.Done():
-			return
-		case <-t.C:
-		}
-		revs, err := p.revisions(p.ctx)
-		if err != nil {
-			if p.ctx.Err() == nil {
-				p.log.Warn("store: change poller: read revisions", "db", p.root.path, "err", err)
-			}
-			continue
-		}
-		p.mu.Lock()
-		type seen struct {
-			s         *DB
-			last, cur int64
-		}
-		var changed []seen
-		for s, last := range p.views {
-			cur, ok := revs[s.user]
-			if !ok {
-				cur = -1 // removed: subscribers re-read and find nothing
-			}
-			if cur != last {
-				changed = append(changed, seen{s, last, cur})
-				p.views[s] = cur
-			}
-		}
-		p.mu.Unlock()
-		for _, c := range changed {
-			c.s.observe(c.last, c.cur)
-		}
-	}
-}
-
+// revisions reads every user's revision (the poll of the change feed).
 func (p *Postgres) revisions(ctx context.Context) (map[string]int64, error) {
 	rows, err := p.db.QueryContext(ctx, `SELECT id, revision FROM users`)
 	if err != nil {
 		return nil, err
 	}
+	return scanRevisions(rows)
+}
+
+// scanRevisions reads rows of (id, revision) and closes them.
+func scanRevisions(rows *sql.Rows) (map[string]int64, error) {
 	defer rows.Close()
 	out := map[string]int64{}
 	for rows.Next() {
@@ -621,6 +624,7 @@ func (p *Postgres) Close() error {
 	p.cancel()
 	if polling {
 		<-p.done
+		<-p.listenDone
 	}
 	for _, s := range open {
 		s.Close()
