@@ -117,6 +117,14 @@ var pgMigrations = [][]string{
 // migrations of processes opening one database at once.
 const pgMigrateLock = 0x726d6370
 
+// DefaultPostgresPollInterval is how often a gateway's database is
+// polled for revisions when PostgresOptions.PollInterval is zero. Writes
+// arrive by LISTEN/NOTIFY at once, and the listener re-reads every
+// revision whenever it listens again; the poll only catches what a
+// notification could still miss, so it need not cost every replica four
+// queries a second as SQLite's does.
+const DefaultPostgresPollInterval = 2 * time.Second
+
 // PostgresOptions tune OpenPostgres.
 type PostgresOptions struct {
 	Options
@@ -168,6 +176,22 @@ type Postgres struct {
 	// onListen, when set (tests), is told the listening connection's
 	// server process each time it listens.
 	onListen func(pid uint32)
+
+	// removed are told of users the feed found gone (OnUserRemoved).
+	rmu     sync.Mutex
+	removed []func(id string)
+}
+
+// OnUserRemoved registers f, told the id of a user whose DB this process
+// has open when the change feed finds that user gone: removed, usually
+// by another replica. It runs on the feed's goroutine before the user's
+// DBs hear of it, so a gateway closes the person's engine (which ends
+// their sessions to remote servers properly) before that engine reads
+// an empty store; the feed waits for it.
+func (p *Postgres) OnUserRemoved(f func(id string)) {
+	p.rmu.Lock()
+	defer p.rmu.Unlock()
+	p.removed = append(p.removed, f)
 }
 
 // permanent reports whether a connection error will not go away by
@@ -224,7 +248,7 @@ func OpenPostgres(ctx context.Context, dsn string, o PostgresOptions) (*Postgres
 		done: make(chan struct{}), notify: map[string]struct{}{}, wake: make(chan struct{}, 1), listenDone: make(chan struct{}),
 	}
 	if p.poll <= 0 {
-		p.poll = DefaultPollInterval
+		p.poll = DefaultPostgresPollInterval
 	}
 	p.ctx, p.cancel = context.WithCancel(context.Background())
 	p.locks.init(pgcfg, log, where)
