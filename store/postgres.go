@@ -19,7 +19,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
-	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" database/sql driver
+	"github.com/jackc/pgx/v5/stdlib"
 )
 
 // pgMigrations is the schema history of a gateway's PostgreSQL database,
@@ -116,6 +116,27 @@ var pgMigrations = [][]string{
 // pgMigrateLock is the advisory lock key ("rmcp") that serializes
 // migrations of processes opening one database at once.
 const pgMigrateLock = 0x726d6370
+
+// idleInTransaction ends a pool connection's transaction that waits this
+// long for its next statement (PostgreSQL's
+// idle_in_transaction_session_timeout), unless the DSN sets it. A
+// replica that is frozen (SIGSTOP, a stalled VM) in the middle of a
+// write would otherwise hold the person's revision row, and with it
+// every replica's writes for that person, until it wakes; this way its
+// late write fails and the others go on. No transaction of ours waits
+// that long between statements (SecretLock sets its own, longer bound
+// for the token request it holds a row across).
+const idleInTransaction = "20s"
+
+// poolConfig is the pool connections' configuration: the DSN's, with
+// idleInTransaction.
+func poolConfig(cfg *pgx.ConnConfig) *pgx.ConnConfig {
+	c := cfg.Copy()
+	if _, ok := c.RuntimeParams["idle_in_transaction_session_timeout"]; !ok {
+		c.RuntimeParams["idle_in_transaction_session_timeout"] = idleInTransaction
+	}
+	return c
+}
 
 // DefaultPostgresPollInterval is how often a gateway's database is
 // polled for revisions when PostgresOptions.PollInterval is zero. Writes
@@ -222,16 +243,11 @@ func OpenPostgres(ctx context.Context, dsn string, o PostgresOptions) (*Postgres
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, mkdirError(dir, err)
 	}
-	db, err := sql.Open("pgx", dsn)
-	if err != nil {
-		return nil, fmt.Errorf("store: open PostgreSQL %s: %w", where, err)
-	}
-	// The same parse as the pool's (sql.Open refused what it refuses).
 	pgcfg, err := pgx.ParseConfig(dsn)
 	if err != nil {
-		db.Close()
 		return nil, fmt.Errorf("store: open PostgreSQL %s: %w", where, err)
 	}
+	db := stdlib.OpenDB(*poolConfig(pgcfg))
 	db.SetMaxOpenConns(16)
 	db.SetMaxIdleConns(4)
 	log := o.Logger
