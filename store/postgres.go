@@ -10,6 +10,7 @@ import (
 	"hash/fnv"
 	"io/fs"
 	"log/slog"
+	"sync/atomic"
 
 	"os"
 	"path/filepath"
@@ -197,6 +198,9 @@ type Postgres struct {
 	// onListen, when set (tests), is told the listening connection's
 	// server process each time it listens.
 	onListen func(pid uint32)
+
+	// unavailLogged is when logUnavailable last logged (UnixNano).
+	unavailLogged atomic.Int64
 
 	// removed are told of users the feed found gone (OnUserRemoved).
 	rmu     sync.Mutex
@@ -485,7 +489,7 @@ func (p *Postgres) AddUser(ctx context.Context, email string) (UserInfo, error) 
 	res, err := p.db.ExecContext(ctx, `INSERT INTO users (id, email, created) VALUES ($1, $2, $3) ON CONFLICT (email) DO NOTHING`,
 		u.ID, u.Email, u.Created.UnixMilli())
 	if err != nil {
-		return UserInfo{}, fmt.Errorf("store: add user %s: %w", e, err)
+		return UserInfo{}, fmt.Errorf("store: add user %s: %w", e, p.root.unavailable(err))
 	}
 	if n, _ := res.RowsAffected(); n == 0 {
 		return UserInfo{}, fmt.Errorf("store: add user %s: %w", e, ErrDuplicate)
@@ -517,7 +521,7 @@ func (p *Postgres) userWhere(ctx context.Context, where string, arg string) (Use
 		return UserInfo{}, fmt.Errorf("store: user %q: %w", arg, ErrNotFound)
 	}
 	if err != nil {
-		return UserInfo{}, fmt.Errorf("store: user %q: %w", arg, err)
+		return UserInfo{}, fmt.Errorf("store: user %q: %w", arg, p.root.unavailable(err))
 	}
 	u.Created = time.UnixMilli(created).UTC()
 	return u, nil
@@ -527,7 +531,7 @@ func (p *Postgres) userWhere(ctx context.Context, where string, arg string) (Use
 func (p *Postgres) Users(ctx context.Context) ([]UserInfo, error) {
 	rows, err := p.db.QueryContext(ctx, `SELECT id, email, created FROM users ORDER BY email`)
 	if err != nil {
-		return nil, fmt.Errorf("store: list users: %w", err)
+		return nil, fmt.Errorf("store: list users: %w", p.root.unavailable(err))
 	}
 	defer rows.Close()
 	var out []UserInfo
@@ -537,13 +541,13 @@ func (p *Postgres) Users(ctx context.Context) ([]UserInfo, error) {
 			created int64
 		)
 		if err := rows.Scan(&u.ID, &u.Email, &created); err != nil {
-			return nil, fmt.Errorf("store: list users: %w", err)
+			return nil, fmt.Errorf("store: list users: %w", p.root.unavailable(err))
 		}
 		u.Created = time.UnixMilli(created).UTC()
 		out = append(out, u)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("store: list users: %w", err)
+		return nil, fmt.Errorf("store: list users: %w", p.root.unavailable(err))
 	}
 	return out, nil
 }
@@ -558,7 +562,7 @@ func (p *Postgres) Users(ctx context.Context) ([]UserInfo, error) {
 func (p *Postgres) RemoveUser(ctx context.Context, id string) error {
 	res, err := p.db.ExecContext(ctx, `DELETE FROM users WHERE id = $1`, id)
 	if err != nil {
-		return fmt.Errorf("store: remove user %q: %w", id, err)
+		return fmt.Errorf("store: remove user %q: %w", id, p.root.unavailable(err))
 	}
 	if n, _ := res.RowsAffected(); n == 0 {
 		return fmt.Errorf("store: remove user %q: %w", id, ErrNotFound)
