@@ -76,6 +76,19 @@ type userEngine struct {
 	ready chan struct{}
 	eng   *engine.Engine
 	err   error
+
+	closeOnce sync.Once
+}
+
+// close closes the engine once it is open; a second caller waits for
+// the first.
+func (ue *userEngine) close() {
+	ue.closeOnce.Do(func() {
+		<-ue.ready
+		if ue.eng != nil {
+			ue.eng.Close()
+		}
+	})
 }
 
 // New returns a gateway over o.DB; no engine is opened yet.
@@ -87,8 +100,12 @@ func New(o Options) *Gateway {
 	if o.Engine.Quotas == (engine.Quotas{}) {
 		o.Engine.Quotas = DefaultQuotas
 	}
-	return &Gateway{db: o.DB, o: o, log: log, engines: map[string]*userEngine{},
+	g := &Gateway{db: o.DB, o: o, log: log, engines: map[string]*userEngine{},
 		byEmail: map[string]*userEngine{}, owners: map[string]string{}}
+	if o.DB != nil {
+		o.DB.OnUserRemoved(g.userGone)
+	}
+	return g
 }
 
 // Users lists the gateway's people by email (never their secrets).
@@ -151,37 +168,57 @@ func noUser(email string) error {
 // in one transaction (servers, secrets, host tokens, cards, logs,
 // catalogs), so no request finds them from then on; then their engine
 // closes (its sessions to remote servers end, calls in flight are
-// cancelled) and so do their hosts' sessions.
+// cancelled) and so do their hosts' sessions. Other replicas do the same
+// when their change feed finds the person gone (userGone).
 func (g *Gateway) RemoveUser(ctx context.Context, email string) error {
 	u, err := g.user(ctx, email)
 	if err != nil {
 		return err
 	}
+	g.mu.Lock()
+	ue := g.engines[u.ID]
+	g.mu.Unlock()
 	if err := g.db.RemoveUser(ctx, u.ID); err != nil {
 		return fmt.Errorf("gateway: remove user %s: %w", u.Email, err)
 	}
+	g.userGone(u.ID)
+	if ue != nil {
+		// Closed by userGone, here or on the feed's goroutine; wait
+		// until it is.
+		ue.close()
+	}
+	g.log.Info("gateway: user removed", "user", u.ID)
+	return nil
+}
+
+// userGone forgets a removed person in this process: their engine is
+// closed, their host tokens' owner forgotten and their hosts' sessions
+// ended (the onRemove hooks). Idempotent: a removal seen here by
+// RemoveUser and again by the change feed closes once.
+func (g *Gateway) userGone(id string) {
 	g.mu.Lock()
-	ue := g.engines[u.ID]
-	delete(g.engines, u.ID)
-	delete(g.byEmail, u.Email)
-	for h, id := range g.owners {
-		if id == u.ID {
+	ue := g.engines[id]
+	if ue != nil {
+		delete(g.engines, id)
+		if g.byEmail[ue.user.Email] == ue {
+			delete(g.byEmail, ue.user.Email)
+		}
+	}
+	for h, owner := range g.owners {
+		if owner == id {
 			delete(g.owners, h)
 		}
 	}
 	hooks := slices.Clone(g.onRemove)
 	g.mu.Unlock()
+	if ue == nil {
+		return
+	}
 	for _, f := range hooks {
-		f(u.ID)
+		f(id)
 	}
-	if ue != nil {
-		<-ue.ready
-		if ue.eng != nil {
-			ue.eng.Close()
-		}
-	}
-	g.log.Info("gateway: user removed", "user", u.ID)
-	return nil
+	ue.close()
+	g.log.Info("gateway: a removed person's engine closed", "user", id)
 }
 
 // EngineFor is Engine as daemon.Gateway has it.

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -156,6 +157,22 @@ func (p *Postgres) deliver(revs map[string]int64, users map[string]struct{}) {
 		}
 	}
 	p.mu.Unlock()
+	gone := map[string]bool{}
+	for _, c := range changed {
+		if c.cur == -1 && c.last != -1 {
+			gone[c.s.user] = true
+		}
+	}
+	if len(gone) > 0 {
+		p.rmu.Lock()
+		hooks := slices.Clone(p.removed)
+		p.rmu.Unlock()
+		for id := range gone {
+			for _, f := range hooks {
+				f(id)
+			}
+		}
+	}
 	// Only this goroutine delivers, so each DB sees its revisions in
 	// order and each foreign write once.
 	for _, c := range changed {
