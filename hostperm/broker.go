@@ -74,6 +74,11 @@ var ErrInvalidOrigin = errors.New("invalid origin")
 //     how long a revoke made by another process can lag. A revoke through
 //     this Broker takes effect at once. If the feed ends (Close, or the
 //     store closed), the broker stops caching and reads the KV every time.
+//
+// While the store cannot be reached (store.ErrUnavailable: a gateway's
+// PostgreSQL restarting), a grant this broker read from it within the
+// last staleGrace is still taken, so the requests of connected servers go
+// on; everything else fails closed as before.
 type Broker struct {
 	kv         KV
 	ask        func(context.Context, PermissionRequiredError) bool
@@ -88,8 +93,8 @@ type Broker struct {
 	cache map[string]struct{}
 	// gen is bumped whenever the cache is cleared or an entry removed, so a
 	// check that read the KV before that does not put back a stale "yes".
-	gen     uint64
-	feed    <-chan store.Change
+	gen  uint64
+	feed <-chan store.Change
 	// confirmed is when each origin's grant was last read from the
 	// store. It outlives the cache's clearing by writes the feed cannot
 	// attribute, and is used only while the store cannot be reached
@@ -100,8 +105,8 @@ type Broker struct {
 	// staleGrace bounds it.
 	confirmed map[string]time.Time
 	started   bool // Subscribe was called (or never will be: closed)
-	dead    bool // feed ended: no caching from now on
-	cancel  context.CancelFunc
+	dead      bool // feed ended: no caching from now on
+	cancel    context.CancelFunc
 
 	// pmu serializes this Broker's read-modify-write of pending entries.
 	// Across processes the updates may race; the worst outcome is a lost
