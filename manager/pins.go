@@ -137,6 +137,12 @@ type pinState struct {
 	lgen    uint64
 	trusted bool // the server's trust then: a change of it makes the view again
 	view    *session.Catalog
+	// confirmed maps each tool of the last catalog found wholly pinned
+	// (nothing held, the store answered) to its pin hash; guarded by
+	// eval. While the store cannot be reached (a gateway's PostgreSQL
+	// restarting), a catalog whose every tool is in it with the same hash
+	// is offered as it was, instead of held (issue #23).
+	confirmed map[string]string
 	// held maps each held tool to why; nil when none.
 	held map[string]hold
 }
@@ -248,7 +254,15 @@ func (m *Manager) view(ctx context.Context, e *entry, raw *session.Catalog) (*se
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), pinTimeout)
 	defer cancel()
 	caps := pinCaps{tools: 2 * lim.MaxListItems, bytes: 2 * lim.MaxListBytes}
-	held, ok := m.evaluate(ctx, ps, e.id, trusted, caps, e.formsLocked(raw))
+	forms := e.formsLocked(raw)
+	held, ok := m.evaluate(ctx, ps, e.id, trusted, caps, forms, e.ext().pins.confirmed)
+	if ok && len(held) == 0 {
+		confirmed := make(map[string]string, len(forms))
+		for _, f := range forms {
+			confirmed[f.name] = f.hash
+		}
+		e.ext().pins.confirmed = confirmed
+	}
 
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -316,6 +330,20 @@ func toolName(t session.Tool) string {
 	return t.Name
 }
 
+// allConfirmed reports whether every tool of forms is in confirmed with
+// the same hash.
+func allConfirmed(forms []toolForm, confirmed map[string]string) bool {
+	if len(forms) == 0 || confirmed == nil {
+		return false
+	}
+	for _, f := range forms {
+		if h, ok := confirmed[f.name]; !ok || f.err != nil || h != f.hash {
+			return false
+		}
+	}
+	return true
+}
+
 // pinCaps bound what one server may pin (issue #20 item 3 review: a
 // server renaming its tools on every listing grew the table without
 // end): twice the tools and bytes one listing may bring, so a server can
@@ -330,8 +358,14 @@ type pinCaps struct {
 // changed; it returns the held tools and whether the result may be
 // remembered (the store answered). It reads names, hashes and sizes of
 // the pins only.
-func (m *Manager) evaluate(ctx context.Context, ps PinStore, id string, trusted bool, caps pinCaps, forms []toolForm) (map[string]hold, bool) {
+func (m *Manager) evaluate(ctx context.Context, ps PinStore, id string, trusted bool, caps pinCaps, forms []toolForm, confirmed map[string]string) (map[string]hold, bool) {
 	pins, err := ps.PinSummaries(ctx, id)
+	if err != nil && errors.Is(err, store.ErrUnavailable) && allConfirmed(forms, confirmed) {
+		// The same tools, with the same definitions, as the pins
+		// answered for last time: offered as then, and not remembered,
+		// so the next listing asks the store again.
+		return nil, false
+	}
 	if err != nil {
 		m.log.Warn("manager: read the tool pins; holding the server's tools", "server", id, "err", err)
 		held := map[string]hold{}
