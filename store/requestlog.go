@@ -160,6 +160,7 @@ func (p *Postgres) logLoop() {
 		defer cancel()
 		p.flushLog(ctx)
 	}
+	failed := false // the last flush: then wait the interval, full or not
 	for {
 		select {
 		case <-p.ctx.Done():
@@ -167,18 +168,36 @@ func (p *Postgres) logLoop() {
 			return
 		case <-l.wake:
 		}
-		t := time.NewTimer(l.interval)
+		// A full signal left from before the last flush took the queue
+		// is stale: the queue is looked at instead.
 		select {
-		case <-p.ctx.Done():
-			t.Stop()
-			last()
-			return
-		case <-t.C:
 		case <-l.full:
-			t.Stop()
+		default:
+		}
+		l.mu.Lock()
+		full := len(l.queue) >= requestLogBatch && !failed
+		l.mu.Unlock()
+		if !full {
+			t := time.NewTimer(l.interval)
+		wait:
+			for {
+				select {
+				case <-p.ctx.Done():
+					t.Stop()
+					last()
+					return
+				case <-t.C:
+					break wait
+				case <-l.full:
+					if !failed {
+						t.Stop()
+						break wait
+					}
+				}
+			}
 		}
 		ctx, cancel := context.WithTimeout(p.ctx, requestLogTimeout)
-		p.flushLog(ctx)
+		failed = p.flushLog(ctx) != nil
 		cancel()
 		l.mu.Lock()
 		if len(l.queue) > 0 {
