@@ -10,6 +10,7 @@ import (
 
 	"github.com/remotemcp/remotemcp/engine"
 	"github.com/remotemcp/remotemcp/gateway"
+	"github.com/remotemcp/remotemcp/internal/clocktest"
 	"github.com/remotemcp/remotemcp/internal/pgtest"
 	"github.com/remotemcp/remotemcp/internal/testkit"
 	"github.com/remotemcp/remotemcp/internal/testserver/fixture"
@@ -27,15 +28,20 @@ type logReplica struct {
 // startLogReplica opens the database at dsn as a replica whose shared
 // request log is written only in full batches or when flushed (its
 // interval is never up in a test), so that the test counts its writes.
-func startLogReplica(t *testing.T, ctx context.Context, dsn, keyDir string) *logReplica {
+func startLogReplica(t *testing.T, ctx context.Context, dsn, keyDir string, eo ...engine.Options) *logReplica {
 	t.Helper()
 	log := slog.New(slog.DiscardHandler)
+	o := engine.Options{Logger: log}
+	if len(eo) > 0 {
+		o = eo[0]
+		o.Logger = log
+	}
 	pg, err := store.OpenPostgres(ctx, dsn, store.PostgresOptions{KeyDir: keyDir, LogFlushInterval: time.Hour, Options: store.Options{Logger: log}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { pg.Close() })
-	r := &logReplica{pg: pg, gw: gateway.New(gateway.Options{DB: pg, Engine: engine.Options{Logger: log}, Logger: log})}
+	r := &logReplica{pg: pg, gw: gateway.New(gateway.Options{DB: pg, Engine: o, Logger: log})}
 	t.Cleanup(func() { r.gw.Close() })
 	return r
 }
@@ -234,5 +240,58 @@ func TestRequestLogDuringOutage(t *testing.T) {
 	}
 	if got := callConns(logOf(t, ctx, e)); len(got) != 4 {
 		t.Errorf("log after the outage: %d tools/call, want 4", len(got))
+	}
+}
+
+// A gateway's server that hibernates keeps its request log in the shared
+// one, not on the KV shelf (a write of the person's that every replica
+// would re-read), and its log still shows it all afterwards (issue #23,
+// issue #12).
+func TestRequestLogHibernatedOnGateway(t *testing.T) {
+	ctx := testkit.Context(t)
+	fx := testkit.StartFixture(t, fixture.Options{})
+	const check = time.Hour // told apart from other timers on the clock by its length
+	clock := clocktest.New(time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC))
+	a := startLogReplica(t, ctx, pgtest.DSN(t), t.TempDir(), engine.Options{IdleCheck: check, Clock: clock})
+	const alice = "alice@example.org"
+	e := addLogPerson(t, ctx, a, fx, alice)
+	idle := "1ms"
+	if _, err := e.UpdateServer(ctx, "fx", localapi.UpdateServerRequest{IdleTimeout: &idle}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		echoCall(t, ctx, e, i)
+	}
+	for n := 0; ; n++ {
+		s, err := e.Server(ctx, "fx")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.State == localapi.StateIdle {
+			break
+		}
+		if n == 10_000 {
+			t.Fatalf("the server is %s after %d idle checks, want idle", s.State, n)
+		}
+		testkit.WaitFor(t, "the idle check to be scheduled", func() bool { return clock.Pending(check) == 1 })
+		clock.Advance(check)
+		testkit.WaitFor(t, "the idle check to run", func() bool { return clock.Pending(check) == 1 })
+	}
+	var l []localapi.LogEntry
+	testkit.WaitFor(t, "the polite close (DELETE) in the log", func() bool {
+		l = logOf(t, ctx, e)
+		return len(l) > 0 && l[len(l)-1].HTTPMethod == "DELETE"
+	})
+	if got := callConns(l); len(got) != 3 {
+		t.Errorf("the hibernated server's log: %d tools/call, want 3: %+v", len(got), l)
+	}
+	if _, err := e.Store.GetKV(ctx, manager.LogNamespace, "fx"); err == nil {
+		t.Error("the request log was shelved in the KV table as well")
+	}
+	if err := a.pg.FlushRequestLog(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := logOf(t, ctx, e); !slices.Equal(got, l) {
+		t.Errorf("the log once written: %d entries, want the same %d", len(got), len(l))
 	}
 }
