@@ -9,7 +9,7 @@
 # failed. Only a failed install, or PostgreSQL failing to start, stops the
 # run.
 #
-# usage: scripts/test.sh [--quick]   (--quick: -short tests, no conformance)
+# usage: scripts/test.sh [--quick]   (--quick: -short tests, no conformance, no chaos test)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 quick=0
@@ -144,6 +144,15 @@ fi
 
 if [ $quick = 0 ] && [ -x scripts/conformance.sh ]; then
   check "MCP conformance suites (client and server mode)" scripts/conformance.sh
+fi
+
+# The replicas' chaos test (issue #23): its own PostgreSQL, three
+# replicas and HAProxy under load while a replica is killed, PostgreSQL
+# restarts and a replica freezes; about 3 minutes. After the Go tests, so
+# its load does not slow them down.
+if [ $quick = 0 ]; then
+  printf '\n==================== replicas: chaos test (scripts/chaos.sh) ====================\n' >&2
+  check "replicas chaos test (scripts/chaos.sh)" scripts/chaos.sh
 fi
 
 took=$((SECONDS - began))

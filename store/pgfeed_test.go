@@ -430,3 +430,47 @@ func TestNotifiedBounds(t *testing.T) {
 		t.Fatal("the delivery loop was not woken")
 	}
 }
+
+// While PostgreSQL is down, what a person is told is only that the
+// gateway's database is away: the driver's words (the database's socket,
+// user and name) go to the operator's log, once per outage stretch, not
+// into answers a person or a host reads (issue #23: people are
+// untrusted; the chaos test's outage errors showed the socket path).
+func TestPostgresUnavailableSaysNoMore(t *testing.T) {
+	ctx := context.Background()
+	cluster := pgtest.NewCluster(t)
+	dsn := cluster.DSN(t)
+	raw := pgOpenRaw(t, dsn)
+	logs := &syncBuffer{}
+	p := openReplica(t, dsn, t.TempDir(), noPoll, slog.New(slog.NewTextHandler(logs, nil)))
+	u := addUserT(t, p, "a@example.com")
+	s := userT(t, p, u.ID)
+	if _, err := raw.Exec(`CHECKPOINT`); err != nil {
+		t.Fatal(err)
+	}
+	cluster.Stop(t)
+	t.Cleanup(func() { cluster.Start(t) })
+	errs := map[string]error{}
+	_, errs["GetServer"] = s.GetServer(ctx, "x")
+	errs["PutKV"] = s.PutKV(ctx, "ns", "k", []byte(`1`))
+	_, errs["UserByEmail"] = p.UserByEmail(ctx, "a@example.com")
+	_, errs["AddUser"] = p.AddUser(ctx, "b@example.com")
+	_, errs["KVOwner"] = p.KVOwner(ctx, "mcp-http-tokens", "sha256", "x")
+	for op, err := range errs {
+		if !errors.Is(err, ErrUnavailable) {
+			t.Errorf("%s = %v, want ErrUnavailable", op, err)
+			continue
+		}
+		for _, leak := range []string{"user=", "database=", "dial", "/tmp", ".s.PGSQL", "postgres:"} {
+			if strings.Contains(err.Error(), leak) {
+				t.Errorf("%s's error shows %q: %v", op, leak, err)
+			}
+		}
+	}
+	if n := strings.Count(logs.String(), "the gateway's database cannot be reached"); n != 1 {
+		t.Errorf("the outage was logged %d times, want once for these five failures:\n%s", n, logs.String())
+	}
+	if !strings.Contains(logs.String(), ".s.PGSQL") {
+		t.Errorf("the operator's log lacks the driver's error:\n%s", logs.String())
+	}
+}

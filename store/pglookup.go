@@ -8,6 +8,7 @@ import (
 	"net"
 	"regexp"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
 )
@@ -29,19 +30,19 @@ func (p *Postgres) KVOwner(ctx context.Context, ns, field, value string) (string
 	q := fmt.Sprintf(`SELECT user_id FROM kv WHERE namespace = '%s' AND (value::jsonb ->> '%s') = $1 LIMIT 2`, ns, field)
 	rows, err := p.db.QueryContext(ctx, q, value)
 	if err != nil {
-		return "", fmt.Errorf("store: find the owner of a %s record: %w", ns, err)
+		return "", fmt.Errorf("store: find the owner of a %s record: %w", ns, p.root.unavailable(err))
 	}
 	defer rows.Close()
 	var users []string
 	for rows.Next() {
 		var u string
 		if err := rows.Scan(&u); err != nil {
-			return "", fmt.Errorf("store: find the owner of a %s record: %w", ns, err)
+			return "", fmt.Errorf("store: find the owner of a %s record: %w", ns, p.root.unavailable(err))
 		}
 		users = append(users, u)
 	}
 	if err := rows.Err(); err != nil {
-		return "", fmt.Errorf("store: find the owner of a %s record: %w", ns, err)
+		return "", fmt.Errorf("store: find the owner of a %s record: %w", ns, p.root.unavailable(err))
 	}
 	switch len(users) {
 	case 0:
@@ -78,9 +79,38 @@ func (s *DB) unavailable(err error) error {
 	var ce *pgconn.ConnectError
 	if errors.As(err, &ce) || errors.As(err, &ne) || errors.Is(err, driver.ErrBadConn) || pgconn.SafeToRetry(err) ||
 		errors.As(err, &pe) || strings.Contains(err.Error(), "broken pipe") || strings.Contains(err.Error(), "connection reset") {
-		return fmt.Errorf("%w (PostgreSQL %s: %v)", ErrUnavailable, s.path, err)
+		// The driver's words name the database's host, socket, user and
+		// database: the operator's, in the log; a person (whose request
+		// this answers, through the page or a host) is told only that
+		// the database is away.
+		if s.pg != nil {
+			s.pg.logUnavailable(err)
+		}
+		return &unavailableError{cause: err}
 	}
 	return err
+}
+
+// unavailableError is ErrUnavailable with the driver's error kept for
+// errors.As (never in its text).
+type unavailableError struct{ cause error }
+
+func (e *unavailableError) Error() string   { return ErrUnavailable.Error() }
+func (e *unavailableError) Unwrap() []error { return []error{ErrUnavailable, e.cause} }
+
+// unavailableLogEvery spaces the log lines of an outage: every request
+// fails alike while it lasts.
+const unavailableLogEvery = 5 * time.Second
+
+// logUnavailable logs why the database cannot be reached, at most once
+// per unavailableLogEvery.
+func (p *Postgres) logUnavailable(err error) {
+	now := time.Now().UnixNano()
+	last := p.unavailLogged.Load()
+	if now-last < int64(unavailableLogEvery) || !p.unavailLogged.CompareAndSwap(last, now) {
+		return
+	}
+	p.log.Warn("store: the gateway's database cannot be reached", "db", p.root.path, "err", err)
 }
 
 // ServerCounts returns how many servers each user has (users without one

@@ -10,6 +10,7 @@ import (
 	"hash/fnv"
 	"io/fs"
 	"log/slog"
+	"sync/atomic"
 
 	"os"
 	"path/filepath"
@@ -19,7 +20,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
-	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" database/sql driver
+	"github.com/jackc/pgx/v5/stdlib"
 )
 
 // pgMigrations is the schema history of a gateway's PostgreSQL database,
@@ -132,6 +133,27 @@ var pgMigrations = [][]string{
 // migrations of processes opening one database at once.
 const pgMigrateLock = 0x726d6370
 
+// idleInTransaction ends a pool connection's transaction that waits this
+// long for its next statement (PostgreSQL's
+// idle_in_transaction_session_timeout), unless the DSN sets it. A
+// replica that is frozen (SIGSTOP, a stalled VM) in the middle of a
+// write would otherwise hold the person's revision row, and with it
+// every replica's writes for that person, until it wakes; this way its
+// late write fails and the others go on. No transaction of ours waits
+// that long between statements (SecretLock sets its own, longer bound
+// for the token request it holds a row across).
+const idleInTransaction = "20s"
+
+// poolConfig is the pool connections' configuration: the DSN's, with
+// idleInTransaction.
+func poolConfig(cfg *pgx.ConnConfig) *pgx.ConnConfig {
+	c := cfg.Copy()
+	if _, ok := c.RuntimeParams["idle_in_transaction_session_timeout"]; !ok {
+		c.RuntimeParams["idle_in_transaction_session_timeout"] = idleInTransaction
+	}
+	return c
+}
+
 // DefaultPostgresPollInterval is how often a gateway's database is
 // polled for revisions when PostgresOptions.PollInterval is zero. Writes
 // arrive by LISTEN/NOTIFY at once, and the listener re-reads every
@@ -197,6 +219,9 @@ type Postgres struct {
 	// server process each time it listens.
 	onListen func(pid uint32)
 
+	// unavailLogged is when logUnavailable last logged (UnixNano).
+	unavailLogged atomic.Int64
+
 	// removed are told of users the feed found gone (OnUserRemoved).
 	rmu     sync.Mutex
 	removed []func(id string)
@@ -242,16 +267,11 @@ func OpenPostgres(ctx context.Context, dsn string, o PostgresOptions) (*Postgres
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, mkdirError(dir, err)
 	}
-	db, err := sql.Open("pgx", dsn)
-	if err != nil {
-		return nil, fmt.Errorf("store: open PostgreSQL %s: %w", where, err)
-	}
-	// The same parse as the pool's (sql.Open refused what it refuses).
 	pgcfg, err := pgx.ParseConfig(dsn)
 	if err != nil {
-		db.Close()
 		return nil, fmt.Errorf("store: open PostgreSQL %s: %w", where, err)
 	}
+	db := stdlib.OpenDB(*poolConfig(pgcfg))
 	db.SetMaxOpenConns(16)
 	db.SetMaxIdleConns(4)
 	log := o.Logger
@@ -490,7 +510,7 @@ func (p *Postgres) AddUser(ctx context.Context, email string) (UserInfo, error) 
 	res, err := p.db.ExecContext(ctx, `INSERT INTO users (id, email, created) VALUES ($1, $2, $3) ON CONFLICT (email) DO NOTHING`,
 		u.ID, u.Email, u.Created.UnixMilli())
 	if err != nil {
-		return UserInfo{}, fmt.Errorf("store: add user %s: %w", e, err)
+		return UserInfo{}, fmt.Errorf("store: add user %s: %w", e, p.root.unavailable(err))
 	}
 	if n, _ := res.RowsAffected(); n == 0 {
 		return UserInfo{}, fmt.Errorf("store: add user %s: %w", e, ErrDuplicate)
@@ -522,7 +542,7 @@ func (p *Postgres) userWhere(ctx context.Context, where string, arg string) (Use
 		return UserInfo{}, fmt.Errorf("store: user %q: %w", arg, ErrNotFound)
 	}
 	if err != nil {
-		return UserInfo{}, fmt.Errorf("store: user %q: %w", arg, err)
+		return UserInfo{}, fmt.Errorf("store: user %q: %w", arg, p.root.unavailable(err))
 	}
 	u.Created = time.UnixMilli(created).UTC()
 	return u, nil
@@ -532,7 +552,7 @@ func (p *Postgres) userWhere(ctx context.Context, where string, arg string) (Use
 func (p *Postgres) Users(ctx context.Context) ([]UserInfo, error) {
 	rows, err := p.db.QueryContext(ctx, `SELECT id, email, created FROM users ORDER BY email`)
 	if err != nil {
-		return nil, fmt.Errorf("store: list users: %w", err)
+		return nil, fmt.Errorf("store: list users: %w", p.root.unavailable(err))
 	}
 	defer rows.Close()
 	var out []UserInfo
@@ -542,13 +562,13 @@ func (p *Postgres) Users(ctx context.Context) ([]UserInfo, error) {
 			created int64
 		)
 		if err := rows.Scan(&u.ID, &u.Email, &created); err != nil {
-			return nil, fmt.Errorf("store: list users: %w", err)
+			return nil, fmt.Errorf("store: list users: %w", p.root.unavailable(err))
 		}
 		u.Created = time.UnixMilli(created).UTC()
 		out = append(out, u)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("store: list users: %w", err)
+		return nil, fmt.Errorf("store: list users: %w", p.root.unavailable(err))
 	}
 	return out, nil
 }
@@ -563,7 +583,7 @@ func (p *Postgres) Users(ctx context.Context) ([]UserInfo, error) {
 func (p *Postgres) RemoveUser(ctx context.Context, id string) error {
 	res, err := p.db.ExecContext(ctx, `DELETE FROM users WHERE id = $1`, id)
 	if err != nil {
-		return fmt.Errorf("store: remove user %q: %w", id, err)
+		return fmt.Errorf("store: remove user %q: %w", id, p.root.unavailable(err))
 	}
 	if n, _ := res.RowsAffected(); n == 0 {
 		return fmt.Errorf("store: remove user %q: %w", id, ErrNotFound)

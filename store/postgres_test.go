@@ -741,3 +741,63 @@ func TestPostgresKVOwnerUsesTheIndex(t *testing.T) {
 		t.Fatalf("the lookup does not use the index:\n%s", plan.String())
 	}
 }
+
+// A frozen replica must not hold a person's writes on every replica for
+// as long as it sleeps: the pool's connections end a transaction idle
+// for idleInTransaction (issue #23, chaos: SIGSTOP), unless the DSN sets
+// its own bound. The transaction is killed by PostgreSQL: its late write
+// fails, and another handle's write of the same person goes on.
+func TestPostgresIdleTransactionBound(t *testing.T) {
+	ctx := context.Background()
+	dsn := pgDSN(t)
+	p := openPostgresT(t, dsn, t.TempDir())
+	var got string
+	if err := p.DB().QueryRowContext(ctx, `SHOW idle_in_transaction_session_timeout`).Scan(&got); err != nil {
+		t.Fatal(err)
+	}
+	if got != idleInTransaction {
+		t.Errorf("pool's idle_in_transaction_session_timeout = %q, want %q", got, idleInTransaction)
+	}
+	sep := "?"
+	if strings.Contains(dsn, "?") {
+		sep = "&"
+	}
+	own := openPostgresT(t, dsn+sep+"idle_in_transaction_session_timeout=300ms", t.TempDir())
+	if err := own.DB().QueryRowContext(ctx, `SHOW idle_in_transaction_session_timeout`).Scan(&got); err != nil {
+		t.Fatal(err)
+	}
+	if got != "300ms" {
+		t.Errorf("the DSN's own bound was replaced: %q", got)
+	}
+	// With that short bound: a transaction that sleeps between statements
+	// is ended by the server, and holds nothing after.
+	tx, err := own.DB().BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.ExecContext(ctx, `SELECT 1`); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; ; i++ {
+		// Counts the server's verdict, not a clock: the connection is
+		// gone once PostgreSQL ended the idle transaction.
+		var n int
+		if i > 0 {
+			time.Sleep(100 * time.Millisecond)
+		}
+		var backends int
+		if err := p.DB().QueryRowContext(ctx, `SELECT count(*) FROM pg_stat_activity WHERE state = 'idle in transaction' AND datname = current_database()`).Scan(&backends); err != nil {
+			t.Fatal(err)
+		}
+		if backends == 0 {
+			if err := tx.QueryRowContext(ctx, `SELECT 1`).Scan(&n); err == nil {
+				t.Fatal("a transaction idle past its bound still answers")
+			}
+			tx.Rollback()
+			return
+		}
+		if i > 600 {
+			t.Fatal("PostgreSQL never ended the idle transaction")
+		}
+	}
+}

@@ -189,7 +189,11 @@ type Request struct {
 	Body          []byte     // raw body (registration JSON)
 	Authorization string
 	Status        int // the status answered
-	Time          time.Time
+	// Error is the OAuth error code the token endpoint answered
+	// ("invalid_grant"), "" for a success or another endpoint: what a
+	// test counts without parsing bodies.
+	Error string
+	Time  time.Time
 }
 
 // Server is a running authorization server.
@@ -218,17 +222,20 @@ type clientInfo struct {
 }
 
 type codeInfo struct {
-	clientID, redirectURI, challenge, method, resource string
-	scopes                                             []string
-	expires                                            time.Time
-	used                                               bool
+	clientID, redirectURI, challenge, method, resource, subject string
+	scopes                                                      []string
+	expires                                                     time.Time
+	used                                                        bool
 }
 
 type tokenInfo struct {
-	clientID, resource string
-	scopes             []string
-	expires            time.Time // zero: never
-	revoked            bool
+	clientID, resource, subject string
+	scopes                      []string
+	expires                     time.Time // zero: never
+	revoked                     bool
+	// presented counts the token requests that carried this refresh
+	// token (ReusedRefreshTokens).
+	presented int
 }
 
 // Start listens on a free loopback port and serves.
@@ -377,10 +384,49 @@ func (s *Server) RevokeRefreshTokens() {
 	}
 }
 
+// DefaultSubject is who an authorization request without a login_hint
+// signs in as.
+const DefaultSubject = "user"
+
+// Subject is the subject an access token was issued to: the login_hint of
+// the authorization request its grant came from (the person who approved:
+// a test's browser adds login_hint to the authorization URL to choose
+// who signs in, as a person would at a login form), or DefaultSubject.
+// ok is false for a token this server never issued. A resource server
+// (fixture.Options.Caller) uses it to say whose token a request carried,
+// so a test can count calls made with another person's sign-in.
+func (s *Server) Subject(accessToken string) (subject string, ok bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ti := s.access[accessToken]
+	if ti == nil {
+		return "", false
+	}
+	return ti.subject, true
+}
+
+// ReusedRefreshTokens returns the refresh tokens presented at the token
+// endpoint more than once, with how often. With rotation (the default)
+// each refresh token is good for one use, so a client that presents one
+// twice (two processes refreshing one grant at once) loses the grant:
+// tests of clients that share a grant require this to be empty.
+func (s *Server) ReusedRefreshTokens() map[string]int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := map[string]int{}
+	for rt, ti := range s.refresh {
+		if ti.presented > 1 {
+			out[rt] = ti.presented
+		}
+	}
+	return out
+}
+
 // recorder captures the status of a response.
 type recorder struct {
 	http.ResponseWriter
-	status int
+	status     int
+	oauthError string // set by tokenError
 }
 
 func (r *recorder) WriteHeader(code int) {
@@ -413,7 +459,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	rw := &recorder{ResponseWriter: w}
 	s.route(rw, r, rec)
-	rec.Status = rw.status
+	rec.Status, rec.Error = rw.status, rw.oauthError
 	s.mu.Lock()
 	s.requests = append(s.requests, rec)
 	s.mu.Unlock()
@@ -702,11 +748,15 @@ func (s *Server) authorize(w http.ResponseWriter, r *http.Request) {
 		fail("invalid_target", "resource is required")
 		return
 	}
+	subject := q.Get("login_hint")
+	if subject == "" {
+		subject = DefaultSubject
+	}
 	s.mu.Lock()
 	code := s.newID("code")
 	s.codes[code] = &codeInfo{
 		clientID: c.id, redirectURI: redirect, challenge: q.Get("code_challenge"), method: method,
-		resource: q.Get("resource"), scopes: strings.Fields(q.Get("scope")), expires: time.Now().Add(time.Minute),
+		resource: q.Get("resource"), subject: subject, scopes: strings.Fields(q.Get("scope")), expires: time.Now().Add(time.Minute),
 	}
 	s.mu.Unlock()
 	back.Set("code", code)
@@ -716,6 +766,9 @@ func (s *Server) authorize(w http.ResponseWriter, r *http.Request) {
 
 // tokenError answers an RFC 6749 §5.2 error.
 func tokenError(w http.ResponseWriter, status int, code, desc string) {
+	if rw, ok := w.(*recorder); ok {
+		rw.oauthError = code
+	}
 	writeJSON(w, status, map[string]string{"error": code, "error_description": desc})
 }
 
@@ -794,7 +847,10 @@ func (s *Server) token(w http.ResponseWriter, r *http.Request, rec Request) {
 		tokenError(w, http.StatusBadRequest, "invalid_target", "resource is required")
 		return
 	}
-	var scopes []string
+	var (
+		scopes  []string
+		subject string
+	)
 	switch form.Get("grant_type") {
 	case "authorization_code":
 		s.mu.Lock()
@@ -818,10 +874,13 @@ func (s *Server) token(w http.ResponseWriter, r *http.Request, rec Request) {
 			tokenError(w, http.StatusBadRequest, "invalid_target", "resource differs from the authorization request")
 			return
 		}
-		scopes = ci.scopes
+		scopes, subject = ci.scopes, ci.subject
 	case "refresh_token":
 		s.mu.Lock()
 		ti := s.refresh[form.Get("refresh_token")]
+		if ti != nil {
+			ti.presented++
+		}
 		ok := ti != nil && !ti.revoked && ti.clientID == c.id
 		if ok && ti.resource != resource {
 			s.mu.Unlock()
@@ -836,7 +895,7 @@ func (s *Server) token(w http.ResponseWriter, r *http.Request, rec Request) {
 			tokenError(w, http.StatusBadRequest, "invalid_grant", "unknown or revoked refresh token")
 			return
 		}
-		scopes = ti.scopes
+		scopes, subject = ti.scopes, ti.subject
 	default:
 		tokenError(w, http.StatusBadRequest, "unsupported_grant_type", "")
 		return
@@ -848,7 +907,7 @@ func (s *Server) token(w http.ResponseWriter, r *http.Request, rec Request) {
 	}
 	s.mu.Lock()
 	at := s.newID("at")
-	s.access[at] = &tokenInfo{clientID: c.id, resource: resource, scopes: scopes, expires: time.Now().Add(ttl)}
+	s.access[at] = &tokenInfo{clientID: c.id, resource: resource, subject: subject, scopes: scopes, expires: time.Now().Add(ttl)}
 	resp := map[string]any{
 		"access_token": at,
 		"token_type":   "Bearer",
@@ -860,7 +919,7 @@ func (s *Server) token(w http.ResponseWriter, r *http.Request, rec Request) {
 			resp["refresh_token"] = form.Get("refresh_token")
 		} else {
 			rt := s.newID("rt")
-			s.refresh[rt] = &tokenInfo{clientID: c.id, resource: resource, scopes: scopes}
+			s.refresh[rt] = &tokenInfo{clientID: c.id, resource: resource, subject: subject, scopes: scopes}
 			resp["refresh_token"] = rt
 		}
 	}

@@ -271,3 +271,80 @@ func TestRequiredScopesFor(t *testing.T) {
 		}
 	}
 }
+
+// The chaos test's counters (issue #23): who a token was issued to (the
+// authorization request's login_hint, carried through refreshes), which
+// refresh tokens were presented twice, and the OAuth error of each token
+// request.
+func TestSubjectReuseAndErrorCounters(t *testing.T) {
+	s := start(t, Options{})
+	s.AddClient("c1", "", "none")
+	const res = "http://127.0.0.1:1/mcp"
+	const verifier = "verifier-verifier-verifier-verifier-0123"
+	tok := s.Issuer() + "/token"
+	sum := sha256.Sum256([]byte(verifier))
+	code := func(hint string) string {
+		q := url.Values{"response_type": {"code"}, "client_id": {"c1"}, "redirect_uri": {"http://127.0.0.1:7717/mcp-oauth"},
+			"code_challenge": {base64.RawURLEncoding.EncodeToString(sum[:])}, "code_challenge_method": {"S256"}, "resource": {res}}
+		if hint != "" {
+			q.Set("login_hint", hint)
+		}
+		resp, err := noRedirect.Get(s.Issuer() + "/authorize?" + q.Encode())
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		loc, _ := url.Parse(resp.Header.Get("Location"))
+		return loc.Query().Get("code")
+	}
+	exchange := func(c string) (string, string) {
+		st, m := postForm(t, tok, url.Values{"grant_type": {"authorization_code"}, "code": {c}, "client_id": {"c1"},
+			"redirect_uri": {"http://127.0.0.1:7717/mcp-oauth"}, "code_verifier": {verifier}, "resource": {res}})
+		if st != 200 {
+			t.Fatalf("exchange: %d %v", st, m)
+		}
+		return m["access_token"].(string), m["refresh_token"].(string)
+	}
+	refresh := func(rt string) (int, map[string]any) {
+		return postForm(t, tok, url.Values{"grant_type": {"refresh_token"}, "refresh_token": {rt}, "client_id": {"c1"}, "resource": {res}})
+	}
+
+	atAlice, rtAlice := exchange(code("alice"))
+	atNobody, _ := exchange(code(""))
+	if sub, ok := s.Subject(atAlice); !ok || sub != "alice" {
+		t.Fatalf("alice's token: %q %v", sub, ok)
+	}
+	if sub, ok := s.Subject(atNobody); !ok || sub != DefaultSubject {
+		t.Fatalf("a token without login_hint: %q %v", sub, ok)
+	}
+	if _, ok := s.Subject("made-up"); ok {
+		t.Fatal("a made-up token has a subject")
+	}
+	if len(s.ReusedRefreshTokens()) != 0 {
+		t.Fatalf("reuse before any refresh: %v", s.ReusedRefreshTokens())
+	}
+	st, m := refresh(rtAlice)
+	if st != 200 {
+		t.Fatalf("refresh: %d %v", st, m)
+	}
+	if sub, _ := s.Subject(m["access_token"].(string)); sub != "alice" {
+		t.Fatalf("the refreshed token is %q's", sub)
+	}
+	if len(s.ReusedRefreshTokens()) != 0 {
+		t.Fatalf("one use counted as reuse: %v", s.ReusedRefreshTokens())
+	}
+	// The rotated-out token presented again: invalid_grant, and counted.
+	if st, m := refresh(rtAlice); st != 400 || m["error"] != "invalid_grant" {
+		t.Fatalf("reuse: %d %v", st, m)
+	}
+	if got := s.ReusedRefreshTokens(); len(got) != 1 || got[rtAlice] != 2 {
+		t.Fatalf("reused: %v", got)
+	}
+	var errs []string
+	for _, r := range s.RequestsTo("/token") {
+		errs = append(errs, r.Error)
+	}
+	if strings.Join(errs, ",") != ",,,invalid_grant" {
+		t.Fatalf("errors recorded: %q", errs)
+	}
+}
