@@ -15,6 +15,13 @@ import (
 // (R5.3, SPEC B1).
 const LogSize = 50
 
+// The shared log of a gateway keeps as many (store.RequestLogSize): a
+// compile-time check that the two stay equal.
+const (
+	_ = uint(LogSize - store.RequestLogSize)
+	_ = uint(store.RequestLogSize - LogSize)
+)
+
 // requestLog is a server's ring of its last LogSize exchanges, across
 // reconnects. It has its own lock: it is written on every request.
 type requestLog struct {

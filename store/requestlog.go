@@ -90,6 +90,7 @@ type requestLogs struct {
 	next      uint64   // the number of the next entry
 	stats     RequestLogStats
 	unsaid    int64 // dropped since the last warning
+	failing   bool  // the last flush failed (said once)
 	wake      chan struct{}
 	full      chan struct{}
 	done      chan struct{}
@@ -138,11 +139,11 @@ func (p *Postgres) appendLog(user, server string, at time.Time, entry []byte) {
 	}
 }
 
-// dropOverLocked drops the oldest queued entries beyond the bound. l.mu
-// held.
+// dropOverLocked drops the oldest queued entries beyond the bound (the
+// batch being written meanwhile is bounded alike: at most twice the
+// bound in memory). l.mu held.
 func (l *requestLogs) dropOverLocked() {
-	if over := len(l.queue) + len(l.inflight) - l.max; over > 0 {
-		over = min(over, len(l.queue))
+	if over := len(l.queue) - l.max; over > 0 {
 		l.queue = slices.Delete(l.queue, 0, over)
 		l.stats.Dropped += int64(over)
 		l.unsaid += int64(over)
@@ -253,14 +254,21 @@ func (p *Postgres) flushLog(ctx context.Context) error {
 	unsaid := l.unsaid
 	l.unsaid = 0
 	waiting := len(l.queue)
+	wasFailing := l.failing
+	l.failing = err != nil
 	l.mu.Unlock()
 	if unsaid > 0 {
 		p.log.Warn("store: the shared request log's queue is full (PostgreSQL unreachable?); dropped the oldest entries",
 			"dropped", unsaid, "waiting", waiting)
 	}
 	if err != nil {
-		p.log.Warn("store: write the shared request log; trying again", "entries", len(batch), "err", err)
+		if !wasFailing { // once per outage, not once a second
+			p.log.Warn("store: write the shared request log; trying again", "entries", len(batch), "err", err)
+		}
 		return fmt.Errorf("store: write the shared request log: %w", err)
+	}
+	if wasFailing {
+		p.log.Info("store: the shared request log is written again", "entries", len(batch))
 	}
 	return nil
 }
