@@ -74,6 +74,11 @@ var ErrInvalidOrigin = errors.New("invalid origin")
 //     how long a revoke made by another process can lag. A revoke through
 //     this Broker takes effect at once. If the feed ends (Close, or the
 //     store closed), the broker stops caching and reads the KV every time.
+//
+// While the store cannot be reached (store.ErrUnavailable: a gateway's
+// PostgreSQL restarting), a grant this broker read from it within the
+// last staleGrace is still taken, so the requests of connected servers go
+// on; everything else fails closed as before.
 type Broker struct {
 	kv         KV
 	ask        func(context.Context, PermissionRequiredError) bool
@@ -88,11 +93,20 @@ type Broker struct {
 	cache map[string]struct{}
 	// gen is bumped whenever the cache is cleared or an entry removed, so a
 	// check that read the KV before that does not put back a stale "yes".
-	gen     uint64
-	feed    <-chan store.Change
-	started bool // Subscribe was called (or never will be: closed)
-	dead    bool // feed ended: no caching from now on
-	cancel  context.CancelFunc
+	gen  uint64
+	feed <-chan store.Change
+	// confirmed is when each origin's grant was last read from the
+	// store. It outlives the cache's clearing by writes the feed cannot
+	// attribute, and is used only while the store cannot be reached
+	// (store.ErrUnavailable: a gateway's PostgreSQL restarting), so the
+	// calls of connected servers go on (issue #23). A revoke through this
+	// broker or a read that finds no grant ends it (a revoke by another
+	// process is seen at the next read that reaches the store);
+	// staleGrace bounds it.
+	confirmed map[string]time.Time
+	started   bool // Subscribe was called (or never will be: closed)
+	dead      bool // feed ended: no caching from now on
+	cancel    context.CancelFunc
 
 	// pmu serializes this Broker's read-modify-write of pending entries.
 	// Across processes the updates may race; the worst outcome is a lost
@@ -110,6 +124,7 @@ func New(kv KV, opts Options) *Broker {
 		now:        opts.Now,
 		maxPending: opts.MaxPending,
 		cache:      make(map[string]struct{}),
+		confirmed:  make(map[string]time.Time),
 	}
 	if b.now == nil {
 		b.now = time.Now
@@ -134,6 +149,7 @@ func (b *Broker) Close() error {
 	}
 	b.feed = nil
 	clear(b.cache)
+	clear(b.confirmed)
 	b.gen++
 	return nil
 }
@@ -161,6 +177,7 @@ func (b *Broker) cacheUsableLocked() bool {
 			if !ok {
 				b.dead, b.feed = true, nil
 				clear(b.cache)
+				clear(b.confirmed)
 				b.gen++
 				return false
 			}
@@ -172,6 +189,19 @@ func (b *Broker) cacheUsableLocked() bool {
 			return true
 		}
 	}
+}
+
+// staleGrace is how long after its last reading a grant is still taken
+// while the store cannot be reached.
+const staleGrace = 5 * time.Minute
+
+// stillConfirmed reports whether origin's grant was read from the store
+// within staleGrace, for a check made while the store cannot be reached.
+func (b *Broker) stillConfirmed(origin string) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	at, ok := b.confirmed[origin]
+	return ok && !b.dead && b.now().Sub(at) < staleGrace
 }
 
 // allowed reports whether the canonical origin has a grant.
@@ -187,9 +217,15 @@ func (b *Broker) allowed(ctx context.Context, origin string) (bool, error) {
 
 	v, err := b.kv.GetKV(ctx, NamespaceGrants, origin)
 	if errors.Is(err, store.ErrNotFound) {
+		b.mu.Lock()
+		delete(b.confirmed, origin)
+		b.mu.Unlock()
 		return false, nil
 	}
 	if err != nil {
+		if errors.Is(err, store.ErrUnavailable) && b.stillConfirmed(origin) {
+			return true, nil
+		}
 		return false, fmt.Errorf("read grant: %w", err)
 	}
 	if _, err := decodeGrant(origin, v); err != nil {
@@ -199,6 +235,7 @@ func (b *Broker) allowed(ctx context.Context, origin string) (bool, error) {
 	b.mu.Lock()
 	if useCache && b.gen == gen && !b.dead {
 		b.cache[origin] = struct{}{}
+		b.confirmed[origin] = b.now()
 	}
 	b.mu.Unlock()
 	return true, nil
@@ -323,6 +360,7 @@ func (b *Broker) Revoke(ctx context.Context, origin string) error {
 	// then sees gen moved and does not cache it again.
 	b.mu.Lock()
 	delete(b.cache, o)
+	delete(b.confirmed, o)
 	b.gen++
 	b.mu.Unlock()
 	if err != nil {

@@ -17,12 +17,13 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/remotemcp/remotemcp/config"
+	"github.com/remotemcp/remotemcp/internal/pgtest"
 	"github.com/remotemcp/remotemcp/internal/testkit"
 	"github.com/remotemcp/remotemcp/store"
 )
 
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
+	goleak.VerifyTestMain(pgtest.Wrap(m))
 }
 
 // testPoll keeps cross-process tests fast.

@@ -85,6 +85,18 @@ type hold struct {
 	why        string
 	hash       string
 	unpinnable bool
+	// unread: held only because the pins could not be read (the store
+	// is away); nothing for a person to review, and it passes by itself.
+	unread bool
+}
+
+// notOffered is the person's text for a tool held for another reason
+// than a changed definition.
+func (h hold) notOffered() string {
+	if h.unread {
+		return "is not offered while its pin cannot be read (" + h.why + "); it comes back by itself"
+	}
+	return unpinnableWhy(h.why)
 }
 
 // unpinnableWhy is the person's text for a tool that cannot be pinned.
@@ -184,7 +196,7 @@ func (e *entry) unpinnableLocked() map[string]string {
 			if out == nil {
 				out = map[string]string{}
 			}
-			out[name] = unpinnableWhy(h.why)
+			out[name] = h.notOffered()
 		}
 	}
 	return out
@@ -258,7 +270,7 @@ func (m *Manager) view(ctx context.Context, e *entry, raw *session.Catalog) (*se
 				if c.Unpinnable == nil {
 					c.Unpinnable = map[string]string{}
 				}
-				c.Unpinnable[name] = unpinnableWhy(h.why)
+				c.Unpinnable[name] = h.notOffered()
 			}
 		}
 		view = &c
@@ -324,7 +336,7 @@ func (m *Manager) evaluate(ctx context.Context, ps PinStore, id string, trusted 
 		m.log.Warn("manager: read the tool pins; holding the server's tools", "server", id, "err", err)
 		held := map[string]hold{}
 		for _, f := range forms {
-			held[f.name] = hold{why: "its pin could not be read: " + err.Error()}
+			held[f.name] = hold{why: err.Error(), unpinnable: true, unread: true}
 		}
 		return held, false
 	}
@@ -412,7 +424,7 @@ func (m *Manager) heldError(ctx context.Context, id string, sess *session.Sessio
 	case !held:
 		return nil
 	case h.unpinnable:
-		return fmt.Errorf("%w: %s", ErrToolUnpinnable, unpinnableWhy(h.why))
+		return fmt.Errorf("%w: %s", ErrToolUnpinnable, h.notOffered())
 	}
 	return &HeldError{ServerID: id, Tool: tool, Hash: h.hash, Why: h.why}
 }

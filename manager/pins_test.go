@@ -341,7 +341,9 @@ func TestPinStoreUnreadableHoldsAll(t *testing.T) {
 		t.Fatalf("catalog with unreadable pins: %d tools, held %v, same view %t", len(c1.Tools), c1.HeldTools, c1 == c2)
 	}
 	_, err = m.CallTool(ctx, "fs", "read", json.RawMessage(`{"path":"a"}`), session.CallOptions{})
-	if !errors.Is(err, ErrToolHeld) || !strings.Contains(err.Error(), "could not be read") {
+	// Not "the server changed its definition": nothing is there to review
+	// (the chaos test's PostgreSQL restart showed hosts that text).
+	if !errors.Is(err, ErrToolHeld) || errors.As(err, new(*HeldError)) || !strings.Contains(err.Error(), "while its pin cannot be read") {
 		t.Fatalf("call with unreadable pins: %v", err)
 	}
 	if n := rs.calls.Load(); n != 0 {
