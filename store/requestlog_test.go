@@ -243,3 +243,33 @@ func TestRequestLogOutage(t *testing.T) {
 		t.Errorf("after the outage: %v, want the 10 that waited", got)
 	}
 }
+
+// A replica that closes writes what it still queued first, so the
+// others show it.
+func TestRequestLogWrittenOnClose(t *testing.T) {
+	ctx := context.Background()
+	dsn, keyDir := pgDSN(t), t.TempDir()
+	a, b := openLogReplica(t, dsn, keyDir, noPoll), openLogReplica(t, dsn, keyDir, noPoll)
+	u := addUserT(t, a, "alice@example.com")
+	sa, sb := userT(t, a, u.ID), userT(t, b, u.ID)
+	if err := sa.AddServer(ctx, noneServer("fx", "https://fx.example.com/mcp")); err != nil {
+		t.Fatal(err)
+	}
+	base := time.Now()
+	for i := range 3 {
+		sa.AppendRequestLog("fx", base.Add(time.Duration(i)*time.Microsecond), entryN(i))
+	}
+	if got := logNumbers(t, sb, "fx"); len(got) != 0 {
+		t.Fatalf("B shows %v before A wrote anything", got)
+	}
+	if err := a.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got := logNumbers(t, sb, "fx"); !slices.Equal(got, []int{0, 1, 2}) {
+		t.Errorf("B after A closed: %v, want [0 1 2]", got)
+	}
+	sa.AppendRequestLog("fx", base, entryN(9)) // closed: ignored, no writer started again
+	if st := a.RequestLogStats(); st.Written != 3 || st.Waiting != 0 {
+		t.Errorf("A after Close: %+v", st)
+	}
+}
