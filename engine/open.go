@@ -246,6 +246,11 @@ func Open(ctx context.Context, o Options) (*Engine, error) {
 		Catalogs: manager.KVShelf{KV: st}, Logs: manager.KVShelf{KV: st}, IdleCheck: o.IdleCheck,
 		BackoffBase: o.BackoffBase, BackoffMax: o.BackoffMax, Clock: o.Clock,
 	}
+	if st.SharesRequestLog() {
+		// A gateway: the request log is the person's across replicas
+		// (issue #23), kept in PostgreSQL.
+		mo.SharedLog = manager.StoreLog{Store: st, Logger: log}
+	}
 	if mo.Elicit == nil {
 		cards, err := elicit.Open(ctx, st, elicit.Options{Logger: o.Logger})
 		if err != nil {

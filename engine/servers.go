@@ -844,9 +844,16 @@ func (c *Engine) Disconnect(ctx context.Context, id string) (*localapi.Server, e
 // Log returns the server's last HTTP exchanges, oldest first (R5.3):
 // metadata only, redacted, never a header or a body. A lazy engine (one
 // command) that has not talked to the server yet connects it first to
-// record the handshake, or where it failed.
+// record the handshake, or where it failed. While a gateway's database
+// cannot be reached, the log this engine holds in memory of a server it
+// knows still answers (manager.Manager.Log), as its calls go on.
 func (c *Engine) Log(ctx context.Context, id string) ([]localapi.LogEntry, error) {
 	v, err := c.serverView(ctx, id)
+	if errors.Is(err, store.ErrUnavailable) {
+		if l, lerr := logOf(c.Manager.Log(id)); lerr == nil && l != nil {
+			return l, nil
+		}
+	}
 	if err != nil {
 		return nil, fail(err)
 	}

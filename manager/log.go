@@ -3,14 +3,24 @@ package manager
 import (
 	"context"
 	"encoding/json"
+	"log/slog"
 	"sync"
+	"time"
 
 	"github.com/remotemcp/remotemcp/session"
+	"github.com/remotemcp/remotemcp/store"
 )
 
 // LogSize is how many HTTP exchanges the request log keeps per server
 // (R5.3, SPEC B1).
 const LogSize = 50
+
+// The shared log of a gateway keeps as many (store.RequestLogSize): a
+// compile-time check that the two stay equal.
+const (
+	_ = uint(LogSize - store.RequestLogSize)
+	_ = uint(store.RequestLogSize - LogSize)
+)
 
 // requestLog is a server's ring of its last LogSize exchanges, across
 // reconnects. It has its own lock: it is written on every request.
@@ -75,23 +85,111 @@ func (l *requestLog) snapshot() []session.Exchange {
 // (an OAuth request) to its request log; unknown ids are ignored.
 func (m *Manager) RecordExchange(id string, ex session.Exchange) {
 	if e := m.entry(id); e != nil {
-		e.ext().log.add(ex)
+		m.record(e.id, e.ext(), ex)
+	}
+}
+
+// record adds an exchange to the server's log in memory and, in a
+// gateway, to the log the replicas share (queued: no I/O here).
+func (m *Manager) record(id string, x *extra, ex session.Exchange) {
+	x.log.add(ex)
+	if m.o.SharedLog != nil {
+		m.o.SharedLog.AppendLog(id, ex)
 	}
 }
 
 // Log returns the server's last LogSize HTTP exchanges, oldest first:
 // method, JSON-RPC method, status, time and a redacted error — never a
 // header or a body, so never a secret.
+//
+// With a SharedLog (a gateway's replicas, issue #23) they are the
+// exchanges of every replica, this one's not yet written included. When
+// the shared log cannot be read (PostgreSQL unreachable) Log falls back
+// to the exchanges this process made itself and still holds in memory —
+// none for a server that hibernated meanwhile, whose log is not kept in
+// memory then (see shelve) — and says so in the process's log.
 func (m *Manager) Log(id string) ([]session.Exchange, error) {
 	e, err := m.lookup(id)
 	if err != nil {
 		return nil, err
+	}
+	if m.o.SharedLog != nil {
+		ctx, cancel := context.WithTimeout(m.ctx, cacheTimeout)
+		got, err := m.o.SharedLog.ReadLog(ctx, id, LogSize)
+		cancel()
+		if err == nil {
+			return got, nil
+		}
+		m.log.Warn("manager: read the shared request log; showing this replica's own exchanges", "server", id, "err", err)
 	}
 	x := e.peek()
 	if x == nil {
 		return []session.Exchange{}, nil // never logged anything
 	}
 	return x.log.snapshot(), nil
+}
+
+// SharedLog is a request log the replicas of a gateway share (issue #23:
+// a person's page on any replica shows the exchanges her hosts made
+// through all of them). Nil in Options (a personal engine): each
+// process keeps its own log in memory, as before.
+type SharedLog interface {
+	// AppendLog adds an exchange of server id. It is called on the
+	// path of every request: it must neither block nor do I/O.
+	AppendLog(id string, ex session.Exchange)
+	// ReadLog returns the server's last n exchanges of all replicas,
+	// oldest first.
+	ReadLog(ctx context.Context, id string, n int) ([]session.Exchange, error)
+}
+
+// LogStore is what StoreLog needs of a store: *store.DB of a gateway
+// user (store.DB.SharesRequestLog).
+type LogStore interface {
+	AppendRequestLog(serverID string, at time.Time, entry []byte)
+	RequestLog(ctx context.Context, serverID string, n int) ([]store.RequestLogEntry, error)
+}
+
+// StoreLog is the SharedLog kept in a gateway's database: each
+// exchange as its JSON (metadata only, redacted). An entry that does not
+// decode (written by something else, damaged) is skipped and said in
+// Logger, not fatal: one bad row must not hide the rest of the log.
+type StoreLog struct {
+	Store  LogStore
+	Logger *slog.Logger // nil: skips silently
+}
+
+var _ SharedLog = StoreLog{}
+
+// AppendLog queues the exchange's JSON in the store.
+func (s StoreLog) AppendLog(id string, ex session.Exchange) {
+	b, err := json.Marshal(ex)
+	if err != nil {
+		return // only plain fields: cannot happen
+	}
+	s.Store.AppendRequestLog(id, ex.Time, b)
+}
+
+// ReadLog reads the shared log and decodes it, skipping what does not
+// decode.
+func (s StoreLog) ReadLog(ctx context.Context, id string, n int) ([]session.Exchange, error) {
+	rows, err := s.Store.RequestLog(ctx, id, n)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]session.Exchange, 0, len(rows))
+	bad := 0
+	for _, r := range rows {
+		var ex session.Exchange
+		if err := json.Unmarshal(r.Entry, &ex); err != nil {
+			bad++
+			continue
+		}
+		out = append(out, ex)
+	}
+	if bad > 0 && s.Logger != nil {
+		s.Logger.Warn("manager: skipped entries of the shared request log that do not decode", "server", id, "skipped", bad)
+	}
+	return out, nil
 }
 
 // LogShelf keeps the request logs of idle servers out of memory (in the
@@ -105,8 +203,14 @@ type LogShelf interface {
 
 // shelve moves a server's request log to the shelf; the next exchange or
 // look at the log brings it back. A failure keeps it in memory.
+//
+// With a SharedLog the log is dropped from memory instead: the shared
+// log has it (or its queue, until written), and Log reads it from there.
+// Shelving it too would be a write of the person's settings (the KV
+// table bumps the revision, and every replica would re-read her state)
+// for a copy only Log's fallback would ever read.
 func (m *Manager) shelve(e *entry) {
-	if m.o.Logs == nil {
+	if m.o.Logs == nil && m.o.SharedLog == nil {
 		return
 	}
 	x := e.peek()
@@ -116,6 +220,12 @@ func (m *Manager) shelve(e *entry) {
 	l := &x.log
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if m.o.SharedLog != nil {
+		if l.unshelve == nil {
+			l.ring, l.next = nil, 0
+		}
+		return
+	}
 	if l.unshelve != nil || len(l.ring) == 0 {
 		return
 	}

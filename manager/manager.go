@@ -149,6 +149,10 @@ type Options struct {
 	// logs (see LogShelf); nil keeps them in memory.
 	Catalogs CatalogCache
 	Logs     LogShelf
+	// SharedLog, when set (a gateway's replicas), receives every
+	// exchange besides the log in memory, and Log reads it (see
+	// SharedLog); nil: the log is this process's alone.
+	SharedLog SharedLog
 	// IdleCheck is how often idle sessions are looked for (default 15 s),
 	// on Clock.
 	IdleCheck time.Duration
@@ -596,13 +600,13 @@ func (m *Manager) attemptOnce(e *entry, a *attempt) error {
 		ProtocolVersion: m.o.ProtocolVersion,
 		Logger:          m.log,
 		OnCatalog:       func(connID string, c *session.Catalog) { m.onCatalog(e, connID, c) },
-		OnExchange:      x.log.add,
+		OnExchange:      func(ex session.Exchange) { m.record(e.id, x, ex) },
 		OnLog: func(l session.LogMessage) {
 			msg := l.Text
 			if l.Logger != "" {
 				msg = l.Logger + ": " + msg
 			}
-			x.log.add(session.Exchange{Time: l.Time, Kind: "log", Level: l.Level, Message: msg})
+			m.record(e.id, x, session.Exchange{Time: l.Time, Kind: "log", Level: l.Level, Message: msg})
 			if m.o.OnLog != nil {
 				m.o.OnLog(e.id, l)
 			}

@@ -112,6 +112,21 @@ var pgMigrations = [][]string{
 		)`,
 		`CREATE INDEX oauth_flows_expires ON oauth_flows (expires)`,
 	},
+	// 5: the request log the replicas share (requestlog.go; issue #23),
+	// the last RequestLogSize entries per (user, server), trimmed as
+	// they are written. Not a change of the user's: no revision.
+	{
+		`CREATE TABLE request_log (
+			user_id   TEXT NOT NULL REFERENCES users (id) ON DELETE CASCADE,
+			server_id TEXT NOT NULL,
+			seq       BIGSERIAL PRIMARY KEY, -- order of writing, after at
+			at        BIGINT NOT NULL,       -- the exchange's time, unix µs
+			ref       TEXT NOT NULL,         -- the writing process and its number for the entry
+			entry     TEXT NOT NULL,         -- JSON of a session.Exchange: metadata only, redacted
+			FOREIGN KEY (user_id, server_id) REFERENCES servers (user_id, id) ON DELETE CASCADE
+		)`,
+		`CREATE INDEX request_log_last ON request_log (user_id, server_id, at, seq)`,
+	},
 }
 
 // pgMigrateLock is the advisory lock key ("rmcp") that serializes
@@ -157,6 +172,10 @@ type PostgresOptions struct {
 	// OnWait is told each time the database cannot be reached yet and
 	// OpenPostgres waits before trying again (nil: only the Logger is).
 	OnWait func(err error, retryIn time.Duration)
+	// LogFlushInterval is how long an entry of the shared request log
+	// may wait in this process before it is written (requestlog.go;
+	// zero: DefaultLogFlushInterval). A full batch is written at once.
+	LogFlushInterval time.Duration
 }
 
 // Postgres is a gateway's database (SPEC §9 A11): its users, and for each
@@ -177,8 +196,9 @@ type Postgres struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 
-	locks pgLocks  // this process's advisory locks (pglock.go)
-	rows  rowSlots // connections SecretLock may hold at once (secretlock.go)
+	locks pgLocks     // this process's advisory locks (pglock.go)
+	logs  requestLogs // the shared request log's queue and writer (requestlog.go)
+	rows  rowSlots    // connections SecretLock may hold at once (secretlock.go)
 
 	mu      sync.Mutex
 	open    map[*DB]struct{} // users' DBs handed out by User and not closed yet
@@ -271,6 +291,7 @@ func OpenPostgres(ctx context.Context, dsn string, o PostgresOptions) (*Postgres
 		p.poll = DefaultPostgresPollInterval
 	}
 	p.ctx, p.cancel = context.WithCancel(context.Background())
+	p.logs.init(o.LogFlushInterval)
 	p.locks.init(pgcfg, log, where)
 	p.root = p.newDB("", dir, where)
 	if err := p.init(ctx, dir); err != nil {
@@ -673,6 +694,7 @@ func (p *Postgres) Close() error {
 	for _, s := range open {
 		s.Close()
 	}
+	p.closeLog() // its last flush, before the pool closes
 	p.locks.close()
 	if err := p.db.Close(); err != nil {
 		return fmt.Errorf("store: close PostgreSQL: %w", err)
