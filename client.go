@@ -302,6 +302,19 @@ func (c *Client) ServeCallbacks(port int) {
 	c.e.ServeCallbacks(port)
 }
 
+// ServeCallbacksAt tells the engine that its owner serves redirectURI (a
+// gateway's public page URL + /mcp-oauth): every sign-in uses it as its
+// redirect URI from then on; "" goes back to loopback (see
+// engine.Engine.ServeCallbacksAt).
+func (c *Client) ServeCallbacksAt(redirectURI string) { c.e.ServeCallbacksAt(redirectURI) }
+
+// CompleteSharedAuthorization completes a sign-in another replica of a
+// gateway started, from its record in the gateway's database (see
+// engine.Engine.CompleteSharedAuthorization).
+func (c *Client) CompleteSharedAuthorization(ctx context.Context, query url.Values) (*localapi.AuthFlow, error) {
+	return c.e.CompleteSharedAuthorization(ctx, query)
+}
+
 // ServersChanged makes the engine take the store's servers now (see
 // engine.Engine.ServersChanged).
 func (c *Client) ServersChanged(ctx context.Context) { c.e.ServersChanged(ctx) }

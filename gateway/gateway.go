@@ -434,20 +434,13 @@ func (g *Gateway) openEngines() []*engine.Engine {
 // TokenOwner returns the id of the user whose host token tok is
 // (frontend.Tokens keeps only its hash); ErrNoUser when it is no one's.
 //
-// A token's owner never changes, so once found it is remembered: a host's
-// requests cost no query here (issue #23 benchmark: it was one statement
-// per call). The owner's front end checks the token itself on every
-// request (frontend.Tokens, kept current by the change feed), so a
-// revoked token stays refused; a removed person's tokens are forgotten
-// (userGone). The same memory answers while the database cannot.
+// While the database cannot answer, a token whose owner was found before
+// keeps its owner: the owner's front end checks the token itself (with
+// its own grace, frontend.StaleGrace), so a revoked token stays refused.
+// (Remembering owners always would save the query each host request
+// costs, but a revoked token would keep its owner here.)
 func (g *Gateway) TokenOwner(ctx context.Context, tok string) (string, error) {
 	hash := frontend.HashToken(tok)
-	g.mu.Lock()
-	id, ok := g.owners[hash]
-	g.mu.Unlock()
-	if ok {
-		return id, nil
-	}
 	id, err := g.db.KVOwner(ctx, frontend.TokenNamespace, "sha256", hash)
 	g.mu.Lock()
 	defer g.mu.Unlock()

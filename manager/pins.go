@@ -358,6 +358,10 @@ type pinCaps struct {
 // changed; it returns the held tools and whether the result may be
 // remembered (the store answered). It reads names, hashes and sizes of
 // the pins only.
+//
+// Long: one pass over the pins decides every tool (first seen, same,
+// changed, over the caps, unreadable) and collects the writes, so that
+// the held set and what is written always agree.
 func (m *Manager) evaluate(ctx context.Context, ps PinStore, id string, trusted bool, caps pinCaps, forms []toolForm, confirmed map[string]string) (map[string]hold, bool) {
 	pins, err := ps.PinSummaries(ctx, id)
 	if err != nil && errors.Is(err, store.ErrUnavailable) && allConfirmed(forms, confirmed) {

@@ -217,6 +217,10 @@ func (a *Authenticator) lockRefresh(ctx context.Context, serverID string, b conf
 // another connection (store.LockSecret says why): reads only, and
 // OnExchange, which does not block; other writes come after Commit or
 // Release.
+//
+// Long: the two locks, the re-read, the request and the handling of each
+// refusal (a dead token, a rejected client) must be read in one place to
+// see that no path spends a token twice or loses the rotated one.
 func (a *Authenticator) refresh(ctx context.Context, srv config.Server, b config.Binding, resource string, tokenURL string, cl *client) (*grant, error) {
 	unlock, err := a.lockServer(ctx, srv.ID)
 	if err != nil {
