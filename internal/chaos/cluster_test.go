@@ -194,7 +194,7 @@ func startPostgres(t *testing.T, dir string) *postgres {
 	}
 	p.opts = "-k " + p.dir + " -p 5432 -c listen_addresses='' -c fsync=off -c synchronous_commit=off " +
 		"-c full_page_writes=off -c shared_buffers=32MB -c max_connections=200 " +
-		"-c shared_preload_libraries=pg_stat_statements -c pg_stat_statements.track=all"
+		"-c shared_preload_libraries=pg_stat_statements -c pg_stat_statements.track=top"
 	if out, err := p.start(); err != nil {
 		t.Fatalf("pg_ctl start: %v\n%s\n%s", err, out, tail(p.log(), 30))
 	}

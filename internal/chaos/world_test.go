@@ -481,12 +481,19 @@ func (e *editor) run(ctx context.Context) {
 		default:
 			ed.outcome, ed.err = "unknown", err.Error()
 		}
-		if ctx.Err() != nil && ed.outcome != "ok" {
-			return
+		stopped := ctx.Err() != nil
+		if stopped && ed.outcome != "ok" {
+			// The load ended under this edit: the request may have been
+			// carried out all the same (a remove sent just before the
+			// end), so it counts as unanswered, not as never made.
+			ed.outcome = "unknown"
 		}
 		e.mu.Lock()
 		e.edits = append(e.edits, ed)
 		e.mu.Unlock()
+		if stopped {
+			return
+		}
 		sleep(ctx, 250*time.Millisecond)
 	}
 }
