@@ -48,18 +48,10 @@ fi
 # runs its own processes on free ports and needs none of them.
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/remotemcp-chaos.XXXXXX")
-chmod 755 "$work" # the user postgres must reach the cluster's directory
-# The test stops what it started; this trap covers a test process that was
-# killed (go test's -timeout): its replicas and HAProxy die with it
-# (Pdeathsig), the PostgreSQL cluster, which pg_ctl daemonizes, does not.
-cleanup() {
-  local d as=()
-  [ "$(id -u)" = 0 ] && as=(runuser -u postgres --)
-  for d in "$work"/run-*/pg/data; do
-    [ -f "$d/postmaster.pid" ] && "${as[@]}" "$(pg_bins)/pg_ctl" stop -D "$d" -m immediate >/dev/null 2>&1 || true
-  done
-  [ "${CHAOS_KEEP:-}" = 1 ] || rm -rf "$work"
-}
+# The test stops what it started, and what it started dies with it
+# (Pdeathsig): the replicas, HAProxy and its PostgreSQL cluster
+# (internal/pgtest, in a directory of its own).
+cleanup() { [ "${CHAOS_KEEP:-}" = 1 ] || rm -rf "$work"; }
 trap cleanup EXIT
 
 step "building remotemcp"

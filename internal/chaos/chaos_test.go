@@ -160,18 +160,14 @@ func (w *chaosRun) run(t *testing.T) {
 	w.faults = append(w.faults, f)
 	sleep(ctx, quiet)
 
-	// 2. Restart PostgreSQL: a fast shutdown (pg_ctl restart -m fast's),
+	// 2. Restart PostgreSQL: a fast shutdown (what pg_ctl restart -m fast does),
 	// down for pgDown so that edits and a sign-in land in the outage.
 	f = &fault{name: "PostgreSQL restart", start: time.Now()}
 	f.affected = allHosts()
-	if out, err := c.pg.ctl("stop", "-m", "fast", "-w"); err != nil {
-		t.Fatalf("pg_ctl stop -m fast: %v\n%s", err, out)
-	}
+	c.pg.StopFast(t)
 	ed.trySignIn(ctx)
 	sleep(ctx, pgDown)
-	if out, err := c.pg.start(); err != nil {
-		t.Fatalf("pg_ctl start: %v\n%s", err, out)
-	}
+	c.pg.Start(t)
 	f.recovered = time.Now()
 	w.faults = append(w.faults, f)
 	sleep(ctx, quiet)

@@ -13,10 +13,8 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"os/user"
 	"path/filepath"
 	"runtime"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -25,6 +23,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/remotemcp/remotemcp/internal/pgtest"
 )
 
 // ready bounds every wait for a process to come up: far above what any
@@ -128,119 +128,25 @@ func tail(path string, n int) string {
 
 // --- PostgreSQL ------------------------------------------------------
 
-// postgres is a cluster of the test's own, run with pg_ctl as an
-// operator would (as the user postgres when the test runs as root:
-// initdb and postgres refuse root). pg_ctl daemonizes the server, so
-// Pdeathsig cannot cover it: t.Cleanup stops it, and scripts/chaos.sh's
-// trap stops it when the test process is killed (CHAOS_WORKDIR).
-type postgres struct {
-	dir, bin string
-	as       []string // runuser -u postgres --, when root
-	opts     string   // the server's options (pg_ctl start -o)
-}
-
-// pgBin finds pg_ctl: on PATH (Debian links it to its version's
-// directory), else the newest /usr/lib/postgresql/*/bin.
-func pgBin() (string, error) {
-	if p, err := exec.LookPath("pg_ctl"); err == nil {
-		if r, err := filepath.EvalSymlinks(p); err == nil {
-			return filepath.Dir(r), nil
-		}
-	}
-	dirs, _ := filepath.Glob("/usr/lib/postgresql/*/bin")
-	dirs = slices.DeleteFunc(dirs, func(d string) bool {
-		_, err := os.Stat(filepath.Join(d, "pg_ctl"))
-		return err != nil
-	})
-	if len(dirs) == 0 {
-		return "", errors.New("pg_ctl is neither on PATH nor in /usr/lib/postgresql/*/bin: apt-get install postgresql (scripts/chaos.sh does)")
-	}
-	slices.SortFunc(dirs, func(a, b string) int {
-		va, _ := strconv.Atoi(filepath.Base(filepath.Dir(a)))
-		vb, _ := strconv.Atoi(filepath.Base(filepath.Dir(b)))
-		return va - vb
-	})
-	return dirs[len(dirs)-1], nil
-}
-
-// startPostgres makes a cluster in dir/pg and starts it: trust on its
-// Unix socket only, no TCP, no durability (fsync off, as the tests'
-// clusters), pg_stat_statements loaded for the benchmark.
-func startPostgres(t *testing.T, dir string) *postgres {
+// startPostgres starts the test's own cluster (internal/pgtest: trust on
+// its Unix socket only, no durability, run as the user postgres when
+// root, stopped with the test process) with pg_stat_statements loaded
+// for the benchmark, and returns it with its database for the replicas.
+func startPostgres(t *testing.T) (*pgtest.Cluster, string) {
 	t.Helper()
-	bin, err := pgBin()
+	pg := pgtest.NewClusterWith(t, pgtest.ClusterOptions{Settings: []string{
+		"shared_preload_libraries=pg_stat_statements", "pg_stat_statements.track=top"}})
+	dsn := pg.DSN(t)
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, dsn)
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &postgres{dir: filepath.Join(dir, "pg"), bin: bin}
-	if err := os.MkdirAll(p.dir, 0o700); err != nil {
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, "CREATE EXTENSION pg_stat_statements"); err != nil {
 		t.Fatal(err)
 	}
-	if os.Geteuid() == 0 {
-		u, err := user.Lookup("postgres")
-		if err != nil {
-			t.Fatalf("running as root, PostgreSQL must run as the user postgres (Debian's package makes it): %v", err)
-		}
-		uid, _ := strconv.Atoi(u.Uid)
-		gid, _ := strconv.Atoi(u.Gid)
-		if err := os.Chown(p.dir, uid, gid); err != nil {
-			t.Fatal(err)
-		}
-		p.as = []string{"runuser", "-u", "postgres", "--"}
-	}
-	if out, err := p.run(filepath.Join(bin, "initdb"), "-D", p.data(), "-U", "postgres", "--auth-local=trust",
-		"--auth-host=reject", "-E", "UTF8", "--locale=C", "--no-sync"); err != nil {
-		t.Fatalf("initdb: %v\n%s(every directory above %s must be searchable by the user postgres)", err, out, p.dir)
-	}
-	p.opts = "-k " + p.dir + " -p 5432 -c listen_addresses='' -c fsync=off -c synchronous_commit=off " +
-		"-c full_page_writes=off -c shared_buffers=32MB -c max_connections=200 " +
-		"-c shared_preload_libraries=pg_stat_statements -c pg_stat_statements.track=top"
-	if out, err := p.start(); err != nil {
-		t.Fatalf("pg_ctl start: %v\n%s\n%s", err, out, tail(p.log(), 30))
-	}
-	t.Cleanup(func() { p.ctl("stop", "-m", "immediate") })
-	return p
-}
-
-// start starts the server (again) with its options and waits until it
-// accepts connections.
-func (p *postgres) start() ([]byte, error) {
-	return p.ctl("start", "-w", "-t", "90", "-l", p.log(), "-o", p.opts)
-}
-
-func (p *postgres) data() string { return filepath.Join(p.dir, "data") }
-func (p *postgres) log() string  { return filepath.Join(p.dir, "postgres.log") }
-
-// run runs a program of PostgreSQL's as its user, with no PG* variables
-// (PGPORT, PGDATA would override the flags).
-func (p *postgres) run(prog string, args ...string) ([]byte, error) {
-	argv := append(slices.Clone(p.as), prog)
-	argv = append(argv, args...)
-	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Dir = p.dir
-	cmd.Env = slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, "PG") })
-	return cmd.CombinedOutput()
-}
-
-// ctl runs pg_ctl on the cluster.
-func (p *postgres) ctl(args ...string) ([]byte, error) {
-	return p.run(filepath.Join(p.bin, "pg_ctl"), append([]string{"-D", p.data()}, args...)...)
-}
-
-// url is the URL of database db on the cluster.
-func (p *postgres) url(db string) string {
-	return "postgres:///" + db + "?host=" + p.dir + "&port=5432&user=postgres"
-}
-
-// exec runs SQL on database db.
-func (p *postgres) exec(ctx context.Context, db, sql string) error {
-	conn, err := pgx.Connect(ctx, p.url(db))
-	if err != nil {
-		return fmt.Errorf("connect to %s: %w", db, err)
-	}
-	defer conn.Close(context.Background())
-	_, err = conn.Exec(ctx, sql)
-	return err
+	return pg, dsn
 }
 
 // --- replicas --------------------------------------------------------
@@ -488,7 +394,7 @@ func (c *cluster) waitUp(r *replica) error {
 type cluster struct {
 	dir           string
 	bin           string
-	pg            *postgres
+	pg            *pgtest.Cluster
 	dsn           string
 	replicas      []*replica
 	lbPage, lbMCP int
@@ -500,15 +406,7 @@ type cluster struct {
 func newCluster(t *testing.T, n int) *cluster {
 	t.Helper()
 	c := &cluster{dir: workDir(t), bin: remotemcpBinary(t)}
-	c.pg = startPostgres(t, c.dir)
-	ctx := context.Background()
-	if err := c.pg.exec(ctx, "postgres", "CREATE DATABASE chaos"); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.pg.exec(ctx, "chaos", "CREATE EXTENSION pg_stat_statements"); err != nil {
-		t.Fatal(err)
-	}
-	c.dsn = c.pg.url("chaos")
+	c.pg, c.dsn = startPostgres(t)
 	c.lbPage, c.lbMCP = freePort(t), freePort(t)
 	for i := range n {
 		r := &replica{name: fmt.Sprintf("r%d", i+1), dir: filepath.Join(c.dir, fmt.Sprintf("r%d", i+1)),
@@ -528,7 +426,7 @@ func newCluster(t *testing.T, n int) *cluster {
 			for _, r := range c.replicas {
 				t.Logf("the end of %s's log:\n%s", r.name, tail(r.logPath, 40))
 			}
-			t.Logf("the end of PostgreSQL's log:\n%s", tail(c.pg.log(), 20))
+			t.Logf("the end of PostgreSQL's log:\n%s", c.pg.Log())
 		}
 	})
 	// The first replica creates the key file; every other gets a copy

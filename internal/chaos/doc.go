@@ -5,7 +5,7 @@
 //	scripts/chaos.sh -bench       # CPU and PostgreSQL round trips per call, 1 vs 3 replicas
 //
 // It runs everything as real processes on 127.0.0.1 with free ports: a
-// PostgreSQL cluster of its own (initdb, pg_ctl), three `remotemcp serve
+// PostgreSQL cluster of its own (internal/pgtest), three `remotemcp serve
 // --store postgres://…` replicas sharing one key file, and Debian's
 // HAProxy in front of their pages (round robin) and of their MCP
 // endpoints (a host's Mcp-Session-Id stays on the replica that issued

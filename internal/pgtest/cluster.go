@@ -55,7 +55,7 @@ func (o *clusterOnce) get() (*cluster, error) {
 	}
 	if !o.tried {
 		o.tried = true
-		o.c, o.err = startCluster(os.Getenv("PATH"), debianBins)
+		o.c, o.err = startCluster(os.Getenv("PATH"), debianBins, nil)
 	}
 	return o.c, o.err
 }
@@ -81,6 +81,9 @@ type cluster struct {
 	cred   *syscall.Credential
 	cmd    *exec.Cmd
 	exited chan struct{} // closed when the postgres process has exited
+	// settings are more server settings (name=value) given by
+	// NewClusterWith.
+	settings []string
 }
 
 func (c *cluster) adminURL() *url.URL {
@@ -142,7 +145,7 @@ func versionOf(binDir string) []int {
 // it: trust authentication on its Unix socket only, no TCP, and no
 // durability (fsync off), which tests do not need and a loaded CI
 // machine pays dearly for.
-func startCluster(path, glob string) (c *cluster, err error) {
+func startCluster(path, glob string, settings []string) (c *cluster, err error) {
 	bin, err := findBins(path, glob)
 	if err != nil {
 		return nil, err
@@ -172,7 +175,7 @@ func startCluster(path, glob string) (c *cluster, err error) {
 	if out, err := initdb.CombinedOutput(); err != nil {
 		return nil, fmt.Errorf("initdb for the private cluster in %s: %w\n%s%s", dir, err, out, rootHint(cred, dir))
 	}
-	c = &cluster{dir: dir, bin: bin, cred: cred}
+	c = &cluster{dir: dir, bin: bin, cred: cred, settings: settings}
 	if err := c.start(); err != nil {
 		return nil, err
 	}
@@ -192,6 +195,9 @@ func (c *cluster) start() error {
 		"-c", "listen_addresses=",
 		"-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off",
 		"-c", "shared_buffers=32MB", "-c", "max_connections=200")
+	for _, kv := range c.settings {
+		cmd.Args = append(cmd.Args, "-c", kv)
+	}
 	setUp(cmd, c.dir, c.cred)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	// If the test process dies without stopping the server (go test's
@@ -263,8 +269,12 @@ func (c *cluster) stop() error {
 
 // halt ends the server at once (SIGQUIT) and waits for it, keeping its
 // directory, so start can run it again.
-func (c *cluster) halt() {
-	c.cmd.Process.Signal(syscall.SIGQUIT)
+func (c *cluster) halt() { c.shutdown(syscall.SIGQUIT) }
+
+// shutdown sends the server sig (SIGQUIT: immediate; SIGINT: fast, what
+// pg_ctl stop -m fast sends) and waits until it has exited.
+func (c *cluster) shutdown(sig syscall.Signal) {
+	c.cmd.Process.Signal(sig)
 	select {
 	case <-c.exited:
 	case <-time.After(hang):

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"sync"
+	"syscall"
 	"testing"
 )
 
@@ -22,7 +23,21 @@ type Cluster struct {
 // does.
 func NewCluster(t testing.TB) *Cluster {
 	t.Helper()
-	c, err := startCluster(os.Getenv("PATH"), debianBins)
+	return NewClusterWith(t, ClusterOptions{})
+}
+
+// ClusterOptions tune NewClusterWith.
+type ClusterOptions struct {
+	// Settings are more server settings, name=value each (as postgres
+	// -c takes them), e.g. "shared_preload_libraries=pg_stat_statements".
+	Settings []string
+}
+
+// NewClusterWith is NewCluster with more server settings (the replicas'
+// chaos test loads pg_stat_statements).
+func NewClusterWith(t testing.TB, o ClusterOptions) *Cluster {
+	t.Helper()
+	c, err := startCluster(os.Getenv("PATH"), debianBins, o.Settings)
 	if np := (*noPostgresError)(nil); errors.As(err, &np) {
 		unavailable(t, np)
 		return nil
@@ -63,6 +78,22 @@ func (k *Cluster) Stop(t testing.TB) {
 		k.up = false
 	}
 }
+
+// StopFast shuts the server down as pg_ctl stop -m fast does (SIGINT:
+// sessions are ended, everything committed is written out), keeping its
+// data: an operator's restart rather than a crash.
+func (k *Cluster) StopFast(t testing.TB) {
+	t.Helper()
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.up {
+		k.c.shutdown(syscall.SIGINT)
+		k.up = false
+	}
+}
+
+// Log is the end of the server's log (for a failing test's output).
+func (k *Cluster) Log() string { return k.c.log() }
 
 // Start runs the server again on the same data and waits until it
 // accepts connections.
