@@ -760,7 +760,11 @@ func (p *lateProbe) send() {
 	// The stale request reaches the frozen process's socket first.
 	time.Sleep(time.Second)
 	name := lateOnTime
-	ctx, cancel := context.WithTimeout(context.Background(), editTimeout)
+	// Longer than an edit's timeout: if the replica froze in the middle
+	// of a write of this person, it holds the person's revision row until
+	// PostgreSQL ends its idle transaction (store's idleInTransaction,
+	// 20 s), and this rename waits for that (seen once in CI).
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if _, err := p.w.c.personAt(spare, p.w.c.replicas[0].page).UpdateServer(ctx, "late", localapi.UpdateServerRequest{Name: &name}); err != nil {
 		p.done <- lateWrite{outcome: "not tried", err: "the rename during the freeze failed: " + err.Error()}
